@@ -1,0 +1,69 @@
+//! What a lifter needs to know about one function's code: its bytes, the
+//! relocations inside them, the offsets other code or data jump to, and how to
+//! name places of the same section that the assembler resolved without a
+//! relocation. Built by whoever reads the container format (ELF, Mach-O, a
+//! linked image); consumed by the architecture's lifter.
+
+use crate::{Arch, TargetId};
+
+/// A relocation inside the function's bytes, with its target already normalized
+/// by the reader (a defined, non-preemptible symbol becomes its section plus offset).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct CodeReloc {
+    /// Offset of the relocated field from the function's first byte.
+    pub offset: u32,
+    /// Size of the relocated field in bytes.
+    pub size: u8,
+    /// The container's relocation type, as the file states it.
+    pub r_type: u32,
+    pub target: TargetId,
+    pub addend: i64,
+}
+
+/// Resolves places of the function's own section that an instruction reaches
+/// without a relocation (gas resolves calls to static functions of the same
+/// section). Offsets are section offsets.
+pub trait IntraSectionTargets {
+    /// The target and addend for section offset `offset`, or `None` when the
+    /// section has no such place.
+    fn resolve(&self, offset: u64) -> Option<(TargetId, i64)>;
+}
+
+/// For code that is alone in its section: nothing outside it can be reached
+/// without a relocation.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct NoIntraSectionTargets;
+
+impl IntraSectionTargets for NoIntraSectionTargets {
+    fn resolve(&self, _offset: u64) -> Option<(TargetId, i64)> {
+        None
+    }
+}
+
+/// One function's code, ready to lift.
+#[derive(Copy, Clone)]
+pub struct CodeInput<'a> {
+    pub arch: Arch,
+    pub bytes: &'a [u8],
+    /// Offset of `bytes[0]` in its section (the address the code is decoded at).
+    pub section_offset: u64,
+    /// Size of the whole section, so PC-relative targets can be checked against it.
+    pub section_size: u64,
+    /// Relocations sorted by offset.
+    pub relocs: &'a [CodeReloc],
+    /// Offsets into the function that something outside it jumps to (jump-table
+    /// entries, other symbols); each starts a block.
+    pub entry_points: &'a [u32],
+    pub intra_section: &'a dyn IntraSectionTargets,
+}
+
+impl std::fmt::Debug for CodeInput<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeInput")
+            .field("arch", &self.arch)
+            .field("len", &self.bytes.len())
+            .field("section_offset", &self.section_offset)
+            .field("relocs", &self.relocs.len())
+            .finish()
+    }
+}

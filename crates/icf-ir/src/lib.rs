@@ -1,0 +1,295 @@
+//! The normalized IR that every architecture's lifter produces and the folder compares.
+//!
+//! A [`Function`] is a list of [`Block`]s in walk order (entry first, then the
+//! blocks reachable from it in terminator order, then every block the walk did
+//! not reach, in address order). Instructions, operands, memory operands and
+//! references live in dense side tables of the function, keyed by newtype
+//! indices, so a function is a handful of allocations however large it is.
+//!
+//! Main assumption: this crate knows no instruction encodings. Opcodes, registers
+//! and relocation kinds are numbers whose meaning belongs to the lifter of
+//! [`Function::arch`]; printing asks that lifter's [`print::Syntax`] for names.
+
+mod input;
+pub mod print;
+
+pub use input::{CodeInput, CodeReloc, IntraSectionTargets, NoIntraSectionTargets};
+
+use smallvec::SmallVec;
+use std::ops::Range;
+
+/// The instruction set a function is written in.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+macro_rules! index_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The index as a `usize`, for indexing the side table it belongs to.
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+index_type!(
+    /// A block of a function, numbered in walk order: the entry is `BlockId(0)`.
+    BlockId
+);
+index_type!(
+    /// Anything outside the function a reference can name: a section of some
+    /// object, a symbol that may be replaced at link time, an absolute value.
+    /// The numbering belongs to whoever built the [`CodeInput`].
+    TargetId
+);
+index_type!(
+    /// An instruction of a function, in block order.
+    InstId
+);
+index_type!(
+    /// A memory operand in [`Function::mems`].
+    MemId
+);
+index_type!(
+    /// A reference in [`Function::refs`].
+    RefId
+);
+index_type!(
+    /// A run of bytes that could not be lifted, in [`Function::opaque`].
+    OpaqueId
+);
+
+/// An architectural register, numbered by the lifter. `Reg::NONE` is "absent".
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct Reg(pub u16);
+
+impl Reg {
+    pub const NONE: Reg = Reg(0);
+
+    pub fn is_none(self) -> bool {
+        self == Reg::NONE
+    }
+}
+
+/// The operation of an instruction, independent of how it was encoded: on
+/// x86-64 the mnemonic, encoding class and operand size. `Opcode::OPAQUE` marks
+/// a run of bytes compared byte-exactly.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Opcode(pub u32);
+
+impl Opcode {
+    pub const OPAQUE: Opcode = Opcode(u32::MAX);
+}
+
+/// A relocation type after the lifter merged synonyms (for example x86-64
+/// `R_X86_64_PLT32` on a branch is `R_X86_64_PC32`). Its meaning, and its name,
+/// belong to the lifter of the function's architecture.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct RefKind(pub u32);
+
+/// How an instruction uses the address a reference produces. This is what makes
+/// address significance precise without an `.llvm_addrsig` table: only
+/// `Address` lets the address escape.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum Use {
+    /// The target of a call.
+    Call,
+    /// The target of a jump (a tail call, or a branch to another section).
+    Jump,
+    /// A load or store through the address: the address itself does not escape.
+    Access,
+    /// The address is taken: kept in a register, stored, compared, returned.
+    Address,
+}
+
+/// A use of something outside the function.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Ref {
+    pub target: TargetId,
+    pub addend: i64,
+    pub kind: RefKind,
+    pub use_: Use,
+}
+
+/// A memory operand `seg:[base + index * scale + disp]` of `size` bytes.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Mem {
+    pub base: Reg,
+    pub index: Reg,
+    pub scale: u8,
+    pub seg: Reg,
+    /// Size of the accessed object in bytes (0 when the instruction does not access it, as `lea`).
+    pub size: u16,
+    pub disp: Disp,
+}
+
+/// The displacement of a memory operand.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Disp {
+    /// A plain number (for a PC-relative operand: relative to the instruction's end).
+    Imm(i64),
+    /// A PC-relative address of a block of this function.
+    Block(BlockId),
+    /// An address outside the function, through a relocation or resolved by the assembler.
+    Ref(RefId),
+}
+
+/// One operand of an instruction.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Operand {
+    Reg(Reg),
+    Imm(i64),
+    Mem(MemId),
+    /// A branch target inside this function.
+    Block(BlockId),
+    /// Anything outside this function.
+    Ref(RefId),
+    /// Bytes that could not be lifted.
+    Opaque(OpaqueId),
+}
+
+/// One instruction. `at` and `len` locate it in the function's bytes; they are
+/// for people and for checks, never compared.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Inst {
+    pub op: Opcode,
+    /// Prefixes and modifiers that change the operation's meaning (lock, rep,
+    /// masking...); lifter-defined.
+    pub flags: u32,
+    pub operands: Range<u32>,
+    pub at: u32,
+    pub len: u32,
+}
+
+/// A basic block: a range of [`Function::insts`] and its successors in
+/// terminator order (taken target first, then the fall-through).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Block {
+    pub insts: Range<u32>,
+    pub succs: SmallVec<[BlockId; 2]>,
+    /// Whether the walk from the entry reached this block.
+    pub reached: bool,
+}
+
+/// Why some bytes are compared byte-exactly instead of instruction by instruction.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum OpaqueReason {
+    /// The decoder does not know the instruction at this offset.
+    UnknownInstruction { at: u32 },
+    /// A branch or an outside reference lands inside an instruction.
+    TargetInsideInstruction { target: u32 },
+    /// A relocation covers bytes that are neither a displacement nor an immediate.
+    RelocationOutsideOperand { at: u32 },
+    /// A PC-relative operand refers to bytes of this function that start no block (data in code).
+    DataInCode { target: u32 },
+    /// A PC-relative operand leaves the section without a relocation.
+    TargetOutsideSection { target: u64 },
+    /// The last instruction runs past the end of the function.
+    Truncated { at: u32 },
+}
+
+/// A run of bytes compared byte-exactly, relocated bytes zeroed.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct OpaqueRun {
+    pub bytes: Box<[u8]>,
+    pub reason: OpaqueReason,
+}
+
+/// A lifted function.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Function {
+    pub arch: Arch,
+    /// Size in bytes of the code this function was lifted from.
+    pub size: u32,
+    pub blocks: Vec<Block>,
+    pub insts: Vec<Inst>,
+    pub operands: Vec<Operand>,
+    pub mems: Vec<Mem>,
+    pub refs: Vec<Ref>,
+    pub opaque: Vec<OpaqueRun>,
+}
+
+impl Function {
+    pub fn new(arch: Arch, size: u32) -> Function {
+        Function {
+            arch,
+            size,
+            blocks: Vec::new(),
+            insts: Vec::new(),
+            operands: Vec::new(),
+            mems: Vec::new(),
+            refs: Vec::new(),
+            opaque: Vec::new(),
+        }
+    }
+
+    pub fn block(&self, id: BlockId) -> &Block {
+        &self.blocks[id.index()]
+    }
+
+    pub fn block_insts(&self, block: &Block) -> &[Inst] {
+        &self.insts[block.insts.start as usize..block.insts.end as usize]
+    }
+
+    pub fn inst_operands(&self, inst: &Inst) -> &[Operand] {
+        &self.operands[inst.operands.start as usize..inst.operands.end as usize]
+    }
+
+    pub fn mem(&self, id: MemId) -> &Mem {
+        &self.mems[id.index()]
+    }
+
+    pub fn ref_(&self, id: RefId) -> &Ref {
+        &self.refs[id.index()]
+    }
+
+    pub fn opaque_run(&self, id: OpaqueId) -> &OpaqueRun {
+        &self.opaque[id.index()]
+    }
+
+    /// Whether any part of the function is compared byte-exactly.
+    pub fn has_opaque(&self) -> bool {
+        !self.opaque.is_empty()
+    }
+
+    /// Appends an instruction with its operands to the function; the caller
+    /// closes blocks over the instructions it pushed.
+    pub fn push_inst(&mut self, op: Opcode, flags: u32, operands: &[Operand], at: u32, len: u32) -> InstId {
+        let start = self.operands.len() as u32;
+        self.operands.extend_from_slice(operands);
+        let id = InstId(self.insts.len() as u32);
+        self.insts.push(Inst { op, flags, operands: start..self.operands.len() as u32, at, len });
+        id
+    }
+
+    pub fn push_mem(&mut self, mem: Mem) -> MemId {
+        self.mems.push(mem);
+        MemId(self.mems.len() as u32 - 1)
+    }
+
+    pub fn push_ref(&mut self, r: Ref) -> RefId {
+        self.refs.push(r);
+        RefId(self.refs.len() as u32 - 1)
+    }
+
+    pub fn push_opaque(&mut self, run: OpaqueRun) -> OpaqueId {
+        self.opaque.push(run);
+        OpaqueId(self.opaque.len() as u32 - 1)
+    }
+
+    /// Byte ranges of all instructions in address order; a well-formed function
+    /// covers `0..size` exactly once.
+    pub fn coverage(&self) -> Vec<Range<u32>> {
+        let mut ranges: Vec<Range<u32>> = self.insts.iter().map(|i| i.at..i.at + i.len).collect();
+        ranges.sort_by_key(|r| r.start);
+        ranges
+    }
+}

@@ -1,0 +1,539 @@
+//! One ELF relocatable object (`ET_REL`, 64-bit little-endian, x86-64 or
+//! AArch64) as a borrowed model: sections, symbols, relocations attached to
+//! the section they patch, COMDAT groups, the `.llvm_addrsig` table and the
+//! `.eh_frame` links. Every index and offset read from the file is checked
+//! here, once, so later phases can index without fear of bad input.
+
+use crate::eh_frame::{self, Fde};
+use crate::error::{Error, Result};
+use crate::reloc;
+use icf_ir::Arch;
+use object::LittleEndian as LE;
+use object::elf;
+use object::read::elf::{FileHeader, Rela, SectionHeader, Sym};
+
+/// Index of a section in its object, as in the ELF section header table (0 is the null section).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct SectionIndex(pub u32);
+
+/// Index of a symbol in its object's symbol table (0 is the null symbol).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct SymbolIndex(pub u32);
+
+impl SectionIndex {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl SymbolIndex {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// `SHT_LLVM_ADDRSIG`: the symbols whose address is significant.
+pub const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+
+/// A relocation, attached to the section it patches.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Reloc {
+    /// Offset of the patched field in the section.
+    pub offset: u64,
+    pub r_type: u32,
+    /// `SymbolIndex(0)` when the relocation names no symbol.
+    pub symbol: SymbolIndex,
+    pub addend: i64,
+    /// Size of the patched field in bytes.
+    pub size: u8,
+    pub pc_relative: bool,
+}
+
+/// A section header with its contents.
+#[derive(Clone, Debug)]
+pub struct Section<'data> {
+    pub name: &'data [u8],
+    pub sh_type: u32,
+    pub flags: u64,
+    pub align: u64,
+    pub size: u64,
+    pub link: u32,
+    pub info: u32,
+    pub entsize: u64,
+    /// The bytes; empty for `SHT_NOBITS`.
+    pub data: &'data [u8],
+    /// Relocations patching this section, sorted by offset.
+    pub relocs: Vec<Reloc>,
+    /// The `SHT_RELA` section they came from.
+    pub reloc_section: Option<SectionIndex>,
+    /// The COMDAT group (index into [`ElfObject::groups`]) this section belongs to.
+    pub group: Option<u32>,
+}
+
+impl Section<'_> {
+    pub fn name_lossy(&self) -> String {
+        String::from_utf8_lossy(self.name).into_owned()
+    }
+
+    pub fn is_executable(&self) -> bool {
+        self.sh_type == elf::SHT_PROGBITS.0 && self.flags & elf::SHF_EXECINSTR.0 != 0
+    }
+
+    pub fn is_writable(&self) -> bool {
+        self.flags & elf::SHF_WRITE.0 != 0
+    }
+
+    pub fn is_alloc(&self) -> bool {
+        self.flags & elf::SHF_ALLOC.0 != 0
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Binding {
+    Local,
+    Global,
+    Weak,
+    /// `STB_GNU_UNIQUE`: one definition per process, like a COMDAT across shared objects.
+    Unique,
+    Other(u8),
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum SymbolKind {
+    NoType,
+    Object,
+    Func,
+    Section,
+    File,
+    Common,
+    Tls,
+    /// `STT_GNU_IFUNC`: the symbol's value is a resolver, never folded.
+    Ifunc,
+    Other(u8),
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Visibility {
+    Default,
+    Internal,
+    Hidden,
+    Protected,
+}
+
+/// Where a symbol is defined.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum SymbolPlace {
+    Undefined,
+    Absolute,
+    Common,
+    Section(SectionIndex),
+}
+
+#[derive(Clone, Debug)]
+pub struct Symbol<'data> {
+    pub name: &'data [u8],
+    pub binding: Binding,
+    pub kind: SymbolKind,
+    pub visibility: Visibility,
+    pub place: SymbolPlace,
+    pub value: u64,
+    pub size: u64,
+}
+
+impl Symbol<'_> {
+    pub fn name_lossy(&self) -> String {
+        String::from_utf8_lossy(self.name).into_owned()
+    }
+
+    pub fn section(&self) -> Option<SectionIndex> {
+        match self.place {
+            SymbolPlace::Section(index) => Some(index),
+            _ => None,
+        }
+    }
+
+    pub fn is_defined(&self) -> bool {
+        self.place != SymbolPlace::Undefined
+    }
+}
+
+/// A `SHT_GROUP` section: sections kept or discarded together.
+#[derive(Clone, Debug)]
+pub struct ComdatGroup {
+    /// The `SHT_GROUP` section itself.
+    pub section: SectionIndex,
+    pub signature: SymbolIndex,
+    /// `GRP_COMDAT`: the linker keeps one group per signature across all inputs.
+    pub is_comdat: bool,
+    pub members: Vec<SectionIndex>,
+}
+
+/// A parsed ELF relocatable object.
+#[derive(Clone, Debug)]
+pub struct ElfObject<'data> {
+    pub arch: Arch,
+    pub data: &'data [u8],
+    /// Indexed by [`SectionIndex`]; entry 0 is the null section.
+    pub sections: Vec<Section<'data>>,
+    /// Indexed by [`SymbolIndex`]; entry 0 is the null symbol.
+    pub symbols: Vec<Symbol<'data>>,
+    pub symtab: Option<SectionIndex>,
+    pub groups: Vec<ComdatGroup>,
+    /// `.llvm_addrsig`, when present and still valid (its `sh_link` names the symbol table).
+    pub addrsig: Option<Vec<SymbolIndex>>,
+    /// The `.eh_frame` section and its FDEs, when present.
+    pub eh_frame: Option<(SectionIndex, Vec<Fde>)>,
+}
+
+impl<'data> ElfObject<'data> {
+    /// Parses `data`. Errors carry the section and offset; the caller adds the file name.
+    pub fn parse(data: &'data [u8]) -> Result<ElfObject<'data>> {
+        let arch = check_ident(data)?;
+        let header = elf::FileHeader64::<LE>::parse(data).map_err(|e| Error::new(e.to_string()).at_offset(0))?;
+        let e_type = header.e_type(LE);
+        if e_type != elf::ET_REL {
+            return Err(Error::new(format!(
+                "not a relocatable object (e_type {}): only ET_REL objects and archives of them can be folded",
+                e_type.0
+            )));
+        }
+        let table = header.sections(LE, data).map_err(|e| Error::new(format!("bad section header table: {e}")))?;
+        let mut sections = Vec::with_capacity(table.len());
+        for (index, header) in table.iter().enumerate() {
+            let name = table
+                .section_name(LE, header)
+                .map_err(|e| Error::new(e.to_string()).with_section(index as u32, "?"))?;
+            let section_data = header.data(LE, data).map_err(|_| {
+                Error::new(format!(
+                    "section data {:#x}..+{:#x} lies outside the file ({:#x} bytes)",
+                    header.sh_offset(LE),
+                    header.sh_size(LE),
+                    data.len()
+                ))
+                .with_section(index as u32, String::from_utf8_lossy(name))
+            })?;
+            sections.push(Section {
+                name,
+                sh_type: header.sh_type(LE).0,
+                flags: header.sh_flags(LE).0,
+                align: header.sh_addralign(LE),
+                size: header.sh_size(LE),
+                link: header.sh_link(LE),
+                info: header.sh_info(LE),
+                entsize: header.sh_entsize(LE),
+                data: section_data,
+                relocs: Vec::new(),
+                reloc_section: None,
+                group: None,
+            });
+        }
+
+        let mut object = ElfObject {
+            arch,
+            data,
+            sections,
+            symbols: Vec::new(),
+            symtab: None,
+            groups: Vec::new(),
+            addrsig: None,
+            eh_frame: None,
+        };
+        object.read_symbols(&table)?;
+        object.read_relocations(&table)?;
+        object.read_groups()?;
+        object.read_addrsig()?;
+        object.read_eh_frame()?;
+        Ok(object)
+    }
+
+    pub fn section(&self, index: SectionIndex) -> &Section<'data> {
+        &self.sections[index.index()]
+    }
+
+    pub fn symbol(&self, index: SymbolIndex) -> &Symbol<'data> {
+        &self.symbols[index.index()]
+    }
+
+    /// An error located in section `index`.
+    pub fn section_error(&self, index: SectionIndex, message: impl Into<String>) -> Error {
+        let name = self.sections.get(index.index()).map(Section::name_lossy).unwrap_or_default();
+        Error::new(message).with_section(index.0, name)
+    }
+
+    fn read_symbols(&mut self, table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>) -> Result<()> {
+        let Some(symtab_index) = self.sections.iter().position(|s| s.sh_type == elf::SHT_SYMTAB.0) else {
+            return Ok(());
+        };
+        let symtab_index = SectionIndex(symtab_index as u32);
+        let symtab = table
+            .symbols(LE, self.data, elf::SHT_SYMTAB)
+            .map_err(|e| self.section_error(symtab_index, format!("bad symbol table: {e}")))?;
+        let section_count = self.sections.len();
+        let mut symbols = Vec::with_capacity(symtab.len());
+        for (index, sym) in symtab.iter().enumerate() {
+            let entry_offset = (index * size_of::<elf::Sym64<LE>>()) as u64;
+            let located = |message: String| self.section_error(symtab_index, message).at_offset(entry_offset);
+            let name = symtab.symbol_name(LE, sym).map_err(|_| {
+                located(format!("symbol {index}: name offset {:#x} is outside the string table", sym.st_name(LE)))
+            })?;
+            let shndx = sym.st_shndx(LE);
+            let place = if shndx == elf::SHN_UNDEF {
+                SymbolPlace::Undefined
+            } else if shndx == elf::SHN_ABS {
+                SymbolPlace::Absolute
+            } else if shndx == elf::SHN_COMMON {
+                SymbolPlace::Common
+            } else {
+                let section = symtab
+                    .symbol_section(LE, sym, object::SymbolIndex(index))
+                    .map_err(|e| located(format!("symbol {index}: {e}")))?;
+                match section {
+                    Some(section) if section.0 < section_count && section.0 != 0 => {
+                        SymbolPlace::Section(SectionIndex(section.0 as u32))
+                    }
+                    Some(section) => {
+                        return Err(located(format!(
+                            "symbol {index} '{}' is defined in section {} which does not exist ({section_count} sections)",
+                            String::from_utf8_lossy(name),
+                            section.0
+                        )));
+                    }
+                    None => SymbolPlace::Undefined,
+                }
+            };
+            symbols.push(Symbol {
+                name,
+                binding: match sym.st_bind() {
+                    elf::STB_LOCAL => Binding::Local,
+                    elf::STB_GLOBAL => Binding::Global,
+                    elf::STB_WEAK => Binding::Weak,
+                    elf::STB_GNU_UNIQUE => Binding::Unique,
+                    other => Binding::Other(other.0),
+                },
+                kind: match sym.st_type() {
+                    elf::STT_NOTYPE => SymbolKind::NoType,
+                    elf::STT_OBJECT => SymbolKind::Object,
+                    elf::STT_FUNC => SymbolKind::Func,
+                    elf::STT_SECTION => SymbolKind::Section,
+                    elf::STT_FILE => SymbolKind::File,
+                    elf::STT_COMMON => SymbolKind::Common,
+                    elf::STT_TLS => SymbolKind::Tls,
+                    elf::STT_GNU_IFUNC => SymbolKind::Ifunc,
+                    other => SymbolKind::Other(other.0),
+                },
+                visibility: match sym.st_visibility() {
+                    elf::STV_INTERNAL => Visibility::Internal,
+                    elf::STV_HIDDEN => Visibility::Hidden,
+                    elf::STV_PROTECTED => Visibility::Protected,
+                    _ => Visibility::Default,
+                },
+                place,
+                value: sym.st_value(LE),
+                size: sym.st_size(LE),
+            });
+        }
+        self.symbols = symbols;
+        self.symtab = Some(symtab_index);
+        Ok(())
+    }
+
+    fn read_relocations(
+        &mut self,
+        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+    ) -> Result<()> {
+        for (rela_index, header) in table.iter().enumerate() {
+            let rela_index = SectionIndex(rela_index as u32);
+            let sh_type = header.sh_type(LE);
+            if sh_type == elf::SHT_REL {
+                return Err(self.section_error(
+                    rela_index,
+                    "SHT_REL relocations without addends are not used on x86-64 or AArch64",
+                ));
+            }
+            if sh_type != elf::SHT_RELA {
+                continue;
+            }
+            let target = SectionIndex(header.sh_info(LE));
+            if target.index() == 0 || target.index() >= self.sections.len() {
+                return Err(self.section_error(
+                    rela_index,
+                    format!("relocations apply to section {} which does not exist", target.0),
+                ));
+            }
+            if Some(SectionIndex(header.sh_link(LE))) != self.symtab {
+                return Err(self.section_error(rela_index, "relocation section does not refer to the symbol table"));
+            }
+            let (relas, _) = header
+                .rela(LE, self.data)
+                .map_err(|e| self.section_error(rela_index, format!("bad relocation section: {e}")))?
+                .ok_or_else(|| self.section_error(rela_index, "bad relocation section"))?;
+            let target_size = self.sections[target.index()].size;
+            let mut relocs = Vec::with_capacity(relas.len());
+            for (n, rela) in relas.iter().enumerate() {
+                let entry_offset = (n * size_of::<elf::Rela64<LE>>()) as u64;
+                let symbol = rela.r_sym(LE, false);
+                let r_type = rela.r_type(LE, false).0;
+                let offset = rela.r_offset(LE);
+                if symbol as usize >= self.symbols.len().max(1) {
+                    return Err(self
+                        .section_error(
+                            rela_index,
+                            format!(
+                                "relocation {n}: symbol index {symbol} is out of range ({} symbols)",
+                                self.symbols.len()
+                            ),
+                        )
+                        .at_offset(entry_offset));
+                }
+                let info = reloc::info(self.arch, r_type).ok_or_else(|| {
+                    self.section_error(rela_index, format!("relocation {n}: unsupported relocation type {r_type}"))
+                        .at_offset(entry_offset)
+                })?;
+                if offset.checked_add(u64::from(info.size)).is_none_or(|end| end > target_size) {
+                    return Err(self
+                        .section_error(
+                            rela_index,
+                            format!(
+                                "relocation {n} at offset {offset:#x} points past the end of section {} '{}' ({target_size:#x} bytes)",
+                                target.0,
+                                self.sections[target.index()].name_lossy()
+                            ),
+                        )
+                        .at_offset(entry_offset));
+                }
+                relocs.push(Reloc {
+                    offset,
+                    r_type,
+                    symbol: SymbolIndex(symbol),
+                    addend: rela.r_addend(LE),
+                    size: info.size,
+                    pc_relative: info.pc_relative,
+                });
+            }
+            relocs.sort_by_key(|r| r.offset);
+            let section = &mut self.sections[target.index()];
+            if section.reloc_section.is_some() {
+                return Err(self.section_error(rela_index, format!("section {} has two relocation sections", target.0)));
+            }
+            section.relocs = relocs;
+            section.reloc_section = Some(rela_index);
+        }
+        Ok(())
+    }
+
+    fn read_groups(&mut self) -> Result<()> {
+        for index in 0..self.sections.len() {
+            let section = &self.sections[index];
+            if section.sh_type != elf::SHT_GROUP.0 {
+                continue;
+            }
+            let group_index = SectionIndex(index as u32);
+            let words: Vec<u32> =
+                section.data.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+            let Some((&flags, member_words)) = words.split_first() else {
+                return Err(self.section_error(group_index, "empty group section"));
+            };
+            let signature = SymbolIndex(section.info);
+            if signature.index() >= self.symbols.len() {
+                return Err(
+                    self.section_error(group_index, format!("group signature symbol {} is out of range", signature.0))
+                );
+            }
+            let mut members = Vec::with_capacity(member_words.len());
+            for (n, &member) in member_words.iter().enumerate() {
+                if member == 0 || member as usize >= self.sections.len() {
+                    return Err(self
+                        .section_error(group_index, format!("group member {member} is not a section"))
+                        .at_offset(4 * (n as u64 + 1)));
+                }
+                members.push(SectionIndex(member));
+            }
+            let group_number = self.groups.len() as u32;
+            for member in &members {
+                self.sections[member.index()].group = Some(group_number);
+            }
+            self.groups.push(ComdatGroup {
+                section: group_index,
+                signature,
+                is_comdat: flags & elf::GRP_COMDAT.0 != 0,
+                members,
+            });
+        }
+        Ok(())
+    }
+
+    fn read_addrsig(&mut self) -> Result<()> {
+        let Some(index) = self.sections.iter().position(|s| s.sh_type == SHT_LLVM_ADDRSIG) else {
+            return Ok(());
+        };
+        let section = &self.sections[index];
+        // A tool that rewrote the symbol table without knowing the table (objcopy, `ld -r`)
+        // leaves `sh_link` stale: then the table says nothing, as lld also decides.
+        if Some(SectionIndex(section.link)) != self.symtab {
+            return Ok(());
+        }
+        let mut symbols = Vec::new();
+        let mut reader = gimli::EndianSlice::new(section.data, gimli::LittleEndian);
+        while !gimli::Reader::is_empty(&reader) {
+            let at = section.data.len() - gimli::Reader::len(&reader);
+            let value = gimli::Reader::read_uleb128(&mut reader).map_err(|e| {
+                self.section_error(SectionIndex(index as u32), format!("bad address-significance entry: {e}"))
+                    .at_offset(at as u64)
+            })?;
+            if value as usize >= self.symbols.len() {
+                return Err(self
+                    .section_error(
+                        SectionIndex(index as u32),
+                        format!("address-significant symbol {value} is out of range"),
+                    )
+                    .at_offset(at as u64));
+            }
+            symbols.push(SymbolIndex(value as u32));
+        }
+        self.addrsig = Some(symbols);
+        Ok(())
+    }
+
+    fn read_eh_frame(&mut self) -> Result<()> {
+        let Some(index) = self.sections.iter().position(|s| s.name == b".eh_frame" && !s.data.is_empty()) else {
+            return Ok(());
+        };
+        let index = SectionIndex(index as u32);
+        let fdes = eh_frame::parse(&self.sections[index.index()]).map_err(|e| {
+            let name = self.sections[index.index()].name_lossy();
+            e.with_section(index.0, name)
+        })?;
+        self.eh_frame = Some((index, fdes));
+        Ok(())
+    }
+}
+
+/// Checks the identification bytes, so each unsupported kind of file gets its own message.
+fn check_ident(data: &[u8]) -> Result<Arch> {
+    if data.len() < 4 || data[..4] != elf::ELFMAG {
+        return Err(Error::new("not an ELF file (bad magic)").at_offset(0));
+    }
+    if data.len() < size_of::<elf::FileHeader64<LE>>() {
+        return Err(Error::new(format!("truncated ELF header: the file has {} bytes", data.len())).at_offset(0));
+    }
+    match elf::FileClass(data[4]) {
+        elf::ELFCLASS64 => {}
+        elf::ELFCLASS32 => {
+            return Err(Error::new("32-bit ELF is not supported (only x86-64 and AArch64)").at_offset(4));
+        }
+        other => return Err(Error::new(format!("bad ELF class {}", other.0)).at_offset(4)),
+    }
+    match elf::DataEncoding(data[5]) {
+        elf::ELFDATA2LSB => {}
+        elf::ELFDATA2MSB => {
+            return Err(Error::new("big-endian ELF is not supported (only x86-64 and AArch64)").at_offset(5));
+        }
+        other => return Err(Error::new(format!("bad ELF data encoding {}", other.0)).at_offset(5)),
+    }
+    let machine = u16::from_le_bytes([data[18], data[19]]);
+    match elf::Machine(machine) {
+        elf::EM_X86_64 => Ok(Arch::X86_64),
+        elf::EM_AARCH64 => Ok(Arch::Aarch64),
+        _ => Err(Error::new(format!("unsupported machine {machine} (icf folds x86-64 and AArch64)")).at_offset(18)),
+    }
+}

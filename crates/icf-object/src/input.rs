@@ -1,0 +1,139 @@
+//! Input files: memory-mapped, and split into the ELF objects they hold. A
+//! plain object holds itself; an archive (`.a`, `.rlib`) holds its ELF
+//! members. Members that are not ELF objects (`lib.rmeta`, LLVM bitcode) are
+//! listed as skipped, with the reason, rather than treated as errors.
+
+use crate::error::{Error, Result};
+use object::read::archive::ArchiveFile;
+use std::path::{Path, PathBuf};
+
+/// An input file mapped into memory. The mapping is read-only and private:
+/// icf never writes to its inputs.
+#[derive(Debug)]
+pub struct InputFile {
+    pub path: PathBuf,
+    map: Option<memmap2::Mmap>,
+}
+
+impl InputFile {
+    pub fn open(path: impl Into<PathBuf>) -> Result<InputFile> {
+        let path = path.into();
+        let file = std::fs::File::open(&path).map_err(|e| Error::new(format!("cannot open: {e}")).with_file(&path))?;
+        let len = file.metadata().map_err(|e| Error::new(format!("cannot stat: {e}")).with_file(&path))?.len();
+        // An empty file cannot be mapped; it is reported as truncated when parsed.
+        let map = if len == 0 {
+            None
+        } else {
+            // SAFETY: the mapping is read-only. Another process truncating the
+            // file while we read it is outside what any linker defends against.
+            let map = unsafe { memmap2::Mmap::map(&file) }
+                .map_err(|e| Error::new(format!("cannot map: {e}")).with_file(&path))?;
+            Some(map)
+        };
+        Ok(InputFile { path, map })
+    }
+
+    pub fn data(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+/// What kind of container a file is, from its first bytes.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum FileKind {
+    Elf,
+    Archive,
+    ThinArchive,
+    /// LLVM bitcode (`-flto`, `-C embed-bitcode` only rlibs).
+    Bitcode,
+    Unknown,
+}
+
+impl FileKind {
+    pub fn detect(data: &[u8]) -> FileKind {
+        if data.starts_with(b"\x7fELF") {
+            FileKind::Elf
+        } else if data.starts_with(b"!<arch>\n") {
+            FileKind::Archive
+        } else if data.starts_with(b"!<thin>\n") {
+            FileKind::ThinArchive
+        } else if data.starts_with(b"BC\xc0\xde") || data.starts_with(b"\xde\xc0\x17\x0b") {
+            FileKind::Bitcode
+        } else {
+            FileKind::Unknown
+        }
+    }
+}
+
+/// One ELF object inside an input: the file itself, or an archive member.
+#[derive(Clone, Debug)]
+pub struct ObjectSource<'data> {
+    /// The archive member's name, `None` for a plain object file.
+    pub member: Option<String>,
+    pub data: &'data [u8],
+    /// Where `data` starts in the file.
+    pub file_offset: u64,
+}
+
+/// A member that was not read, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedMember {
+    pub member: String,
+    pub reason: &'static str,
+}
+
+/// The objects of one input file.
+#[derive(Clone, Debug, Default)]
+pub struct InputObjects<'data> {
+    pub objects: Vec<ObjectSource<'data>>,
+    pub skipped: Vec<SkippedMember>,
+    pub is_archive: bool,
+}
+
+/// Lists the ELF objects in `data`, read from `path`.
+pub fn list_objects<'data>(path: &Path, data: &'data [u8]) -> Result<InputObjects<'data>> {
+    match FileKind::detect(data) {
+        FileKind::Elf => Ok(InputObjects {
+            objects: vec![ObjectSource { member: None, data, file_offset: 0 }],
+            skipped: Vec::new(),
+            is_archive: false,
+        }),
+        FileKind::Archive => list_archive_members(data).map_err(|e| e.with_file(path)),
+        FileKind::ThinArchive => Err(Error::new(
+            "thin archives are not supported: their members live in other files; pass those object files instead",
+        )
+        .with_file(path)),
+        FileKind::Bitcode => {
+            Err(Error::new("LLVM bitcode (LTO) cannot be folded: build without -flto").with_file(path))
+        }
+        FileKind::Unknown if data.len() < 4 => {
+            Err(Error::new("file is too short to be an object or an archive").with_file(path))
+        }
+        FileKind::Unknown => Err(Error::new("not an ELF object or an archive (unknown magic)").with_file(path)),
+    }
+}
+
+fn list_archive_members(data: &[u8]) -> Result<InputObjects<'_>> {
+    let archive = ArchiveFile::parse(data).map_err(|e| Error::new(format!("bad archive: {e}")))?;
+    let mut result = InputObjects { is_archive: true, ..InputObjects::default() };
+    // Members follow each other; the end of the last good one is where a broken header starts.
+    let mut next_header = 8u64;
+    for member in archive.members() {
+        let member =
+            member.map_err(|e| Error::new(format!("bad archive member header: {e}")).at_offset(next_header))?;
+        let name = String::from_utf8_lossy(member.name()).into_owned();
+        let (offset, size) = member.file_range();
+        next_header = (offset + size + 1) & !1;
+        let member_data = member.data(data).map_err(|e| {
+            Error::new(format!("archive member data out of bounds: {e}")).with_member(&name).at_offset(offset)
+        })?;
+        match FileKind::detect(member_data) {
+            FileKind::Elf => {
+                result.objects.push(ObjectSource { member: Some(name), data: member_data, file_offset: offset })
+            }
+            FileKind::Bitcode => result.skipped.push(SkippedMember { member: name, reason: "LLVM bitcode" }),
+            _ => result.skipped.push(SkippedMember { member: name, reason: "not an ELF object" }),
+        }
+    }
+    Ok(result)
+}

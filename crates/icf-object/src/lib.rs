@@ -1,0 +1,26 @@
+//! icf-object: the containers icf reads, as a borrowed, checked model.
+//!
+//! Inputs are memory-mapped ([`InputFile`]) and split into ELF objects
+//! ([`list_objects`]); each object is parsed once into an [`ElfObject`] whose
+//! slices borrow from the mapping. All validation of indices and offsets read
+//! from the file happens here: later phases index the model without checks.
+//!
+//! Main assumption: 64-bit little-endian ELF relocatable objects (`ET_REL`)
+//! for x86-64 and AArch64, with RELA relocations. Anything else is an
+//! [`Error`] naming the file, member, section and offset.
+
+mod eh_frame;
+mod elf;
+mod error;
+mod functions;
+mod input;
+pub mod reloc;
+
+pub use eh_frame::Fde;
+pub use elf::{
+    Binding, ComdatGroup, ElfObject, Reloc, SHT_LLVM_ADDRSIG, Section, SectionIndex, Symbol, SymbolIndex, SymbolKind,
+    SymbolPlace, Visibility,
+};
+pub use error::{Error, Location, Result};
+pub use functions::FunctionExtent;
+pub use input::{FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, list_objects};
