@@ -262,11 +262,24 @@ impl Function {
 
     /// Appends an instruction with its operands to the function; the caller
     /// closes blocks over the instructions it pushed.
-    pub fn push_inst(&mut self, op: Opcode, flags: u32, operands: &[Operand], at: u32, len: u32) -> InstId {
+    pub fn push_inst(
+        &mut self,
+        op: Opcode,
+        flags: u32,
+        operands: &[Operand],
+        at: u32,
+        len: u32,
+    ) -> InstId {
         let start = self.operands.len() as u32;
         self.operands.extend_from_slice(operands);
         let id = InstId(self.insts.len() as u32);
-        self.insts.push(Inst { op, flags, operands: start..self.operands.len() as u32, at, len });
+        self.insts.push(Inst {
+            op,
+            flags,
+            operands: start..self.operands.len() as u32,
+            at,
+            len,
+        });
         id
     }
 

@@ -3,7 +3,9 @@
 //! tests hold, so it must stay stable and readable by a person comparing two
 //! functions side by side.
 
-use crate::{Disp, Function, Inst, Mem, OpaqueReason, Opcode, Operand, Ref, RefKind, Reg, TargetId, Use};
+use crate::{
+    Disp, Function, Inst, Mem, OpaqueReason, Opcode, Operand, Ref, RefKind, Reg, TargetId, Use,
+};
 use std::fmt::Write;
 
 /// Names for the architecture-specific numbers of the IR.
@@ -28,7 +30,12 @@ impl<F: Fn(TargetId) -> String> TargetNames for F {
 }
 
 /// Appends the text form of `f` to `out`.
-pub fn print_function(f: &Function, syntax: &dyn Syntax, names: &dyn TargetNames, out: &mut String) {
+pub fn print_function(
+    f: &Function,
+    syntax: &dyn Syntax,
+    names: &dyn TargetNames,
+    out: &mut String,
+) {
     for (index, block) in f.blocks.iter().enumerate() {
         let _ = write!(out, "bb{index}:");
         if !block.succs.is_empty() {
@@ -50,7 +57,13 @@ pub fn print_function(f: &Function, syntax: &dyn Syntax, names: &dyn TargetNames
 }
 
 /// Appends one instruction, without its address or a newline.
-pub fn print_inst(f: &Function, inst: &Inst, syntax: &dyn Syntax, names: &dyn TargetNames, out: &mut String) {
+pub fn print_inst(
+    f: &Function,
+    inst: &Inst,
+    syntax: &dyn Syntax,
+    names: &dyn TargetNames,
+    out: &mut String,
+) {
     let operands = f.inst_operands(inst);
     if inst.op == Opcode::OPAQUE {
         print_opaque(f, operands, syntax, names, out);
@@ -63,7 +76,13 @@ pub fn print_inst(f: &Function, inst: &Inst, syntax: &dyn Syntax, names: &dyn Ta
     }
 }
 
-fn print_opaque(f: &Function, operands: &[Operand], syntax: &dyn Syntax, names: &dyn TargetNames, out: &mut String) {
+fn print_opaque(
+    f: &Function,
+    operands: &[Operand],
+    syntax: &dyn Syntax,
+    names: &dyn TargetNames,
+    out: &mut String,
+) {
     out.push_str(".opaque");
     let mut operands = operands.iter();
     if let Some(Operand::Opaque(id)) = operands.next() {
@@ -77,7 +96,9 @@ fn print_opaque(f: &Function, operands: &[Operand], syntax: &dyn Syntax, names: 
         }
     }
     // The rest alternates: offset of a relocated field, then its reference.
-    while let (Some(Operand::Imm(offset)), Some(Operand::Ref(r))) = (operands.next(), operands.next()) {
+    while let (Some(Operand::Imm(offset)), Some(Operand::Ref(r))) =
+        (operands.next(), operands.next())
+    {
         let _ = write!(out, "; +{offset:#x}: ");
         print_ref(f.ref_(*r), syntax, names, out);
     }
@@ -101,7 +122,13 @@ pub fn describe_reason(reason: &OpaqueReason) -> String {
     }
 }
 
-fn print_operand(f: &Function, operand: Operand, syntax: &dyn Syntax, names: &dyn TargetNames, out: &mut String) {
+fn print_operand(
+    f: &Function,
+    operand: Operand,
+    syntax: &dyn Syntax,
+    names: &dyn TargetNames,
+    out: &mut String,
+) {
     match operand {
         Operand::Reg(reg) => out.push_str(&syntax.reg(reg)),
         Operand::Imm(value) => print_number(value, out),
@@ -126,7 +153,13 @@ fn print_number(value: i64, out: &mut String) {
     }
 }
 
-fn print_mem(f: &Function, mem: &Mem, syntax: &dyn Syntax, names: &dyn TargetNames, out: &mut String) {
+fn print_mem(
+    f: &Function,
+    mem: &Mem,
+    syntax: &dyn Syntax,
+    names: &dyn TargetNames,
+    out: &mut String,
+) {
     let size = syntax.mem_size(mem.size);
     if !size.is_empty() {
         let _ = write!(out, "{size} ");

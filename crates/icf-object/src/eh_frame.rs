@@ -40,8 +40,10 @@ pub fn parse(section: &Section<'_>) -> Result<Vec<Fde>> {
         };
         match entry {
             CieOrFde::Cie(cie) => {
-                cie_sizes
-                    .insert(cie.offset() as u64, entry_size(section.data, cie.offset() as u64, cie.entry_len() as u64));
+                cie_sizes.insert(
+                    cie.offset() as u64,
+                    entry_size(section.data, cie.offset() as u64, cie.entry_len() as u64),
+                );
             }
             CieOrFde::Fde(partial) => {
                 let offset = partial.offset() as u64;
@@ -59,8 +61,20 @@ pub fn parse(section: &Section<'_>) -> Result<Vec<Fde>> {
                 let last = section.relocs.partition_point(|r| r.offset < offset + size);
                 let inside = first..last;
                 let pc_begin = (!inside.is_empty()).then_some(inside.start);
-                let lsda = if fde.lsda().is_some() && inside.len() >= 2 { Some(inside.start + 1) } else { None };
-                fdes.push(Fde { offset, size, cie_offset, cie_size, pc_begin, pc_range: fde.len(), lsda });
+                let lsda = if fde.lsda().is_some() && inside.len() >= 2 {
+                    Some(inside.start + 1)
+                } else {
+                    None
+                };
+                fdes.push(Fde {
+                    offset,
+                    size,
+                    cie_offset,
+                    cie_size,
+                    pc_begin,
+                    pc_range: fde.len(),
+                    lsda,
+                });
             }
         }
     }

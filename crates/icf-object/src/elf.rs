@@ -189,7 +189,8 @@ impl<'data> ElfObject<'data> {
     /// Parses `data`. Errors carry the section and offset; the caller adds the file name.
     pub fn parse(data: &'data [u8]) -> Result<ElfObject<'data>> {
         let arch = check_ident(data)?;
-        let header = elf::FileHeader64::<LE>::parse(data).map_err(|e| Error::new(e.to_string()).at_offset(0))?;
+        let header = elf::FileHeader64::<LE>::parse(data)
+            .map_err(|e| Error::new(e.to_string()).at_offset(0))?;
         let e_type = header.e_type(LE);
         if e_type != elf::ET_REL {
             return Err(Error::new(format!(
@@ -197,7 +198,9 @@ impl<'data> ElfObject<'data> {
                 e_type.0
             )));
         }
-        let table = header.sections(LE, data).map_err(|e| Error::new(format!("bad section header table: {e}")))?;
+        let table = header
+            .sections(LE, data)
+            .map_err(|e| Error::new(format!("bad section header table: {e}")))?;
         let mut sections = Vec::with_capacity(table.len());
         for (index, header) in table.iter().enumerate() {
             let name = table
@@ -256,12 +259,23 @@ impl<'data> ElfObject<'data> {
 
     /// An error located in section `index`.
     pub fn section_error(&self, index: SectionIndex, message: impl Into<String>) -> Error {
-        let name = self.sections.get(index.index()).map(Section::name_lossy).unwrap_or_default();
+        let name = self
+            .sections
+            .get(index.index())
+            .map(Section::name_lossy)
+            .unwrap_or_default();
         Error::new(message).with_section(index.0, name)
     }
 
-    fn read_symbols(&mut self, table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>) -> Result<()> {
-        let Some(symtab_index) = self.sections.iter().position(|s| s.sh_type == elf::SHT_SYMTAB.0) else {
+    fn read_symbols(
+        &mut self,
+        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+    ) -> Result<()> {
+        let Some(symtab_index) = self
+            .sections
+            .iter()
+            .position(|s| s.sh_type == elf::SHT_SYMTAB.0)
+        else {
             return Ok(());
         };
         let symtab_index = SectionIndex(symtab_index as u32);
@@ -272,9 +286,15 @@ impl<'data> ElfObject<'data> {
         let mut symbols = Vec::with_capacity(symtab.len());
         for (index, sym) in symtab.iter().enumerate() {
             let entry_offset = (index * size_of::<elf::Sym64<LE>>()) as u64;
-            let located = |message: String| self.section_error(symtab_index, message).at_offset(entry_offset);
+            let located = |message: String| {
+                self.section_error(symtab_index, message)
+                    .at_offset(entry_offset)
+            };
             let name = symtab.symbol_name(LE, sym).map_err(|_| {
-                located(format!("symbol {index}: name offset {:#x} is outside the string table", sym.st_name(LE)))
+                located(format!(
+                    "symbol {index}: name offset {:#x} is outside the string table",
+                    sym.st_name(LE)
+                ))
             })?;
             let shndx = sym.st_shndx(LE);
             let place = if shndx == elf::SHN_UNDEF {
@@ -357,15 +377,23 @@ impl<'data> ElfObject<'data> {
             if target.index() == 0 || target.index() >= self.sections.len() {
                 return Err(self.section_error(
                     rela_index,
-                    format!("relocations apply to section {} which does not exist", target.0),
+                    format!(
+                        "relocations apply to section {} which does not exist",
+                        target.0
+                    ),
                 ));
             }
             if Some(SectionIndex(header.sh_link(LE))) != self.symtab {
-                return Err(self.section_error(rela_index, "relocation section does not refer to the symbol table"));
+                return Err(self.section_error(
+                    rela_index,
+                    "relocation section does not refer to the symbol table",
+                ));
             }
             let (relas, _) = header
                 .rela(LE, self.data)
-                .map_err(|e| self.section_error(rela_index, format!("bad relocation section: {e}")))?
+                .map_err(|e| {
+                    self.section_error(rela_index, format!("bad relocation section: {e}"))
+                })?
                 .ok_or_else(|| self.section_error(rela_index, "bad relocation section"))?;
             let target_size = self.sections[target.index()].size;
             let mut relocs = Vec::with_capacity(relas.len());
@@ -386,10 +414,16 @@ impl<'data> ElfObject<'data> {
                         .at_offset(entry_offset));
                 }
                 let info = reloc::info(self.arch, r_type).ok_or_else(|| {
-                    self.section_error(rela_index, format!("relocation {n}: unsupported relocation type {r_type}"))
-                        .at_offset(entry_offset)
+                    self.section_error(
+                        rela_index,
+                        format!("relocation {n}: unsupported relocation type {r_type}"),
+                    )
+                    .at_offset(entry_offset)
                 })?;
-                if offset.checked_add(u64::from(info.size)).is_none_or(|end| end > target_size) {
+                if offset
+                    .checked_add(u64::from(info.size))
+                    .is_none_or(|end| end > target_size)
+                {
                     return Err(self
                         .section_error(
                             rela_index,
@@ -413,7 +447,10 @@ impl<'data> ElfObject<'data> {
             relocs.sort_by_key(|r| r.offset);
             let section = &mut self.sections[target.index()];
             if section.reloc_section.is_some() {
-                return Err(self.section_error(rela_index, format!("section {} has two relocation sections", target.0)));
+                return Err(self.section_error(
+                    rela_index,
+                    format!("section {} has two relocation sections", target.0),
+                ));
             }
             section.relocs = relocs;
             section.reloc_section = Some(rela_index);
@@ -428,22 +465,29 @@ impl<'data> ElfObject<'data> {
                 continue;
             }
             let group_index = SectionIndex(index as u32);
-            let words: Vec<u32> =
-                section.data.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+            let words: Vec<u32> = section
+                .data
+                .chunks_exact(4)
+                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                .collect();
             let Some((&flags, member_words)) = words.split_first() else {
                 return Err(self.section_error(group_index, "empty group section"));
             };
             let signature = SymbolIndex(section.info);
             if signature.index() >= self.symbols.len() {
-                return Err(
-                    self.section_error(group_index, format!("group signature symbol {} is out of range", signature.0))
-                );
+                return Err(self.section_error(
+                    group_index,
+                    format!("group signature symbol {} is out of range", signature.0),
+                ));
             }
             let mut members = Vec::with_capacity(member_words.len());
             for (n, &member) in member_words.iter().enumerate() {
                 if member == 0 || member as usize >= self.sections.len() {
                     return Err(self
-                        .section_error(group_index, format!("group member {member} is not a section"))
+                        .section_error(
+                            group_index,
+                            format!("group member {member} is not a section"),
+                        )
                         .at_offset(4 * (n as u64 + 1)));
                 }
                 members.push(SectionIndex(member));
@@ -463,7 +507,11 @@ impl<'data> ElfObject<'data> {
     }
 
     fn read_addrsig(&mut self) -> Result<()> {
-        let Some(index) = self.sections.iter().position(|s| s.sh_type == SHT_LLVM_ADDRSIG) else {
+        let Some(index) = self
+            .sections
+            .iter()
+            .position(|s| s.sh_type == SHT_LLVM_ADDRSIG)
+        else {
             return Ok(());
         };
         let section = &self.sections[index];
@@ -477,8 +525,11 @@ impl<'data> ElfObject<'data> {
         while !gimli::Reader::is_empty(&reader) {
             let at = section.data.len() - gimli::Reader::len(&reader);
             let value = gimli::Reader::read_uleb128(&mut reader).map_err(|e| {
-                self.section_error(SectionIndex(index as u32), format!("bad address-significance entry: {e}"))
-                    .at_offset(at as u64)
+                self.section_error(
+                    SectionIndex(index as u32),
+                    format!("bad address-significance entry: {e}"),
+                )
+                .at_offset(at as u64)
             })?;
             if value as usize >= self.symbols.len() {
                 return Err(self
@@ -495,7 +546,11 @@ impl<'data> ElfObject<'data> {
     }
 
     fn read_eh_frame(&mut self) -> Result<()> {
-        let Some(index) = self.sections.iter().position(|s| s.name == b".eh_frame" && !s.data.is_empty()) else {
+        let Some(index) = self
+            .sections
+            .iter()
+            .position(|s| s.name == b".eh_frame" && !s.data.is_empty())
+        else {
             return Ok(());
         };
         let index = SectionIndex(index as u32);
@@ -514,19 +569,28 @@ fn check_ident(data: &[u8]) -> Result<Arch> {
         return Err(Error::new("not an ELF file (bad magic)").at_offset(0));
     }
     if data.len() < size_of::<elf::FileHeader64<LE>>() {
-        return Err(Error::new(format!("truncated ELF header: the file has {} bytes", data.len())).at_offset(0));
+        return Err(Error::new(format!(
+            "truncated ELF header: the file has {} bytes",
+            data.len()
+        ))
+        .at_offset(0));
     }
     match elf::FileClass(data[4]) {
         elf::ELFCLASS64 => {}
         elf::ELFCLASS32 => {
-            return Err(Error::new("32-bit ELF is not supported (only x86-64 and AArch64)").at_offset(4));
+            return Err(
+                Error::new("32-bit ELF is not supported (only x86-64 and AArch64)").at_offset(4),
+            );
         }
         other => return Err(Error::new(format!("bad ELF class {}", other.0)).at_offset(4)),
     }
     match elf::DataEncoding(data[5]) {
         elf::ELFDATA2LSB => {}
         elf::ELFDATA2MSB => {
-            return Err(Error::new("big-endian ELF is not supported (only x86-64 and AArch64)").at_offset(5));
+            return Err(
+                Error::new("big-endian ELF is not supported (only x86-64 and AArch64)")
+                    .at_offset(5),
+            );
         }
         other => return Err(Error::new(format!("bad ELF data encoding {}", other.0)).at_offset(5)),
     }
@@ -534,6 +598,9 @@ fn check_ident(data: &[u8]) -> Result<Arch> {
     match elf::Machine(machine) {
         elf::EM_X86_64 => Ok(Arch::X86_64),
         elf::EM_AARCH64 => Ok(Arch::Aarch64),
-        _ => Err(Error::new(format!("unsupported machine {machine} (icf folds x86-64 and AArch64)")).at_offset(18)),
+        _ => Err(Error::new(format!(
+            "unsupported machine {machine} (icf folds x86-64 and AArch64)"
+        ))
+        .at_offset(18)),
     }
 }

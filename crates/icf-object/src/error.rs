@@ -27,7 +27,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(message: impl Into<String>) -> Error {
-        Error { message: message.into(), location: Location::default() }
+        Error {
+            message: message.into(),
+            location: Location::default(),
+        }
     }
 
     pub fn with_file(mut self, file: impl Into<PathBuf>) -> Error {
@@ -41,7 +44,9 @@ impl Error {
     }
 
     pub fn with_section(mut self, index: u32, name: impl Into<String>) -> Error {
-        self.location.section.get_or_insert_with(|| (index, name.into()));
+        self.location
+            .section
+            .get_or_insert_with(|| (index, name.into()));
         self
     }
 

@@ -52,7 +52,11 @@ impl<'data> ElfObject<'data> {
                 _ => false,
             };
             if names_code && self.section(section).is_executable() {
-                by_section.entry(section).or_default().push((symbol.value, symbol.size, SymbolIndex(index as u32)));
+                by_section.entry(section).or_default().push((
+                    symbol.value,
+                    symbol.size,
+                    SymbolIndex(index as u32),
+                ));
             }
         }
 
@@ -96,7 +100,9 @@ impl<'data> ElfObject<'data> {
                 let base = symbol.value as i64 + reloc.addend;
                 let offset = if reloc.pc_relative {
                     // `.long .Ltarget - .Ltable`: the addend carries the entry's distance from the table start.
-                    let Some(table) = section_anchors.and_then(|a| a.iter().rev().find(|&&a| a <= reloc.offset)) else {
+                    let Some(table) =
+                        section_anchors.and_then(|a| a.iter().rev().find(|&&a| a <= reloc.offset))
+                    else {
                         continue;
                     };
                     base - (reloc.offset - table) as i64
@@ -132,7 +138,11 @@ impl<'data> ElfObject<'data> {
                     continue;
                 };
                 // A PC-relative displacement at the end of an instruction: the place is 4 bytes further.
-                let adjust = if reloc.pc_relative { i64::from(reloc.size) } else { 0 };
+                let adjust = if reloc.pc_relative {
+                    i64::from(reloc.size)
+                } else {
+                    0
+                };
                 let offset = symbol.value as i64 + reloc.addend + adjust;
                 if offset >= 0 {
                     anchors.entry(target).or_default().push(offset as u64);
@@ -149,7 +159,12 @@ impl<'data> ElfObject<'data> {
 
 /// Splits one executable section of `size` bytes at `symbols` (sorted by
 /// value, larger extents first) and appends the pieces.
-fn split_section(section: SectionIndex, size: u64, symbols: &[(u64, u64, SymbolIndex)], out: &mut Vec<FunctionExtent>) {
+fn split_section(
+    section: SectionIndex,
+    size: u64,
+    symbols: &[(u64, u64, SymbolIndex)],
+    out: &mut Vec<FunctionExtent>,
+) {
     let piece = |start: u64, end: u64| FunctionExtent {
         section,
         start,
@@ -187,7 +202,11 @@ fn split_section(section: SectionIndex, size: u64, symbols: &[(u64, u64, SymbolI
             i += 1;
         }
         let next_start = symbols.get(i).map_or(size, |s| s.0);
-        current.end = if declared_end > start { declared_end.min(next_start) } else { next_start };
+        current.end = if declared_end > start {
+            declared_end.min(next_start)
+        } else {
+            next_start
+        };
         current.whole_section = current.start == 0 && current.end == size;
         position = current.end;
         out.push(current);
@@ -202,11 +221,16 @@ mod tests {
     use super::*;
 
     fn extents(size: u64, symbols: &[(u64, u64)]) -> Vec<(u64, u64, usize, usize)> {
-        let symbols: Vec<_> =
-            symbols.iter().enumerate().map(|(i, &(v, s))| (v, s, SymbolIndex(i as u32 + 1))).collect();
+        let symbols: Vec<_> = symbols
+            .iter()
+            .enumerate()
+            .map(|(i, &(v, s))| (v, s, SymbolIndex(i as u32 + 1)))
+            .collect();
         let mut out = Vec::new();
         split_section(SectionIndex(1), size, &symbols, &mut out);
-        out.iter().map(|f| (f.start, f.end, f.symbols.len(), f.inner_symbols.len())).collect()
+        out.iter()
+            .map(|f| (f.start, f.end, f.symbols.len(), f.inner_symbols.len()))
+            .collect()
     }
 
     #[test]
@@ -219,7 +243,13 @@ mod tests {
     fn splits_at_symbols_and_keeps_gaps_as_pieces() {
         assert_eq!(
             extents(64, &[(0, 10), (16, 20), (48, 0)]),
-            vec![(0, 10, 1, 0), (10, 16, 0, 0), (16, 36, 1, 0), (36, 48, 0, 0), (48, 64, 1, 0)]
+            vec![
+                (0, 10, 1, 0),
+                (10, 16, 0, 0),
+                (16, 36, 1, 0),
+                (36, 48, 0, 0),
+                (48, 64, 1, 0)
+            ]
         );
     }
 

@@ -18,8 +18,12 @@ pub struct InputFile {
 impl InputFile {
     pub fn open(path: impl Into<PathBuf>) -> Result<InputFile> {
         let path = path.into();
-        let file = std::fs::File::open(&path).map_err(|e| Error::new(format!("cannot open: {e}")).with_file(&path))?;
-        let len = file.metadata().map_err(|e| Error::new(format!("cannot stat: {e}")).with_file(&path))?.len();
+        let file = std::fs::File::open(&path)
+            .map_err(|e| Error::new(format!("cannot open: {e}")).with_file(&path))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::new(format!("cannot stat: {e}")).with_file(&path))?
+            .len();
         // An empty file cannot be mapped; it is reported as truncated when parsed.
         let map = if len == 0 {
             None
@@ -115,24 +119,38 @@ pub fn list_objects<'data>(path: &Path, data: &'data [u8]) -> Result<InputObject
 
 fn list_archive_members(data: &[u8]) -> Result<InputObjects<'_>> {
     let archive = ArchiveFile::parse(data).map_err(|e| Error::new(format!("bad archive: {e}")))?;
-    let mut result = InputObjects { is_archive: true, ..InputObjects::default() };
+    let mut result = InputObjects {
+        is_archive: true,
+        ..InputObjects::default()
+    };
     // Members follow each other; the end of the last good one is where a broken header starts.
     let mut next_header = 8u64;
     for member in archive.members() {
-        let member =
-            member.map_err(|e| Error::new(format!("bad archive member header: {e}")).at_offset(next_header))?;
+        let member = member.map_err(|e| {
+            Error::new(format!("bad archive member header: {e}")).at_offset(next_header)
+        })?;
         let name = String::from_utf8_lossy(member.name()).into_owned();
         let (offset, size) = member.file_range();
         next_header = (offset + size + 1) & !1;
         let member_data = member.data(data).map_err(|e| {
-            Error::new(format!("archive member data out of bounds: {e}")).with_member(&name).at_offset(offset)
+            Error::new(format!("archive member data out of bounds: {e}"))
+                .with_member(&name)
+                .at_offset(offset)
         })?;
         match FileKind::detect(member_data) {
-            FileKind::Elf => {
-                result.objects.push(ObjectSource { member: Some(name), data: member_data, file_offset: offset })
-            }
-            FileKind::Bitcode => result.skipped.push(SkippedMember { member: name, reason: "LLVM bitcode" }),
-            _ => result.skipped.push(SkippedMember { member: name, reason: "not an ELF object" }),
+            FileKind::Elf => result.objects.push(ObjectSource {
+                member: Some(name),
+                data: member_data,
+                file_offset: offset,
+            }),
+            FileKind::Bitcode => result.skipped.push(SkippedMember {
+                member: name,
+                reason: "LLVM bitcode",
+            }),
+            _ => result.skipped.push(SkippedMember {
+                member: name,
+                reason: "not an ELF object",
+            }),
         }
     }
     Ok(result)

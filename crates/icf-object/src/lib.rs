@@ -18,8 +18,8 @@ pub mod reloc;
 
 pub use eh_frame::Fde;
 pub use elf::{
-    Binding, ComdatGroup, ElfObject, Reloc, SHT_LLVM_ADDRSIG, Section, SectionIndex, Symbol, SymbolIndex, SymbolKind,
-    SymbolPlace, Visibility,
+    Binding, ComdatGroup, ElfObject, Reloc, SHT_LLVM_ADDRSIG, Section, SectionIndex, Symbol,
+    SymbolIndex, SymbolKind, SymbolPlace, Visibility,
 };
 pub use error::{Error, Location, Result};
 pub use functions::FunctionExtent;

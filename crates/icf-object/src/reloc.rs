@@ -15,11 +15,17 @@ pub struct RelocInfo {
 }
 
 const fn abs(size: u8) -> Option<RelocInfo> {
-    Some(RelocInfo { size, pc_relative: false })
+    Some(RelocInfo {
+        size,
+        pc_relative: false,
+    })
 }
 
 const fn pc(size: u8) -> Option<RelocInfo> {
-    Some(RelocInfo { size, pc_relative: true })
+    Some(RelocInfo {
+        size,
+        pc_relative: true,
+    })
 }
 
 /// Size and addressing of relocation type `r_type` on `arch`, `None` when unknown.
@@ -65,7 +71,10 @@ fn x86_64(r_type: elf::RelocationType) -> Option<RelocInfo> {
         | elf::R_X86_64_GOT64
         | elf::R_X86_64_PLTOFF64
         | elf::R_X86_64_SIZE64 => abs(8),
-        elf::R_X86_64_PC64 | elf::R_X86_64_GOTPCREL64 | elf::R_X86_64_GOTPC64 | elf::R_X86_64_GOTPLT64 => pc(8),
+        elf::R_X86_64_PC64
+        | elf::R_X86_64_GOTPCREL64
+        | elf::R_X86_64_GOTPC64
+        | elf::R_X86_64_GOTPLT64 => pc(8),
         _ => None,
     }
 }
