@@ -1,8 +1,12 @@
 //! What a lifter needs to know about one function's code: its bytes, the
-//! relocations inside them, the offsets other code or data jump to, and how to
-//! name places of the same section that the assembler resolved without a
-//! relocation. Built by whoever reads the container format (ELF, Mach-O, a
-//! linked image); consumed by the architecture's lifter.
+//! relocations inside them, the offsets other code or data jump to, and the
+//! target that names its own section (for places the assembler resolved
+//! without a relocation). Built by whoever reads the container format (ELF,
+//! Mach-O, a linked image); consumed by the architecture's lifter.
+//!
+//! Targets are whole sections or names: a reference to a defined,
+//! non-preemptible symbol is its section plus the symbol's offset, so `f` and
+//! `.text.f+0` are the same reference.
 
 use crate::{Arch, TargetId};
 
@@ -16,28 +20,12 @@ pub struct CodeReloc {
     pub size: u8,
     /// The container's relocation type, as the file states it.
     pub r_type: u32,
+    /// Whether the value is relative to the patched place (`S + A - P`).
+    pub pc_relative: bool,
     pub target: TargetId,
+    /// For a section target, the symbol's offset in the section plus the
+    /// relocation's addend; otherwise the relocation's addend.
     pub addend: i64,
-}
-
-/// Resolves places of the function's own section that an instruction reaches
-/// without a relocation (gas resolves calls to static functions of the same
-/// section). Offsets are section offsets.
-pub trait IntraSectionTargets {
-    /// The target and addend for section offset `offset`, or `None` when the
-    /// section has no such place.
-    fn resolve(&self, offset: u64) -> Option<(TargetId, i64)>;
-}
-
-/// For code that is alone in its section: nothing outside it can be reached
-/// without a relocation.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct NoIntraSectionTargets;
-
-impl IntraSectionTargets for NoIntraSectionTargets {
-    fn resolve(&self, _offset: u64) -> Option<(TargetId, i64)> {
-        None
-    }
 }
 
 /// One function's code, ready to lift.
@@ -54,7 +42,8 @@ pub struct CodeInput<'a> {
     /// Offsets into the function that something outside it jumps to (jump-table
     /// entries, other symbols); each starts a block.
     pub entry_points: &'a [u32],
-    pub intra_section: &'a dyn IntraSectionTargets,
+    /// The target naming the function's own section.
+    pub own_section: TargetId,
 }
 
 impl std::fmt::Debug for CodeInput<'_> {

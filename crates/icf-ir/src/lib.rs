@@ -13,7 +13,7 @@
 mod input;
 pub mod print;
 
-pub use input::{CodeInput, CodeReloc, IntraSectionTargets, NoIntraSectionTargets};
+pub use input::{CodeInput, CodeReloc};
 
 use smallvec::SmallVec;
 use std::ops::Range;
@@ -126,7 +126,7 @@ pub struct Mem {
     pub index: Reg,
     pub scale: u8,
     pub seg: Reg,
-    /// Size of the accessed object in bytes (0 when the instruction does not access it, as `lea`).
+    /// The size and type of the accessed object, numbered by the lifter.
     pub size: u16,
     pub disp: Disp,
 }
@@ -194,6 +194,8 @@ pub enum OpaqueReason {
     TargetOutsideSection { target: u64 },
     /// The last instruction runs past the end of the function.
     Truncated { at: u32 },
+    /// The architecture has no lifter yet.
+    NotLifted,
 }
 
 /// A run of bytes compared byte-exactly, relocated bytes zeroed.

@@ -14,19 +14,30 @@ pub trait Syntax {
     fn opcode(&self, op: Opcode, flags: u32) -> String;
     fn reg(&self, reg: Reg) -> String;
     fn ref_kind(&self, kind: RefKind) -> String;
-    /// The width keyword of a memory access of `size` bytes (`qword`), if any.
+    /// The width keyword of a memory access of lifter-numbered `size` (`qword`), if any.
     fn mem_size(&self, size: u16) -> &'static str;
 }
 
 /// Names for reference targets; the IR only holds their numbers.
 pub trait TargetNames {
-    fn target_name(&self, target: TargetId) -> String;
+    /// The place `addend` bytes into `target`, as a person would name it (`foo`, `.rodata+0x10`).
+    fn describe(&self, target: TargetId, addend: i64) -> String;
 }
 
-impl<F: Fn(TargetId) -> String> TargetNames for F {
-    fn target_name(&self, target: TargetId) -> String {
-        self(target)
+impl<F: Fn(TargetId, i64) -> String> TargetNames for F {
+    fn describe(&self, target: TargetId, addend: i64) -> String {
+        self(target, addend)
     }
+}
+
+/// `name+0x10`, `name-4` or `name`.
+pub fn with_addend(name: &str, addend: i64) -> String {
+    let mut out = name.to_string();
+    if addend != 0 {
+        out.push(if addend < 0 { '-' } else { '+' });
+        print_number(addend.checked_abs().unwrap_or(addend), &mut out);
+    }
+    out
 }
 
 /// Appends the text form of `f` to `out`.
@@ -119,6 +130,7 @@ pub fn describe_reason(reason: &OpaqueReason) -> String {
             format!("unrelocated reference outside the section to {target:#x}")
         }
         OpaqueReason::Truncated { at } => format!("instruction at {at:#x} runs past the end"),
+        OpaqueReason::NotLifted => "no lifter for this architecture".to_string(),
     }
 }
 
@@ -207,11 +219,7 @@ fn print_mem(
 }
 
 fn print_ref(r: &Ref, syntax: &dyn Syntax, names: &dyn TargetNames, out: &mut String) {
-    out.push_str(&names.target_name(r.target));
-    if r.addend != 0 {
-        out.push(if r.addend < 0 { '-' } else { '+' });
-        print_number(r.addend.checked_abs().unwrap_or(r.addend), out);
-    }
+    out.push_str(&names.describe(r.target, r.addend));
     let use_ = match r.use_ {
         Use::Call => "call",
         Use::Jump => "jump",

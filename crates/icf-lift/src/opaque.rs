@@ -1,0 +1,63 @@
+//! The sound fallback: a whole function compared byte-exactly, relocated
+//! bytes zeroed and each relocation kept as a reference at its offset. Equal
+//! bytes plus equal relocations always means equal behaviour.
+
+use icf_ir::print::Syntax;
+use icf_ir::{Block, CodeInput, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, Reg, Use};
+use smallvec::SmallVec;
+
+/// `input` as one block holding one opaque run.
+pub(crate) fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Function {
+    let size = input.bytes.len() as u32;
+    let mut f = Function::new(input.arch, size);
+    let mut bytes = input.bytes.to_vec();
+    let mut operands = Vec::with_capacity(1 + 2 * input.relocs.len());
+    for reloc in input.relocs {
+        let start = reloc.offset as usize;
+        let end = (start + usize::from(reloc.size)).min(bytes.len());
+        if let Some(field) = bytes.get_mut(start..end) {
+            field.fill(0);
+        }
+        // Without instruction boundaries a PC-relative field is taken to end its
+        // instruction, the common case, so the addend names the place it reaches.
+        // How the code uses the address is unknown: assume the worst.
+        let rebase = if reloc.pc_relative { i64::from(reloc.size) } else { 0 };
+        let r = f.push_ref(Ref {
+            target: reloc.target,
+            addend: reloc.addend + rebase,
+            kind: RefKind(reloc.r_type),
+            use_: Use::Address,
+        });
+        operands.push(Operand::Imm(i64::from(reloc.offset)));
+        operands.push(Operand::Ref(r));
+    }
+    let run = f.push_opaque(OpaqueRun { bytes: bytes.into_boxed_slice(), reason });
+    operands.insert(0, Operand::Opaque(run));
+    f.push_inst(Opcode::OPAQUE, 0, &operands, 0, size);
+    f.blocks.push(Block { insts: 0..1, succs: SmallVec::new(), reached: true });
+    f
+}
+
+/// Names for an architecture without a lifter: everything is a number.
+pub(crate) struct RawSyntax;
+
+impl Syntax for RawSyntax {
+    fn opcode(&self, op: Opcode, _flags: u32) -> String {
+        format!("op{}", op.0)
+    }
+
+    fn reg(&self, reg: Reg) -> String {
+        format!("r{}", reg.0)
+    }
+
+    fn ref_kind(&self, kind: RefKind) -> String {
+        object::elf::machine_names(object::elf::EM_AARCH64)
+            .r
+            .name(object::elf::RelocationType(kind.0))
+            .map_or_else(|| format!("reloc{}", kind.0), str::to_string)
+    }
+
+    fn mem_size(&self, _size: u16) -> &'static str {
+        ""
+    }
+}

@@ -1,0 +1,560 @@
+//! x86-64: decode with iced-x86 and normalize encodings away.
+//!
+//! An instruction becomes its operation (mnemonic, encoding class, and the
+//! width its immediate is extended to) plus operands: registers and
+//! immediates as numbers, memory operands, branch targets as blocks, and
+//! relocations as references with the use the instruction makes of them. So
+//! `je rel8` and `je rel32`, or `add eax, imm8` and `add eax, imm32`, lift to
+//! the same instruction. Prefixes that change meaning (lock, rep, operand and
+//! address size, REX.W) are kept as flags; a run of padding NOPs is one `nop`.
+//!
+//! Anything whose encoding could carry meaning makes the whole function
+//! opaque (compared byte-exactly): an undecodable instruction, a branch into
+//! the middle of an instruction, a relocation outside an operand field, a
+//! PC-relative operand that points into the function's own bytes (data in
+//! code), or one that leaves the section without a relocation.
+
+use crate::cfg::{self, Decoded, Flow};
+use crate::opaque;
+use icf_ir::print::Syntax;
+use icf_ir::{
+    Block, CodeInput, CodeReloc, Disp, Function, Mem, OpaqueReason, Opcode, Operand, Ref, RefKind, Reg, Use,
+};
+use iced_x86::{
+    ConstantOffsets, Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, MemorySize, Mnemonic, OpKind,
+    Register,
+};
+use object::elf;
+use smallvec::SmallVec;
+
+/// Opcode layout: mnemonic in bits 0..16, encoding class in 16..20, immediate width class in 20..24.
+const ENCODING_SHIFT: u32 = 16;
+const IMMEDIATE_SHIFT: u32 = 20;
+
+/// Flag bits: prefixes that change what an instruction does.
+const FLAG_LOCK: u32 = 1 << 0;
+const FLAG_REPNE: u32 = 1 << 1;
+const FLAG_REP: u32 = 1 << 2;
+const FLAG_OPERAND_SIZE: u32 = 1 << 3;
+const FLAG_ADDRESS_SIZE: u32 = 1 << 4;
+const FLAG_REX_W: u32 = 1 << 5;
+const FLAG_ZEROING: u32 = 1 << 6;
+const FLAG_BROADCAST: u32 = 1 << 7;
+const FLAG_SAE: u32 = 1 << 8;
+/// EVEX opmask register k0..k7 in bits 9..12, rounding control in 12..15.
+const OPMASK_SHIFT: u32 = 9;
+const ROUNDING_SHIFT: u32 = 12;
+
+pub(crate) fn lift(input: &CodeInput<'_>) -> Function {
+    match try_lift(input) {
+        Ok(function) => function,
+        Err(reason) => opaque::whole_function(input, reason),
+    }
+}
+
+/// One decoded instruction and where its constants are.
+struct Raw {
+    instr: Instruction,
+    offsets: ConstantOffsets,
+    at: u32,
+    /// Index range of the relocations inside the instruction.
+    relocs: std::ops::Range<usize>,
+}
+
+fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
+    let base = input.section_offset;
+    let size = input.bytes.len() as u32;
+    let mut decoder = Decoder::with_ip(64, input.bytes, base, DecoderOptions::NONE);
+    let mut raws = Vec::with_capacity(input.bytes.len() / 4);
+    let mut decoded = Vec::with_capacity(input.bytes.len() / 4);
+    let mut instr = Instruction::default();
+    while decoder.can_decode() {
+        let at = (decoder.ip() - base) as u32;
+        decoder.decode_out(&mut instr);
+        if instr.is_invalid() {
+            return Err(match decoder.last_error() {
+                DecoderError::NoMoreBytes => OpaqueReason::Truncated { at },
+                _ => OpaqueReason::UnknownInstruction { at },
+            });
+        }
+        let offsets = decoder.get_constant_offsets(&instr);
+        let len = instr.len() as u32;
+        let relocs = relocs_in(input.relocs, at, at + len);
+        let branch_is_relocated = offsets.has_immediate()
+            && input.relocs[relocs.clone()].iter().any(|r| r.offset == at + offsets.immediate_offset() as u32);
+        let target = match branch_operand(&instr) {
+            Some(_) if branch_is_relocated => None,
+            Some(target) if target >= base && target < base + u64::from(size) => Some((target - base) as u32),
+            _ => None,
+        };
+        let flow = match instr.flow_control() {
+            FlowControl::UnconditionalBranch => Flow::Jump,
+            FlowControl::ConditionalBranch => Flow::Branch,
+            FlowControl::XbeginXabortXend if target.is_some() => Flow::Branch,
+            FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => Flow::Stop,
+            _ => Flow::Next,
+        };
+        decoded.push(Decoded { at, len, flow, target });
+        raws.push(Raw { instr, offsets, at, relocs });
+    }
+
+    let entry_points: Vec<u32> = input.entry_points.iter().copied().filter(|&e| e > 0 && e < size).collect();
+    let layout = cfg::layout(&decoded, &entry_points)?;
+    let mut f = Function::new(input.arch, size);
+    for laid in &layout.blocks {
+        let first = f.insts.len() as u32;
+        let mut pending_nop: Option<(u32, u32)> = None;
+        for raw in &raws[laid.insts.clone()] {
+            if raw.instr.mnemonic() == Mnemonic::Nop && raw.relocs.is_empty() {
+                pending_nop.get_or_insert((raw.at, 0)).1 += raw.instr.len() as u32;
+                continue;
+            }
+            if let Some((at, len)) = pending_nop.take() {
+                f.push_inst(nop_opcode(), 0, &[], at, len);
+            }
+            lift_inst(&mut f, raw, input, &layout)?;
+        }
+        if let Some((at, len)) = pending_nop {
+            f.push_inst(nop_opcode(), 0, &[], at, len);
+        }
+        f.blocks.push(Block { insts: first..f.insts.len() as u32, succs: laid.succs.clone(), reached: laid.reached });
+    }
+    Ok(f)
+}
+
+fn nop_opcode() -> Opcode {
+    Opcode(Mnemonic::Nop as u32)
+}
+
+/// The relocations whose field starts inside `start..end`.
+fn relocs_in(relocs: &[CodeReloc], start: u32, end: u32) -> std::ops::Range<usize> {
+    relocs.partition_point(|r| r.offset < start)..relocs.partition_point(|r| r.offset < end)
+}
+
+/// The target of a direct branch, as a section offset.
+fn branch_operand(instr: &Instruction) -> Option<u64> {
+    (0..instr.op_count())
+        .any(|i| matches!(instr.op_kind(i), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64))
+        .then(|| instr.near_branch_target())
+}
+
+/// Lifts one instruction into `f`.
+fn lift_inst(f: &mut Function, raw: &Raw, input: &CodeInput<'_>, layout: &cfg::Layout) -> Result<(), OpaqueReason> {
+    let instr = &raw.instr;
+    let relocs = &input.relocs[raw.relocs.clone()];
+    let mut used = [false; 4];
+    if relocs.len() > used.len() {
+        return Err(OpaqueReason::RelocationOutsideOperand { at: relocs[used.len()].offset });
+    }
+    let mut take_reloc = |field_offset: usize, field_size: usize| -> Option<CodeReloc> {
+        if field_size == 0 {
+            return None;
+        }
+        let place = raw.at + field_offset as u32;
+        let index = relocs.iter().position(|r| r.offset == place && usize::from(r.size) == field_size)?;
+        used[index] = true;
+        Some(relocs[index])
+    };
+    let next_ip = raw.at + instr.len() as u32;
+    let ctx = InstContext { input, layout, next_ip };
+
+    let mut operands: SmallVec<[Operand; 4]> = SmallVec::new();
+    let mut immediate_class = 0;
+    let mut immediates_seen = 0;
+    for i in 0..instr.op_count() {
+        let operand = match instr.op_kind(i) {
+            OpKind::Register => Operand::Reg(reg(instr.op_register(i))),
+            OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64 => {
+                let use_ = if matches!(instr.flow_control(), FlowControl::Call) { Use::Call } else { Use::Jump };
+                match take_reloc(raw.offsets.immediate_offset(), raw.offsets.immediate_size()) {
+                    Some(reloc) => Operand::Ref(ctx.push_reloc_ref(f, &reloc, use_)),
+                    None => ctx.branch_target(f, instr.near_branch_target(), use_)?,
+                }
+            }
+            OpKind::FarBranch16 | OpKind::FarBranch32 => {
+                return Err(OpaqueReason::UnknownInstruction { at: raw.at });
+            }
+            kind @ (OpKind::Immediate8
+            | OpKind::Immediate8_2nd
+            | OpKind::Immediate16
+            | OpKind::Immediate32
+            | OpKind::Immediate64
+            | OpKind::Immediate8to16
+            | OpKind::Immediate8to32
+            | OpKind::Immediate8to64
+            | OpKind::Immediate32to64) => {
+                if immediates_seen == 0 {
+                    immediate_class = immediate_width_class(kind);
+                }
+                let (offset, size) = if immediates_seen == 0 {
+                    (raw.offsets.immediate_offset(), raw.offsets.immediate_size())
+                } else {
+                    (raw.offsets.immediate_offset2(), raw.offsets.immediate_size2())
+                };
+                immediates_seen += 1;
+                match take_reloc(offset, size) {
+                    Some(reloc) => Operand::Ref(ctx.push_reloc_ref(f, &reloc, Use::Address)),
+                    None => Operand::Imm(instr.immediate(i) as i64),
+                }
+            }
+            OpKind::Memory => {
+                let reloc = take_reloc(raw.offsets.displacement_offset(), raw.offsets.displacement_size());
+                Operand::Mem(ctx.memory_operand(f, raw, reloc)?)
+            }
+            kind => Operand::Mem(f.push_mem(implicit_memory(instr, kind))),
+        };
+        operands.push(operand);
+    }
+    for (index, reloc) in relocs.iter().enumerate() {
+        if used[index] {
+            continue;
+        }
+        // Marker relocations (`R_X86_64_TLSDESC_CALL`) patch nothing; they ride along.
+        if reloc.size == 0 {
+            let r = f.push_ref(Ref {
+                target: reloc.target,
+                addend: reloc.addend,
+                kind: RefKind(reloc.r_type),
+                use_: Use::Access,
+            });
+            operands.push(Operand::Ref(r));
+            continue;
+        }
+        return Err(OpaqueReason::RelocationOutsideOperand { at: reloc.offset });
+    }
+
+    let opcode = (instr.mnemonic() as u32)
+        | ((instr.encoding() as u32) << ENCODING_SHIFT)
+        | (immediate_class << IMMEDIATE_SHIFT);
+    f.push_inst(Opcode(opcode), flags(instr, input.bytes, raw.at), &operands, raw.at, instr.len() as u32);
+    Ok(())
+}
+
+/// What operand lifting needs to know about the instruction's place.
+struct InstContext<'a, 'input> {
+    input: &'a CodeInput<'input>,
+    layout: &'a cfg::Layout,
+    /// Function offset just past the instruction.
+    next_ip: u32,
+}
+
+impl InstContext<'_, '_> {
+    /// A reference through a relocation. PC-relative addends are rebased to the
+    /// end of the instruction, so the addend says "target + n" whatever the
+    /// encoding (`cmpl $imm8, x(%rip)` and `cmpl $imm32, x(%rip)` agree).
+    fn push_reloc_ref(&self, f: &mut Function, reloc: &CodeReloc, use_: Use) -> icf_ir::RefId {
+        let r_type = elf::RelocationType(reloc.r_type);
+        let addend = if reloc.pc_relative {
+            reloc.addend + i64::from(self.next_ip) - i64::from(reloc.offset)
+        } else {
+            reloc.addend
+        };
+        let kind = match r_type {
+            // On a branch, a PLT entry and the function are reached alike.
+            elf::R_X86_64_PLT32 if matches!(use_, Use::Call | Use::Jump) => elf::R_X86_64_PC32,
+            // The relaxable forms only allow the linker to rewrite the load.
+            elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX | elf::R_X86_64_CODE_4_GOTPCRELX => {
+                elf::R_X86_64_GOTPCREL
+            }
+            other => other,
+        };
+        f.push_ref(Ref { target: reloc.target, addend, kind: RefKind(kind.0), use_ })
+    }
+
+    /// A branch resolved by the assembler: a block of this function, or
+    /// another place of the same section (gas resolves calls to static
+    /// functions of the same section).
+    fn branch_target(&self, f: &mut Function, target: u64, use_: Use) -> Result<Operand, OpaqueReason> {
+        let base = self.input.section_offset;
+        let size = self.input.bytes.len() as u64;
+        if target >= base && target < base + size {
+            let offset = (target - base) as u32;
+            return self
+                .layout
+                .block_at(offset)
+                .map(Operand::Block)
+                .ok_or(OpaqueReason::TargetInsideInstruction { target: offset });
+        }
+        let r = self.resolve_in_section(f, target, use_)?;
+        Ok(Operand::Ref(r))
+    }
+
+    fn resolve_in_section(&self, f: &mut Function, target: u64, use_: Use) -> Result<icf_ir::RefId, OpaqueReason> {
+        if target >= self.input.section_size {
+            return Err(OpaqueReason::TargetOutsideSection { target });
+        }
+        Ok(f.push_ref(Ref {
+            target: self.input.own_section,
+            addend: target as i64,
+            kind: RefKind(elf::R_X86_64_PC32.0),
+            use_,
+        }))
+    }
+
+    /// An explicit memory operand; `reloc` patches its displacement.
+    fn memory_operand(&self, f: &mut Function, raw: &Raw, reloc: Option<CodeReloc>) -> Result<icf_ir::MemId, OpaqueReason> {
+        let instr = &raw.instr;
+        let use_ = memory_use(instr);
+        let base = instr.memory_base();
+        let disp = if let Some(reloc) = reloc {
+            Disp::Ref(self.push_reloc_ref(f, &reloc, use_))
+        } else if base == Register::RIP {
+            let target = instr.ip_rel_memory_address();
+            let start = self.input.section_offset;
+            if target >= start && target < start + self.input.bytes.len() as u64 {
+                // Code read as data, or a code address taken inside the function:
+                // its bytes carry meaning the normalized form would lose.
+                return Err(OpaqueReason::DataInCode { target: (target - start) as u32 });
+            }
+            Disp::Ref(self.resolve_in_section(f, target, use_)?)
+        } else {
+            Disp::Imm(instr.memory_displacement64() as i64)
+        };
+        Ok(f.push_mem(Mem {
+            base: reg(base),
+            index: reg(instr.memory_index()),
+            scale: instr.memory_index_scale() as u8,
+            seg: segment(instr),
+            size: instr.memory_size() as u16,
+            disp,
+        }))
+    }
+}
+
+/// How an instruction uses the address in its memory operand.
+fn memory_use(instr: &Instruction) -> Use {
+    match instr.mnemonic() {
+        Mnemonic::Lea => Use::Address,
+        _ => match instr.flow_control() {
+            // `call *foo@GOTPCREL(%rip)`: the loaded pointer is called.
+            FlowControl::IndirectCall => Use::Call,
+            FlowControl::IndirectBranch => Use::Jump,
+            _ => Use::Access,
+        },
+    }
+}
+
+/// The implicit memory operands of string instructions (`movs`, `stos`, ...).
+fn implicit_memory(instr: &Instruction, kind: OpKind) -> Mem {
+    let base = match kind {
+        OpKind::MemorySegSI => Register::SI,
+        OpKind::MemorySegESI => Register::ESI,
+        OpKind::MemorySegRSI => Register::RSI,
+        OpKind::MemorySegDI | OpKind::MemoryESDI => Register::DI,
+        OpKind::MemorySegEDI | OpKind::MemoryESEDI => Register::EDI,
+        _ => Register::RDI,
+    };
+    Mem { base: reg(base), index: Reg::NONE, scale: 1, seg: segment(instr), size: instr.memory_size() as u16, disp: Disp::Imm(0) }
+}
+
+/// Only FS and GS mean something in 64-bit mode.
+fn segment(instr: &Instruction) -> Reg {
+    match instr.segment_prefix() {
+        segment @ (Register::FS | Register::GS) => reg(segment),
+        _ => Reg::NONE,
+    }
+}
+
+fn reg(register: Register) -> Reg {
+    Reg(register as u16)
+}
+
+/// The width an immediate is extended to: `imm8` sign-extended to 32 bits and
+/// `imm32` are the same operand; a 16-bit push is not a 64-bit one.
+fn immediate_width_class(kind: OpKind) -> u32 {
+    match kind {
+        OpKind::Immediate8 | OpKind::Immediate8_2nd => 1,
+        OpKind::Immediate16 | OpKind::Immediate8to16 => 2,
+        OpKind::Immediate32 | OpKind::Immediate8to32 => 3,
+        _ => 4,
+    }
+}
+
+/// Prefix and EVEX bits that change what the instruction does.
+fn flags(instr: &Instruction, bytes: &[u8], at: u32) -> u32 {
+    let mut flags = 0;
+    let start = at as usize;
+    let end = (start + instr.len()).min(bytes.len());
+    for &byte in &bytes[start..end] {
+        match byte {
+            0xf0 => flags |= FLAG_LOCK,
+            0xf2 => flags |= FLAG_REPNE,
+            0xf3 => flags |= FLAG_REP,
+            0x66 => flags |= FLAG_OPERAND_SIZE,
+            0x67 => flags |= FLAG_ADDRESS_SIZE,
+            0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65 => {}
+            rex @ 0x40..=0x4f => {
+                if rex & 0x08 != 0 {
+                    flags |= FLAG_REX_W;
+                }
+                break;
+            }
+            _ => break,
+        }
+    }
+    if instr.zeroing_masking() {
+        flags |= FLAG_ZEROING;
+    }
+    if instr.is_broadcast() {
+        flags |= FLAG_BROADCAST;
+    }
+    if instr.suppress_all_exceptions() {
+        flags |= FLAG_SAE;
+    }
+    let mask = instr.op_mask();
+    if mask != Register::None {
+        flags |= ((mask as u32 - Register::K0 as u32) & 7) << OPMASK_SHIFT;
+    }
+    flags |= (instr.rounding_control() as u32 & 7) << ROUNDING_SHIFT;
+    flags
+}
+
+/// Names for x86-64 IR, in Intel syntax order.
+pub(crate) struct X86Syntax;
+
+impl Syntax for X86Syntax {
+    fn opcode(&self, op: Opcode, flags: u32) -> String {
+        let mnemonic = Mnemonic::try_from((op.0 & 0xffff) as usize)
+            .map_or_else(|_| format!("op{:#x}", op.0), |m| format!("{m:?}").to_lowercase());
+        let mut text = String::new();
+        for (bit, prefix) in [(FLAG_LOCK, "lock "), (FLAG_REP, "rep "), (FLAG_REPNE, "repne ")] {
+            if flags & bit != 0 {
+                text.push_str(prefix);
+            }
+        }
+        text.push_str(&mnemonic);
+        let extras: Vec<&str> = [
+            (FLAG_OPERAND_SIZE, "o16"),
+            (FLAG_ADDRESS_SIZE, "a32"),
+            (FLAG_REX_W, "w"),
+            (FLAG_ZEROING, "z"),
+            (FLAG_BROADCAST, "bcst"),
+            (FLAG_SAE, "sae"),
+        ]
+        .iter()
+        .filter(|(bit, _)| flags & bit != 0)
+        .map(|&(_, name)| name)
+        .collect();
+        if !extras.is_empty() {
+            text.push('.');
+            text.push_str(&extras.join("."));
+        }
+        let mask = (flags >> OPMASK_SHIFT) & 7;
+        if mask != 0 {
+            text.push_str(&format!("{{k{mask}}}"));
+        }
+        text
+    }
+
+    fn reg(&self, reg: Reg) -> String {
+        Register::try_from(usize::from(reg.0)).map_or_else(|_| format!("reg{}", reg.0), |r| format!("{r:?}").to_lowercase())
+    }
+
+    fn ref_kind(&self, kind: RefKind) -> String {
+        let name = elf::machine_names(elf::EM_X86_64).r.name(elf::RelocationType(kind.0));
+        name.map_or_else(|| format!("reloc{}", kind.0), |n| n.trim_start_matches("R_X86_64_").to_string())
+    }
+
+    fn mem_size(&self, size: u16) -> &'static str {
+        let bytes = MemorySize::try_from(usize::from(size)).map_or(0, |m| m.size());
+        match bytes {
+            1 => "byte",
+            2 => "word",
+            4 => "dword",
+            6 => "fword",
+            8 => "qword",
+            10 => "tbyte",
+            16 => "xmmword",
+            32 => "ymmword",
+            64 => "zmmword",
+            _ => "",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use icf_ir::{Arch, TargetId};
+
+    fn lift_bytes(bytes: &[u8], relocs: &[CodeReloc]) -> Function {
+        let input = CodeInput {
+            arch: Arch::X86_64,
+            bytes,
+            section_offset: 0,
+            section_size: bytes.len() as u64,
+            relocs,
+            entry_points: &[],
+            own_section: TargetId(0),
+        };
+        lift(&input)
+    }
+
+    fn text(f: &Function) -> String {
+        let mut out = String::new();
+        icf_ir::print::print_function(f, &X86Syntax, &|t: TargetId, a: i64| icf_ir::print::with_addend(&format!("t{}", t.0), a), &mut out);
+        out
+    }
+
+    #[test]
+    fn short_and_long_branches_and_immediates_are_equal() {
+        // add eax, 1 (imm8) ; je +0 ; ret   vs   add eax, 1 (imm32) ; je rel32 +0 ; ret
+        let short = lift_bytes(&[0x83, 0xc0, 0x01, 0x74, 0x00, 0xc3], &[]);
+        let long = lift_bytes(&[0x05, 0x01, 0, 0, 0, 0x0f, 0x84, 0, 0, 0, 0, 0xc3], &[]);
+        assert!(!short.has_opaque());
+        assert!(ir_equal(&short, &long), "{}\n{}", text(&short), text(&long));
+    }
+
+    #[test]
+    fn push_widths_differ() {
+        // push imm8 (64-bit push) vs 66 push imm8 (16-bit push)
+        let wide = lift_bytes(&[0x6a, 0x01, 0xc3], &[]);
+        let narrow = lift_bytes(&[0x66, 0x6a, 0x01, 0xc3], &[]);
+        assert!(!ir_equal(&wide, &narrow));
+    }
+
+    #[test]
+    fn call_relocation_becomes_a_reference_with_rebased_addend() {
+        // call rel32 with R_X86_64_PLT32 foo-4
+        let relocs =
+            [CodeReloc { offset: 1, size: 4, r_type: elf::R_X86_64_PLT32.0, pc_relative: true, target: TargetId(7), addend: -4 }];
+        let f = lift_bytes(&[0xe8, 0, 0, 0, 0, 0xc3], &relocs);
+        assert_eq!(f.refs, vec![Ref { target: TargetId(7), addend: 0, kind: RefKind(elf::R_X86_64_PC32.0), use_: Use::Call }]);
+    }
+
+    #[test]
+    fn undecodable_bytes_make_the_function_opaque() {
+        // `push es` does not exist in 64-bit mode.
+        let f = lift_bytes(&[0x0f, 0x0b, 0x06, 0x90, 0xc3], &[]);
+        assert!(f.has_opaque());
+        assert_eq!(f.opaque[0].reason, OpaqueReason::UnknownInstruction { at: 2 });
+        assert_eq!(f.coverage(), vec![0..5]);
+        let truncated = lift_bytes(&[0x90, 0x0f], &[]);
+        assert_eq!(truncated.opaque[0].reason, OpaqueReason::Truncated { at: 1 });
+    }
+
+    #[test]
+    fn a_relocation_in_the_opcode_bytes_is_opaque() {
+        let relocs = [CodeReloc { offset: 0, size: 4, r_type: elf::R_X86_64_32.0, pc_relative: false, target: TargetId(1), addend: 0 }];
+        let f = lift_bytes(&[0x90, 0x90, 0x90, 0x90, 0xc3], &relocs);
+        assert_eq!(f.opaque[0].reason, OpaqueReason::RelocationOutsideOperand { at: 0 });
+    }
+
+    /// Structural equality without offsets: what the comparator will decide.
+    fn ir_equal(a: &Function, b: &Function) -> bool {
+        let strip = |f: &Function| {
+            let mut text = String::new();
+            for block in &f.blocks {
+                text.push_str(&format!("{:?}\n", block.succs));
+                for inst in f.block_insts(block) {
+                    let mut line = String::new();
+                    icf_ir::print::print_inst(f, inst, &X86Syntax, &|t: TargetId, a: i64| icf_ir::print::with_addend(&format!("t{}", t.0), a), &mut line);
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+            }
+            text
+        };
+        strip(a) == strip(b)
+    }
+}
