@@ -54,14 +54,20 @@ pub(crate) struct Layout {
 impl Layout {
     /// The block starting at function offset `at`.
     pub fn block_at(&self, at: u32) -> Option<BlockId> {
-        self.starts.binary_search_by_key(&at, |&(start, _)| start).ok().map(|i| self.starts[i].1)
+        self.starts
+            .binary_search_by_key(&at, |&(start, _)| start)
+            .ok()
+            .map(|i| self.starts[i].1)
     }
 }
 
 /// Splits `decoded` (in address order, contiguous) into blocks and orders them.
 pub(crate) fn layout(decoded: &[Decoded], entry_points: &[u32]) -> Result<Layout, OpaqueReason> {
     if decoded.is_empty() {
-        return Ok(Layout { blocks: Vec::new(), starts: Vec::new() });
+        return Ok(Layout {
+            blocks: Vec::new(),
+            starts: Vec::new(),
+        });
     }
     let index_of = |offset: u32| decoded.binary_search_by_key(&offset, |d| d.at).ok();
     let mut is_leader = vec![false; decoded.len()];
@@ -139,7 +145,11 @@ pub(crate) fn layout(decoded: &[Decoded], entry_points: &[u32]) -> Result<Layout
             reached: position < reached_count,
         })
         .collect();
-    let starts = ranges.iter().enumerate().map(|(k, range)| (decoded[range.start].at, id_of[k])).collect();
+    let starts = ranges
+        .iter()
+        .enumerate()
+        .map(|(k, range)| (decoded[range.start].at, id_of[k]))
+        .collect();
     Ok(Layout { blocks, starts })
 }
 
@@ -148,7 +158,12 @@ mod tests {
     use super::*;
 
     fn inst(at: u32, flow: Flow, target: Option<u32>) -> Decoded {
-        Decoded { at, len: 1, flow, target }
+        Decoded {
+            at,
+            len: 1,
+            flow,
+            target,
+        }
     }
 
     #[test]
@@ -162,7 +177,11 @@ mod tests {
             inst(4, Flow::Stop, None),
         ];
         let layout = layout(&decoded, &[]).expect("layout");
-        let starts: Vec<u32> = layout.blocks.iter().map(|b| decoded[b.insts.start].at).collect();
+        let starts: Vec<u32> = layout
+            .blocks
+            .iter()
+            .map(|b| decoded[b.insts.start].at)
+            .collect();
         // Entry, then pop order: succs of 0 are [3, 1]; 1 is pushed last, so popped first.
         assert_eq!(starts, vec![0, 1, 3, 4]);
         assert_eq!(layout.blocks[0].succs.as_slice(), &[BlockId(2), BlockId(1)]);
@@ -172,13 +191,25 @@ mod tests {
 
     #[test]
     fn a_target_inside_an_instruction_is_opaque() {
-        let decoded = [Decoded { at: 0, len: 2, flow: Flow::Jump, target: Some(1) }];
-        assert_eq!(layout(&decoded, &[]), Err(OpaqueReason::TargetInsideInstruction { target: 1 }));
+        let decoded = [Decoded {
+            at: 0,
+            len: 2,
+            flow: Flow::Jump,
+            target: Some(1),
+        }];
+        assert_eq!(
+            layout(&decoded, &[]),
+            Err(OpaqueReason::TargetInsideInstruction { target: 1 })
+        );
     }
 
     #[test]
     fn entry_points_start_blocks() {
-        let decoded = [inst(0, Flow::Next, None), inst(1, Flow::Next, None), inst(2, Flow::Stop, None)];
+        let decoded = [
+            inst(0, Flow::Next, None),
+            inst(1, Flow::Next, None),
+            inst(2, Flow::Stop, None),
+        ];
         let layout = layout(&decoded, &[2]).expect("layout");
         assert_eq!(layout.blocks.len(), 2);
         assert_eq!(layout.blocks[0].succs.as_slice(), &[BlockId(1)]);

@@ -3,7 +3,9 @@
 //! bytes plus equal relocations always means equal behaviour.
 
 use icf_ir::print::Syntax;
-use icf_ir::{Block, CodeInput, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, Reg, Use};
+use icf_ir::{
+    Block, CodeInput, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, Reg, Use,
+};
 use smallvec::SmallVec;
 
 /// `input` as one block holding one opaque run.
@@ -18,10 +20,15 @@ pub(crate) fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Fun
         if let Some(field) = bytes.get_mut(start..end) {
             field.fill(0);
         }
-        // Without instruction boundaries a PC-relative field is taken to end its
-        // instruction, the common case, so the addend names the place it reaches.
+        // Without instruction boundaries an x86-64 PC-relative field is taken to
+        // end its instruction, the common case, so the addend names the place it
+        // reaches (an AArch64 field is a whole instruction: P is the place).
         // How the code uses the address is unknown: assume the worst.
-        let rebase = if reloc.pc_relative { i64::from(reloc.size) } else { 0 };
+        let rebase = if reloc.pc_relative && input.arch == icf_ir::Arch::X86_64 {
+            i64::from(reloc.size)
+        } else {
+            0
+        };
         let r = f.push_ref(Ref {
             target: reloc.target,
             addend: reloc.addend + rebase,
@@ -31,10 +38,17 @@ pub(crate) fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Fun
         operands.push(Operand::Imm(i64::from(reloc.offset)));
         operands.push(Operand::Ref(r));
     }
-    let run = f.push_opaque(OpaqueRun { bytes: bytes.into_boxed_slice(), reason });
+    let run = f.push_opaque(OpaqueRun {
+        bytes: bytes.into_boxed_slice(),
+        reason,
+    });
     operands.insert(0, Operand::Opaque(run));
     f.push_inst(Opcode::OPAQUE, 0, &operands, 0, size);
-    f.blocks.push(Block { insts: 0..1, succs: SmallVec::new(), reached: true });
+    f.blocks.push(Block {
+        insts: 0..1,
+        succs: SmallVec::new(),
+        reached: true,
+    });
     f
 }
 

@@ -16,13 +16,14 @@
 
 use crate::cfg::{self, Decoded, Flow};
 use crate::opaque;
+use iced_x86::{
+    ConstantOffsets, Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, MemorySize,
+    Mnemonic, OpKind, Register,
+};
 use icf_ir::print::Syntax;
 use icf_ir::{
-    Block, CodeInput, CodeReloc, Disp, Function, Mem, OpaqueReason, Opcode, Operand, Ref, RefKind, Reg, Use,
-};
-use iced_x86::{
-    ConstantOffsets, Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, MemorySize, Mnemonic, OpKind,
-    Register,
+    Block, CodeInput, CodeReloc, Disp, Function, Mem, OpaqueReason, Opcode, Operand, Ref, RefKind,
+    Reg, Use,
 };
 use object::elf;
 use smallvec::SmallVec;
@@ -81,24 +82,45 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
         let len = instr.len() as u32;
         let relocs = relocs_in(input.relocs, at, at + len);
         let branch_is_relocated = offsets.has_immediate()
-            && input.relocs[relocs.clone()].iter().any(|r| r.offset == at + offsets.immediate_offset() as u32);
+            && input.relocs[relocs.clone()]
+                .iter()
+                .any(|r| r.offset == at + offsets.immediate_offset() as u32);
         let target = match branch_operand(&instr) {
             Some(_) if branch_is_relocated => None,
-            Some(target) if target >= base && target < base + u64::from(size) => Some((target - base) as u32),
+            Some(target) if target >= base && target < base + u64::from(size) => {
+                Some((target - base) as u32)
+            }
             _ => None,
         };
         let flow = match instr.flow_control() {
             FlowControl::UnconditionalBranch => Flow::Jump,
             FlowControl::ConditionalBranch => Flow::Branch,
             FlowControl::XbeginXabortXend if target.is_some() => Flow::Branch,
-            FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => Flow::Stop,
+            FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => {
+                Flow::Stop
+            }
             _ => Flow::Next,
         };
-        decoded.push(Decoded { at, len, flow, target });
-        raws.push(Raw { instr, offsets, at, relocs });
+        decoded.push(Decoded {
+            at,
+            len,
+            flow,
+            target,
+        });
+        raws.push(Raw {
+            instr,
+            offsets,
+            at,
+            relocs,
+        });
     }
 
-    let entry_points: Vec<u32> = input.entry_points.iter().copied().filter(|&e| e > 0 && e < size).collect();
+    let entry_points: Vec<u32> = input
+        .entry_points
+        .iter()
+        .copied()
+        .filter(|&e| e > 0 && e < size)
+        .collect();
     let layout = cfg::layout(&decoded, &entry_points)?;
     let mut f = Function::new(input.arch, size);
     for laid in &layout.blocks {
@@ -117,7 +139,11 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
         if let Some((at, len)) = pending_nop {
             f.push_inst(nop_opcode(), 0, &[], at, len);
         }
-        f.blocks.push(Block { insts: first..f.insts.len() as u32, succs: laid.succs.clone(), reached: laid.reached });
+        f.blocks.push(Block {
+            insts: first..f.insts.len() as u32,
+            succs: laid.succs.clone(),
+            reached: laid.reached,
+        });
     }
     Ok(f)
 }
@@ -134,29 +160,47 @@ fn relocs_in(relocs: &[CodeReloc], start: u32, end: u32) -> std::ops::Range<usiz
 /// The target of a direct branch, as a section offset.
 fn branch_operand(instr: &Instruction) -> Option<u64> {
     (0..instr.op_count())
-        .any(|i| matches!(instr.op_kind(i), OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64))
+        .any(|i| {
+            matches!(
+                instr.op_kind(i),
+                OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+            )
+        })
         .then(|| instr.near_branch_target())
 }
 
 /// Lifts one instruction into `f`.
-fn lift_inst(f: &mut Function, raw: &Raw, input: &CodeInput<'_>, layout: &cfg::Layout) -> Result<(), OpaqueReason> {
+fn lift_inst(
+    f: &mut Function,
+    raw: &Raw,
+    input: &CodeInput<'_>,
+    layout: &cfg::Layout,
+) -> Result<(), OpaqueReason> {
     let instr = &raw.instr;
     let relocs = &input.relocs[raw.relocs.clone()];
     let mut used = [false; 4];
     if relocs.len() > used.len() {
-        return Err(OpaqueReason::RelocationOutsideOperand { at: relocs[used.len()].offset });
+        return Err(OpaqueReason::RelocationOutsideOperand {
+            at: relocs[used.len()].offset,
+        });
     }
     let mut take_reloc = |field_offset: usize, field_size: usize| -> Option<CodeReloc> {
         if field_size == 0 {
             return None;
         }
         let place = raw.at + field_offset as u32;
-        let index = relocs.iter().position(|r| r.offset == place && usize::from(r.size) == field_size)?;
+        let index = relocs
+            .iter()
+            .position(|r| r.offset == place && usize::from(r.size) == field_size)?;
         used[index] = true;
         Some(relocs[index])
     };
     let next_ip = raw.at + instr.len() as u32;
-    let ctx = InstContext { input, layout, next_ip };
+    let ctx = InstContext {
+        input,
+        layout,
+        next_ip,
+    };
 
     let mut operands: SmallVec<[Operand; 4]> = SmallVec::new();
     let mut immediate_class = 0;
@@ -165,7 +209,11 @@ fn lift_inst(f: &mut Function, raw: &Raw, input: &CodeInput<'_>, layout: &cfg::L
         let operand = match instr.op_kind(i) {
             OpKind::Register => Operand::Reg(reg(instr.op_register(i))),
             OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64 => {
-                let use_ = if matches!(instr.flow_control(), FlowControl::Call) { Use::Call } else { Use::Jump };
+                let use_ = if matches!(instr.flow_control(), FlowControl::Call) {
+                    Use::Call
+                } else {
+                    Use::Jump
+                };
                 match take_reloc(raw.offsets.immediate_offset(), raw.offsets.immediate_size()) {
                     Some(reloc) => Operand::Ref(ctx.push_reloc_ref(f, &reloc, use_)),
                     None => ctx.branch_target(f, instr.near_branch_target(), use_)?,
@@ -189,7 +237,10 @@ fn lift_inst(f: &mut Function, raw: &Raw, input: &CodeInput<'_>, layout: &cfg::L
                 let (offset, size) = if immediates_seen == 0 {
                     (raw.offsets.immediate_offset(), raw.offsets.immediate_size())
                 } else {
-                    (raw.offsets.immediate_offset2(), raw.offsets.immediate_size2())
+                    (
+                        raw.offsets.immediate_offset2(),
+                        raw.offsets.immediate_size2(),
+                    )
                 };
                 immediates_seen += 1;
                 match take_reloc(offset, size) {
@@ -198,7 +249,10 @@ fn lift_inst(f: &mut Function, raw: &Raw, input: &CodeInput<'_>, layout: &cfg::L
                 }
             }
             OpKind::Memory => {
-                let reloc = take_reloc(raw.offsets.displacement_offset(), raw.offsets.displacement_size());
+                let reloc = take_reloc(
+                    raw.offsets.displacement_offset(),
+                    raw.offsets.displacement_size(),
+                );
                 Operand::Mem(ctx.memory_operand(f, raw, reloc)?)
             }
             kind => Operand::Mem(f.push_mem(implicit_memory(instr, kind))),
@@ -226,7 +280,13 @@ fn lift_inst(f: &mut Function, raw: &Raw, input: &CodeInput<'_>, layout: &cfg::L
     let opcode = (instr.mnemonic() as u32)
         | ((instr.encoding() as u32) << ENCODING_SHIFT)
         | (immediate_class << IMMEDIATE_SHIFT);
-    f.push_inst(Opcode(opcode), flags(instr, input.bytes, raw.at), &operands, raw.at, instr.len() as u32);
+    f.push_inst(
+        Opcode(opcode),
+        flags(instr, input.bytes, raw.at),
+        &operands,
+        raw.at,
+        instr.len() as u32,
+    );
     Ok(())
 }
 
@@ -253,18 +313,28 @@ impl InstContext<'_, '_> {
             // On a branch, a PLT entry and the function are reached alike.
             elf::R_X86_64_PLT32 if matches!(use_, Use::Call | Use::Jump) => elf::R_X86_64_PC32,
             // The relaxable forms only allow the linker to rewrite the load.
-            elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX | elf::R_X86_64_CODE_4_GOTPCRELX => {
-                elf::R_X86_64_GOTPCREL
-            }
+            elf::R_X86_64_GOTPCRELX
+            | elf::R_X86_64_REX_GOTPCRELX
+            | elf::R_X86_64_CODE_4_GOTPCRELX => elf::R_X86_64_GOTPCREL,
             other => other,
         };
-        f.push_ref(Ref { target: reloc.target, addend, kind: RefKind(kind.0), use_ })
+        f.push_ref(Ref {
+            target: reloc.target,
+            addend,
+            kind: RefKind(kind.0),
+            use_,
+        })
     }
 
     /// A branch resolved by the assembler: a block of this function, or
     /// another place of the same section (gas resolves calls to static
     /// functions of the same section).
-    fn branch_target(&self, f: &mut Function, target: u64, use_: Use) -> Result<Operand, OpaqueReason> {
+    fn branch_target(
+        &self,
+        f: &mut Function,
+        target: u64,
+        use_: Use,
+    ) -> Result<Operand, OpaqueReason> {
         let base = self.input.section_offset;
         let size = self.input.bytes.len() as u64;
         if target >= base && target < base + size {
@@ -279,7 +349,12 @@ impl InstContext<'_, '_> {
         Ok(Operand::Ref(r))
     }
 
-    fn resolve_in_section(&self, f: &mut Function, target: u64, use_: Use) -> Result<icf_ir::RefId, OpaqueReason> {
+    fn resolve_in_section(
+        &self,
+        f: &mut Function,
+        target: u64,
+        use_: Use,
+    ) -> Result<icf_ir::RefId, OpaqueReason> {
         if target >= self.input.section_size {
             return Err(OpaqueReason::TargetOutsideSection { target });
         }
@@ -292,7 +367,12 @@ impl InstContext<'_, '_> {
     }
 
     /// An explicit memory operand; `reloc` patches its displacement.
-    fn memory_operand(&self, f: &mut Function, raw: &Raw, reloc: Option<CodeReloc>) -> Result<icf_ir::MemId, OpaqueReason> {
+    fn memory_operand(
+        &self,
+        f: &mut Function,
+        raw: &Raw,
+        reloc: Option<CodeReloc>,
+    ) -> Result<icf_ir::MemId, OpaqueReason> {
         let instr = &raw.instr;
         let use_ = memory_use(instr);
         let base = instr.memory_base();
@@ -304,7 +384,9 @@ impl InstContext<'_, '_> {
             if target >= start && target < start + self.input.bytes.len() as u64 {
                 // Code read as data, or a code address taken inside the function:
                 // its bytes carry meaning the normalized form would lose.
-                return Err(OpaqueReason::DataInCode { target: (target - start) as u32 });
+                return Err(OpaqueReason::DataInCode {
+                    target: (target - start) as u32,
+                });
             }
             Disp::Ref(self.resolve_in_section(f, target, use_)?)
         } else {
@@ -344,7 +426,14 @@ fn implicit_memory(instr: &Instruction, kind: OpKind) -> Mem {
         OpKind::MemorySegEDI | OpKind::MemoryESEDI => Register::EDI,
         _ => Register::RDI,
     };
-    Mem { base: reg(base), index: Reg::NONE, scale: 1, seg: segment(instr), size: instr.memory_size() as u16, disp: Disp::Imm(0) }
+    Mem {
+        base: reg(base),
+        index: Reg::NONE,
+        scale: 1,
+        seg: segment(instr),
+        size: instr.memory_size() as u16,
+        disp: Disp::Imm(0),
+    }
 }
 
 /// Only FS and GS mean something in 64-bit mode.
@@ -414,19 +503,24 @@ pub(crate) struct X86Syntax;
 
 impl Syntax for X86Syntax {
     fn opcode(&self, op: Opcode, flags: u32) -> String {
-        let mnemonic = Mnemonic::try_from((op.0 & 0xffff) as usize)
-            .map_or_else(|_| format!("op{:#x}", op.0), |m| format!("{m:?}").to_lowercase());
+        let mnemonic = Mnemonic::try_from((op.0 & 0xffff) as usize).map_or_else(
+            |_| format!("op{:#x}", op.0),
+            |m| format!("{m:?}").to_lowercase(),
+        );
         let mut text = String::new();
-        for (bit, prefix) in [(FLAG_LOCK, "lock "), (FLAG_REP, "rep "), (FLAG_REPNE, "repne ")] {
+        for (bit, prefix) in [
+            (FLAG_LOCK, "lock "),
+            (FLAG_REP, "rep "),
+            (FLAG_REPNE, "repne "),
+        ] {
             if flags & bit != 0 {
                 text.push_str(prefix);
             }
         }
         text.push_str(&mnemonic);
+        // Operand-size, address-size and REX.W prefixes are compared but not
+        // printed: the registers already show the width in almost every case.
         let extras: Vec<&str> = [
-            (FLAG_OPERAND_SIZE, "o16"),
-            (FLAG_ADDRESS_SIZE, "a32"),
-            (FLAG_REX_W, "w"),
             (FLAG_ZEROING, "z"),
             (FLAG_BROADCAST, "bcst"),
             (FLAG_SAE, "sae"),
@@ -447,12 +541,20 @@ impl Syntax for X86Syntax {
     }
 
     fn reg(&self, reg: Reg) -> String {
-        Register::try_from(usize::from(reg.0)).map_or_else(|_| format!("reg{}", reg.0), |r| format!("{r:?}").to_lowercase())
+        Register::try_from(usize::from(reg.0)).map_or_else(
+            |_| format!("reg{}", reg.0),
+            |r| format!("{r:?}").to_lowercase(),
+        )
     }
 
     fn ref_kind(&self, kind: RefKind) -> String {
-        let name = elf::machine_names(elf::EM_X86_64).r.name(elf::RelocationType(kind.0));
-        name.map_or_else(|| format!("reloc{}", kind.0), |n| n.trim_start_matches("R_X86_64_").to_string())
+        let name = elf::machine_names(elf::EM_X86_64)
+            .r
+            .name(elf::RelocationType(kind.0));
+        name.map_or_else(
+            || format!("reloc{}", kind.0),
+            |n| n.trim_start_matches("R_X86_64_").to_string(),
+        )
     }
 
     fn mem_size(&self, size: u16) -> &'static str {
@@ -492,7 +594,12 @@ mod tests {
 
     fn text(f: &Function) -> String {
         let mut out = String::new();
-        icf_ir::print::print_function(f, &X86Syntax, &|t: TargetId, a: i64| icf_ir::print::with_addend(&format!("t{}", t.0), a), &mut out);
+        icf_ir::print::print_function(
+            f,
+            &X86Syntax,
+            &|t: TargetId, a: i64| icf_ir::print::with_addend(&format!("t{}", t.0), a),
+            &mut out,
+        );
         out
     }
 
@@ -516,10 +623,24 @@ mod tests {
     #[test]
     fn call_relocation_becomes_a_reference_with_rebased_addend() {
         // call rel32 with R_X86_64_PLT32 foo-4
-        let relocs =
-            [CodeReloc { offset: 1, size: 4, r_type: elf::R_X86_64_PLT32.0, pc_relative: true, target: TargetId(7), addend: -4 }];
+        let relocs = [CodeReloc {
+            offset: 1,
+            size: 4,
+            r_type: elf::R_X86_64_PLT32.0,
+            pc_relative: true,
+            target: TargetId(7),
+            addend: -4,
+        }];
         let f = lift_bytes(&[0xe8, 0, 0, 0, 0, 0xc3], &relocs);
-        assert_eq!(f.refs, vec![Ref { target: TargetId(7), addend: 0, kind: RefKind(elf::R_X86_64_PC32.0), use_: Use::Call }]);
+        assert_eq!(
+            f.refs,
+            vec![Ref {
+                target: TargetId(7),
+                addend: 0,
+                kind: RefKind(elf::R_X86_64_PC32.0),
+                use_: Use::Call
+            }]
+        );
     }
 
     #[test]
@@ -527,17 +648,33 @@ mod tests {
         // `push es` does not exist in 64-bit mode.
         let f = lift_bytes(&[0x0f, 0x0b, 0x06, 0x90, 0xc3], &[]);
         assert!(f.has_opaque());
-        assert_eq!(f.opaque[0].reason, OpaqueReason::UnknownInstruction { at: 2 });
+        assert_eq!(
+            f.opaque[0].reason,
+            OpaqueReason::UnknownInstruction { at: 2 }
+        );
         assert_eq!(f.coverage(), vec![0..5]);
         let truncated = lift_bytes(&[0x90, 0x0f], &[]);
-        assert_eq!(truncated.opaque[0].reason, OpaqueReason::Truncated { at: 1 });
+        assert_eq!(
+            truncated.opaque[0].reason,
+            OpaqueReason::Truncated { at: 1 }
+        );
     }
 
     #[test]
     fn a_relocation_in_the_opcode_bytes_is_opaque() {
-        let relocs = [CodeReloc { offset: 0, size: 4, r_type: elf::R_X86_64_32.0, pc_relative: false, target: TargetId(1), addend: 0 }];
+        let relocs = [CodeReloc {
+            offset: 0,
+            size: 4,
+            r_type: elf::R_X86_64_32.0,
+            pc_relative: false,
+            target: TargetId(1),
+            addend: 0,
+        }];
         let f = lift_bytes(&[0x90, 0x90, 0x90, 0x90, 0xc3], &relocs);
-        assert_eq!(f.opaque[0].reason, OpaqueReason::RelocationOutsideOperand { at: 0 });
+        assert_eq!(
+            f.opaque[0].reason,
+            OpaqueReason::RelocationOutsideOperand { at: 0 }
+        );
     }
 
     /// Structural equality without offsets: what the comparator will decide.
@@ -548,7 +685,13 @@ mod tests {
                 text.push_str(&format!("{:?}\n", block.succs));
                 for inst in f.block_insts(block) {
                     let mut line = String::new();
-                    icf_ir::print::print_inst(f, inst, &X86Syntax, &|t: TargetId, a: i64| icf_ir::print::with_addend(&format!("t{}", t.0), a), &mut line);
+                    icf_ir::print::print_inst(
+                        f,
+                        inst,
+                        &X86Syntax,
+                        &|t: TargetId, a: i64| icf_ir::print::with_addend(&format!("t{}", t.0), a),
+                        &mut line,
+                    );
                     text.push_str(&line);
                     text.push('\n');
                 }

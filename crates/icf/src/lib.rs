@@ -1,0 +1,20 @@
+//! icf: the pipeline as a library, from input files to lifted functions.
+//!
+//! [`Inputs`] owns the memory-mapped files; a [`Program`] borrows them and
+//! holds every parsed object, the table of reference targets shared by all
+//! objects, and the function pieces to lift. Lifting is parallel and
+//! deterministic: results come back in input order whatever the thread count.
+//!
+//! Only `icf-cli` prints or exits; this crate returns values and errors with
+//! context (`reading libfoo.a(bar.o): section 12 '.text': ...`).
+
+mod dump;
+mod lift;
+mod names;
+mod program;
+mod targets;
+
+pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
+pub use names::demangle;
+pub use program::{FunctionInfo, Inputs, LoadedObject, ObjectId, Options, Program};
+pub use targets::{SymbolRef, Target, TargetTable};

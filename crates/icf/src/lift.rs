@@ -1,0 +1,71 @@
+//! From a function piece of an object to the lifter's input, and lifting
+//! every piece in parallel.
+
+use crate::program::{FunctionInfo, Program};
+use icf_ir::{CodeInput, CodeReloc, Function};
+use rayon::prelude::*;
+
+impl Program<'_> {
+    /// Lifts one function piece.
+    pub fn lift(&self, function: &FunctionInfo) -> Function {
+        let object = self.object(function.object);
+        let extent = &function.extent;
+        let section = object.elf.section(extent.section);
+        let start = extent.start;
+        let end = extent.end;
+        let relocs: Vec<CodeReloc> = section
+            .relocs
+            .iter()
+            .skip_while(|r| r.offset < start)
+            .take_while(|r| r.offset < end)
+            .map(|r| {
+                let symbol = object.symbol_refs[r.symbol.index()];
+                CodeReloc {
+                    offset: (r.offset - start) as u32,
+                    size: r.size,
+                    r_type: r.r_type,
+                    pc_relative: r.pc_relative,
+                    target: symbol.target,
+                    addend: symbol.base.wrapping_add(r.addend),
+                }
+            })
+            .collect();
+        let mut entry_points: Vec<u32> = object
+            .code_references
+            .get(&extent.section)
+            .map(|offsets| {
+                offsets
+                    .iter()
+                    .filter(|&&o| o > start && o < end)
+                    .map(|&o| (o - start) as u32)
+                    .collect()
+            })
+            .unwrap_or_default();
+        entry_points.extend(
+            extent
+                .inner_symbols
+                .iter()
+                .map(|&(offset, _)| (offset - start) as u32),
+        );
+        entry_points.sort_unstable();
+        entry_points.dedup();
+        let input = CodeInput {
+            arch: object.elf.arch,
+            bytes: &section.data[start as usize..end as usize],
+            section_offset: start,
+            section_size: section.size,
+            relocs: &relocs,
+            entry_points: &entry_points,
+            own_section: object.section_targets[extent.section.index()],
+        };
+        icf_lift::lift(&input)
+    }
+
+    /// Lifts every function piece, in parallel; results in [`Program::functions`] order.
+    pub fn lift_all(&self) -> Vec<Function> {
+        self.functions
+            .par_iter()
+            .map(|function| self.lift(function))
+            .collect()
+    }
+}

@@ -1,0 +1,94 @@
+//! Names for people: demangled symbols, and places named by the nearest
+//! symbol (`foo+0x10`) rather than by section offsets.
+
+use crate::program::{FunctionInfo, Program};
+use crate::targets::Target;
+use icf_ir::TargetId;
+use icf_ir::print::with_addend;
+use icf_object::SymbolIndex;
+
+/// Demangles Rust (legacy and v0) and Itanium C++ names; anything else is returned as is.
+pub fn demangle(name: &[u8]) -> String {
+    let text = String::from_utf8_lossy(name);
+    if let Ok(demangled) = rustc_demangle::try_demangle(&text) {
+        return format!("{demangled:#}");
+    }
+    if text.starts_with("_Z")
+        && let Ok(symbol) = cpp_demangle::Symbol::new(name)
+        && let Ok(demangled) = symbol.demangle()
+    {
+        return demangled;
+    }
+    text.into_owned()
+}
+
+impl Program<'_> {
+    /// The symbol that names a function piece best: a global before a local,
+    /// a function before a label; `None` for a piece no symbol names.
+    pub fn function_symbol(&self, function: &FunctionInfo) -> Option<SymbolIndex> {
+        let elf = &self.object(function.object).elf;
+        function
+            .extent
+            .symbols
+            .iter()
+            .copied()
+            .min_by_key(|&index| {
+                let symbol = elf.symbol(index);
+                (
+                    symbol.binding == icf_object::Binding::Local,
+                    symbol.kind != icf_object::SymbolKind::Func,
+                    index,
+                )
+            })
+    }
+
+    /// The raw (mangled) name of a function piece, or `section+offset`.
+    pub fn function_raw_name(&self, function: &FunctionInfo) -> String {
+        let elf = &self.object(function.object).elf;
+        match self.function_symbol(function) {
+            Some(symbol) => elf.symbol(symbol).name_lossy(),
+            None => with_addend(
+                &elf.section(function.extent.section).name_lossy(),
+                function.extent.start as i64,
+            ),
+        }
+    }
+
+    /// The demangled name of a function piece, or `section+offset`.
+    pub fn function_name(&self, function: &FunctionInfo) -> String {
+        let elf = &self.object(function.object).elf;
+        match self.function_symbol(function) {
+            Some(symbol) => demangle(elf.symbol(symbol).name),
+            None => with_addend(
+                &elf.section(function.extent.section).name_lossy(),
+                function.extent.start as i64,
+            ),
+        }
+    }
+
+    /// The place `addend` bytes into `target`, named by the symbol at or before it.
+    pub fn describe_target(&self, target: TargetId, addend: i64) -> String {
+        match self.targets.get(target) {
+            Target::Symbol { name } => with_addend(&demangle(name), addend),
+            Target::Absolute => format!("{addend:#x}"),
+            Target::Section { object, section } => {
+                let loaded = self.object(object);
+                let symbols = loaded
+                    .section_symbols
+                    .get(&section)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                let place = addend.max(0) as u64;
+                // The last symbol starting at or before the place.
+                let at = symbols.partition_point(|&(value, _, _)| value <= place);
+                match at.checked_sub(1).map(|i| symbols[i]) {
+                    Some((value, _, index)) if addend >= 0 => with_addend(
+                        &demangle(loaded.elf.symbol(index).name),
+                        addend - value as i64,
+                    ),
+                    _ => with_addend(&loaded.elf.section(section).name_lossy(), addend),
+                }
+            }
+        }
+    }
+}

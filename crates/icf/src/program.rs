@@ -1,0 +1,196 @@
+//! Loading: input files, the objects inside them, the shared target table,
+//! and the function pieces of every object.
+
+use crate::targets::{self, SymbolRef, TargetTable};
+use icf_ir::TargetId;
+use icf_object::{ElfObject, FunctionExtent, InputFile, SectionIndex, SkippedMember, SymbolKind};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// How the objects will be linked, as far as it changes what references mean.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// A `-shared` link: exported (default-visibility) globals may be interposed.
+    pub shared: bool,
+}
+
+/// The input files, memory-mapped. Everything else borrows from them.
+#[derive(Debug)]
+pub struct Inputs {
+    pub files: Vec<InputFile>,
+}
+
+impl Inputs {
+    pub fn open(paths: &[PathBuf]) -> anyhow::Result<Inputs> {
+        let files = paths
+            .iter()
+            .map(InputFile::open)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Inputs { files })
+    }
+}
+
+/// Index of an object in [`Program::objects`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct ObjectId(pub u32);
+
+impl ObjectId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One parsed object and what the pipeline derived from it.
+#[derive(Debug)]
+pub struct LoadedObject<'data> {
+    /// Index into [`Inputs::files`].
+    pub file: usize,
+    pub member: Option<String>,
+    pub elf: ElfObject<'data>,
+    /// Indexed by symbol index.
+    pub symbol_refs: Vec<SymbolRef>,
+    /// The target naming each section, indexed by section index.
+    pub section_targets: Vec<TargetId>,
+    /// Offsets in executable sections that data refers to (jump-table entries).
+    pub code_references: HashMap<SectionIndex, Vec<u64>>,
+    /// Symbols per section, sorted by value: for naming places.
+    pub section_symbols: HashMap<SectionIndex, Vec<(u64, u64, icf_object::SymbolIndex)>>,
+}
+
+/// One function piece of one object.
+#[derive(Clone, Debug)]
+pub struct FunctionInfo {
+    pub object: ObjectId,
+    pub extent: FunctionExtent,
+}
+
+/// Every object of the inputs, ready to lift.
+#[derive(Debug)]
+pub struct Program<'data> {
+    pub inputs: &'data Inputs,
+    pub options: Options,
+    pub objects: Vec<LoadedObject<'data>>,
+    pub targets: TargetTable<'data>,
+    pub functions: Vec<FunctionInfo>,
+    /// Archive members that are not ELF objects, per input file.
+    pub skipped: Vec<(usize, SkippedMember)>,
+}
+
+impl<'data> Program<'data> {
+    pub fn load(inputs: &'data Inputs, options: Options) -> anyhow::Result<Program<'data>> {
+        let mut sources = Vec::new();
+        let mut skipped = Vec::new();
+        for (file_index, file) in inputs.files.iter().enumerate() {
+            let listed = icf_object::list_objects(&file.path, file.data())?;
+            sources.extend(
+                listed
+                    .objects
+                    .into_iter()
+                    .map(|source| (file_index, source)),
+            );
+            skipped.extend(
+                listed
+                    .skipped
+                    .into_iter()
+                    .map(|member| (file_index, member)),
+            );
+        }
+        let parsed: Vec<(usize, Option<String>, ElfObject<'data>)> = sources
+            .into_par_iter()
+            .map(|(file_index, source)| {
+                let path = &inputs.files[file_index].path;
+                let mut error_context = |e: icf_object::Error| {
+                    let e = e.with_file(path);
+                    match &source.member {
+                        Some(member) => e.with_member(member.clone()),
+                        None => e,
+                    }
+                };
+                let elf = ElfObject::parse(source.data).map_err(&mut error_context)?;
+                Ok((file_index, source.member, elf))
+            })
+            .collect::<Result<_, icf_object::Error>>()?;
+
+        let mut targets = TargetTable::default();
+        let mut objects = Vec::with_capacity(parsed.len());
+        let mut functions = Vec::new();
+        for (index, (file, member, elf)) in parsed.into_iter().enumerate() {
+            let id = ObjectId(index as u32);
+            let symbol_refs = targets::symbol_refs(id, &elf, &options, &mut targets);
+            let section_targets = (0..elf.sections.len())
+                .map(|section| {
+                    targets.intern(targets::Target::Section {
+                        object: id,
+                        section: SectionIndex(section as u32),
+                    })
+                })
+                .collect();
+            functions.extend(
+                elf.functions()
+                    .into_iter()
+                    .map(|extent| FunctionInfo { object: id, extent }),
+            );
+            objects.push(LoadedObject {
+                file,
+                member,
+                code_references: elf.code_references_from_data(),
+                section_symbols: section_symbols(&elf),
+                symbol_refs,
+                section_targets,
+                elf,
+            });
+        }
+        Ok(Program {
+            inputs,
+            options,
+            objects,
+            targets,
+            functions,
+            skipped,
+        })
+    }
+
+    pub fn object(&self, id: ObjectId) -> &LoadedObject<'data> {
+        &self.objects[id.index()]
+    }
+
+    /// `file` or `file(member)`, for messages.
+    pub fn object_name(&self, id: ObjectId) -> String {
+        let object = self.object(id);
+        let path = self.file_path(object.file).display();
+        match &object.member {
+            Some(member) => format!("{path}({member})"),
+            None => path.to_string(),
+        }
+    }
+
+    pub fn file_path(&self, file: usize) -> &Path {
+        &self.inputs.files[file].path
+    }
+}
+
+/// Named symbols of each section, sorted by value, larger extents first.
+fn section_symbols(
+    elf: &ElfObject<'_>,
+) -> HashMap<SectionIndex, Vec<(u64, u64, icf_object::SymbolIndex)>> {
+    let mut map: HashMap<SectionIndex, Vec<_>> = HashMap::new();
+    for (index, symbol) in elf.symbols.iter().enumerate() {
+        if let Some(section) = symbol.section()
+            && !symbol.name.is_empty()
+            // AArch64 mapping symbols ($x, $d) mark code and data, they name nothing.
+            && !symbol.name.starts_with(b"$")
+            && !matches!(symbol.kind, SymbolKind::Section | SymbolKind::File)
+        {
+            map.entry(section).or_default().push((
+                symbol.value,
+                symbol.size,
+                icf_object::SymbolIndex(index as u32),
+            ));
+        }
+    }
+    for symbols in map.values_mut() {
+        symbols.sort_by_key(|&(value, size, index)| (value, std::cmp::Reverse(size), index));
+    }
+    map
+}

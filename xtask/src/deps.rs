@@ -1,0 +1,136 @@
+//! Installing the system tools that the tests build and run fixtures with:
+//! compilers, linkers, cross toolchains and qemu from Debian packages, and the
+//! rustfmt and clippy rustup components.
+//!
+//! Assumes a Debian-like system (apt-get, Debian package names). Every check is
+//! a `PATH` lookup or a `--version` probe, so when everything is present this
+//! is instant and never touches the network or needs privileges.
+
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::process::{cargo, display, find_program, run, succeeds_quietly};
+
+/// Programs the fixtures and end-to-end tests invoke by name.
+const REQUIRED_TOOLS: &[&str] = &[
+    "gcc",
+    "g++",
+    "clang-19",
+    "clang++-19",
+    "ld.lld-19",
+    "mold",
+    "ld.bfd",
+    "ld.gold",
+    "aarch64-linux-gnu-gcc",
+    "aarch64-linux-gnu-g++",
+    "qemu-aarch64",
+];
+
+/// Debian packages providing `REQUIRED_TOOLS`, plus the AArch64 libc headers
+/// and libraries the cross compilers need to link programs.
+const DEBIAN_PACKAGES: &[&str] = &[
+    "gcc",
+    "g++",
+    "clang-19",
+    "lld-19",
+    "mold",
+    "binutils",
+    "gcc-aarch64-linux-gnu",
+    "g++-aarch64-linux-gnu",
+    "libc6-dev-arm64-cross",
+    "qemu-user",
+];
+
+/// Rustup components that `cargo xtask test` runs, with the cargo subcommand
+/// whose `--version` probes for each.
+const RUSTUP_COMPONENTS: &[(&str, &str)] = &[("rustfmt", "fmt"), ("clippy", "clippy")];
+
+/// Installs whatever is missing; does nothing when everything is present.
+pub fn install() -> Result<()> {
+    install_system_tools()?;
+    install_rustup_components()
+}
+
+fn install_system_tools() -> Result<()> {
+    let missing: Vec<&str> = REQUIRED_TOOLS
+        .iter()
+        .copied()
+        .filter(|tool| find_program(tool).is_none())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!(
+        "==> installing system packages (missing: {})",
+        missing.join(", ")
+    );
+    if find_program("apt-get").is_none() {
+        bail!(
+            "missing tools {} and apt-get is not available: install the equivalents of the \
+             Debian packages {} by hand",
+            missing.join(", "),
+            DEBIAN_PACKAGES.join(" ")
+        );
+    }
+    let mut update = apt_get()?;
+    update.arg("update");
+    run(&mut update)?;
+    let mut install = apt_get()?;
+    install
+        .args(["install", "-y", "--no-install-recommends"])
+        .args(DEBIAN_PACKAGES);
+    run(&mut install)?;
+
+    let still_missing: Vec<&str> = missing
+        .into_iter()
+        .filter(|tool| find_program(tool).is_none())
+        .collect();
+    if !still_missing.is_empty() {
+        bail!(
+            "after installing packages these tools are still not on PATH: {}",
+            still_missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// An `apt-get` command, prefixed with `sudo` when we are not root and sudo exists.
+fn apt_get() -> Result<Command> {
+    let mut command = if is_root()? || find_program("sudo").is_none() {
+        Command::new("apt-get")
+    } else {
+        let mut sudo = Command::new("sudo");
+        // `sudo` resets the environment by default; pass the variable on its command line.
+        sudo.args(["DEBIAN_FRONTEND=noninteractive", "apt-get"]);
+        sudo
+    };
+    command.env("DEBIAN_FRONTEND", "noninteractive");
+    Ok(command)
+}
+
+fn is_root() -> Result<bool> {
+    let mut id = Command::new("id");
+    id.arg("-u");
+    let output = id
+        .output()
+        .with_context(|| format!("could not run `{}`", display(&id)))?;
+    if !output.status.success() {
+        bail!("`{}` failed ({})", display(&id), output.status);
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim() == "0")
+}
+
+fn install_rustup_components() -> Result<()> {
+    for &(component, subcommand) in RUSTUP_COMPONENTS {
+        let mut probe = cargo();
+        probe.args([subcommand, "--version"]);
+        if succeeds_quietly(&mut probe) {
+            continue;
+        }
+        eprintln!("==> installing rustup component {component}");
+        run(Command::new("rustup").args(["component", "add", component]))
+            .context("is rustup installed?")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! `cargo xtask`: the one entry point for CI and people.
+//!
+//! This file only parses the command line and dispatches; each task lives in
+//! its own module. Tasks shell out to `cargo`, `apt-get` and `rustup` and assume
+//! they run from somewhere inside the workspace (cargo's alias guarantees it).
+
+mod deps;
+mod process;
+mod test;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Developer and CI tasks for the icf workspace.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Install missing tools, then run rustfmt, clippy and the tests, stopping at the first failure.
+    Test {
+        /// Extra arguments forwarded to `cargo test --workspace`.
+        #[arg(last = true)]
+        cargo_test_args: Vec<String>,
+    },
+    /// Install the compilers, linkers and emulators that the tests build fixtures with.
+    InstallDeps,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Test { cargo_test_args } => test::run_all(&cargo_test_args),
+        Task::InstallDeps => deps::install(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
