@@ -10,6 +10,7 @@
 //! and relocation kinds are numbers whose meaning belongs to the lifter of
 //! [`Function::arch`]; printing asks that lifter's [`print::Syntax`] for names.
 
+mod check;
 mod input;
 pub mod print;
 

@@ -1,0 +1,160 @@
+//! Every function of every fixture object, of a rustc-built rlib and of the
+//! installed libstd and libcore lifts into a well-formed function: its
+//! instructions cover every byte exactly once, its blocks and operands are
+//! in range. Functions that differ only in instruction encoding lift alike.
+
+use icf_fixtures::{Build, Compiler};
+use icf_tests::{aarch64_builds, function_named, ir_without_offsets, load, open, x86_builds};
+use std::path::{Path, PathBuf};
+
+/// Lifts everything in `paths`, checks every function, and returns (functions, opaque functions, their reasons).
+fn lift_and_check(paths: &[PathBuf]) -> (usize, Vec<String>) {
+    let inputs = open(paths);
+    let program = load(&inputs);
+    let lifted = program.lift_all();
+    assert_eq!(lifted.len(), program.functions.len());
+    let mut opaque = Vec::new();
+    for (info, function) in program.functions.iter().zip(&lifted) {
+        let name = program.function_name(info);
+        if let Err(problem) = function.check() {
+            panic!(
+                "{} in {}: {problem}",
+                name,
+                program.object_name(info.object)
+            );
+        }
+        assert_eq!(u64::from(function.size), info.extent.len(), "{name}: size");
+        if let Some(run) = function.opaque.first() {
+            opaque.push(format!(
+                "{name}: {}",
+                icf_ir::print::describe_reason(&run.reason)
+            ));
+        }
+    }
+    (lifted.len(), opaque)
+}
+
+#[test]
+fn every_fixture_function_lifts_without_opaque_code() {
+    for build in x86_builds() {
+        for source in icf_fixtures::sources() {
+            let object = icf_fixtures::object(&source, &build);
+            let (count, opaque) = lift_and_check(std::slice::from_ref(&object));
+            assert!(
+                count > 0,
+                "{} ({}) has no functions",
+                source.display(),
+                build.label()
+            );
+            assert!(
+                opaque.is_empty(),
+                "{} ({}): {opaque:#?}",
+                source.display(),
+                build.label()
+            );
+        }
+    }
+}
+
+#[test]
+fn aarch64_objects_load_and_every_function_is_well_formed() {
+    for build in aarch64_builds() {
+        let objects: Vec<PathBuf> = icf_fixtures::sources()
+            .iter()
+            .filter(|s| s.extension().is_some_and(|e| e != "s"))
+            .map(|s| icf_fixtures::object(s, &build))
+            .collect();
+        let (count, _) = lift_and_check(&objects);
+        assert!(count > 10, "{}: only {count} functions", build.label());
+    }
+}
+
+#[test]
+fn rust_rlibs_lift_without_opaque_code() {
+    let mut rlibs = icf_fixtures::std_rlibs();
+    rlibs.push(icf_fixtures::rust_rlib());
+    let (count, opaque) = lift_and_check(&rlibs);
+    assert!(
+        count > 1000,
+        "only {count} functions in libstd, libcore and the fixture crate"
+    );
+    assert!(opaque.is_empty(), "{opaque:#?}");
+}
+
+#[test]
+fn encodings_of_the_same_instructions_lift_alike() {
+    for compiler in [Compiler::Gcc, Compiler::Clang] {
+        let object = icf_fixtures::object(Path::new("asm/encodings.s"), &Build::new(compiler));
+        let inputs = open(&[object]);
+        let program = load(&inputs);
+        let short = ir_without_offsets(&program, function_named(&program, "enc_short"));
+        let long = ir_without_offsets(&program, function_named(&program, "enc_long"));
+        let different = ir_without_offsets(&program, function_named(&program, "enc_different"));
+        // The encodings really differ: the lifter has something to normalize.
+        let size = |name| function_named(&program, name).extent.len();
+        assert_ne!(size("enc_short"), size("enc_long"));
+        assert_eq!(short, long);
+        assert_ne!(short, different);
+    }
+}
+
+#[test]
+fn functions_sharing_a_section_are_split_and_local_calls_resolved() {
+    let object = icf_fixtures::object(Path::new("asm/multi.s"), &Build::new(Compiler::Gcc));
+    let inputs = open(&[object]);
+    let program = load(&inputs);
+    let names: Vec<String> = program
+        .functions
+        .iter()
+        .map(|f| program.function_raw_name(f))
+        .collect();
+    for expected in ["multi_first", "multi_second", "multi_third", "double_it"] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let first = ir_without_offsets(&program, function_named(&program, "multi_first"));
+    let second = ir_without_offsets(&program, function_named(&program, "multi_second"));
+    // Both call the static `double_it` without a relocation, from different places.
+    assert!(first.contains("call double_it <PC32 call>"), "{first}");
+    assert_eq!(first, second);
+}
+
+#[test]
+fn jump_table_targets_start_blocks() {
+    for build in x86_builds() {
+        let object = icf_fixtures::object(Path::new("c/switch.c"), &build);
+        let inputs = open(&[object]);
+        let program = load(&inputs);
+        let dispatch = function_named(&program, "dispatch");
+        let lifted = program.lift(dispatch);
+        let object = program.object(dispatch.object);
+        let targets = object
+            .code_references
+            .get(&dispatch.extent.section)
+            .cloned()
+            .unwrap_or_default();
+        let in_dispatch: Vec<u64> = targets
+            .into_iter()
+            .filter(|&t| t > dispatch.extent.start && t < dispatch.extent.end)
+            .collect();
+        assert!(
+            in_dispatch.len() >= 10,
+            "{}: jump table targets {in_dispatch:?}",
+            build.label()
+        );
+        for target in in_dispatch {
+            let at = (target - dispatch.extent.start) as u32;
+            let starts_block = lifted
+                .blocks
+                .iter()
+                .any(|b| lifted.insts[b.insts.start as usize].at == at);
+            assert!(
+                starts_block,
+                "{}: no block starts at jump-table target {at:#x}",
+                build.label()
+            );
+        }
+    }
+}
