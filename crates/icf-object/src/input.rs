@@ -137,6 +137,14 @@ fn list_archive_members(data: &[u8]) -> Result<InputObjects<'_>> {
                 .with_member(&name)
                 .at_offset(offset)
         })?;
+        // rustc wraps an rlib's metadata in an ELF object; it holds no code.
+        if name == "lib.rmeta" {
+            result.skipped.push(SkippedMember {
+                member: name,
+                reason: "Rust metadata",
+            });
+            continue;
+        }
         match FileKind::detect(member_data) {
             FileKind::Elf => result.objects.push(ObjectSource {
                 member: Some(name),
