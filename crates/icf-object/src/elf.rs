@@ -200,7 +200,15 @@ impl<'data> ElfObject<'data> {
         }
         let table = header
             .sections(LE, data)
-            .map_err(|e| Error::new(format!("bad section header table: {e}")))?;
+            .map_err(|e| {
+                let table_offset = header.e_shoff(LE);
+                Error::new(format!(
+                    "bad section header table ({} entries at {table_offset:#x}, file of {:#x} bytes): {e}",
+                    header.e_shnum(LE),
+                    data.len()
+                ))
+                .at_offset(0x28)
+            })?;
         let mut sections = Vec::with_capacity(table.len());
         for (index, header) in table.iter().enumerate() {
             let name = table

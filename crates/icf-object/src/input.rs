@@ -118,7 +118,9 @@ pub fn list_objects<'data>(path: &Path, data: &'data [u8]) -> Result<InputObject
 }
 
 fn list_archive_members(data: &[u8]) -> Result<InputObjects<'_>> {
-    let archive = ArchiveFile::parse(data).map_err(|e| Error::new(format!("bad archive: {e}")))?;
+    let archive = ArchiveFile::parse(data).map_err(|e| {
+        Error::new(format!("bad archive member header: {e}")).at_offset(first_bad_header(data))
+    })?;
     let mut result = InputObjects {
         is_archive: true,
         ..InputObjects::default()
@@ -162,4 +164,29 @@ fn list_archive_members(data: &[u8]) -> Result<InputObjects<'_>> {
         }
     }
     Ok(result)
+}
+
+/// The offset of the first member header that does not parse: 60 bytes
+/// ending in "`\n", with a decimal size that stays inside the file.
+fn first_bad_header(data: &[u8]) -> u64 {
+    let mut offset = 8usize;
+    while offset < data.len() {
+        let Some(header) = data.get(offset..offset + 60) else {
+            return offset as u64;
+        };
+        let size = std::str::from_utf8(&header[48..58])
+            .ok()
+            .and_then(|s| s.trim_end().parse::<usize>().ok());
+        let (Some(size), b"`\n") = (size, &header[58..60]) else {
+            return offset as u64;
+        };
+        let Some(next) = (offset + 60).checked_add(size) else {
+            return offset as u64;
+        };
+        if next > data.len() {
+            return offset as u64;
+        }
+        offset = next + (next & 1);
+    }
+    offset as u64
 }
