@@ -684,7 +684,7 @@ mod tests {
             for block in &f.blocks {
                 text.push_str(&format!("{:?}\n", block.succs));
                 for inst in f.block_insts(block) {
-                    let mut line = String::new();
+                    let mut line = format!("{:?} {:#x} ", inst.op, inst.flags);
                     icf_ir::print::print_inst(
                         f,
                         inst,

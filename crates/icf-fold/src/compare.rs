@@ -1,0 +1,470 @@
+//! The total order on candidates: LLVM MergeFunctions' `FunctionComparator`,
+//! carried over to machine code. One `cmp_*` per aspect, in a fixed order;
+//! the first that is not equal decides.
+//!
+//! | step here | MergeFunctions (shared/reference/mergefunctions.md) |
+//! |---|---|
+//! | [`cmp_attrs`]: kind, arch, output-section class, unwind description, layout sensitivity, personality and LSDA | `compare()` step 1: attributes, GC, section, var-args, calling convention |
+//! | [`cmp_walk`]: block count, then block by block in walk order | `compare()`: the CFG-ordered walk from the entry, successors in terminator order |
+//! | [`cmp_block`]: successors, then instructions pairwise, a shorter block is less | `compare(const BasicBlock*, const BasicBlock*)`, steps 3-4 |
+//! | [`cmp_inst`]: opcode, flags, operand count, operands, layout | `cmpOperation` (opcode, operand count, subclass optional data), then operands |
+//! | [`cmp_operand`]: registers and immediates as numbers | `cmpConstants` / `cmpNumbers` |
+//! | memory operand size | `cmpType` |
+//! | `Block` operands by serial number | `cmpValues` association of basic blocks |
+//! | [`cmp_ref`]: target by the class of the candidate it names, then addend, kind, use | `cmpValues` on globals, and the Deferred re-check of callers |
+//!
+//! Machine code differs from LLVM IR in one respect the table hides: blocks
+//! the walk does not reach are not dropped. The lifter orders them after the
+//! walked ones, so they are compared like the rest.
+//!
+//! Every step compares a value computed from one side alone (given the class
+//! of each target), so the order is a lexicographic order on per-candidate
+//! keys: reflexive, antisymmetric, transitive and total.
+
+use crate::{Candidate, ClassId};
+use icf_ir::{Block, Disp, Function, Inst, Mem, Operand, Ref, TargetId};
+use std::cmp::Ordering;
+
+/// The class of the candidate a reference target names.
+pub trait TargetClasses {
+    /// `None` when the target is not a candidate (a symbol resolved by name, writable data...).
+    fn class_of(&self, target: TargetId) -> Option<ClassId>;
+}
+
+/// Where two candidates first differ.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Step {
+    Kind,
+    Arch,
+    SectionClass,
+    Unwind,
+    LayoutSensitivity,
+    /// The personality routine or LSDA (`index` into [`crate::Attrs::refs`]).
+    UnwindRef {
+        index: u32,
+    },
+    BlockCount,
+    Successors {
+        block: u32,
+    },
+    Reached {
+        block: u32,
+    },
+    Opcode {
+        block: u32,
+        inst: u32,
+    },
+    Flags {
+        block: u32,
+        inst: u32,
+    },
+    OperandCount {
+        block: u32,
+        inst: u32,
+    },
+    Operand {
+        block: u32,
+        inst: u32,
+        operand: u32,
+    },
+    /// Instruction offsets, compared only for layout-sensitive candidates.
+    Layout {
+        block: u32,
+        inst: u32,
+    },
+    /// One block ends before the other.
+    BlockLength {
+        block: u32,
+    },
+}
+
+/// The first difference between two candidates.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Difference {
+    pub ordering: Ordering,
+    pub step: Step,
+    /// When two references differ by target: the left and right targets.
+    pub targets: Option<(TargetId, TargetId)>,
+}
+
+type Outcome = Result<(), Difference>;
+
+fn differ(ordering: Ordering, step: impl FnOnce() -> Step) -> Outcome {
+    match ordering {
+        Ordering::Equal => Ok(()),
+        ordering => Err(Difference {
+            ordering,
+            step: step(),
+            targets: None,
+        }),
+    }
+}
+
+/// Compares two candidates; `Equal` means they may fold.
+pub fn compare(left: Candidate<'_>, right: Candidate<'_>, classes: &dyn TargetClasses) -> Ordering {
+    match first_difference(left, right, classes) {
+        None => Ordering::Equal,
+        Some(difference) => difference.ordering,
+    }
+}
+
+/// The first step at which `left` and `right` differ, `None` when they are equal.
+pub fn first_difference(
+    left: Candidate<'_>,
+    right: Candidate<'_>,
+    classes: &dyn TargetClasses,
+) -> Option<Difference> {
+    cmp_attrs(left, right, classes)
+        .and_then(|()| cmp_walk(left, right, classes))
+        .err()
+}
+
+fn cmp_attrs(left: Candidate<'_>, right: Candidate<'_>, classes: &dyn TargetClasses) -> Outcome {
+    let (l, r) = (left.attrs, right.attrs);
+    differ(l.kind.cmp(&r.kind), || Step::Kind)?;
+    differ(left.function.arch.cmp(&right.function.arch), || Step::Arch)?;
+    differ(l.section_class.cmp(&r.section_class), || Step::SectionClass)?;
+    differ(l.unwind.cmp(&r.unwind), || Step::Unwind)?;
+    differ(l.layout_sensitive.cmp(&r.layout_sensitive), || {
+        Step::LayoutSensitivity
+    })?;
+    differ(l.refs.len().cmp(&r.refs.len()), || Step::UnwindRef {
+        index: 0,
+    })?;
+    for (index, (lr, rr)) in l.refs.iter().zip(&r.refs).enumerate() {
+        cmp_ref(lr, rr, classes, || Step::UnwindRef {
+            index: index as u32,
+        })?;
+    }
+    Ok(())
+}
+
+fn cmp_walk(left: Candidate<'_>, right: Candidate<'_>, classes: &dyn TargetClasses) -> Outcome {
+    let (l, r) = (left.function, right.function);
+    differ(l.blocks.len().cmp(&r.blocks.len()), || Step::BlockCount)?;
+    let layout = left.attrs.layout_sensitive;
+    for (index, (lb, rb)) in l.blocks.iter().zip(&r.blocks).enumerate() {
+        cmp_block(l, lb, r, rb, index as u32, layout, classes)?;
+    }
+    Ok(())
+}
+
+fn cmp_block(
+    l: &Function,
+    lb: &Block,
+    r: &Function,
+    rb: &Block,
+    block: u32,
+    layout: bool,
+    classes: &dyn TargetClasses,
+) -> Outcome {
+    // Successors are blocks, associated by serial number (their walk position).
+    differ(lb.succs.as_slice().cmp(rb.succs.as_slice()), || {
+        Step::Successors { block }
+    })?;
+    differ(lb.reached.cmp(&rb.reached), || Step::Reached { block })?;
+    let (li, ri) = (l.block_insts(lb), r.block_insts(rb));
+    for (index, (linst, rinst)) in li.iter().zip(ri).enumerate() {
+        cmp_inst(l, linst, r, rinst, block, index as u32, layout, classes)?;
+    }
+    differ(li.len().cmp(&ri.len()), || Step::BlockLength { block })
+}
+
+#[allow(clippy::too_many_arguments)] // Both sides and the position, as in FunctionComparator.
+fn cmp_inst(
+    l: &Function,
+    li: &Inst,
+    r: &Function,
+    ri: &Inst,
+    block: u32,
+    inst: u32,
+    layout: bool,
+    classes: &dyn TargetClasses,
+) -> Outcome {
+    differ(li.op.cmp(&ri.op), || Step::Opcode { block, inst })?;
+    differ(li.flags.cmp(&ri.flags), || Step::Flags { block, inst })?;
+    let (lo, ro) = (l.inst_operands(li), r.inst_operands(ri));
+    differ(lo.len().cmp(&ro.len()), || Step::OperandCount {
+        block,
+        inst,
+    })?;
+    for (index, (lop, rop)) in lo.iter().zip(ro).enumerate() {
+        cmp_operand(l, *lop, r, *rop, classes, || Step::Operand {
+            block,
+            inst,
+            operand: index as u32,
+        })?;
+    }
+    if layout {
+        differ((li.at, li.len).cmp(&(ri.at, ri.len)), || Step::Layout {
+            block,
+            inst,
+        })?;
+    }
+    Ok(())
+}
+
+fn operand_rank(operand: &Operand) -> u8 {
+    match operand {
+        Operand::Reg(_) => 0,
+        Operand::Imm(_) => 1,
+        Operand::Mem(_) => 2,
+        Operand::Block(_) => 3,
+        Operand::Ref(_) => 4,
+        Operand::Opaque(_) => 5,
+    }
+}
+
+fn cmp_operand(
+    l: &Function,
+    lo: Operand,
+    r: &Function,
+    ro: Operand,
+    classes: &dyn TargetClasses,
+    step: impl Fn() -> Step + Copy,
+) -> Outcome {
+    differ(operand_rank(&lo).cmp(&operand_rank(&ro)), step)?;
+    match (lo, ro) {
+        (Operand::Reg(a), Operand::Reg(b)) => differ(a.cmp(&b), step),
+        (Operand::Imm(a), Operand::Imm(b)) => differ(a.cmp(&b), step),
+        (Operand::Block(a), Operand::Block(b)) => differ(a.cmp(&b), step),
+        (Operand::Mem(a), Operand::Mem(b)) => cmp_mem(l, l.mem(a), r, r.mem(b), classes, step),
+        (Operand::Ref(a), Operand::Ref(b)) => cmp_ref(l.ref_(a), r.ref_(b), classes, step),
+        (Operand::Opaque(a), Operand::Opaque(b)) => {
+            let (a, b) = (&l.opaque_run(a).bytes, &r.opaque_run(b).bytes);
+            differ(a.len().cmp(&b.len()).then_with(|| a.cmp(b)), step)
+        }
+        // Equal ranks mean equal variants.
+        _ => Ok(()),
+    }
+}
+
+fn cmp_mem(
+    l: &Function,
+    lm: &Mem,
+    r: &Function,
+    rm: &Mem,
+    classes: &dyn TargetClasses,
+    step: impl Fn() -> Step + Copy,
+) -> Outcome {
+    let registers =
+        (lm.base, lm.index, lm.scale, lm.seg).cmp(&(rm.base, rm.index, rm.scale, rm.seg));
+    differ(registers, step)?;
+    // The accessed size and type: cmpType.
+    differ(lm.size.cmp(&rm.size), step)?;
+    let rank = |disp: &Disp| match disp {
+        Disp::Imm(_) => 0,
+        Disp::Block(_) => 1,
+        Disp::Ref(_) => 2,
+    };
+    differ(rank(&lm.disp).cmp(&rank(&rm.disp)), step)?;
+    match (lm.disp, rm.disp) {
+        (Disp::Imm(a), Disp::Imm(b)) => differ(a.cmp(&b), step),
+        (Disp::Block(a), Disp::Block(b)) => differ(a.cmp(&b), step),
+        (Disp::Ref(a), Disp::Ref(b)) => cmp_ref(l.ref_(a), r.ref_(b), classes, step),
+        _ => Ok(()),
+    }
+}
+
+/// References compare by the class of their target when it is a candidate,
+/// by target id otherwise (ids are interned: the same name is the same id),
+/// candidates first; then addend, relocation kind and use.
+fn cmp_ref(l: &Ref, r: &Ref, classes: &dyn TargetClasses, step: impl FnOnce() -> Step) -> Outcome {
+    let target_order = match (classes.class_of(l.target), classes.class_of(r.target)) {
+        (Some(a), Some(b)) => a.cmp(&b),
+        (None, None) => l.target.cmp(&r.target),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+    };
+    let ordering = target_order
+        .then(l.addend.cmp(&r.addend))
+        .then(l.kind.cmp(&r.kind))
+        .then(l.use_.cmp(&r.use_));
+    match ordering {
+        Ordering::Equal => Ok(()),
+        ordering => Err(Difference {
+            ordering,
+            step: step(),
+            targets: (target_order != Ordering::Equal).then_some((l.target, r.target)),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::structural_hash;
+    use crate::{Attrs, Kind};
+    use icf_ir::{Arch, BlockId, Opcode, RefKind, Reg, Use};
+    use proptest::prelude::*;
+    use smallvec::SmallVec;
+
+    /// Targets 0..4 are candidates in classes `target % 2`; the rest are not.
+    struct TwoClasses;
+
+    impl TargetClasses for TwoClasses {
+        fn class_of(&self, target: TargetId) -> Option<ClassId> {
+            (target.0 < 4).then_some(ClassId(target.0 % 2))
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum OperandSpec {
+        Reg(u16),
+        Imm(i64),
+        Block(u32),
+        Ref(u32, i64),
+        Mem(u16, i64),
+    }
+
+    type BlockSpec = (Vec<u32>, Vec<(u32, u32, Vec<OperandSpec>)>);
+
+    fn build(blocks: &[BlockSpec], data: bool) -> (Function, Attrs) {
+        let mut f = Function::new(Arch::X86_64, 0);
+        let count = blocks.len() as u32;
+        let mut at = 0;
+        for (succs, insts) in blocks {
+            let first = f.insts.len() as u32;
+            for (op, flags, operands) in insts {
+                let ops: Vec<Operand> = operands
+                    .iter()
+                    .map(|spec| match *spec {
+                        OperandSpec::Reg(r) => Operand::Reg(Reg(r)),
+                        OperandSpec::Imm(v) => Operand::Imm(v),
+                        OperandSpec::Block(b) => Operand::Block(BlockId(b % count)),
+                        OperandSpec::Ref(t, a) => Operand::Ref(f.push_ref(Ref {
+                            target: TargetId(t),
+                            addend: a,
+                            kind: RefKind(2),
+                            use_: Use::Call,
+                        })),
+                        OperandSpec::Mem(base, disp) => Operand::Mem(f.push_mem(Mem {
+                            base: Reg(base),
+                            index: Reg::NONE,
+                            scale: 1,
+                            seg: Reg::NONE,
+                            size: 4,
+                            disp: Disp::Imm(disp),
+                        })),
+                    })
+                    .collect();
+                f.push_inst(Opcode(*op), *flags, &ops, at, 1);
+                at += 1;
+            }
+            f.blocks.push(icf_ir::Block {
+                insts: first..f.insts.len() as u32,
+                succs: succs.iter().map(|s| BlockId(s % count)).collect(),
+                reached: true,
+            });
+        }
+        f.size = at;
+        let attrs = Attrs {
+            kind: if data { Kind::Data } else { Kind::Code },
+            section_class: 0,
+            unwind: None,
+            layout_sensitive: false,
+            refs: SmallVec::new(),
+        };
+        (f, attrs)
+    }
+
+    fn operand() -> impl Strategy<Value = OperandSpec> {
+        prop_oneof![
+            (0u16..3).prop_map(OperandSpec::Reg),
+            (-2i64..2).prop_map(OperandSpec::Imm),
+            (0u32..3).prop_map(OperandSpec::Block),
+            (0u32..6, -1i64..1).prop_map(|(t, a)| OperandSpec::Ref(t, a)),
+            (0u16..2, 0i64..2).prop_map(|(b, d)| OperandSpec::Mem(b, d)),
+        ]
+    }
+
+    fn function() -> impl Strategy<Value = (Vec<BlockSpec>, bool)> {
+        let inst = (0u32..3, 0u32..2, prop::collection::vec(operand(), 0..3));
+        let block = (
+            prop::collection::vec(0u32..3, 0..3),
+            prop::collection::vec(inst, 1..4),
+        );
+        (
+            prop::collection::vec(block, 1..4),
+            prop::bool::weighted(0.1),
+        )
+    }
+
+    fn cmp(a: &(Function, Attrs), b: &(Function, Attrs)) -> Ordering {
+        compare(
+            Candidate {
+                function: &a.0,
+                attrs: &a.1,
+            },
+            Candidate {
+                function: &b.0,
+                attrs: &b.1,
+            },
+            &TwoClasses,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn reflexive_and_hash_consistent(a in function(), b in function()) {
+            let (a, b) = (build(&a.0, a.1), build(&b.0, b.1));
+            prop_assert_eq!(cmp(&a, &a), Ordering::Equal);
+            if cmp(&a, &b) == Ordering::Equal {
+                prop_assert_eq!(structural_hash(&a.0), structural_hash(&b.0));
+            }
+        }
+
+        #[test]
+        fn antisymmetric_and_total(a in function(), b in function()) {
+            let (a, b) = (build(&a.0, a.1), build(&b.0, b.1));
+            prop_assert_eq!(cmp(&a, &b), cmp(&b, &a).reverse());
+        }
+
+        #[test]
+        fn transitive(a in function(), b in function(), c in function()) {
+            let mut all = [build(&a.0, a.1), build(&b.0, b.1), build(&c.0, c.1)];
+            all.sort_by(cmp);
+            prop_assert_ne!(cmp(&all[0], &all[1]), Ordering::Greater);
+            prop_assert_ne!(cmp(&all[1], &all[2]), Ordering::Greater);
+            prop_assert_ne!(cmp(&all[0], &all[2]), Ordering::Greater);
+        }
+    }
+
+    #[test]
+    fn references_compare_by_class() {
+        let call = |target| vec![(vec![], vec![(1, 0, vec![OperandSpec::Ref(target, 0)])])];
+        // Targets 0 and 2 are in class 0; 1 is in class 1; 5 is no candidate.
+        let (f0, f2, f1, f5) = (
+            build(&call(0), false),
+            build(&call(2), false),
+            build(&call(1), false),
+            build(&call(5), false),
+        );
+        assert_eq!(cmp(&f0, &f2), Ordering::Equal);
+        assert_ne!(cmp(&f0, &f1), Ordering::Equal);
+        assert_eq!(cmp(&f0, &f5), Ordering::Less);
+        let difference = first_difference(
+            Candidate {
+                function: &f0.0,
+                attrs: &f0.1,
+            },
+            Candidate {
+                function: &f1.0,
+                attrs: &f1.1,
+            },
+            &TwoClasses,
+        )
+        .expect("different");
+        assert_eq!(
+            difference.step,
+            Step::Operand {
+                block: 0,
+                inst: 0,
+                operand: 0
+            }
+        );
+        assert_eq!(difference.targets, Some((TargetId(0), TargetId(1))));
+    }
+}

@@ -1,0 +1,249 @@
+//! Optimistic partition refinement to the coarsest stable partition.
+//!
+//! MergeFunctions keeps a tree of unique functions and gives up on recursion;
+//! here every candidate starts in the class of all candidates with the same
+//! structural hash and attributes, and each round sorts every class with the
+//! comparator, references comparing by the class their target had in the
+//! previous round, and splits it into runs of equals. When no class splits,
+//! the partition is stable: two candidates share a class exactly when they are
+//! equal assuming their callees are, so self-recursive (fact0/fact1) and
+//! mutually recursive (ping/pong) functions fold, as in lld and mold.
+//!
+//! Classes are independent within a round and sorted in parallel; a class's
+//! id is its smallest member's index and rounds update ids only after every
+//! class is sorted, so the result does not depend on the thread count.
+
+use crate::compare::{TargetClasses, compare};
+use crate::hash::structural_hash;
+use crate::{Candidate, CandidateId, ClassId};
+use icf_ir::TargetId;
+use rayon::prelude::*;
+use std::cmp::Ordering;
+
+/// The stable partition.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Partition {
+    /// The class of each candidate.
+    pub class_of: Vec<ClassId>,
+    /// The structural hash of each candidate.
+    pub hashes: Vec<u64>,
+    /// Refinement rounds until nothing split.
+    pub rounds: u32,
+}
+
+impl Partition {
+    /// Members of every class with more than one member, smallest index first,
+    /// classes ordered by id.
+    pub fn groups(&self) -> Vec<Vec<CandidateId>> {
+        let mut members: Vec<Vec<CandidateId>> = vec![Vec::new(); self.class_of.len()];
+        for (index, class) in self.class_of.iter().enumerate() {
+            members[class.0 as usize].push(CandidateId(index as u32));
+        }
+        members.into_iter().filter(|m| m.len() > 1).collect()
+    }
+}
+
+/// Classes of reference targets during a round.
+#[derive(Copy, Clone, Debug)]
+pub struct ClassMap<'a> {
+    /// The candidate each target id names, if any.
+    pub target_candidate: &'a [Option<CandidateId>],
+    pub class_of: &'a [ClassId],
+}
+
+impl TargetClasses for ClassMap<'_> {
+    fn class_of(&self, target: TargetId) -> Option<ClassId> {
+        let candidate = (*self.target_candidate.get(target.index())?)?;
+        Some(self.class_of[candidate.index()])
+    }
+}
+
+/// Refines `candidates` to the coarsest stable partition. `target_candidate`
+/// says which candidate each target id names.
+pub fn refine(candidates: &[Candidate<'_>], target_candidate: &[Option<CandidateId>]) -> Partition {
+    let hashes: Vec<u64> = candidates
+        .par_iter()
+        .map(|c| structural_hash(c.function))
+        .collect();
+    let key = |i: usize| {
+        let (c, attrs) = (&candidates[i], candidates[i].attrs);
+        (
+            hashes[i],
+            attrs.kind,
+            c.function.arch,
+            attrs.section_class,
+            attrs.unwind,
+            attrs.layout_sensitive,
+        )
+    };
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| key(a).cmp(&key(b)).then(a.cmp(&b)));
+
+    let mut class_of: Vec<ClassId> = (0..candidates.len() as u32).map(ClassId).collect();
+    let mut groups: Vec<Vec<u32>> = Vec::new();
+    for run in order.chunk_by(|&a, &b| key(a) == key(b)) {
+        if run.len() > 1 {
+            let first = ClassId(run[0] as u32);
+            for &member in run {
+                class_of[member] = first;
+            }
+            groups.push(run.iter().map(|&m| m as u32).collect());
+        }
+    }
+
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        let map = ClassMap {
+            target_candidate,
+            class_of: &class_of,
+        };
+        let split: Vec<Vec<Vec<u32>>> = groups
+            .par_iter()
+            .map(|group| split_class(group, candidates, &map))
+            .collect();
+        let changed = split.iter().any(|parts| parts.len() > 1);
+        groups.clear();
+        for part in split.into_iter().flatten() {
+            let id = ClassId(part[0]);
+            for &member in &part {
+                class_of[member as usize] = id;
+            }
+            if part.len() > 1 {
+                groups.push(part);
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    Partition {
+        class_of,
+        hashes,
+        rounds,
+    }
+}
+
+/// Sorts one class and cuts it into runs of equal candidates, each run in index order.
+fn split_class(group: &[u32], candidates: &[Candidate<'_>], map: &ClassMap<'_>) -> Vec<Vec<u32>> {
+    let mut sorted = group.to_vec();
+    let cmp = |a: &u32, b: &u32| compare(candidates[*a as usize], candidates[*b as usize], map);
+    sorted.sort_by(|a, b| cmp(a, b).then(a.cmp(b)));
+    sorted
+        .chunk_by(|a, b| cmp(a, b) == Ordering::Equal)
+        .map(<[u32]>::to_vec)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Attrs, Kind};
+    use icf_ir::{Arch, Function, Opcode, Operand, Ref, RefKind, Use};
+    use smallvec::SmallVec;
+
+    fn attrs() -> Attrs {
+        Attrs {
+            kind: Kind::Code,
+            section_class: 0,
+            unwind: None,
+            layout_sensitive: false,
+            refs: SmallVec::new(),
+        }
+    }
+
+    /// A one-block function: `op`, then a call to each target.
+    fn function(op: u32, calls: &[u32]) -> Function {
+        let mut f = Function::new(Arch::X86_64, 0);
+        f.push_inst(Opcode(op), 0, &[], 0, 1);
+        for (i, &target) in calls.iter().enumerate() {
+            let r = f.push_ref(Ref {
+                target: TargetId(target),
+                addend: 0,
+                kind: RefKind(2),
+                use_: Use::Call,
+            });
+            f.push_inst(Opcode(100), 0, &[Operand::Ref(r)], 1 + i as u32, 1);
+        }
+        f.blocks.push(icf_ir::Block {
+            insts: 0..f.insts.len() as u32,
+            succs: SmallVec::new(),
+            reached: true,
+        });
+        f.size = f.insts.len() as u32;
+        f
+    }
+
+    /// Candidate i is target i.
+    fn classes(functions: &[Function]) -> Vec<ClassId> {
+        let attrs = attrs();
+        let candidates: Vec<Candidate<'_>> = functions
+            .iter()
+            .map(|f| Candidate {
+                function: f,
+                attrs: &attrs,
+            })
+            .collect();
+        let targets: Vec<Option<CandidateId>> = (0..functions.len() as u32)
+            .map(|i| Some(CandidateId(i)))
+            .collect();
+        refine(&candidates, &targets).class_of
+    }
+
+    #[test]
+    fn self_recursion_folds() {
+        // fact0 calls fact0, fact1 calls fact1.
+        let c = classes(&[function(1, &[0]), function(1, &[1])]);
+        assert_eq!(c[0], c[1]);
+    }
+
+    #[test]
+    fn mutual_recursion_folds_pairwise() {
+        // ping0 <-> pong0, ping1 <-> pong1; ping and pong differ in their first op.
+        let c = classes(&[
+            function(1, &[1]),
+            function(2, &[0]),
+            function(1, &[3]),
+            function(2, &[2]),
+        ]);
+        assert_eq!(c[0], c[2]);
+        assert_eq!(c[1], c[3]);
+        assert_ne!(c[0], c[1]);
+    }
+
+    #[test]
+    fn callers_fold_exactly_when_callees_fold() {
+        // 0, 1 identical leaves; 2 a different leaf; 3 calls 0, 4 calls 1, 5 calls 2.
+        let c = classes(&[
+            function(1, &[]),
+            function(1, &[]),
+            function(9, &[]),
+            function(5, &[0]),
+            function(5, &[1]),
+            function(5, &[2]),
+        ]);
+        assert_eq!(c[3], c[4]);
+        assert_ne!(c[3], c[5]);
+        // A chain: a difference deep in the callees propagates up through rounds.
+        let chain = classes(&[
+            function(1, &[]),
+            function(9, &[]),
+            function(5, &[0]),
+            function(5, &[1]),
+            function(6, &[2]),
+            function(6, &[3]),
+        ]);
+        assert_ne!(chain[4], chain[5]);
+    }
+
+    #[test]
+    fn class_ids_are_smallest_members() {
+        let c = classes(&[
+            function(7, &[]),
+            function(1, &[]),
+            function(7, &[]),
+            function(1, &[]),
+        ]);
+        assert_eq!(c, vec![ClassId(0), ClassId(1), ClassId(0), ClassId(1)]);
+    }
+}
