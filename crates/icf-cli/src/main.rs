@@ -21,8 +21,60 @@ struct Cli {
     command: Command,
 }
 
+/// How to fold, shared by the commands that plan.
+#[derive(clap::Args, Debug)]
+struct FoldArgs {
+    /// `safe` keeps significant addresses unique (thunks); `all` folds everything identical.
+    #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
+    mode: ModeArg,
+    /// Treat the inputs as parts of a `-shared` link (exported symbols are significant and may be interposed).
+    #[arg(long)]
+    shared: bool,
+    /// Never fold this symbol (mangled or demangled name); repeatable.
+    #[arg(long = "keep-unique", value_name = "SYMBOL")]
+    keep_unique: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ModeArg {
+    Safe,
+    All,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum Format {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Report what folds in objects and archives, and what it saves.
+    Report {
+        #[command(flatten)]
+        fold: FoldArgs,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Print lld's `--print-icf-sections` lines instead of the report.
+        #[arg(long)]
+        print_icf_sections: bool,
+        /// How many groups the text report lists.
+        #[arg(long, default_value_t = 30)]
+        top: usize,
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
+    /// Explain why two functions do or do not fold.
+    Explain {
+        #[command(flatten)]
+        fold: FoldArgs,
+        /// The first function (mangled or demangled name).
+        left: String,
+        /// The second function.
+        right: String,
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
     /// Print the normalized IR of the functions in objects and archives.
     Dump {
         /// Only this function (mangled or demangled name).
@@ -52,6 +104,69 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Report {
+            fold,
+            format,
+            print_icf_sections,
+            top,
+            inputs,
+        } => {
+            let started = std::time::Instant::now();
+            let files = icf::Inputs::open(&inputs)?;
+            let program = icf::Program::load(
+                &files,
+                icf::Options {
+                    shared: fold.shared,
+                },
+            )?;
+            let load = started.elapsed();
+            log_skipped(cli.verbose, &program);
+            let mut analysis = icf::Analysis::run(&program);
+            let plan = analysis.plan(&plan_options(&fold));
+            let report = analysis.report(&plan, load);
+            let text = if print_icf_sections {
+                report.to_icf_sections()
+            } else {
+                match format {
+                    Format::Text => report.to_text(top),
+                    Format::Json => report.to_json() + "\n",
+                }
+            };
+            write_stdout(&text)
+        }
+        Command::Explain {
+            fold,
+            left,
+            right,
+            inputs,
+        } => {
+            let files = icf::Inputs::open(&inputs)?;
+            let program = icf::Program::load(
+                &files,
+                icf::Options {
+                    shared: fold.shared,
+                },
+            )?;
+            log_skipped(cli.verbose, &program);
+            let analysis = icf::Analysis::run(&program);
+            let find = |name: &str| -> anyhow::Result<icf::CandidateId> {
+                let found = analysis.find(name);
+                match found.as_slice() {
+                    [] => anyhow::bail!("no function named '{name}' in the inputs"),
+                    [one] => Ok(*one),
+                    [first, ..] => {
+                        eprintln!(
+                            "icf: warning: {} candidates are named '{name}'; explaining the first, in {}",
+                            found.len(),
+                            program.object_name(analysis.candidates[first.index()].object)
+                        );
+                        Ok(*first)
+                    }
+                }
+            };
+            let (l, r) = (find(&left)?, find(&right)?);
+            write_stdout(&analysis.explain(l, r))
+        }
         Command::Dump {
             function,
             stats,
@@ -60,28 +175,46 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let files = icf::Inputs::open(&inputs)?;
             let program = icf::Program::load(&files, icf::Options { shared })?;
-            if cli.verbose {
-                for (file, skipped) in &program.skipped {
-                    eprintln!(
-                        "icf: skipped {}({}): {}",
-                        program.file_path(*file).display(),
-                        skipped.member,
-                        skipped.reason
-                    );
-                }
-            }
+            log_skipped(cli.verbose, &program);
             let text = if stats {
                 render_stats(&icf::lift_stats(&program))
             } else {
                 icf::dump(&program, &icf::DumpOptions { function })?
             };
-            let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(text.as_bytes()) {
-                // `icf dump | head` is not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                other => other.context("writing to stdout"),
-            }
+            write_stdout(&text)
         }
+    }
+}
+
+fn plan_options(fold: &FoldArgs) -> icf::PlanOptions {
+    icf::PlanOptions {
+        mode: match fold.mode {
+            ModeArg::Safe => icf::Mode::Safe,
+            ModeArg::All => icf::Mode::All,
+        },
+        keep_unique: fold.keep_unique.clone(),
+    }
+}
+
+fn log_skipped(verbose: bool, program: &icf::Program<'_>) {
+    if verbose {
+        for (file, skipped) in &program.skipped {
+            eprintln!(
+                "icf: skipped {}({}): {}",
+                program.file_path(*file).display(),
+                skipped.member,
+                skipped.reason
+            );
+        }
+    }
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()) {
+        // `icf report | head` is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
     }
 }
 

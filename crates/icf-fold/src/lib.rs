@@ -13,6 +13,7 @@
 pub mod compare;
 pub mod hash;
 pub mod partition;
+pub mod plan;
 
 use icf_ir::{Function, Ref};
 use smallvec::SmallVec;

@@ -197,6 +197,8 @@ pub enum OpaqueReason {
     Truncated { at: u32 },
     /// The architecture has no lifter yet.
     NotLifted,
+    /// Read-only data: bytes are all there is to compare.
+    Data,
 }
 
 /// A run of bytes compared byte-exactly, relocated bytes zeroed.

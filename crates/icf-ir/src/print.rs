@@ -131,6 +131,7 @@ pub fn describe_reason(reason: &OpaqueReason) -> String {
         }
         OpaqueReason::Truncated { at } => format!("instruction at {at:#x} runs past the end"),
         OpaqueReason::NotLifted => "no lifter for this architecture".to_string(),
+        OpaqueReason::Data => "data".to_string(),
     }
 }
 

@@ -9,7 +9,8 @@
 //! pieces of their own, so every byte of executable code belongs to exactly
 //! one piece.
 
-use crate::elf::{Binding, ElfObject, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
+use crate::elf::{Binding, ElfObject, Reloc, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
+use icf_ir::Arch;
 use std::collections::HashMap;
 
 /// A contiguous piece of an executable section lifted as one function.
@@ -74,43 +75,27 @@ impl<'data> ElfObject<'data> {
         functions
     }
 
-    /// Section offsets inside executable sections that allocated data refers
-    /// to: jump-table entries and other code addresses stored in data. Each is
-    /// a block leader for the lifter.
-    pub fn code_references_from_data(&self) -> HashMap<SectionIndex, Vec<u64>> {
-        let anchors = self.data_anchors();
+    /// Section offsets inside executable sections that something else refers
+    /// to: jump-table entries, code addresses stored in data, and jumps from
+    /// other sections (a `.cold` part returning into its function). Each is a
+    /// block leader for the lifter, and makes the function's layout matter.
+    pub fn code_references(&self, anchors: &DataAnchors) -> HashMap<SectionIndex, Vec<u64>> {
         let mut result: HashMap<SectionIndex, Vec<u64>> = HashMap::new();
         for (index, section) in self.sections.iter().enumerate() {
-            if !section.is_alloc()
-                || section.is_executable()
-                || section.name == b".eh_frame"
-                || section.relocs.is_empty()
-            {
+            if !section.is_alloc() || section.name == b".eh_frame" || section.relocs.is_empty() {
                 continue;
             }
-            let section_anchors = anchors.get(&SectionIndex(index as u32));
+            let from = SectionIndex(index as u32);
             for reloc in &section.relocs {
-                let symbol = self.symbol(reloc.symbol);
-                let Some(target) = symbol.section() else {
+                let Some((target, place)) = self.reloc_place(anchors, from, reloc) else {
                     continue;
                 };
-                if !self.section(target).is_executable() {
-                    continue;
-                }
-                let base = symbol.value as i64 + reloc.addend;
-                let offset = if reloc.pc_relative {
-                    // `.long .Ltarget - .Ltable`: the addend carries the entry's distance from the table start.
-                    let Some(table) =
-                        section_anchors.and_then(|a| a.iter().rev().find(|&&a| a <= reloc.offset))
-                    else {
-                        continue;
-                    };
-                    base - (reloc.offset - table) as i64
-                } else {
-                    base
-                };
-                if offset > 0 && (offset as u64) < self.section(target).size {
-                    result.entry(target).or_default().push(offset as u64);
+                if target != from
+                    && self.section(target).is_executable()
+                    && place > 0
+                    && (place as u64) < self.section(target).size
+                {
+                    result.entry(target).or_default().push(place as u64);
                 }
             }
         }
@@ -121,10 +106,52 @@ impl<'data> ElfObject<'data> {
         result
     }
 
-    /// For each data section, the sorted offsets that something names: symbols
-    /// defined there and the targets of relocations pointing at it. A jump table
-    /// starts at one of them.
-    fn data_anchors(&self) -> HashMap<SectionIndex, Vec<u64>> {
+    /// The place a relocation of section `from` refers to: its target section
+    /// and the offset there, `None` when it names no section.
+    ///
+    /// Absolute relocations refer to symbol + addend. An x86-64 PC-relative
+    /// field in code ends its instruction (true for branches and for most
+    /// RIP-relative operands), so the place is 4 bytes further. A PC-relative
+    /// entry in read-only data that points at code is a jump-table entry,
+    /// `.long .Ltarget - .Ltable`: its addend carries the entry's distance
+    /// from the table start, the nearest anchor at or before it.
+    pub fn reloc_place(
+        &self,
+        anchors: &DataAnchors,
+        from: SectionIndex,
+        reloc: &Reloc,
+    ) -> Option<(SectionIndex, i64)> {
+        let symbol = self.symbol(reloc.symbol);
+        let target = symbol.section()?;
+        let base = (symbol.value as i64).wrapping_add(reloc.addend);
+        if !reloc.pc_relative {
+            return Some((target, base));
+        }
+        let source = self.section(from);
+        if source.is_executable() {
+            let field_end = if self.arch == Arch::X86_64 {
+                i64::from(reloc.size)
+            } else {
+                0
+            };
+            return Some((target, base + field_end));
+        }
+        let self_relative =
+            source.name == b".eh_frame" || source.name.starts_with(b".gcc_except_table");
+        if self_relative || !self.section(target).is_executable() {
+            return Some((target, base));
+        }
+        let table = anchors
+            .0
+            .get(&from)
+            .and_then(|a| a.iter().rev().find(|&&a| a <= reloc.offset))?;
+        Some((target, base - (reloc.offset - table) as i64))
+    }
+
+    /// For each section, the sorted offsets that something names: symbols
+    /// defined there and the targets of relocations pointing at it. A jump
+    /// table starts at one of them.
+    pub fn data_anchors(&self) -> DataAnchors {
         let mut anchors: HashMap<SectionIndex, Vec<u64>> = HashMap::new();
         for symbol in &self.symbols {
             if let Some(section) = symbol.section() {
@@ -153,9 +180,13 @@ impl<'data> ElfObject<'data> {
             offsets.sort_unstable();
             offsets.dedup();
         }
-        anchors
+        DataAnchors(anchors)
     }
 }
+
+/// Offsets in each section that symbols or relocations name; see [`ElfObject::data_anchors`].
+#[derive(Clone, Debug, Default)]
+pub struct DataAnchors(HashMap<SectionIndex, Vec<u64>>);
 
 /// Splits one executable section of `size` bytes at `symbols` (sorted by
 /// value, larger extents first) and appends the pieces.

@@ -22,5 +22,5 @@ pub use elf::{
     SymbolIndex, SymbolKind, SymbolPlace, Visibility,
 };
 pub use error::{Error, Location, Result};
-pub use functions::FunctionExtent;
+pub use functions::{DataAnchors, FunctionExtent};
 pub use input::{FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, list_objects};

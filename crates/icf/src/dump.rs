@@ -61,7 +61,11 @@ fn write_header(program: &Program<'_>, info: &FunctionInfo, out: &mut String) {
     );
 }
 
-fn matches_name(program: &Program<'_>, info: &FunctionInfo, wanted: Option<&str>) -> bool {
+pub(crate) fn matches_name(
+    program: &Program<'_>,
+    info: &FunctionInfo,
+    wanted: Option<&str>,
+) -> bool {
     let Some(wanted) = wanted else { return true };
     let elf = &program.object(info.object).elf;
     info.extent.symbols.iter().any(|&index| {
@@ -125,5 +129,6 @@ fn reason_kind(reason: &OpaqueReason) -> &'static str {
         OpaqueReason::TargetOutsideSection { .. } => "unrelocated reference outside the section",
         OpaqueReason::Truncated { .. } => "truncated instruction",
         OpaqueReason::NotLifted => "architecture not lifted",
+        OpaqueReason::Data => "data",
     }
 }

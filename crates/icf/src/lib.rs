@@ -8,13 +8,22 @@
 //! Only `icf-cli` prints or exits; this crate returns values and errors with
 //! context (`reading libfoo.a(bar.o): section 12 '.text': ...`).
 
+mod analysis;
 mod dump;
+mod explain;
 mod lift;
 mod names;
+mod plan;
 mod program;
+mod report;
 mod targets;
 
+pub use analysis::{Analysis, CandidateInfo, Origin, Timings, output_section_class};
 pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
+pub use icf_fold::CandidateId;
+pub use icf_fold::plan::Mode;
 pub use names::demangle;
+pub use plan::{Plan, PlanOptions, Significance};
 pub use program::{FunctionInfo, Inputs, LoadedObject, ObjectId, Options, Program};
+pub use report::{Group, Member, NearDuplicate, REPORT_VERSION, Report, Totals};
 pub use targets::{SymbolRef, Target, TargetTable};

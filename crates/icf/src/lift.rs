@@ -30,6 +30,25 @@ impl Program<'_> {
                 }
             })
             .collect();
+        let entry_points = self.entry_points(function);
+        let input = CodeInput {
+            arch: object.elf.arch,
+            bytes: &section.data[start as usize..end as usize],
+            section_offset: start,
+            section_size: section.size,
+            relocs: &relocs,
+            entry_points: &entry_points,
+            own_section: object.section_targets[extent.section.index()],
+        };
+        icf_lift::lift(&input)
+    }
+
+    /// Offsets inside a function piece that something outside it refers to:
+    /// jump-table entries, jumps from other sections, inner symbols.
+    pub fn entry_points(&self, function: &FunctionInfo) -> Vec<u32> {
+        let object = self.object(function.object);
+        let extent = &function.extent;
+        let (start, end) = (extent.start, extent.end);
         let mut entry_points: Vec<u32> = object
             .code_references
             .get(&extent.section)
@@ -49,16 +68,7 @@ impl Program<'_> {
         );
         entry_points.sort_unstable();
         entry_points.dedup();
-        let input = CodeInput {
-            arch: object.elf.arch,
-            bytes: &section.data[start as usize..end as usize],
-            section_offset: start,
-            section_size: section.size,
-            relocs: &relocs,
-            entry_points: &entry_points,
-            own_section: object.section_targets[extent.section.index()],
-        };
-        icf_lift::lift(&input)
+        entry_points
     }
 
     /// Lifts every function piece, in parallel; results in [`Program::functions`] order.

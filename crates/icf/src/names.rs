@@ -68,8 +68,26 @@ impl Program<'_> {
 
     /// The place `addend` bytes into `target`, named by the symbol at or before it.
     pub fn describe_target(&self, target: TargetId, addend: i64) -> String {
-        match self.targets.get(target) {
+        self.describe(self.targets.get(target), addend)
+    }
+
+    /// Like [`Program::describe_target`], for a target that may not be in the program's table.
+    pub fn describe(&self, target: Target<'_>, addend: i64) -> String {
+        match target {
             Target::Symbol { name } => with_addend(&demangle(name), addend),
+            Target::Candidate(index) => with_addend(&format!("candidate{index}"), addend),
+            Target::Constant {
+                strings: true,
+                content,
+                ..
+            } => {
+                let text = String::from_utf8_lossy(content.strip_suffix(b"\0").unwrap_or(content));
+                with_addend(&format!("{text:?}"), addend)
+            }
+            Target::Constant { content, .. } => {
+                let hex: String = content.iter().map(|b| format!("{b:02x}")).collect();
+                with_addend(&format!("const:{hex}"), addend)
+            }
             Target::Absolute => format!("{addend:#x}"),
             Target::Section { object, section } => {
                 let loaded = self.object(object);

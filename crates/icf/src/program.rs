@@ -54,8 +54,12 @@ pub struct LoadedObject<'data> {
     pub section_targets: Vec<TargetId>,
     /// Offsets in executable sections that data refers to (jump-table entries).
     pub code_references: HashMap<SectionIndex, Vec<u64>>,
-    /// Symbols per section, sorted by value: for naming places.
+    /// Where jump tables and other referenced places start in each section.
+    pub anchors: icf_object::DataAnchors,
+    /// Named symbols per section, sorted by value: for naming places.
     pub section_symbols: HashMap<SectionIndex, Vec<(u64, u64, icf_object::SymbolIndex)>>,
+    /// The `STT_SECTION` symbol of each section, indexed by section index.
+    pub section_symbol: Vec<Option<icf_object::SymbolIndex>>,
 }
 
 /// One function piece of one object.
@@ -131,11 +135,14 @@ impl<'data> Program<'data> {
                     .into_iter()
                     .map(|extent| FunctionInfo { object: id, extent }),
             );
+            let anchors = elf.data_anchors();
             objects.push(LoadedObject {
                 file,
                 member,
-                code_references: elf.code_references_from_data(),
+                code_references: elf.code_references(&anchors),
+                anchors,
                 section_symbols: section_symbols(&elf),
+                section_symbol: section_symbol_of(&elf),
                 symbol_refs,
                 section_targets,
                 elf,
@@ -193,4 +200,17 @@ fn section_symbols(
         symbols.sort_by_key(|&(value, size, index)| (value, std::cmp::Reverse(size), index));
     }
     map
+}
+
+/// The `STT_SECTION` symbol of each section.
+fn section_symbol_of(elf: &ElfObject<'_>) -> Vec<Option<icf_object::SymbolIndex>> {
+    let mut result = vec![None; elf.sections.len()];
+    for (index, symbol) in elf.symbols.iter().enumerate() {
+        if symbol.kind == SymbolKind::Section
+            && let Some(section) = symbol.section()
+        {
+            result[section.index()].get_or_insert(icf_object::SymbolIndex(index as u32));
+        }
+    }
+    result
 }

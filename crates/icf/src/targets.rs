@@ -25,6 +25,16 @@ pub enum Target<'data> {
     Symbol { name: &'data [u8] },
     /// An absolute value, or a relocation without a symbol; the addend is the value.
     Absolute,
+    /// A fold candidate (a function piece or a read-only data piece); the
+    /// addend is the offset in it. Made by the analysis from `Section` targets.
+    Candidate(u32),
+    /// An element of a mergeable section (`SHF_MERGE`), by content: the linker
+    /// merges equal ones, so equal content is the same target.
+    Constant {
+        entsize: u64,
+        strings: bool,
+        content: &'data [u8],
+    },
 }
 
 /// Interned targets: one [`TargetId`] per distinct [`Target`].

@@ -1,0 +1,214 @@
+//! The fold plan: per class, which copy is kept, and for every other member
+//! whether it becomes an alias of the kept body, a thunk that jumps to it, or
+//! stays as it is.
+//!
+//! Rules (DESIGN.md, "The fold plan"): the kept copy is chosen by a key the
+//! caller computes (not interposable, not in a COMDAT group, strongest
+//! binding, first on the command line, then name). A member that must stay
+//! (`--keep-unique`, an ifunc, an ineligible section) keeps its body. The
+//! members sharing the kept body are the kept copy, every member whose
+//! address is not significant, and at most one significant member: one
+//! observable address is fine. Every other significant member becomes a
+//! thunk where a thunk is possible and saves bytes, and keeps its body
+//! otherwise. In mode `all`, significance is ignored.
+
+use crate::{CandidateId, ClassId};
+
+/// Whether address significance restricts folding.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub enum Mode {
+    /// Keep every significant address unique (aliases for the rest, thunks for significant code).
+    #[default]
+    Safe,
+    /// Fold everything equal, as `--icf=all`.
+    All,
+}
+
+/// Why a member keeps its own body.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum KeepReason {
+    /// Named by `--keep-unique`.
+    KeepUnique,
+    /// Its section may not be folded (writable, `SHF_LINK_ORDER`, retained, `.init`, `__start_` target...).
+    Ineligible(String),
+    /// Its address is significant and another significant member already shares the body; no thunk is possible or smaller.
+    SignificantAddress,
+}
+
+/// What happens to one member.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Action {
+    /// The copy everyone else folds into.
+    Kept,
+    /// Its symbols become aliases of the kept body; its bytes are gone.
+    Alias,
+    /// Its body becomes a jump to the kept copy, so its address stays unique.
+    Thunk,
+    Keep(KeepReason),
+}
+
+/// What the planner needs to know about one member of a class.
+#[derive(Clone, Debug)]
+pub struct MemberFacts {
+    pub candidate: CandidateId,
+    /// Bytes of the body.
+    pub size: u64,
+    /// Its address is observable (safe mode).
+    pub significant: bool,
+    /// A reason it must keep its body whatever the mode.
+    pub must_keep: Option<KeepReason>,
+    /// Size of a thunk to the kept copy, `None` where none is possible (data).
+    pub thunk_size: Option<u64>,
+    /// Lower is preferred as the kept copy; must be unique within a class.
+    pub preference: (u8, u8, u8, u32, String),
+}
+
+/// One member's fate.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Decision {
+    pub candidate: CandidateId,
+    pub action: Action,
+    /// Bytes this decision saves.
+    pub saved: u64,
+}
+
+/// The plan for one class.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ClassPlan {
+    pub class: ClassId,
+    pub kept: CandidateId,
+    /// Every member, the kept copy first, then in preference order.
+    pub decisions: Vec<Decision>,
+}
+
+impl ClassPlan {
+    pub fn saved(&self) -> u64 {
+        self.decisions.iter().map(|d| d.saved).sum()
+    }
+}
+
+/// Plans one class. `members` must hold at least one member.
+pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassPlan {
+    let mut order: Vec<&MemberFacts> = members.iter().collect();
+    // Only a member that may fold can be the kept copy; otherwise the preference decides.
+    order.sort_by(|a, b| {
+        (a.must_keep.is_some(), &a.preference).cmp(&(b.must_keep.is_some(), &b.preference))
+    });
+    let kept = order[0];
+    let mut decisions = Vec::with_capacity(order.len());
+    decisions.push(Decision {
+        candidate: kept.candidate,
+        action: Action::Kept,
+        saved: 0,
+    });
+    let mut significant_shares = mode == Mode::Safe && kept.significant;
+    for member in &order[1..] {
+        let action = if let Some(reason) = &member.must_keep {
+            Action::Keep(reason.clone())
+        } else if mode == Mode::All || !member.significant {
+            Action::Alias
+        } else if !significant_shares {
+            significant_shares = true;
+            Action::Alias
+        } else {
+            match member.thunk_size {
+                Some(thunk) if thunk < member.size => Action::Thunk,
+                _ => Action::Keep(KeepReason::SignificantAddress),
+            }
+        };
+        let saved = match action {
+            Action::Alias => member.size,
+            Action::Thunk => member.size - member.thunk_size.unwrap_or(member.size),
+            Action::Kept | Action::Keep(_) => 0,
+        };
+        decisions.push(Decision {
+            candidate: member.candidate,
+            action,
+            saved,
+        });
+    }
+    ClassPlan {
+        class,
+        kept: kept.candidate,
+        decisions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(index: u32, significant: bool) -> MemberFacts {
+        MemberFacts {
+            candidate: CandidateId(index),
+            size: 32,
+            significant,
+            must_keep: None,
+            thunk_size: Some(5),
+            preference: (0, 0, 0, index, format!("f{index}")),
+        }
+    }
+
+    fn actions(plan: &ClassPlan) -> Vec<Action> {
+        plan.decisions.iter().map(|d| d.action.clone()).collect()
+    }
+
+    #[test]
+    fn one_significant_address_shares_the_body_the_others_get_thunks() {
+        let members = [
+            member(0, true),
+            member(1, true),
+            member(2, false),
+            member(3, true),
+        ];
+        let plan = plan_class(ClassId(0), &members, Mode::Safe);
+        assert_eq!(plan.kept, CandidateId(0));
+        assert_eq!(
+            actions(&plan),
+            vec![Action::Kept, Action::Thunk, Action::Alias, Action::Thunk]
+        );
+        assert_eq!(plan.saved(), 27 + 32 + 27);
+        let all = plan_class(ClassId(0), &members, Mode::All);
+        assert_eq!(all.saved(), 3 * 32);
+    }
+
+    #[test]
+    fn an_insignificant_kept_copy_leaves_room_for_one_significant_alias() {
+        let members = [member(0, false), member(1, true), member(2, true)];
+        let plan = plan_class(ClassId(0), &members, Mode::Safe);
+        assert_eq!(
+            actions(&plan),
+            vec![Action::Kept, Action::Alias, Action::Thunk]
+        );
+    }
+
+    #[test]
+    fn no_thunk_where_it_saves_nothing_or_for_data() {
+        let mut small = [member(0, true), member(1, true)];
+        small[1].size = 5;
+        let plan = plan_class(ClassId(0), &small, Mode::Safe);
+        assert_eq!(
+            actions(&plan)[1],
+            Action::Keep(KeepReason::SignificantAddress)
+        );
+        let mut data = [member(0, true), member(1, true)];
+        data[1].thunk_size = None;
+        let plan = plan_class(ClassId(0), &data, Mode::Safe);
+        assert_eq!(
+            actions(&plan)[1],
+            Action::Keep(KeepReason::SignificantAddress)
+        );
+    }
+
+    #[test]
+    fn members_that_must_keep_are_never_kept_copies_unless_alone() {
+        let mut members = [member(0, false), member(1, false)];
+        members[0].must_keep = Some(KeepReason::KeepUnique);
+        let plan = plan_class(ClassId(0), &members, Mode::All);
+        assert_eq!(plan.kept, CandidateId(1));
+        assert_eq!(
+            actions(&plan),
+            vec![Action::Kept, Action::Keep(KeepReason::KeepUnique)]
+        );
+    }
+}

@@ -1,0 +1,656 @@
+//! From a loaded program to classes of identical candidates.
+//!
+//! Candidates are every function piece and every read-only data section
+//! (`-fdata-sections` pieces, jump tables, constant pools, exception tables).
+//! Each is lifted (data as one opaque run), its references are narrowed from
+//! "section + offset" to the candidate holding that place (or, in a mergeable
+//! section, to the element's content), its attributes are interned, and
+//! `icf-fold` refines them into classes.
+
+use crate::program::{ObjectId, Program};
+use crate::targets::{Target, TargetTable};
+use icf_fold::partition::Partition;
+use icf_fold::{Attrs, Candidate, CandidateId, Kind};
+use icf_ir::{
+    Block, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, TargetId, Use,
+};
+use icf_object::{ElfObject, Section, SectionIndex};
+use rayon::prelude::*;
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Where a candidate comes from.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Origin {
+    /// Index into [`Program::functions`].
+    Function(usize),
+    /// A whole read-only data section.
+    Data,
+}
+
+/// One candidate: a place in an object.
+#[derive(Clone, Debug)]
+pub struct CandidateInfo {
+    pub origin: Origin,
+    pub object: ObjectId,
+    pub section: SectionIndex,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl CandidateInfo {
+    pub fn size(&self) -> u64 {
+        self.end - self.start
+    }
+
+    pub fn is_code(&self) -> bool {
+        matches!(self.origin, Origin::Function(_))
+    }
+}
+
+/// Time spent per phase.
+#[derive(Clone, Debug, Default)]
+pub struct Timings {
+    pub load: Duration,
+    pub lift: Duration,
+    pub partition: Duration,
+    pub plan: Duration,
+}
+
+/// Every candidate, lifted, with its attributes and its class.
+#[derive(Debug)]
+pub struct Analysis<'p, 'data> {
+    pub program: &'p Program<'data>,
+    pub candidates: Vec<CandidateInfo>,
+    pub functions: Vec<Function>,
+    pub attrs: Vec<Attrs>,
+    /// The program's targets plus candidate and constant targets.
+    pub targets: TargetTable<'data>,
+    /// The candidate each target names, indexed by target id.
+    pub target_candidate: Vec<Option<CandidateId>>,
+    pub partition: Partition,
+    /// Output-section class names, indexed by [`Attrs::section_class`].
+    pub section_classes: Vec<String>,
+    /// References to candidates from sections that are not candidates
+    /// (writable data, `.init_array`, vtables): (candidate, referring object, section).
+    pub data_references: Vec<(CandidateId, ObjectId, SectionIndex)>,
+    pub timings: Timings,
+}
+
+/// Pieces of one section that references can be narrowed to.
+#[derive(Clone, Debug, Default)]
+struct SectionPlaces {
+    /// Candidates in the section: (start, end, candidate), sorted.
+    pieces: Vec<(u64, u64, CandidateId)>,
+    /// Elements of a mergeable section: (start, constant target), sorted.
+    constants: Vec<(u64, TargetId)>,
+}
+
+impl<'p, 'data> Analysis<'p, 'data> {
+    /// Builds, lifts and partitions every candidate of `program`.
+    pub fn run(program: &'p Program<'data>) -> Analysis<'p, 'data> {
+        let started = Instant::now();
+        let mut targets = program.targets.clone();
+        let candidates = collect_candidates(program);
+        let mut places: HashMap<(ObjectId, SectionIndex), SectionPlaces> = HashMap::new();
+        let mut target_candidate = vec![None; targets.len()];
+        for (index, candidate) in candidates.iter().enumerate() {
+            let id = targets.intern(Target::Candidate(index as u32));
+            if target_candidate.len() <= id.index() {
+                target_candidate.resize(id.index() + 1, None);
+            }
+            target_candidate[id.index()] = Some(CandidateId(index as u32));
+            places
+                .entry((candidate.object, candidate.section))
+                .or_default()
+                .pieces
+                .push((candidate.start, candidate.end, CandidateId(index as u32)));
+        }
+        for (index, object) in program.objects.iter().enumerate() {
+            for (section_index, section) in object.elf.sections.iter().enumerate() {
+                if let Some(constants) = merge_elements(section, &mut targets) {
+                    let key = (ObjectId(index as u32), SectionIndex(section_index as u32));
+                    places.entry(key).or_default().constants = constants;
+                }
+            }
+        }
+        target_candidate.resize(targets.len(), None);
+        let narrower = Narrower {
+            program,
+            targets: &targets,
+            places: &places,
+        };
+        let data_references = references_from_other_data(program, &narrower);
+
+        let functions: Vec<Function> = candidates
+            .par_iter()
+            .map(|candidate| match candidate.origin {
+                Origin::Function(index) => {
+                    narrower.narrow_function(program.lift(&program.functions[index]))
+                }
+                Origin::Data => narrower.lift_data(candidate),
+            })
+            .collect();
+        let lift_time = started.elapsed();
+
+        let started = Instant::now();
+        let mut section_classes = Vec::new();
+        let attrs = attributes(
+            program,
+            &candidates,
+            &narrower,
+            &functions,
+            &mut section_classes,
+        );
+        let fold_candidates: Vec<Candidate<'_>> = functions
+            .iter()
+            .zip(&attrs)
+            .map(|(function, attrs)| Candidate { function, attrs })
+            .collect();
+        let partition = icf_fold::partition::refine(&fold_candidates, &target_candidate);
+        let partition_time = started.elapsed();
+
+        Analysis {
+            program,
+            candidates,
+            functions,
+            attrs,
+            targets,
+            target_candidate,
+            partition,
+            section_classes,
+            data_references,
+            timings: Timings {
+                lift: lift_time,
+                partition: partition_time,
+                ..Timings::default()
+            },
+        }
+    }
+
+    pub fn candidate(&self, id: CandidateId) -> Candidate<'_> {
+        Candidate {
+            function: &self.functions[id.index()],
+            attrs: &self.attrs[id.index()],
+        }
+    }
+
+    /// The candidate a target names, if any.
+    pub fn candidate_of(&self, target: TargetId) -> Option<CandidateId> {
+        self.target_candidate.get(target.index()).copied().flatten()
+    }
+
+    /// The classes the partition ended with, for comparing references.
+    pub fn class_map(&self) -> icf_fold::partition::ClassMap<'_> {
+        icf_fold::partition::ClassMap {
+            target_candidate: &self.target_candidate,
+            class_of: &self.partition.class_of,
+        }
+    }
+
+    /// The candidate's name: its function's demangled name, or `section` for data.
+    pub fn name(&self, id: CandidateId) -> String {
+        let info = &self.candidates[id.index()];
+        match info.origin {
+            Origin::Function(index) => self.program.function_name(&self.program.functions[index]),
+            Origin::Data => self
+                .program
+                .object(info.object)
+                .elf
+                .section(info.section)
+                .name_lossy(),
+        }
+    }
+
+    /// The candidate's raw (mangled) name, or its section's name for data.
+    pub fn raw_name(&self, id: CandidateId) -> String {
+        let info = &self.candidates[id.index()];
+        match info.origin {
+            Origin::Function(index) => self
+                .program
+                .function_raw_name(&self.program.functions[index]),
+            Origin::Data => self
+                .program
+                .object(info.object)
+                .elf
+                .section(info.section)
+                .name_lossy(),
+        }
+    }
+
+    /// A place named for people: `foo+0x10`, `"a string"`, `memcpy`.
+    pub fn describe_target(&self, target: TargetId, addend: i64) -> String {
+        match self.targets.get(target) {
+            Target::Candidate(index) => {
+                icf_ir::print::with_addend(&self.name(CandidateId(index)), addend)
+            }
+            other => self.program.describe(other, addend),
+        }
+    }
+}
+
+/// Every function piece, then every read-only data section, in object order.
+fn collect_candidates(program: &Program<'_>) -> Vec<CandidateInfo> {
+    let mut candidates: Vec<CandidateInfo> = program
+        .functions
+        .iter()
+        .enumerate()
+        .map(|(index, f)| CandidateInfo {
+            origin: Origin::Function(index),
+            object: f.object,
+            section: f.extent.section,
+            start: f.extent.start,
+            end: f.extent.end,
+        })
+        .collect();
+    for (index, object) in program.objects.iter().enumerate() {
+        for (section_index, section) in object.elf.sections.iter().enumerate() {
+            if is_read_only_data(section) {
+                candidates.push(CandidateInfo {
+                    origin: Origin::Data,
+                    object: ObjectId(index as u32),
+                    section: SectionIndex(section_index as u32),
+                    start: 0,
+                    end: section.size,
+                });
+            }
+        }
+    }
+    candidates
+}
+
+/// Read-only data a fold can share: allocated, not writable, not code, not
+/// mergeable (the linker merges those by content itself), not thread-local,
+/// and not `.eh_frame` (unwind entries are attributes of functions).
+fn is_read_only_data(section: &Section<'_>) -> bool {
+    use object::elf;
+    section.sh_type == elf::SHT_PROGBITS.0
+        && section.is_alloc()
+        && !section.is_writable()
+        && !section.is_executable()
+        && section.flags & (elf::SHF_MERGE.0 | elf::SHF_TLS.0) == 0
+        && section.size > 0
+        && section.name != b".eh_frame"
+}
+
+/// The elements of a mergeable section, each interned as a constant target by content.
+fn merge_elements<'data>(
+    section: &Section<'data>,
+    targets: &mut TargetTable<'data>,
+) -> Option<Vec<(u64, TargetId)>> {
+    use object::elf;
+    if section.flags & elf::SHF_MERGE.0 == 0 || section.entsize == 0 || section.data.is_empty() {
+        return None;
+    }
+    let entsize = section.entsize as usize;
+    let strings = section.flags & elf::SHF_STRINGS.0 != 0;
+    let mut elements = Vec::new();
+    let mut start = 0;
+    while start < section.data.len() {
+        let end = if strings {
+            // A string ends with an entsize-wide zero, aligned to entsize.
+            let mut end = start;
+            loop {
+                let chunk = section.data.get(end..end + entsize);
+                end += entsize;
+                if chunk.is_none_or(|c| c.iter().all(|&b| b == 0)) {
+                    break;
+                }
+            }
+            end.min(section.data.len())
+        } else {
+            (start + entsize).min(section.data.len())
+        };
+        let content = &section.data[start..end];
+        let target = targets.intern(Target::Constant {
+            entsize: section.entsize,
+            strings,
+            content,
+        });
+        elements.push((start as u64, target));
+        start = end;
+    }
+    Some(elements)
+}
+
+/// Rewrites "section + offset" references to the candidate or constant at that place.
+struct Narrower<'a, 'data> {
+    program: &'a Program<'data>,
+    targets: &'a TargetTable<'data>,
+    places: &'a HashMap<(ObjectId, SectionIndex), SectionPlaces>,
+}
+
+impl Narrower<'_, '_> {
+    /// `target + addend` where `place` is the byte referred to; unchanged when
+    /// no candidate or constant holds that place, or when `addend` and `place`
+    /// fall in different pieces (then only the section identity is sure).
+    fn narrow(&self, target: TargetId, addend: i64, place: i64) -> (TargetId, i64) {
+        let Target::Section { object, section } = self.targets.get(target) else {
+            return (target, addend);
+        };
+        let Some(places) = self.places.get(&(object, section)) else {
+            return (target, addend);
+        };
+        let piece_at = |offset: i64| -> Option<(u64, CandidateId)> {
+            let offset = u64::try_from(offset).ok()?;
+            let i = places
+                .pieces
+                .partition_point(|&(start, _, _)| start <= offset)
+                .checked_sub(1)?;
+            let (start, end, candidate) = places.pieces[i];
+            // A place one past the end still belongs to the piece it ends.
+            (offset <= end).then_some((start, candidate))
+        };
+        if let (Some((start, candidate)), Some((_, other))) = (piece_at(place), piece_at(addend))
+            && candidate == other
+        {
+            let id = self
+                .targets
+                .find(&Target::Candidate(candidate.0))
+                .unwrap_or(target);
+            return (id, addend - start as i64);
+        }
+        if let Ok(offset) = u64::try_from(addend)
+            && let Some(i) = places
+                .constants
+                .partition_point(|&(start, _)| start <= offset)
+                .checked_sub(1)
+        {
+            let (start, constant) = places.constants[i];
+            return (constant, addend - start as i64);
+        }
+        (target, addend)
+    }
+
+    fn narrow_function(&self, mut function: Function) -> Function {
+        for r in &mut function.refs {
+            // The lifter rebased PC-relative addends: the addend is the place.
+            let (target, addend) = self.narrow(r.target, r.addend, r.addend);
+            r.target = target;
+            r.addend = addend;
+        }
+        function
+    }
+
+    /// A read-only data section as one opaque run: relocated bytes zeroed,
+    /// each relocation an offset and a reference.
+    fn lift_data(&self, candidate: &CandidateInfo) -> Function {
+        let object = self.program.object(candidate.object);
+        let elf = &object.elf;
+        let section = elf.section(candidate.section);
+        let mut f = Function::new(elf.arch, section.size as u32);
+        let mut bytes = section.data.to_vec();
+        let mut operands = vec![Operand::Opaque(icf_ir::OpaqueId(0))];
+        for reloc in &section.relocs {
+            let start = reloc.offset as usize;
+            if let Some(field) = bytes.get_mut(start..start + usize::from(reloc.size)) {
+                field.fill(0);
+            }
+            let symbol = object.symbol_refs[reloc.symbol.index()];
+            let addend = symbol.base.wrapping_add(reloc.addend);
+            let place = elf
+                .reloc_place(&object.anchors, candidate.section, reloc)
+                .map_or(addend, |(_, place)| place);
+            let (target, addend) = self.narrow(symbol.target, addend, place);
+            let r = f.push_ref(Ref {
+                target,
+                addend,
+                kind: RefKind(reloc.r_type),
+                use_: Use::Address,
+            });
+            operands.push(Operand::Imm(reloc.offset as i64));
+            operands.push(Operand::Ref(r));
+        }
+        f.push_opaque(OpaqueRun {
+            bytes: bytes.into_boxed_slice(),
+            reason: OpaqueReason::Data,
+        });
+        f.push_inst(Opcode::OPAQUE, 0, &operands, 0, section.size as u32);
+        f.blocks.push(Block {
+            insts: 0..1,
+            succs: SmallVec::new(),
+            reached: true,
+        });
+        f
+    }
+}
+
+/// Every reference to a candidate from an allocated section that is neither
+/// code nor a candidate: function pointers in writable data, `.init_array`,
+/// vtables in `.data.rel.ro`. Exception tables and `.eh_frame` hold no
+/// addresses a program can observe.
+fn references_from_other_data(
+    program: &Program<'_>,
+    narrower: &Narrower<'_, '_>,
+) -> Vec<(CandidateId, ObjectId, SectionIndex)> {
+    let mut references = Vec::new();
+    for (index, object) in program.objects.iter().enumerate() {
+        let id = ObjectId(index as u32);
+        for (section_index, section) in object.elf.sections.iter().enumerate() {
+            if !section.is_alloc()
+                || section.is_executable()
+                || is_read_only_data(section)
+                || section.name == b".eh_frame"
+                || section.name.starts_with(b".gcc_except_table")
+            {
+                continue;
+            }
+            let from = SectionIndex(section_index as u32);
+            for reloc in &section.relocs {
+                let symbol = object.symbol_refs[reloc.symbol.index()];
+                let addend = symbol.base.wrapping_add(reloc.addend);
+                let place = object
+                    .elf
+                    .reloc_place(&object.anchors, from, reloc)
+                    .map_or(addend, |(_, p)| p);
+                let (target, _) = narrower.narrow(symbol.target, addend, place);
+                if let Some(candidate) = narrower.targets_candidate(target) {
+                    references.push((candidate, id, from));
+                }
+            }
+        }
+    }
+    references
+}
+
+/// Interns what must be equal besides the body: kind, output-section class,
+/// unwind description with its personality and LSDA, layout sensitivity.
+fn attributes(
+    program: &Program<'_>,
+    candidates: &[CandidateInfo],
+    narrower: &Narrower<'_, '_>,
+    functions: &[Function],
+    section_classes: &mut Vec<String>,
+) -> Vec<Attrs> {
+    let mut class_ids: HashMap<String, u32> = HashMap::new();
+    let mut unwind_ids: HashMap<UnwindKey, u32> = HashMap::new();
+    // The FDE describing each code piece, by (object, section, start).
+    let mut fde_of: HashMap<(ObjectId, SectionIndex, u64), (SectionIndex, icf_object::Fde)> =
+        HashMap::new();
+    for (index, object) in program.objects.iter().enumerate() {
+        let elf = &object.elf;
+        let Some((eh_frame, fdes)) = &elf.eh_frame else {
+            continue;
+        };
+        for fde in fdes {
+            let Some(pc_begin) = fde.pc_begin else {
+                continue;
+            };
+            let reloc = &elf.section(*eh_frame).relocs[pc_begin];
+            let symbol = elf.symbol(reloc.symbol);
+            if let Some(section) = symbol.section() {
+                let start = (symbol.value as i64 + reloc.addend) as u64;
+                fde_of.insert((ObjectId(index as u32), section, start), (*eh_frame, *fde));
+            }
+        }
+    }
+
+    // Places something outside a code candidate jumps into make its layout matter.
+    let mut interior_referenced = vec![false; candidates.len()];
+    for (index, function) in functions.iter().enumerate() {
+        for r in &function.refs {
+            if let Some(target) = narrower.targets_candidate(r.target)
+                && target.index() != index
+                && r.addend != 0
+                && candidates[target.index()].is_code()
+            {
+                interior_referenced[target.index()] = true;
+            }
+        }
+    }
+
+    candidates
+        .iter()
+        .enumerate()
+        .map(|(index, candidate)| {
+            let object = program.object(candidate.object);
+            let section = object.elf.section(candidate.section);
+            let class_name = output_section_class(&section.name_lossy());
+            let next = class_ids.len() as u32;
+            let section_class = *class_ids.entry(class_name.clone()).or_insert_with(|| {
+                section_classes.push(class_name);
+                next
+            });
+            let mut attrs = Attrs {
+                kind: if candidate.is_code() {
+                    Kind::Code
+                } else {
+                    Kind::Data
+                },
+                section_class,
+                unwind: None,
+                layout_sensitive: false,
+                refs: SmallVec::new(),
+            };
+            if let Origin::Function(function) = candidate.origin {
+                attrs.layout_sensitive = interior_referenced[index]
+                    || !program
+                        .entry_points(&program.functions[function])
+                        .is_empty();
+                if let Some((eh_frame, fde)) =
+                    fde_of.get(&(candidate.object, candidate.section, candidate.start))
+                {
+                    let (key, refs) =
+                        unwind_description(&object.elf, *eh_frame, fde, narrower, candidate.object);
+                    let next = unwind_ids.len() as u32;
+                    attrs.unwind = Some(*unwind_ids.entry(key).or_insert(next));
+                    attrs.refs = refs;
+                }
+            }
+            attrs
+        })
+        .collect()
+}
+
+impl Narrower<'_, '_> {
+    fn targets_candidate(&self, target: TargetId) -> Option<CandidateId> {
+        match self.targets.get(target) {
+            Target::Candidate(index) => Some(CandidateId(index)),
+            _ => None,
+        }
+    }
+}
+
+/// The CIE and FDE bytes of an unwind description, relocated fields zeroed.
+type UnwindKey = (Vec<u8>, Vec<u8>);
+
+/// The CIE and FDE bytes with relocated fields zeroed, and the references
+/// they hold (personality in the CIE, LSDA in the FDE) narrowed like operands.
+fn unwind_description(
+    elf: &ElfObject<'_>,
+    eh_frame: SectionIndex,
+    fde: &icf_object::Fde,
+    narrower: &Narrower<'_, '_>,
+    object: ObjectId,
+) -> (UnwindKey, SmallVec<[Ref; 2]>) {
+    let section = elf.section(eh_frame);
+    let loaded = narrower.program.object(object);
+    let bytes_of = |start: u64, size: u64| -> Vec<u8> {
+        let mut bytes = section
+            .data
+            .get(start as usize..(start + size) as usize)
+            .unwrap_or_default()
+            .to_vec();
+        let first = section.relocs.partition_point(|r| r.offset < start);
+        for reloc in section.relocs[first..]
+            .iter()
+            .take_while(|r| r.offset < start + size)
+        {
+            let at = (reloc.offset - start) as usize;
+            if let Some(field) = bytes.get_mut(at..at + usize::from(reloc.size)) {
+                field.fill(0);
+            }
+        }
+        bytes
+    };
+    let cie = bytes_of(fde.cie_offset, fde.cie_size);
+    let mut fde_bytes = bytes_of(fde.offset, fde.size);
+    // The CIE pointer is a distance within this object's section, and the
+    // address range (after the relocated start) is the body's size, which the
+    // body comparison covers: neither is part of the description.
+    if let Some(pointer) = fde_bytes.get_mut(4..8) {
+        pointer.fill(0);
+    }
+    if let Some(pc_begin) = fde.pc_begin {
+        let field = usize::from(section.relocs[pc_begin].size);
+        let range_start = (section.relocs[pc_begin].offset - fde.offset) as usize + field;
+        if let Some(range) = fde_bytes.get_mut(range_start..range_start + field) {
+            range.fill(0);
+        }
+    }
+    let mut refs = SmallVec::new();
+    let mut push_ref = |index: usize| {
+        let reloc = &section.relocs[index];
+        let symbol = loaded.symbol_refs[reloc.symbol.index()];
+        let addend = symbol.base.wrapping_add(reloc.addend);
+        let (target, addend) = narrower.narrow(symbol.target, addend, addend);
+        refs.push(Ref {
+            target,
+            addend,
+            kind: RefKind(reloc.r_type),
+            use_: Use::Access,
+        });
+    };
+    let cie_first = section
+        .relocs
+        .partition_point(|r| r.offset < fde.cie_offset);
+    let cie_end = fde.cie_offset + fde.cie_size;
+    for index in cie_first..section.relocs.len() {
+        if section.relocs[index].offset >= cie_end {
+            break;
+        }
+        push_ref(index);
+    }
+    if let Some(lsda) = fde.lsda {
+        push_ref(lsda);
+    }
+    ((cie, fde_bytes), refs)
+}
+
+/// The output section a linker places an input section in: `.text.foo` in
+/// `.text`, `.text.unlikely.foo` in `.text.unlikely`, `.rodata.foo` in
+/// `.rodata`; any other name is its own class.
+pub fn output_section_class(name: &str) -> String {
+    const PREFIXES: &[&str] = &[
+        ".text.unlikely",
+        ".text.hot",
+        ".text.startup",
+        ".text.exit",
+        ".text.split",
+        ".text",
+        ".rodata",
+        ".gcc_except_table",
+        ".data.rel.ro",
+    ];
+    for prefix in PREFIXES {
+        if name == *prefix
+            || name
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('.'))
+        {
+            return (*prefix).to_string();
+        }
+    }
+    name.to_string()
+}

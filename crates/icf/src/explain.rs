@@ -1,0 +1,108 @@
+//! `icf explain A B`: why two candidates do or do not fold. The answer is the
+//! first step at which the comparator tells them apart; when that step is a
+//! reference whose targets are in different classes, the explanation follows
+//! the two targets, recursively, until it reaches the difference that started it.
+
+use crate::analysis::{Analysis, Origin};
+use icf_fold::CandidateId;
+use icf_fold::compare::first_difference;
+use std::collections::HashSet;
+use std::fmt::Write;
+
+/// How deep an explanation follows references.
+const MAX_DEPTH: usize = 8;
+
+impl Analysis<'_, '_> {
+    /// Candidates named `name`: mangled, demangled, or demangled without the
+    /// Rust hash for code; the section name for data.
+    pub fn find(&self, name: &str) -> Vec<CandidateId> {
+        (0..self.candidates.len() as u32)
+            .map(CandidateId)
+            .filter(|&id| match self.candidates[id.index()].origin {
+                Origin::Function(index) => crate::dump::matches_name(
+                    self.program,
+                    &self.program.functions[index],
+                    Some(name),
+                ),
+                Origin::Data => self.raw_name(id) == name,
+            })
+            .collect()
+    }
+
+    /// Why `left` and `right` fold or do not.
+    pub fn explain(&self, left: CandidateId, right: CandidateId) -> String {
+        let mut out = String::new();
+        let mut seen = HashSet::new();
+        self.explain_into(left, right, 0, &mut seen, &mut out);
+        out
+    }
+
+    fn explain_into(
+        &self,
+        left: CandidateId,
+        right: CandidateId,
+        depth: usize,
+        seen: &mut HashSet<(CandidateId, CandidateId)>,
+        out: &mut String,
+    ) {
+        let indent = "  ".repeat(depth);
+        let (ln, rn) = (self.name(left), self.name(right));
+        if left == right {
+            let _ = writeln!(out, "{indent}{ln} is the same candidate on both sides");
+            return;
+        }
+        let class = self.partition.class_of[left.index()];
+        if class == self.partition.class_of[right.index()] {
+            let members = self
+                .partition
+                .class_of
+                .iter()
+                .filter(|&&c| c == class)
+                .count();
+            let _ = writeln!(
+                out,
+                "{indent}{ln} and {rn} are identical: they fold (a class of {members})"
+            );
+            return;
+        }
+        let Some(difference) = first_difference(
+            self.candidate(left),
+            self.candidate(right),
+            &self.class_map(),
+        ) else {
+            // Equal under the final classes but split earlier cannot happen at a fixpoint.
+            let _ = writeln!(
+                out,
+                "{indent}{ln} and {rn} compare equal but were split: please report this"
+            );
+            return;
+        };
+        let _ = writeln!(
+            out,
+            "{indent}{ln} and {rn} differ: {}",
+            self.describe_step(left, right, &difference.step)
+        );
+        let Some((lt, rt)) = difference.targets else {
+            return;
+        };
+        let (Some(lc), Some(rc)) = (self.candidate_of(lt), self.candidate_of(rt)) else {
+            let _ = writeln!(
+                out,
+                "{indent}  the references name {} and {}: different symbols or sections",
+                self.describe_target(lt, 0),
+                self.describe_target(rt, 0)
+            );
+            return;
+        };
+        if depth + 1 >= MAX_DEPTH || !seen.insert((lc, rc)) {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "{indent}  because {} and {} are not identical:",
+            self.name(lc),
+            self.name(rc)
+        );
+        self.explain_into(lc, rc, depth + 2, seen, out);
+    }
+}

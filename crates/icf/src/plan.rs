@@ -1,0 +1,361 @@
+//! The facts the fold plan needs about each candidate, from the objects:
+//! whose address is significant and why, who must keep its body, which copy
+//! to prefer as the kept one, and how big a thunk would be. `icf-fold`'s
+//! planner then decides per class.
+//!
+//! Address significance (safe mode): an object's `.llvm_addrsig` table, where
+//! it has one, says which of its symbols (defined or not) have their address
+//! taken. An object without a table (gcc, rustc) does not make everything
+//! significant (lld's choice, which folds nothing for those objects): the
+//! lifter's uses tell instead. A reference that is not a direct call or jump
+//! (an `Address` use), and any reference from data (function-pointer tables,
+//! `.init_array`, vtables), makes its target significant. In a `-shared` link
+//! every exported function is significant: `dlsym` may compare it.
+
+use crate::analysis::{Analysis, Origin};
+use crate::program::{LoadedObject, ObjectId};
+use crate::targets::Target;
+use icf_fold::plan::{ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
+use icf_fold::{CandidateId, ClassId};
+use icf_ir::{Arch, Use};
+use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+/// What the user asked of the plan.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    pub mode: Mode,
+    /// Symbols (mangled or demangled) that must keep their own body.
+    pub keep_unique: Vec<String>,
+}
+
+/// Why a candidate's address is significant.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Significance {
+    /// Listed in its object's `.llvm_addrsig`, or named there by another object.
+    AddrsigTable,
+    /// An instruction takes its address (not a call or a jump).
+    AddressTaken { by: String },
+    /// Data refers to it (a pointer table, `.init_array`, a vtable).
+    ReferencedFromData { section: String },
+    /// Exported from a shared object.
+    Exported,
+}
+
+impl std::fmt::Display for Significance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Significance::AddrsigTable => f.write_str("address-significant (.llvm_addrsig)"),
+            Significance::AddressTaken { by } => write!(f, "address taken in {by}"),
+            Significance::ReferencedFromData { section } => {
+                write!(f, "referenced from data in {section}")
+            }
+            Significance::Exported => f.write_str("exported from a shared object"),
+        }
+    }
+}
+
+/// The plan for every class with more than one member.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub mode: Mode,
+    pub classes: Vec<ClassPlan>,
+    /// Per candidate, why its address is significant (safe mode facts, also computed in mode all).
+    pub significance: Vec<Option<Significance>>,
+}
+
+impl Plan {
+    pub fn saved(&self) -> u64 {
+        self.classes.iter().map(ClassPlan::saved).sum()
+    }
+}
+
+impl Analysis<'_, '_> {
+    /// Decides keep / alias / thunk for every member of every class.
+    pub fn plan(&mut self, options: &PlanOptions) -> Plan {
+        let started = Instant::now();
+        let significance = self.significance();
+        let keep_unique: HashSet<&str> = options.keep_unique.iter().map(String::as_str).collect();
+        let classes = self
+            .partition
+            .groups()
+            .into_iter()
+            .map(|members| {
+                let facts: Vec<MemberFacts> = members
+                    .iter()
+                    .map(|&candidate| MemberFacts {
+                        candidate,
+                        size: self.candidates[candidate.index()].size(),
+                        significant: significance[candidate.index()].is_some(),
+                        must_keep: self.must_keep(candidate, &keep_unique),
+                        thunk_size: self.thunk_size(candidate),
+                        preference: self.preference(candidate),
+                    })
+                    .collect();
+                plan_class(ClassId(members[0].0), &facts, options.mode)
+            })
+            .collect();
+        self.timings.plan = started.elapsed();
+        Plan {
+            mode: options.mode,
+            classes,
+            significance,
+        }
+    }
+
+    /// Why each candidate's address is significant, `None` where it is not.
+    pub fn significance(&self) -> Vec<Option<Significance>> {
+        let program = self.program;
+        let mut result: Vec<Option<Significance>> = vec![None; self.candidates.len()];
+        let has_table = |object: ObjectId| program.object(object).elf.addrsig.is_some();
+
+        // Names some object's table marks: they are significant wherever they are defined.
+        let mut table_names: HashSet<&[u8]> = HashSet::new();
+        let mut table_symbols: HashSet<(ObjectId, SymbolIndex)> = HashSet::new();
+        for (index, object) in program.objects.iter().enumerate() {
+            for &symbol in object.elf.addrsig.iter().flatten() {
+                table_symbols.insert((ObjectId(index as u32), symbol));
+                let sym = object.elf.symbol(symbol);
+                if sym.binding != Binding::Local {
+                    table_names.insert(sym.name);
+                }
+            }
+        }
+
+        // Uses inferred from objects without a table, by candidate and by name.
+        let mut inferred: HashMap<CandidateId, Significance> = HashMap::new();
+        let mut inferred_names: HashMap<&[u8], Significance> = HashMap::new();
+        for (index, function) in self.functions.iter().enumerate() {
+            let info = &self.candidates[index];
+            if has_table(info.object) {
+                continue;
+            }
+            for r in &function.refs {
+                let from_data = !info.is_code();
+                if r.use_ != Use::Address && !from_data {
+                    continue;
+                }
+                let why = || {
+                    if from_data {
+                        Significance::ReferencedFromData {
+                            section: self.name(CandidateId(index as u32)),
+                        }
+                    } else {
+                        Significance::AddressTaken {
+                            by: self.name(CandidateId(index as u32)),
+                        }
+                    }
+                };
+                match self.targets.get(r.target) {
+                    Target::Candidate(target) => {
+                        inferred.entry(CandidateId(target)).or_insert_with(why);
+                    }
+                    Target::Symbol { name } => {
+                        inferred_names.entry(name).or_insert_with(why);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for &(candidate, object, section) in &self.data_references {
+            if !has_table(object) {
+                let name = program.object(object).elf.section(section).name_lossy();
+                inferred
+                    .entry(candidate)
+                    .or_insert(Significance::ReferencedFromData { section: name });
+            }
+        }
+
+        for (index, info) in self.candidates.iter().enumerate() {
+            let elf = &program.object(info.object).elf;
+            let symbols = candidate_symbols(
+                self.program.object(info.object),
+                info.section,
+                info.start,
+                info.end,
+                info.is_code(),
+            );
+            let in_table = symbols.iter().any(|&s| {
+                table_symbols.contains(&(info.object, s))
+                    || (elf.symbol(s).binding != Binding::Local
+                        && table_names.contains(elf.symbol(s).name))
+            });
+            let by_name = symbols.iter().find_map(|&s| {
+                let symbol = elf.symbol(s);
+                (symbol.binding != Binding::Local)
+                    .then(|| inferred_names.get(symbol.name))
+                    .flatten()
+            });
+            let exported = program.options.shared
+                && symbols.iter().any(|&s| {
+                    let symbol = elf.symbol(s);
+                    symbol.binding != Binding::Local && symbol.visibility == Visibility::Default
+                });
+            result[index] = if in_table {
+                Some(Significance::AddrsigTable)
+            } else if let Some(why) = inferred.get(&CandidateId(index as u32)) {
+                Some(why.clone())
+            } else if let Some(why) = by_name {
+                Some(why.clone())
+            } else if exported {
+                Some(Significance::Exported)
+            } else {
+                None
+            };
+        }
+        result
+    }
+
+    /// Why a candidate must keep its own body whatever the mode.
+    fn must_keep(&self, candidate: CandidateId, keep_unique: &HashSet<&str>) -> Option<KeepReason> {
+        let info = &self.candidates[candidate.index()];
+        let elf = &self.program.object(info.object).elf;
+        let section = elf.section(info.section);
+        let symbols = candidate_symbols(
+            self.program.object(info.object),
+            info.section,
+            info.start,
+            info.end,
+            info.is_code(),
+        );
+        for &index in &symbols {
+            let symbol = elf.symbol(index);
+            if keep_unique.contains(symbol.name_lossy().as_str())
+                || keep_unique.contains(crate::demangle(symbol.name).as_str())
+            {
+                return Some(KeepReason::KeepUnique);
+            }
+            if symbol.kind == SymbolKind::Ifunc {
+                return Some(KeepReason::Ineligible("an ifunc resolver".to_string()));
+            }
+        }
+        section_ineligibility(section, info.start, info.end).map(KeepReason::Ineligible)
+    }
+
+    fn thunk_size(&self, candidate: CandidateId) -> Option<u64> {
+        let info = &self.candidates[candidate.index()];
+        if !info.is_code() {
+            return None;
+        }
+        Some(match self.program.object(info.object).elf.arch {
+            // jmp rel32
+            Arch::X86_64 => 5,
+            // b imm26
+            Arch::Aarch64 => 4,
+        })
+    }
+
+    /// Lower is preferred as the kept copy: not replaceable, not in a COMDAT
+    /// group, strongest binding, first on the command line, then name.
+    fn preference(&self, candidate: CandidateId) -> (u8, u8, u8, u32, String) {
+        let info = &self.candidates[candidate.index()];
+        let elf = &self.program.object(info.object).elf;
+        let symbols = candidate_symbols(
+            self.program.object(info.object),
+            info.section,
+            info.start,
+            info.end,
+            info.is_code(),
+        );
+        let best = symbols
+            .iter()
+            .map(|&s| match elf.symbol(s).binding {
+                Binding::Global | Binding::Unique => 0,
+                Binding::Weak => 1,
+                Binding::Local => 2,
+                Binding::Other(_) => 3,
+            })
+            .min()
+            .unwrap_or(3);
+        let replaceable = u8::from(
+            best == 1
+                || symbols
+                    .iter()
+                    .any(|&s| elf.symbol(s).kind == SymbolKind::Ifunc),
+        );
+        let in_comdat = u8::from(elf.section(info.section).group.is_some());
+        (
+            replaceable,
+            in_comdat,
+            best,
+            candidate.0,
+            self.raw_name(candidate),
+        )
+    }
+
+    /// The origin of a candidate as a function index, for callers that need the extent.
+    pub fn function_index(&self, candidate: CandidateId) -> Option<usize> {
+        match self.candidates[candidate.index()].origin {
+            Origin::Function(index) => Some(index),
+            Origin::Data => None,
+        }
+    }
+}
+
+/// The symbols that name a candidate: those at its start (code) or anywhere
+/// in it (data), plus the section symbol for a whole section.
+fn candidate_symbols(
+    object: &LoadedObject<'_>,
+    section: SectionIndex,
+    start: u64,
+    end: u64,
+    code: bool,
+) -> Vec<SymbolIndex> {
+    let mut symbols: Vec<SymbolIndex> = object
+        .section_symbols
+        .get(&section)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|&&(value, _, _)| {
+            if code {
+                value == start
+            } else {
+                value >= start && value < end
+            }
+        })
+        .map(|&(_, _, index)| index)
+        .collect();
+    if start == 0 && end == object.elf.section(section).size {
+        symbols.extend(object.section_symbol[section.index()]);
+    }
+    symbols
+}
+
+/// Why a section may not be folded, `None` when it may.
+fn section_ineligibility(
+    section: &icf_object::Section<'_>,
+    start: u64,
+    end: u64,
+) -> Option<String> {
+    use object::elf;
+    let name = section.name_lossy();
+    if section.is_writable() {
+        return Some("writable section".to_string());
+    }
+    if section.flags & elf::SHF_LINK_ORDER.0 != 0 {
+        return Some("SHF_LINK_ORDER section".to_string());
+    }
+    if section.flags & elf::SHF_GNU_RETAIN.0 != 0 {
+        return Some("retained section (SHF_GNU_RETAIN)".to_string());
+    }
+    if [".init", ".fini", ".ctors", ".dtors"]
+        .iter()
+        .any(|s| name == *s || name.starts_with(&format!("{s}.")))
+    {
+        return Some(format!("{name} runs by its section"));
+    }
+    let c_identifier = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if c_identifier {
+        return Some(format!(
+            "section {name} may be delimited by __start_/__stop_ symbols"
+        ));
+    }
+    if start != 0 || end != section.size {
+        return Some("shares its section with other code".to_string());
+    }
+    None
+}

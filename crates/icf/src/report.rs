@@ -1,0 +1,423 @@
+//! The report model and its renderings: text (a table like cargo-bloat's),
+//! JSON (versioned, schema in docs/report-schema.md) and lld's
+//! `--print-icf-sections` lines.
+
+use crate::analysis::Analysis;
+use crate::plan::Plan;
+use icf_fold::CandidateId;
+use icf_fold::compare::{Step, first_difference};
+use icf_fold::plan::{Action, KeepReason, Mode};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Bumped whenever a field changes meaning or disappears.
+pub const REPORT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub version: u32,
+    pub mode: &'static str,
+    pub inputs: Vec<String>,
+    pub totals: Totals,
+    pub groups: Vec<Group>,
+    pub near_duplicates: Vec<NearDuplicate>,
+    pub timings_ms: TimingsMs,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Totals {
+    pub objects: usize,
+    pub functions: usize,
+    pub code_bytes: u64,
+    pub data_pieces: usize,
+    pub data_bytes: u64,
+    /// Functions compared byte-exactly because part of them could not be lifted.
+    pub opaque_functions: usize,
+    /// Classes with more than one member.
+    pub classes: usize,
+    /// Bytes of code in those classes beyond one copy each: what `--mode all` could remove.
+    pub foldable_bytes: u64,
+    pub aliases: usize,
+    pub thunks: usize,
+    /// Members that keep their body although identical.
+    pub kept_unique: usize,
+    pub saved_bytes: u64,
+    pub saved_code_bytes: u64,
+    pub saved_data_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    pub kind: &'static str,
+    pub size: u64,
+    pub saved: u64,
+    pub members: Vec<Member>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Member {
+    pub name: String,
+    pub symbol: String,
+    pub object: String,
+    pub section: String,
+    pub size: u64,
+    /// `kept`, `alias`, `thunk` or `keep`.
+    pub action: &'static str,
+    /// Why it keeps its body, or why its address is significant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NearDuplicate {
+    pub size: u64,
+    /// One member of each class that shares the structural hash.
+    pub functions: Vec<String>,
+    /// The first difference between the first two.
+    pub first_difference: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimingsMs {
+    pub load: f64,
+    pub lift: f64,
+    pub partition: f64,
+    pub plan: f64,
+    pub rounds: u32,
+}
+
+/// How many near-duplicate groups a report lists.
+const NEAR_DUPLICATES_SHOWN: usize = 50;
+
+impl Analysis<'_, '_> {
+    /// The report of `plan`; `load` is the time spent loading the program.
+    pub fn report(&self, plan: &Plan, load: std::time::Duration) -> Report {
+        let program = self.program;
+        let mut totals = Totals {
+            objects: program.objects.len(),
+            ..Totals::default()
+        };
+        for (info, function) in self.candidates.iter().zip(&self.functions) {
+            if info.is_code() {
+                totals.functions += 1;
+                totals.code_bytes += info.size();
+                totals.opaque_functions += usize::from(function.has_opaque());
+            } else {
+                totals.data_pieces += 1;
+                totals.data_bytes += info.size();
+            }
+        }
+        let mut groups = Vec::with_capacity(plan.classes.len());
+        for class in &plan.classes {
+            let kept = &self.candidates[class.kept.index()];
+            totals.classes += 1;
+            if kept.is_code() {
+                totals.foldable_bytes += kept.size() * (class.decisions.len() as u64 - 1);
+            }
+            let mut members = Vec::with_capacity(class.decisions.len());
+            for decision in &class.decisions {
+                let info = &self.candidates[decision.candidate.index()];
+                let (action, reason) = match &decision.action {
+                    Action::Kept => ("kept", None),
+                    Action::Alias => ("alias", None),
+                    Action::Thunk => (
+                        "thunk",
+                        plan.significance[decision.candidate.index()]
+                            .as_ref()
+                            .map(|s| s.to_string()),
+                    ),
+                    Action::Keep(reason) => {
+                        ("keep", Some(keep_reason(reason, plan, decision.candidate)))
+                    }
+                };
+                match action {
+                    "alias" => totals.aliases += 1,
+                    "thunk" => totals.thunks += 1,
+                    "keep" => totals.kept_unique += 1,
+                    _ => {}
+                }
+                if info.is_code() {
+                    totals.saved_code_bytes += decision.saved;
+                } else {
+                    totals.saved_data_bytes += decision.saved;
+                }
+                members.push(Member {
+                    name: self.name(decision.candidate),
+                    symbol: self.raw_name(decision.candidate),
+                    object: program.object_name(info.object),
+                    section: program
+                        .object(info.object)
+                        .elf
+                        .section(info.section)
+                        .name_lossy(),
+                    size: info.size(),
+                    action,
+                    reason,
+                });
+            }
+            groups.push(Group {
+                kind: if kept.is_code() { "code" } else { "data" },
+                size: kept.size(),
+                saved: class.saved(),
+                members,
+            });
+        }
+        totals.saved_bytes = totals.saved_code_bytes + totals.saved_data_bytes;
+        groups.sort_by(|a, b| {
+            b.saved
+                .cmp(&a.saved)
+                .then(b.size.cmp(&a.size))
+                .then_with(|| a.members[0].name.cmp(&b.members[0].name))
+        });
+
+        Report {
+            version: REPORT_VERSION,
+            mode: match plan.mode {
+                Mode::Safe => "safe",
+                Mode::All => "all",
+            },
+            inputs: program
+                .inputs
+                .files
+                .iter()
+                .map(|f| f.path.display().to_string())
+                .collect(),
+            totals,
+            groups,
+            near_duplicates: self.near_duplicates(),
+            timings_ms: TimingsMs {
+                load: load.as_secs_f64() * 1e3,
+                lift: self.timings.lift.as_secs_f64() * 1e3,
+                partition: self.timings.partition.as_secs_f64() * 1e3,
+                plan: self.timings.plan.as_secs_f64() * 1e3,
+                rounds: self.partition.rounds,
+            },
+        }
+    }
+
+    /// Code classes that share a structural hash but not a class: the same
+    /// modulo constants and call targets, largest first.
+    fn near_duplicates(&self) -> Vec<NearDuplicate> {
+        // One representative per class, bucketed by hash.
+        let mut by_hash: BTreeMap<u64, Vec<CandidateId>> = BTreeMap::new();
+        for (index, info) in self.candidates.iter().enumerate() {
+            let class = self.partition.class_of[index];
+            if info.is_code() && class.0 as usize == index && info.size() > 0 {
+                by_hash
+                    .entry(self.partition.hashes[index])
+                    .or_default()
+                    .push(CandidateId(index as u32));
+            }
+        }
+        let mut result: Vec<NearDuplicate> = by_hash
+            .values()
+            .filter(|classes| classes.len() > 1)
+            .map(|classes| {
+                let difference = first_difference(
+                    self.candidate(classes[0]),
+                    self.candidate(classes[1]),
+                    &self.class_map(),
+                );
+                NearDuplicate {
+                    size: self.candidates[classes[0].index()].size(),
+                    functions: classes.iter().map(|&c| self.name(c)).collect(),
+                    first_difference: difference
+                        .map(|d| self.describe_step(classes[0], classes[1], &d.step))
+                        .unwrap_or_else(|| "identical".to_string()),
+                }
+            })
+            .collect();
+        result.sort_by(|a, b| {
+            (b.size * b.functions.len() as u64).cmp(&(a.size * a.functions.len() as u64))
+        });
+        result.truncate(NEAR_DUPLICATES_SHOWN);
+        result
+    }
+
+    /// One line saying where two candidates differ.
+    pub fn describe_step(&self, left: CandidateId, right: CandidateId, step: &Step) -> String {
+        let (l, r) = (
+            &self.functions[left.index()],
+            &self.functions[right.index()],
+        );
+        let inst_text = |f: &icf_ir::Function, block: u32, inst: u32| -> String {
+            let Some(block) = f.blocks.get(block as usize) else {
+                return "(none)".to_string();
+            };
+            let Some(inst) = f.block_insts(block).get(inst as usize) else {
+                return "(none)".to_string();
+            };
+            let mut out = String::new();
+            let names = |target, addend| self.describe_target(target, addend);
+            icf_ir::print::print_inst(f, inst, icf_lift::syntax(f.arch), &names, &mut out);
+            out
+        };
+        let (la, ra) = (&self.attrs[left.index()], &self.attrs[right.index()]);
+        match step {
+            Step::Kind => "one is code, the other data".to_string(),
+            Step::Arch => "different architectures".to_string(),
+            Step::SectionClass => format!(
+                "output sections differ: {} vs {}",
+                self.section_classes[la.section_class as usize], self.section_classes[ra.section_class as usize]
+            ),
+            Step::Unwind => "unwind descriptions (CIE/FDE instructions) differ".to_string(),
+            Step::LayoutSensitivity => {
+                "only one has places referred to from outside (jump tables), so only one needs identical layout".to_string()
+            }
+            Step::UnwindRef { index } => {
+                let text = |attrs: &icf_fold::Attrs| {
+                    attrs
+                        .refs
+                        .get(*index as usize)
+                        .map_or("(none)".to_string(), |r| self.describe_target(r.target, r.addend))
+                };
+                format!("personality or exception table differs: {} vs {}", text(la), text(ra))
+            }
+            Step::BlockCount => format!("{} blocks vs {}", l.blocks.len(), r.blocks.len()),
+            Step::Successors { block } => format!("block {block} has different successors"),
+            Step::Reached { block } => format!("block {block} is reached from the entry in only one"),
+            Step::Opcode { block, inst }
+            | Step::Flags { block, inst }
+            | Step::OperandCount { block, inst }
+            | Step::Operand { block, inst, .. } => format!(
+                "block {block} instruction {inst}: `{}` vs `{}`",
+                inst_text(l, *block, *inst),
+                inst_text(r, *block, *inst)
+            ),
+            Step::Layout { block, inst } => format!("block {block} instruction {inst} is at a different offset"),
+            Step::BlockLength { block } => format!("block {block} is longer in one"),
+        }
+    }
+}
+
+fn keep_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> String {
+    match reason {
+        KeepReason::KeepUnique => "--keep-unique".to_string(),
+        KeepReason::Ineligible(why) => why.clone(),
+        KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
+            Some(why) => format!("{why}; a thunk would not be smaller"),
+            None => "address is significant".to_string(),
+        },
+    }
+}
+
+impl Report {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The report as a table for people.
+    pub fn to_text(&self, groups_shown: usize) -> String {
+        let t = &self.totals;
+        let mut out = String::new();
+        let percent = |part: u64, whole: u64| 100.0 * part as f64 / whole.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "icf report, mode {}: {} objects, {} functions ({} bytes), {} read-only data pieces ({} bytes)",
+            self.mode, t.objects, t.functions, t.code_bytes, t.data_pieces, t.data_bytes
+        );
+        let _ = writeln!(
+            out,
+            "{} classes of identical candidates; {} aliases, {} thunks, {} kept unique",
+            t.classes, t.aliases, t.thunks, t.kept_unique
+        );
+        let _ = writeln!(
+            out,
+            "saved {} bytes of code ({:.2}% of code), {} bytes of data; identical code beyond one copy: {} bytes ({:.2}%)",
+            t.saved_code_bytes,
+            percent(t.saved_code_bytes, t.code_bytes),
+            t.saved_data_bytes,
+            t.foldable_bytes,
+            percent(t.foldable_bytes, t.code_bytes)
+        );
+        if t.opaque_functions > 0 {
+            let _ = writeln!(
+                out,
+                "{} functions compared byte-exactly (not fully lifted)",
+                t.opaque_functions
+            );
+        }
+        out.push('\n');
+        let _ = writeln!(out, "{:>8} {:>7} {:>7}  Group", "Saved", "Size", "Members");
+        for group in self.groups.iter().take(groups_shown) {
+            let _ = writeln!(
+                out,
+                "{:>8} {:>7} {:>7}  {} ({})",
+                group.saved,
+                group.size,
+                group.members.len(),
+                group.members[0].name,
+                group.kind
+            );
+            for member in &group.members[1..] {
+                let reason = member
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" [{r}]"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "{:>26}{:<6} {}{}",
+                    "", member.action, member.name, reason
+                );
+            }
+        }
+        if self.groups.len() > groups_shown {
+            let _ = writeln!(
+                out,
+                "... and {} more groups (--format json lists all)",
+                self.groups.len() - groups_shown
+            );
+        }
+        if !self.near_duplicates.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nNear-duplicates (same structure, different constants or callees):"
+            );
+            for near in self.near_duplicates.iter().take(10) {
+                let _ = writeln!(
+                    out,
+                    "{:>8} x{}  {}\n{:>12}{}",
+                    near.size,
+                    near.functions.len(),
+                    near.functions.join(", "),
+                    "",
+                    near.first_difference
+                );
+            }
+        }
+        let ms = &self.timings_ms;
+        let _ = writeln!(
+            out,
+            "\ntime: load {:.1} ms, lift {:.1} ms, partition {:.1} ms ({} rounds), plan {:.1} ms",
+            ms.load, ms.lift, ms.partition, ms.rounds, ms.plan
+        );
+        out
+    }
+
+    /// lld's `--print-icf-sections` format: the kept section, then every section folded into it.
+    pub fn to_icf_sections(&self) -> String {
+        let mut out = String::new();
+        for group in &self.groups {
+            let removed: Vec<&Member> = group
+                .members
+                .iter()
+                .filter(|m| m.action == "alias")
+                .collect();
+            if removed.is_empty() {
+                continue;
+            }
+            let kept = &group.members[0];
+            let _ = writeln!(out, "selected section {}:({})", kept.object, kept.section);
+            for member in removed {
+                let _ = writeln!(
+                    out,
+                    "  removing identical section {}:({})",
+                    member.object, member.section
+                );
+            }
+        }
+        out
+    }
+}
