@@ -189,34 +189,63 @@ impl<'p, 'data> Analysis<'p, 'data> {
         }
     }
 
-    /// The candidate's name: its function's demangled name, or `section` for data.
+    /// The candidate's name: its function's demangled name; for data the
+    /// symbol at its start, or `section+offset`.
     pub fn name(&self, id: CandidateId) -> String {
         let info = &self.candidates[id.index()];
         match info.origin {
             Origin::Function(index) => self.program.function_name(&self.program.functions[index]),
-            Origin::Data => self
-                .program
-                .object(info.object)
-                .elf
-                .section(info.section)
-                .name_lossy(),
+            Origin::Data => self.data_symbol(id).map_or_else(
+                || self.data_place(id),
+                |symbol| crate::demangle(self.program.object(info.object).elf.symbol(symbol).name),
+            ),
         }
     }
 
-    /// The candidate's raw (mangled) name, or its section's name for data.
+    /// The candidate's raw (mangled) name; for data the symbol at its start, or `section+offset`.
     pub fn raw_name(&self, id: CandidateId) -> String {
         let info = &self.candidates[id.index()];
         match info.origin {
             Origin::Function(index) => self
                 .program
                 .function_raw_name(&self.program.functions[index]),
-            Origin::Data => self
-                .program
-                .object(info.object)
-                .elf
-                .section(info.section)
-                .name_lossy(),
+            Origin::Data => self.data_symbol(id).map_or_else(
+                || self.data_place(id),
+                |symbol| {
+                    self.program
+                        .object(info.object)
+                        .elf
+                        .symbol(symbol)
+                        .name_lossy()
+                },
+            ),
         }
+    }
+
+    fn data_place(&self, id: CandidateId) -> String {
+        let info = &self.candidates[id.index()];
+        let section = self
+            .program
+            .object(info.object)
+            .elf
+            .section(info.section)
+            .name_lossy();
+        icf_ir::print::with_addend(&section, info.start as i64)
+    }
+
+    /// The first named symbol at the start of a data candidate.
+    fn data_symbol(&self, id: CandidateId) -> Option<icf_object::SymbolIndex> {
+        let info = &self.candidates[id.index()];
+        let symbols = self
+            .program
+            .object(info.object)
+            .section_symbols
+            .get(&info.section)?;
+        let at = symbols.partition_point(|&(value, _, _)| value < info.start);
+        symbols
+            .get(at)
+            .filter(|&&(value, _, _)| value == info.start)
+            .map(|&(_, _, index)| index)
     }
 
     /// A place named for people: `foo+0x10`, `"a string"`, `memcpy`.
@@ -230,7 +259,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
     }
 }
 
-/// Every function piece, then every read-only data section, in object order.
+/// Every function piece, then every read-only data piece, in object order.
 fn collect_candidates(program: &Program<'_>) -> Vec<CandidateInfo> {
     let mut candidates: Vec<CandidateInfo> = program
         .functions
@@ -245,19 +274,64 @@ fn collect_candidates(program: &Program<'_>) -> Vec<CandidateInfo> {
         })
         .collect();
     for (index, object) in program.objects.iter().enumerate() {
+        let splits = data_split_points(&object.elf);
         for (section_index, section) in object.elf.sections.iter().enumerate() {
-            if is_read_only_data(section) {
+            if !is_read_only_data(section) {
+                continue;
+            }
+            let section_index = SectionIndex(section_index as u32);
+            let mut points: Vec<u64> = splits.get(&section_index).cloned().unwrap_or_default();
+            points.extend([0, section.size]);
+            points.retain(|&p| p <= section.size);
+            points.sort_unstable();
+            points.dedup();
+            for piece in points.windows(2) {
                 candidates.push(CandidateInfo {
                     origin: Origin::Data,
                     object: ObjectId(index as u32),
-                    section: SectionIndex(section_index as u32),
-                    start: 0,
-                    end: section.size,
+                    section: section_index,
+                    start: piece[0],
+                    end: piece[1],
                 });
             }
         }
     }
     candidates
+}
+
+/// Where read-only data sections split into pieces: at the start and end of
+/// every symbol (a table, a constant), and at every LSDA an FDE names, so
+/// that data sharing one section (no `-fdata-sections`, one
+/// `.gcc_except_table` for all functions) still compares piece by piece.
+fn data_split_points(elf: &ElfObject<'_>) -> HashMap<SectionIndex, Vec<u64>> {
+    let mut points: HashMap<SectionIndex, Vec<u64>> = HashMap::new();
+    for symbol in &elf.symbols {
+        if let Some(section) = symbol.section()
+            && !matches!(
+                symbol.kind,
+                icf_object::SymbolKind::Section | icf_object::SymbolKind::File
+            )
+        {
+            let entry = points.entry(section).or_default();
+            entry.push(symbol.value);
+            if symbol.size > 0 {
+                entry.push(symbol.value.saturating_add(symbol.size));
+            }
+        }
+    }
+    if let Some((eh_frame, fdes)) = &elf.eh_frame {
+        for lsda in fdes.iter().filter_map(|fde| fde.lsda) {
+            let reloc = &elf.section(*eh_frame).relocs[lsda];
+            let symbol = elf.symbol(reloc.symbol);
+            if let Some(section) = symbol.section() {
+                let place = symbol.value as i64 + reloc.addend;
+                if let Ok(place) = u64::try_from(place) {
+                    points.entry(section).or_default().push(place);
+                }
+            }
+        }
+    }
+    points
 }
 
 /// Read-only data a fold can share: allocated, not writable, not code, not
@@ -322,9 +396,12 @@ struct Narrower<'a, 'data> {
 }
 
 impl Narrower<'_, '_> {
-    /// `target + addend` where `place` is the byte referred to; unchanged when
-    /// no candidate or constant holds that place, or when `addend` and `place`
-    /// fall in different pieces (then only the section identity is sure).
+    /// `target + addend` where `place` is the byte referred to. A place in a
+    /// candidate becomes that candidate plus `addend` from its start. When
+    /// the section holds several pieces, `addend` must fall in the same piece
+    /// as `place` (a jump-table entry's addend is its target plus its distance
+    /// from the table start), or only the section's identity is sure and the
+    /// reference is left as it is.
     fn narrow(&self, target: TargetId, addend: i64, place: i64) -> (TargetId, i64) {
         let Target::Section { object, section } = self.targets.get(target) else {
             return (target, addend);
@@ -342,8 +419,9 @@ impl Narrower<'_, '_> {
             // A place one past the end still belongs to the piece it ends.
             (offset <= end).then_some((start, candidate))
         };
-        if let (Some((start, candidate)), Some((_, other))) = (piece_at(place), piece_at(addend))
-            && candidate == other
+        if let Some((start, candidate)) = piece_at(place)
+            && (places.pieces.len() == 1
+                || piece_at(addend).is_some_and(|(_, other)| other == candidate))
         {
             let id = self
                 .targets
@@ -379,11 +457,21 @@ impl Narrower<'_, '_> {
         let object = self.program.object(candidate.object);
         let elf = &object.elf;
         let section = elf.section(candidate.section);
-        let mut f = Function::new(elf.arch, section.size as u32);
-        let mut bytes = section.data.to_vec();
+        let (start, end) = (candidate.start, candidate.end);
+        let size = (end - start) as u32;
+        let mut f = Function::new(elf.arch, size);
+        let mut bytes = section
+            .data
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
+            .to_vec();
         let mut operands = vec![Operand::Opaque(icf_ir::OpaqueId(0))];
-        for reloc in &section.relocs {
-            let start = reloc.offset as usize;
+        let first = section.relocs.partition_point(|r| r.offset < start);
+        for reloc in section.relocs[first..]
+            .iter()
+            .take_while(|r| r.offset < end)
+        {
+            let start = (reloc.offset - candidate.start) as usize;
             if let Some(field) = bytes.get_mut(start..start + usize::from(reloc.size)) {
                 field.fill(0);
             }
@@ -399,14 +487,14 @@ impl Narrower<'_, '_> {
                 kind: RefKind(reloc.r_type),
                 use_: Use::Address,
             });
-            operands.push(Operand::Imm(reloc.offset as i64));
+            operands.push(Operand::Imm((reloc.offset - candidate.start) as i64));
             operands.push(Operand::Ref(r));
         }
         f.push_opaque(OpaqueRun {
             bytes: bytes.into_boxed_slice(),
             reason: OpaqueReason::Data,
         });
-        f.push_inst(Opcode::OPAQUE, 0, &operands, 0, section.size as u32);
+        f.push_inst(Opcode::OPAQUE, 0, &operands, 0, size);
         f.blocks.push(Block {
             insts: 0..1,
             succs: SmallVec::new(),

@@ -24,7 +24,7 @@ impl Analysis<'_, '_> {
                     &self.program.functions[index],
                     Some(name),
                 ),
-                Origin::Data => self.raw_name(id) == name,
+                Origin::Data => self.raw_name(id) == name || self.name(id) == name,
             })
             .collect()
     }

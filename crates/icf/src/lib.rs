@@ -20,8 +20,8 @@ mod targets;
 
 pub use analysis::{Analysis, CandidateInfo, Origin, Timings, output_section_class};
 pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
-pub use icf_fold::CandidateId;
 pub use icf_fold::plan::Mode;
+pub use icf_fold::{CandidateId, ClassId};
 pub use names::demangle;
 pub use plan::{Plan, PlanOptions, Significance};
 pub use program::{FunctionInfo, Inputs, LoadedObject, ObjectId, Options, Program};

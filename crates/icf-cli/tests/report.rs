@@ -1,0 +1,150 @@
+//! `icf report` and `icf explain` as a user runs them: the text report of a
+//! fixture (a snapshot), the same JSON whatever the thread count, lld's
+//! `--print-icf-sections` format, and explanations that name the difference.
+//! Regenerate snapshots with `UPDATE_EXPECT=1 cargo test -p icf-cli --test report`.
+
+use expect_test::expect_file;
+use icf_fixtures::{Build, Compiler};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn icf(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_icf"));
+    command.args(args);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("run icf");
+    assert!(
+        output.status.success(),
+        "icf {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn fixture(source: &str) -> PathBuf {
+    icf_fixtures::object(Path::new(source), &Build::new(Compiler::Gcc))
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The report without the lines that vary from run to run (timings, paths).
+fn stable_text(text: &str, object: &Path) -> String {
+    text.lines()
+        .filter(|line| !line.starts_with("time:"))
+        .map(|line| line.replace(&object.display().to_string(), "<object>"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn text_report_of_identical_functions() {
+    let object = fixture("c/identical.c");
+    let path = object.to_str().expect("utf-8 path");
+    let safe = stdout(&icf(&["report", path], &[]));
+    expect_file!["snapshots/identical-safe.txt"].assert_eq(&stable_text(&safe, &object));
+    let all = stdout(&icf(&["report", "--mode", "all", path], &[]));
+    expect_file!["snapshots/identical-all.txt"].assert_eq(&stable_text(&all, &object));
+}
+
+#[test]
+fn json_is_the_same_whatever_the_thread_count() {
+    let objects: Vec<PathBuf> = [
+        "c/identical.c",
+        "c/fold_cases.c",
+        "cpp/templates.cpp",
+        "cpp/exceptions.cpp",
+    ]
+    .iter()
+    .map(|s| fixture(s))
+    .collect();
+    let mut args = vec!["report", "--format", "json", "--mode", "all"];
+    args.extend(objects.iter().map(|p| p.to_str().expect("utf-8 path")));
+    let strip = |output: Output| -> serde_json::Value {
+        let mut value: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("valid JSON");
+        value
+            .as_object_mut()
+            .expect("an object")
+            .remove("timings_ms");
+        value
+    };
+    let one = strip(icf(&args, &[("RAYON_NUM_THREADS", "1")]));
+    let two = strip(icf(&args, &[("RAYON_NUM_THREADS", "2")]));
+    assert_eq!(one["version"], 1);
+    assert!(
+        one["totals"]["classes"].as_u64().expect("classes") >= 5,
+        "{one}"
+    );
+    assert_eq!(one, two);
+}
+
+#[test]
+fn print_icf_sections_uses_llds_format() {
+    let object = fixture("c/fold_cases.c");
+    let path = object.to_str().expect("utf-8 path");
+    let text = stdout(&icf(
+        &["report", "--mode", "all", "--print-icf-sections", path],
+        &[],
+    ));
+    let display = object.display().to_string();
+    assert!(
+        text.contains(&format!("selected section {display}:(.text.leaf_a)")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "  removing identical section {display}:(.text.leaf_b)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.lines().all(|l| l.starts_with("selected section ")
+            || l.starts_with("  removing identical section "))
+    );
+}
+
+#[test]
+fn explain_names_the_first_difference_and_follows_callees() {
+    let object = fixture("c/fold_cases.c");
+    let path = object.to_str().expect("utf-8 path");
+    let text = stdout(&icf(&["explain", "caller_a", "caller_c", path], &[]));
+    assert!(
+        text.starts_with("caller_a and caller_c differ: block 0 instruction"),
+        "{text}"
+    );
+    assert!(
+        text.contains("call leaf_a") && text.contains("call leaf_c"),
+        "{text}"
+    );
+    assert!(
+        text.contains("because leaf_a and leaf_c are not identical"),
+        "{text}"
+    );
+    let same = stdout(&icf(&["explain", "caller_a", "caller_b", path], &[]));
+    assert_eq!(
+        same.trim(),
+        "caller_a and caller_b are identical: they fold (a class of 2)"
+    );
+}
+
+#[test]
+fn explain_an_unknown_function_is_an_error() {
+    let object = fixture("c/fold_cases.c");
+    let output = Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args([
+            "explain",
+            "caller_a",
+            "no_such_function",
+            object.to_str().expect("utf-8 path"),
+        ])
+        .output()
+        .expect("run icf");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("no function named 'no_such_function'")
+    );
+}

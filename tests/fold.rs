@@ -1,0 +1,116 @@
+//! Which candidates the comparator and the partition find identical, on real
+//! compiler output: identical pairs, self and mutual recursion, callers that
+//! fold exactly when their callees do, functions reading identical or
+//! different read-only tables, switches with their own jump tables, and C++
+//! functions whose exception tables catch the same or different types.
+
+use icf::Analysis;
+use icf_fixtures::{Build, Compiler};
+use icf_tests::{load, open, x86_builds};
+use std::path::Path;
+
+fn class(analysis: &Analysis<'_, '_>, name: &str) -> icf::ClassId {
+    let found = analysis.find(name);
+    assert_eq!(found.len(), 1, "{name}: {found:?}");
+    analysis.partition.class_of[found[0].index()]
+}
+
+fn check_pairs(source: &str, builds: &[Build], same: &[(&str, &str)], different: &[(&str, &str)]) {
+    for build in builds {
+        let object = icf_fixtures::object(Path::new(source), build);
+        let inputs = open(&[object]);
+        let program = load(&inputs);
+        let analysis = Analysis::run(&program);
+        for (a, b) in same {
+            assert_eq!(
+                class(&analysis, a),
+                class(&analysis, b),
+                "{source} ({}): {a} and {b} should fold:\n{}",
+                build.label(),
+                analysis.explain(analysis.find(a)[0], analysis.find(b)[0])
+            );
+        }
+        for (a, b) in different {
+            assert_ne!(
+                class(&analysis, a),
+                class(&analysis, b),
+                "{source} ({}): {a} and {b} must not fold",
+                build.label()
+            );
+        }
+    }
+}
+
+#[test]
+fn identical_pairs_and_recursion_fold() {
+    check_pairs(
+        "c/identical.c",
+        &x86_builds(),
+        &[
+            ("add0", "add1"),
+            ("sum0", "sum1"),
+            ("fact0", "fact1"),
+            ("ping0", "ping1"),
+            ("pong0", "pong1"),
+            ("sub0", "sub1"),
+        ],
+        &[("add0", "add_plus_one"), ("ping0", "pong0")],
+    );
+}
+
+#[test]
+fn callers_fold_exactly_when_callees_fold() {
+    check_pairs(
+        "c/fold_cases.c",
+        &x86_builds(),
+        &[("leaf_a", "leaf_b"), ("caller_a", "caller_b")],
+        &[("leaf_a", "leaf_c"), ("caller_a", "caller_c")],
+    );
+}
+
+#[test]
+fn functions_reading_identical_tables_fold() {
+    // Tables are separate candidates only with -fdata-sections.
+    let builds: Vec<Build> = x86_builds()
+        .into_iter()
+        .filter(|b| b.function_sections)
+        .collect();
+    check_pairs(
+        "c/fold_cases.c",
+        &builds,
+        &[
+            ("table_a", "table_b"),
+            ("lookup_a", "lookup_b"),
+            ("switch_a", "switch_b"),
+        ],
+        &[("table_a", "table_c"), ("lookup_a", "lookup_c")],
+    );
+}
+
+#[test]
+fn exception_tables_decide_for_identical_code() {
+    check_pairs(
+        "cpp/exceptions.cpp",
+        &x86_builds(),
+        &[("catch_int0(int)", "catch_int1(int)")],
+        &[("catch_int0(int)", "catch_long(int)")],
+    );
+}
+
+#[test]
+fn explain_follows_references_to_the_first_difference() {
+    let object = icf_fixtures::object(Path::new("c/fold_cases.c"), &Build::new(Compiler::Gcc));
+    let inputs = open(&[object]);
+    let program = load(&inputs);
+    let analysis = Analysis::run(&program);
+    let (a, c) = (analysis.find("caller_a")[0], analysis.find("caller_c")[0]);
+    let text = analysis.explain(a, c);
+    assert!(text.contains("caller_a and caller_c differ"), "{text}");
+    assert!(
+        text.contains("because leaf_a and leaf_c are not identical"),
+        "{text}"
+    );
+    assert!(text.contains("imul") || text.contains("lea"), "{text}");
+    let same = analysis.explain(analysis.find("leaf_a")[0], analysis.find("leaf_b")[0]);
+    assert!(same.contains("identical: they fold"), "{same}");
+}
