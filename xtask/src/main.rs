@@ -4,7 +4,9 @@
 //! its own module. Tasks shell out to `cargo`, `apt-get` and `rustup` and assume
 //! they run from somewhere inside the workspace (cargo's alias guarantees it).
 
+mod corpus;
 mod deps;
+mod peer;
 mod process;
 mod test;
 
@@ -30,6 +32,17 @@ enum Task {
     },
     /// Install the compilers, linkers and emulators that the tests build fixtures with.
     InstallDeps,
+    /// Build (once; cached under target/corpus/NAME) a real-world link to replay, and print its directory.
+    Corpus {
+        /// Which corpus: `ripgrep` (ripgrep 15.2.0 from crates.io).
+        name: String,
+    },
+    /// Compare what icf folds on the ripgrep corpus with lld's and gold's --icf=all.
+    PeerCheck {
+        /// Fail unless icf folds at least this percentage of the sections lld's --icf=all removes.
+        #[arg(long, default_value_t = 99.0)]
+        min_coverage: f64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -37,6 +50,8 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Test { cargo_test_args } => test::run_all(&cargo_test_args),
         Task::InstallDeps => deps::install(),
+        Task::Corpus { name } => corpus::run_task(&name),
+        Task::PeerCheck { min_coverage } => peer::run(min_coverage),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

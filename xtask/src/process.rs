@@ -1,14 +1,14 @@
 //! Running child processes: locating programs on `PATH`, and running a command
 //! to completion with an error that names the exact command line on failure.
 //!
-//! Children inherit stdout and stderr, so their output reaches the user as it
-//! is produced; only the exit status is inspected here.
+//! `run` lets children inherit stdout and stderr, so their output reaches the
+//! user as it is produced; `capture` keeps both for the caller to parse.
 
 use std::env;
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 
 use anyhow::{Context, Result, bail};
 
@@ -51,6 +51,22 @@ pub fn run(command: &mut Command) -> Result<()> {
         bail!("`{shown}` failed ({status})");
     }
     Ok(())
+}
+
+/// Runs `command` with stdout and stderr captured and fails unless it exits
+/// successfully; the error carries the tail of its stderr.
+pub fn capture(command: &mut Command) -> Result<Output> {
+    let shown = display(command);
+    let output = command
+        .output()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        bail!("`{shown}` failed ({}):\n{tail}", output.status);
+    }
+    Ok(output)
 }
 
 /// Runs `command` with its output captured and reports only whether it exited

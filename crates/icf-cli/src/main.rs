@@ -64,6 +64,19 @@ enum Command {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
     },
+    /// Fold objects and archives: write each input, rewritten, under --out-dir.
+    Fold {
+        #[command(flatten)]
+        fold: FoldArgs,
+        /// Where the outputs go; each keeps its input's file name (a repeated name gets `<position>-` in front).
+        #[arg(long, value_name = "DIR")]
+        out_dir: PathBuf,
+        /// Also write the JSON report here.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
     /// Explain why two functions do or do not fold.
     Explain {
         #[command(flatten)]
@@ -133,6 +146,42 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             };
             write_stdout(&text)
+        }
+        Command::Fold {
+            fold,
+            out_dir,
+            report,
+            inputs,
+        } => {
+            let started = std::time::Instant::now();
+            let files = icf::Inputs::open(&inputs)?;
+            let program = icf::Program::load(
+                &files,
+                icf::Options {
+                    shared: fold.shared,
+                },
+            )?;
+            let load = started.elapsed();
+            log_skipped(cli.verbose, &program);
+            let mut analysis = icf::Analysis::run(&program);
+            let plan = analysis.plan(&plan_options(&fold));
+            let edits = analysis.object_edits(&plan);
+            let outputs = icf::write_outputs(&program, &edits, &out_dir)?;
+            let summary = analysis.report(&plan, load);
+            if let Some(path) = report {
+                icf::write_atomically(&path, (summary.to_json() + "\n").as_bytes())?;
+            }
+            let changed = outputs.iter().filter(|o| o.changed).count();
+            let totals = &summary.totals;
+            eprintln!(
+                "icf: folded {} aliases and {} thunks, {} bytes saved; {changed} of {} files rewritten into {}",
+                totals.aliases,
+                totals.thunks,
+                totals.saved_bytes,
+                outputs.len(),
+                out_dir.display()
+            );
+            Ok(())
         }
         Command::Explain {
             fold,

@@ -33,6 +33,11 @@ pub enum KeepReason {
     Ineligible(String),
     /// Its address is significant and another significant member already shares the body; no thunk is possible or smaller.
     SignificantAddress,
+    /// It must keep its own symbols (a COMDAT group member, or a global
+    /// symbol in another object than the kept copy) and a thunk would not be smaller.
+    OwnSymbols,
+    /// The kept copy lives in an archive member the link might not load.
+    KeptCopyMayNotLoad,
 }
 
 /// What happens to one member.
@@ -61,6 +66,14 @@ pub struct MemberFacts {
     pub thunk_size: Option<u64>,
     /// Lower is preferred as the kept copy; must be unique within a class.
     pub preference: (u8, u8, u8, u32, String),
+    /// The object it lives in.
+    pub object: u32,
+    /// Its object is part of the link whatever else is folded (not an archive member it might skip).
+    pub loaded: bool,
+    /// It is in a COMDAT group: its group and symbols stay, so it can only become a thunk.
+    pub pinned_in_comdat: bool,
+    /// It defines a global symbol, which cannot move to another object.
+    pub global_symbols: bool,
 }
 
 /// One member's fate.
@@ -90,9 +103,14 @@ impl ClassPlan {
 /// Plans one class. `members` must hold at least one member.
 pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassPlan {
     let mut order: Vec<&MemberFacts> = members.iter().collect();
-    // Only a member that may fold can be the kept copy; otherwise the preference decides.
+    // Only a member that may fold can be the kept copy, one the link surely
+    // loads is better; otherwise the preference decides.
     order.sort_by(|a, b| {
-        (a.must_keep.is_some(), &a.preference).cmp(&(b.must_keep.is_some(), &b.preference))
+        (a.must_keep.is_some(), !a.loaded, &a.preference).cmp(&(
+            b.must_keep.is_some(),
+            !b.loaded,
+            &b.preference,
+        ))
     });
     let kept = order[0];
     let mut decisions = Vec::with_capacity(order.len());
@@ -102,19 +120,25 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
         saved: 0,
     });
     let mut significant_shares = mode == Mode::Safe && kept.significant;
+    let thunk_or = |member: &MemberFacts, reason: KeepReason| match member.thunk_size {
+        Some(thunk) if thunk < member.size => Action::Thunk,
+        _ => Action::Keep(reason),
+    };
     for member in &order[1..] {
+        let elsewhere = member.object != kept.object;
         let action = if let Some(reason) = &member.must_keep {
             Action::Keep(reason.clone())
+        } else if elsewhere && !kept.loaded {
+            Action::Keep(KeepReason::KeptCopyMayNotLoad)
+        } else if member.pinned_in_comdat || (elsewhere && member.global_symbols) {
+            thunk_or(member, KeepReason::OwnSymbols)
         } else if mode == Mode::All || !member.significant {
             Action::Alias
         } else if !significant_shares {
             significant_shares = true;
             Action::Alias
         } else {
-            match member.thunk_size {
-                Some(thunk) if thunk < member.size => Action::Thunk,
-                _ => Action::Keep(KeepReason::SignificantAddress),
-            }
+            thunk_or(member, KeepReason::SignificantAddress)
         };
         let saved = match action {
             Action::Alias => member.size,
@@ -146,6 +170,10 @@ mod tests {
             must_keep: None,
             thunk_size: Some(5),
             preference: (0, 0, 0, index, format!("f{index}")),
+            object: 0,
+            loaded: true,
+            pinned_in_comdat: false,
+            global_symbols: false,
         }
     }
 
@@ -209,6 +237,57 @@ mod tests {
         assert_eq!(
             actions(&plan),
             vec![Action::Kept, Action::Keep(KeepReason::KeepUnique)]
+        );
+    }
+}
+
+#[cfg(test)]
+mod placement_tests {
+    use super::*;
+
+    fn member(index: u32, object: u32) -> MemberFacts {
+        MemberFacts {
+            candidate: CandidateId(index),
+            size: 32,
+            significant: false,
+            must_keep: None,
+            thunk_size: Some(5),
+            preference: (0, 0, 0, index, format!("f{index}")),
+            object,
+            loaded: true,
+            pinned_in_comdat: false,
+            global_symbols: false,
+        }
+    }
+
+    #[test]
+    fn comdat_members_and_globals_elsewhere_become_thunks() {
+        let mut members = [member(0, 0), member(1, 0), member(2, 1), member(3, 1)];
+        members[1].pinned_in_comdat = true;
+        members[2].global_symbols = true;
+        let plan = plan_class(ClassId(0), &members, Mode::All);
+        let actions: Vec<Action> = plan.decisions.iter().map(|d| d.action.clone()).collect();
+        assert_eq!(
+            actions,
+            vec![Action::Kept, Action::Thunk, Action::Thunk, Action::Alias]
+        );
+    }
+
+    #[test]
+    fn a_kept_copy_that_may_not_load_only_serves_its_own_object() {
+        let mut members = [member(0, 0), member(1, 0), member(2, 1)];
+        for m in &mut members {
+            m.loaded = false;
+        }
+        let plan = plan_class(ClassId(0), &members, Mode::All);
+        let actions: Vec<Action> = plan.decisions.iter().map(|d| d.action.clone()).collect();
+        assert_eq!(
+            actions,
+            vec![
+                Action::Kept,
+                Action::Alias,
+                Action::Keep(KeepReason::KeptCopyMayNotLoad)
+            ]
         );
     }
 }

@@ -86,3 +86,74 @@ fn entry_size(data: &[u8], offset: u64, entry_len: u64) -> u64 {
     let is_64 = data.get(offset as usize..offset as usize + 4) == Some(&[0xff; 4][..]);
     entry_len + if is_64 { 12 } else { 4 }
 }
+
+/// The framing of one `.eh_frame` entry, for rewriting: where it is, and for
+/// an FDE where its CIE is and where the CIE pointer field sits.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Entry {
+    pub offset: u64,
+    /// Size with the length field.
+    pub size: u64,
+    /// For an FDE: the offset of its CIE.
+    pub cie_offset: Option<u64>,
+    /// Offset of the CIE pointer (or CIE id) field within the entry.
+    pub cie_pointer_at: u64,
+}
+
+/// Every entry of `.eh_frame` in order, up to a zero terminator.
+pub fn entries(data: &[u8]) -> Result<Vec<Entry>> {
+    let mut entries = Vec::new();
+    let mut offset = 0usize;
+    let read_u32 = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(data.get(at..at + 4)?.try_into().ok()?))
+    };
+    while offset + 4 <= data.len() {
+        let length = read_u32(offset)
+            .ok_or_else(|| Error::new("truncated .eh_frame entry").at_offset(offset as u64))?;
+        if length == 0 {
+            break;
+        }
+        let (header, length) = if length == u32::MAX {
+            let long = data
+                .get(offset + 4..offset + 12)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .ok_or_else(|| Error::new("truncated .eh_frame entry").at_offset(offset as u64))?;
+            (12usize, long as usize)
+        } else {
+            (4usize, length as usize)
+        };
+        let size = header
+            .checked_add(length)
+            .filter(|&s| offset + s <= data.len())
+            .ok_or_else(|| {
+                Error::new("an .eh_frame entry runs past the end of the section")
+                    .at_offset(offset as u64)
+            })?;
+        if header == 12 {
+            return Err(
+                Error::new("64-bit .eh_frame entries are not supported").at_offset(offset as u64)
+            );
+        }
+        let id_at = offset + header;
+        let id = read_u32(id_at)
+            .ok_or_else(|| Error::new("truncated .eh_frame entry").at_offset(offset as u64))?;
+        let cie_offset = if id == 0 {
+            None
+        } else {
+            let cie = (id_at as u64).checked_sub(u64::from(id)).ok_or_else(|| {
+                Error::new("an FDE's CIE pointer points before the section")
+                    .at_offset(offset as u64)
+            })?;
+            Some(cie)
+        };
+        entries.push(Entry {
+            offset: offset as u64,
+            size: size as u64,
+            cie_offset,
+            cie_pointer_at: header as u64,
+        });
+        offset += size;
+    }
+    Ok(entries)
+}

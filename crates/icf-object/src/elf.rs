@@ -135,6 +135,8 @@ pub struct Symbol<'data> {
     pub binding: Binding,
     pub kind: SymbolKind,
     pub visibility: Visibility,
+    /// The raw `st_other` byte (visibility plus machine-specific bits).
+    pub other: u8,
     pub place: SymbolPlace,
     pub value: u64,
     pub size: u64,
@@ -355,6 +357,7 @@ impl<'data> ElfObject<'data> {
                     elf::STV_PROTECTED => Visibility::Protected,
                     _ => Visibility::Default,
                 },
+                other: sym.st_other.0,
                 place,
                 value: sym.st_value(LE),
                 size: sym.st_size(LE),
@@ -568,6 +571,54 @@ impl<'data> ElfObject<'data> {
         })?;
         self.eh_frame = Some((index, fdes));
         Ok(())
+    }
+}
+
+impl ElfObject<'_> {
+    /// The `GNU_PROPERTY_*_FEATURE_1_AND` bits of `.note.gnu.property`
+    /// (x86-64: IBT = 1, SHSTK = 2; AArch64: BTI = 1, PAC = 2), 0 when absent.
+    pub fn feature_1_and(&self) -> u32 {
+        let wanted = match self.arch {
+            Arch::X86_64 => 0xc000_0002u32,
+            Arch::Aarch64 => 0xc000_0000u32,
+        };
+        let Some(section) = self
+            .sections
+            .iter()
+            .find(|s| s.name == b".note.gnu.property")
+        else {
+            return 0;
+        };
+        let data = section.data;
+        let u32_at = |at: usize| {
+            data.get(at..at + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let mut note = 0;
+        while let (Some(namesz), Some(descsz), Some(kind)) =
+            (u32_at(note), u32_at(note + 4), u32_at(note + 8))
+        {
+            let name_end = note + 12 + (namesz as usize).next_multiple_of(4);
+            let desc_end = name_end + (descsz as usize).next_multiple_of(8);
+            if kind == 5 && data.get(note + 12..note + 16) == Some(b"GNU\0") {
+                let mut property = name_end;
+                while property + 8 <= (name_end + descsz as usize).min(data.len()) {
+                    let (Some(pr_type), Some(pr_size)) = (u32_at(property), u32_at(property + 4))
+                    else {
+                        break;
+                    };
+                    if pr_type == wanted && pr_size >= 4 {
+                        return u32_at(property + 8).unwrap_or(0);
+                    }
+                    property += 8 + (pr_size as usize).next_multiple_of(8);
+                }
+            }
+            if desc_end <= note {
+                break;
+            }
+            note = desc_end;
+        }
+        0
     }
 }
 

@@ -85,3 +85,9 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<object::write::Error> for Error {
+    fn from(error: object::write::Error) -> Error {
+        Error::new(format!("writing: {error}"))
+    }
+}

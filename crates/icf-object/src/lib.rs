@@ -15,6 +15,7 @@ mod error;
 mod functions;
 mod input;
 pub mod reloc;
+mod rewrite;
 
 pub use eh_frame::Fde;
 pub use elf::{
@@ -24,3 +25,4 @@ pub use elf::{
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
 pub use input::{FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, list_objects};
+pub use rewrite::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef, rewrite};

@@ -265,6 +265,7 @@ fn collect_candidates(program: &Program<'_>) -> Vec<CandidateInfo> {
         .functions
         .iter()
         .enumerate()
+        .filter(|(_, f)| program.object(f.object).loaded)
         .map(|(index, f)| CandidateInfo {
             origin: Origin::Function(index),
             object: f.object,
@@ -274,6 +275,9 @@ fn collect_candidates(program: &Program<'_>) -> Vec<CandidateInfo> {
         })
         .collect();
     for (index, object) in program.objects.iter().enumerate() {
+        if !object.loaded {
+            continue;
+        }
         let splits = data_split_points(&object.elf);
         for (section_index, section) in object.elf.sections.iter().enumerate() {
             if !is_read_only_data(section) {

@@ -11,6 +11,7 @@
 mod analysis;
 mod dump;
 mod explain;
+mod fold;
 mod lift;
 mod names;
 mod plan;
@@ -20,6 +21,7 @@ mod targets;
 
 pub use analysis::{Analysis, CandidateInfo, Origin, Timings, output_section_class};
 pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
+pub use fold::{FoldedFile, write_atomically, write_outputs};
 pub use icf_fold::plan::Mode;
 pub use icf_fold::{CandidateId, ClassId};
 pub use names::demangle;

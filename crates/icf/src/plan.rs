@@ -91,6 +91,13 @@ impl Analysis<'_, '_> {
                         must_keep: self.must_keep(candidate, &keep_unique),
                         thunk_size: self.thunk_size(candidate),
                         preference: self.preference(candidate),
+                        object: self.candidates[candidate.index()].object.0,
+                        loaded: self
+                            .program
+                            .object(self.candidates[candidate.index()].object)
+                            .loaded,
+                        pinned_in_comdat: self.in_comdat(candidate),
+                        global_symbols: self.has_global_symbols(candidate),
                     })
                     .collect();
                 plan_class(ClassId(members[0].0), &facts, options.mode)
@@ -231,6 +238,22 @@ impl Analysis<'_, '_> {
             }
         }
         section_ineligibility(section, info.start, info.end).map(KeepReason::Ineligible)
+    }
+
+    fn in_comdat(&self, candidate: CandidateId) -> bool {
+        let info = &self.candidates[candidate.index()];
+        let elf = &self.program.object(info.object).elf;
+        elf.section(info.section)
+            .group
+            .is_some_and(|g| elf.groups[g as usize].is_comdat)
+    }
+
+    fn has_global_symbols(&self, candidate: CandidateId) -> bool {
+        let info = &self.candidates[candidate.index()];
+        let object = self.program.object(info.object);
+        candidate_symbols(object, info.section, info.start, info.end, info.is_code())
+            .iter()
+            .any(|&s| object.elf.symbol(s).binding != Binding::Local)
     }
 
     fn thunk_size(&self, candidate: CandidateId) -> Option<u64> {

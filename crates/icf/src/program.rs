@@ -60,6 +60,9 @@ pub struct LoadedObject<'data> {
     pub section_symbols: HashMap<SectionIndex, Vec<(u64, u64, icf_object::SymbolIndex)>>,
     /// The `STT_SECTION` symbol of each section, indexed by section index.
     pub section_symbol: Vec<Option<icf_object::SymbolIndex>>,
+    /// Whether the link includes this object: a plain object always, an
+    /// archive member when it defines a symbol the link needs.
+    pub loaded: bool,
 }
 
 /// One function piece of one object.
@@ -136,6 +139,7 @@ impl<'data> Program<'data> {
                     .map(|extent| FunctionInfo { object: id, extent }),
             );
             let anchors = elf.data_anchors();
+            let is_plain_object = member.is_none();
             objects.push(LoadedObject {
                 file,
                 member,
@@ -143,11 +147,13 @@ impl<'data> Program<'data> {
                 anchors,
                 section_symbols: section_symbols(&elf),
                 section_symbol: section_symbol_of(&elf),
+                loaded: is_plain_object,
                 symbol_refs,
                 section_targets,
                 elf,
             });
         }
+        resolve_archive_members(&mut objects);
         Ok(Program {
             inputs,
             options,
@@ -213,4 +219,58 @@ fn section_symbol_of(elf: &ElfObject<'_>) -> Vec<Option<icf_object::SymbolIndex>
         }
     }
     result
+}
+
+/// Marks the archive members a link loads: those that define a symbol that a
+/// loaded object references and no loaded object defines, repeated until
+/// nothing changes. This is lld's rule (every archive is searched whatever
+/// its position); GNU ld, which does not go back to earlier archives, loads
+/// at most these.
+fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
+    use icf_object::{Binding, SymbolPlace};
+    let mut providers: HashMap<&[u8], Vec<usize>> = HashMap::new();
+    for (index, object) in objects.iter().enumerate() {
+        if object.loaded {
+            continue;
+        }
+        for symbol in &object.elf.symbols {
+            if symbol.binding != Binding::Local
+                && symbol.is_defined()
+                && symbol.place != SymbolPlace::Common
+            {
+                providers.entry(symbol.name).or_default().push(index);
+            }
+        }
+    }
+    let mut defined: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut wanted: Vec<Vec<u8>> = Vec::new();
+    let mut queue: Vec<usize> = (0..objects.len()).filter(|&i| objects[i].loaded).collect();
+    while !queue.is_empty() {
+        for index in queue.drain(..) {
+            for symbol in &objects[index].elf.symbols {
+                if symbol.binding == Binding::Local || symbol.name.is_empty() {
+                    continue;
+                }
+                if symbol.is_defined() {
+                    defined.insert(symbol.name.to_vec());
+                } else if symbol.binding != Binding::Weak {
+                    wanted.push(symbol.name.to_vec());
+                }
+            }
+        }
+        let mut next = Vec::new();
+        for name in wanted.drain(..) {
+            if defined.contains(&name) {
+                continue;
+            }
+            if let Some(&member) = providers
+                .get(name.as_slice())
+                .and_then(|p| p.iter().find(|&&m| !objects[m].loaded))
+            {
+                objects[member].loaded = true;
+                next.push(member);
+            }
+        }
+        queue = next;
+    }
 }

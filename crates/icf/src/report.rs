@@ -295,6 +295,8 @@ fn keep_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> Stri
     match reason {
         KeepReason::KeepUnique => "--keep-unique".to_string(),
         KeepReason::Ineligible(why) => why.clone(),
+        KeepReason::OwnSymbols => "keeps its own symbols (COMDAT group or global in another object); a thunk would not be smaller".to_string(),
+        KeepReason::KeptCopyMayNotLoad => "the kept copy's archive member might not be linked".to_string(),
         KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
             Some(why) => format!("{why}; a thunk would not be smaller"),
             None => "address is significant".to_string(),

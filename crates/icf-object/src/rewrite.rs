@@ -1,0 +1,830 @@
+//! Writes a parsed object back with fold edits applied, keeping every section
+//! the edits do not touch byte-for-byte.
+//!
+//! `object`'s ELF builder rejects `SHT_GROUP` and `SHT_LLVM_ADDRSIG`, i.e.
+//! every C++, Rust and clang object, so this drives the low-level
+//! `object::write::elf::Writer` (string tables, symbol order, section
+//! indices) and regenerates only what an edit changes: the symbol table, the
+//! relocation sections, group member lists, `.llvm_addrsig` and `.eh_frame`.
+//!
+//! Edits: a section whose body is folded into another copy is removed, with
+//! its relocation section, its FDE and any `SHF_LINK_ORDER` section attached
+//! to it; its symbols move to the kept copy (same object) or, for local
+//! symbols, disappear; every relocation that pointed into it (code, data,
+//! `.debug_*`) is retargeted to the same place in the kept copy. A thunk
+//! section keeps its symbols and alignment but holds a jump to the kept copy.
+
+use crate::eh_frame;
+use crate::elf::{Binding, ElfObject, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
+use crate::error::{Error, Result};
+use object::LittleEndian as LE;
+use object::elf;
+use object::read::elf::FileHeader as _;
+use object::write::StringId;
+use object::write::elf::{FileHeader, Rel, SectionHeader, Sym, Writer};
+use std::collections::{HashMap, HashSet};
+
+/// Where the bytes of a removed section live on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// Another section of this object, at `start`, `size` bytes long.
+    Local {
+        section: SectionIndex,
+        start: u64,
+        size: u64,
+    },
+    /// A kept copy in another object, reached through a new (undefined) symbol.
+    External { symbol: usize, size: u64 },
+}
+
+/// A symbol a relocation can name.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SymbolRef {
+    Existing(SymbolIndex),
+    /// An index into [`Edits::new_symbols`].
+    New(usize),
+}
+
+/// A relocation of new section contents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewReloc {
+    pub offset: u64,
+    pub r_type: u32,
+    pub symbol: SymbolRef,
+    pub addend: i64,
+}
+
+/// New contents for a section that stays: a thunk to the kept copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewContents {
+    pub bytes: Vec<u8>,
+    pub relocs: Vec<NewReloc>,
+}
+
+/// A symbol the edits add.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewSymbol {
+    pub name: Vec<u8>,
+    /// `None` for an undefined reference to another object's symbol.
+    pub definition: Option<(SectionIndex, u64)>,
+    pub size: u64,
+    pub global: bool,
+    pub hidden: bool,
+    pub function: bool,
+}
+
+/// Everything to change in one object.
+#[derive(Clone, Debug, Default)]
+pub struct Edits {
+    pub moved: HashMap<SectionIndex, Destination>,
+    pub replaced: HashMap<SectionIndex, NewContents>,
+    pub align: HashMap<SectionIndex, u64>,
+    pub new_symbols: Vec<NewSymbol>,
+}
+
+impl Edits {
+    pub fn is_empty(&self) -> bool {
+        self.moved.is_empty()
+            && self.replaced.is_empty()
+            && self.align.is_empty()
+            && self.new_symbols.is_empty()
+    }
+}
+
+/// A section of the output: an input section, or the relocations of one.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+enum Out {
+    Section(SectionIndex),
+    Relocations(SectionIndex),
+}
+
+/// What happens to one old symbol.
+#[derive(Copy, Clone, Debug)]
+enum SymbolFate {
+    Keep,
+    /// Defined again at `value` in `section`.
+    Redefine {
+        section: SectionIndex,
+        value: u64,
+        size: u64,
+    },
+    /// Gone; references go to the destination of its section.
+    Drop,
+}
+
+/// A symbol of the output, before indices are known.
+#[derive(Clone, Debug)]
+struct OutSymbol<'a> {
+    name: &'a [u8],
+    st_info: u8,
+    st_other: u8,
+    /// Old section index, `None` for SHN_UNDEF/ABS/COMMON given by `special`.
+    section: Option<SectionIndex>,
+    special: u16,
+    value: u64,
+    size: u64,
+}
+
+impl OutSymbol<'_> {
+    fn is_local(&self) -> bool {
+        self.st_info >> 4 == elf::STB_LOCAL.0
+    }
+}
+
+/// Rewrites `object` with `edits`. The result is a complete ELF file.
+pub fn rewrite(object: &ElfObject<'_>, edits: &Edits) -> Result<Vec<u8>> {
+    Rewriter::new(object, edits)?.write()
+}
+
+struct Rewriter<'a, 'data> {
+    object: &'a ElfObject<'data>,
+    edits: &'a Edits,
+    dropped: HashSet<SectionIndex>,
+    /// FDE-less sections: removed or turned into thunks.
+    unwound: HashSet<SectionIndex>,
+    fates: Vec<SymbolFate>,
+    /// Output symbols: old kept/redefined ones, then new ones, then added section symbols.
+    symbols: Vec<OutSymbol<'a>>,
+    /// Output position (in `symbols`) of each old symbol.
+    old_to_out: Vec<Option<usize>>,
+    /// Output position of each new symbol.
+    new_to_out: Vec<usize>,
+    /// Output position of the section symbol of each section, added where missing.
+    section_symbol: HashMap<SectionIndex, usize>,
+}
+
+impl<'a, 'data> Rewriter<'a, 'data> {
+    fn new(object: &'a ElfObject<'data>, edits: &'a Edits) -> Result<Rewriter<'a, 'data>> {
+        let mut rewriter = Rewriter {
+            object,
+            edits,
+            dropped: HashSet::new(),
+            unwound: HashSet::new(),
+            fates: Vec::new(),
+            symbols: Vec::new(),
+            old_to_out: Vec::new(),
+            new_to_out: Vec::new(),
+            section_symbol: HashMap::new(),
+        };
+        rewriter.plan_sections();
+        rewriter.plan_symbols()?;
+        Ok(rewriter)
+    }
+
+    /// Removed sections, their relocation sections, sections linked to them by
+    /// `SHF_LINK_ORDER`, and groups left with no member.
+    fn plan_sections(&mut self) {
+        let object = self.object;
+        self.dropped.extend(self.edits.moved.keys().copied());
+        loop {
+            let before = self.dropped.len();
+            for (index, section) in object.sections.iter().enumerate() {
+                let index = SectionIndex(index as u32);
+                if self.dropped.contains(&index) {
+                    continue;
+                }
+                let link_order = section.flags & elf::SHF_LINK_ORDER.0 != 0;
+                if link_order && self.dropped.contains(&SectionIndex(section.link)) {
+                    self.dropped.insert(index);
+                }
+            }
+            for (index, section) in object.sections.iter().enumerate() {
+                if section.sh_type == elf::SHT_RELA.0
+                    && self.dropped.contains(&SectionIndex(section.info))
+                {
+                    self.dropped.insert(SectionIndex(index as u32));
+                }
+            }
+            for group in &object.groups {
+                if group.members.iter().all(|m| self.dropped.contains(m)) {
+                    self.dropped.insert(group.section);
+                }
+            }
+            if self.dropped.len() == before {
+                break;
+            }
+        }
+        self.unwound.extend(self.edits.moved.keys().copied());
+        self.unwound.extend(self.edits.replaced.keys().copied());
+        self.unwound.extend(self.dropped.iter().copied());
+    }
+
+    fn plan_symbols(&mut self) -> Result<()> {
+        let object = self.object;
+        let mut fates = Vec::with_capacity(object.symbols.len());
+        for (index, symbol) in object.symbols.iter().enumerate() {
+            let fate = match symbol.place {
+                SymbolPlace::Section(section) if self.dropped.contains(&section) => {
+                    match self.edits.moved.get(&section) {
+                        Some(Destination::Local {
+                            section,
+                            start,
+                            size,
+                        }) if symbol.kind != SymbolKind::Section => {
+                            let size = if symbol.value == 0 {
+                                *size
+                            } else {
+                                symbol.size
+                            };
+                            SymbolFate::Redefine {
+                                section: *section,
+                                value: start + symbol.value,
+                                size,
+                            }
+                        }
+                        _ if symbol.binding == Binding::Local => SymbolFate::Drop,
+                        _ => {
+                            return Err(Error::new(format!(
+                                "symbol {index} '{}' is global but its section is removed without a local copy",
+                                symbol.name_lossy()
+                            )));
+                        }
+                    }
+                }
+                _ => SymbolFate::Keep,
+            };
+            fates.push(fate);
+        }
+        self.fates = fates;
+
+        let mut old_to_out = vec![None; object.symbols.len()];
+        for (index, symbol) in object.symbols.iter().enumerate().skip(1) {
+            let (section, value, size) = match self.fates[index] {
+                SymbolFate::Drop => continue,
+                SymbolFate::Keep => (symbol.section(), symbol.value, symbol.size),
+                SymbolFate::Redefine {
+                    section,
+                    value,
+                    size,
+                } => (Some(section), value, size),
+            };
+            let special = match symbol.place {
+                SymbolPlace::Undefined => elf::SHN_UNDEF.0,
+                SymbolPlace::Absolute => elf::SHN_ABS.0,
+                SymbolPlace::Common => elf::SHN_COMMON.0,
+                SymbolPlace::Section(_) => 0,
+            };
+            old_to_out[index] = Some(self.symbols.len());
+            self.symbols.push(OutSymbol {
+                name: symbol.name,
+                st_info: raw_st_info(symbol.binding, symbol.kind),
+                st_other: symbol.other,
+                section,
+                special,
+                value,
+                size,
+            });
+            if symbol.kind == SymbolKind::Section
+                && let Some(section) = section
+            {
+                self.section_symbol
+                    .entry(section)
+                    .or_insert(self.symbols.len() - 1);
+            }
+        }
+        self.old_to_out = old_to_out;
+        for new in &self.edits.new_symbols {
+            let binding = if new.global {
+                elf::STB_GLOBAL.0
+            } else {
+                elf::STB_LOCAL.0
+            };
+            let kind = if new.function && new.definition.is_some() {
+                elf::STT_FUNC.0
+            } else {
+                elf::STT_NOTYPE.0
+            };
+            self.new_to_out.push(self.symbols.len());
+            self.symbols.push(OutSymbol {
+                name: &new.name,
+                st_info: (binding << 4) | kind,
+                st_other: if new.hidden {
+                    elf::STV_HIDDEN.0
+                } else {
+                    elf::STV_DEFAULT.0
+                },
+                section: new.definition.map(|(section, _)| section),
+                special: elf::SHN_UNDEF.0,
+                value: new.definition.map_or(0, |(_, value)| value),
+                size: new.size,
+            });
+        }
+        // Retargeted references need the section symbol of each local destination.
+        let mut destinations: Vec<SectionIndex> = self
+            .edits
+            .moved
+            .values()
+            .filter_map(|d| match d {
+                Destination::Local { section, .. } => Some(*section),
+                Destination::External { .. } => None,
+            })
+            .collect();
+        destinations.sort();
+        destinations.dedup();
+        for section in destinations {
+            if !self.section_symbol.contains_key(&section) {
+                self.section_symbol.insert(section, self.symbols.len());
+                self.symbols.push(OutSymbol {
+                    name: b"",
+                    st_info: (elf::STB_LOCAL.0 << 4) | elf::STT_SECTION.0,
+                    st_other: 0,
+                    section: Some(section),
+                    special: 0,
+                    value: 0,
+                    size: 0,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The output symbol and addend for a relocation through old symbol
+    /// `symbol`; `clamp` keeps the place inside a destination (debug info).
+    fn retarget(&self, symbol: SymbolIndex, addend: i64, clamp: bool) -> Result<(usize, i64)> {
+        if let Some(out) = self.old_to_out[symbol.index()] {
+            return Ok((out, addend));
+        }
+        let old = self.object.symbol(symbol);
+        let Some(section) = old.section() else {
+            return Err(Error::new(format!(
+                "relocation through removed symbol '{}'",
+                old.name_lossy()
+            )));
+        };
+        let place = old.value as i64 + addend;
+        let clamp_to = |size: u64| {
+            if clamp {
+                place.clamp(0, size as i64)
+            } else {
+                place
+            }
+        };
+        match self.edits.moved.get(&section) {
+            Some(Destination::Local {
+                section,
+                start,
+                size,
+            }) => {
+                let out = self.section_symbol[section];
+                Ok((out, *start as i64 + clamp_to(*size)))
+            }
+            Some(Destination::External { symbol, size }) => {
+                Ok((self.new_to_out[*symbol], clamp_to(*size)))
+            }
+            None => Err(Error::new(format!(
+                "relocation into section {} which is removed with its owner",
+                self.object.section(section).name_lossy()
+            ))),
+        }
+    }
+
+    fn write(&self) -> Result<Vec<u8>> {
+        let object = self.object;
+        let header = elf::FileHeader64::<LE>::parse(object.data)?;
+        let shstrndx = header.e_shstrndx(LE).0 as usize;
+        let symtab = object.symtab;
+        let symtab_strtab = symtab.map(|s| object.section(s).link as usize);
+        let is_regenerated = |index: usize, sh_type: u32| {
+            Some(SectionIndex(index as u32)) == symtab
+                || Some(index) == symtab_strtab
+                || index == shstrndx
+                || sh_type == elf::SHT_SYMTAB_SHNDX.0
+        };
+
+        // Contents that change: relocations, groups, addrsig, eh_frame, thunks.
+        let mut new_relocs: HashMap<SectionIndex, Vec<(u64, usize, u32, i64)>> = HashMap::new();
+        let mut new_data: HashMap<SectionIndex, Vec<u8>> = HashMap::new();
+        for (index, section) in object.sections.iter().enumerate() {
+            let index = SectionIndex(index as u32);
+            if self.dropped.contains(&index) || section.sh_type == elf::SHT_RELA.0 {
+                continue;
+            }
+            if let Some(contents) = self.edits.replaced.get(&index) {
+                new_data.insert(index, contents.bytes.clone());
+                let relocs = contents
+                    .relocs
+                    .iter()
+                    .map(|r| {
+                        let out = match r.symbol {
+                            SymbolRef::Existing(s) => {
+                                self.retarget(s, r.addend, false).map(|(o, _)| o)
+                            }
+                            SymbolRef::New(n) => Ok(self.new_to_out[n]),
+                        }?;
+                        Ok((r.offset, out, r.r_type, r.addend))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                new_relocs.insert(index, relocs);
+                continue;
+            }
+            if Some(index) == object.eh_frame.as_ref().map(|(s, _)| *s) {
+                let (bytes, relocs) = self.rewrite_eh_frame(index)?;
+                new_data.insert(index, bytes);
+                new_relocs.insert(index, relocs);
+                continue;
+            }
+            if section.reloc_section.is_some() {
+                let clamp = !section.is_alloc();
+                let relocs = section
+                    .relocs
+                    .iter()
+                    .map(|r| {
+                        let (out, addend) =
+                            self.retarget(r.symbol, r.addend, clamp).map_err(|e| {
+                                object.section_error(index, e.message).at_offset(r.offset)
+                            })?;
+                        Ok((r.offset, out, r.r_type, addend))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                new_relocs.insert(index, relocs);
+            }
+        }
+
+        // Output symbol order: null, locals, globals.
+        let mut order: Vec<usize> = (0..self.symbols.len())
+            .filter(|&i| self.symbols[i].is_local())
+            .collect();
+        let num_local = order.len() as u32 + 1;
+        order.extend((0..self.symbols.len()).filter(|&i| !self.symbols[i].is_local()));
+        let mut out_index = vec![0u32; self.symbols.len()];
+        for (position, &symbol) in order.iter().enumerate() {
+            out_index[symbol] = position as u32 + 1;
+        }
+
+        // The output's sections: every kept section in the original order, each
+        // relocation section right after its target (a new one where a thunk
+        // gained relocations), the regenerated tables at the end.
+        let mut outs: Vec<Out> = Vec::new();
+        for (index, section) in object.sections.iter().enumerate().skip(1) {
+            let old = SectionIndex(index as u32);
+            if self.dropped.contains(&old)
+                || is_regenerated(index, section.sh_type)
+                || section.sh_type == elf::SHT_RELA.0
+            {
+                continue;
+            }
+            outs.push(Out::Section(old));
+            if new_relocs.get(&old).is_some_and(|r| !r.is_empty()) {
+                outs.push(Out::Relocations(old));
+            }
+        }
+        let rela_name = |target: SectionIndex| -> Vec<u8> {
+            match object.section(target).reloc_section {
+                Some(rela) => object.section(rela).name.to_vec(),
+                None => [&b".rela"[..], object.section(target).name].concat(),
+            }
+        };
+        let rela_names: HashMap<SectionIndex, Vec<u8>> = outs
+            .iter()
+            .filter_map(|out| match out {
+                Out::Relocations(target) => Some((*target, rela_name(*target))),
+                Out::Section(_) => None,
+            })
+            .collect();
+
+        let mut buffer = Vec::with_capacity(object.data.len());
+        let mut writer = Writer::new(object::Endianness::Little, true, &mut buffer);
+        writer.reserve_file_header();
+        let mut index_of: HashMap<Out, object::write::elf::SectionIndex> = HashMap::new();
+        let mut name_ids: HashMap<Out, StringId> = HashMap::new();
+        for out in &outs {
+            index_of.insert(*out, writer.reserve_section_index());
+        }
+        for out in &outs {
+            let name = match out {
+                Out::Section(old) => object.section(*old).name,
+                Out::Relocations(target) => rela_names[target].as_slice(),
+            };
+            name_ids.insert(*out, writer.add_section_name(name));
+        }
+        let section_index = |old: SectionIndex| index_of.get(&Out::Section(old)).map(|i| i.0);
+
+        // Group and addrsig contents need output section and symbol indices.
+        for out in &outs {
+            let Out::Section(old) = *out else { continue };
+            let section = object.section(old);
+            if section.sh_type == elf::SHT_GROUP.0 {
+                let Some(group) = object.groups.iter().find(|g| g.section == old) else {
+                    continue;
+                };
+                let flags = if group.is_comdat {
+                    elf::GRP_COMDAT.0
+                } else {
+                    0
+                };
+                let mut bytes = flags.to_le_bytes().to_vec();
+                for member in group.members.iter().filter(|m| !self.dropped.contains(m)) {
+                    let member_section = object.section(*member);
+                    if member_section.sh_type == elf::SHT_RELA.0 {
+                        continue;
+                    }
+                    for out in [Out::Section(*member), Out::Relocations(*member)] {
+                        if let Some(index) = index_of.get(&out) {
+                            bytes.extend_from_slice(&index.0.to_le_bytes());
+                        }
+                    }
+                }
+                new_data.insert(old, bytes);
+            } else if section.sh_type == crate::elf::SHT_LLVM_ADDRSIG && object.addrsig.is_some() {
+                let mut bytes = Vec::new();
+                for symbol in object.addrsig.iter().flatten() {
+                    if let Some(out) = self.old_to_out[symbol.index()] {
+                        write_uleb128(&mut bytes, u64::from(out_index[out]));
+                    }
+                }
+                new_data.insert(old, bytes);
+            }
+        }
+
+        let mut data_offsets: HashMap<SectionIndex, u64> = HashMap::new();
+        for out in &outs {
+            let Out::Section(old) = *out else { continue };
+            let section = object.section(old);
+            let len = match new_data.get(&old) {
+                Some(bytes) => bytes.len() as u64,
+                None if section.sh_type == elf::SHT_NOBITS.0 => 0,
+                None => section.data.len() as u64,
+            };
+            data_offsets.insert(old, writer.reserve(len, self.alignment(old).max(1)));
+        }
+
+        writer.reserve_null_symbol_index();
+        let mut symbol_names: Vec<Option<StringId>> = vec![None; self.symbols.len()];
+        for &symbol in &order {
+            let out = &self.symbols[symbol];
+            let section = out
+                .section
+                .and_then(|s| index_of.get(&Out::Section(s)).copied());
+            writer.reserve_symbol_index(section);
+            if !out.name.is_empty() {
+                symbol_names[symbol] = Some(writer.add_string(out.name));
+            }
+        }
+        writer.reserve_symtab_section_index();
+        writer.reserve_symtab();
+        if writer.symtab_shndx_needed() {
+            writer.reserve_symtab_shndx_section_index();
+        }
+        writer.reserve_symtab_shndx();
+        writer.reserve_strtab_section_index();
+        writer.reserve_strtab()?;
+        let mut reloc_offsets: HashMap<SectionIndex, u64> = HashMap::new();
+        for out in &outs {
+            if let Out::Relocations(target) = *out {
+                reloc_offsets.insert(
+                    target,
+                    writer.reserve_relocations(new_relocs[&target].len(), true),
+                );
+            }
+        }
+        writer.reserve_shstrtab_section_index();
+        writer.reserve_shstrtab()?;
+        writer.reserve_section_headers();
+
+        // Write.
+        writer.write_file_header(&FileHeader {
+            os_abi: header.e_ident().os_abi,
+            abi_version: header.e_ident().abi_version,
+            e_type: header.e_type(LE),
+            e_machine: header.e_machine(LE),
+            e_entry: 0,
+            e_flags: header.e_flags(LE),
+        })?;
+        for out in &outs {
+            let Out::Section(old) = *out else { continue };
+            let section = object.section(old);
+            writer.write_align(self.alignment(old).max(1));
+            match new_data.get(&old) {
+                Some(bytes) => writer.write(bytes),
+                None if section.sh_type == elf::SHT_NOBITS.0 => {}
+                None => writer.write(section.data),
+            }
+        }
+        writer.write_null_symbol();
+        for &symbol in &order {
+            let out = &self.symbols[symbol];
+            let section = out.section.and_then(section_index);
+            writer.write_symbol(&Sym {
+                section,
+                st_name: writer.string_offset(symbol_names[symbol]),
+                st_info: elf::SymbolInfo(out.st_info),
+                st_other: elf::SymbolOther(out.st_other),
+                st_shndx: elf::SymbolSection(if section.is_some() { 0 } else { out.special }),
+                st_value: out.value,
+                st_size: out.size,
+            });
+        }
+        writer.write_symtab_shndx();
+        writer.write_strtab();
+        for out in &outs {
+            let Out::Relocations(target) = *out else {
+                continue;
+            };
+            writer.write_align_relocation();
+            for &(offset, symbol, r_type, addend) in &new_relocs[&target] {
+                writer.write_relocation(
+                    true,
+                    &Rel {
+                        r_offset: offset,
+                        r_sym: out_index[symbol],
+                        r_type: elf::RelocationType(r_type),
+                        r_addend: addend,
+                    },
+                );
+            }
+        }
+        writer.write_shstrtab();
+
+        writer.write_null_section_header();
+        let symtab_index = writer.symtab_index();
+        for out in &outs {
+            let name = writer.section_name_offset(name_ids.get(out).copied());
+            match *out {
+                Out::Relocations(target) => {
+                    let flags = match object.section(target).reloc_section {
+                        Some(rela) => object.section(rela).flags,
+                        None => {
+                            elf::SHF_INFO_LINK.0 | (object.section(target).flags & elf::SHF_GROUP.0)
+                        }
+                    };
+                    writer.write_section_header(&SectionHeader {
+                        sh_name: name,
+                        sh_type: elf::SHT_RELA,
+                        sh_flags: elf::SectionFlags(flags),
+                        sh_addr: 0,
+                        sh_offset: reloc_offsets[&target],
+                        sh_size: new_relocs[&target].len() as u64 * 24,
+                        sh_link: symtab_index.0,
+                        sh_info: index_of[&Out::Section(target)].0,
+                        sh_addralign: 8,
+                        sh_entsize: 24,
+                    });
+                }
+                Out::Section(old) => {
+                    let section = object.section(old);
+                    let size = match new_data.get(&old) {
+                        Some(bytes) => bytes.len() as u64,
+                        None => section.size,
+                    };
+                    let (link, info) =
+                        self.link_and_info(old, &section_index, symtab_index.0, &out_index);
+                    writer.write_section_header(&SectionHeader {
+                        sh_name: name,
+                        sh_type: elf::SectionType(section.sh_type),
+                        sh_flags: elf::SectionFlags(section.flags),
+                        sh_addr: 0,
+                        sh_offset: data_offsets[&old],
+                        sh_size: size,
+                        sh_link: link,
+                        sh_info: info,
+                        sh_addralign: self.alignment(old),
+                        sh_entsize: section.entsize,
+                    });
+                }
+            }
+        }
+        writer.write_symtab_section_header(num_local);
+        writer.write_symtab_shndx_section_header();
+        writer.write_strtab_section_header();
+        writer.write_shstrtab_section_header();
+        drop(writer);
+        Ok(buffer)
+    }
+
+    fn alignment(&self, section: SectionIndex) -> u64 {
+        let original = self.object.section(section).align;
+        self.edits
+            .align
+            .get(&section)
+            .map_or(original, |&a| a.max(original))
+    }
+
+    /// `sh_link` and `sh_info` in the output's numbering.
+    fn link_and_info(
+        &self,
+        old: SectionIndex,
+        section_index: &dyn Fn(SectionIndex) -> Option<u32>,
+        symtab: u32,
+        out_index: &[u32],
+    ) -> (u32, u32) {
+        let section = self.object.section(old);
+        let remap = |index: u32| section_index(SectionIndex(index)).unwrap_or(0);
+        match section.sh_type {
+            t if t == elf::SHT_GROUP.0 => {
+                let signature = self.old_to_out[section.info as usize].map_or(0, |o| out_index[o]);
+                (symtab, signature)
+            }
+            t if t == crate::elf::SHT_LLVM_ADDRSIG => (symtab, 0),
+            _ => {
+                let link = if section.flags & elf::SHF_LINK_ORDER.0 != 0 || section.link != 0 {
+                    remap(section.link)
+                } else {
+                    0
+                };
+                let info = if section.flags & elf::SHF_INFO_LINK.0 != 0 {
+                    remap(section.info)
+                } else {
+                    section.info
+                };
+                (link, info)
+            }
+        }
+    }
+
+    /// `.eh_frame` without the FDEs of removed and thunk sections: entries
+    /// are copied in order, CIE pointers recomputed, relocations moved with
+    /// their entry.
+    fn rewrite_eh_frame(
+        &self,
+        index: SectionIndex,
+    ) -> Result<(Vec<u8>, Vec<(u64, usize, u32, i64)>)> {
+        let section = self.object.section(index);
+        let Some((_, fdes)) = &self.object.eh_frame else {
+            return Ok((section.data.to_vec(), Vec::new()));
+        };
+        let removed: HashSet<u64> = fdes
+            .iter()
+            .filter(|fde| {
+                fde.pc_begin.is_some_and(|r| {
+                    let symbol = self.object.symbol(section.relocs[r].symbol);
+                    symbol.section().is_some_and(|s| self.unwound.contains(&s))
+                })
+            })
+            .map(|fde| fde.offset)
+            .collect();
+        let entries = eh_frame::entries(section.data)
+            .map_err(|e| self.object.section_error(index, e.message))?;
+        let mut bytes = Vec::with_capacity(section.data.len());
+        let mut moved_to: HashMap<u64, u64> = HashMap::new();
+        let mut relocs = Vec::with_capacity(section.relocs.len());
+        for entry in &entries {
+            if removed.contains(&entry.offset) {
+                continue;
+            }
+            let new_offset = bytes.len() as u64;
+            moved_to.insert(entry.offset, new_offset);
+            let mut data =
+                section.data[entry.offset as usize..(entry.offset + entry.size) as usize].to_vec();
+            if let Some(cie) = entry.cie_offset {
+                let new_cie = moved_to.get(&cie).copied().ok_or_else(|| {
+                    self.object
+                        .section_error(index, "an FDE precedes its CIE")
+                        .at_offset(entry.offset)
+                })?;
+                // The CIE pointer is the distance from the pointer field back to the CIE.
+                let field = new_offset + entry.cie_pointer_at;
+                let distance = (field - new_cie) as u32;
+                data[entry.cie_pointer_at as usize..entry.cie_pointer_at as usize + 4]
+                    .copy_from_slice(&distance.to_le_bytes());
+            }
+            bytes.extend_from_slice(&data);
+            let first = section.relocs.partition_point(|r| r.offset < entry.offset);
+            for r in section.relocs[first..]
+                .iter()
+                .take_while(|r| r.offset < entry.offset + entry.size)
+            {
+                let (out, addend) = self.retarget(r.symbol, r.addend, false)?;
+                relocs.push((r.offset - entry.offset + new_offset, out, r.r_type, addend));
+            }
+        }
+        // Trailing bytes after the last entry (a zero terminator) stay.
+        if let Some(last) = entries.last() {
+            bytes.extend_from_slice(&section.data[(last.offset + last.size) as usize..]);
+        }
+        Ok((bytes, relocs))
+    }
+}
+
+fn raw_st_info(binding: Binding, kind: SymbolKind) -> u8 {
+    let bind = match binding {
+        Binding::Local => elf::STB_LOCAL.0,
+        Binding::Global => elf::STB_GLOBAL.0,
+        Binding::Weak => elf::STB_WEAK.0,
+        Binding::Unique => elf::STB_GNU_UNIQUE.0,
+        Binding::Other(other) => other,
+    };
+    let kind = match kind {
+        SymbolKind::NoType => elf::STT_NOTYPE.0,
+        SymbolKind::Object => elf::STT_OBJECT.0,
+        SymbolKind::Func => elf::STT_FUNC.0,
+        SymbolKind::Section => elf::STT_SECTION.0,
+        SymbolKind::File => elf::STT_FILE.0,
+        SymbolKind::Common => elf::STT_COMMON.0,
+        SymbolKind::Tls => elf::STT_TLS.0,
+        SymbolKind::Ifunc => elf::STT_GNU_IFUNC.0,
+        SymbolKind::Other(other) => other,
+    };
+    (bind << 4) | (kind & 0xf)
+}
+
+fn write_uleb128(out: &mut Vec<u8>, mut value: u64) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            break;
+        }
+        out.push(byte | 0x80);
+    }
+}

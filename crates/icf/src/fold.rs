@@ -1,0 +1,284 @@
+//! From a fold plan to rewritten files.
+//!
+//! Each class with something to fold gets one hidden global alias on the
+//! kept copy (`__icf.<hash>`), which nothing can interpose: aliases and
+//! thunks in other objects reach the kept body through it, never through a
+//! symbol the linker or loader could replace. A member in the kept copy's own
+//! object moves its symbols onto the kept section; a member elsewhere (local
+//! symbols only, the planner sees to that) is reached through an undefined
+//! reference to the alias. Objects without edits are copied unchanged;
+//! archives are rewritten only when a member changed. Outputs are written to
+//! a temporary name and renamed, so a failure never leaves half a file.
+
+use crate::analysis::Analysis;
+use crate::plan::Plan;
+use crate::program::{ObjectId, Program};
+use anyhow::Context;
+use icf_fold::CandidateId;
+use icf_fold::plan::Action;
+use icf_ir::Arch;
+use icf_object::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// One written output.
+#[derive(Clone, Debug)]
+pub struct FoldedFile {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    /// Whether any byte differs from the input.
+    pub changed: bool,
+}
+
+impl Analysis<'_, '_> {
+    /// The edits `plan` makes to each object.
+    pub fn object_edits(&self, plan: &Plan) -> HashMap<ObjectId, Edits> {
+        let mut edits: HashMap<ObjectId, Edits> = HashMap::new();
+        // Per object, the new symbol index of each alias name it uses.
+        let mut alias_in: HashMap<(ObjectId, String), usize> = HashMap::new();
+        for class in &plan.classes {
+            if !class
+                .decisions
+                .iter()
+                .any(|d| matches!(d.action, Action::Alias | Action::Thunk))
+            {
+                continue;
+            }
+            let kept = &self.candidates[class.kept.index()];
+            let alias = self.alias_name(class.kept);
+            let mut alias_symbol = |object: ObjectId,
+                                    edits: &mut HashMap<ObjectId, Edits>|
+             -> usize {
+                *alias_in.entry((object, alias.clone())).or_insert_with(|| {
+                    let definition = (object == kept.object).then_some((kept.section, kept.start));
+                    let object_edits = edits.entry(object).or_default();
+                    object_edits.new_symbols.push(NewSymbol {
+                        name: alias.clone().into_bytes(),
+                        definition,
+                        size: if definition.is_some() { kept.size() } else { 0 },
+                        global: true,
+                        hidden: true,
+                        function: kept.is_code(),
+                    });
+                    object_edits.new_symbols.len() - 1
+                })
+            };
+            // The kept copy defines the alias, and takes the largest alignment of its class.
+            alias_symbol(kept.object, &mut edits);
+            let kept_elf = &self.program.object(kept.object).elf;
+            let whole_section = kept.start == 0 && kept.end == kept_elf.section(kept.section).size;
+            let mut align = kept_elf.section(kept.section).align;
+            for decision in &class.decisions {
+                let member = &self.candidates[decision.candidate.index()];
+                let elf = &self.program.object(member.object).elf;
+                match decision.action {
+                    Action::Alias => {
+                        align = align.max(elf.section(member.section).align);
+                        let destination = if member.object == kept.object {
+                            Destination::Local {
+                                section: kept.section,
+                                start: kept.start,
+                                size: kept.size(),
+                            }
+                        } else {
+                            let symbol = alias_symbol(member.object, &mut edits);
+                            Destination::External {
+                                symbol,
+                                size: kept.size(),
+                            }
+                        };
+                        edits
+                            .entry(member.object)
+                            .or_default()
+                            .moved
+                            .insert(member.section, destination);
+                    }
+                    Action::Thunk => {
+                        let symbol = alias_symbol(member.object, &mut edits);
+                        let thunk = thunk(elf.arch, elf.feature_1_and() & 1 != 0, symbol);
+                        edits
+                            .entry(member.object)
+                            .or_default()
+                            .replaced
+                            .insert(member.section, thunk);
+                    }
+                    Action::Kept | Action::Keep(_) => {}
+                }
+            }
+            if whole_section && align > kept_elf.section(kept.section).align {
+                edits
+                    .entry(kept.object)
+                    .or_default()
+                    .align
+                    .insert(kept.section, align);
+            }
+        }
+        edits
+    }
+
+    /// The hidden alias of a kept copy: unique in the link, the same in every run.
+    fn alias_name(&self, kept: CandidateId) -> String {
+        let info = &self.candidates[kept.index()];
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let name = self.program.object_name(info.object);
+        for byte in name
+            .bytes()
+            .chain(info.section.0.to_le_bytes())
+            .chain(info.start.to_le_bytes())
+        {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+        }
+        format!("__icf.{hash:016x}")
+    }
+}
+
+/// A jump to new symbol `symbol`: `jmp rel32` (after `endbr64` under IBT) or
+/// AArch64 `b` (after `bti c` under BTI).
+fn thunk(arch: Arch, branch_protection: bool, symbol: usize) -> NewContents {
+    use object::elf;
+    let (mut bytes, r_type, addend) = match arch {
+        Arch::X86_64 => (vec![0xe9, 0, 0, 0, 0], elf::R_X86_64_PLT32.0, -4),
+        Arch::Aarch64 => (
+            0x1400_0000u32.to_le_bytes().to_vec(),
+            elf::R_AARCH64_JUMP26.0,
+            0,
+        ),
+    };
+    let landing: &[u8] = match arch {
+        Arch::X86_64 => &[0xf3, 0x0f, 0x1e, 0xfa],
+        Arch::Aarch64 => &[0x5f, 0x24, 0x03, 0xd5],
+    };
+    let mut offset = match arch {
+        Arch::X86_64 => 1,
+        Arch::Aarch64 => 0,
+    };
+    if branch_protection {
+        bytes.splice(0..0, landing.iter().copied());
+        offset += landing.len() as u64;
+    }
+    NewContents {
+        bytes,
+        relocs: vec![NewReloc {
+            offset,
+            r_type,
+            symbol: SymbolRef::New(symbol),
+            addend,
+        }],
+    }
+}
+
+/// Writes every input, rewritten where `edits` say, under `out_dir`.
+/// Outputs keep their input's file name; a later input with a name already
+/// taken is written as `<position>-<name>`.
+pub fn write_outputs(
+    program: &Program<'_>,
+    edits: &HashMap<ObjectId, Edits>,
+    out_dir: &Path,
+) -> anyhow::Result<Vec<FoldedFile>> {
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let mut taken: std::collections::HashSet<std::ffi::OsString> = std::collections::HashSet::new();
+    let mut outputs = Vec::new();
+    for (position, file) in program.inputs.files.iter().enumerate() {
+        let name = file
+            .path
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_else(|| format!("input{position}").into());
+        let name = if taken.insert(name.clone()) {
+            name
+        } else {
+            let mut unique = std::ffi::OsString::from(format!("{position}-"));
+            unique.push(&name);
+            taken.insert(unique.clone());
+            unique
+        };
+        let output = out_dir.join(name);
+        let objects: Vec<(ObjectId, &crate::program::LoadedObject<'_>)> = program
+            .objects
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.file == position)
+            .map(|(i, o)| (ObjectId(i as u32), o))
+            .collect();
+        let changed_objects: Vec<&(ObjectId, _)> = objects
+            .iter()
+            .filter(|(id, _)| edits.get(id).is_some_and(|e| !e.is_empty()))
+            .collect();
+        let bytes = if changed_objects.is_empty() {
+            file.data().to_vec()
+        } else if objects.len() == 1 && objects[0].1.member.is_none() {
+            let (id, object) = objects[0];
+            icf_object::rewrite(&object.elf, &edits[&id])
+                .with_context(|| format!("rewriting {}", program.object_name(id)))?
+        } else {
+            rewrite_archive(program, position, edits)?
+        };
+        let changed = !changed_objects.is_empty();
+        write_atomically(&output, &bytes)?;
+        outputs.push(FoldedFile {
+            input: file.path.clone(),
+            output,
+            changed,
+        });
+    }
+    Ok(outputs)
+}
+
+/// A GNU archive with the changed members rewritten and every other member as it was.
+fn rewrite_archive(
+    program: &Program<'_>,
+    file: usize,
+    edits: &HashMap<ObjectId, Edits>,
+) -> anyhow::Result<Vec<u8>> {
+    use ar_archive_writer::{
+        ArchiveKind, DEFAULT_OBJECT_READER, NewArchiveMember, write_archive_to_stream,
+    };
+    use object::read::archive::ArchiveFile;
+    let input = &program.inputs.files[file];
+    let data = input.data();
+    let archive =
+        ArchiveFile::parse(data).with_context(|| format!("reading {}", input.path.display()))?;
+    let mut rewritten: HashMap<String, Vec<u8>> = HashMap::new();
+    for (index, object) in program.objects.iter().enumerate() {
+        let id = ObjectId(index as u32);
+        if object.file == file
+            && let Some(edits) = edits.get(&id).filter(|e| !e.is_empty())
+            && let Some(member) = &object.member
+        {
+            let bytes = icf_object::rewrite(&object.elf, edits)
+                .with_context(|| format!("rewriting {}", program.object_name(id)))?;
+            rewritten.insert(member.clone(), bytes);
+        }
+    }
+    let mut members = Vec::new();
+    for member in archive.members() {
+        let member = member.with_context(|| format!("reading {}", input.path.display()))?;
+        let name = String::from_utf8_lossy(member.name()).into_owned();
+        let bytes: Vec<u8> = match rewritten.get(&name) {
+            Some(bytes) => bytes.clone(),
+            None => member
+                .data(data)
+                .with_context(|| format!("reading {}({name})", input.path.display()))?
+                .to_vec(),
+        };
+        members.push(NewArchiveMember::new(bytes, &DEFAULT_OBJECT_READER, name));
+    }
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_archive_to_stream(&mut out, &members, ArchiveKind::Gnu, false, None)
+        .with_context(|| format!("writing the archive for {}", input.path.display()))?;
+    Ok(out.into_inner())
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = parent.join(format!(".{name}.icf-tmp-{}", std::process::id()));
+    std::fs::write(&temporary, bytes)
+        .with_context(|| format!("writing {}", temporary.display()))?;
+    std::fs::rename(&temporary, path)
+        .with_context(|| format!("renaming {} to {}", temporary.display(), path.display()))
+}
