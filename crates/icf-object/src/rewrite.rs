@@ -91,6 +91,9 @@ impl Edits {
     }
 }
 
+/// A relocation of the output: offset, output symbol position, type, addend.
+type OutReloc = (u64, usize, u32, i64);
+
 /// A section of the output: an input section, or the relocations of one.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 enum Out {
@@ -392,7 +395,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         };
 
         // Contents that change: relocations, groups, addrsig, eh_frame, thunks.
-        let mut new_relocs: HashMap<SectionIndex, Vec<(u64, usize, u32, i64)>> = HashMap::new();
+        let mut new_relocs: HashMap<SectionIndex, Vec<OutReloc>> = HashMap::new();
         let mut new_data: HashMap<SectionIndex, Vec<u8>> = HashMap::new();
         for (index, section) in object.sections.iter().enumerate() {
             let index = SectionIndex(index as u32);
@@ -737,7 +740,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
     fn rewrite_eh_frame(
         &self,
         index: SectionIndex,
-    ) -> Result<(Vec<u8>, Vec<(u64, usize, u32, i64)>)> {
+    ) -> Result<(Vec<u8>, Vec<OutReloc>)> {
         let section = self.object.section(index);
         let Some((_, fdes)) = &self.object.eh_frame else {
             return Ok((section.data.to_vec(), Vec::new()));
