@@ -737,10 +737,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
     /// `.eh_frame` without the FDEs of removed and thunk sections: entries
     /// are copied in order, CIE pointers recomputed, relocations moved with
     /// their entry.
-    fn rewrite_eh_frame(
-        &self,
-        index: SectionIndex,
-    ) -> Result<(Vec<u8>, Vec<OutReloc>)> {
+    fn rewrite_eh_frame(&self, index: SectionIndex) -> Result<(Vec<u8>, Vec<OutReloc>)> {
         let section = self.object.section(index);
         let Some((_, fdes)) = &self.object.eh_frame else {
             return Ok((section.data.to_vec(), Vec::new()));

@@ -1,0 +1,483 @@
+//! End to end: fixture programs built by gcc and clang-19 (with and without
+//! `-ffunction-sections`), folded by icf in safe and all mode, linked by GNU
+//! ld, gold, lld-19 and mold, and RUN; the output must match the unfolded
+//! build's. Then the linked binary is checked: an alias shares the kept
+//! copy's address, a thunk jumps to it, and pairs that must not fold keep
+//! different bodies.
+
+use icf_fixtures::{Build, Compiler};
+use icf_tests::x86_builds;
+use object::{Object, ObjectSection, ObjectSymbol};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Linker {
+    Bfd,
+    Gold,
+    Lld,
+    Mold,
+}
+
+const LINKERS: [Linker; 4] = [Linker::Bfd, Linker::Gold, Linker::Lld, Linker::Mold];
+const MODES: [icf::Mode; 2] = [icf::Mode::Safe, icf::Mode::All];
+
+impl Linker {
+    fn flag(self) -> &'static str {
+        match self {
+            Linker::Bfd => "-fuse-ld=bfd",
+            Linker::Gold => "-fuse-ld=gold",
+            Linker::Lld => "-fuse-ld=lld",
+            Linker::Mold => "-fuse-ld=mold",
+        }
+    }
+}
+
+/// The compiler driver that links what `build` compiled.
+fn driver(build: &Build, cxx: bool) -> &'static str {
+    match (build.compiler, cxx) {
+        (Compiler::Gcc, false) => "gcc",
+        (Compiler::Gcc, true) => "g++",
+        (Compiler::Clang, false) => "clang-19",
+        (Compiler::Clang, true) => "clang++-19",
+    }
+}
+
+fn link(
+    build: &Build,
+    cxx: bool,
+    linker: Linker,
+    inputs: &[PathBuf],
+    output: &Path,
+    extra: &[&str],
+) {
+    let mut command = Command::new(driver(build, cxx));
+    // gcc finds `ld.lld` through -B; clang-19 finds its own.
+    command
+        .arg(linker.flag())
+        .arg("-B/usr/lib/llvm-19/bin/")
+        .args(inputs)
+        .args(extra)
+        .arg("-o")
+        .arg(output);
+    let result = command
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    assert!(
+        result.status.success(),
+        "{command:?} failed:\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+}
+
+fn run(binary: &Path, args: &[&str]) -> String {
+    let result = Command::new(binary)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));
+    assert!(
+        result.status.success(),
+        "{} exited with {}:\n{}",
+        binary.display(),
+        result.status,
+        String::from_utf8_lossy(&result.stderr)
+    );
+    String::from_utf8_lossy(&result.stdout).into_owned()
+}
+
+/// Folds `objects` into `dir`; returns the outputs and the bytes saved.
+fn fold(objects: &[PathBuf], mode: icf::Mode, shared: bool, dir: &Path) -> (Vec<PathBuf>, u64) {
+    let inputs = icf::Inputs::open(objects).unwrap_or_else(|e| panic!("{e:#}"));
+    let program =
+        icf::Program::load(&inputs, icf::Options { shared }).unwrap_or_else(|e| panic!("{e:#}"));
+    let mut analysis = icf::Analysis::run(&program);
+    let plan = analysis.plan(&icf::PlanOptions {
+        mode,
+        keep_unique: Vec::new(),
+    });
+    let edits = analysis.object_edits(&plan);
+    let outputs = icf::write_outputs(&program, &edits, dir).unwrap_or_else(|e| panic!("{e:#}"));
+    (
+        outputs.into_iter().map(|o| o.output).collect(),
+        plan.saved(),
+    )
+}
+
+/// Symbols and code of a linked binary.
+struct Binary {
+    data: Vec<u8>,
+    symbols: HashMap<String, Vec<u64>>,
+}
+
+impl Binary {
+    fn read(path: &Path) -> Binary {
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut symbols: HashMap<String, Vec<u64>> = HashMap::new();
+        {
+            let file =
+                object::File::parse(&*data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            for symbol in file.symbols() {
+                if let Ok(name) = symbol.name()
+                    && symbol.is_definition()
+                {
+                    symbols
+                        .entry(name.to_string())
+                        .or_default()
+                        .push(symbol.address());
+                }
+            }
+        }
+        Binary { data, symbols }
+    }
+
+    fn address(&self, name: &str) -> u64 {
+        match self.symbols.get(name).map(Vec::as_slice) {
+            Some([one]) => *one,
+            other => panic!("symbol {name}: {other:?}"),
+        }
+    }
+
+    /// Where the code at `address` goes: itself, or the target of the jump a thunk holds.
+    fn destination(&self, address: u64) -> u64 {
+        let file = object::File::parse(&*self.data).expect("parsed before");
+        for section in file.sections() {
+            let (start, size) = (section.address(), section.size());
+            if address < start || address >= start + size {
+                continue;
+            }
+            let Ok(bytes) = section.data() else {
+                return address;
+            };
+            let mut at = (address - start) as usize;
+            let mut place = address;
+            if bytes.get(at..at + 4) == Some(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+                at += 4;
+                place += 4;
+            }
+            if bytes.get(at) == Some(&0xe9)
+                && let Some(rel) = bytes.get(at + 1..at + 5)
+            {
+                let rel = i32::from_le_bytes([rel[0], rel[1], rel[2], rel[3]]);
+                return (place as i64 + 5 + i64::from(rel)) as u64;
+            }
+        }
+        address
+    }
+
+    /// `a` and `b` run the same body: one address, or a thunk to the other.
+    fn same_body(&self, a: &str, b: &str) -> bool {
+        let (x, y) = (self.address(a), self.address(b));
+        x == y || self.destination(x) == y || self.destination(y) == x
+    }
+}
+
+/// A program to build, fold, link and run, and what to check in the binary.
+struct Case {
+    name: &'static str,
+    sources: &'static [&'static str],
+    cxx: bool,
+    /// Its output shows whether two functions share an address: mode `all` may change it.
+    address_sensitive: bool,
+    /// Must folding save something (with function sections)?
+    folds: bool,
+    check: fn(&Binary, icf::Mode, &Build),
+}
+
+fn check_case(case: &Case) {
+    for build in x86_builds() {
+        let objects: Vec<PathBuf> = case
+            .sources
+            .iter()
+            .map(|s| icf_fixtures::object(Path::new(s), &build))
+            .collect();
+        for mode in MODES {
+            let dir = icf_fixtures::source_dir()
+                .join("../target/e2e")
+                .join(case.name)
+                .join(build.label())
+                .join(format!("{mode:?}").to_lowercase());
+            let _ = std::fs::remove_dir_all(&dir);
+            let (folded, saved) = fold(&objects, mode, false, &dir.join("objects"));
+            if case.folds && build.function_sections {
+                assert!(
+                    saved > 0,
+                    "{} ({}, {mode:?}): nothing folded",
+                    case.name,
+                    build.label()
+                );
+            }
+            for linker in LINKERS {
+                let plain_binary = dir.join(format!("plain-{linker:?}"));
+                let folded_binary = dir.join(format!("folded-{linker:?}"));
+                link(&build, case.cxx, linker, &objects, &plain_binary, &[]);
+                link(&build, case.cxx, linker, &folded, &folded_binary, &[]);
+                let context = format!("{} ({}, {mode:?}, {linker:?})", case.name, build.label());
+                let (expected, actual) = (run(&plain_binary, &[]), run(&folded_binary, &[]));
+                if !(case.address_sensitive && mode == icf::Mode::All) {
+                    assert_eq!(
+                        expected, actual,
+                        "{context}: the folded program behaves differently"
+                    );
+                }
+                (case.check)(&Binary::read(&folded_binary), mode, &build);
+            }
+        }
+    }
+}
+
+#[test]
+fn identical_functions_and_recursion() {
+    check_case(&Case {
+        name: "identical",
+        sources: &["c/identical.c"],
+        cxx: false,
+        address_sensitive: true,
+        folds: true,
+        check: |binary, mode, build| {
+            if build.function_sections {
+                for (a, b) in [
+                    ("add0", "add1"),
+                    ("fact0", "fact1"),
+                    ("ping0", "ping1"),
+                    ("pong0", "pong1"),
+                ] {
+                    assert!(
+                        binary.same_body(a, b),
+                        "{a} and {b} should share a body ({})",
+                        build.label()
+                    );
+                }
+            }
+            // main compares the addresses of sub0 and sub1.
+            let distinct = binary.address("sub0") != binary.address("sub1");
+            assert!(
+                distinct || mode == icf::Mode::All,
+                "safe mode merged address-taken sub0 and sub1"
+            );
+            assert!(!binary.same_body("add0", "add_plus_one"));
+        },
+    });
+}
+
+#[test]
+fn callees_tables_and_jump_tables() {
+    check_case(&Case {
+        name: "fold_cases",
+        sources: &["c/fold_cases.c"],
+        cxx: false,
+        address_sensitive: false,
+        folds: true,
+        check: |binary, _, build| {
+            assert!(!binary.same_body("caller_a", "caller_c"));
+            assert!(!binary.same_body("lookup_a", "lookup_c"));
+            if build.function_sections {
+                for (a, b) in [
+                    ("caller_a", "caller_b"),
+                    ("lookup_a", "lookup_b"),
+                    ("switch_a", "switch_b"),
+                ] {
+                    assert!(binary.same_body(a, b), "{a} and {b} ({})", build.label());
+                }
+            }
+        },
+    });
+}
+
+#[test]
+fn across_objects() {
+    check_case(&Case {
+        name: "cross",
+        sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
+        cxx: false,
+        address_sensitive: true,
+        folds: true,
+        check: |binary, mode, build| {
+            if build.function_sections {
+                assert!(binary.same_body("scale_a", "scale_b"), "{}", build.label());
+                assert!(
+                    binary.same_body("compare_me_a", "compare_me_b"),
+                    "{}",
+                    build.label()
+                );
+            }
+            if mode == icf::Mode::Safe {
+                assert_ne!(
+                    binary.address("compare_me_a"),
+                    binary.address("compare_me_b")
+                );
+            }
+        },
+    });
+}
+
+#[test]
+fn weak_definition_overridden() {
+    check_case(&Case {
+        name: "weak",
+        sources: &["e2e/weak_default.c", "e2e/weak_strong.c"],
+        cxx: false,
+        address_sensitive: false,
+        folds: false,
+        check: |binary, _, _| assert!(!binary.same_body("hook", "plus_hundred")),
+    });
+}
+
+#[test]
+fn comdat_inline_functions_in_several_units() {
+    check_case(&Case {
+        name: "comdat",
+        sources: &[
+            "e2e/comdat_a.cpp",
+            "e2e/comdat_b.cpp",
+            "e2e/comdat_main.cpp",
+        ],
+        cxx: true,
+        address_sensitive: false,
+        folds: true,
+        check: |_, _, _| {},
+    });
+}
+
+#[test]
+fn exceptions_through_folded_functions() {
+    check_case(&Case {
+        name: "exceptions",
+        sources: &["e2e/exceptions_main.cpp"],
+        cxx: true,
+        address_sensitive: false,
+        folds: true,
+        check: |binary, _, build| {
+            assert!(!binary.same_body("_Z7catch_ai", "_Z11catch_otheri"));
+            if build.function_sections {
+                assert!(
+                    binary.same_body("_Z6pass_ai", "_Z6pass_bi"),
+                    "{}",
+                    build.label()
+                );
+            }
+        },
+    });
+}
+
+#[test]
+fn thread_local_storage() {
+    check_case(&Case {
+        name: "tls",
+        sources: &["e2e/tls_main.c"],
+        cxx: false,
+        address_sensitive: false,
+        folds: true,
+        check: |binary, _, build| {
+            assert!(!binary.same_body("bump_a0", "bump_b"));
+            if build.function_sections {
+                assert!(binary.same_body("bump_a0", "bump_a1"));
+            }
+        },
+    });
+}
+
+#[test]
+fn over_aligned_function() {
+    check_case(&Case {
+        name: "aligned",
+        sources: &["e2e/aligned_main.c"],
+        cxx: false,
+        address_sensitive: false,
+        folds: true,
+        check: |binary, _, build| {
+            assert_eq!(
+                binary.address("aligned_twin") % 256,
+                0,
+                "aligned_twin lost its alignment ({})",
+                build.label()
+            );
+            if build.function_sections {
+                assert!(binary.same_body("plain_twin", "aligned_twin"));
+            }
+        },
+    });
+}
+
+#[test]
+fn identical_constructors_both_run() {
+    check_case(&Case {
+        name: "ctors",
+        sources: &["e2e/ctors_main.c"],
+        cxx: false,
+        address_sensitive: false,
+        folds: false,
+        check: |_, _, _| {},
+    });
+}
+
+#[test]
+fn variadic_functions() {
+    check_case(&Case {
+        name: "varargs",
+        sources: &["e2e/varargs_main.c"],
+        cxx: false,
+        address_sensitive: false,
+        folds: true,
+        check: |binary, _, build| {
+            assert!(!binary.same_body("sum_a", "product"));
+            if build.function_sections {
+                assert!(binary.same_body("sum_a", "sum_b"));
+            }
+        },
+    });
+}
+
+#[test]
+fn exported_functions_of_a_shared_library_stay_distinct() {
+    for build in x86_builds() {
+        let build = Build {
+            extra_flags: vec!["-fPIC".to_string()],
+            ..build
+        };
+        let library = icf_fixtures::object(Path::new("e2e/shlib.c"), &build);
+        let main = icf_fixtures::object(Path::new("e2e/shlib_main.c"), &build);
+        for mode in MODES {
+            let dir = icf_fixtures::source_dir()
+                .join("../target/e2e/shlib")
+                .join(build.label())
+                .join(format!("{mode:?}").to_lowercase());
+            let _ = std::fs::remove_dir_all(&dir);
+            let (folded, _) = fold(
+                std::slice::from_ref(&library),
+                mode,
+                true,
+                &dir.join("objects"),
+            );
+            for linker in LINKERS {
+                let plain_lib = dir.join(format!("libplain-{linker:?}.so"));
+                let folded_lib = dir.join(format!("libfolded-{linker:?}.so"));
+                let program = dir.join(format!("main-{linker:?}"));
+                link(
+                    &build,
+                    false,
+                    linker,
+                    std::slice::from_ref(&library),
+                    &plain_lib,
+                    &["-shared"],
+                );
+                link(&build, false, linker, &folded, &folded_lib, &["-shared"]);
+                link(
+                    &build,
+                    false,
+                    linker,
+                    std::slice::from_ref(&main),
+                    &program,
+                    &["-ldl"],
+                );
+                let expected = run(&program, &[plain_lib.to_str().expect("utf-8")]);
+                let actual = run(&program, &[folded_lib.to_str().expect("utf-8")]);
+                let context = format!("shlib ({}, {mode:?}, {linker:?})", build.label());
+                if mode == icf::Mode::Safe {
+                    assert_eq!(expected, actual, "{context}");
+                    assert!(actual.ends_with("distinct 1\n"), "{context}: {actual}");
+                }
+            }
+        }
+    }
+}
