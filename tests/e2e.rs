@@ -89,15 +89,19 @@ fn run(binary: &Path, args: &[&str]) -> String {
 /// Folds `objects` into `dir`; returns the outputs and the bytes saved.
 fn fold(objects: &[PathBuf], mode: icf::Mode, shared: bool, dir: &Path) -> (Vec<PathBuf>, u64) {
     let inputs = icf::Inputs::open(objects).unwrap_or_else(|e| panic!("{e:#}"));
-    let program =
-        icf::Program::load(&inputs, icf::Options { shared }).unwrap_or_else(|e| panic!("{e:#}"));
+    let options = icf::Options {
+        shared,
+        ..icf::Options::default()
+    };
+    let program = icf::Program::load(&inputs, options).unwrap_or_else(|e| panic!("{e:#}"));
     let mut analysis = icf::Analysis::run(&program);
     let plan = analysis.plan(&icf::PlanOptions {
         mode,
         keep_unique: Vec::new(),
     });
     let edits = analysis.object_edits(&plan);
-    let outputs = icf::write_outputs(&program, &edits, dir).unwrap_or_else(|e| panic!("{e:#}"));
+    let outputs =
+        icf::write_outputs(&program, &edits, dir, true).unwrap_or_else(|e| panic!("{e:#}"));
     (
         outputs.into_iter().map(|o| o.output).collect(),
         plan.saved(),

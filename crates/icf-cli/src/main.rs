@@ -77,6 +77,23 @@ enum Command {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
     },
+    /// Fold the inputs of a link command, then run it: `icf link -- cc main.o libfoo.a -o app`.
+    Link {
+        #[command(flatten)]
+        fold: FoldArgs,
+        /// Write the JSON report here.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Print lld's `--print-icf-sections` lines.
+        #[arg(long)]
+        print_icf_sections: bool,
+        /// Fail when folding fails instead of running the plain link.
+        #[arg(long)]
+        strict: bool,
+        /// The real link command.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Explain why two functions do or do not fold.
     Explain {
         #[command(flatten)]
@@ -106,12 +123,55 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Link {
+        fold,
+        report,
+        print_icf_sections,
+        strict,
+        command,
+    } = &cli.command
+    {
+        let options = icf::LinkOptions {
+            plan: plan_options(fold),
+            report: report.clone(),
+            strict: *strict,
+        };
+        return run_link(command, &options, *print_icf_sections);
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("icf: error: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs a folded link and exits with the linker's status.
+fn run_link(command: &[String], options: &icf::LinkOptions, print_icf_sections: bool) -> ExitCode {
+    match icf::link(command, options) {
+        Ok(outcome) => {
+            if let Some(reason) = &outcome.fallback {
+                eprintln!("icf: warning: linking without folding: {reason}");
+            }
+            if print_icf_sections && let Some(report) = &outcome.report {
+                let _ = write_stdout(&report.to_icf_sections());
+            }
+            exit_code(outcome.status)
+        }
+        Err(error) => {
+            eprintln!("icf: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The linker's exit status as ours; a linker killed by a signal is a failure.
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::FAILURE,
     }
 }
 
@@ -130,6 +190,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &files,
                 icf::Options {
                     shared: fold.shared,
+                    ..icf::Options::default()
                 },
             )?;
             let load = started.elapsed();
@@ -159,6 +220,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &files,
                 icf::Options {
                     shared: fold.shared,
+                    ..icf::Options::default()
                 },
             )?;
             let load = started.elapsed();
@@ -166,7 +228,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut analysis = icf::Analysis::run(&program);
             let plan = analysis.plan(&plan_options(&fold));
             let edits = analysis.object_edits(&plan);
-            let outputs = icf::write_outputs(&program, &edits, &out_dir)?;
+            let outputs = icf::write_outputs(&program, &edits, &out_dir, true)?;
             let summary = analysis.report(&plan, load);
             if let Some(path) = report {
                 icf::write_atomically(&path, (summary.to_json() + "\n").as_bytes())?;
@@ -194,6 +256,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &files,
                 icf::Options {
                     shared: fold.shared,
+                    ..icf::Options::default()
                 },
             )?;
             log_skipped(cli.verbose, &program);
@@ -216,6 +279,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let (l, r) = (find(&left)?, find(&right)?);
             write_stdout(&analysis.explain(l, r))
         }
+        // Handled in main: it exits with the linker's status.
+        Command::Link { .. } => Ok(()),
         Command::Dump {
             function,
             stats,
@@ -223,7 +288,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             inputs,
         } => {
             let files = icf::Inputs::open(&inputs)?;
-            let program = icf::Program::load(&files, icf::Options { shared })?;
+            let program = icf::Program::load(
+                &files,
+                icf::Options {
+                    shared,
+                    ..icf::Options::default()
+                },
+            )?;
             log_skipped(cli.verbose, &program);
             let text = if stats {
                 render_stats(&icf::lift_stats(&program))

@@ -167,13 +167,15 @@ fn thunk(arch: Arch, branch_protection: bool, symbol: usize) -> NewContents {
     }
 }
 
-/// Writes every input, rewritten where `edits` say, under `out_dir`.
-/// Outputs keep their input's file name; a later input with a name already
-/// taken is written as `<position>-<name>`.
+/// Writes the inputs, rewritten where `edits` say, under `out_dir`: every
+/// input when `all`, else only those that change. Outputs keep their input's
+/// file name; a later input with a name already taken is written as
+/// `<position>-<name>`.
 pub fn write_outputs(
     program: &Program<'_>,
     edits: &HashMap<ObjectId, Edits>,
     out_dir: &Path,
+    all: bool,
 ) -> anyhow::Result<Vec<FoldedFile>> {
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut taken: std::collections::HashSet<std::ffi::OsString> = std::collections::HashSet::new();
@@ -204,6 +206,15 @@ pub fn write_outputs(
             .iter()
             .filter(|(id, _)| edits.get(id).is_some_and(|e| !e.is_empty()))
             .collect();
+        let changed = !changed_objects.is_empty();
+        if !changed && !all {
+            outputs.push(FoldedFile {
+                input: file.path.clone(),
+                output: file.path.clone(),
+                changed,
+            });
+            continue;
+        }
         let bytes = if changed_objects.is_empty() {
             file.data().to_vec()
         } else if objects.len() == 1 && objects[0].1.member.is_none() {
@@ -213,7 +224,6 @@ pub fn write_outputs(
         } else {
             rewrite_archive(program, position, edits)?
         };
-        let changed = !changed_objects.is_empty();
         write_atomically(&output, &bytes)?;
         outputs.push(FoldedFile {
             input: file.path.clone(),

@@ -8,11 +8,17 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// How the objects will be linked, as far as it changes what references mean.
+/// How the objects will be linked, as far as it changes what references mean
+/// and which archive members are part of the link.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// A `-shared` link: exported (default-visibility) globals may be interposed.
     pub shared: bool,
+    /// GNU ld and gold search an archive only where it stands on the command
+    /// line; lld and mold (the default here) search every archive.
+    pub ordered_archives: bool,
+    /// Input files (by index) inside `--whole-archive`: all their members are linked.
+    pub whole_archive: Vec<usize>,
 }
 
 /// The input files, memory-mapped. Everything else borrows from them.
@@ -153,7 +159,16 @@ impl<'data> Program<'data> {
                 elf,
             });
         }
-        resolve_archive_members(&mut objects);
+        for object in &mut objects {
+            if options.whole_archive.contains(&object.file) {
+                object.loaded = true;
+            }
+        }
+        if options.ordered_archives {
+            resolve_archive_members_in_order(&mut objects);
+        } else {
+            resolve_archive_members(&mut objects);
+        }
         Ok(Program {
             inputs,
             options,
@@ -272,5 +287,59 @@ fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
             }
         }
         queue = next;
+    }
+}
+
+/// GNU ld's rule: inputs in command-line order, each archive searched (and
+/// searched again while that loads something) only when the command line
+/// reaches it, for symbols undefined so far. Groups are not rescanned, so
+/// this never marks a member the real link would leave out.
+fn resolve_archive_members_in_order(objects: &mut [LoadedObject<'_>]) {
+    use icf_object::{Binding, SymbolPlace};
+    let mut defined: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut undefined: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut processed = vec![false; objects.len()];
+    let mut files: Vec<usize> = objects.iter().map(|o| o.file).collect();
+    files.dedup();
+    for file in files {
+        let members: Vec<usize> = (0..objects.len())
+            .filter(|&i| objects[i].file == file)
+            .collect();
+        loop {
+            let mut progress = false;
+            for &member in &members {
+                if processed[member] {
+                    continue;
+                }
+                let object = &objects[member];
+                let wanted = object.loaded
+                    || object.elf.symbols.iter().any(|s| {
+                        s.binding != Binding::Local
+                            && s.is_defined()
+                            && s.place != SymbolPlace::Common
+                            && undefined.contains(s.name)
+                    });
+                if !wanted {
+                    continue;
+                }
+                processed[member] = true;
+                objects[member].loaded = true;
+                for symbol in objects[member].elf.symbols.iter() {
+                    if symbol.binding == Binding::Local || symbol.name.is_empty() {
+                        continue;
+                    }
+                    if symbol.is_defined() && symbol.place != SymbolPlace::Common {
+                        defined.insert(symbol.name.to_vec());
+                        undefined.remove(symbol.name);
+                    } else if symbol.binding != Binding::Weak && !defined.contains(symbol.name) {
+                        undefined.insert(symbol.name.to_vec());
+                    }
+                }
+                progress = true;
+            }
+            if !progress {
+                break;
+            }
+        }
     }
 }

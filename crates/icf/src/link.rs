@@ -1,0 +1,162 @@
+//! `icf link -- <command>`: fold the inputs of a real link command, then run
+//! it on the rewritten copies.
+//!
+//! A link never breaks because of icf: when folding fails on inputs the
+//! linker accepts (an object format icf does not handle, an internal error),
+//! the original command runs unchanged and the caller gets a warning, unless
+//! `strict` asks for the error. Inputs are never modified: rewritten copies
+//! live in a temporary directory that is removed after the link.
+
+use crate::analysis::Analysis;
+use crate::link_command::{LinkCommand, LinkerFlavor};
+use crate::plan::PlanOptions;
+use crate::program::{Inputs, Options, Program};
+use crate::report::Report;
+use anyhow::Context;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+
+/// What the user asked of `icf link`.
+#[derive(Clone, Debug, Default)]
+pub struct LinkOptions {
+    pub plan: PlanOptions,
+    /// Write the JSON report here.
+    pub report: Option<PathBuf>,
+    /// Fail instead of falling back to the plain link.
+    pub strict: bool,
+}
+
+/// How a link went.
+#[derive(Debug)]
+pub struct LinkOutcome {
+    pub status: ExitStatus,
+    /// Why the plain command ran instead, when it did.
+    pub fallback: Option<String>,
+    pub report: Option<Report>,
+}
+
+/// Folds the inputs of `command` and runs it.
+pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOutcome> {
+    let parsed = LinkCommand::parse(command)?;
+    if parsed.relocatable || parsed.inputs.is_empty() {
+        let status = run(&parsed.program, &parsed.args)?;
+        return Ok(LinkOutcome {
+            status,
+            fallback: None,
+            report: None,
+        });
+    }
+    let workspace = TempDir::new()?;
+    match fold_inputs(&parsed, options, workspace.path()) {
+        Ok((args, report)) => {
+            let status = run(&parsed.program, &args)?;
+            Ok(LinkOutcome {
+                status,
+                fallback: None,
+                report: Some(report),
+            })
+        }
+        Err(error) if !options.strict => {
+            let status = run(&parsed.program, &parsed.args)?;
+            Ok(LinkOutcome {
+                status,
+                fallback: Some(format!("{error:#}")),
+                report: None,
+            })
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Folds, writes the changed inputs under `dir`, and returns the command's
+/// arguments with those inputs replaced.
+fn fold_inputs(
+    parsed: &LinkCommand,
+    options: &LinkOptions,
+    dir: &Path,
+) -> anyhow::Result<(Vec<String>, Report)> {
+    let started = std::time::Instant::now();
+    // The same archive may be named twice (`-lgcc ... -lgcc`): fold it once.
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut file_of_input: Vec<usize> = Vec::new();
+    for input in &parsed.inputs {
+        let index = match paths.iter().position(|p| p == &input.path) {
+            Some(index) => index,
+            None => {
+                paths.push(input.path.clone());
+                paths.len() - 1
+            }
+        };
+        file_of_input.push(index);
+    }
+    let whole_archive: Vec<usize> = parsed
+        .inputs
+        .iter()
+        .zip(&file_of_input)
+        .filter(|(input, _)| input.whole_archive)
+        .map(|(_, &file)| file)
+        .collect();
+    let inputs = Inputs::open(&paths)?;
+    let program_options = Options {
+        shared: parsed.shared,
+        ordered_archives: parsed.linker == LinkerFlavor::Ordered,
+        whole_archive,
+    };
+    let program = Program::load(&inputs, program_options)?;
+    let load = started.elapsed();
+    let mut analysis = Analysis::run(&program);
+    let plan = analysis.plan(&options.plan);
+    let edits = analysis.object_edits(&plan);
+    let outputs = crate::fold::write_outputs(&program, &edits, dir, false)?;
+    let replaced: HashMap<&Path, &Path> = outputs
+        .iter()
+        .filter(|o| o.changed)
+        .map(|o| (o.input.as_path(), o.output.as_path()))
+        .collect();
+    let replacements: Vec<(usize, PathBuf)> = parsed
+        .inputs
+        .iter()
+        .filter_map(|input| {
+            replaced
+                .get(input.path.as_path())
+                .map(|out| (input.argument, out.to_path_buf()))
+        })
+        .collect();
+    let report = analysis.report(&plan, load);
+    if let Some(path) = &options.report {
+        crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
+    }
+    Ok((parsed.with_inputs(&replacements), report))
+}
+
+fn run(program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
+    Command::new(program)
+        .args(args)
+        .status()
+        .with_context(|| format!("running {program}"))
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> anyhow::Result<TempDir> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!("icf-link-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(TempDir(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
