@@ -327,7 +327,9 @@ impl LinkCommand {
 }
 
 /// Relocatable objects and static archives, by contents: `.o`, `.a`, `.rlib`
-/// and anything else that starts like one. Shared libraries pass through.
+/// and anything else that starts like one, including the kinds icf cannot
+/// fold (LLVM bitcode, thin archives), so the user hears why nothing folded.
+/// Shared libraries and linker scripts pass through.
 fn is_foldable_input(path: &Path) -> bool {
     use std::io::Read;
     let Ok(mut file) = std::fs::File::open(path) else {
@@ -338,7 +340,10 @@ fn is_foldable_input(path: &Path) -> bool {
         return false;
     };
     let magic = &magic[..read];
-    if magic.starts_with(b"!<arch>\n") {
+    if magic.starts_with(b"!<arch>\n")
+        || magic.starts_with(b"!<thin>\n")
+        || magic.starts_with(b"BC\xc0\xde")
+    {
         return true;
     }
     // ELF, ET_REL (e_type 1 at offset 16, little-endian).

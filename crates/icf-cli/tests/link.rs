@@ -1,0 +1,200 @@
+//! `icf link` and `icf-cc` as a build uses them: archives found through
+//! `-L`/`-l`, response files, the linker's exit status passed through, the
+//! plain link (with a warning) when folding cannot handle an input, and
+//! `--strict` turning that into an error. Every linked program is RUN.
+
+use icf_fixtures::{Build, Compiler};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = icf_fixtures::source_dir()
+        .join("../target/cli-link")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+fn icf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args(args)
+        .output()
+        .expect("run icf")
+}
+
+fn run(binary: &Path) -> String {
+    let output = Command::new(binary).output().expect("run linked program");
+    assert!(output.status.success(), "{} failed", binary.display());
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn objects(sources: &[&str], build: &Build) -> Vec<String> {
+    sources
+        .iter()
+        .map(|s| {
+            icf_fixtures::object(Path::new(s), build)
+                .display()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn folds_archives_found_through_library_flags() {
+    let dir = scratch("archive");
+    let build = Build::new(Compiler::Gcc);
+    let parts = objects(&["e2e/cross_a.c", "e2e/cross_b.c"], &build);
+    let main = objects(&["e2e/cross_main.c"], &build).remove(0);
+    let archive = dir.join("libcross.a");
+    let status = Command::new("ar")
+        .arg("rcs")
+        .arg(&archive)
+        .args(&parts)
+        .status()
+        .expect("run ar");
+    assert!(status.success());
+    let before = std::fs::read(&archive).expect("read archive");
+
+    let plain = dir.join("plain");
+    let folded = dir.join("folded");
+    let dir_arg = format!("-L{}", dir.display());
+    let status = Command::new("gcc")
+        .args([&main, &dir_arg, "-lcross", "-o"])
+        .arg(&plain)
+        .status()
+        .expect("gcc");
+    assert!(status.success());
+    let report = dir.join("report.json");
+    let output = icf(&[
+        "link",
+        "--report",
+        report.to_str().expect("utf-8"),
+        "--",
+        "gcc",
+        &main,
+        &dir_arg,
+        "-lcross",
+        "-o",
+        folded.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(run(&plain), run(&folded));
+    assert_eq!(
+        std::fs::read(&archive).expect("read archive"),
+        before,
+        "the input archive was modified"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    assert!(
+        report["totals"]["saved_bytes"].as_u64().expect("saved") > 0,
+        "{report}"
+    );
+}
+
+#[test]
+fn response_files_and_the_linkers_exit_status() {
+    let dir = scratch("response");
+    let build = Build::new(Compiler::Clang);
+    let inputs = objects(&["c/fold_cases.c"], &build);
+    let response = dir.join("args.rsp");
+    let out = dir.join("app");
+    std::fs::write(
+        &response,
+        format!("'{}' -o '{}'\n", inputs[0], out.display()),
+    )
+    .expect("write response file");
+    let output = icf(&[
+        "link",
+        "--",
+        "clang-19",
+        &format!("@{}", response.display()),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(run(&out).starts_with("fold_cases "));
+    // An undefined symbol: the linker fails, and icf link fails with it.
+    let broken = icf(&[
+        "link",
+        "--",
+        "gcc",
+        &objects(&["e2e/cross_main.c"], &build)[0],
+        "-o",
+    ]);
+    assert!(!broken.status.success());
+}
+
+#[test]
+fn unfoldable_inputs_link_plainly_unless_strict() {
+    let dir = scratch("fallback");
+    // clang's -flto objects are LLVM bitcode: nothing icf can fold, but the linker can link them.
+    let source = icf_fixtures::source_dir().join("c/fold_cases.c");
+    let bitcode = dir.join("lto.o");
+    let status = Command::new("clang-19")
+        .args(["-O2", "-flto", "-c"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&bitcode)
+        .status()
+        .expect("clang");
+    assert!(status.success());
+    let app = dir.join("app");
+    let command = [
+        "--",
+        "clang-19",
+        "-flto",
+        "-fuse-ld=lld",
+        bitcode.to_str().expect("utf-8"),
+        "-o",
+        app.to_str().expect("utf-8"),
+    ];
+    let output = icf(&[&["link"][..], &command[..]].concat());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("icf: warning: linking without folding") && stderr.contains("lto.o"),
+        "{stderr}"
+    );
+    assert!(run(&app).starts_with("fold_cases "));
+    let strict = icf(&[&["link", "--strict"][..], &command[..]].concat());
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&strict.stderr).contains("bitcode"));
+}
+
+#[test]
+fn relocatable_links_pass_through() {
+    let dir = scratch("relocatable");
+    let inputs = objects(
+        &["e2e/cross_a.c", "e2e/cross_b.c"],
+        &Build::new(Compiler::Gcc),
+    );
+    let out = dir.join("combined.o");
+    let output = icf(&[
+        "link",
+        "--",
+        "ld",
+        "-r",
+        &inputs[0],
+        &inputs[1],
+        "-o",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.is_file());
+}
