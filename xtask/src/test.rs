@@ -31,6 +31,29 @@ pub fn run_all(cargo_test_args: &[String]) -> Result<()> {
 
     let mut test = cargo();
     test.args(["test", "--workspace"]).args(cargo_test_args);
+    run_step(&mut test)?;
+
+    self_hosted()
+}
+
+/// icf folding its own build: `icf-cc` links every binary and test of
+/// icf-cli (`-C linker=icf-cc`, strict, so a fallback to the plain link
+/// fails), and the CLI tests then run against the folded `icf`.
+fn self_hosted() -> Result<()> {
+    let root = crate::corpus::workspace_root()?;
+    let mut build = cargo();
+    build.args(["build", "--release", "-p", "icf-cli", "--bin", "icf-cc"]);
+    run_step(&mut build)?;
+    // rustc runs the linker from the target directory: a copy that the
+    // folded build cannot overwrite while it links with it.
+    let linker = root.join("target/selfhost-linker/icf-cc");
+    std::fs::create_dir_all(root.join("target/selfhost-linker"))?;
+    std::fs::copy(root.join("target/release/icf-cc"), &linker)?;
+    let mut test = cargo();
+    test.args(["test", "--release", "-p", "icf-cli", "--target-dir"])
+        .arg(root.join("target/selfhost"))
+        .env("RUSTFLAGS", format!("-C linker={}", linker.display()))
+        .env("ICF_STRICT", "1");
     run_step(&mut test)
 }
 
