@@ -84,7 +84,7 @@ pub fn run_task(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The ripgrep corpus, built on first use (a few minutes) and cached after.
+/// The ripgrep corpus, built on first use (about a minute on 2 cores) and cached after.
 pub fn ripgrep_corpus() -> Result<Corpus> {
     let dir = corpus_root()?.join("ripgrep");
     if let Some(corpus) = Corpus::load_if_complete(&dir)? {
@@ -114,7 +114,7 @@ pub fn ripgrep_corpus() -> Result<Corpus> {
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_BUILD_RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR");
-    eprintln!("==> {} (a few minutes)", display(&install));
+    eprintln!("==> {}", display(&install));
     run(&mut install)?;
 
     Corpus::load_if_complete(&dir)?.with_context(|| {
