@@ -125,27 +125,13 @@ impl<'data> Program<'data> {
             })
             .collect::<Result<_, icf_object::Error>>()?;
 
-        let mut targets = TargetTable::default();
         let mut objects = Vec::with_capacity(parsed.len());
         let mut functions = Vec::new();
         for (index, (file, member, elf)) in parsed.into_iter().enumerate() {
             let id = ObjectId(index as u32);
-            let symbol_refs = targets::symbol_refs(id, &elf, &options, &mut targets);
-            let section_targets = (0..elf.sections.len())
-                .map(|section| {
-                    targets.intern(targets::Target::Section {
-                        object: id,
-                        section: SectionIndex(section as u32),
-                    })
-                })
-                .collect();
-            functions.extend(
-                elf.functions()
-                    .into_iter()
-                    .map(|extent| FunctionInfo { object: id, extent }),
-            );
+            functions.extend(elf.functions().into_iter().map(|extent| FunctionInfo { object: id, extent }));
             let anchors = elf.data_anchors();
-            let is_plain_object = member.is_none();
+            let loaded = member.is_none() || options.whole_archive.contains(&file);
             objects.push(LoadedObject {
                 file,
                 member,
@@ -153,21 +139,29 @@ impl<'data> Program<'data> {
                 anchors,
                 section_symbols: section_symbols(&elf),
                 section_symbol: section_symbol_of(&elf),
-                loaded: is_plain_object,
-                symbol_refs,
-                section_targets,
+                loaded,
+                symbol_refs: Vec::new(),
+                section_targets: Vec::new(),
                 elf,
             });
-        }
-        for object in &mut objects {
-            if options.whole_archive.contains(&object.file) {
-                object.loaded = true;
-            }
         }
         if options.ordered_archives {
             resolve_archive_members_in_order(&mut objects);
         } else {
             resolve_archive_members(&mut objects);
+        }
+
+        // References are normalized once the link's definitions are known.
+        let definitions = targets::Definitions::of(&objects);
+        let mut targets = TargetTable::default();
+        for index in 0..objects.len() {
+            let id = ObjectId(index as u32);
+            let symbol_refs = targets::symbol_refs(id, &objects, &definitions, &options, &mut targets);
+            let section_targets = (0..objects[index].elf.sections.len())
+                .map(|section| targets.intern(targets::Target::Section { object: id, section: SectionIndex(section as u32) }))
+                .collect();
+            objects[index].symbol_refs = symbol_refs;
+            objects[index].section_targets = section_targets;
         }
         Ok(Program {
             inputs,

@@ -1,16 +1,19 @@
 //! What a reference points at, shared by all objects of a program.
 //!
-//! A relocation through a defined symbol that nothing can replace becomes its
-//! section plus the symbol's offset: `f` and `.text.f+0` are one target. A
-//! symbol the linker or the dynamic loader may replace (undefined, weak,
-//! common, an ifunc, a global in a COMDAT group, or an exported global in a
-//! `-shared` link) is a target by name: two references to `memcpy` in two
-//! objects are the same target, whatever each object defines today. Local
-//! symbols of different objects are always different targets.
+//! A relocation through a symbol becomes the place the link resolves it to:
+//! the defining section plus the symbol's offset, so `f` and `.text.f+0` are
+//! one target, and a reference by name to `f` from another object is that
+//! same target. The link's resolution is known because icf sees every object
+//! it loads: a strong definition wins over a weak one, the first COMDAT group
+//! over later ones. What icf cannot resolve is a target by name: a symbol
+//! defined in a shared library (two references to `memcpy` are the same
+//! target), a common symbol, an ifunc, and an exported symbol of a `-shared`
+//! link, which the executable may interpose. Local symbols of different
+//! objects are always different targets.
 
-use crate::program::{ObjectId, Options};
+use crate::program::{LoadedObject, ObjectId, Options};
 use icf_ir::TargetId;
-use icf_object::{Binding, ElfObject, SectionIndex, Symbol, SymbolKind, SymbolPlace, Visibility};
+use icf_object::{Binding, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility};
 use std::collections::HashMap;
 
 /// Something outside a function that a reference names.
@@ -78,68 +81,119 @@ pub struct SymbolRef {
     pub base: i64,
 }
 
-/// The normalized reference for every symbol of `object`, indexed by symbol index.
+/// The definition each global name resolves to in the link: among the
+/// objects the link loads, a strong definition before a weak one, the first
+/// on the command line before later ones (the first COMDAT group wins).
+#[derive(Clone, Debug, Default)]
+pub struct Definitions<'data> {
+    winners: HashMap<&'data [u8], (ObjectId, SymbolIndex)>,
+    /// Names with a common symbol somewhere: the linker merges those itself.
+    common: std::collections::HashSet<&'data [u8]>,
+}
+
+impl<'data> Definitions<'data> {
+    pub fn of(objects: &[LoadedObject<'data>]) -> Definitions<'data> {
+        let mut definitions = Definitions::default();
+        for (index, object) in objects.iter().enumerate() {
+            if !object.loaded {
+                continue;
+            }
+            for (symbol_index, symbol) in object.elf.symbols.iter().enumerate() {
+                if symbol.binding == Binding::Local || symbol.name.is_empty() || !symbol.is_defined() {
+                    continue;
+                }
+                if symbol.place == SymbolPlace::Common {
+                    definitions.common.insert(symbol.name);
+                    continue;
+                }
+                let candidate = (ObjectId(index as u32), SymbolIndex(symbol_index as u32));
+                let weak = symbol.binding == Binding::Weak;
+                match definitions.winners.get(symbol.name) {
+                    None => {
+                        definitions.winners.insert(symbol.name, candidate);
+                    }
+                    Some(&(object, winner)) => {
+                        let winner_weak = objects[object.index()].elf.symbol(winner).binding == Binding::Weak;
+                        if winner_weak && !weak {
+                            definitions.winners.insert(symbol.name, candidate);
+                        }
+                    }
+                }
+            }
+        }
+        definitions
+    }
+
+    /// The definition `name` resolves to, if a loaded object defines it.
+    pub fn winner(&self, name: &[u8]) -> Option<(ObjectId, SymbolIndex)> {
+        if self.common.contains(name) {
+            return None;
+        }
+        self.winners.get(name).copied()
+    }
+}
+
+/// The normalized reference for every symbol of object `id`, indexed by symbol index.
 pub fn symbol_refs<'data>(
     id: ObjectId,
-    object: &ElfObject<'data>,
+    objects: &[LoadedObject<'data>],
+    definitions: &Definitions<'data>,
     options: &Options,
     table: &mut TargetTable<'data>,
 ) -> Vec<SymbolRef> {
+    let object = &objects[id.index()].elf;
     object
         .symbols
         .iter()
         .map(|symbol| {
-            if is_replaceable(object, symbol, options) {
-                return SymbolRef {
-                    target: table.intern(Target::Symbol { name: symbol.name }),
-                    base: 0,
-                };
-            }
-            match symbol.place {
+            let (owner, definition) = match resolve(id, objects, definitions, symbol, options) {
+                Resolved::ByName => {
+                    return SymbolRef { target: table.intern(Target::Symbol { name: symbol.name }), base: 0 };
+                }
+                Resolved::To(owner, definition) => (owner, definition),
+            };
+            match definition.place {
                 SymbolPlace::Section(section) => SymbolRef {
-                    target: table.intern(Target::Section {
-                        object: id,
-                        section,
-                    }),
-                    base: symbol.value as i64,
+                    target: table.intern(Target::Section { object: owner, section }),
+                    base: definition.value as i64,
                 },
-                SymbolPlace::Absolute => SymbolRef {
-                    target: table.intern(Target::Absolute),
-                    base: symbol.value as i64,
-                },
+                SymbolPlace::Absolute => {
+                    SymbolRef { target: table.intern(Target::Absolute), base: definition.value as i64 }
+                }
                 // The null symbol: the addend is the whole value.
-                SymbolPlace::Undefined | SymbolPlace::Common => SymbolRef {
-                    target: table.intern(Target::Absolute),
-                    base: 0,
-                },
+                SymbolPlace::Undefined | SymbolPlace::Common => SymbolRef { target: table.intern(Target::Absolute), base: 0 },
             }
         })
         .collect()
 }
 
-/// Whether the link or the dynamic loader may bind references to `symbol` to
-/// a definition other than the one this object holds.
-fn is_replaceable(object: &ElfObject<'_>, symbol: &Symbol<'_>, options: &Options) -> bool {
-    if symbol.name.is_empty() || symbol.kind == SymbolKind::Section {
-        return false;
+enum Resolved<'a, 'data> {
+    /// Compared by name: resolved outside what icf sees, or replaceable at load time.
+    ByName,
+    /// The definition every reference through the symbol reaches, and its object.
+    To(ObjectId, &'a Symbol<'data>),
+}
+
+/// What a reference through `symbol` (of object `id`) reaches in the link.
+fn resolve<'a, 'data>(
+    id: ObjectId,
+    objects: &'a [LoadedObject<'data>],
+    definitions: &Definitions<'data>,
+    symbol: &'a Symbol<'data>,
+    options: &Options,
+) -> Resolved<'a, 'data> {
+    if symbol.binding == Binding::Local || symbol.name.is_empty() || symbol.kind == SymbolKind::Section {
+        return Resolved::To(id, symbol);
     }
-    match symbol.place {
-        SymbolPlace::Undefined | SymbolPlace::Common => return true,
-        SymbolPlace::Absolute => return false,
-        SymbolPlace::Section(section) => {
-            if symbol.binding == Binding::Local {
-                return false;
-            }
-            if symbol.binding == Binding::Weak || symbol.kind == SymbolKind::Ifunc {
-                return true;
-            }
-            // Another object's copy of the group may be the one the linker keeps.
-            if let Some(group) = object.section(section).group
-                && object.groups[group as usize].is_comdat
-            {
-                return true;
-            }
-        }
+    let Some((owner, index)) = definitions.winner(symbol.name) else {
+        return Resolved::ByName;
+    };
+    let definition = objects[owner.index()].elf.symbol(index);
+    // An ifunc's value is its resolver; an exported symbol of a shared object
+    // may be interposed by the executable.
+    let interposable = options.shared && matches!(definition.visibility, Visibility::Default);
+    if definition.kind == SymbolKind::Ifunc || interposable {
+        return Resolved::ByName;
     }
-    options.shared && matches!(symbol.visibility, Visibility::Default)
+    Resolved::To(owner, definition)
 }
