@@ -377,6 +377,20 @@ impl InstContext<'_, '_> {
         let use_ = memory_use(instr);
         let base = instr.memory_base();
         let disp = if let Some(reloc) = reloc {
+            // A load from the target's GOT slot yields the target's address:
+            // unless it is called or jumped through, the address escapes.
+            let through_got = matches!(
+                elf::RelocationType(reloc.r_type),
+                elf::R_X86_64_GOTPCREL
+                    | elf::R_X86_64_GOTPCRELX
+                    | elf::R_X86_64_REX_GOTPCRELX
+                    | elf::R_X86_64_CODE_4_GOTPCRELX
+            );
+            let use_ = if through_got && use_ == Use::Access {
+                Use::Address
+            } else {
+                use_
+            };
             Disp::Ref(self.push_reloc_ref(f, &reloc, use_))
         } else if base == Register::RIP {
             let target = instr.ip_rel_memory_address();
@@ -641,6 +655,22 @@ mod tests {
                 use_: Use::Call
             }]
         );
+    }
+
+    #[test]
+    fn loading_an_address_from_the_got_takes_it() {
+        // mov rax, [rip + foo@GOTPCREL]
+        let relocs = [CodeReloc {
+            offset: 3,
+            size: 4,
+            r_type: elf::R_X86_64_REX_GOTPCRELX.0,
+            pc_relative: true,
+            target: TargetId(3),
+            addend: -4,
+        }];
+        let f = lift_bytes(&[0x48, 0x8b, 0x05, 0, 0, 0, 0, 0xc3], &relocs);
+        assert_eq!(f.refs[0].use_, Use::Address);
+        assert_eq!(f.refs[0].kind, RefKind(elf::R_X86_64_GOTPCREL.0));
     }
 
     #[test]

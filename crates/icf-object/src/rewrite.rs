@@ -61,16 +61,18 @@ pub struct NewContents {
     pub relocs: Vec<NewReloc>,
 }
 
-/// A symbol the edits add.
+/// A symbol the edits add: a hidden alias of a kept copy, a reference to
+/// one in another object, or a global symbol moved here with the body it names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewSymbol {
     pub name: Vec<u8>,
     /// `None` for an undefined reference to another object's symbol.
     pub definition: Option<(SectionIndex, u64)>,
     pub size: u64,
-    pub global: bool,
-    pub hidden: bool,
-    pub function: bool,
+    pub binding: Binding,
+    pub kind: SymbolKind,
+    /// The raw `st_other` byte: visibility and machine bits.
+    pub other: u8,
 }
 
 /// Everything to change in one object.
@@ -113,6 +115,8 @@ enum SymbolFate {
     },
     /// Gone; references go to the destination of its section.
     Drop,
+    /// A global whose definition moved to another object with its body: references stay, by name.
+    Undefine,
 }
 
 /// A symbol of the output, before indices are known.
@@ -236,6 +240,11 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                             }
                         }
                         _ if symbol.binding == Binding::Local => SymbolFate::Drop,
+                        Some(Destination::External { .. })
+                            if symbol.kind != SymbolKind::Section =>
+                        {
+                            SymbolFate::Undefine
+                        }
                         _ => {
                             return Err(Error::new(format!(
                                 "symbol {index} '{}' is global but its section is removed without a local copy",
@@ -260,12 +269,13 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                     value,
                     size,
                 } => (Some(section), value, size),
+                SymbolFate::Undefine => (None, 0, 0),
             };
-            let special = match symbol.place {
-                SymbolPlace::Undefined => elf::SHN_UNDEF.0,
-                SymbolPlace::Absolute => elf::SHN_ABS.0,
-                SymbolPlace::Common => elf::SHN_COMMON.0,
-                SymbolPlace::Section(_) => 0,
+            let special = match (symbol.place, self.fates[index]) {
+                (_, SymbolFate::Undefine) | (SymbolPlace::Undefined, _) => elf::SHN_UNDEF.0,
+                (SymbolPlace::Absolute, _) => elf::SHN_ABS.0,
+                (SymbolPlace::Common, _) => elf::SHN_COMMON.0,
+                (SymbolPlace::Section(_), _) => 0,
             };
             old_to_out[index] = Some(self.symbols.len());
             self.symbols.push(OutSymbol {
@@ -287,25 +297,11 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         }
         self.old_to_out = old_to_out;
         for new in &self.edits.new_symbols {
-            let binding = if new.global {
-                elf::STB_GLOBAL.0
-            } else {
-                elf::STB_LOCAL.0
-            };
-            let kind = if new.function && new.definition.is_some() {
-                elf::STT_FUNC.0
-            } else {
-                elf::STT_NOTYPE.0
-            };
             self.new_to_out.push(self.symbols.len());
             self.symbols.push(OutSymbol {
                 name: &new.name,
-                st_info: (binding << 4) | kind,
-                st_other: if new.hidden {
-                    elf::STV_HIDDEN.0
-                } else {
-                    elf::STV_DEFAULT.0
-                },
+                st_info: raw_st_info(new.binding, new.kind),
+                st_other: new.other,
                 section: new.definition.map(|(section, _)| section),
                 special: elf::SHN_UNDEF.0,
                 value: new.definition.map_or(0, |(_, value)| value),

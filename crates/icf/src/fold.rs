@@ -17,7 +17,9 @@ use anyhow::Context;
 use icf_fold::CandidateId;
 use icf_fold::plan::Action;
 use icf_ir::Arch;
-use icf_object::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef};
+use icf_object::{
+    Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolKind, SymbolRef,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -56,9 +58,13 @@ impl Analysis<'_, '_> {
                         name: alias.clone().into_bytes(),
                         definition,
                         size: if definition.is_some() { kept.size() } else { 0 },
-                        global: true,
-                        hidden: true,
-                        function: kept.is_code(),
+                        binding: Binding::Global,
+                        kind: match (definition, kept.is_code()) {
+                            (None, _) => SymbolKind::NoType,
+                            (Some(_), true) => SymbolKind::Func,
+                            (Some(_), false) => SymbolKind::Object,
+                        },
+                        other: object::elf::STV_HIDDEN.0,
                     });
                     object_edits.new_symbols.len() - 1
                 })
@@ -74,19 +80,40 @@ impl Analysis<'_, '_> {
                 match decision.action {
                     Action::Alias => {
                         align = align.max(elf.section(member.section).align);
-                        let destination = if member.object == kept.object {
-                            Destination::Local {
-                                section: kept.section,
-                                start: kept.start,
-                                size: kept.size(),
-                            }
-                        } else {
-                            let symbol = alias_symbol(member.object, &mut edits);
-                            Destination::External {
-                                symbol,
-                                size: kept.size(),
-                            }
-                        };
+                        let destination =
+                            if member.object == kept.object {
+                                Destination::Local {
+                                    section: kept.section,
+                                    start: kept.start,
+                                    size: kept.size(),
+                                }
+                            } else {
+                                // Global symbols move with the body (the planner checked they may).
+                                for index in self.global_symbols(decision.candidate) {
+                                    let symbol = elf.symbol(index);
+                                    let offset = symbol.value.saturating_sub(member.start);
+                                    let size = if offset == 0 {
+                                        kept.size()
+                                    } else {
+                                        symbol.size
+                                    };
+                                    edits.entry(kept.object).or_default().new_symbols.push(
+                                        NewSymbol {
+                                            name: symbol.name.to_vec(),
+                                            definition: Some((kept.section, kept.start + offset)),
+                                            size,
+                                            binding: symbol.binding,
+                                            kind: symbol.kind,
+                                            other: symbol.other,
+                                        },
+                                    );
+                                }
+                                let symbol = alias_symbol(member.object, &mut edits);
+                                Destination::External {
+                                    symbol,
+                                    size: kept.size(),
+                                }
+                            };
                         edits
                             .entry(member.object)
                             .or_default()

@@ -15,7 +15,7 @@
 use crate::analysis::{Analysis, Origin};
 use crate::program::{LoadedObject, ObjectId};
 use crate::targets::Target;
-use icf_fold::plan::{ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
+use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
 use icf_fold::{CandidateId, ClassId};
 use icf_ir::{Arch, Use};
 use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
@@ -77,32 +77,49 @@ impl Analysis<'_, '_> {
         let started = Instant::now();
         let significance = self.significance();
         let keep_unique: HashSet<&str> = options.keep_unique.iter().map(String::as_str).collect();
-        let classes = self
-            .partition
-            .groups()
-            .into_iter()
-            .map(|members| {
-                let facts: Vec<MemberFacts> = members
-                    .iter()
-                    .map(|&candidate| MemberFacts {
+        let mut anchors = self.load_anchors();
+        let mut classes = Vec::new();
+        for members in self.partition.groups() {
+            let mut facts: Vec<MemberFacts> = members
+                .iter()
+                .map(|&candidate| {
+                    let info = &self.candidates[candidate.index()];
+                    MemberFacts {
                         candidate,
-                        size: self.candidates[candidate.index()].size(),
+                        size: info.size(),
                         significant: significance[candidate.index()].is_some(),
                         must_keep: self.must_keep(candidate, &keep_unique),
                         thunk_size: self.thunk_size(candidate),
                         preference: self.preference(candidate),
-                        object: self.candidates[candidate.index()].object.0,
-                        loaded: self
-                            .program
-                            .object(self.candidates[candidate.index()].object)
-                            .loaded,
+                        object: info.object.0,
+                        loaded: self.program.object(info.object).loaded,
                         pinned_in_comdat: self.in_comdat(candidate),
-                        global_symbols: self.has_global_symbols(candidate),
-                    })
-                    .collect();
+                        global_symbols: false,
+                    }
+                })
+                .collect();
+            // First as if every global symbol could move with its body; then
+            // pin the members aliased into another object whose globals cannot.
+            let optimistic = plan_class(ClassId(members[0].0), &facts, options.mode);
+            let kept_object = self.candidates[optimistic.kept.index()].object;
+            let mut pinned_any = false;
+            for decision in &optimistic.decisions {
+                let info = &self.candidates[decision.candidate.index()];
+                if decision.action == Action::Alias
+                    && info.object != kept_object
+                    && !self.globals_can_move(decision.candidate, &mut anchors)
+                    && let Some(fact) = facts.iter_mut().find(|f| f.candidate == decision.candidate)
+                {
+                    fact.global_symbols = true;
+                    pinned_any = true;
+                }
+            }
+            classes.push(if pinned_any {
                 plan_class(ClassId(members[0].0), &facts, options.mode)
-            })
-            .collect();
+            } else {
+                optimistic
+            });
+        }
         self.timings.plan = started.elapsed();
         Plan {
             mode: options.mode,
@@ -248,12 +265,73 @@ impl Analysis<'_, '_> {
             .is_some_and(|g| elf.groups[g as usize].is_comdat)
     }
 
-    fn has_global_symbols(&self, candidate: CandidateId) -> bool {
+    /// The global symbols a candidate defines (they move with its body to another object).
+    pub fn global_symbols(&self, candidate: CandidateId) -> Vec<SymbolIndex> {
         let info = &self.candidates[candidate.index()];
         let object = self.program.object(info.object);
         candidate_symbols(object, info.section, info.start, info.end, info.is_code())
+            .into_iter()
+            .filter(|&s| object.elf.symbol(s).binding != Binding::Local)
+            .collect()
+    }
+
+    /// Whether the global symbols of `candidate` may move, with its body, to
+    /// another object: each must be the definition the link resolves its name
+    /// to, and the object must stay in the link without them. A plain object
+    /// or a whole archive always does; an archive member does while another
+    /// object still needs one of the symbols it keeps (`anchors` counts those
+    /// per member, and is spent here).
+    fn globals_can_move(
+        &self,
+        candidate: CandidateId,
+        anchors: &mut HashMap<ObjectId, usize>,
+    ) -> bool {
+        let info = &self.candidates[candidate.index()];
+        let object = self.program.object(info.object);
+        let globals = self.global_symbols(candidate);
+        if globals.is_empty() {
+            return true;
+        }
+        let winners = globals.iter().all(|&s| {
+            let symbol = object.elf.symbol(s);
+            self.program.definitions.winner(symbol.name) == Some((info.object, s))
+        });
+        if !winners {
+            return false;
+        }
+        let Some(remaining) = anchors.get_mut(&info.object) else {
+            // Not an archive member: it is linked whatever it defines.
+            return true;
+        };
+        let needed: usize = globals
             .iter()
-            .any(|&s| object.elf.symbol(s).binding != Binding::Local)
+            .filter(|s| self.program.needed.contains(&(info.object, **s)))
+            .count();
+        if *remaining <= needed {
+            return false;
+        }
+        *remaining -= needed;
+        true
+    }
+
+    /// For each archive member (not whole-archive), how many of its symbols other objects need.
+    fn load_anchors(&self) -> HashMap<ObjectId, usize> {
+        let mut anchors: HashMap<ObjectId, usize> = HashMap::new();
+        for (index, object) in self.program.objects.iter().enumerate() {
+            let id = ObjectId(index as u32);
+            if object.loaded
+                && object.member.is_some()
+                && !self.program.options.whole_archive.contains(&object.file)
+            {
+                anchors.insert(id, 0);
+            }
+        }
+        for &(object, _) in &self.program.needed {
+            if let Some(count) = anchors.get_mut(&object) {
+                *count += 1;
+            }
+        }
+        anchors
     }
 
     fn thunk_size(&self, candidate: CandidateId) -> Option<u64> {

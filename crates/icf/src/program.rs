@@ -88,6 +88,10 @@ pub struct Program<'data> {
     pub functions: Vec<FunctionInfo>,
     /// Archive members that are not ELF objects, per input file.
     pub skipped: Vec<(usize, SkippedMember)>,
+    /// The definition each global name resolves to in the link.
+    pub definitions: targets::Definitions<'data>,
+    /// Definitions that another loaded object refers to by name.
+    pub needed: std::collections::HashSet<(ObjectId, icf_object::SymbolIndex)>,
 }
 
 impl<'data> Program<'data> {
@@ -129,7 +133,11 @@ impl<'data> Program<'data> {
         let mut functions = Vec::new();
         for (index, (file, member, elf)) in parsed.into_iter().enumerate() {
             let id = ObjectId(index as u32);
-            functions.extend(elf.functions().into_iter().map(|extent| FunctionInfo { object: id, extent }));
+            functions.extend(
+                elf.functions()
+                    .into_iter()
+                    .map(|extent| FunctionInfo { object: id, extent }),
+            );
             let anchors = elf.data_anchors();
             let loaded = member.is_none() || options.whole_archive.contains(&file);
             objects.push(LoadedObject {
@@ -153,12 +161,19 @@ impl<'data> Program<'data> {
 
         // References are normalized once the link's definitions are known.
         let definitions = targets::Definitions::of(&objects);
+        let needed = needed_definitions(&objects, &definitions);
         let mut targets = TargetTable::default();
         for index in 0..objects.len() {
             let id = ObjectId(index as u32);
-            let symbol_refs = targets::symbol_refs(id, &objects, &definitions, &options, &mut targets);
+            let symbol_refs =
+                targets::symbol_refs(id, &objects, &definitions, &options, &mut targets);
             let section_targets = (0..objects[index].elf.sections.len())
-                .map(|section| targets.intern(targets::Target::Section { object: id, section: SectionIndex(section as u32) }))
+                .map(|section| {
+                    targets.intern(targets::Target::Section {
+                        object: id,
+                        section: SectionIndex(section as u32),
+                    })
+                })
                 .collect();
             objects[index].symbol_refs = symbol_refs;
             objects[index].section_targets = section_targets;
@@ -170,6 +185,8 @@ impl<'data> Program<'data> {
             targets,
             functions,
             skipped,
+            definitions,
+            needed,
         })
     }
 
@@ -336,4 +353,28 @@ fn resolve_archive_members_in_order(objects: &mut [LoadedObject<'_>]) {
             }
         }
     }
+}
+
+/// The definitions that some other loaded object references by name.
+fn needed_definitions(
+    objects: &[LoadedObject<'_>],
+    definitions: &targets::Definitions<'_>,
+) -> std::collections::HashSet<(ObjectId, icf_object::SymbolIndex)> {
+    let mut needed = std::collections::HashSet::new();
+    for (index, object) in objects.iter().enumerate() {
+        if !object.loaded {
+            continue;
+        }
+        for symbol in &object.elf.symbols {
+            if symbol.place == icf_object::SymbolPlace::Undefined
+                && symbol.binding != icf_object::Binding::Local
+                && !symbol.name.is_empty()
+                && let Some((owner, definition)) = definitions.winner(symbol.name)
+                && owner.index() != index
+            {
+                needed.insert((owner, definition));
+            }
+        }
+    }
+    needed
 }

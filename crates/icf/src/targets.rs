@@ -99,7 +99,10 @@ impl<'data> Definitions<'data> {
                 continue;
             }
             for (symbol_index, symbol) in object.elf.symbols.iter().enumerate() {
-                if symbol.binding == Binding::Local || symbol.name.is_empty() || !symbol.is_defined() {
+                if symbol.binding == Binding::Local
+                    || symbol.name.is_empty()
+                    || !symbol.is_defined()
+                {
                     continue;
                 }
                 if symbol.place == SymbolPlace::Common {
@@ -113,7 +116,8 @@ impl<'data> Definitions<'data> {
                         definitions.winners.insert(symbol.name, candidate);
                     }
                     Some(&(object, winner)) => {
-                        let winner_weak = objects[object.index()].elf.symbol(winner).binding == Binding::Weak;
+                        let winner_weak =
+                            objects[object.index()].elf.symbol(winner).binding == Binding::Weak;
                         if winner_weak && !weak {
                             definitions.winners.insert(symbol.name, candidate);
                         }
@@ -148,20 +152,30 @@ pub fn symbol_refs<'data>(
         .map(|symbol| {
             let (owner, definition) = match resolve(id, objects, definitions, symbol, options) {
                 Resolved::ByName => {
-                    return SymbolRef { target: table.intern(Target::Symbol { name: symbol.name }), base: 0 };
+                    return SymbolRef {
+                        target: table.intern(Target::Symbol { name: symbol.name }),
+                        base: 0,
+                    };
                 }
                 Resolved::To(owner, definition) => (owner, definition),
             };
             match definition.place {
                 SymbolPlace::Section(section) => SymbolRef {
-                    target: table.intern(Target::Section { object: owner, section }),
+                    target: table.intern(Target::Section {
+                        object: owner,
+                        section,
+                    }),
                     base: definition.value as i64,
                 },
-                SymbolPlace::Absolute => {
-                    SymbolRef { target: table.intern(Target::Absolute), base: definition.value as i64 }
-                }
+                SymbolPlace::Absolute => SymbolRef {
+                    target: table.intern(Target::Absolute),
+                    base: definition.value as i64,
+                },
                 // The null symbol: the addend is the whole value.
-                SymbolPlace::Undefined | SymbolPlace::Common => SymbolRef { target: table.intern(Target::Absolute), base: 0 },
+                SymbolPlace::Undefined | SymbolPlace::Common => SymbolRef {
+                    target: table.intern(Target::Absolute),
+                    base: 0,
+                },
             }
         })
         .collect()
@@ -182,7 +196,10 @@ fn resolve<'a, 'data>(
     symbol: &'a Symbol<'data>,
     options: &Options,
 ) -> Resolved<'a, 'data> {
-    if symbol.binding == Binding::Local || symbol.name.is_empty() || symbol.kind == SymbolKind::Section {
+    if symbol.binding == Binding::Local
+        || symbol.name.is_empty()
+        || symbol.kind == SymbolKind::Section
+    {
         return Resolved::To(id, symbol);
     }
     let Some((owner, index)) = definitions.winner(symbol.name) else {
