@@ -24,7 +24,7 @@
 //! why); that explains each of lld's removals icf does not match.
 //!
 //! The `rg` that `icf link` produces must print what the plain lld link's
-//! `rg` prints for a fixed search (`SMOKE_TEST`), or the check fails.
+//! `rg` prints for a set of searches (`SEARCHES`), or the check fails.
 //!
 //! The gate (`--min-coverage`): of the sections lld removes, the percentage
 //! whose fold icf makes too: the section becomes an alias in the class that
@@ -129,8 +129,10 @@ pub fn run(min_coverage: f64) -> Result<()> {
     );
 
     let mut text_sizes = links.text_sizes;
-    for mode in ["safe", "all"] {
-        text_sizes.push(icf_link(&corpus, &scratch, &icf, mode)?);
+    for linker in [Linker::Lld, Linker::Bfd] {
+        for mode in ["safe", "all"] {
+            text_sizes.push(icf_link(&corpus, &scratch, &icf, mode, linker)?);
+        }
     }
     print_text_sizes(&text_sizes);
     println!(
@@ -270,12 +272,20 @@ fn link_all(corpus: &Corpus, scratch: &Path) -> Result<Links> {
     Ok(links)
 }
 
-/// `icf link --mode MODE` around the plain lld link: icf folds the inputs and
-/// lld links the result, which must search like the plain lld link.
-fn icf_link(corpus: &Corpus, scratch: &Path, icf: &Path, mode: &str) -> Result<TextSize> {
-    let label = format!("icf link --mode {mode}, then lld");
-    let output = scratch.join(format!("icf-{mode}-lld"));
-    let link = corpus.link_command(Linker::Lld, &output, &[])?;
+/// `icf link --mode MODE` around the plain link with `linker`: icf folds the
+/// inputs and the linker links the result, which must search exactly like the
+/// plain link for every one of `SEARCHES`.
+fn icf_link(
+    corpus: &Corpus,
+    scratch: &Path,
+    icf: &Path,
+    mode: &str,
+    linker: Linker,
+) -> Result<TextSize> {
+    let name = linker.name();
+    let label = format!("icf link --mode {mode}, then {name}");
+    let output = scratch.join(format!("icf-{mode}-{name}"));
+    let link = corpus.link_command(linker, &output, &[])?;
     let mut command = Command::new(icf);
     command
         .args(["link", "--strict", "--mode", mode, "--"])
@@ -288,46 +298,111 @@ fn icf_link(corpus: &Corpus, scratch: &Path, icf: &Path, mode: &str) -> Result<T
         };
     }
     capture(&mut command).with_context(|| format!("linking with {label}"))?;
-    let plain = scratch.join("lld");
-    let (expected, actual) = (smoke_test(&plain)?, smoke_test(&output)?);
-    if expected != actual {
-        bail!(
-            "{} searches differently from {} (`{}`)",
-            output.display(),
-            plain.display(),
-            SMOKE_TEST.join(" ")
-        );
+    let plain = scratch.join(name);
+    for search in SEARCHES {
+        let (expected, actual) = (run_search(&plain, search)?, run_search(&output, search)?);
+        if expected != actual {
+            bail!(
+                "{} searches differently from {} (`rg {}`)",
+                output.display(),
+                plain.display(),
+                search.join(" ")
+            );
+        }
     }
     Ok(TextSize {
         label,
         bytes: text_size(&output)?,
-        baseline: Some("lld"),
+        baseline: Some(name),
     })
 }
 
-/// A search whose output does not depend on timing or thread count: regex,
-/// directory walking, ignore rules, sorting and printing all run.
-const SMOKE_TEST: &[&str] = &[
-    "--no-config",
-    "--sort=path",
-    "--line-number",
-    "--ignore-case",
-    r"struct\s+\w*(max|size)\w*",
-    "/usr/include",
+/// Searches whose output does not depend on timing or thread count: regex
+/// engines, directory walking, ignore rules, sorting, printing, errors.
+const SEARCHES: &[&[&str]] = &[
+    &[
+        "--no-config",
+        "--sort=path",
+        "--line-number",
+        "--ignore-case",
+        r"struct\s+\w*(max|size)\w*",
+        "/usr/include",
+    ],
+    &[
+        "--no-config",
+        "-j1",
+        "--sort=path",
+        "--count",
+        "-w",
+        "include",
+        "/usr/include/linux",
+    ],
+    &[
+        "--no-config",
+        "--files",
+        "--sort=path",
+        "/usr/include/x86_64-linux-gnu",
+    ],
+    &[
+        "--no-config",
+        "--sort=path",
+        "-F",
+        "-x",
+        "#endif",
+        "-l",
+        "/usr/include/sys",
+    ],
+    &[
+        "--no-config",
+        "-P",
+        r"(?<=#define )__\w+",
+        "-o",
+        "/usr/include/stdio.h",
+    ],
+    &[
+        "--no-config",
+        "--sort=path",
+        "-C2",
+        "-m3",
+        "-e",
+        "pthread_create",
+        "-e",
+        "pthread_join",
+        "/usr/include",
+    ],
+    &[
+        "--no-config",
+        "-U",
+        "--multiline-dotall",
+        r"typedef struct\s*\{.*?\} FILE",
+        "/usr/include/stdio.h",
+    ],
+    &[
+        "--no-config",
+        "--sort=path",
+        "-r",
+        "$2:$1",
+        r"(\w+)_(t)\b",
+        "-o",
+        "/usr/include/stdint.h",
+    ],
+    &["--no-config", "--type-list"],
+    &[
+        "--no-config",
+        "no-such-text-anywhere-xyzzy",
+        "/usr/include/stdio.h",
+    ],
+    &["--no-config", "--no-such-flag"],
 ];
 
-/// What the `rg` at `binary` prints for `SMOKE_TEST`.
-fn smoke_test(binary: &Path) -> Result<Vec<u8>> {
-    let mut search = Command::new(binary);
-    search.args(SMOKE_TEST);
-    let output = search
+/// What `rg` at `binary` prints for `search`: exit code, stdout and stderr.
+fn run_search(binary: &Path, search: &[&str]) -> Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
+    let mut command = Command::new(binary);
+    command.args(search);
+    let output = command
         .output()
-        .with_context(|| format!("could not start `{}`", display(&search)))?;
-    // The search must match something: rg exits with 1 when nothing does.
-    if output.status.code() != Some(0) {
-        bail!("`{}` failed ({})", display(&search), output.status);
-    }
-    Ok(output.stdout)
+        .with_context(|| format!("could not start `{}`", display(&command)))?;
+    Ok((output.status.code(), output.stdout, output.stderr))
 }
 
 /// The size of the `.text` section of a linked file, from `size -A -d`.
