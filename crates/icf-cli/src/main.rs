@@ -98,7 +98,7 @@ enum Command {
     Explain {
         #[command(flatten)]
         fold: FoldArgs,
-        /// The first function (mangled or demangled name).
+        /// The first function (mangled or demangled name; NAME@OBJECT picks one of several copies).
         left: String,
         /// The second function.
         right: String,
@@ -268,7 +268,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     [one] => Ok(*one),
                     [first, ..] => {
                         eprintln!(
-                            "icf: warning: {} candidates are named '{name}'; explaining the first, in {}",
+                            "icf: warning: {} candidates are named '{name}' (tell them apart with NAME@OBJECT); explaining the first, in {}",
                             found.len(),
                             program.object_name(analysis.candidates[first.index()].object)
                         );

@@ -124,7 +124,10 @@ fn explain_names_the_first_difference_and_follows_callees() {
         text.contains("because leaf_a and leaf_c are not identical"),
         "{text}"
     );
-    let same = stdout(&icf(&["explain", "caller_a", "caller_b", path], &[]));
+    let same = stdout(&icf(
+        &["explain", "caller_a@fold_cases", "caller_b", path],
+        &[],
+    ));
     assert_eq!(
         same.trim(),
         "caller_a and caller_b are identical: they fold (a class of 2)"

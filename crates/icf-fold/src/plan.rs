@@ -31,10 +31,10 @@ pub enum KeepReason {
     KeepUnique,
     /// Its section may not be folded (writable, `SHF_LINK_ORDER`, retained, `.init`, `__start_` target...).
     Ineligible(String),
-    /// Its address is significant and another significant member already shares the body; no thunk is possible or smaller.
+    /// Its address is significant and another significant member already shares the body.
     SignificantAddress,
     /// It must keep its own symbols (a COMDAT group member, or a global
-    /// symbol in another object than the kept copy) and a thunk would not be smaller.
+    /// symbol that cannot move to the kept copy's object).
     OwnSymbols,
     /// The kept copy lives in an archive member the link might not load.
     KeptCopyMayNotLoad,
@@ -47,8 +47,9 @@ pub enum Action {
     Kept,
     /// Its symbols become aliases of the kept body; its bytes are gone.
     Alias,
-    /// Its body becomes a jump to the kept copy, so its address stays unique.
-    Thunk,
+    /// Its body becomes a jump to the kept copy, for the reason given (its
+    /// address must stay unique, or its symbols must stay where they are).
+    Thunk(KeepReason),
     Keep(KeepReason),
 }
 
@@ -121,7 +122,7 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
     });
     let mut significant_shares = mode == Mode::Safe && kept.significant;
     let thunk_or = |member: &MemberFacts, reason: KeepReason| match member.thunk_size {
-        Some(thunk) if thunk < member.size => Action::Thunk,
+        Some(thunk) if thunk < member.size => Action::Thunk(reason),
         _ => Action::Keep(reason),
     };
     for member in &order[1..] {
@@ -142,7 +143,7 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
         };
         let saved = match action {
             Action::Alias => member.size,
-            Action::Thunk => member.size - member.thunk_size.unwrap_or(member.size),
+            Action::Thunk(_) => member.size - member.thunk_size.unwrap_or(member.size),
             Action::Kept | Action::Keep(_) => 0,
         };
         decisions.push(Decision {
@@ -177,6 +178,10 @@ mod tests {
         }
     }
 
+    fn significant() -> Action {
+        Action::Thunk(KeepReason::SignificantAddress)
+    }
+
     fn actions(plan: &ClassPlan) -> Vec<Action> {
         plan.decisions.iter().map(|d| d.action.clone()).collect()
     }
@@ -193,7 +198,7 @@ mod tests {
         assert_eq!(plan.kept, CandidateId(0));
         assert_eq!(
             actions(&plan),
-            vec![Action::Kept, Action::Thunk, Action::Alias, Action::Thunk]
+            vec![Action::Kept, significant(), Action::Alias, significant()]
         );
         assert_eq!(plan.saved(), 27 + 32 + 27);
         let all = plan_class(ClassId(0), &members, Mode::All);
@@ -206,7 +211,7 @@ mod tests {
         let plan = plan_class(ClassId(0), &members, Mode::Safe);
         assert_eq!(
             actions(&plan),
-            vec![Action::Kept, Action::Alias, Action::Thunk]
+            vec![Action::Kept, Action::Alias, significant()]
         );
     }
 
@@ -260,6 +265,10 @@ mod placement_tests {
         }
     }
 
+    fn own() -> Action {
+        Action::Thunk(KeepReason::OwnSymbols)
+    }
+
     #[test]
     fn comdat_members_and_globals_elsewhere_become_thunks() {
         let mut members = [member(0, 0), member(1, 0), member(2, 1), member(3, 1)];
@@ -267,10 +276,7 @@ mod placement_tests {
         members[2].global_symbols = true;
         let plan = plan_class(ClassId(0), &members, Mode::All);
         let actions: Vec<Action> = plan.decisions.iter().map(|d| d.action.clone()).collect();
-        assert_eq!(
-            actions,
-            vec![Action::Kept, Action::Thunk, Action::Thunk, Action::Alias]
-        );
+        assert_eq!(actions, vec![Action::Kept, own(), own(), Action::Alias]);
     }
 
     #[test]

@@ -13,18 +13,37 @@ use std::fmt::Write;
 const MAX_DEPTH: usize = 8;
 
 impl Analysis<'_, '_> {
-    /// Candidates named `name`: mangled, demangled, or demangled without the
-    /// Rust hash for code; the section name for data.
-    pub fn find(&self, name: &str) -> Vec<CandidateId> {
+    /// Candidates named `query`: mangled, demangled, or demangled without the
+    /// Rust hash for code; the symbol or section name for data. Copies with
+    /// the same name in several objects are told apart with `NAME@OBJECT`,
+    /// where OBJECT is part of the object's name (`foo@cgu.03`).
+    pub fn find(&self, query: &str) -> Vec<CandidateId> {
+        let found = self.find_named(query, None);
+        if !found.is_empty() {
+            return found;
+        }
+        match query.rsplit_once('@') {
+            Some((name, object)) => self.find_named(name, Some(object)),
+            None => Vec::new(),
+        }
+    }
+
+    fn find_named(&self, name: &str, object: Option<&str>) -> Vec<CandidateId> {
         (0..self.candidates.len() as u32)
             .map(CandidateId)
-            .filter(|&id| match self.candidates[id.index()].origin {
-                Origin::Function(index) => crate::dump::matches_name(
-                    self.program,
-                    &self.program.functions[index],
-                    Some(name),
-                ),
-                Origin::Data => self.raw_name(id) == name || self.name(id) == name,
+            .filter(|&id| {
+                let info = &self.candidates[id.index()];
+                if object.is_some_and(|o| !self.program.object_name(info.object).contains(o)) {
+                    return false;
+                }
+                match info.origin {
+                    Origin::Function(index) => crate::dump::matches_name(
+                        self.program,
+                        &self.program.functions[index],
+                        Some(name),
+                    ),
+                    Origin::Data => self.raw_name(id) == name || self.name(id) == name,
+                }
             })
             .collect()
     }

@@ -42,7 +42,7 @@ impl Analysis<'_, '_> {
             if !class
                 .decisions
                 .iter()
-                .any(|d| matches!(d.action, Action::Alias | Action::Thunk))
+                .any(|d| matches!(d.action, Action::Alias | Action::Thunk(_)))
             {
                 continue;
             }
@@ -120,7 +120,7 @@ impl Analysis<'_, '_> {
                             .moved
                             .insert(member.section, destination);
                     }
-                    Action::Thunk => {
+                    Action::Thunk(_) => {
                         let symbol = alias_symbol(member.object, &mut edits);
                         let thunk = thunk(elf.arch, elf.feature_1_and() & 1 != 0, symbol);
                         edits

@@ -121,11 +121,9 @@ impl Analysis<'_, '_> {
                 let (action, reason) = match &decision.action {
                     Action::Kept => ("kept", None),
                     Action::Alias => ("alias", None),
-                    Action::Thunk => (
+                    Action::Thunk(reason) => (
                         "thunk",
-                        plan.significance[decision.candidate.index()]
-                            .as_ref()
-                            .map(|s| s.to_string()),
+                        Some(thunk_reason(reason, plan, decision.candidate)),
                     ),
                     Action::Keep(reason) => {
                         ("keep", Some(keep_reason(reason, plan, decision.candidate)))
@@ -291,11 +289,27 @@ impl Analysis<'_, '_> {
     }
 }
 
+/// Why a member became a thunk rather than an alias.
+fn thunk_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> String {
+    match reason {
+        KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
+            Some(why) => why.to_string(),
+            None => "address is significant".to_string(),
+        },
+        KeepReason::OwnSymbols => {
+            "keeps its own symbols (COMDAT group, or a global that cannot move)".to_string()
+        }
+        other => keep_reason(other, plan, candidate),
+    }
+}
+
 fn keep_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> String {
     match reason {
         KeepReason::KeepUnique => "--keep-unique".to_string(),
         KeepReason::Ineligible(why) => why.clone(),
-        KeepReason::OwnSymbols => "keeps its own symbols (COMDAT group or global in another object); a thunk would not be smaller".to_string(),
+        KeepReason::OwnSymbols => {
+            "keeps its own symbols (COMDAT group, or a global that cannot move); a thunk would not be smaller".to_string()
+        }
         KeepReason::KeptCopyMayNotLoad => "the kept copy's archive member might not be linked".to_string(),
         KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
             Some(why) => format!("{why}; a thunk would not be smaller"),
