@@ -169,6 +169,19 @@ impl Binary {
         address
     }
 
+    /// Whether the code at `address` starts with `bytes`.
+    fn starts_with(&self, address: u64, bytes: &[u8]) -> bool {
+        let file = object::File::parse(&*self.data).expect("parsed before");
+        file.sections().any(|section| {
+            let start = section.address();
+            address >= start
+                && address < start + section.size()
+                && section
+                    .data()
+                    .is_ok_and(|data| data[(address - start) as usize..].starts_with(bytes))
+        })
+    }
+
     /// `a` and `b` run the same body: one address, or a thunk to the other.
     fn same_body(&self, a: &str, b: &str) -> bool {
         let (x, y) = (self.address(a), self.address(b));
@@ -189,7 +202,12 @@ struct Case {
 }
 
 fn check_case(case: &Case) {
-    for build in x86_builds() {
+    check_case_with(case, &x86_builds());
+}
+
+fn check_case_with(case: &Case, builds: &[Build]) {
+    for build in builds {
+        let build = build.clone();
         let objects: Vec<PathBuf> = case
             .sources
             .iter()
@@ -484,4 +502,41 @@ fn exported_functions_of_a_shared_library_stay_distinct() {
             }
         }
     }
+}
+
+#[test]
+fn thunks_start_with_endbr64_under_ibt() {
+    let builds: Vec<Build> = x86_builds()
+        .into_iter()
+        .filter(|b| b.function_sections)
+        .map(|b| Build {
+            extra_flags: vec!["-fcf-protection=full".to_string()],
+            ..b
+        })
+        .collect();
+    check_case_with(
+        &Case {
+            name: "ibt",
+            sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
+            cxx: false,
+            address_sensitive: true,
+            folds: true,
+            check: |binary, mode, build| {
+                if mode != icf::Mode::Safe {
+                    return;
+                }
+                // compare_me_b's address is taken: it is a thunk, which must be a landing pad.
+                let thunk = binary.address("compare_me_b");
+                let kept = binary.address("compare_me_a");
+                assert_ne!(thunk, kept);
+                assert_eq!(binary.destination(thunk), kept, "{}", build.label());
+                assert!(
+                    binary.starts_with(thunk, &[0xf3, 0x0f, 0x1e, 0xfa]),
+                    "thunk without endbr64 ({})",
+                    build.label()
+                );
+            },
+        },
+        &builds,
+    );
 }

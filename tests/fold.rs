@@ -88,6 +88,31 @@ fn functions_reading_identical_tables_fold() {
 }
 
 #[test]
+fn references_to_equal_string_literals_compare_by_content() {
+    for build in x86_builds() {
+        let objects: Vec<_> = ["e2e/cross_a.c", "e2e/cross_b.c"]
+            .iter()
+            .map(|s| icf_fixtures::object(Path::new(s), &build))
+            .collect();
+        let inputs = open(&objects);
+        let program = load(&inputs);
+        let analysis = Analysis::run(&program);
+        assert_eq!(
+            class(&analysis, "greet_a"),
+            class(&analysis, "greet_b"),
+            "{}",
+            build.label()
+        );
+        assert_ne!(
+            class(&analysis, "greet_a"),
+            class(&analysis, "greet_other"),
+            "{}",
+            build.label()
+        );
+    }
+}
+
+#[test]
 fn exception_tables_decide_for_identical_code() {
     check_pairs(
         "cpp/exceptions.cpp",

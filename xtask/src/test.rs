@@ -1,5 +1,6 @@
 //! `cargo xtask test`: everything CI checks, in order, stopping at the first
-//! failure: tools, formatting, clippy with warnings denied, then the tests.
+//! failure: tools, formatting, clippy with warnings denied, the tests, icf
+//! folding its own build, and the ripgrep peer check.
 //!
 //! Each step prints a one-line header to stderr so a failing log shows which
 //! step broke before the step's own output.
@@ -33,7 +34,13 @@ pub fn run_all(cargo_test_args: &[String]) -> Result<()> {
     test.args(["test", "--workspace"]).args(cargo_test_args);
     run_step(&mut test)?;
 
-    self_hosted()
+    self_hosted()?;
+
+    // ripgrep's real link: folded by icf link in both modes, with lld and
+    // GNU ld, every folded rg must search like the plain one, and icf must
+    // fold what lld --icf=all folds.
+    eprintln!("==> cargo xtask peer-check");
+    crate::peer::run(99.0)
 }
 
 /// icf folding its own build: `icf-cc` links every binary and test of
