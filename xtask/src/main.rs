@@ -37,6 +37,13 @@ enum Task {
         /// Which corpus: `ripgrep` (ripgrep 15.2.0 from crates.io).
         name: String,
     },
+    /// Build a binary through icf, write `<bin>.icf` beside it and print the size report.
+    #[command(disable_help_flag = true)]
+    Icf {
+        /// `target/<profile>/<bin> [--mode safe|all] [--in-place] [--baseline FILE]`
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Compare what icf folds on the ripgrep corpus with lld's and gold's --icf=all.
     PeerCheck {
         /// Fail unless icf folds at least this percentage of the sections lld's --icf=all removes.
@@ -46,12 +53,15 @@ enum Task {
 }
 
 fn main() -> ExitCode {
+    // The folded builds of `cargo xtask icf` use this executable as their linker.
+    icf_xtask::link_if_invoked_as_linker();
     let cli = Cli::parse();
     let result = match cli.task {
         Task::Test { cargo_test_args } => test::run_all(&cargo_test_args),
         Task::InstallDeps => deps::install(),
         Task::Corpus { name } => corpus::run_task(&name),
         Task::PeerCheck { min_coverage } => peer::run(min_coverage),
+        Task::Icf { args } => icf_xtask::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

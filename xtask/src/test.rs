@@ -6,6 +6,7 @@
 //! step broke before the step's own output.
 
 use anyhow::Result;
+use clap::Parser;
 
 use crate::deps;
 use crate::process::{cargo, display, run};
@@ -40,7 +41,16 @@ pub fn run_all(cargo_test_args: &[String]) -> Result<()> {
     // GNU ld, every folded rg must search like the plain one, and icf must
     // fold what lld --icf=all folds.
     eprintln!("==> cargo xtask peer-check");
-    crate::peer::run(99.0)
+    crate::peer::run(99.0)?;
+
+    // What icf does to its own release binary (markdown into $GITHUB_STEP_SUMMARY when set).
+    eprintln!("==> cargo xtask icf target/release/icf");
+    let root = crate::corpus::workspace_root()?;
+    let args = icf_xtask::IcfArgs::try_parse_from([
+        "icf",
+        &root.join("target/release/icf").display().to_string(),
+    ])?;
+    icf_xtask::run_args(&args).map(|_| ())
 }
 
 /// icf folding its own build: `icf-cc` links every binary and test of

@@ -45,6 +45,8 @@ enum ModeArg {
 enum Format {
     Text,
     Json,
+    /// GitHub-flavoured markdown, for `$GITHUB_STEP_SUMMARY` and PR comments.
+    Markdown,
 }
 
 #[derive(Subcommand, Debug)]
@@ -61,6 +63,13 @@ enum Command {
         /// How many groups the text report lists.
         #[arg(long, default_value_t = 30)]
         top: usize,
+        /// An earlier JSON report: markdown shows the difference.
+        #[arg(long, value_name = "OLD.json")]
+        baseline: Option<PathBuf>,
+        /// Exit non-zero when the folded size grew by more than BYTES against --baseline.
+        #[arg(long, value_name = "BYTES", requires = "baseline")]
+        fail_if_larger: Option<u64>,
+        /// Objects and archives to analyze, or one JSON report to render again.
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
     },
@@ -182,31 +191,47 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             format,
             print_icf_sections,
             top,
+            baseline,
+            fail_if_larger,
             inputs,
         } => {
-            let started = std::time::Instant::now();
-            let files = icf::Inputs::open(&inputs)?;
-            let program = icf::Program::load(
-                &files,
-                icf::Options {
-                    shared: fold.shared,
-                    ..icf::Options::default()
-                },
-            )?;
-            let load = started.elapsed();
-            log_skipped(cli.verbose, &program);
-            let mut analysis = icf::Analysis::run(&program);
-            let plan = analysis.plan(&plan_options(&fold));
-            let report = analysis.report(&plan, load);
+            let report = match inputs.as_slice() {
+                [json] if json.extension().is_some_and(|e| e == "json") => read_report(json)?,
+                _ => {
+                    let started = std::time::Instant::now();
+                    let files = icf::Inputs::open(&inputs)?;
+                    let options = icf::Options {
+                        shared: fold.shared,
+                        ..icf::Options::default()
+                    };
+                    let program = icf::Program::load(&files, options)?;
+                    let load = started.elapsed();
+                    log_skipped(cli.verbose, &program);
+                    let mut analysis = icf::Analysis::run(&program);
+                    let plan = analysis.plan(&plan_options(&fold));
+                    analysis.report(&plan, load)
+                }
+            };
+            let baseline = baseline.as_deref().map(read_report).transpose()?;
             let text = if print_icf_sections {
                 report.to_icf_sections()
             } else {
                 match format {
                     Format::Text => report.to_text(top),
                     Format::Json => report.to_json() + "\n",
+                    Format::Markdown => report.to_markdown(baseline.as_ref(), top.min(20)),
                 }
             };
-            write_stdout(&text)
+            write_stdout(&text)?;
+            if let (Some(limit), Some(baseline)) = (fail_if_larger, &baseline) {
+                let growth = report.folded_size() as i64 - baseline.folded_size() as i64;
+                if growth > limit as i64 {
+                    anyhow::bail!(
+                        "the folded size grew by {growth} bytes against the baseline, more than {limit}"
+                    );
+                }
+            }
+            Ok(())
         }
         Command::Fold {
             fold,
@@ -304,6 +329,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             write_stdout(&text)
         }
     }
+}
+
+fn read_report(path: &std::path::Path) -> anyhow::Result<icf::Report> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    icf::Report::from_json(&text)
+        .with_context(|| format!("{} is not an icf JSON report", path.display()))
 }
 
 fn plan_options(fold: &FoldArgs) -> icf::PlanOptions {

@@ -151,3 +151,49 @@ fn explain_an_unknown_function_is_an_error() {
         String::from_utf8_lossy(&output.stderr).contains("no function named 'no_such_function'")
     );
 }
+
+#[test]
+fn markdown_against_a_baseline_and_the_size_gate() {
+    let object = fixture("c/identical.c");
+    let path = object.to_str().expect("utf-8 path");
+    let dir = icf_fixtures::source_dir().join("../target/cli-report");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let (safe, all) = (dir.join("safe.json"), dir.join("all.json"));
+    std::fs::write(
+        &safe,
+        icf(&["report", "--format", "json", path], &[]).stdout,
+    )
+    .expect("write");
+    std::fs::write(
+        &all,
+        icf(&["report", "--format", "json", "--mode", "all", path], &[]).stdout,
+    )
+    .expect("write");
+    let (safe, all) = (safe.to_str().expect("utf-8"), all.to_str().expect("utf-8"));
+    let markdown = stdout(&icf(
+        &["report", "--format", "markdown", "--baseline", safe, all],
+        &[],
+    ));
+    assert!(markdown.starts_with("## icf size report\n"), "{markdown}");
+    assert!(
+        markdown.contains("| | before | after | saved | vs baseline |"),
+        "{markdown}"
+    );
+    // Mode all folds sub1 too: 5 bytes fewer than safe mode.
+    assert!(
+        markdown.contains("| code | 769 | 571 | -198 (-25.75%) | -5 (-0.87%) |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| 54 | 54 | 2 | `fact0` |"), "{markdown}");
+    // The gate: safe mode is 5 bytes larger than the all-mode baseline.
+    let over = Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args(["report", "--baseline", all, "--fail-if-larger", "4", safe])
+        .output()
+        .expect("run icf");
+    assert_eq!(over.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&over.stderr).contains("grew by 5 bytes"));
+    icf(
+        &["report", "--baseline", all, "--fail-if-larger", "5", safe],
+        &[],
+    );
+}

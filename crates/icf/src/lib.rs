@@ -31,5 +31,5 @@ pub use link_command::{LinkCommand, LinkInput, LinkerFlavor};
 pub use names::demangle;
 pub use plan::{Plan, PlanOptions, Significance};
 pub use program::{FunctionInfo, Inputs, LoadedObject, ObjectId, Options, Program};
-pub use report::{Group, Member, NearDuplicate, REPORT_VERSION, Report, Totals};
+pub use report::{BinarySizes, Group, Member, NearDuplicate, REPORT_VERSION, Report, Totals};
 pub use targets::{SymbolRef, Target, TargetTable};

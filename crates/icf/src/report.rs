@@ -7,25 +7,40 @@ use crate::plan::Plan;
 use icf_fold::CandidateId;
 use icf_fold::compare::{Step, first_difference};
 use icf_fold::plan::{Action, KeepReason, Mode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Bumped whenever a field changes meaning or disappears.
 pub const REPORT_VERSION: u32 = 1;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     pub version: u32,
-    pub mode: &'static str,
+    pub mode: String,
     pub inputs: Vec<String>,
     pub totals: Totals,
     pub groups: Vec<Group>,
     pub near_duplicates: Vec<NearDuplicate>,
     pub timings_ms: TimingsMs,
+    /// Sizes of the linked binary, when the report comes from a build (`cargo xtask icf`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<BinarySizes>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+/// A linked binary before and after folding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinarySizes {
+    pub path: String,
+    pub file_before: u64,
+    pub file_after: u64,
+    pub stripped_before: u64,
+    pub stripped_after: u64,
+    pub text_before: u64,
+    pub text_after: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Totals {
     pub objects: usize,
     pub functions: usize,
@@ -47,15 +62,15 @@ pub struct Totals {
     pub saved_data_bytes: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Group {
-    pub kind: &'static str,
+    pub kind: String,
     pub size: u64,
     pub saved: u64,
     pub members: Vec<Member>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Member {
     pub name: String,
     pub symbol: String,
@@ -63,13 +78,13 @@ pub struct Member {
     pub section: String,
     pub size: u64,
     /// `kept`, `alias`, `thunk` or `keep`.
-    pub action: &'static str,
+    pub action: String,
     /// Why it keeps its body, or why its address is significant.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NearDuplicate {
     pub size: u64,
     /// One member of each class that shares the structural hash.
@@ -78,7 +93,7 @@ pub struct NearDuplicate {
     pub first_difference: String,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TimingsMs {
     pub load: f64,
     pub lift: f64,
@@ -150,12 +165,12 @@ impl Analysis<'_, '_> {
                         .section(info.section)
                         .name_lossy(),
                     size: info.size(),
-                    action,
+                    action: action.to_string(),
                     reason,
                 });
             }
             groups.push(Group {
-                kind: if kept.is_code() { "code" } else { "data" },
+                kind: if kept.is_code() { "code" } else { "data" }.to_string(),
                 size: kept.size(),
                 saved: class.saved(),
                 members,
@@ -174,7 +189,8 @@ impl Analysis<'_, '_> {
             mode: match plan.mode {
                 Mode::Safe => "safe",
                 Mode::All => "all",
-            },
+            }
+            .to_string(),
             inputs: program
                 .inputs
                 .files
@@ -184,6 +200,7 @@ impl Analysis<'_, '_> {
             totals,
             groups,
             near_duplicates: self.near_duplicates(),
+            binary: None,
             timings_ms: TimingsMs {
                 load: load.as_secs_f64() * 1e3,
                 lift: self.timings.lift.as_secs_f64() * 1e3,
@@ -397,7 +414,7 @@ impl Report {
                     "{:>8} x{}  {}\n{:>12}{}",
                     near.size,
                     near.functions.len(),
-                    near.functions.join(", "),
+                    shorten_list(&near.functions, 3),
                     "",
                     near.first_difference
                 );
@@ -436,4 +453,165 @@ impl Report {
         }
         out
     }
+}
+
+impl Report {
+    /// Reads a report written with `--format json`.
+    pub fn from_json(text: &str) -> Result<Report, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The size a CI gate watches: the folded binary's `.text` when the report
+    /// has one, else the code left after folding.
+    pub fn folded_size(&self) -> u64 {
+        match &self.binary {
+            Some(binary) => binary.text_after,
+            None => self.totals.code_bytes - self.totals.saved_code_bytes,
+        }
+    }
+
+    /// The report as GitHub-flavoured markdown (step summaries, PR comments),
+    /// with deltas against `baseline` in bloaty's style.
+    pub fn to_markdown(&self, baseline: Option<&Report>, groups_shown: usize) -> String {
+        let t = &self.totals;
+        let mut out = String::from("## icf size report\n\n");
+        let delta_header = if baseline.is_some() {
+            " vs baseline |"
+        } else {
+            ""
+        };
+        let delta_rule = if baseline.is_some() { "---:|" } else { "" };
+        let _ = writeln!(
+            out,
+            "| | before | after | saved |{delta_header}\n|---|---:|---:|---:|{delta_rule}"
+        );
+        let mut row = |label: &str, before: u64, after: u64, old_after: Option<u64>| {
+            let saved = format!(
+                "{} ({})",
+                signed(after as i64 - before as i64),
+                percent(after as i64 - before as i64, before)
+            );
+            let _ = write!(out, "| {label} | {before} | {after} | {saved} |");
+            if let Some(old) = old_after {
+                let _ = write!(
+                    out,
+                    " {} ({}) |",
+                    signed(after as i64 - old as i64),
+                    percent(after as i64 - old as i64, old)
+                );
+            } else if baseline.is_some() {
+                out.push_str(" |");
+            }
+            out.push('\n');
+        };
+        match &self.binary {
+            Some(b) => {
+                let old = baseline.and_then(|r| r.binary.as_ref());
+                row(
+                    "file",
+                    b.file_before,
+                    b.file_after,
+                    old.map(|o| o.file_after),
+                );
+                row(
+                    "stripped",
+                    b.stripped_before,
+                    b.stripped_after,
+                    old.map(|o| o.stripped_after),
+                );
+                row(
+                    "`.text`",
+                    b.text_before,
+                    b.text_after,
+                    old.map(|o| o.text_after),
+                );
+            }
+            None => {
+                let old = baseline.map(|r| r.totals.code_bytes - r.totals.saved_code_bytes);
+                row("code", t.code_bytes, t.code_bytes - t.saved_code_bytes, old);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nMode `{}`: {} functions in {} objects; {} classes of identical code and data; \
+             {} aliases, {} thunks, {} kept unique; {} bytes of code and {} of data saved.\n",
+            self.mode,
+            t.functions,
+            t.objects,
+            t.classes,
+            t.aliases,
+            t.thunks,
+            t.kept_unique,
+            t.saved_code_bytes,
+            t.saved_data_bytes
+        );
+        if !self.groups.is_empty() {
+            let _ = writeln!(
+                out,
+                "### Largest groups\n\n| saved | size | members | kept copy |\n|---:|---:|---:|---|"
+            );
+            for group in self.groups.iter().take(groups_shown) {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    group.saved,
+                    group.size,
+                    group.members.len(),
+                    markdown_code(&group.members[0].name)
+                );
+            }
+            if self.groups.len() > groups_shown {
+                let _ = writeln!(
+                    out,
+                    "\n{} more groups in the JSON report.",
+                    self.groups.len() - groups_shown
+                );
+            }
+        }
+        out
+    }
+}
+
+/// `+N`, `-N` or `0`.
+fn signed(value: i64) -> String {
+    if value > 0 {
+        format!("+{value}")
+    } else {
+        value.to_string()
+    }
+}
+
+/// A change as a percentage of `base`, with its sign.
+fn percent(change: i64, base: u64) -> String {
+    if base == 0 {
+        return "n/a".to_string();
+    }
+    let value = 100.0 * change as f64 / base as f64;
+    if value > 0.0 {
+        format!("+{value:.2}%")
+    } else {
+        format!("{value:.2}%")
+    }
+}
+
+/// Inline code that survives any characters a demangled name holds.
+fn markdown_code(text: &str) -> String {
+    let text = text.replace('|', "\\|");
+    if text.contains('`') {
+        format!("`` {text} ``")
+    } else {
+        format!("`{text}`")
+    }
+}
+
+/// The first `shown` names, then how many more.
+fn shorten_list(names: &[String], shown: usize) -> String {
+    if names.len() <= shown {
+        return names.join(", ");
+    }
+    format!(
+        "{}, and {} more",
+        names[..shown].join(", "),
+        names.len() - shown
+    )
 }
