@@ -143,6 +143,7 @@ fn main() -> ExitCode {
         let options = icf::LinkOptions {
             plan: plan_options(fold),
             report: report.clone(),
+            want_report: *print_icf_sections,
             strict: *strict,
         };
         return run_link(command, &options, *print_icf_sections);

@@ -23,6 +23,8 @@ pub struct LinkOptions {
     pub plan: PlanOptions,
     /// Write the JSON report here.
     pub report: Option<PathBuf>,
+    /// Return the report in the outcome (for `--print-icf-sections`).
+    pub want_report: bool,
     /// Fail instead of falling back to the plain link.
     pub strict: bool,
 }
@@ -54,7 +56,7 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             Ok(LinkOutcome {
                 status,
                 fallback: None,
-                report: Some(report),
+                report,
             })
         }
         Err(error) if !options.strict => {
@@ -75,7 +77,7 @@ fn fold_inputs(
     parsed: &LinkCommand,
     options: &LinkOptions,
     dir: &Path,
-) -> anyhow::Result<(Vec<String>, Report)> {
+) -> anyhow::Result<(Vec<String>, Option<Report>)> {
     let started = std::time::Instant::now();
     // The same archive may be named twice (`-lgcc ... -lgcc`): fold it once.
     let mut paths: Vec<PathBuf> = Vec::new();
@@ -123,8 +125,11 @@ fn fold_inputs(
                 .map(|out| (input.argument, out.to_path_buf()))
         })
         .collect();
-    let report = analysis.report(&plan, load);
-    if let Some(path) = &options.report {
+    // Naming every member and finding near-duplicates costs more than the
+    // fold itself on large links: only when someone reads the report.
+    let report =
+        (options.report.is_some() || options.want_report).then(|| analysis.report(&plan, load));
+    if let (Some(path), Some(report)) = (&options.report, &report) {
         crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
     }
     Ok((parsed.with_inputs(&replacements), report))

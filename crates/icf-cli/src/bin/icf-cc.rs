@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         },
         report: std::env::var_os("ICF_REPORT").map(Into::into),
         strict: std::env::var("ICF_STRICT").is_ok_and(|v| v == "1"),
+        want_report: false,
     };
     let mut command = vec![driver];
     command.extend(std::env::args().skip(1));
