@@ -91,6 +91,13 @@ pub fn refine(candidates: &[Candidate<'_>], target_candidate: &[Option<Candidate
         }
     }
 
+    // The candidates each candidate refers to: a class needs sorting again
+    // only when a member refers to a candidate whose class just split.
+    let references: Vec<Vec<u32>> = candidates
+        .par_iter()
+        .map(|c| referenced_candidates(c, target_candidate))
+        .collect();
+    let mut stable = vec![false; groups.len()];
     let mut rounds = 0;
     loop {
         rounds += 1;
@@ -100,28 +107,73 @@ pub fn refine(candidates: &[Candidate<'_>], target_candidate: &[Option<Candidate
         };
         let split: Vec<Vec<Vec<u32>>> = groups
             .par_iter()
-            .map(|group| split_class(group, candidates, &map))
+            .zip(&stable)
+            .map(|(group, &stable)| {
+                if stable {
+                    vec![group.clone()]
+                } else {
+                    split_class(group, candidates, &map)
+                }
+            })
             .collect();
-        let changed = split.iter().any(|parts| parts.len() > 1);
+        let mut split_members = vec![false; candidates.len()];
+        let mut changed = false;
         groups.clear();
-        for part in split.into_iter().flatten() {
-            let id = ClassId(part[0]);
-            for &member in &part {
-                class_of[member as usize] = id;
+        for parts in split {
+            if parts.len() > 1 {
+                changed = true;
+                for member in parts.iter().flatten() {
+                    split_members[*member as usize] = true;
+                }
             }
-            if part.len() > 1 {
-                groups.push(part);
+            for part in parts {
+                let id = ClassId(part[0]);
+                for &member in &part {
+                    class_of[member as usize] = id;
+                }
+                if part.len() > 1 {
+                    groups.push(part);
+                }
             }
         }
         if !changed {
             break;
         }
+        stable = groups
+            .iter()
+            .map(|group| {
+                !group.iter().any(|&m| {
+                    references[m as usize]
+                        .iter()
+                        .any(|&r| split_members[r as usize])
+                })
+            })
+            .collect();
     }
     Partition {
         class_of,
         hashes,
         rounds,
     }
+}
+
+/// The candidates `candidate` refers to (operands and unwind references), deduplicated.
+fn referenced_candidates(
+    candidate: &Candidate<'_>,
+    target_candidate: &[Option<CandidateId>],
+) -> Vec<u32> {
+    let refs = candidate
+        .function
+        .refs
+        .iter()
+        .chain(candidate.attrs.refs.iter());
+    let mut found: Vec<u32> = refs
+        .filter_map(|r| target_candidate.get(r.target.index()).copied().flatten())
+        .map(|c| c.0)
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
 }
 
 /// Sorts one class and cuts it into runs of equal candidates, each run in index order.

@@ -31,7 +31,7 @@ pub fn parse(section: &Section<'_>) -> Result<Vec<Fde>> {
     let bases = BaseAddresses::default().set_eh_frame(0);
     let mut entries = eh_frame.entries(&bases);
     let mut fdes = Vec::new();
-    let mut cie_sizes = std::collections::HashMap::new();
+    let mut cie_sizes = rustc_hash::FxHashMap::default();
     loop {
         let entry = match entries.next() {
             Ok(Some(entry)) => entry,

@@ -11,7 +11,7 @@
 
 use crate::elf::{Binding, ElfObject, Reloc, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
 use icf_ir::Arch;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A contiguous piece of an executable section lifted as one function.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -41,7 +41,8 @@ impl FunctionExtent {
 impl<'data> ElfObject<'data> {
     /// Every executable section's pieces, in section and address order.
     pub fn functions(&self) -> Vec<FunctionExtent> {
-        let mut by_section: HashMap<SectionIndex, Vec<(u64, u64, SymbolIndex)>> = HashMap::new();
+        let mut by_section: HashMap<SectionIndex, Vec<(u64, u64, SymbolIndex)>> =
+            HashMap::default();
         for (index, symbol) in self.symbols.iter().enumerate() {
             let SymbolPlace::Section(section) = symbol.place else {
                 continue;
@@ -80,7 +81,7 @@ impl<'data> ElfObject<'data> {
     /// other sections (a `.cold` part returning into its function). Each is a
     /// block leader for the lifter, and makes the function's layout matter.
     pub fn code_references(&self, anchors: &DataAnchors) -> HashMap<SectionIndex, Vec<u64>> {
-        let mut result: HashMap<SectionIndex, Vec<u64>> = HashMap::new();
+        let mut result: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
         for (index, section) in self.sections.iter().enumerate() {
             if !section.is_alloc() || section.name == b".eh_frame" || section.relocs.is_empty() {
                 continue;
@@ -152,13 +153,17 @@ impl<'data> ElfObject<'data> {
     /// defined there and the targets of relocations pointing at it. A jump
     /// table starts at one of them.
     pub fn data_anchors(&self) -> DataAnchors {
-        let mut anchors: HashMap<SectionIndex, Vec<u64>> = HashMap::new();
+        let mut anchors: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
+        // Only allocated data can hold a jump table; debug sections are most
+        // of the relocations of an object and never matter here.
         for symbol in &self.symbols {
-            if let Some(section) = symbol.section() {
+            if let Some(section) = symbol.section()
+                && self.section(section).is_alloc()
+            {
                 anchors.entry(section).or_default().push(symbol.value);
             }
         }
-        for section in &self.sections {
+        for section in self.sections.iter().filter(|s| s.is_alloc()) {
             for reloc in &section.relocs {
                 let symbol = self.symbol(reloc.symbol);
                 let Some(target) = symbol.section() else {

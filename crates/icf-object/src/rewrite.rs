@@ -22,7 +22,7 @@ use object::elf;
 use object::read::elf::FileHeader as _;
 use object::write::StringId;
 use object::write::elf::{FileHeader, Rel, SectionHeader, Sym, Writer};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Where the bytes of a removed section live on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,13 +165,13 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         let mut rewriter = Rewriter {
             object,
             edits,
-            dropped: HashSet::new(),
-            unwound: HashSet::new(),
+            dropped: HashSet::default(),
+            unwound: HashSet::default(),
             fates: Vec::new(),
             symbols: Vec::new(),
             old_to_out: Vec::new(),
             new_to_out: Vec::new(),
-            section_symbol: HashMap::new(),
+            section_symbol: HashMap::default(),
         };
         rewriter.plan_sections();
         rewriter.plan_symbols()?;
@@ -391,8 +391,8 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         };
 
         // Contents that change: relocations, groups, addrsig, eh_frame, thunks.
-        let mut new_relocs: HashMap<SectionIndex, Vec<OutReloc>> = HashMap::new();
-        let mut new_data: HashMap<SectionIndex, Vec<u8>> = HashMap::new();
+        let mut new_relocs: HashMap<SectionIndex, Vec<OutReloc>> = HashMap::default();
+        let mut new_data: HashMap<SectionIndex, Vec<u8>> = HashMap::default();
         for (index, section) in object.sections.iter().enumerate() {
             let index = SectionIndex(index as u32);
             if self.dropped.contains(&index) || section.sh_type == elf::SHT_RELA.0 {
@@ -484,8 +484,8 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         let mut buffer = Vec::with_capacity(object.data.len());
         let mut writer = Writer::new(object::Endianness::Little, true, &mut buffer);
         writer.reserve_file_header();
-        let mut index_of: HashMap<Out, object::write::elf::SectionIndex> = HashMap::new();
-        let mut name_ids: HashMap<Out, StringId> = HashMap::new();
+        let mut index_of: HashMap<Out, object::write::elf::SectionIndex> = HashMap::default();
+        let mut name_ids: HashMap<Out, StringId> = HashMap::default();
         for out in &outs {
             index_of.insert(*out, writer.reserve_section_index());
         }
@@ -535,7 +535,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             }
         }
 
-        let mut data_offsets: HashMap<SectionIndex, u64> = HashMap::new();
+        let mut data_offsets: HashMap<SectionIndex, u64> = HashMap::default();
         for out in &outs {
             let Out::Section(old) = *out else { continue };
             let section = object.section(old);
@@ -567,7 +567,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         writer.reserve_symtab_shndx();
         writer.reserve_strtab_section_index();
         writer.reserve_strtab()?;
-        let mut reloc_offsets: HashMap<SectionIndex, u64> = HashMap::new();
+        let mut reloc_offsets: HashMap<SectionIndex, u64> = HashMap::default();
         for out in &outs {
             if let Out::Relocations(target) = *out {
                 reloc_offsets.insert(
@@ -751,7 +751,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         let entries = eh_frame::entries(section.data)
             .map_err(|e| self.object.section_error(index, e.message))?;
         let mut bytes = Vec::with_capacity(section.data.len());
-        let mut moved_to: HashMap<u64, u64> = HashMap::new();
+        let mut moved_to: HashMap<u64, u64> = HashMap::default();
         let mut relocs = Vec::with_capacity(section.relocs.len());
         for entry in &entries {
             if removed.contains(&entry.offset) {

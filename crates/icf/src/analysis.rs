@@ -16,8 +16,8 @@ use icf_ir::{
 };
 use icf_object::{ElfObject, Section, SectionIndex};
 use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Where a candidate comes from.
@@ -93,7 +93,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
         let started = Instant::now();
         let mut targets = program.targets.clone();
         let candidates = collect_candidates(program);
-        let mut places: HashMap<(ObjectId, SectionIndex), SectionPlaces> = HashMap::new();
+        let mut places: HashMap<(ObjectId, SectionIndex), SectionPlaces> = HashMap::default();
         let mut target_candidate = vec![None; targets.len()];
         for (index, candidate) in candidates.iter().enumerate() {
             let id = targets.intern(Target::Candidate(index as u32));
@@ -308,7 +308,7 @@ fn collect_candidates(program: &Program<'_>) -> Vec<CandidateInfo> {
 /// that data sharing one section (no `-fdata-sections`, one
 /// `.gcc_except_table` for all functions) still compares piece by piece.
 fn data_split_points(elf: &ElfObject<'_>) -> HashMap<SectionIndex, Vec<u64>> {
-    let mut points: HashMap<SectionIndex, Vec<u64>> = HashMap::new();
+    let mut points: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
     for symbol in &elf.symbols {
         if let Some(section) = symbol.section()
             && !matches!(
@@ -555,11 +555,11 @@ fn attributes(
     functions: &[Function],
     section_classes: &mut Vec<String>,
 ) -> Vec<Attrs> {
-    let mut class_ids: HashMap<String, u32> = HashMap::new();
-    let mut unwind_ids: HashMap<UnwindKey, u32> = HashMap::new();
+    let mut class_ids: HashMap<String, u32> = HashMap::default();
+    let mut unwind_ids: HashMap<UnwindKey, u32> = HashMap::default();
     // The FDE describing each code piece, by (object, section, start).
     let mut fde_of: HashMap<(ObjectId, SectionIndex, u64), (SectionIndex, icf_object::Fde)> =
-        HashMap::new();
+        HashMap::default();
     for (index, object) in program.objects.iter().enumerate() {
         let elf = &object.elf;
         let Some((eh_frame, fdes)) = &elf.eh_frame else {

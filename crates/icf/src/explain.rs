@@ -6,7 +6,7 @@
 use crate::analysis::{Analysis, Origin};
 use icf_fold::CandidateId;
 use icf_fold::compare::first_difference;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::fmt::Write;
 
 /// How deep an explanation follows references.
@@ -51,7 +51,7 @@ impl Analysis<'_, '_> {
     /// Why `left` and `right` fold or do not.
     pub fn explain(&self, left: CandidateId, right: CandidateId) -> String {
         let mut out = String::new();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         self.explain_into(left, right, 0, &mut seen, &mut out);
         out
     }

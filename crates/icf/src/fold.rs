@@ -20,7 +20,7 @@ use icf_ir::Arch;
 use icf_object::{
     Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolKind, SymbolRef,
 };
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 /// One written output.
@@ -35,9 +35,9 @@ pub struct FoldedFile {
 impl Analysis<'_, '_> {
     /// The edits `plan` makes to each object.
     pub fn object_edits(&self, plan: &Plan) -> HashMap<ObjectId, Edits> {
-        let mut edits: HashMap<ObjectId, Edits> = HashMap::new();
+        let mut edits: HashMap<ObjectId, Edits> = HashMap::default();
         // Per object, the new symbol index of each alias name it uses.
-        let mut alias_in: HashMap<(ObjectId, String), usize> = HashMap::new();
+        let mut alias_in: HashMap<(ObjectId, String), usize> = HashMap::default();
         for class in &plan.classes {
             if !class
                 .decisions
@@ -205,7 +205,7 @@ pub fn write_outputs(
     all: bool,
 ) -> anyhow::Result<Vec<FoldedFile>> {
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let mut taken: std::collections::HashSet<std::ffi::OsString> = std::collections::HashSet::new();
+    let mut taken: rustc_hash::FxHashSet<std::ffi::OsString> = rustc_hash::FxHashSet::default();
     let mut outputs = Vec::new();
     for (position, file) in program.inputs.files.iter().enumerate() {
         let name = file
@@ -275,7 +275,7 @@ fn rewrite_archive(
     let data = input.data();
     let archive =
         ArchiveFile::parse(data).with_context(|| format!("reading {}", input.path.display()))?;
-    let mut rewritten: HashMap<String, Vec<u8>> = HashMap::new();
+    let mut rewritten: HashMap<String, Vec<u8>> = HashMap::default();
     for (index, object) in program.objects.iter().enumerate() {
         let id = ObjectId(index as u32);
         if object.file == file

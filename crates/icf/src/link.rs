@@ -13,7 +13,7 @@ use crate::plan::PlanOptions;
 use crate::program::{Inputs, Options, Program};
 use crate::report::Report;
 use anyhow::Context;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 

@@ -19,7 +19,7 @@ use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_clas
 use icf_fold::{CandidateId, ClassId};
 use icf_ir::{Arch, Use};
 use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::time::Instant;
 
 /// What the user asked of the plan.
@@ -135,8 +135,8 @@ impl Analysis<'_, '_> {
         let has_table = |object: ObjectId| program.object(object).elf.addrsig.is_some();
 
         // Names some object's table marks: they are significant wherever they are defined.
-        let mut table_names: HashSet<&[u8]> = HashSet::new();
-        let mut table_symbols: HashSet<(ObjectId, SymbolIndex)> = HashSet::new();
+        let mut table_names: HashSet<&[u8]> = HashSet::default();
+        let mut table_symbols: HashSet<(ObjectId, SymbolIndex)> = HashSet::default();
         for (index, object) in program.objects.iter().enumerate() {
             for &symbol in object.elf.addrsig.iter().flatten() {
                 table_symbols.insert((ObjectId(index as u32), symbol));
@@ -148,8 +148,8 @@ impl Analysis<'_, '_> {
         }
 
         // Uses inferred from objects without a table, by candidate and by name.
-        let mut inferred: HashMap<CandidateId, Significance> = HashMap::new();
-        let mut inferred_names: HashMap<&[u8], Significance> = HashMap::new();
+        let mut inferred: HashMap<CandidateId, Significance> = HashMap::default();
+        let mut inferred_names: HashMap<&[u8], Significance> = HashMap::default();
         for (index, function) in self.functions.iter().enumerate() {
             let info = &self.candidates[index];
             if has_table(info.object) {
@@ -316,7 +316,7 @@ impl Analysis<'_, '_> {
 
     /// For each archive member (not whole-archive), how many of its symbols other objects need.
     fn load_anchors(&self) -> HashMap<ObjectId, usize> {
-        let mut anchors: HashMap<ObjectId, usize> = HashMap::new();
+        let mut anchors: HashMap<ObjectId, usize> = HashMap::default();
         for (index, object) in self.program.objects.iter().enumerate() {
             let id = ObjectId(index as u32);
             if object.loaded

@@ -5,7 +5,7 @@ use crate::targets::{self, SymbolRef, TargetTable};
 use icf_ir::TargetId;
 use icf_object::{ElfObject, FunctionExtent, InputFile, SectionIndex, SkippedMember, SymbolKind};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 /// How the objects will be linked, as far as it changes what references mean
@@ -91,7 +91,7 @@ pub struct Program<'data> {
     /// The definition each global name resolves to in the link.
     pub definitions: targets::Definitions<'data>,
     /// Definitions that another loaded object refers to by name.
-    pub needed: std::collections::HashSet<(ObjectId, icf_object::SymbolIndex)>,
+    pub needed: rustc_hash::FxHashSet<(ObjectId, icf_object::SymbolIndex)>,
 }
 
 impl<'data> Program<'data> {
@@ -213,7 +213,7 @@ impl<'data> Program<'data> {
 fn section_symbols(
     elf: &ElfObject<'_>,
 ) -> HashMap<SectionIndex, Vec<(u64, u64, icf_object::SymbolIndex)>> {
-    let mut map: HashMap<SectionIndex, Vec<_>> = HashMap::new();
+    let mut map: HashMap<SectionIndex, Vec<_>> = HashMap::default();
     for (index, symbol) in elf.symbols.iter().enumerate() {
         if let Some(section) = symbol.section()
             && !symbol.name.is_empty()
@@ -254,7 +254,7 @@ fn section_symbol_of(elf: &ElfObject<'_>) -> Vec<Option<icf_object::SymbolIndex>
 /// at most these.
 fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
     use icf_object::{Binding, SymbolPlace};
-    let mut providers: HashMap<&[u8], Vec<usize>> = HashMap::new();
+    let mut providers: HashMap<&[u8], Vec<usize>> = HashMap::default();
     for (index, object) in objects.iter().enumerate() {
         if object.loaded {
             continue;
@@ -268,7 +268,7 @@ fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
             }
         }
     }
-    let mut defined: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut defined: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
     let mut wanted: Vec<Vec<u8>> = Vec::new();
     let mut queue: Vec<usize> = (0..objects.len()).filter(|&i| objects[i].loaded).collect();
     while !queue.is_empty() {
@@ -307,8 +307,8 @@ fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
 /// this never marks a member the real link would leave out.
 fn resolve_archive_members_in_order(objects: &mut [LoadedObject<'_>]) {
     use icf_object::{Binding, SymbolPlace};
-    let mut defined: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    let mut undefined: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut defined: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
+    let mut undefined: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
     let mut processed = vec![false; objects.len()];
     let mut files: Vec<usize> = objects.iter().map(|o| o.file).collect();
     files.dedup();
@@ -359,8 +359,8 @@ fn resolve_archive_members_in_order(objects: &mut [LoadedObject<'_>]) {
 fn needed_definitions(
     objects: &[LoadedObject<'_>],
     definitions: &targets::Definitions<'_>,
-) -> std::collections::HashSet<(ObjectId, icf_object::SymbolIndex)> {
-    let mut needed = std::collections::HashSet::new();
+) -> rustc_hash::FxHashSet<(ObjectId, icf_object::SymbolIndex)> {
+    let mut needed = rustc_hash::FxHashSet::default();
     for (index, object) in objects.iter().enumerate() {
         if !object.loaded {
             continue;

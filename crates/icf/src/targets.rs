@@ -14,7 +14,7 @@
 use crate::program::{LoadedObject, ObjectId, Options};
 use icf_ir::TargetId;
 use icf_object::{Binding, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Something outside a function that a reference names.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -88,7 +88,7 @@ pub struct SymbolRef {
 pub struct Definitions<'data> {
     winners: HashMap<&'data [u8], (ObjectId, SymbolIndex)>,
     /// Names with a common symbol somewhere: the linker merges those itself.
-    common: std::collections::HashSet<&'data [u8]>,
+    common: rustc_hash::FxHashSet<&'data [u8]>,
 }
 
 impl<'data> Definitions<'data> {
