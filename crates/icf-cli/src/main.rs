@@ -201,13 +201,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 _ => {
                     let started = std::time::Instant::now();
                     let files = icf::Inputs::open(&inputs)?;
-                    let options = icf::Options {
-                        shared: fold.shared,
-                        ..icf::Options::default()
-                    };
-                    let program = icf::Program::load(&files, options)?;
+                    let program = load(&files, &fold, cli.verbose)?;
                     let load = started.elapsed();
-                    log_skipped(cli.verbose, &program);
                     let mut analysis = icf::Analysis::run(&program);
                     let plan = analysis.plan(&plan_options(&fold));
                     analysis.report(&plan, load)
@@ -242,15 +237,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let started = std::time::Instant::now();
             let files = icf::Inputs::open(&inputs)?;
-            let program = icf::Program::load(
-                &files,
-                icf::Options {
-                    shared: fold.shared,
-                    ..icf::Options::default()
-                },
-            )?;
+            let program = load(&files, &fold, cli.verbose)?;
             let load = started.elapsed();
-            log_skipped(cli.verbose, &program);
             let mut analysis = icf::Analysis::run(&program);
             let plan = analysis.plan(&plan_options(&fold));
             let edits = analysis.object_edits(&plan);
@@ -278,14 +266,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             inputs,
         } => {
             let files = icf::Inputs::open(&inputs)?;
-            let program = icf::Program::load(
-                &files,
-                icf::Options {
-                    shared: fold.shared,
-                    ..icf::Options::default()
-                },
-            )?;
-            log_skipped(cli.verbose, &program);
+            let program = load(&files, &fold, cli.verbose)?;
             let analysis = icf::Analysis::run(&program);
             let find = |name: &str| -> anyhow::Result<icf::CandidateId> {
                 let found = analysis.find(name);
@@ -330,6 +311,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             write_stdout(&text)
         }
     }
+}
+
+/// Loads the inputs as one link: `-shared` if asked, skipped members said with --verbose.
+fn load<'data>(
+    files: &'data icf::Inputs,
+    fold: &FoldArgs,
+    verbose: bool,
+) -> anyhow::Result<icf::Program<'data>> {
+    let options = icf::Options {
+        shared: fold.shared,
+        ..icf::Options::default()
+    };
+    let program = icf::Program::load(files, options)?;
+    log_skipped(verbose, &program);
+    Ok(program)
 }
 
 fn read_report(path: &std::path::Path) -> anyhow::Result<icf::Report> {

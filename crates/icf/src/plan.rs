@@ -193,13 +193,7 @@ impl Analysis<'_, '_> {
 
         for (index, info) in self.candidates.iter().enumerate() {
             let elf = &program.object(info.object).elf;
-            let symbols = candidate_symbols(
-                self.program.object(info.object),
-                info.section,
-                info.start,
-                info.end,
-                info.is_code(),
-            );
+            let symbols = self.symbols_of(info);
             let in_table = symbols.iter().any(|&s| {
                 table_symbols.contains(&(info.object, s))
                     || (elf.symbol(s).binding != Binding::Local
@@ -231,18 +225,23 @@ impl Analysis<'_, '_> {
         result
     }
 
-    /// Why a candidate must keep its own body whatever the mode.
-    fn must_keep(&self, candidate: CandidateId, keep_unique: &HashSet<&str>) -> Option<KeepReason> {
-        let info = &self.candidates[candidate.index()];
-        let elf = &self.program.object(info.object).elf;
-        let section = elf.section(info.section);
-        let symbols = candidate_symbols(
+    /// The symbols that name a candidate (see [`candidate_symbols`]).
+    fn symbols_of(&self, info: &crate::analysis::CandidateInfo) -> Vec<SymbolIndex> {
+        candidate_symbols(
             self.program.object(info.object),
             info.section,
             info.start,
             info.end,
             info.is_code(),
-        );
+        )
+    }
+
+    /// Why a candidate must keep its own body whatever the mode.
+    fn must_keep(&self, candidate: CandidateId, keep_unique: &HashSet<&str>) -> Option<KeepReason> {
+        let info = &self.candidates[candidate.index()];
+        let elf = &self.program.object(info.object).elf;
+        let section = elf.section(info.section);
+        let symbols = self.symbols_of(info);
         for &index in &symbols {
             let symbol = elf.symbol(index);
             if keep_unique.contains(symbol.name_lossy().as_str())
@@ -352,13 +351,7 @@ impl Analysis<'_, '_> {
     fn preference(&self, candidate: CandidateId) -> (u8, u8, u8, u32, String) {
         let info = &self.candidates[candidate.index()];
         let elf = &self.program.object(info.object).elf;
-        let symbols = candidate_symbols(
-            self.program.object(info.object),
-            info.section,
-            info.start,
-            info.end,
-            info.is_code(),
-        );
+        let symbols = self.symbols_of(info);
         let best = symbols
             .iter()
             .map(|&s| match elf.symbol(s).binding {
