@@ -236,6 +236,20 @@ impl Function {
         }
     }
 
+    /// An empty function with room for `insts` instructions in `blocks` blocks.
+    pub fn with_capacity(arch: Arch, size: u32, insts: usize, blocks: usize) -> Function {
+        Function {
+            arch,
+            size,
+            blocks: Vec::with_capacity(blocks),
+            insts: Vec::with_capacity(insts),
+            operands: Vec::with_capacity(insts * 2),
+            mems: Vec::with_capacity(insts / 2),
+            refs: Vec::new(),
+            opaque: Vec::new(),
+        }
+    }
+
     pub fn block(&self, id: BlockId) -> &Block {
         &self.blocks[id.index()]
     }

@@ -62,12 +62,29 @@ struct Raw {
     relocs: std::ops::Range<usize>,
 }
 
+thread_local! {
+    /// Decoding buffers, reused from one function to the next on each thread.
+    static SCRATCH: std::cell::RefCell<(Vec<Raw>, Vec<Decoded>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
 fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (raws, decoded) = &mut *scratch;
+        raws.clear();
+        decoded.clear();
+        lift_with(input, raws, decoded)
+    })
+}
+
+fn lift_with(
+    input: &CodeInput<'_>,
+    raws: &mut Vec<Raw>,
+    decoded: &mut Vec<Decoded>,
+) -> Result<Function, OpaqueReason> {
     let base = input.section_offset;
     let size = input.bytes.len() as u32;
     let mut decoder = Decoder::with_ip(64, input.bytes, base, DecoderOptions::NONE);
-    let mut raws = Vec::with_capacity(input.bytes.len() / 4);
-    let mut decoded = Vec::with_capacity(input.bytes.len() / 4);
     let mut instr = Instruction::default();
     while decoder.can_decode() {
         let at = (decoder.ip() - base) as u32;
@@ -122,7 +139,7 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
         .filter(|&e| e > 0 && e < size)
         .collect();
     let layout = cfg::layout(&decoded, &entry_points)?;
-    let mut f = Function::new(input.arch, size);
+    let mut f = Function::with_capacity(input.arch, size, raws.len(), layout.blocks.len());
     for laid in &layout.blocks {
         let first = f.insts.len() as u32;
         let mut pending_nop: Option<(u32, u32)> = None;

@@ -113,45 +113,45 @@ impl<'data> Program<'data> {
                     .map(|member| (file_index, member)),
             );
         }
-        let parsed: Vec<(usize, Option<String>, ElfObject<'data>)> = sources
+        // Parsing and everything derived from one object alone, in parallel.
+        let parsed: Vec<(LoadedObject<'data>, Vec<icf_object::FunctionExtent>)> = sources
             .into_par_iter()
-            .map(|(file_index, source)| {
-                let path = &inputs.files[file_index].path;
-                let mut error_context = |e: icf_object::Error| {
+            .map(|(file, source)| {
+                let path = &inputs.files[file].path;
+                let elf = ElfObject::parse(source.data).map_err(|e| {
                     let e = e.with_file(path);
                     match &source.member {
                         Some(member) => e.with_member(member.clone()),
                         None => e,
                     }
+                })?;
+                let anchors = elf.data_anchors();
+                let extents = elf.functions();
+                let object = LoadedObject {
+                    file,
+                    loaded: source.member.is_none() || options.whole_archive.contains(&file),
+                    member: source.member,
+                    code_references: elf.code_references(&anchors),
+                    anchors,
+                    section_symbols: section_symbols(&elf),
+                    section_symbol: section_symbol_of(&elf),
+                    symbol_refs: Vec::new(),
+                    section_targets: Vec::new(),
+                    elf,
                 };
-                let elf = ElfObject::parse(source.data).map_err(&mut error_context)?;
-                Ok((file_index, source.member, elf))
+                Ok((object, extents))
             })
             .collect::<Result<_, icf_object::Error>>()?;
-
         let mut objects = Vec::with_capacity(parsed.len());
         let mut functions = Vec::new();
-        for (index, (file, member, elf)) in parsed.into_iter().enumerate() {
+        for (index, (object, extents)) in parsed.into_iter().enumerate() {
             let id = ObjectId(index as u32);
             functions.extend(
-                elf.functions()
+                extents
                     .into_iter()
                     .map(|extent| FunctionInfo { object: id, extent }),
             );
-            let anchors = elf.data_anchors();
-            let loaded = member.is_none() || options.whole_archive.contains(&file);
-            objects.push(LoadedObject {
-                file,
-                member,
-                code_references: elf.code_references(&anchors),
-                anchors,
-                section_symbols: section_symbols(&elf),
-                section_symbol: section_symbol_of(&elf),
-                loaded,
-                symbol_refs: Vec::new(),
-                section_targets: Vec::new(),
-                elf,
-            });
+            objects.push(object);
         }
         if options.ordered_archives {
             resolve_archive_members_in_order(&mut objects);
