@@ -138,7 +138,7 @@ fn lift_with(
         .copied()
         .filter(|&e| e > 0 && e < size)
         .collect();
-    let layout = cfg::layout(&decoded, &entry_points)?;
+    let layout = cfg::layout(decoded, &entry_points)?;
     let mut f = Function::with_capacity(input.arch, size, raws.len(), layout.blocks.len());
     for laid in &layout.blocks {
         let first = f.insts.len() as u32;
