@@ -198,3 +198,66 @@ fn relocatable_links_pass_through() {
     );
     assert!(out.is_file());
 }
+
+#[test]
+fn comdat_instances_the_linker_discards_are_never_kept() {
+    // The archive lists instance_frame.o first; the link loads instance_split.o
+    // first (main needs it) and keeps its COMDAT instances, discarding frame's.
+    for compiler in [Compiler::Gcc, Compiler::Clang] {
+        let dir = scratch(&format!("instances-{compiler:?}"));
+        let build = Build::new(compiler);
+        let parts = objects(
+            &["e2e/instance_frame.cpp", "e2e/instance_split.cpp"],
+            &build,
+        );
+        let main = objects(&["e2e/instance_main.cpp"], &build).remove(0);
+        let archive = dir.join("libinstances.a");
+        let status = Command::new("ar")
+            .arg("rcs")
+            .arg(&archive)
+            .args(&parts)
+            .status()
+            .expect("run ar");
+        assert!(status.success());
+        let driver = if compiler == Compiler::Gcc {
+            "g++"
+        } else {
+            "clang++-19"
+        };
+        let plain = dir.join("plain");
+        let status = Command::new(driver)
+            .arg(&main)
+            .arg(&archive)
+            .arg("-o")
+            .arg(&plain)
+            .status()
+            .expect("link plainly");
+        assert!(status.success());
+        let expected = run(&plain);
+        for linker in ["bfd", "gold", "lld", "mold"] {
+            for mode in ["safe", "all"] {
+                let folded = dir.join(format!("folded-{linker}-{mode}"));
+                let output = icf(&[
+                    "link",
+                    "--strict",
+                    "--mode",
+                    mode,
+                    "--",
+                    driver,
+                    &format!("-fuse-ld={linker}"),
+                    "-B/usr/lib/llvm-19/bin/",
+                    &main,
+                    archive.to_str().expect("utf-8"),
+                    "-o",
+                    folded.to_str().expect("utf-8"),
+                ]);
+                assert!(
+                    output.status.success(),
+                    "{compiler:?} {linker} {mode}: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                assert_eq!(run(&folded), expected, "{compiler:?} {linker} {mode}");
+            }
+        }
+    }
+}

@@ -38,6 +38,12 @@ pub enum KeepReason {
     OwnSymbols,
     /// The kept copy lives in an archive member the link might not load.
     KeptCopyMayNotLoad,
+    /// No member can be the kept copy: each is a COMDAT group instance the
+    /// link may discard, whose other instances are not all identical.
+    NoSafeKeptCopy,
+    /// Another instance of the kept copy's COMDAT group: whichever instance
+    /// the link keeps serves the others.
+    InstanceOfKeptGroup,
 }
 
 /// What happens to one member.
@@ -75,6 +81,12 @@ pub struct MemberFacts {
     pub pinned_in_comdat: bool,
     /// It defines a global symbol, which cannot move to another object.
     pub global_symbols: bool,
+    /// Its COMDAT group has instances in several objects (an id per
+    /// signature): the link keeps one of them, not necessarily this one.
+    pub floating_group: Option<u32>,
+    /// It may be the kept copy: not floating, or every instance of its group
+    /// is in this class, so whichever the link keeps is the same body.
+    pub kept_eligible: bool,
 }
 
 /// One member's fate.
@@ -107,13 +119,32 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
     // Only a member that may fold can be the kept copy, one the link surely
     // loads is better; otherwise the preference decides.
     order.sort_by(|a, b| {
-        (a.must_keep.is_some(), !a.loaded, &a.preference).cmp(&(
-            b.must_keep.is_some(),
-            !b.loaded,
-            &b.preference,
-        ))
+        let key = |m: &MemberFacts| {
+            (
+                m.must_keep.is_some(),
+                !m.kept_eligible,
+                m.floating_group.is_some(),
+                !m.loaded,
+            )
+        };
+        (key(a), &a.preference).cmp(&(key(b), &b.preference))
     });
     let kept = order[0];
+    if !kept.kept_eligible {
+        let decisions = order
+            .iter()
+            .map(|m| Decision {
+                candidate: m.candidate,
+                action: Action::Keep(m.must_keep.clone().unwrap_or(KeepReason::NoSafeKeptCopy)),
+                saved: 0,
+            })
+            .collect();
+        return ClassPlan {
+            class,
+            kept: kept.candidate,
+            decisions,
+        };
+    }
     let mut decisions = Vec::with_capacity(order.len());
     decisions.push(Decision {
         candidate: kept.candidate,
@@ -126,9 +157,14 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
         _ => Action::Keep(reason),
     };
     for member in &order[1..] {
-        let elsewhere = member.object != kept.object;
+        // A floating kept copy may be discarded with its group: nothing can
+        // move into it, even from its own object; members reach it by an
+        // alias every instance of its group defines.
+        let elsewhere = member.object != kept.object || kept.floating_group.is_some();
         let action = if let Some(reason) = &member.must_keep {
             Action::Keep(reason.clone())
+        } else if member.floating_group.is_some() && member.floating_group == kept.floating_group {
+            Action::Keep(KeepReason::InstanceOfKeptGroup)
         } else if elsewhere && !kept.loaded {
             Action::Keep(KeepReason::KeptCopyMayNotLoad)
         } else if member.pinned_in_comdat || (elsewhere && member.global_symbols) {
@@ -175,6 +211,8 @@ mod tests {
             loaded: true,
             pinned_in_comdat: false,
             global_symbols: false,
+            floating_group: None,
+            kept_eligible: true,
         }
     }
 
@@ -262,6 +300,8 @@ mod placement_tests {
             loaded: true,
             pinned_in_comdat: false,
             global_symbols: false,
+            floating_group: None,
+            kept_eligible: true,
         }
     }
 
@@ -294,6 +334,63 @@ mod placement_tests {
                 Action::Alias,
                 Action::Keep(KeepReason::KeptCopyMayNotLoad)
             ]
+        );
+    }
+}
+
+#[cfg(test)]
+mod comdat_tests {
+    use super::*;
+
+    fn member(index: u32, object: u32, group: Option<u32>) -> MemberFacts {
+        MemberFacts {
+            candidate: CandidateId(index),
+            size: 32,
+            significant: false,
+            must_keep: None,
+            thunk_size: Some(5),
+            preference: (0, 0, 0, index, format!("f{index}")),
+            object,
+            loaded: true,
+            pinned_in_comdat: group.is_some(),
+            global_symbols: true,
+            floating_group: group,
+            kept_eligible: true,
+        }
+    }
+
+    #[test]
+    fn a_floating_kept_copy_is_reached_by_thunks_and_its_instances_stay() {
+        // 0 and 2 are instances of one group; 1 is another group's only... floating too.
+        let members = [
+            member(0, 0, Some(7)),
+            member(1, 0, Some(8)),
+            member(2, 1, Some(7)),
+        ];
+        let plan = plan_class(ClassId(0), &members, Mode::All);
+        let actions: Vec<Action> = plan.decisions.iter().map(|d| d.action.clone()).collect();
+        assert_eq!(plan.kept, CandidateId(0));
+        assert_eq!(
+            actions,
+            vec![
+                Action::Kept,
+                Action::Thunk(KeepReason::OwnSymbols),
+                Action::Keep(KeepReason::InstanceOfKeptGroup)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_class_without_an_eligible_kept_copy_folds_nothing() {
+        let mut members = [member(0, 0, Some(7)), member(1, 1, Some(8))];
+        for m in &mut members {
+            m.kept_eligible = false;
+        }
+        let plan = plan_class(ClassId(0), &members, Mode::All);
+        assert!(
+            plan.decisions
+                .iter()
+                .all(|d| d.action == Action::Keep(KeepReason::NoSafeKeptCopy))
         );
     }
 }

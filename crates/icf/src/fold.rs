@@ -38,6 +38,7 @@ impl Analysis<'_, '_> {
         let mut edits: HashMap<ObjectId, Edits> = HashMap::default();
         // Per object, the new symbol index of each alias name it uses.
         let mut alias_in: HashMap<(ObjectId, String), usize> = HashMap::default();
+        let groups = self.comdat_instances();
         for class in &plan.classes {
             if !class
                 .decisions
@@ -48,29 +49,62 @@ impl Analysis<'_, '_> {
             }
             let kept = &self.candidates[class.kept.index()];
             let alias = self.alias_name(class.kept);
-            let mut alias_symbol = |object: ObjectId,
-                                    edits: &mut HashMap<ObjectId, Edits>|
-             -> usize {
-                *alias_in.entry((object, alias.clone())).or_insert_with(|| {
-                    let definition = (object == kept.object).then_some((kept.section, kept.start));
-                    let object_edits = edits.entry(object).or_default();
-                    object_edits.new_symbols.push(NewSymbol {
-                        name: alias.clone().into_bytes(),
-                        definition,
-                        size: if definition.is_some() { kept.size() } else { 0 },
-                        binding: Binding::Global,
-                        kind: match (definition, kept.is_code()) {
-                            (None, _) => SymbolKind::NoType,
-                            (Some(_), true) => SymbolKind::Func,
-                            (Some(_), false) => SymbolKind::Object,
-                        },
-                        other: object::elf::STV_HIDDEN.0,
-                    });
-                    object_edits.new_symbols.len() - 1
-                })
-            };
-            // The kept copy defines the alias, and takes the largest alignment of its class.
-            alias_symbol(kept.object, &mut edits);
+            // Where the alias is defined: on the kept copy, and when its COMDAT
+            // group has several instances, on each of them (the planner made
+            // sure they are all in this class): whichever the link keeps
+            // defines it, and the discarded ones take their definition along.
+            let floating = groups.floating(self, class.kept).is_some();
+            let mut defined_in: HashMap<ObjectId, (icf_object::SectionIndex, u64)> =
+                HashMap::default();
+            defined_in.insert(kept.object, (kept.section, kept.start));
+            if floating && let Some((_, instances)) = groups.instances_of(self, class.kept) {
+                for &(object, _) in instances {
+                    if let Some(other) = groups.instance_section(self, kept, object) {
+                        let other = &self.candidates[other.index()];
+                        defined_in
+                            .entry(object)
+                            .or_insert((other.section, other.start));
+                    }
+                }
+            }
+            for &object in defined_in.keys() {
+                let definition = defined_in[&object];
+                let object_edits = edits.entry(object).or_default();
+                object_edits.new_symbols.push(NewSymbol {
+                    name: alias.clone().into_bytes(),
+                    definition: Some(definition),
+                    size: kept.size(),
+                    binding: Binding::Global,
+                    kind: if kept.is_code() {
+                        SymbolKind::Func
+                    } else {
+                        SymbolKind::Object
+                    },
+                    other: object::elf::STV_HIDDEN.0,
+                });
+                alias_in.insert((object, alias.clone()), object_edits.new_symbols.len() - 1);
+            }
+            let mut alias_symbol =
+                |object: ObjectId, edits: &mut HashMap<ObjectId, Edits>| -> usize {
+                    *alias_in.entry((object, alias.clone())).or_insert_with(|| {
+                        let definition: Option<(icf_object::SectionIndex, u64)> = None;
+                        let object_edits = edits.entry(object).or_default();
+                        object_edits.new_symbols.push(NewSymbol {
+                            name: alias.clone().into_bytes(),
+                            definition,
+                            size: if definition.is_some() { kept.size() } else { 0 },
+                            binding: Binding::Global,
+                            kind: match (definition, kept.is_code()) {
+                                (None, _) => SymbolKind::NoType,
+                                (Some(_), true) => SymbolKind::Func,
+                                (Some(_), false) => SymbolKind::Object,
+                            },
+                            other: object::elf::STV_HIDDEN.0,
+                        });
+                        object_edits.new_symbols.len() - 1
+                    })
+                };
+            // The kept copy takes the largest alignment of its class.
             let kept_elf = &self.program.object(kept.object).elf;
             let whole_section = kept.start == 0 && kept.end == kept_elf.section(kept.section).size;
             let mut align = kept_elf.section(kept.section).align;
@@ -81,7 +115,7 @@ impl Analysis<'_, '_> {
                     Action::Alias => {
                         align = align.max(elf.section(member.section).align);
                         let destination =
-                            if member.object == kept.object {
+                            if member.object == kept.object && !floating {
                                 Destination::Local {
                                     section: kept.section,
                                     start: kept.start,

@@ -3,6 +3,7 @@
 //!
 //! A link never breaks because of icf: when folding fails on inputs the
 //! linker accepts (an object format icf does not handle, an internal error),
+//! or when the linker rejects the folded inputs but accepts the originals,
 //! the original command runs unchanged and the caller gets a warning, unless
 //! `strict` asks for the error. Inputs are never modified: rewritten copies
 //! live in a temporary directory that is removed after the link.
@@ -52,11 +53,41 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
     let workspace = TempDir::new()?;
     match fold_inputs(&parsed, options, workspace.path()) {
         Ok((args, report)) => {
-            let status = run(&parsed.program, &args)?;
+            // The linker's messages are held back until it is clear whether
+            // the folded link stands: a failure that the plain link does not
+            // share is icf's, and must not break the build.
+            let folded = Command::new(&parsed.program)
+                .args(&args)
+                .stderr(std::process::Stdio::piped())
+                .output()
+                .with_context(|| format!("running {}", parsed.program))?;
+            if folded.status.success() || options.strict {
+                std::io::Write::write_all(&mut std::io::stderr(), &folded.stderr)?;
+                return Ok(LinkOutcome {
+                    status: folded.status,
+                    fallback: None,
+                    report,
+                });
+            }
+            let status = run(&parsed.program, &parsed.args)?;
+            if !status.success() {
+                // The plain link fails too: the problem is not icf's.
+                return Ok(LinkOutcome {
+                    status,
+                    fallback: None,
+                    report: None,
+                });
+            }
+            let message = String::from_utf8_lossy(&folded.stderr);
+            let first_lines: Vec<&str> = message.lines().take(3).collect();
             Ok(LinkOutcome {
                 status,
-                fallback: None,
-                report,
+                fallback: Some(format!(
+                    "the folded link failed ({}): {}",
+                    folded.status,
+                    first_lines.join(" | ")
+                )),
+                report: None,
             })
         }
         Err(error) if !options.strict => {

@@ -78,6 +78,7 @@ impl Analysis<'_, '_> {
         let significance = self.significance();
         let keep_unique: HashSet<&str> = options.keep_unique.iter().map(String::as_str).collect();
         let mut anchors = self.load_anchors();
+        let groups = self.comdat_instances();
         let mut classes = Vec::new();
         for members in self.partition.groups() {
             let mut facts: Vec<MemberFacts> = members
@@ -95,6 +96,8 @@ impl Analysis<'_, '_> {
                         loaded: self.program.object(info.object).loaded,
                         pinned_in_comdat: self.in_comdat(candidate),
                         global_symbols: false,
+                        floating_group: groups.floating(self, candidate),
+                        kept_eligible: groups.kept_eligible(self, candidate),
                     }
                 })
                 .collect();
@@ -102,12 +105,19 @@ impl Analysis<'_, '_> {
             // pin the members aliased into another object whose globals cannot.
             let optimistic = plan_class(ClassId(members[0].0), &facts, options.mode);
             let kept_object = self.candidates[optimistic.kept.index()].object;
+            // A kept copy the link may discard with its group can take no symbols.
+            let kept_floats = groups.floating(self, optimistic.kept).is_some();
             let mut pinned_any = false;
             for decision in &optimistic.decisions {
                 let info = &self.candidates[decision.candidate.index()];
+                let cannot_move = if kept_floats {
+                    !self.global_symbols(decision.candidate).is_empty()
+                } else {
+                    info.object != kept_object
+                        && !self.globals_can_move(decision.candidate, &mut anchors)
+                };
                 if decision.action == Action::Alias
-                    && info.object != kept_object
-                    && !self.globals_can_move(decision.candidate, &mut anchors)
+                    && cannot_move
                     && let Some(fact) = facts.iter_mut().find(|f| f.candidate == decision.candidate)
                 {
                     fact.global_symbols = true;
@@ -452,4 +462,115 @@ fn section_ineligibility(
         return Some("shares its section with other code".to_string());
     }
     None
+}
+
+/// Every loaded instance of each COMDAT group signature: the link keeps one
+/// instance per signature, and icf cannot always tell which.
+#[derive(Debug, Default)]
+pub(crate) struct ComdatInstances {
+    /// Signature id by name, in order of first appearance.
+    ids: HashMap<Vec<u8>, u32>,
+    /// Instances (object, group index) by signature id.
+    instances: Vec<Vec<(ObjectId, u32)>>,
+    /// Whole-section candidates by (object, section).
+    section_candidate: HashMap<(ObjectId, SectionIndex), CandidateId>,
+}
+
+impl ComdatInstances {
+    /// The signature id of a candidate's group when the group has several instances.
+    pub(crate) fn floating(
+        &self,
+        analysis: &Analysis<'_, '_>,
+        candidate: CandidateId,
+    ) -> Option<u32> {
+        let (id, instances) = self.instances_of(analysis, candidate)?;
+        (instances.len() > 1).then_some(id)
+    }
+
+    /// Whether a candidate may be kept: its group has one instance, or every
+    /// instance holds a same-named section in the candidate's class.
+    pub(crate) fn kept_eligible(
+        &self,
+        analysis: &Analysis<'_, '_>,
+        candidate: CandidateId,
+    ) -> bool {
+        let Some((_, instances)) = self.instances_of(analysis, candidate) else {
+            return true;
+        };
+        let info = &analysis.candidates[candidate.index()];
+        let class = analysis.partition.class_of[candidate.index()];
+        instances.iter().all(|&(object, _)| {
+            self.instance_section(analysis, info, object)
+                .is_some_and(|other| analysis.partition.class_of[other.index()] == class)
+        })
+    }
+
+    /// The candidate holding `info`'s section in another instance of its group, in `object`.
+    pub(crate) fn instance_section(
+        &self,
+        analysis: &Analysis<'_, '_>,
+        info: &crate::analysis::CandidateInfo,
+        object: ObjectId,
+    ) -> Option<CandidateId> {
+        let name = analysis
+            .program
+            .object(info.object)
+            .elf
+            .section(info.section)
+            .name;
+        let elf = &analysis.program.object(object).elf;
+        let section = elf
+            .sections
+            .iter()
+            .position(|s| s.name == name && s.group.is_some())?;
+        self.section_candidate
+            .get(&(object, SectionIndex(section as u32)))
+            .copied()
+    }
+
+    pub(crate) fn instances_of(
+        &self,
+        analysis: &Analysis<'_, '_>,
+        candidate: CandidateId,
+    ) -> Option<(u32, &[(ObjectId, u32)])> {
+        let info = &analysis.candidates[candidate.index()];
+        let elf = &analysis.program.object(info.object).elf;
+        let group = &elf.groups[elf.section(info.section).group? as usize];
+        if !group.is_comdat {
+            return None;
+        }
+        let id = *self.ids.get(elf.symbol(group.signature).name)?;
+        Some((id, &self.instances[id as usize]))
+    }
+}
+
+impl Analysis<'_, '_> {
+    pub(crate) fn comdat_instances(&self) -> ComdatInstances {
+        let mut groups = ComdatInstances::default();
+        for (index, object) in self.program.objects.iter().enumerate() {
+            if !object.loaded {
+                continue;
+            }
+            for (group_index, group) in object.elf.groups.iter().enumerate() {
+                if !group.is_comdat {
+                    continue;
+                }
+                let name = object.elf.symbol(group.signature).name.to_vec();
+                let next = groups.ids.len() as u32;
+                let id = *groups.ids.entry(name).or_insert(next);
+                if id as usize == groups.instances.len() {
+                    groups.instances.push(Vec::new());
+                }
+                groups.instances[id as usize].push((ObjectId(index as u32), group_index as u32));
+            }
+        }
+        for (index, info) in self.candidates.iter().enumerate() {
+            if info.start == 0 {
+                groups
+                    .section_candidate
+                    .insert((info.object, info.section), CandidateId(index as u32));
+            }
+        }
+        groups
+    }
 }

@@ -322,6 +322,10 @@ fn thunk_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> Str
 
 fn keep_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> String {
     match reason {
+        KeepReason::NoSafeKeptCopy => {
+            "every copy is a COMDAT instance the link may discard, and not all instances are identical".to_string()
+        }
+        KeepReason::InstanceOfKeptGroup => "another instance of the kept copy's COMDAT group".to_string(),
         KeepReason::KeepUnique => "--keep-unique".to_string(),
         KeepReason::Ineligible(why) => why.clone(),
         KeepReason::OwnSymbols => {
