@@ -25,10 +25,14 @@ const REQUIRED_TOOLS: &[&str] = &[
     "aarch64-linux-gnu-gcc",
     "aarch64-linux-gnu-g++",
     "qemu-aarch64",
+    // `cargo xtask bench`: the LLVM corpus and peak RSS.
+    "llvm-config-14",
+    "time",
 ];
 
 /// Debian packages providing `REQUIRED_TOOLS`, plus the AArch64 libc headers
-/// and libraries the cross compilers need to link programs.
+/// and libraries the cross compilers need to link programs (`time` is
+/// `/usr/bin/time`, which `cargo xtask bench` measures peak RSS with).
 const DEBIAN_PACKAGES: &[&str] = &[
     "gcc",
     "g++",
@@ -40,6 +44,8 @@ const DEBIAN_PACKAGES: &[&str] = &[
     "g++-aarch64-linux-gnu",
     "libc6-dev-arm64-cross",
     "qemu-user",
+    "llvm-14-dev",
+    "time",
 ];
 
 /// Rustup components that `cargo xtask test` runs, with the cargo subcommand

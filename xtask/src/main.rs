@@ -4,10 +4,12 @@
 //! its own module. Tasks shell out to `cargo`, `apt-get` and `rustup` and assume
 //! they run from somewhere inside the workspace (cargo's alias guarantees it).
 
+mod bench;
 mod corpus;
 mod deps;
 mod peer;
 mod process;
+mod synthetic;
 mod test;
 
 use std::process::ExitCode;
@@ -50,6 +52,9 @@ enum Task {
         #[arg(long, default_value_t = 99.0)]
         min_coverage: f64,
     },
+    /// Benchmark icf against lld, gold, mold and GNU ld on real and generated code
+    /// (results in target/bench/results.{md,json}).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +67,7 @@ fn main() -> ExitCode {
         Task::Corpus { name } => corpus::run_task(&name),
         Task::PeerCheck { min_coverage } => peer::run(min_coverage),
         Task::Icf { args } => icf_xtask::run(&args),
+        Task::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -153,7 +153,7 @@ pub fn run(min_coverage: f64) -> Result<()> {
 }
 
 /// Builds the release `icf` of this workspace and returns its path.
-fn build_icf() -> Result<PathBuf> {
+pub(crate) fn build_icf() -> Result<PathBuf> {
     let mut build = cargo();
     build.args(["build", "--release", "--quiet", "-p", "icf-cli"]);
     eprintln!("==> {}", display(&build));
@@ -319,7 +319,7 @@ fn icf_link(
 
 /// Searches whose output does not depend on timing or thread count: regex
 /// engines, directory walking, ignore rules, sorting, printing, errors.
-const SEARCHES: &[&[&str]] = &[
+pub(crate) const SEARCHES: &[&[&str]] = &[
     &[
         "--no-config",
         "--sort=path",
@@ -396,7 +396,10 @@ const SEARCHES: &[&[&str]] = &[
 ];
 
 /// What `rg` at `binary` prints for `search`: exit code, stdout and stderr.
-fn run_search(binary: &Path, search: &[&str]) -> Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
+pub(crate) fn run_search(
+    binary: &Path,
+    search: &[&str],
+) -> Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
     let mut command = Command::new(binary);
     command.args(search);
     let output = command
@@ -406,7 +409,7 @@ fn run_search(binary: &Path, search: &[&str]) -> Result<(Option<i32>, Vec<u8>, V
 }
 
 /// The size of the `.text` section of a linked file, from `size -A -d`.
-fn text_size(path: &Path) -> Result<u64> {
+pub(crate) fn text_size(path: &Path) -> Result<u64> {
     let mut size = Command::new("size");
     size.args(["-A", "-d"]).arg(path);
     let output = capture(&mut size)?;
