@@ -199,11 +199,12 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
 mod tests {
     use super::*;
 
-    fn member(index: u32, significant: bool) -> MemberFacts {
+    /// A 32-byte member of object 0 with nothing special about it.
+    fn member(index: u32) -> MemberFacts {
         MemberFacts {
             candidate: CandidateId(index),
             size: 32,
-            significant,
+            significant: false,
             must_keep: None,
             thunk_size: Some(5),
             preference: (0, 0, 0, index, format!("f{index}")),
@@ -216,27 +217,33 @@ mod tests {
         }
     }
 
-    fn significant() -> Action {
-        Action::Thunk(KeepReason::SignificantAddress)
+    fn significant_member(index: u32, significant: bool) -> MemberFacts {
+        MemberFacts {
+            significant,
+            ..member(index)
+        }
     }
 
     fn actions(plan: &ClassPlan) -> Vec<Action> {
         plan.decisions.iter().map(|d| d.action.clone()).collect()
     }
 
+    const SIGNIFICANT: Action = Action::Thunk(KeepReason::SignificantAddress);
+    const OWN: Action = Action::Thunk(KeepReason::OwnSymbols);
+
     #[test]
     fn one_significant_address_shares_the_body_the_others_get_thunks() {
         let members = [
-            member(0, true),
-            member(1, true),
-            member(2, false),
-            member(3, true),
+            significant_member(0, true),
+            significant_member(1, true),
+            significant_member(2, false),
+            significant_member(3, true),
         ];
         let plan = plan_class(ClassId(0), &members, Mode::Safe);
         assert_eq!(plan.kept, CandidateId(0));
         assert_eq!(
             actions(&plan),
-            vec![Action::Kept, significant(), Action::Alias, significant()]
+            vec![Action::Kept, SIGNIFICANT, Action::Alias, SIGNIFICANT]
         );
         assert_eq!(plan.saved(), 27 + 32 + 27);
         let all = plan_class(ClassId(0), &members, Mode::All);
@@ -245,25 +252,39 @@ mod tests {
 
     #[test]
     fn an_insignificant_kept_copy_leaves_room_for_one_significant_alias() {
-        let members = [member(0, false), member(1, true), member(2, true)];
+        let members = [
+            significant_member(0, false),
+            significant_member(1, true),
+            significant_member(2, true),
+        ];
         let plan = plan_class(ClassId(0), &members, Mode::Safe);
         assert_eq!(
             actions(&plan),
-            vec![Action::Kept, Action::Alias, significant()]
+            vec![Action::Kept, Action::Alias, SIGNIFICANT]
         );
     }
 
     #[test]
     fn no_thunk_where_it_saves_nothing_or_for_data() {
-        let mut small = [member(0, true), member(1, true)];
-        small[1].size = 5;
+        let small = [
+            significant_member(0, true),
+            MemberFacts {
+                size: 5,
+                ..significant_member(1, true)
+            },
+        ];
         let plan = plan_class(ClassId(0), &small, Mode::Safe);
         assert_eq!(
             actions(&plan)[1],
             Action::Keep(KeepReason::SignificantAddress)
         );
-        let mut data = [member(0, true), member(1, true)];
-        data[1].thunk_size = None;
+        let data = [
+            significant_member(0, true),
+            MemberFacts {
+                thunk_size: None,
+                ..significant_member(1, true)
+            },
+        ];
         let plan = plan_class(ClassId(0), &data, Mode::Safe);
         assert_eq!(
             actions(&plan)[1],
@@ -273,8 +294,13 @@ mod tests {
 
     #[test]
     fn members_that_must_keep_are_never_kept_copies_unless_alone() {
-        let mut members = [member(0, false), member(1, false)];
-        members[0].must_keep = Some(KeepReason::KeepUnique);
+        let members = [
+            MemberFacts {
+                must_keep: Some(KeepReason::KeepUnique),
+                ..member(0)
+            },
+            member(1),
+        ];
         let plan = plan_class(ClassId(0), &members, Mode::All);
         assert_eq!(plan.kept, CandidateId(1));
         assert_eq!(
@@ -282,53 +308,49 @@ mod tests {
             vec![Action::Kept, Action::Keep(KeepReason::KeepUnique)]
         );
     }
-}
-
-#[cfg(test)]
-mod placement_tests {
-    use super::*;
-
-    fn member(index: u32, object: u32) -> MemberFacts {
-        MemberFacts {
-            candidate: CandidateId(index),
-            size: 32,
-            significant: false,
-            must_keep: None,
-            thunk_size: Some(5),
-            preference: (0, 0, 0, index, format!("f{index}")),
-            object,
-            loaded: true,
-            pinned_in_comdat: false,
-            global_symbols: false,
-            floating_group: None,
-            kept_eligible: true,
-        }
-    }
-
-    fn own() -> Action {
-        Action::Thunk(KeepReason::OwnSymbols)
-    }
 
     #[test]
     fn comdat_members_and_globals_elsewhere_become_thunks() {
-        let mut members = [member(0, 0), member(1, 0), member(2, 1), member(3, 1)];
-        members[1].pinned_in_comdat = true;
-        members[2].global_symbols = true;
+        let members = [
+            member(0),
+            MemberFacts {
+                pinned_in_comdat: true,
+                ..member(1)
+            },
+            MemberFacts {
+                object: 1,
+                global_symbols: true,
+                ..member(2)
+            },
+            MemberFacts {
+                object: 1,
+                ..member(3)
+            },
+        ];
         let plan = plan_class(ClassId(0), &members, Mode::All);
-        let actions: Vec<Action> = plan.decisions.iter().map(|d| d.action.clone()).collect();
-        assert_eq!(actions, vec![Action::Kept, own(), own(), Action::Alias]);
+        assert_eq!(actions(&plan), vec![Action::Kept, OWN, OWN, Action::Alias]);
     }
 
     #[test]
     fn a_kept_copy_that_may_not_load_only_serves_its_own_object() {
-        let mut members = [member(0, 0), member(1, 0), member(2, 1)];
-        for m in &mut members {
-            m.loaded = false;
-        }
+        let members = [
+            MemberFacts {
+                loaded: false,
+                ..member(0)
+            },
+            MemberFacts {
+                loaded: false,
+                ..member(1)
+            },
+            MemberFacts {
+                loaded: false,
+                object: 1,
+                ..member(2)
+            },
+        ];
         let plan = plan_class(ClassId(0), &members, Mode::All);
-        let actions: Vec<Action> = plan.decisions.iter().map(|d| d.action.clone()).collect();
         assert_eq!(
-            actions,
+            actions(&plan),
             vec![
                 Action::Kept,
                 Action::Alias,
@@ -336,45 +358,29 @@ mod placement_tests {
             ]
         );
     }
-}
 
-#[cfg(test)]
-mod comdat_tests {
-    use super::*;
-
-    fn member(index: u32, object: u32, group: Option<u32>) -> MemberFacts {
+    /// A member in COMDAT group instance `group`, defining a global symbol.
+    fn instance(index: u32, object: u32, group: u32) -> MemberFacts {
         MemberFacts {
-            candidate: CandidateId(index),
-            size: 32,
-            significant: false,
-            must_keep: None,
-            thunk_size: Some(5),
-            preference: (0, 0, 0, index, format!("f{index}")),
             object,
-            loaded: true,
-            pinned_in_comdat: group.is_some(),
+            pinned_in_comdat: true,
             global_symbols: true,
-            floating_group: group,
-            kept_eligible: true,
+            floating_group: Some(group),
+            ..member(index)
         }
     }
 
     #[test]
     fn a_floating_kept_copy_is_reached_by_thunks_and_its_instances_stay() {
-        // 0 and 2 are instances of one group; 1 is another group's only... floating too.
-        let members = [
-            member(0, 0, Some(7)),
-            member(1, 0, Some(8)),
-            member(2, 1, Some(7)),
-        ];
+        // 0 and 2 are instances of one group; 1 belongs to another group with several instances.
+        let members = [instance(0, 0, 7), instance(1, 0, 8), instance(2, 1, 7)];
         let plan = plan_class(ClassId(0), &members, Mode::All);
-        let actions: Vec<Action> = plan.decisions.iter().map(|d| d.action.clone()).collect();
         assert_eq!(plan.kept, CandidateId(0));
         assert_eq!(
-            actions,
+            actions(&plan),
             vec![
                 Action::Kept,
-                Action::Thunk(KeepReason::OwnSymbols),
+                OWN,
                 Action::Keep(KeepReason::InstanceOfKeptGroup)
             ]
         );
@@ -382,10 +388,16 @@ mod comdat_tests {
 
     #[test]
     fn a_class_without_an_eligible_kept_copy_folds_nothing() {
-        let mut members = [member(0, 0, Some(7)), member(1, 1, Some(8))];
-        for m in &mut members {
-            m.kept_eligible = false;
-        }
+        let members = [
+            MemberFacts {
+                kept_eligible: false,
+                ..instance(0, 0, 7)
+            },
+            MemberFacts {
+                kept_eligible: false,
+                ..instance(1, 1, 8)
+            },
+        ];
         let plan = plan_class(ClassId(0), &members, Mode::All);
         assert!(
             plan.decisions
