@@ -325,16 +325,16 @@ fn rewrite_archive(
     for member in archive.members() {
         let member = member.with_context(|| format!("reading {}", input.path.display()))?;
         let name = String::from_utf8_lossy(member.name()).into_owned();
-        let bytes: Vec<u8> = match rewritten.get(&name) {
-            Some(bytes) => bytes.clone(),
+        // Unchanged members are written straight from the mapped input.
+        let bytes: &[u8] = match rewritten.get(&name) {
+            Some(bytes) => bytes,
             None => member
                 .data(data)
-                .with_context(|| format!("reading {}({name})", input.path.display()))?
-                .to_vec(),
+                .with_context(|| format!("reading {}({name})", input.path.display()))?,
         };
         members.push(NewArchiveMember::new(bytes, &DEFAULT_OBJECT_READER, name));
     }
-    let mut out = std::io::Cursor::new(Vec::new());
+    let mut out = std::io::Cursor::new(Vec::with_capacity(data.len()));
     write_archive_to_stream(&mut out, &members, ArchiveKind::Gnu, false, None)
         .with_context(|| format!("writing the archive for {}", input.path.display()))?;
     Ok(out.into_inner())
