@@ -203,8 +203,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     let files = icf::Inputs::open(&inputs)?;
                     let program = load(&files, &fold, cli.verbose)?;
                     let load = started.elapsed();
-                    let mut analysis = icf::Analysis::run(&program);
-                    let plan = analysis.plan(&plan_options(&fold));
+                    let (analysis, plan) = analyze(&program, &fold);
                     analysis.report(&plan, load)
                 }
             };
@@ -239,8 +238,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let files = icf::Inputs::open(&inputs)?;
             let program = load(&files, &fold, cli.verbose)?;
             let load = started.elapsed();
-            let mut analysis = icf::Analysis::run(&program);
-            let plan = analysis.plan(&plan_options(&fold));
+            let (analysis, plan) = analyze(&program, &fold);
             let edits = analysis.object_edits(&plan);
             let outputs = icf::write_outputs(&program, &edits, &out_dir, true)?;
             let summary = analysis.report(&plan, load);
@@ -326,6 +324,16 @@ fn load<'data>(
     let program = icf::Program::load(files, options)?;
     log_skipped(verbose, &program);
     Ok(program)
+}
+
+/// Partitions the program and plans the fold as the user asked.
+fn analyze<'p, 'data>(
+    program: &'p icf::Program<'data>,
+    fold: &FoldArgs,
+) -> (icf::Analysis<'p, 'data>, icf::Plan) {
+    let mut analysis = icf::Analysis::run(program);
+    let plan = analysis.plan(&plan_options(fold));
+    (analysis, plan)
 }
 
 fn read_report(path: &std::path::Path) -> anyhow::Result<icf::Report> {

@@ -29,6 +29,19 @@ fn run(binary: &Path) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// `ar rcs DIR/NAME PARTS...`.
+fn archive(dir: &Path, name: &str, parts: &[String]) -> PathBuf {
+    let archive = dir.join(name);
+    let status = Command::new("ar")
+        .arg("rcs")
+        .arg(&archive)
+        .args(parts)
+        .status()
+        .expect("run ar");
+    assert!(status.success(), "ar failed");
+    archive
+}
+
 fn objects(sources: &[&str], build: &Build) -> Vec<String> {
     sources
         .iter()
@@ -46,14 +59,7 @@ fn folds_archives_found_through_library_flags() {
     let build = Build::new(Compiler::Gcc);
     let parts = objects(&["e2e/cross_a.c", "e2e/cross_b.c"], &build);
     let main = objects(&["e2e/cross_main.c"], &build).remove(0);
-    let archive = dir.join("libcross.a");
-    let status = Command::new("ar")
-        .arg("rcs")
-        .arg(&archive)
-        .args(&parts)
-        .status()
-        .expect("run ar");
-    assert!(status.success());
+    let archive = archive(&dir, "libcross.a", &parts);
     let before = std::fs::read(&archive).expect("read archive");
 
     let plain = dir.join("plain");
@@ -211,14 +217,7 @@ fn comdat_instances_the_linker_discards_are_never_kept() {
             &build,
         );
         let main = objects(&["e2e/instance_main.cpp"], &build).remove(0);
-        let archive = dir.join("libinstances.a");
-        let status = Command::new("ar")
-            .arg("rcs")
-            .arg(&archive)
-            .args(&parts)
-            .status()
-            .expect("run ar");
-        assert!(status.success());
+        let archive = archive(&dir, "libinstances.a", &parts);
         let driver = if compiler == Compiler::Gcc {
             "g++"
         } else {
