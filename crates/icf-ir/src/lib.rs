@@ -195,8 +195,6 @@ pub enum OpaqueReason {
     TargetOutsideSection { target: u64 },
     /// The last instruction runs past the end of the function.
     Truncated { at: u32 },
-    /// The architecture has no lifter yet.
-    NotLifted,
     /// Read-only data: bytes are all there is to compare.
     Data,
 }
@@ -220,6 +218,10 @@ pub struct Function {
     pub mems: Vec<Mem>,
     pub refs: Vec<Ref>,
     pub opaque: Vec<OpaqueRun>,
+    /// The code computes addresses of its own instructions (an AArch64 `adr`
+    /// to a jump-table base): two copies behave alike only if every
+    /// instruction sits at the same offset.
+    pub layout_sensitive: bool,
 }
 
 impl Function {
@@ -233,6 +235,7 @@ impl Function {
             mems: Vec::new(),
             refs: Vec::new(),
             opaque: Vec::new(),
+            layout_sensitive: false,
         }
     }
 
@@ -247,6 +250,7 @@ impl Function {
             mems: Vec::with_capacity(insts / 2),
             refs: Vec::new(),
             opaque: Vec::new(),
+            layout_sensitive: false,
         }
     }
 

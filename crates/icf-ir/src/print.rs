@@ -130,7 +130,6 @@ pub fn describe_reason(reason: &OpaqueReason) -> String {
             format!("unrelocated reference outside the section to {target:#x}")
         }
         OpaqueReason::Truncated { at } => format!("instruction at {at:#x} runs past the end"),
-        OpaqueReason::NotLifted => "no lifter for this architecture".to_string(),
         OpaqueReason::Data => "data".to_string(),
     }
 }

@@ -9,20 +9,19 @@
 //! relocations inside them (a [`CodeInput`]); names and symbols are not the
 //! lifter's business.
 
+mod aarch64;
 mod cfg;
 mod opaque;
 mod x86_64;
 
 use icf_ir::print::Syntax;
-use icf_ir::{Arch, CodeInput, Function, OpaqueReason};
+use icf_ir::{Arch, CodeInput, Function};
 
 /// Lifts one function.
 pub fn lift(input: &CodeInput<'_>) -> Function {
     match input.arch {
         Arch::X86_64 => x86_64::lift(input),
-        // The AArch64 decoder arrives with milestone M1-6; until then its code
-        // is compared byte-exactly, which is sound but folds less.
-        Arch::Aarch64 => opaque::whole_function(input, OpaqueReason::NotLifted),
+        Arch::Aarch64 => aarch64::lift(input),
     }
 }
 
@@ -30,6 +29,6 @@ pub fn lift(input: &CodeInput<'_>) -> Function {
 pub fn syntax(arch: Arch) -> &'static dyn Syntax {
     match arch {
         Arch::X86_64 => &x86_64::X86Syntax,
-        Arch::Aarch64 => &opaque::RawSyntax,
+        Arch::Aarch64 => &aarch64::Aarch64Syntax,
     }
 }

@@ -2,14 +2,23 @@
 //! bytes zeroed and each relocation kept as a reference at its offset. Equal
 //! bytes plus equal relocations always means equal behaviour.
 
-use icf_ir::print::Syntax;
 use icf_ir::{
-    Block, CodeInput, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, Reg, Use,
+    Block, CodeInput, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, Use,
 };
 use smallvec::SmallVec;
 
 /// `input` as one block holding one opaque run.
 pub(crate) fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Function {
+    whole_function_with(input, reason, &[])
+}
+
+/// `input` as one opaque run, with `extra` references at the given offsets
+/// for places that matter without a relocation (branches the assembler resolved).
+pub(crate) fn whole_function_with(
+    input: &CodeInput<'_>,
+    reason: OpaqueReason,
+    extra: &[(u32, Ref)],
+) -> Function {
     let size = input.bytes.len() as u32;
     let mut f = Function::new(input.arch, size);
     let mut bytes = input.bytes.to_vec();
@@ -38,6 +47,11 @@ pub(crate) fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Fun
         operands.push(Operand::Imm(i64::from(reloc.offset)));
         operands.push(Operand::Ref(r));
     }
+    for &(offset, r) in extra {
+        let r = f.push_ref(r);
+        operands.push(Operand::Imm(i64::from(offset)));
+        operands.push(Operand::Ref(r));
+    }
     let run = f.push_opaque(OpaqueRun {
         bytes: bytes.into_boxed_slice(),
         reason,
@@ -50,28 +64,4 @@ pub(crate) fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Fun
         reached: true,
     });
     f
-}
-
-/// Names for an architecture without a lifter: everything is a number.
-pub(crate) struct RawSyntax;
-
-impl Syntax for RawSyntax {
-    fn opcode(&self, op: Opcode, _flags: u32) -> String {
-        format!("op{}", op.0)
-    }
-
-    fn reg(&self, reg: Reg) -> String {
-        format!("r{}", reg.0)
-    }
-
-    fn ref_kind(&self, kind: RefKind) -> String {
-        object::elf::machine_names(object::elf::EM_AARCH64)
-            .r
-            .name(object::elf::RelocationType(kind.0))
-            .map_or_else(|| format!("reloc{}", kind.0), str::to_string)
-    }
-
-    fn mem_size(&self, _size: u16) -> &'static str {
-        ""
-    }
 }

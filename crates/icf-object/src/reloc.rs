@@ -81,58 +81,49 @@ fn x86_64(r_type: elf::RelocationType) -> Option<RelocInfo> {
 
 fn aarch64(r_type: elf::RelocationType) -> Option<RelocInfo> {
     match r_type {
-        elf::R_AARCH64_NONE | elf::R_AARCH64_TLSDESC_CALL => abs(0),
-        elf::R_AARCH64_ABS64 => abs(8),
-        elf::R_AARCH64_ABS32 => abs(4),
+        // Markers on an instruction another relocation may also patch.
+        elf::R_AARCH64_NONE
+        | elf::R_AARCH64_TLSDESC_CALL
+        | elf::R_AARCH64_TLSDESC_LDR
+        | elf::R_AARCH64_TLSDESC_ADD => abs(0),
+        elf::R_AARCH64_ABS64 | elf::R_AARCH64_GOTREL64 => abs(8),
+        elf::R_AARCH64_ABS32 | elf::R_AARCH64_GOTREL32 => abs(4),
         elf::R_AARCH64_ABS16 => abs(2),
         elf::R_AARCH64_PREL64 => pc(8),
-        elf::R_AARCH64_PREL32 | elf::R_AARCH64_PLT32 => pc(4),
+        elf::R_AARCH64_PREL32 | elf::R_AARCH64_PLT32 | elf::R_AARCH64_GOTPCREL32 => pc(4),
         elf::R_AARCH64_PREL16 => pc(2),
-        // Instruction fields: the whole 4-byte instruction is patched.
-        elf::R_AARCH64_ADR_PREL_LO21
+        // Instruction fields relative to the instruction: the whole 4-byte word is patched.
+        elf::R_AARCH64_LD_PREL_LO19
+        | elf::R_AARCH64_ADR_PREL_LO21
         | elf::R_AARCH64_ADR_PREL_PG_HI21
         | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
-        | elf::R_AARCH64_ADR_GOT_PAGE
-        | elf::R_AARCH64_LD_PREL_LO19
-        | elf::R_AARCH64_GOT_LD_PREL19
         | elf::R_AARCH64_TSTBR14
         | elf::R_AARCH64_CONDBR19
         | elf::R_AARCH64_JUMP26
         | elf::R_AARCH64_CALL26
-        | elf::R_AARCH64_TLSDESC_ADR_PAGE21
-        | elf::R_AARCH64_TLSIE_ADR_GOTTPREL_PAGE21
+        | elf::R_AARCH64_MOVW_PREL_G0
+        | elf::R_AARCH64_MOVW_PREL_G0_NC
+        | elf::R_AARCH64_MOVW_PREL_G1
+        | elf::R_AARCH64_MOVW_PREL_G1_NC
+        | elf::R_AARCH64_MOVW_PREL_G2
+        | elf::R_AARCH64_MOVW_PREL_G2_NC
+        | elf::R_AARCH64_MOVW_PREL_G3
+        | elf::R_AARCH64_GOT_LD_PREL19
+        | elf::R_AARCH64_ADR_GOT_PAGE
+        | elf::R_AARCH64_TLSGD_ADR_PREL21
         | elf::R_AARCH64_TLSGD_ADR_PAGE21
-        | elf::R_AARCH64_TLSLD_ADR_PAGE21 => pc(4),
-        elf::R_AARCH64_ADD_ABS_LO12_NC
-        | elf::R_AARCH64_LDST8_ABS_LO12_NC
-        | elf::R_AARCH64_LDST16_ABS_LO12_NC
-        | elf::R_AARCH64_LDST32_ABS_LO12_NC
-        | elf::R_AARCH64_LDST64_ABS_LO12_NC
-        | elf::R_AARCH64_LDST128_ABS_LO12_NC
-        | elf::R_AARCH64_LD64_GOT_LO12_NC
-        | elf::R_AARCH64_MOVW_UABS_G0
-        | elf::R_AARCH64_MOVW_UABS_G0_NC
-        | elf::R_AARCH64_MOVW_UABS_G1
-        | elf::R_AARCH64_MOVW_UABS_G1_NC
-        | elf::R_AARCH64_MOVW_UABS_G2
-        | elf::R_AARCH64_MOVW_UABS_G2_NC
-        | elf::R_AARCH64_MOVW_UABS_G3
-        | elf::R_AARCH64_TLSDESC_LD64_LO12
-        | elf::R_AARCH64_TLSDESC_ADD_LO12
-        | elf::R_AARCH64_TLSIE_LD64_GOTTPREL_LO12_NC
-        | elf::R_AARCH64_TLSGD_ADD_LO12_NC
-        | elf::R_AARCH64_TLSLD_ADD_LO12_NC
-        | elf::R_AARCH64_TLSLE_ADD_TPREL_HI12
-        | elf::R_AARCH64_TLSLE_ADD_TPREL_LO12
-        | elf::R_AARCH64_TLSLE_ADD_TPREL_LO12_NC
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G0
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G0_NC
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G1
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G1_NC
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G2
-        | elf::R_AARCH64_TLSLD_ADD_DTPREL_HI12
-        | elf::R_AARCH64_TLSLD_ADD_DTPREL_LO12_NC
-        | elf::R_AARCH64_TLSLD_ADD_DTPREL_LO12 => abs(4),
+        | elf::R_AARCH64_TLSLD_ADR_PREL21
+        | elf::R_AARCH64_TLSLD_ADR_PAGE21
+        | elf::R_AARCH64_TLSLD_LD_PREL19
+        | elf::R_AARCH64_TLSIE_ADR_GOTTPREL_PAGE21
+        | elf::R_AARCH64_TLSIE_LD_GOTTPREL_PREL19
+        | elf::R_AARCH64_TLSDESC_LD_PREL19
+        | elf::R_AARCH64_TLSDESC_ADR_PREL21
+        | elf::R_AARCH64_TLSDESC_ADR_PAGE21 => pc(4),
+        // The other static instruction relocations: low 12 bits, MOVW
+        // groups, GOT and TLS offsets (263..=313 and 512..=573 in the ELF ABI
+        // for AArch64, with the data relocations above taken out).
+        elf::RelocationType(263..=313 | 512..=573) => abs(4),
         _ => None,
     }
 }

@@ -617,6 +617,7 @@ fn attributes(
             };
             if let Origin::Function(function) = candidate.origin {
                 attrs.layout_sensitive = interior_referenced[index]
+                    || functions[index].layout_sensitive
                     || !program
                         .entry_points(&program.functions[function])
                         .is_empty();

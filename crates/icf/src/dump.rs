@@ -128,7 +128,6 @@ fn reason_kind(reason: &OpaqueReason) -> &'static str {
         OpaqueReason::DataInCode { .. } => "data in code",
         OpaqueReason::TargetOutsideSection { .. } => "unrelocated reference outside the section",
         OpaqueReason::Truncated { .. } => "truncated instruction",
-        OpaqueReason::NotLifted => "architecture not lifted",
         OpaqueReason::Data => "data",
     }
 }
