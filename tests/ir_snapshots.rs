@@ -1,10 +1,11 @@
 //! IR snapshots of representative functions, as `icf dump` prints them: a
 //! loop, a switch with a jump table, direct and indirect calls, RIP-relative
-//! data, TLS, tail calls, varargs and C++ exceptions, from gcc and clang-19.
+//! data, TLS, tail calls, varargs and C++ exceptions, from gcc and clang-19,
+//! for x86-64 and AArch64.
 //! Regenerate with `UPDATE_EXPECT=1 cargo test -p icf-tests --test ir_snapshots`.
 
 use expect_test::expect_file;
-use icf_fixtures::{Build, Compiler};
+use icf_fixtures::{Build, Compiler, Target};
 use icf_tests::dump_functions;
 use std::path::Path;
 
@@ -19,8 +20,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("cpp/exceptions.cpp", &["_Z10catch_int0i"]),
 ];
 
-fn snapshot(compiler: Compiler) -> String {
-    let build = Build::new(compiler);
+fn snapshot(build: Build) -> String {
     let mut out = String::new();
     for (source, functions) in CASES {
         let object = icf_fixtures::object(Path::new(source), &build);
@@ -32,10 +32,26 @@ fn snapshot(compiler: Compiler) -> String {
 
 #[test]
 fn gcc_ir() {
-    expect_file!["snapshots/gcc-O2-fs.ir"].assert_eq(&snapshot(Compiler::Gcc));
+    expect_file!["snapshots/gcc-O2-fs.ir"].assert_eq(&snapshot(Build::new(Compiler::Gcc)));
 }
 
 #[test]
 fn clang_ir() {
-    expect_file!["snapshots/clang-O2-fs.ir"].assert_eq(&snapshot(Compiler::Clang));
+    expect_file!["snapshots/clang-O2-fs.ir"].assert_eq(&snapshot(Build::new(Compiler::Clang)));
+}
+
+#[test]
+fn gcc_aarch64_ir() {
+    expect_file!["snapshots/gcc-O2-fs-aarch64.ir"].assert_eq(&snapshot(Build {
+        target: Target::Aarch64,
+        ..Build::new(Compiler::Gcc)
+    }));
+}
+
+#[test]
+fn clang_aarch64_ir() {
+    expect_file!["snapshots/clang-O2-fs-aarch64.ir"].assert_eq(&snapshot(Build {
+        target: Target::Aarch64,
+        ..Build::new(Compiler::Clang)
+    }));
 }
