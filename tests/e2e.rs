@@ -1,12 +1,13 @@
 //! End to end: fixture programs built by gcc and clang-19 (with and without
-//! `-ffunction-sections`), folded by icf in safe and all mode, linked by GNU
-//! ld, gold, lld-19 and mold, and RUN; the output must match the unfolded
-//! build's. Then the linked binary is checked: an alias shares the kept
-//! copy's address, a thunk jumps to it, and pairs that must not fold keep
-//! different bodies.
+//! `-ffunction-sections`), for x86-64 and AArch64, folded by icf in safe and
+//! all mode, linked by GNU ld, gold, lld-19 and mold, and RUN (AArch64
+//! programs under `qemu-aarch64 -L /usr/aarch64-linux-gnu`); the output must
+//! match the unfolded build's. Then the linked binary is checked: an alias
+//! shares the kept copy's address, a thunk jumps to it, and pairs that must
+//! not fold keep different bodies.
 
-use icf_fixtures::{Build, Compiler};
-use icf_tests::x86_builds;
+use icf_fixtures::{Build, Compiler, Target};
+use icf_tests::{aarch64_builds, x86_builds};
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,12 +37,21 @@ impl Linker {
 
 /// The compiler driver that links what `build` compiled.
 fn driver(build: &Build, cxx: bool) -> &'static str {
-    match (build.compiler, cxx) {
-        (Compiler::Gcc, false) => "gcc",
-        (Compiler::Gcc, true) => "g++",
-        (Compiler::Clang, false) => "clang-19",
-        (Compiler::Clang, true) => "clang++-19",
+    match (build.compiler, build.target, cxx) {
+        (Compiler::Gcc, Target::X86_64, false) => "gcc",
+        (Compiler::Gcc, Target::X86_64, true) => "g++",
+        (Compiler::Gcc, Target::Aarch64, false) => "aarch64-linux-gnu-gcc",
+        (Compiler::Gcc, Target::Aarch64, true) => "aarch64-linux-gnu-g++",
+        (Compiler::Clang, _, false) => "clang-19",
+        (Compiler::Clang, _, true) => "clang++-19",
     }
+}
+
+/// Every build of the matrix: both compilers, with and without function sections, both targets.
+fn all_builds() -> Vec<Build> {
+    let mut builds = x86_builds();
+    builds.extend(aarch64_builds());
+    builds
 }
 
 fn link(
@@ -53,9 +63,19 @@ fn link(
     extra: &[&str],
 ) {
     let mut command = Command::new(driver(build, cxx));
+    if build.target == Target::Aarch64 && build.compiler == Compiler::Clang {
+        command.arg("--target=aarch64-linux-gnu");
+    }
+    if build.target == Target::Aarch64 && build.compiler == Compiler::Gcc && linker == Linker::Mold
+    {
+        // The cross gcc looks for `aarch64-linux-gnu-ld.mold`; mold's own
+        // directory holds it as plain `ld`.
+        command.arg("-B/usr/libexec/mold/");
+    } else {
+        command.arg(linker.flag());
+    }
     // gcc finds `ld.lld` through -B; clang-19 finds its own.
     command
-        .arg(linker.flag())
         .arg("-B/usr/lib/llvm-19/bin/")
         .args(inputs)
         .args(extra)
@@ -72,7 +92,22 @@ fn link(
 }
 
 fn run(binary: &Path, args: &[&str]) -> String {
-    let result = Command::new(binary)
+    let aarch64 = std::fs::read(binary)
+        .ok()
+        .and_then(|data| {
+            object::File::parse(&*data)
+                .ok()
+                .map(|f| f.architecture() == object::Architecture::Aarch64)
+        })
+        .unwrap_or(false);
+    let mut command = if aarch64 {
+        let mut qemu = Command::new("qemu-aarch64");
+        qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
+        qemu
+    } else {
+        Command::new(binary)
+    };
+    let result = command
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));
@@ -107,6 +142,9 @@ fn fold(objects: &[PathBuf], mode: icf::Mode, shared: bool, dir: &Path) -> (Vec<
         plan.saved(),
     )
 }
+
+/// AArch64 `bti c`, the landing pad a thunk starts with under BTI.
+const BTI_C: u32 = 0xd503_245f;
 
 /// Symbols and code of a linked binary.
 struct Binary {
@@ -155,6 +193,23 @@ impl Binary {
             };
             let mut at = (address - start) as usize;
             let mut place = address;
+            if file.architecture() == object::Architecture::Aarch64 {
+                let word = |at: usize| {
+                    bytes
+                        .get(at..at + 4)
+                        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                };
+                if word(at) == Some(BTI_C) {
+                    at += 4;
+                    place += 4;
+                }
+                // `b <target>`: imm26 words from the branch.
+                if let Some(b) = word(at).filter(|w| w & 0xfc00_0000 == 0x1400_0000) {
+                    let offset = i64::from(((b & 0x03ff_ffff) << 6) as i32 >> 6) * 4;
+                    return (place as i64 + offset) as u64;
+                }
+                return address;
+            }
             if bytes.get(at..at + 4) == Some(&[0xf3, 0x0f, 0x1e, 0xfa]) {
                 at += 4;
                 place += 4;
@@ -202,7 +257,7 @@ struct Case {
 }
 
 fn check_case(case: &Case) {
-    check_case_with(case, &x86_builds());
+    check_case_with(case, &all_builds());
 }
 
 fn check_case_with(case: &Case, builds: &[Build]) {
@@ -452,7 +507,7 @@ fn variadic_functions() {
 
 #[test]
 fn exported_functions_of_a_shared_library_stay_distinct() {
-    for build in x86_builds() {
+    for build in all_builds() {
         let build = Build {
             extra_flags: vec!["-fPIC".to_string()],
             ..build
@@ -539,4 +594,81 @@ fn thunks_start_with_endbr64_under_ibt() {
         },
         &builds,
     );
+}
+
+/// AArch64 builds with function sections and `-mbranch-protection=standard` (BTI and PAC).
+fn bti_builds() -> Vec<Build> {
+    aarch64_builds()
+        .into_iter()
+        .filter(|b| b.function_sections)
+        .map(|b| Build {
+            extra_flags: vec!["-mbranch-protection=standard".to_string()],
+            ..b
+        })
+        .collect()
+}
+
+#[test]
+fn thunks_start_with_bti_c_under_bti() {
+    check_case_with(
+        &Case {
+            name: "bti",
+            sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
+            cxx: false,
+            address_sensitive: true,
+            folds: true,
+            check: |binary, mode, build| {
+                if mode != icf::Mode::Safe {
+                    return;
+                }
+                // compare_me_b's address is taken: it is a thunk, reached by an indirect call.
+                let thunk = binary.address("compare_me_b");
+                let kept = binary.address("compare_me_a");
+                assert_ne!(thunk, kept);
+                assert_eq!(binary.destination(thunk), kept, "{}", build.label());
+                assert!(
+                    binary.starts_with(thunk, &BTI_C.to_le_bytes()),
+                    "thunk without bti c ({})",
+                    build.label()
+                );
+            },
+        },
+        &bti_builds(),
+    );
+}
+
+#[test]
+fn rewritten_objects_keep_their_bti_and_pac_property_notes() {
+    for build in bti_builds() {
+        let objects: Vec<PathBuf> = ["e2e/cross_a.c", "e2e/cross_b.c"]
+            .iter()
+            .map(|s| icf_fixtures::object(Path::new(s), &build))
+            .collect();
+        let dir = icf_fixtures::source_dir()
+            .join("../target/e2e/bti-notes")
+            .join(build.label());
+        let _ = std::fs::remove_dir_all(&dir);
+        let (folded, saved) = fold(&objects, icf::Mode::Safe, false, &dir);
+        assert!(saved > 0, "{}: nothing folded", build.label());
+        for (input, output) in objects.iter().zip(&folded) {
+            let note = |path: &Path| {
+                let data =
+                    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let file = object::File::parse(&*data).expect("an object");
+                let section = file
+                    .section_by_name(".note.gnu.property")
+                    .unwrap_or_else(|| panic!("{}: no .note.gnu.property", path.display()));
+                section.data().expect("note data").to_vec()
+            };
+            let (before, after) = (note(input), note(output));
+            // GNU_PROPERTY_AARCH64_FEATURE_1_AND with BTI (bit 0) and PAC (bit 1).
+            let and = 0xc000_0000u32.to_le_bytes();
+            let at = before
+                .windows(4)
+                .position(|w| w == and)
+                .expect("the feature property");
+            assert_eq!(before[at + 8] & 3, 3, "{}: BTI and PAC", build.label());
+            assert_eq!(before, after, "{}: the note changed", build.label());
+        }
+    }
 }
