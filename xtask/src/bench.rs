@@ -12,6 +12,11 @@
 //!   against Debian's llvm-14-dev archives (core, irreader, passes: most of
 //!   LLVM's transforms); behaviour: the optimized IR it prints for
 //!   `xtask/bench/llvm/sample.ll`.
+//! - `llvm-aarch64`: the same program built for AArch64: clang++-19
+//!   `--target=aarch64-linux-gnu`, linked by `aarch64-linux-gnu-g++` against
+//!   Debian's arm64 llvm-14-dev archives (downloaded once from the Debian
+//!   pool into `target/bench/llvm-aarch64/sysroot/`, the host package's
+//!   version), run under `qemu-aarch64`.
 //! - `synthetic`: generated objects of N functions (`synthetic.rs`, cached in
 //!   `target/bench/synthetic/nN-seedS/`), linked by `cc` without
 //!   `--gc-sections` so every function stays; behaviour: the checksum `main`
@@ -109,6 +114,7 @@ pub struct BenchArgs {
 enum CorpusChoice {
     Ripgrep,
     Llvm,
+    LlvmAarch64,
     Synthetic,
     All,
 }
@@ -134,7 +140,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         corpora.push(ripgrep(&root)?);
     }
     if wanted(CorpusChoice::Llvm) {
-        corpora.push(llvm(&root)?);
+        corpora.push(llvm(&root, Machine::X86_64)?);
+    }
+    if wanted(CorpusChoice::LlvmAarch64) {
+        corpora.push(llvm(&root, Machine::Aarch64)?);
     }
     if wanted(CorpusChoice::Synthetic) {
         // Ascending, so the scaling rows compare each size with the next smaller one.
@@ -223,6 +232,10 @@ fn check_tools() -> Result<()> {
         ("strip", "binutils"),
         ("size", "binutils"),
         ("llvm-config-14", "llvm-14-dev"),
+        ("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu"),
+        ("aarch64-linux-gnu-strip", "binutils-aarch64-linux-gnu"),
+        ("qemu-aarch64", "qemu-user"),
+        ("curl", "curl"),
     ];
     let mut missing: Vec<String> = tools
         .iter()
@@ -302,9 +315,71 @@ fn llvm_config(args: &[&str]) -> Result<Vec<String>> {
         .collect())
 }
 
-/// opt_lite against LLVM 14, compiled once (rebuilt when its source or flags change).
-fn llvm(root: &Path) -> Result<Prepared> {
-    let dir = root.join("llvm");
+/// The machine a corpus is built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Machine {
+    X86_64,
+    /// Built by the cross toolchain, run under `qemu-aarch64`.
+    Aarch64,
+}
+
+/// The Debian packages the AArch64 LLVM corpus takes its archives from, with
+/// their directory in the pool. Their versions are the host's own packages'.
+const ARM64_PACKAGES: &[(&str, &str)] = &[
+    ("llvm-14-dev", "l/llvm-toolchain-14"),
+    ("zlib1g-dev", "z/zlib"),
+    ("libncurses-dev", "n/ncurses"),
+];
+
+/// `dir/sysroot`: the arm64 builds of `ARM64_PACKAGES`, downloaded from
+/// deb.debian.org and unpacked once (no foreign architecture is added to
+/// the system).
+fn arm64_sysroot(dir: &Path) -> Result<PathBuf> {
+    let sysroot = dir.join("sysroot");
+    let complete = sysroot.join(".complete");
+    if complete.is_file() {
+        return Ok(sysroot);
+    }
+    let debs = dir.join("debs");
+    fs::create_dir_all(&debs).with_context(|| format!("creating {}", debs.display()))?;
+    for (package, pool) in ARM64_PACKAGES {
+        let mut query = Command::new("dpkg-query");
+        query.args(["-W", "-f=${Version}", package]);
+        let output = capture(&mut query).with_context(|| format!("{package} is not installed"))?;
+        let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        // The pool's file names carry no epoch (`1:14.0.6-12` is `14.0.6-12`).
+        let version = version.split_once(':').map_or(version.as_str(), |(_, v)| v);
+        let file = format!("{package}_{version}_arm64.deb");
+        let url = format!("http://deb.debian.org/debian/pool/main/{pool}/{file}");
+        let deb = debs.join(&file);
+        if !deb.is_file() {
+            eprintln!("==> downloading {url}");
+            let partial = debs.join(format!("{file}.partial"));
+            let mut curl = Command::new("curl");
+            curl.args(["-fsSL", "--retry", "3", "-o"])
+                .arg(&partial)
+                .arg(&url);
+            capture(&mut curl).with_context(|| format!("downloading {url}"))?;
+            fs::rename(&partial, &deb)
+                .with_context(|| format!("renaming {}", partial.display()))?;
+        }
+        let mut unpack = Command::new("dpkg-deb");
+        unpack.arg("-x").arg(&deb).arg(&sysroot);
+        capture(&mut unpack).with_context(|| format!("unpacking {}", deb.display()))?;
+    }
+    fs::write(&complete, "").with_context(|| format!("writing {}", complete.display()))?;
+    Ok(sysroot)
+}
+
+/// opt_lite against LLVM 14 for `machine`, compiled once (rebuilt when its
+/// source or flags change). The AArch64 build uses the same headers (they
+/// do not depend on the machine) and Debian's arm64 archives.
+fn llvm(root: &Path, machine: Machine) -> Result<Prepared> {
+    let name = match machine {
+        Machine::X86_64 => "llvm",
+        Machine::Aarch64 => "llvm-aarch64",
+    };
+    let dir = root.join(name);
     let inputs = dir.join("inputs");
     fs::create_dir_all(&inputs).with_context(|| format!("creating {}", inputs.display()))?;
     let source = dir.join("opt_lite.cpp");
@@ -312,27 +387,55 @@ fn llvm(root: &Path) -> Result<Prepared> {
     write_if_changed(&source, OPT_LITE_CPP)?;
     write_if_changed(&sample, SAMPLE_LL)?;
 
+    let host_archives = llvm_config(&[&["--link-static", "--libfiles"], LLVM_COMPONENTS].concat())?;
+    let (driver, archives, system_libs) = match machine {
+        Machine::X86_64 => (
+            "g++",
+            host_archives,
+            llvm_config(&["--link-static", "--system-libs"])?,
+        ),
+        Machine::Aarch64 => {
+            let sysroot = arm64_sysroot(&dir)?;
+            let archives = host_archives
+                .iter()
+                .map(|path| {
+                    let relative = path.trim_start_matches('/');
+                    sysroot.join(relative).display().to_string()
+                })
+                .collect();
+            // opt_lite needs only zlib and terminfo of LLVM's system
+            // libraries, as archives (the unpacked `.so` links point at
+            // runtime packages that are not there).
+            let libs = vec![
+                format!("-L{}", sysroot.join("usr/lib/aarch64-linux-gnu").display()),
+                "-l:libz.a".into(),
+                "-l:libtinfo.a".into(),
+                "-lpthread".into(),
+            ];
+            ("aarch64-linux-gnu-g++", archives, libs)
+        }
+    };
+
     let object = inputs.join("opt_lite.o");
     let mut compile = Command::new("clang++-19");
+    if machine == Machine::Aarch64 {
+        compile.arg("--target=aarch64-linux-gnu");
+    }
     compile
         .args(llvm_config(&["--cxxflags"])?)
         .args(["-O2", "-ffunction-sections", "-fdata-sections", "-c"])
         .arg(&source)
         .arg("-o")
         .arg(&object);
-    let libdir = llvm_config(&["--libdir"])?.concat();
     let mut link_args = vec![
-        "g++".to_owned(),
+        driver.to_owned(),
         object.display().to_string(),
         "-Wl,--gc-sections".into(),
         "-o".into(),
         dir.join("opt_lite").display().to_string(),
-        format!("-L{libdir}"),
     ];
-    link_args.extend(llvm_config(
-        &[&["--link-static", "--libs"], LLVM_COMPONENTS].concat(),
-    )?);
-    link_args.extend(llvm_config(&["--link-static", "--system-libs"])?);
+    link_args.extend(archives.iter().cloned());
+    link_args.extend(system_libs);
     let link_text = link_args.join("\n") + "\n";
 
     let stamp = format!(
@@ -354,13 +457,16 @@ fn llvm(root: &Path) -> Result<Prepared> {
     }
     let corpus = Corpus::load_if_complete(&dir)?
         .with_context(|| format!("{} is incomplete", dir.display()))?;
-    let archives = llvm_config(&[&["--link-static", "--libfiles"], LLVM_COMPONENTS].concat())?;
     let archive_paths: Vec<PathBuf> = archives.iter().map(PathBuf::from).collect();
+    let language = match machine {
+        Machine::X86_64 => "C++",
+        Machine::Aarch64 => "C++ for AArch64, run under qemu-aarch64",
+    };
     Ok(Prepared {
-        name: "llvm".into(),
+        name: name.into(),
         description: format!(
-            "opt_lite on LLVM 14 (C++; opt_lite.o, {}, and {} static archives, {}; behaviour: \
-             opt_lite -O2 on sample.ll)",
+            "opt_lite on LLVM 14 ({language}; opt_lite.o, {}, and {} static archives, {}; \
+             behaviour: opt_lite -O2 on sample.ll)",
             human_bytes(fs::metadata(&object).map(|m| m.len()).unwrap_or(0)),
             archive_paths.len(),
             mib(total_size(&archive_paths)?)
@@ -850,9 +956,24 @@ fn timed(command: &Command, rss_file: &Path) -> Result<(Duration, u64)> {
     Ok((wall, rss))
 }
 
-/// Size of `binary` after `strip -o`.
+/// Whether `binary` is an AArch64 ELF file (`e_machine` is `EM_AARCH64`).
+fn is_aarch64(binary: &Path) -> bool {
+    let mut header = [0u8; 20];
+    fs::File::open(binary)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header))
+        .is_ok_and(|()| {
+            header.starts_with(b"\x7fELF") && u16::from_le_bytes([header[18], header[19]]) == 183
+        })
+}
+
+/// Size of `binary` after `strip -o` (the cross toolchain's strip for AArch64).
 fn stripped_size(binary: &Path, scratch: &Path) -> Result<u64> {
-    let mut strip = Command::new("strip");
+    let strip = if is_aarch64(binary) {
+        "aarch64-linux-gnu-strip"
+    } else {
+        "strip"
+    };
+    let mut strip = Command::new(strip);
     strip.arg("-o").arg(scratch).arg(binary);
     capture(&mut strip)?;
     let size = fs::metadata(scratch)
@@ -878,7 +999,13 @@ fn observe(check: &Check, binary: &Path) -> Result<Vec<(String, Observation)>> {
             })
             .collect(),
         Check::Run(args) => {
-            let mut command = Command::new(binary);
+            let mut command = if is_aarch64(binary) {
+                let mut qemu = Command::new("qemu-aarch64");
+                qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
+                qemu
+            } else {
+                Command::new(binary)
+            };
             command.args(args);
             let output = command
                 .output()

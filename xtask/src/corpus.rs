@@ -204,13 +204,22 @@ impl Corpus {
                 command.arg(arg);
             }
         }
-        command
-            .arg(format!("-fuse-ld={}", linker.name()))
-            .args(extra);
+        if linker == Linker::Mold && self.driver.starts_with("aarch64-linux-gnu-") {
+            // The cross gcc looks for `aarch64-linux-gnu-ld.mold`; mold's
+            // own directory holds it as plain `ld`.
+            command.arg("-B/usr/libexec/mold/");
+        } else {
+            command.arg(format!("-fuse-ld={}", linker.name()));
+        }
+        command.args(extra);
         if linker == Linker::Lld {
             // gcc 12 accepts only `-fuse-ld=lld` (no paths) and looks for
-            // `ld.lld` on PATH; Debian installs lld-19 as `ld.lld-19`.
+            // `ld.lld` on PATH (a cross gcc only in its -B directories);
+            // Debian installs lld-19 as `ld.lld-19`.
             let bin = lld_bin_dir()?;
+            if self.driver.starts_with("aarch64-linux-gnu-") {
+                command.arg(format!("-B{}/", bin.display()));
+            }
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut dirs = vec![bin];
             dirs.extend(std::env::split_paths(&path));

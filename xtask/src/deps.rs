@@ -25,9 +25,10 @@ const REQUIRED_TOOLS: &[&str] = &[
     "aarch64-linux-gnu-gcc",
     "aarch64-linux-gnu-g++",
     "qemu-aarch64",
-    // `cargo xtask bench`: the LLVM corpus and peak RSS.
+    // `cargo xtask bench`: the LLVM corpora and peak RSS.
     "llvm-config-14",
     "time",
+    "curl",
 ];
 
 /// Debian packages providing `REQUIRED_TOOLS`, plus the AArch64 libc headers
@@ -46,6 +47,7 @@ const DEBIAN_PACKAGES: &[&str] = &[
     "qemu-user",
     "llvm-14-dev",
     "time",
+    "curl",
 ];
 
 /// Rustup components that `cargo xtask test` runs, with the cargo subcommand
