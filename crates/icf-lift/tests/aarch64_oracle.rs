@@ -245,7 +245,7 @@ fn yaxpeax_and_capstone_agree_on_glibc_and_libstdcxx() {
                             only_one += 1;
                             continue;
                         };
-                        let Some((mut expected, immediates)) = capstone_operands(&cs, &theirs)
+                        let Some((mut expected, immediates)) = capstone_operands(&cs, theirs)
                         else {
                             continue;
                         };
