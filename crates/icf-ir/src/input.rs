@@ -44,6 +44,9 @@ pub struct CodeInput<'a> {
     pub entry_points: &'a [u32],
     /// The target naming the function's own section.
     pub own_section: TargetId,
+    /// Offsets where data starts inside the function (AArch64 `$d` mapping
+    /// symbols): such bytes must not be read as instructions.
+    pub data_in_code: &'a [u32],
 }
 
 impl std::fmt::Debug for CodeInput<'_> {

@@ -21,9 +21,10 @@
 //! registers and constants, for the near-duplicate report.
 //!
 //! What cannot be lifted is handled soundly. An `adr` to the function's own
-//! code (a jump-table base) makes the layout matter; a literal load from the
-//! function's own bytes, a relocation that is not an instruction field, or a
-//! branch into nowhere makes the whole function opaque; an `adrp` without a
+//! code (a jump-table base) makes the layout matter; data in code (a `$d`
+//! mapping symbol, or a literal load from the function's own bytes), a
+//! relocation that is not an instruction field, or a branch into nowhere
+//! makes the whole function opaque; an `adrp` without a
 //! relocation depends on its own address, so it refers to its own place and
 //! equals nothing else. A word the decoder does not know (new extensions) is
 //! still compared exactly, marked opaque. Even in an opaque function, a
@@ -247,6 +248,9 @@ struct Word {
 
 fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
     let size = input.bytes.len() as u32;
+    if let Some(&target) = input.data_in_code.first() {
+        return Err(OpaqueReason::DataInCode { target });
+    }
     if size % 4 != 0 {
         return Err(OpaqueReason::Truncated { at: size & !3 });
     }
@@ -712,6 +716,7 @@ mod tests {
             relocs,
             entry_points: &[],
             own_section: TargetId(0),
+            data_in_code: &[],
         })
     }
 
@@ -825,6 +830,22 @@ mod tests {
         assert!(f.has_opaque());
         let places: Vec<(u32, i64)> = f.refs.iter().map(|r| (r.target.0, r.addend)).collect();
         assert_eq!(places, vec![(9, 0), (0, 0)]);
+    }
+
+    #[test]
+    fn a_data_mapping_symbol_makes_the_function_opaque() {
+        let bytes = words(&[RET, 0x1400_0001]);
+        let f = lift(&CodeInput {
+            arch: Arch::Aarch64,
+            bytes: &bytes,
+            section_offset: 0,
+            section_size: 8,
+            relocs: &[],
+            entry_points: &[],
+            own_section: TargetId(0),
+            data_in_code: &[4],
+        });
+        assert_eq!(f.opaque[0].reason, OpaqueReason::DataInCode { target: 4 });
     }
 
     #[test]

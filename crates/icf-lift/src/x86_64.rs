@@ -619,6 +619,7 @@ mod tests {
             relocs,
             entry_points: &[],
             own_section: TargetId(0),
+            data_in_code: &[],
         };
         lift(&input)
     }

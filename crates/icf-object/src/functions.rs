@@ -76,6 +76,24 @@ impl<'data> ElfObject<'data> {
         functions
     }
 
+    /// Where data starts inside executable sections: the AArch64 ELF ABI's
+    /// `$d` mapping symbols (a literal pool, a table), sorted per section.
+    pub fn data_in_code(&self) -> HashMap<SectionIndex, Vec<u64>> {
+        let mut marks: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
+        for symbol in &self.symbols {
+            let is_data_mark = symbol.name == b"$d" || symbol.name.starts_with(b"$d.");
+            if let (true, SymbolPlace::Section(section)) = (is_data_mark, symbol.place)
+                && self.section(section).is_executable()
+            {
+                marks.entry(section).or_default().push(symbol.value);
+            }
+        }
+        for offsets in marks.values_mut() {
+            offsets.sort_unstable();
+        }
+        marks
+    }
+
     /// Section offsets inside executable sections that something else refers
     /// to: jump-table entries, code addresses stored in data, and jumps from
     /// other sections (a `.cold` part returning into its function). Each is a

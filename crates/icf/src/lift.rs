@@ -31,6 +31,17 @@ impl Program<'_> {
             })
             .collect();
         let entry_points = self.entry_points(function);
+        let data_in_code: Vec<u32> = object
+            .data_in_code
+            .get(&extent.section)
+            .map(|marks| {
+                marks
+                    .iter()
+                    .filter(|&&at| at >= start && at < end)
+                    .map(|&at| (at - start) as u32)
+                    .collect()
+            })
+            .unwrap_or_default();
         let input = CodeInput {
             arch: object.elf.arch,
             bytes: &section.data[start as usize..end as usize],
@@ -39,6 +50,7 @@ impl Program<'_> {
             relocs: &relocs,
             entry_points: &entry_points,
             own_section: object.section_targets[extent.section.index()],
+            data_in_code: &data_in_code,
         };
         icf_lift::lift(&input)
     }

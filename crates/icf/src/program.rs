@@ -60,6 +60,8 @@ pub struct LoadedObject<'data> {
     pub section_targets: Vec<TargetId>,
     /// Offsets in executable sections that data refers to (jump-table entries).
     pub code_references: HashMap<SectionIndex, Vec<u64>>,
+    /// Offsets in executable sections where data starts (`$d` mapping symbols).
+    pub data_in_code: HashMap<SectionIndex, Vec<u64>>,
     /// Where jump tables and other referenced places start in each section.
     pub anchors: icf_object::DataAnchors,
     /// Named symbols per section, sorted by value: for naming places.
@@ -132,6 +134,7 @@ impl<'data> Program<'data> {
                     loaded: source.member.is_none() || options.whole_archive.contains(&file),
                     member: source.member,
                     code_references: elf.code_references(&anchors),
+                    data_in_code: elf.data_in_code(),
                     anchors,
                     section_symbols: section_symbols(&elf),
                     section_symbol: section_symbol_of(&elf),
