@@ -35,23 +35,30 @@ pub struct PlanOptions {
 pub enum Significance {
     /// Listed in its object's `.llvm_addrsig`, or named there by another object.
     AddrsigTable,
-    /// An instruction takes its address (not a call or a jump).
-    AddressTaken { by: String },
-    /// Data refers to it (a pointer table, `.init_array`, a vtable).
+    /// An instruction of candidate `by` takes its address (not a call or a jump).
+    AddressTaken { by: CandidateId },
+    /// The read-only data candidate `by` refers to it (a pointer table, a vtable).
+    ReferencedFromCandidate { by: CandidateId },
+    /// Other data refers to it (`.init_array`, writable data).
     ReferencedFromData { section: String },
     /// Exported from a shared object.
     Exported,
 }
 
-impl std::fmt::Display for Significance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Significance::AddrsigTable => f.write_str("address-significant (.llvm_addrsig)"),
-            Significance::AddressTaken { by } => write!(f, "address taken in {by}"),
-            Significance::ReferencedFromData { section } => {
-                write!(f, "referenced from data in {section}")
+impl Analysis<'_, '_> {
+    /// Why a candidate's address is significant, in words. Names are
+    /// demangled only here: computing significance names nothing.
+    pub fn describe_significance(&self, why: &Significance) -> String {
+        match why {
+            Significance::AddrsigTable => "address-significant (.llvm_addrsig)".to_string(),
+            Significance::AddressTaken { by } => format!("address taken in {}", self.name(*by)),
+            Significance::ReferencedFromCandidate { by } => {
+                format!("referenced from data in {}", self.name(*by))
             }
-            Significance::Exported => f.write_str("exported from a shared object"),
+            Significance::ReferencedFromData { section } => {
+                format!("referenced from data in {section}")
+            }
+            Significance::Exported => "exported from a shared object".to_string(),
         }
     }
 }
@@ -170,15 +177,12 @@ impl Analysis<'_, '_> {
                 if r.use_ != Use::Address && !from_data {
                     continue;
                 }
+                let by = CandidateId(index as u32);
                 let why = || {
                     if from_data {
-                        Significance::ReferencedFromData {
-                            section: self.name(CandidateId(index as u32)),
-                        }
+                        Significance::ReferencedFromCandidate { by }
                     } else {
-                        Significance::AddressTaken {
-                            by: self.name(CandidateId(index as u32)),
-                        }
+                        Significance::AddressTaken { by }
                     }
                 };
                 match self.targets.get(r.target) {
@@ -254,8 +258,10 @@ impl Analysis<'_, '_> {
         let symbols = self.symbols_of(info);
         for &index in &symbols {
             let symbol = elf.symbol(index);
-            if keep_unique.contains(symbol.name_lossy().as_str())
-                || keep_unique.contains(crate::demangle(symbol.name).as_str())
+            // Demangling is costly: only when some name is asked for.
+            if !keep_unique.is_empty()
+                && (keep_unique.contains(symbol.name_lossy().as_str())
+                    || keep_unique.contains(crate::demangle(symbol.name).as_str()))
             {
                 return Some(KeepReason::KeepUnique);
             }
@@ -467,16 +473,17 @@ fn section_ineligibility(
 /// Every loaded instance of each COMDAT group signature: the link keeps one
 /// instance per signature, and icf cannot always tell which.
 #[derive(Debug, Default)]
-pub(crate) struct ComdatInstances {
+pub(crate) struct ComdatInstances<'data> {
     /// Signature id by name, in order of first appearance.
-    ids: HashMap<Vec<u8>, u32>,
+    ids: HashMap<&'data [u8], u32>,
     /// Instances (object, group index) by signature id.
     instances: Vec<Vec<(ObjectId, u32)>>,
-    /// Whole-section candidates by (object, section).
-    section_candidate: HashMap<(ObjectId, SectionIndex), CandidateId>,
+    /// The whole-section candidate of each object's first grouped section
+    /// of a name (the same function's section in another instance).
+    grouped_by_name: HashMap<(ObjectId, &'data [u8]), CandidateId>,
 }
 
-impl ComdatInstances {
+impl<'data> ComdatInstances<'data> {
     /// The signature id of a candidate's group when the group has several instances.
     pub(crate) fn floating(
         &self,
@@ -518,14 +525,7 @@ impl ComdatInstances {
             .elf
             .section(info.section)
             .name;
-        let elf = &analysis.program.object(object).elf;
-        let section = elf
-            .sections
-            .iter()
-            .position(|s| s.name == name && s.group.is_some())?;
-        self.section_candidate
-            .get(&(object, SectionIndex(section as u32)))
-            .copied()
+        self.grouped_by_name.get(&(object, name)).copied()
     }
 
     pub(crate) fn instances_of(
@@ -544,8 +544,8 @@ impl ComdatInstances {
     }
 }
 
-impl Analysis<'_, '_> {
-    pub(crate) fn comdat_instances(&self) -> ComdatInstances {
+impl<'data> Analysis<'_, 'data> {
+    pub(crate) fn comdat_instances(&self) -> ComdatInstances<'data> {
         let mut groups = ComdatInstances::default();
         for (index, object) in self.program.objects.iter().enumerate() {
             if !object.loaded {
@@ -555,7 +555,7 @@ impl Analysis<'_, '_> {
                 if !group.is_comdat {
                     continue;
                 }
-                let name = object.elf.symbol(group.signature).name.to_vec();
+                let name = object.elf.symbol(group.signature).name;
                 let next = groups.ids.len() as u32;
                 let id = *groups.ids.entry(name).or_insert(next);
                 if id as usize == groups.instances.len() {
@@ -564,11 +564,14 @@ impl Analysis<'_, '_> {
                 groups.instances[id as usize].push((ObjectId(index as u32), group_index as u32));
             }
         }
+        // Candidates in section order, so the first grouped section of a name wins.
         for (index, info) in self.candidates.iter().enumerate() {
-            if info.start == 0 {
+            let section = self.program.object(info.object).elf.section(info.section);
+            if info.start == 0 && section.group.is_some() {
                 groups
-                    .section_candidate
-                    .insert((info.object, info.section), CandidateId(index as u32));
+                    .grouped_by_name
+                    .entry((info.object, section.name))
+                    .or_insert(CandidateId(index as u32));
             }
         }
         groups

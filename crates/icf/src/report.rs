@@ -138,11 +138,12 @@ impl Analysis<'_, '_> {
                     Action::Alias => ("alias", None),
                     Action::Thunk(reason) => (
                         "thunk",
-                        Some(thunk_reason(reason, plan, decision.candidate)),
+                        Some(self.thunk_reason(reason, plan, decision.candidate)),
                     ),
-                    Action::Keep(reason) => {
-                        ("keep", Some(keep_reason(reason, plan, decision.candidate)))
-                    }
+                    Action::Keep(reason) => (
+                        "keep",
+                        Some(self.keep_reason(reason, plan, decision.candidate)),
+                    ),
                 };
                 match action {
                     "alias" => totals.aliases += 1,
@@ -306,22 +307,23 @@ impl Analysis<'_, '_> {
     }
 }
 
-/// Why a member became a thunk rather than an alias.
-fn thunk_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> String {
-    match reason {
-        KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
-            Some(why) => why.to_string(),
-            None => "address is significant".to_string(),
-        },
-        KeepReason::OwnSymbols => {
-            "keeps its own symbols (COMDAT group, or a global that cannot move)".to_string()
+impl Analysis<'_, '_> {
+    /// Why a member became a thunk rather than an alias.
+    fn thunk_reason(&self, reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> String {
+        match reason {
+            KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
+                Some(why) => self.describe_significance(why),
+                None => "address is significant".to_string(),
+            },
+            KeepReason::OwnSymbols => {
+                "keeps its own symbols (COMDAT group, or a global that cannot move)".to_string()
+            }
+            other => self.keep_reason(other, plan, candidate),
         }
-        other => keep_reason(other, plan, candidate),
     }
-}
 
-fn keep_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> String {
-    match reason {
+    fn keep_reason(&self, reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> String {
+        match reason {
         KeepReason::NoSafeKeptCopy => {
             "every copy is a COMDAT instance the link may discard, and not all instances are identical".to_string()
         }
@@ -333,9 +335,10 @@ fn keep_reason(reason: &KeepReason, plan: &Plan, candidate: CandidateId) -> Stri
         }
         KeepReason::KeptCopyMayNotLoad => "the kept copy's archive member might not be linked".to_string(),
         KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
-            Some(why) => format!("{why}; a thunk would not be smaller"),
+            Some(why) => format!("{}; a thunk would not be smaller", self.describe_significance(why)),
             None => "address is significant".to_string(),
         },
+    }
     }
 }
 
