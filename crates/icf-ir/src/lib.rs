@@ -254,6 +254,16 @@ impl Function {
         }
     }
 
+    /// Releases spare capacity: a program holds every function's IR at once.
+    pub fn shrink_to_fit(&mut self) {
+        self.blocks.shrink_to_fit();
+        self.insts.shrink_to_fit();
+        self.operands.shrink_to_fit();
+        self.mems.shrink_to_fit();
+        self.refs.shrink_to_fit();
+        self.opaque.shrink_to_fit();
+    }
+
     pub fn block(&self, id: BlockId) -> &Block {
         &self.blocks[id.index()]
     }

@@ -339,7 +339,16 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
 
     let mut pairs = pair_uses(input, &words);
     let decoder = InstDecoder::default();
-    let mut f = Function::with_capacity(input.arch, size, words.len(), layout.blocks.len());
+    // Exact sizes: most words have no operand at all.
+    let mut f = Function::new(input.arch, size);
+    f.insts.reserve_exact(words.len());
+    f.blocks.reserve_exact(layout.blocks.len());
+    let operands = words
+        .iter()
+        .filter(|w| w.reloc.is_some() || w.marker.is_some() || pc_relative(w.word).is_some())
+        .count();
+    f.operands.reserve_exact(operands);
+    f.refs.reserve_exact(operands);
     for laid in &layout.blocks {
         let first = f.insts.len() as u32;
         for word in &words[laid.insts.clone()] {

@@ -162,6 +162,7 @@ fn lift_with(
             reached: laid.reached,
         });
     }
+    f.shrink_to_fit();
     Ok(f)
 }
 
