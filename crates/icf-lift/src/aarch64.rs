@@ -43,6 +43,18 @@ use smallvec::SmallVec;
 use yaxpeax_arch::{Decoder, U8Reader};
 use yaxpeax_arm::armv8::a64::{self, InstDecoder};
 
+/// Instruction fields, as bit masks of the word.
+const IMM26: u32 = 0x03ff_ffff;
+const IMM19: u32 = 0x00ff_ffe0;
+const IMM14: u32 = 0x0007_ffe0;
+/// `adr`/`adrp`: immlo in bits 29..31, immhi in 5..24.
+const IMM21: u32 = 0x60ff_ffe0;
+const IMM12: u32 = 0x003f_fc00;
+const IMM16: u32 = 0x001f_ffe0;
+/// The linker turns a signed MOVW group into `movz` or `movn` by the
+/// value's sign, rewriting bits 29..31 too.
+const IMM16_AND_OPC: u32 = 0x601f_ffe0;
+
 /// Opcode layout: the decoder's operation in bits 0..16, the relocation type in 16..32.
 const RELOC_SHIFT: u32 = 16;
 /// The operation of a word the decoder does not know.
@@ -80,10 +92,6 @@ fn pc_relative(word: u32) -> Option<(PcRelative, i64, u32)> {
         // Sign-extend a `bits`-wide field.
         i64::from((raw << (32 - bits)) as i32 >> (32 - bits))
     };
-    const IMM26: u32 = 0x03ff_ffff;
-    const IMM19: u32 = 0x00ff_ffe0;
-    const IMM14: u32 = 0x0007_ffe0;
-    const IMM21: u32 = 0x60ff_ffe0;
     let adr_immediate = || (field(5, 19) << 2) | i64::from((word >> 29) & 3);
     match word {
         w if w & 0xfc00_0000 == 0x1400_0000 => Some((PcRelative::Jump, field(0, 26) << 2, IMM26)),
@@ -127,15 +135,6 @@ fn register_flow(word: u32) -> Flow {
 /// The bits of the instruction a relocation of type `r_type` writes, `None`
 /// when the type does not patch an instruction field.
 fn relocated_field(r_type: u32) -> Option<u32> {
-    const IMM26: u32 = 0x03ff_ffff;
-    const IMM19: u32 = 0x00ff_ffe0;
-    const IMM14: u32 = 0x0007_ffe0;
-    const IMM21: u32 = 0x60ff_ffe0;
-    const IMM12: u32 = 0x003f_fc00;
-    const IMM16: u32 = 0x001f_ffe0;
-    // The linker turns a signed MOVW group into `movz` or `movn` by the
-    // value's sign, rewriting bits 29..31 too.
-    const IMM16_AND_OPC: u32 = 0x601f_ffe0;
     Some(match elf::RelocationType(r_type) {
         elf::R_AARCH64_CALL26 | elf::R_AARCH64_JUMP26 => IMM26,
         elf::R_AARCH64_CONDBR19

@@ -59,6 +59,9 @@ pub struct NewReloc {
 pub struct NewContents {
     pub bytes: Vec<u8>,
     pub relocs: Vec<NewReloc>,
+    /// The alignment the new contents need; the section's becomes the
+    /// smaller of this and its own (a jump needs less than a function body).
+    pub align: u64,
 }
 
 /// A symbol the edits add: a hidden alias of a kept copy, a reference to
@@ -692,6 +695,9 @@ impl<'a, 'data> Rewriter<'a, 'data> {
 
     fn alignment(&self, section: SectionIndex) -> u64 {
         let original = self.object.section(section).align;
+        if let Some(contents) = self.edits.replaced.get(&section) {
+            return original.min(contents.align.max(1));
+        }
         self.edits
             .align
             .get(&section)

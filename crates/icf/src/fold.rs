@@ -193,6 +193,18 @@ impl Analysis<'_, '_> {
     }
 }
 
+/// The alignment a thunk keeps: AArch64 instructions are 4 bytes; on
+/// x86-64 the Itanium C++ ABI marks virtual member-function pointers with
+/// bit 0, so every function address must stay even. Beyond that a
+/// function's alignment is only for speed, and a 5-byte thunk in a 16-byte
+/// slot wastes 11.
+fn thunk_align(arch: Arch) -> u64 {
+    match arch {
+        Arch::X86_64 => 2,
+        Arch::Aarch64 => 4,
+    }
+}
+
 /// A jump to new symbol `symbol`: `jmp rel32` (after `endbr64` under IBT) or
 /// AArch64 `b` (after `bti c` under BTI).
 fn thunk(arch: Arch, branch_protection: bool, symbol: usize) -> NewContents {
@@ -225,6 +237,7 @@ fn thunk(arch: Arch, branch_protection: bool, symbol: usize) -> NewContents {
             symbol: SymbolRef::New(symbol),
             addend,
         }],
+        align: thunk_align(arch),
     }
 }
 
