@@ -672,3 +672,46 @@ fn rewritten_objects_keep_their_bti_and_pac_property_notes() {
         }
     }
 }
+
+#[test]
+fn thunks_keep_only_the_alignment_a_jump_needs() {
+    for build in all_builds().into_iter().filter(|b| b.function_sections) {
+        let objects: Vec<PathBuf> = ["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"]
+            .iter()
+            .map(|s| icf_fixtures::object(Path::new(s), &build))
+            .collect();
+        let dir = icf_fixtures::source_dir()
+            .join("../target/e2e/thunk-align")
+            .join(build.label());
+        let _ = std::fs::remove_dir_all(&dir);
+        let (folded, _) = fold(&objects, icf::Mode::Safe, false, &dir);
+        // compare_me_b's address is taken: it becomes a thunk.
+        let align_of = |path: &Path| {
+            let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let file = object::File::parse(&*data).expect("an object");
+            let symbol = file
+                .symbols()
+                .find(|s| s.name() == Ok("compare_me_b") && s.is_definition())
+                .expect("compare_me_b defined");
+            let section = file
+                .section_by_index(symbol.section_index().expect("in a section"))
+                .expect("its section");
+            (section.align(), section.size())
+        };
+        let (before, _) = align_of(&objects[1]);
+        let (after, size) = align_of(&folded[1]);
+        let (jump_align, thunk_size) = match build.target {
+            Target::X86_64 => (2, 5),
+            Target::Aarch64 => (4, 4),
+        };
+        assert_eq!(size, thunk_size, "{}: not a thunk", build.label());
+        if build.target == Target::X86_64 {
+            assert!(
+                before > jump_align,
+                "{}: aligned to {before}",
+                build.label()
+            );
+        }
+        assert_eq!(after, before.min(jump_align), "{}", build.label());
+    }
+}
