@@ -412,7 +412,16 @@ fn comdat_inline_functions_in_several_units() {
         cxx: true,
         address_sensitive: false,
         folds: true,
-        check: |_, _, _| {},
+        check: |binary, _, build| {
+            // Two template instances, each alone in its COMDAT group in
+            // every unit: the groups move, and both names reach one body.
+            assert_eq!(
+                binary.address("_ZN11AccumulatorIlE3addEl"),
+                binary.address("_ZN11AccumulatorImE3addEm"),
+                "{}",
+                build.label()
+            );
+        },
     });
 }
 

@@ -20,7 +20,7 @@ use icf_ir::Arch;
 use icf_object::{
     Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolKind, SymbolRef,
 };
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::{Path, PathBuf};
 
 /// One written output.
@@ -108,6 +108,21 @@ impl Analysis<'_, '_> {
             let kept_elf = &self.program.object(kept.object).elf;
             let whole_section = kept.start == 0 && kept.end == kept_elf.section(kept.section).size;
             let mut align = kept_elf.section(kept.section).align;
+            // Global names the kept copy's object defines for this class:
+            // members there keep theirs on the kept section; each name moved
+            // from elsewhere (every instance of a COMDAT group brings the
+            // same ones) is defined once.
+            let mut defined: HashSet<&[u8]> = HashSet::default();
+            for decision in &class.decisions {
+                let member = &self.candidates[decision.candidate.index()];
+                if decision.action == Action::Alias && member.object == kept.object && !floating {
+                    defined.extend(
+                        self.global_symbols(decision.candidate)
+                            .into_iter()
+                            .map(|s| kept_elf.symbol(s).name),
+                    );
+                }
+            }
             for decision in &class.decisions {
                 let member = &self.candidates[decision.candidate.index()];
                 let elf = &self.program.object(member.object).elf;
@@ -123,8 +138,12 @@ impl Analysis<'_, '_> {
                                 }
                             } else {
                                 // Global symbols move with the body (the planner checked they may).
+                                let from_group = elf.section(member.section).group.is_some();
                                 for index in self.global_symbols(decision.candidate) {
                                     let symbol = elf.symbol(index);
+                                    if !defined.insert(symbol.name) {
+                                        continue;
+                                    }
                                     let offset = symbol.value.saturating_sub(member.start);
                                     let size = if offset == 0 {
                                         kept.size()
@@ -136,7 +155,13 @@ impl Analysis<'_, '_> {
                                             name: symbol.name.to_vec(),
                                             definition: Some((kept.section, kept.start + offset)),
                                             size,
-                                            binding: symbol.binding,
+                                            // A name a COMDAT group defined stays weak: an
+                                            // instance left as a thunk may define it too.
+                                            binding: if from_group {
+                                                Binding::Weak
+                                            } else {
+                                                symbol.binding
+                                            },
                                             kind: symbol.kind,
                                             other: symbol.other,
                                         },

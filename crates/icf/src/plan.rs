@@ -101,7 +101,13 @@ impl Analysis<'_, '_> {
                         preference: self.preference(candidate),
                         object: info.object.0,
                         loaded: self.program.object(info.object).loaded,
-                        pinned_in_comdat: self.in_comdat(candidate),
+                        pinned_in_comdat: self.in_comdat(candidate)
+                            && !self.group_may_move(
+                                candidate,
+                                &groups,
+                                &significance,
+                                options.mode,
+                            ),
                         global_symbols: false,
                         floating_group: groups.floating(self, candidate),
                         kept_eligible: groups.kept_eligible(self, candidate),
@@ -114,23 +120,45 @@ impl Analysis<'_, '_> {
             let kept_object = self.candidates[optimistic.kept.index()].object;
             // A kept copy the link may discard with its group can take no symbols.
             let kept_floats = groups.floating(self, optimistic.kept).is_some();
-            let mut pinned_any = false;
+            let mut pinned = Vec::new();
+            // COMDAT groups moving whole: all instances or none.
+            let mut group_verdicts: HashMap<u32, bool> = HashMap::default();
             for decision in &optimistic.decisions {
                 let info = &self.candidates[decision.candidate.index()];
+                let moving_group = self.in_comdat(decision.candidate);
                 let cannot_move = if kept_floats {
                     !self.global_symbols(decision.candidate).is_empty()
+                } else if moving_group {
+                    let Some((id, instances)) = groups.instances_of(self, decision.candidate)
+                    else {
+                        continue;
+                    };
+                    !*group_verdicts.entry(id).or_insert_with(|| {
+                        self.group_globals_can_move(
+                            decision.candidate,
+                            instances,
+                            kept_object,
+                            &mut anchors,
+                        )
+                    })
                 } else {
                     info.object != kept_object
                         && !self.globals_can_move(decision.candidate, &mut anchors)
                 };
-                if decision.action == Action::Alias
-                    && cannot_move
-                    && let Some(fact) = facts.iter_mut().find(|f| f.candidate == decision.candidate)
-                {
-                    fact.global_symbols = true;
-                    pinned_any = true;
+                if decision.action == Action::Alias && cannot_move {
+                    pinned.push(decision.candidate);
                 }
             }
+            // A group that cannot move pins every instance in the class.
+            for fact in &mut facts {
+                let group_pinned = groups
+                    .instances_of(self, fact.candidate)
+                    .is_some_and(|(id, _)| group_verdicts.get(&id) == Some(&false));
+                if pinned.contains(&fact.candidate) || group_pinned {
+                    fact.global_symbols = true;
+                }
+            }
+            let pinned_any = !pinned.is_empty();
             classes.push(if pinned_any {
                 plan_class(ClassId(members[0].0), &facts, options.mode)
             } else {
@@ -270,6 +298,110 @@ impl Analysis<'_, '_> {
             }
         }
         section_ineligibility(section, info.start, info.end).map(KeepReason::Ineligible)
+    }
+
+    /// Whether a COMDAT member may leave its group: the group holds nothing
+    /// but its section (and that section's relocations), in every loaded
+    /// instance, every instance is in its class, and (in safe mode) no
+    /// instance's address is significant. Then every instance can be
+    /// dropped, group and all, and its symbols defined on the kept copy:
+    /// whichever instance the link would have kept, the name now reaches the
+    /// same body.
+    fn group_may_move(
+        &self,
+        candidate: CandidateId,
+        groups: &ComdatInstances<'_>,
+        significance: &[Option<Significance>],
+        mode: Mode,
+    ) -> bool {
+        let info = &self.candidates[candidate.index()];
+        let elf = &self.program.object(info.object).elf;
+        let section = elf.section(info.section);
+        if !info.is_code() || info.start != 0 || info.end != section.size {
+            return false;
+        }
+        let Some((_, instances)) = groups.instances_of(self, candidate) else {
+            return false;
+        };
+        if !groups.kept_eligible(self, candidate) {
+            return false;
+        }
+        instances.iter().all(|&(object, _)| {
+            let Some(other) = groups.instance_section(self, info, object) else {
+                return false;
+            };
+            let other_info = &self.candidates[other.index()];
+            let other_elf = &self.program.object(object).elf;
+            let sole_member = other_elf
+                .section(other_info.section)
+                .group
+                .map(|g| &other_elf.groups[g as usize])
+                .is_some_and(|group| {
+                    group.members.iter().all(|&m| {
+                        let member = other_elf.section(m);
+                        m == other_info.section
+                            || (member.sh_type == object::elf::SHT_RELA.0
+                                && member.info == other_info.section.0)
+                    })
+                });
+            sole_member && (mode == Mode::All || significance[other.index()].is_none())
+        })
+    }
+
+    /// Whether the global symbols of every instance of a moving COMDAT group
+    /// may move to the kept copy's object: the link resolves each name to
+    /// one of the instances, and every archive member holding an instance
+    /// stays in the link without it. Spends `anchors` only when all may.
+    fn group_globals_can_move(
+        &self,
+        candidate: CandidateId,
+        instances: &[(ObjectId, u32)],
+        kept_object: ObjectId,
+        anchors: &mut HashMap<ObjectId, usize>,
+    ) -> bool {
+        let info = &self.candidates[candidate.index()];
+        let in_instance = |object: ObjectId| instances.iter().any(|&(o, _)| o == object);
+        let object = self.program.object(info.object);
+        let winners = self.global_symbols(candidate).iter().all(|&s| {
+            let name = object.elf.symbol(s).name;
+            self.program
+                .definitions
+                .winner(name)
+                .is_some_and(|(winner, _)| in_instance(winner))
+        });
+        if !winners {
+            return false;
+        }
+        let mut spent: Vec<(ObjectId, usize)> = Vec::new();
+        for &(object, group) in instances {
+            if object == kept_object {
+                continue;
+            }
+            let Some(&remaining) = anchors.get(&object) else {
+                continue;
+            };
+            let loaded = self.program.object(object);
+            let needed = loaded.elf.groups[group as usize]
+                .members
+                .iter()
+                .filter_map(|m| loaded.section_symbols.get(m))
+                .flatten()
+                .filter(|&&(_, _, symbol)| {
+                    loaded.elf.symbol(symbol).binding != Binding::Local
+                        && self.program.needed.contains(&(object, symbol))
+                })
+                .count();
+            if remaining <= needed {
+                return false;
+            }
+            spent.push((object, needed));
+        }
+        for (object, needed) in spent {
+            if let Some(remaining) = anchors.get_mut(&object) {
+                *remaining -= needed;
+            }
+        }
+        true
     }
 
     fn in_comdat(&self, candidate: CandidateId) -> bool {
