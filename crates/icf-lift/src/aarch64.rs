@@ -872,6 +872,19 @@ mod tests {
     }
 
     #[test]
+    fn the_operation_number_is_the_opcode_tag() {
+        // `b.eq` and `b.ne` are one operation; the condition is in the word.
+        let eq = operation_number(&a64::Opcode::Bcc(0));
+        assert_eq!(eq, operation_number(&a64::Opcode::Bcc(1)));
+        assert_ne!(eq, operation_number(&a64::Opcode::ADD));
+        assert_ne!(
+            operation_number(&a64::Opcode::ADD),
+            operation_number(&a64::Opcode::SUB)
+        );
+        assert_eq!(operation_number(&a64::Opcode::Invalid), 0);
+    }
+
+    #[test]
     fn printing_shows_the_disassembly_and_the_reference() {
         let f = lift_words(
             &[ADRP_X0, ADD_X0_X0, 0xb400_0040, RET, RET],
