@@ -31,9 +31,11 @@
 //! Every output is then measured (`.text` from `size -A`, `strip -o` file
 //! size) and run: it must behave exactly like the plain lld link.
 //!
-//! icf's own phases come from `icf link --report` (`timings_ms`: load, lift,
-//! partition, plan); its overhead is its wall time minus the plain link with
-//! the same linker. On the synthetic corpora, icf's own peak RSS is measured
+//! The timed `icf link` runs write no report (naming every member costs
+//! time a user without `--report` does not spend); one more, untimed, run
+//! with `--report` gives icf's own phases (`timings_ms`: load, lift,
+//! partition, plan) and its fold counts. icf's overhead is its wall time
+//! minus the plain link with the same linker. On the synthetic corpora, icf's own peak RSS is measured
 //! once more without any linker: `icf fold` on the same inputs (the link
 //! folds every input there too).
 //!
@@ -629,7 +631,7 @@ impl Variant {
         corpus: &Corpus,
         icf: &Path,
         output: &Path,
-        report: &Path,
+        report: Option<&Path>,
     ) -> Result<Command> {
         let mut extra = Vec::new();
         if self.linker == Linker::Mold {
@@ -646,9 +648,11 @@ impl Variant {
             return Ok(link);
         };
         let mut command = Command::new(icf);
+        command.args(["link", "--strict", "--mode", mode]);
+        if let Some(report) = report {
+            command.arg("--report").arg(report);
+        }
         command
-            .args(["link", "--strict", "--mode", mode, "--report"])
-            .arg(report)
             .arg("--")
             .arg(link.get_program())
             .args(link.get_args());
@@ -683,7 +687,7 @@ struct Row {
     text: u64,
     stripped: u64,
     behaviour: Behaviour,
-    /// `icf link --report` of the fastest round.
+    /// `icf link --report` of the untimed reporting run.
     report: Option<Value>,
 }
 
@@ -806,21 +810,10 @@ fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<CorpusResult> {
             let variant = &row.variant;
             eprintln!("    round {}/{runs}: {}", round + 1, variant.label);
             let output = out.join(&variant.file);
-            let report = reports.join(format!("{}.round.json", variant.file));
-            let command = variant.command(&prepared.corpus, icf, &output, &report)?;
+            // Timed as people run it: without `--report`, whose names cost time.
+            let command = variant.command(&prepared.corpus, icf, &output, None)?;
             match timed(&command, &rss_file) {
                 Ok((wall, rss)) => {
-                    // Only the fastest round's report is kept, as `FILE.json`.
-                    if report.is_file() {
-                        if row.best().is_none_or(|best| wall < best) {
-                            let kept = reports.join(format!("{}.json", variant.file));
-                            fs::rename(&report, &kept)
-                                .with_context(|| format!("renaming {}", report.display()))?;
-                        } else {
-                            fs::remove_file(&report)
-                                .with_context(|| format!("removing {}", report.display()))?;
-                        }
-                    }
                     row.walls.push(wall);
                     row.rss_kib = row.rss_kib.max(rss);
                 }
@@ -842,6 +835,22 @@ fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<CorpusResult> {
                 }
             }
         }
+    }
+
+    // One more, untimed, icf link per icf row for its report: phases,
+    // aliases, thunks. It writes the same output as the timed rounds.
+    for row in &mut rows {
+        if !row.ok() || !matches!(row.variant.kind, Kind::Icf(_)) {
+            continue;
+        }
+        let output = out.join(&row.variant.file);
+        let report = reports.join(format!("{}.json", row.variant.file));
+        let mut command = row
+            .variant
+            .command(&prepared.corpus, icf, &output, Some(&report))?;
+        eprintln!("    report: {}", row.variant.label);
+        capture(&mut command)
+            .with_context(|| format!("{}: icf link --report", row.variant.label))?;
     }
 
     for row in &mut rows {
