@@ -260,3 +260,64 @@ fn comdat_instances_the_linker_discards_are_never_kept() {
         }
     }
 }
+
+#[test]
+fn archive_members_sharing_a_name_are_each_rewritten_as_themselves() {
+    let dir = scratch("duplicate-members");
+    let build = Build::new(Compiler::Gcc);
+    let parts = objects(&["e2e/cross_a.c", "e2e/cross_b.c"], &build);
+    let main = objects(&["e2e/cross_main.c"], &build).remove(0);
+    // `ar q` appends: both members are called part.o.
+    let archive = dir.join("libdup.a");
+    for (index, part) in parts.iter().enumerate() {
+        let sub = dir.join(format!("d{index}"));
+        std::fs::create_dir_all(&sub).expect("create dir");
+        std::fs::copy(part, sub.join("part.o")).expect("copy object");
+        let status = Command::new("ar")
+            .arg("q")
+            .arg(&archive)
+            .arg(sub.join("part.o"))
+            .status()
+            .expect("run ar");
+        assert!(status.success(), "ar failed");
+    }
+    let plain = dir.join("plain");
+    let folded = dir.join("folded");
+    let link = |output: &Path| {
+        vec![
+            "gcc".to_string(),
+            main.clone(),
+            archive.display().to_string(),
+            "-o".to_string(),
+            output.display().to_string(),
+        ]
+    };
+    let status = Command::new("gcc")
+        .args(&link(&plain)[1..])
+        .status()
+        .expect("gcc");
+    assert!(status.success());
+    let report = dir.join("report.json");
+    let mut args = vec![
+        "link".to_string(),
+        "--strict".to_string(),
+        "--report".to_string(),
+        report.display().to_string(),
+        "--".to_string(),
+    ];
+    args.extend(link(&folded));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = icf(&args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(run(&plain), run(&folded));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    assert!(
+        report["totals"]["saved_bytes"].as_u64().expect("saved") > 0,
+        "{report}"
+    );
+}

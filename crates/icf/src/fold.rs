@@ -20,6 +20,7 @@ use icf_ir::Arch;
 use icf_object::{
     Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolKind, SymbolRef,
 };
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::{Path, PathBuf};
 
@@ -278,7 +279,7 @@ pub fn write_outputs(
 ) -> anyhow::Result<Vec<FoldedFile>> {
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut taken: rustc_hash::FxHashSet<std::ffi::OsString> = rustc_hash::FxHashSet::default();
-    let mut outputs = Vec::new();
+    let mut names = Vec::with_capacity(program.inputs.files.len());
     for (position, file) in program.inputs.files.iter().enumerate() {
         let name = file
             .path
@@ -293,44 +294,61 @@ pub fn write_outputs(
             taken.insert(unique.clone());
             unique
         };
-        let output = out_dir.join(name);
-        let objects: Vec<(ObjectId, &crate::program::LoadedObject<'_>)> = program
-            .objects
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.file == position)
-            .map(|(i, o)| (ObjectId(i as u32), o))
-            .collect();
-        let changed_objects: Vec<&(ObjectId, _)> = objects
-            .iter()
-            .filter(|(id, _)| edits.get(id).is_some_and(|e| !e.is_empty()))
-            .collect();
-        let changed = !changed_objects.is_empty();
-        if !changed && !all {
-            outputs.push(FoldedFile {
-                input: file.path.clone(),
-                output: file.path.clone(),
-                changed,
-            });
-            continue;
-        }
-        let bytes = if changed_objects.is_empty() {
-            file.data().to_vec()
-        } else if objects.len() == 1 && objects[0].1.member.is_none() {
-            let (id, object) = objects[0];
-            icf_object::rewrite(&object.elf, &edits[&id])
-                .with_context(|| format!("rewriting {}", program.object_name(id)))?
-        } else {
-            rewrite_archive(program, position, edits)?
-        };
-        write_atomically(&output, &bytes)?;
-        outputs.push(FoldedFile {
+        names.push(name);
+    }
+    // Files are independent: each is built in memory and renamed into place.
+    names
+        .into_par_iter()
+        .enumerate()
+        .map(|(position, name)| write_output(program, edits, out_dir, all, position, name))
+        .collect()
+}
+
+/// Writes input `position` as `out_dir/name` (see [`write_outputs`]).
+fn write_output(
+    program: &Program<'_>,
+    edits: &HashMap<ObjectId, Edits>,
+    out_dir: &Path,
+    all: bool,
+    position: usize,
+    name: std::ffi::OsString,
+) -> anyhow::Result<FoldedFile> {
+    let file = &program.inputs.files[position];
+    let output = out_dir.join(name);
+    let objects: Vec<(ObjectId, &crate::program::LoadedObject<'_>)> = program
+        .objects
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.file == position)
+        .map(|(i, o)| (ObjectId(i as u32), o))
+        .collect();
+    let changed_objects: Vec<&(ObjectId, _)> = objects
+        .iter()
+        .filter(|(id, _)| edits.get(id).is_some_and(|e| !e.is_empty()))
+        .collect();
+    let changed = !changed_objects.is_empty();
+    if !changed && !all {
+        return Ok(FoldedFile {
             input: file.path.clone(),
-            output,
+            output: file.path.clone(),
             changed,
         });
     }
-    Ok(outputs)
+    let bytes = if changed_objects.is_empty() {
+        file.data().to_vec()
+    } else if objects.len() == 1 && objects[0].1.member.is_none() {
+        let (id, object) = objects[0];
+        icf_object::rewrite(&object.elf, &edits[&id])
+            .with_context(|| format!("rewriting {}", program.object_name(id)))?
+    } else {
+        rewrite_archive(program, position, edits)?
+    };
+    write_atomically(&output, &bytes)?;
+    Ok(FoldedFile {
+        input: file.path.clone(),
+        output,
+        changed,
+    })
 }
 
 /// A GNU archive with the changed members rewritten and every other member as it was.
@@ -347,29 +365,41 @@ fn rewrite_archive(
     let data = input.data();
     let archive =
         ArchiveFile::parse(data).with_context(|| format!("reading {}", input.path.display()))?;
-    let mut rewritten: HashMap<String, Vec<u8>> = HashMap::default();
-    for (index, object) in program.objects.iter().enumerate() {
-        let id = ObjectId(index as u32);
-        if object.file == file
-            && let Some(edits) = edits.get(&id).filter(|e| !e.is_empty())
-            && let Some(member) = &object.member
-        {
-            let bytes = icf_object::rewrite(&object.elf, edits)
+    // Keyed by where the member's data starts: names may repeat in an archive.
+    let changed: Vec<(usize, ObjectId)> = program
+        .objects
+        .iter()
+        .enumerate()
+        .filter(|(index, object)| {
+            object.file == file
+                && object.member.is_some()
+                && edits
+                    .get(&ObjectId(*index as u32))
+                    .is_some_and(|e| !e.is_empty())
+        })
+        .map(|(index, object)| {
+            let start = object.elf.data.as_ptr() as usize - data.as_ptr() as usize;
+            (start, ObjectId(index as u32))
+        })
+        .collect();
+    let rewritten: HashMap<usize, Vec<u8>> = changed
+        .par_iter()
+        .map(|&(start, id)| {
+            let bytes = icf_object::rewrite(&program.object(id).elf, &edits[&id])
                 .with_context(|| format!("rewriting {}", program.object_name(id)))?;
-            rewritten.insert(member.clone(), bytes);
-        }
-    }
+            Ok((start, bytes))
+        })
+        .collect::<anyhow::Result<_>>()?;
     let mut members = Vec::new();
     for member in archive.members() {
         let member = member.with_context(|| format!("reading {}", input.path.display()))?;
         let name = String::from_utf8_lossy(member.name()).into_owned();
+        let original = member
+            .data(data)
+            .with_context(|| format!("reading {}({name})", input.path.display()))?;
+        let start = original.as_ptr() as usize - data.as_ptr() as usize;
         // Unchanged members are written straight from the mapped input.
-        let bytes: &[u8] = match rewritten.get(&name) {
-            Some(bytes) => bytes,
-            None => member
-                .data(data)
-                .with_context(|| format!("reading {}({name})", input.path.display()))?,
-        };
+        let bytes: &[u8] = rewritten.get(&start).map_or(original, Vec::as_slice);
         members.push(NewArchiveMember::new(bytes, &DEFAULT_OBJECT_READER, name));
     }
     let mut out = std::io::Cursor::new(Vec::with_capacity(data.len()));
