@@ -35,18 +35,6 @@ impl Linker {
     }
 }
 
-/// The compiler driver that links what `build` compiled.
-fn driver(build: &Build, cxx: bool) -> &'static str {
-    match (build.compiler, build.target, cxx) {
-        (Compiler::Gcc, Target::X86_64, false) => "gcc",
-        (Compiler::Gcc, Target::X86_64, true) => "g++",
-        (Compiler::Gcc, Target::Aarch64, false) => "aarch64-linux-gnu-gcc",
-        (Compiler::Gcc, Target::Aarch64, true) => "aarch64-linux-gnu-g++",
-        (Compiler::Clang, _, false) => "clang-19",
-        (Compiler::Clang, _, true) => "clang++-19",
-    }
-}
-
 /// Every build of the matrix: both compilers, with and without function sections, both targets.
 fn all_builds() -> Vec<Build> {
     let mut builds = x86_builds();
@@ -62,7 +50,7 @@ fn link(
     output: &Path,
     extra: &[&str],
 ) {
-    let mut command = Command::new(driver(build, cxx));
+    let mut command = Command::new(build.driver(cxx));
     if build.target == Target::Aarch64 && build.compiler == Compiler::Clang {
         command.arg("--target=aarch64-linux-gnu");
     }
@@ -145,6 +133,8 @@ fn fold(objects: &[PathBuf], mode: icf::Mode, shared: bool, dir: &Path) -> (Vec<
 
 /// AArch64 `bti c`, the landing pad a thunk starts with under BTI.
 const BTI_C: u32 = 0xd503_245f;
+/// x86-64 `endbr64`, the landing pad a thunk starts with under IBT.
+const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 
 /// Symbols and code of a linked binary.
 struct Binary {
@@ -210,7 +200,7 @@ impl Binary {
                 }
                 return address;
             }
-            if bytes.get(at..at + 4) == Some(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+            if bytes.get(at..at + 4) == Some(&ENDBR64[..]) {
                 at += 4;
                 place += 4;
             }
@@ -568,43 +558,6 @@ fn exported_functions_of_a_shared_library_stay_distinct() {
     }
 }
 
-#[test]
-fn thunks_start_with_endbr64_under_ibt() {
-    let builds: Vec<Build> = x86_builds()
-        .into_iter()
-        .filter(|b| b.function_sections)
-        .map(|b| Build {
-            extra_flags: vec!["-fcf-protection=full".to_string()],
-            ..b
-        })
-        .collect();
-    check_case_with(
-        &Case {
-            name: "ibt",
-            sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
-            cxx: false,
-            address_sensitive: true,
-            folds: true,
-            check: |binary, mode, build| {
-                if mode != icf::Mode::Safe {
-                    return;
-                }
-                // compare_me_b's address is taken: it is a thunk, which must be a landing pad.
-                let thunk = binary.address("compare_me_b");
-                let kept = binary.address("compare_me_a");
-                assert_ne!(thunk, kept);
-                assert_eq!(binary.destination(thunk), kept, "{}", build.label());
-                assert!(
-                    binary.starts_with(thunk, &[0xf3, 0x0f, 0x1e, 0xfa]),
-                    "thunk without endbr64 ({})",
-                    build.label()
-                );
-            },
-        },
-        &builds,
-    );
-}
-
 /// AArch64 builds with function sections and `-mbranch-protection=standard` (BTI and PAC).
 fn bti_builds() -> Vec<Build> {
     aarch64_builds()
@@ -618,10 +571,19 @@ fn bti_builds() -> Vec<Build> {
 }
 
 #[test]
-fn thunks_start_with_bti_c_under_bti() {
+fn thunks_start_with_a_landing_pad_under_ibt_and_bti() {
+    let mut builds: Vec<Build> = x86_builds()
+        .into_iter()
+        .filter(|b| b.function_sections)
+        .map(|b| Build {
+            extra_flags: vec!["-fcf-protection=full".to_string()],
+            ..b
+        })
+        .collect();
+    builds.extend(bti_builds());
     check_case_with(
         &Case {
-            name: "bti",
+            name: "landing-pads",
             sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
             cxx: false,
             address_sensitive: true,
@@ -630,19 +592,25 @@ fn thunks_start_with_bti_c_under_bti() {
                 if mode != icf::Mode::Safe {
                     return;
                 }
-                // compare_me_b's address is taken: it is a thunk, reached by an indirect call.
+                // compare_me_b's address is taken: it is a thunk, reached by
+                // an indirect call, so it must start with `endbr64` (IBT) or
+                // `bti c` (BTI).
                 let thunk = binary.address("compare_me_b");
                 let kept = binary.address("compare_me_a");
                 assert_ne!(thunk, kept);
                 assert_eq!(binary.destination(thunk), kept, "{}", build.label());
+                let pad = match build.target {
+                    Target::X86_64 => ENDBR64.to_vec(),
+                    Target::Aarch64 => BTI_C.to_le_bytes().to_vec(),
+                };
                 assert!(
-                    binary.starts_with(thunk, &BTI_C.to_le_bytes()),
-                    "thunk without bti c ({})",
+                    binary.starts_with(thunk, &pad),
+                    "thunk without a landing pad ({})",
                     build.label()
                 );
             },
         },
-        &bti_builds(),
+        &builds,
     );
 }
 

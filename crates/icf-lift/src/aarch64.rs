@@ -456,13 +456,7 @@ fn lift_word(
         operands.push(resolved_target(f, input, layout, word, class, offset)?);
     }
     if let Some(marker) = word.marker.map(|i| &input.relocs[i]) {
-        let r = f.push_ref(Ref {
-            target: marker.target,
-            addend: marker.addend,
-            kind: RefKind(marker.r_type),
-            use_: Use::Access,
-        });
-        operands.push(Operand::Ref(r));
+        operands.push(crate::marker_operand(f, marker));
     }
     let operation = match decoded {
         Some(instr) => u32::from(operation_number(&instr.opcode)),

@@ -15,7 +15,7 @@ mod opaque;
 mod x86_64;
 
 use icf_ir::print::Syntax;
-use icf_ir::{Arch, CodeInput, Function};
+use icf_ir::{Arch, CodeInput, CodeReloc, Function, Operand, Ref, RefKind, Use};
 
 /// Lifts one function.
 pub fn lift(input: &CodeInput<'_>) -> Function {
@@ -23,6 +23,17 @@ pub fn lift(input: &CodeInput<'_>) -> Function {
         Arch::X86_64 => x86_64::lift(input),
         Arch::Aarch64 => aarch64::lift(input),
     }
+}
+
+/// A marker relocation (`R_X86_64_TLSDESC_CALL`, `R_AARCH64_TLSDESC_CALL`):
+/// it patches nothing, and rides along on its instruction as a reference.
+fn marker_operand(f: &mut Function, reloc: &CodeReloc) -> Operand {
+    Operand::Ref(f.push_ref(Ref {
+        target: reloc.target,
+        addend: reloc.addend,
+        kind: RefKind(reloc.r_type),
+        use_: Use::Access,
+    }))
 }
 
 /// Names of opcodes, registers and relocation kinds, for printing.

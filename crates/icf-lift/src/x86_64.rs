@@ -281,15 +281,8 @@ fn lift_inst(
         if used[index] {
             continue;
         }
-        // Marker relocations (`R_X86_64_TLSDESC_CALL`) patch nothing; they ride along.
         if reloc.size == 0 {
-            let r = f.push_ref(Ref {
-                target: reloc.target,
-                addend: reloc.addend,
-                kind: RefKind(reloc.r_type),
-                use_: Use::Access,
-            });
-            operands.push(Operand::Ref(r));
+            operands.push(crate::marker_operand(f, reloc));
             continue;
         }
         return Err(OpaqueReason::RelocationOutsideOperand { at: reloc.offset });
