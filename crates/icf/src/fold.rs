@@ -334,16 +334,20 @@ fn write_output(
             changed,
         });
     }
-    let bytes = if changed_objects.is_empty() {
-        file.data().to_vec()
+    if changed_objects.is_empty() {
+        write_atomically(&output, file.data())?;
     } else if objects.len() == 1 && objects[0].1.member.is_none() {
         let (id, object) = objects[0];
-        icf_object::rewrite(&object.elf, &edits[&id])
-            .with_context(|| format!("rewriting {}", program.object_name(id)))?
+        let bytes = icf_object::rewrite(&object.elf, &edits[&id])
+            .with_context(|| format!("rewriting {}", program.object_name(id)))?;
+        write_atomically(&output, &bytes)?;
     } else {
-        rewrite_archive(program, position, edits)?
-    };
-    write_atomically(&output, &bytes)?;
+        // Archives stream to the file: unchanged members go straight from
+        // the mapped input, never through a copy of the whole archive.
+        write_atomically_with(&output, |out| {
+            rewrite_archive(program, position, edits, out)
+        })?;
+    }
     Ok(FoldedFile {
         input: file.path.clone(),
         output,
@@ -356,7 +360,8 @@ fn rewrite_archive(
     program: &Program<'_>,
     file: usize,
     edits: &HashMap<ObjectId, Edits>,
-) -> anyhow::Result<Vec<u8>> {
+    out: &mut (impl std::io::Write + std::io::Seek),
+) -> anyhow::Result<()> {
     use ar_archive_writer::{
         ArchiveKind, DEFAULT_OBJECT_READER, NewArchiveMember, write_archive_to_stream,
     };
@@ -402,22 +407,43 @@ fn rewrite_archive(
         let bytes: &[u8] = rewritten.get(&start).map_or(original, Vec::as_slice);
         members.push(NewArchiveMember::new(bytes, &DEFAULT_OBJECT_READER, name));
     }
-    let mut out = std::io::Cursor::new(Vec::with_capacity(data.len()));
-    write_archive_to_stream(&mut out, &members, ArchiveKind::Gnu, false, None)
+    write_archive_to_stream(out, &members, ArchiveKind::Gnu, false, None)
         .with_context(|| format!("writing the archive for {}", input.path.display()))?;
-    Ok(out.into_inner())
+    Ok(())
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_atomically_with(path, |out| {
+        std::io::Write::write_all(out, bytes).map_err(anyhow::Error::from)
+    })
+}
+
+/// Streams `write`'s output to a temporary file beside `path`, then renames
+/// it over `path`; on failure the temporary file is removed.
+pub fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temporary = parent.join(format!(".{name}.icf-tmp-{}", std::process::id()));
-    std::fs::write(&temporary, bytes)
-        .with_context(|| format!("writing {}", temporary.display()))?;
+    let written = std::fs::File::create(&temporary)
+        .map_err(anyhow::Error::from)
+        .and_then(|file| {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            write(&mut out)?;
+            out.into_inner().map_err(|e| e.into_error())?;
+            Ok(())
+        })
+        .with_context(|| format!("writing {}", temporary.display()));
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error);
+    }
     std::fs::rename(&temporary, path)
         .with_context(|| format!("renaming {} to {}", temporary.display(), path.display()))
 }
