@@ -59,8 +59,8 @@ impl Analysis<'_, '_> {
                 HashMap::default();
             defined_in.insert(kept.object, (kept.section, kept.start));
             if floating && let Some((_, instances)) = groups.instances_of(self, class.kept) {
-                for &(object, _) in instances {
-                    if let Some(other) = groups.instance_section(self, kept, object) {
+                for &(object, group) in instances {
+                    if let Some(other) = groups.instance_section(self, kept, (object, group)) {
                         let other = &self.candidates[other.index()];
                         defined_in
                             .entry(object)

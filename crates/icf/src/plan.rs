@@ -326,8 +326,8 @@ impl Analysis<'_, '_> {
         if !groups.kept_eligible(self, candidate) {
             return false;
         }
-        instances.iter().all(|&(object, _)| {
-            let Some(other) = groups.instance_section(self, info, object) else {
+        instances.iter().all(|&(object, group)| {
+            let Some(other) = groups.instance_section(self, info, (object, group)) else {
                 return false;
             };
             let other_info = &self.candidates[other.index()];
@@ -610,9 +610,8 @@ pub(crate) struct ComdatInstances<'data> {
     ids: HashMap<&'data [u8], u32>,
     /// Instances (object, group index) by signature id.
     instances: Vec<Vec<(ObjectId, u32)>>,
-    /// The whole-section candidate of each object's first grouped section
-    /// of a name (the same function's section in another instance).
-    grouped_by_name: HashMap<(ObjectId, &'data [u8]), CandidateId>,
+    /// Whole-section candidates of grouped sections, by (object, section).
+    grouped: HashMap<(ObjectId, SectionIndex), CandidateId>,
 }
 
 impl<'data> ComdatInstances<'data> {
@@ -638,18 +637,19 @@ impl<'data> ComdatInstances<'data> {
         };
         let info = &analysis.candidates[candidate.index()];
         let class = analysis.partition.class_of[candidate.index()];
-        instances.iter().all(|&(object, _)| {
-            self.instance_section(analysis, info, object)
+        instances.iter().all(|&(object, group)| {
+            self.instance_section(analysis, info, (object, group))
                 .is_some_and(|other| analysis.partition.class_of[other.index()] == class)
         })
     }
 
-    /// The candidate holding `info`'s section in another instance of its group, in `object`.
+    /// The candidate holding `info`'s section in another instance of its
+    /// group: the same-named member of group `group` of `object`.
     pub(crate) fn instance_section(
         &self,
         analysis: &Analysis<'_, '_>,
         info: &crate::analysis::CandidateInfo,
-        object: ObjectId,
+        (object, group): (ObjectId, u32),
     ) -> Option<CandidateId> {
         let name = analysis
             .program
@@ -657,7 +657,13 @@ impl<'data> ComdatInstances<'data> {
             .elf
             .section(info.section)
             .name;
-        self.grouped_by_name.get(&(object, name)).copied()
+        let elf = &analysis.program.object(object).elf;
+        let section = elf.groups[group as usize]
+            .members
+            .iter()
+            .copied()
+            .find(|&m| elf.section(m).name == name)?;
+        self.grouped.get(&(object, section)).copied()
     }
 
     pub(crate) fn instances_of(
@@ -696,14 +702,12 @@ impl<'data> Analysis<'_, 'data> {
                 groups.instances[id as usize].push((ObjectId(index as u32), group_index as u32));
             }
         }
-        // Candidates in section order, so the first grouped section of a name wins.
         for (index, info) in self.candidates.iter().enumerate() {
             let section = self.program.object(info.object).elf.section(info.section);
             if info.start == 0 && section.group.is_some() {
                 groups
-                    .grouped_by_name
-                    .entry((info.object, section.name))
-                    .or_insert(CandidateId(index as u32));
+                    .grouped
+                    .insert((info.object, info.section), CandidateId(index as u32));
             }
         }
         groups
