@@ -124,6 +124,10 @@ impl Analysis<'_, '_> {
             // COMDAT groups moving whole: all instances or none.
             let mut group_verdicts: HashMap<u32, bool> = HashMap::default();
             for decision in &optimistic.decisions {
+                // Only an alias moves symbols (and spends anchors).
+                if decision.action != Action::Alias {
+                    continue;
+                }
                 let info = &self.candidates[decision.candidate.index()];
                 let moving_group = self.in_comdat(decision.candidate);
                 let cannot_move = if kept_floats {
@@ -145,7 +149,7 @@ impl Analysis<'_, '_> {
                     info.object != kept_object
                         && !self.globals_can_move(decision.candidate, &mut anchors)
                 };
-                if decision.action == Action::Alias && cannot_move {
+                if cannot_move {
                     pinned.push(decision.candidate);
                 }
             }
