@@ -241,17 +241,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let (analysis, plan) = analyze(&program, &fold);
             let edits = analysis.object_edits(&plan);
             let outputs = icf::write_outputs(&program, &edits, &out_dir, true)?;
-            let summary = analysis.report(&plan, load);
+            // The report names every member: only when it is asked for.
             if let Some(path) = report {
+                let summary = analysis.report(&plan, load);
                 icf::write_atomically(&path, (summary.to_json() + "\n").as_bytes())?;
             }
             let changed = outputs.iter().filter(|o| o.changed).count();
-            let totals = &summary.totals;
+            let (aliases, thunks) = plan.aliases_and_thunks();
             eprintln!(
-                "icf: folded {} aliases and {} thunks, {} bytes saved; {changed} of {} files rewritten into {}",
-                totals.aliases,
-                totals.thunks,
-                totals.saved_bytes,
+                "icf: folded {aliases} aliases and {thunks} thunks, {} bytes saved; {changed} of {} files rewritten into {}",
+                plan.saved(),
                 outputs.len(),
                 out_dir.display()
             );

@@ -76,6 +76,16 @@ impl Plan {
     pub fn saved(&self) -> u64 {
         self.classes.iter().map(ClassPlan::saved).sum()
     }
+
+    /// How many members become aliases, and how many thunks.
+    pub fn aliases_and_thunks(&self) -> (usize, usize) {
+        let decisions = self.classes.iter().flat_map(|c| &c.decisions);
+        decisions.fold((0, 0), |(aliases, thunks), d| match d.action {
+            Action::Alias => (aliases + 1, thunks),
+            Action::Thunk(_) => (aliases, thunks + 1),
+            Action::Kept | Action::Keep(_) => (aliases, thunks),
+        })
+    }
 }
 
 impl Analysis<'_, '_> {
