@@ -677,7 +677,7 @@ fn unwind_description(
         }
         bytes
     };
-    let cie = bytes_of(fde.cie_offset, fde.cie_size);
+    let mut cie = bytes_of(fde.cie_offset, fde.cie_size);
     let mut fde_bytes = bytes_of(fde.offset, fde.size);
     // The CIE pointer is a distance within this object's section, and the
     // address range (after the relocated start) is the body's size, which the
@@ -691,6 +691,20 @@ fn unwind_description(
         if let Some(range) = fde_bytes.get_mut(range_start..range_start + field) {
             range.fill(0);
         }
+    }
+    // Entries are padded with DW_CFA_nop (0) to the address size, so the
+    // padding, and the length that counts it, depend on where the entry sits
+    // in its section. CFA instructions delimit themselves: two valid
+    // sequences that differ only in trailing zeros differ only in nops.
+    for entry in [&mut cie, &mut fde_bytes] {
+        if let Some(length) = entry.get_mut(0..4) {
+            length.fill(0);
+        }
+        let end = entry
+            .iter()
+            .rposition(|&b| b != 0)
+            .map_or(0, |last| last + 1);
+        entry.truncate(end);
     }
     let mut refs = SmallVec::new();
     let mut push_ref = |index: usize| {
