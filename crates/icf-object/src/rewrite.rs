@@ -266,7 +266,17 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         for (index, symbol) in object.symbols.iter().enumerate().skip(1) {
             let (section, value, size) = match self.fates[index] {
                 SymbolFate::Drop => continue,
-                SymbolFate::Keep => (symbol.section(), symbol.value, symbol.size),
+                // A symbol on replaced contents (a thunk) covers only what is left.
+                SymbolFate::Keep => match symbol.section().and_then(|s| self.edits.replaced.get(&s)) {
+                    Some(contents) => (
+                        symbol.section(),
+                        symbol.value,
+                        symbol
+                            .size
+                            .min((contents.bytes.len() as u64).saturating_sub(symbol.value)),
+                    ),
+                    None => (symbol.section(), symbol.value, symbol.size),
+                },
                 SymbolFate::Redefine {
                     section,
                     value,
