@@ -251,13 +251,19 @@ fn check_case(case: &Case) {
 }
 
 fn check_case_with(case: &Case, builds: &[Build]) {
+    check_case_objects(case, builds, |build| {
+        case.sources
+            .iter()
+            .map(|s| icf_fixtures::object(Path::new(s), build))
+            .collect()
+    });
+}
+
+/// Runs `case` on the objects `compile` builds for each build.
+fn check_case_objects(case: &Case, builds: &[Build], compile: impl Fn(&Build) -> Vec<PathBuf>) {
     for build in builds {
         let build = build.clone();
-        let objects: Vec<PathBuf> = case
-            .sources
-            .iter()
-            .map(|s| icf_fixtures::object(Path::new(s), &build))
-            .collect();
+        let objects = compile(&build);
         for mode in MODES {
             let dir = icf_fixtures::source_dir()
                 .join("../target/e2e")
@@ -412,6 +418,53 @@ fn comdat_inline_functions_in_several_units() {
                 build.label()
             );
         },
+    });
+}
+
+#[test]
+fn comdat_instances_that_differ_between_units_fold_through_their_name() {
+    let case = Case {
+        name: "odr",
+        sources: &[
+            "e2e/odr_other.cpp",
+            "e2e/odr_fast.cpp",
+            "e2e/odr_slow.cpp",
+            "e2e/odr_main.cpp",
+        ],
+        cxx: true,
+        address_sensitive: false,
+        folds: true,
+        check: |binary, _, build| {
+            // Every unit's mix<2> and mix<3> jump to the name mix<1>. The
+            // link keeps the first instance of each: mix<3> from
+            // odr_other.cpp, which had no reference to mix<1> before, the
+            // others from odr_fast.cpp.
+            let one = binary.address("_Z3mixILi1EEll");
+            for name in ["_Z3mixILi2EEll", "_Z3mixILi3EEll"] {
+                let address = binary.address(name);
+                assert_ne!(address, one, "{}", build.label());
+                assert_eq!(
+                    binary.destination(address),
+                    one,
+                    "{}: {name} is not a thunk to mix<1>",
+                    build.label()
+                );
+            }
+        },
+    };
+    // The slow units are built at -O0: their instances differ from the fast unit's.
+    check_case_objects(&case, &all_builds(), |build| {
+        let slow = Build {
+            extra_flags: [build.extra_flags.as_slice(), &["-O0".to_string()]].concat(),
+            ..build.clone()
+        };
+        case.sources
+            .iter()
+            .map(|source| {
+                let slow_unit = source.ends_with("slow.cpp") || source.ends_with("other.cpp");
+                icf_fixtures::object(Path::new(source), if slow_unit { &slow } else { build })
+            })
+            .collect()
     });
 }
 
@@ -651,7 +704,7 @@ fn rewritten_objects_keep_their_bti_and_pac_property_notes() {
 }
 
 #[test]
-fn thunks_keep_only_the_alignment_a_jump_needs() {
+fn thunks_keep_only_the_alignment_a_jump_needs_and_their_size() {
     for build in all_builds().into_iter().filter(|b| b.function_sections) {
         let objects: Vec<PathBuf> = ["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"]
             .iter()
@@ -673,15 +726,21 @@ fn thunks_keep_only_the_alignment_a_jump_needs() {
             let section = file
                 .section_by_index(symbol.section_index().expect("in a section"))
                 .expect("its section");
-            (section.align(), section.size())
+            (section.align(), section.size(), symbol.size())
         };
-        let (before, _) = align_of(&objects[1]);
-        let (after, size) = align_of(&folded[1]);
+        let (before, _, _) = align_of(&objects[1]);
+        let (after, size, symbol_size) = align_of(&folded[1]);
         let (jump_align, thunk_size) = match build.target {
             Target::X86_64 => (2, 5),
             Target::Aarch64 => (4, 4),
         };
         assert_eq!(size, thunk_size, "{}: not a thunk", build.label());
+        assert_eq!(
+            symbol_size,
+            thunk_size,
+            "{}: the symbol still covers the old body",
+            build.label()
+        );
         if build.target == Target::X86_64 {
             assert!(
                 before > jump_align,

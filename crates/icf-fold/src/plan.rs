@@ -11,6 +11,19 @@
 //! observable address is fine. Every other significant member becomes a
 //! thunk where a thunk is possible and saves bytes, and keeps its body
 //! otherwise. In mode `all`, significance is ignored.
+//!
+//! A class may hold only instances of COMDAT groups whose instances differ
+//! between translation units (different inlining, different compilers): the
+//! link keeps one instance per group, icf cannot say which, so no member's
+//! body is sure to be in the output. Such a class is still folded through
+//! the function's identity (its group signature and section name): every
+//! instance of an inline function is equivalent under the one-definition
+//! rule (the linker relies on it when it keeps any one), so a thunk that
+//! jumps to whichever instance of the kept copy's function the link keeps
+//! reaches an equivalent body. The kept copy is the member with the smallest
+//! identity, in every class alike: a thunk always jumps to a smaller
+//! identity than its own, so chains of thunks through differing instances
+//! end at a body and never loop.
 
 use crate::{CandidateId, ClassId};
 
@@ -87,6 +100,11 @@ pub struct MemberFacts {
     /// It may be the kept copy: not floating, or every instance of its group
     /// is in this class, so whichever the link keeps is the same body.
     pub kept_eligible: bool,
+    /// The identity of a function in a floating COMDAT group, the same in
+    /// every instance (group signature and section name): any instance the
+    /// link keeps is equivalent to this body under the one-definition rule.
+    /// `None` where some loaded instance lacks the section, or for data.
+    pub odr_key: Option<Vec<u8>>,
 }
 
 /// One member's fate.
@@ -105,6 +123,11 @@ pub struct ClassPlan {
     pub kept: CandidateId,
     /// Every member, the kept copy first, then in preference order.
     pub decisions: Vec<Decision>,
+    /// When the kept copy floats with a COMDAT group whose instances differ,
+    /// its identity: thunks jump to whichever instance of it the link keeps
+    /// (see the module header). `None` when the kept body is sure to be
+    /// linked and members reach it directly.
+    pub odr_key: Option<Vec<u8>>,
 }
 
 impl ClassPlan {
@@ -131,19 +154,7 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
     });
     let kept = order[0];
     if !kept.kept_eligible {
-        let decisions = order
-            .iter()
-            .map(|m| Decision {
-                candidate: m.candidate,
-                action: Action::Keep(m.must_keep.clone().unwrap_or(KeepReason::NoSafeKeptCopy)),
-                saved: 0,
-            })
-            .collect();
-        return ClassPlan {
-            class,
-            kept: kept.candidate,
-            decisions,
-        };
+        return plan_through_name(class, &order);
     }
     let mut decisions = Vec::with_capacity(order.len());
     decisions.push(Decision {
@@ -192,6 +203,70 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
         class,
         kept: kept.candidate,
         decisions,
+        odr_key: None,
+    }
+}
+
+/// Plans a class where no member's body is sure to be linked (see the
+/// module header): the member with the smallest identity is kept, and every
+/// other member that may fold becomes a thunk to that function. Instances
+/// of the kept copy's group, and members with its identity, stay as they
+/// are: the jump could land on themselves.
+fn plan_through_name(class: ClassId, order: &[&MemberFacts]) -> ClassPlan {
+    let kept = order
+        .iter()
+        .filter(|m| m.must_keep.is_none())
+        .filter_map(|m| Some((m.odr_key.as_ref()?, *m)))
+        .min_by(|(a, x), (b, y)| (a, &x.preference).cmp(&(b, &y.preference)));
+    let Some((key, kept)) = kept else {
+        let decisions = order
+            .iter()
+            .map(|m| Decision {
+                candidate: m.candidate,
+                action: Action::Keep(m.must_keep.clone().unwrap_or(KeepReason::NoSafeKeptCopy)),
+                saved: 0,
+            })
+            .collect();
+        return ClassPlan {
+            class,
+            kept: order[0].candidate,
+            decisions,
+            odr_key: None,
+        };
+    };
+    let mut decisions = vec![Decision {
+        candidate: kept.candidate,
+        action: Action::Kept,
+        saved: 0,
+    }];
+    for member in order.iter().filter(|m| m.candidate != kept.candidate) {
+        let action = if let Some(reason) = &member.must_keep {
+            Action::Keep(reason.clone())
+        } else if member.floating_group == kept.floating_group
+            || member.odr_key.as_ref() == Some(key)
+        {
+            Action::Keep(KeepReason::InstanceOfKeptGroup)
+        } else {
+            match member.thunk_size {
+                Some(thunk) if thunk < member.size => Action::Thunk(KeepReason::OwnSymbols),
+                _ => Action::Keep(KeepReason::OwnSymbols),
+            }
+        };
+        let saved = match action {
+            Action::Thunk(_) => member.size - member.thunk_size.unwrap_or(member.size),
+            _ => 0,
+        };
+        decisions.push(Decision {
+            candidate: member.candidate,
+            action,
+            saved,
+        });
+    }
+    ClassPlan {
+        class,
+        kept: kept.candidate,
+        decisions,
+        odr_key: Some(key.clone()),
     }
 }
 
@@ -214,6 +289,7 @@ mod tests {
             global_symbols: false,
             floating_group: None,
             kept_eligible: true,
+            odr_key: None,
         }
     }
 
@@ -384,6 +460,76 @@ mod tests {
                 Action::Keep(KeepReason::InstanceOfKeptGroup)
             ]
         );
+    }
+
+    /// An instance of floating group `group` whose instances differ, with identity `name`.
+    fn differing_instance(index: u32, object: u32, group: u32, name: &str) -> MemberFacts {
+        MemberFacts {
+            kept_eligible: false,
+            odr_key: Some(name.as_bytes().to_vec()),
+            ..instance(index, object, group)
+        }
+    }
+
+    #[test]
+    fn differing_instances_fold_through_the_smallest_identity() {
+        let members = [
+            differing_instance(0, 0, 7, "g"),
+            differing_instance(1, 0, 8, "f"),
+            // Another instance of f's group, identical here: it stays.
+            differing_instance(2, 1, 8, "f"),
+            MemberFacts {
+                must_keep: Some(KeepReason::KeepUnique),
+                ..differing_instance(3, 1, 9, "a")
+            },
+            differing_instance(4, 2, 10, "h"),
+        ];
+        let plan = plan_class(ClassId(0), &members, Mode::Safe);
+        assert_eq!(plan.kept, CandidateId(1));
+        assert_eq!(plan.odr_key.as_deref(), Some(&b"f"[..]));
+        let by_candidate = |c: u32| {
+            plan.decisions
+                .iter()
+                .find(|d| d.candidate == CandidateId(c))
+                .map(|d| d.action.clone())
+        };
+        assert_eq!(by_candidate(0), Some(OWN));
+        assert_eq!(
+            by_candidate(2),
+            Some(Action::Keep(KeepReason::InstanceOfKeptGroup))
+        );
+        assert_eq!(by_candidate(3), Some(Action::Keep(KeepReason::KeepUnique)));
+        assert_eq!(by_candidate(4), Some(OWN));
+        assert_eq!(plan.saved(), 2 * 27);
+    }
+
+    #[test]
+    fn thunks_through_identities_always_jump_to_a_smaller_one() {
+        // f, g and h have differing instances in three units; each unit's
+        // instances of two of them are identical. Whatever instance the link
+        // keeps of each, following thunks must end at a body.
+        let units = [("f", "g"), ("g", "h"), ("h", "f")];
+        let group = |name: &str| u32::from(name.as_bytes()[0]);
+        let mut thunks = 0;
+        for (unit, (a, b)) in units.into_iter().enumerate() {
+            let members = [
+                differing_instance(0, unit as u32, group(a), a),
+                differing_instance(1, unit as u32, group(b), b),
+            ];
+            let plan = plan_class(ClassId(0), &members, Mode::Safe);
+            let to = plan.odr_key.clone().expect("folds through an identity");
+            for decision in &plan.decisions {
+                if let Action::Thunk(_) = decision.action {
+                    let from = members[decision.candidate.index()].odr_key.clone();
+                    assert!(
+                        Some(&to) < from.as_ref(),
+                        "unit {unit}: {from:?} jumps to {to:?}"
+                    );
+                    thunks += 1;
+                }
+            }
+        }
+        assert_eq!(thunks, 3);
     }
 
     #[test]

@@ -48,6 +48,10 @@ impl Analysis<'_, '_> {
             {
                 continue;
             }
+            if let Some(key) = &class.odr_key {
+                self.fold_through_identity(class, key, &groups, &mut edits, &mut alias_in);
+                continue;
+            }
             let kept = &self.candidates[class.kept.index()];
             let alias = self.alias_name(class.kept);
             // Where the alias is defined: on the kept copy, and when its COMDAT
@@ -181,7 +185,7 @@ impl Analysis<'_, '_> {
                             .insert(member.section, destination);
                     }
                     Action::Thunk(_) => {
-                        let symbol = alias_symbol(member.object, &mut edits);
+                        let symbol = SymbolRef::New(alias_symbol(member.object, &mut edits));
                         let thunk = thunk(elf.arch, elf.feature_1_and() & 1 != 0, symbol);
                         edits
                             .entry(member.object)
@@ -203,20 +207,95 @@ impl Analysis<'_, '_> {
         edits
     }
 
+    /// Edits for a class whose kept copy floats with a COMDAT group whose
+    /// instances differ (see `icf_fold::plan`): every loaded instance of the
+    /// kept copy's function gets a hidden alias named after its identity,
+    /// and thunks jump to it, so they reach whichever instance the link
+    /// keeps. The name is new: only loaded objects define it, so it can make
+    /// the link load nothing, and a wrong guess fails the link loudly.
+    fn fold_through_identity(
+        &self,
+        class: &icf_fold::plan::ClassPlan,
+        key: &[u8],
+        groups: &crate::plan::ComdatInstances<'_>,
+        edits: &mut HashMap<ObjectId, Edits>,
+        alias_in: &mut HashMap<(ObjectId, String), usize>,
+    ) {
+        let kept = &self.candidates[class.kept.index()];
+        let alias = format!("__icf.odr.{:016x}", fnv1a(key.iter().copied()));
+        let instances = groups
+            .instances_of(self, class.kept)
+            .map_or(&[][..], |(_, instances)| instances);
+        for &instance in instances {
+            let Some(section) = groups.instance_section_index(self, kept, instance) else {
+                continue;
+            };
+            let object = instance.0;
+            alias_in.entry((object, alias.clone())).or_insert_with(|| {
+                let size = self.program.object(object).elf.section(section).size;
+                let object_edits = edits.entry(object).or_default();
+                object_edits.new_symbols.push(NewSymbol {
+                    name: alias.clone().into_bytes(),
+                    definition: Some((section, 0)),
+                    size,
+                    binding: Binding::Global,
+                    kind: SymbolKind::Func,
+                    other: object::elf::STV_HIDDEN.0,
+                });
+                object_edits.new_symbols.len() - 1
+            });
+        }
+        for decision in &class.decisions {
+            if !matches!(decision.action, Action::Thunk(_)) {
+                continue;
+            }
+            let member = &self.candidates[decision.candidate.index()];
+            let elf = &self.program.object(member.object).elf;
+            let symbol = *alias_in
+                .entry((member.object, alias.clone()))
+                .or_insert_with(|| {
+                    let object_edits = edits.entry(member.object).or_default();
+                    object_edits.new_symbols.push(NewSymbol {
+                        name: alias.clone().into_bytes(),
+                        definition: None,
+                        size: 0,
+                        binding: Binding::Global,
+                        kind: SymbolKind::NoType,
+                        other: object::elf::STV_HIDDEN.0,
+                    });
+                    object_edits.new_symbols.len() - 1
+                });
+            let thunk = thunk(
+                elf.arch,
+                elf.feature_1_and() & 1 != 0,
+                SymbolRef::New(symbol),
+            );
+            edits
+                .entry(member.object)
+                .or_default()
+                .replaced
+                .insert(member.section, thunk);
+        }
+    }
+
     /// The hidden alias of a kept copy: unique in the link, the same in every run.
     fn alias_name(&self, kept: CandidateId) -> String {
         let info = &self.candidates[kept.index()];
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         let name = self.program.object_name(info.object);
-        for byte in name
-            .bytes()
-            .chain(info.section.0.to_le_bytes())
-            .chain(info.start.to_le_bytes())
-        {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
-        }
+        let hash = fnv1a(
+            name.bytes()
+                .chain(info.section.0.to_le_bytes())
+                .chain(info.start.to_le_bytes()),
+        );
         format!("__icf.{hash:016x}")
     }
+}
+
+/// 64-bit FNV-1a: a stable hash for symbol names, the same in every run.
+fn fnv1a(bytes: impl Iterator<Item = u8>) -> u64 {
+    bytes.fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// The alignment a thunk keeps: AArch64 instructions are 4 bytes; on
@@ -231,9 +310,9 @@ fn thunk_align(arch: Arch) -> u64 {
     }
 }
 
-/// A jump to new symbol `symbol`: `jmp rel32` (after `endbr64` under IBT) or
-/// AArch64 `b` (after `bti c` under BTI).
-fn thunk(arch: Arch, branch_protection: bool, symbol: usize) -> NewContents {
+/// A jump to `symbol`: `jmp rel32` (after `endbr64` under IBT) or AArch64
+/// `b` (after `bti c` under BTI).
+fn thunk(arch: Arch, branch_protection: bool, symbol: SymbolRef) -> NewContents {
     use object::elf;
     let (mut bytes, r_type, addend) = match arch {
         Arch::X86_64 => (vec![0xe9, 0, 0, 0, 0], elf::R_X86_64_PLT32.0, -4),
@@ -260,7 +339,7 @@ fn thunk(arch: Arch, branch_protection: bool, symbol: usize) -> NewContents {
         relocs: vec![NewReloc {
             offset,
             r_type,
-            symbol: SymbolRef::New(symbol),
+            symbol,
             addend,
         }],
         align: thunk_align(arch),

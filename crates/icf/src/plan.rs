@@ -121,9 +121,17 @@ impl Analysis<'_, '_> {
                         global_symbols: false,
                         floating_group: groups.floating(self, candidate),
                         kept_eligible: groups.kept_eligible(self, candidate),
+                        odr_key: None,
                     }
                 })
                 .collect();
+            // A class without a member sure to be linked folds through
+            // identities (see `icf_fold::plan`).
+            if facts.iter().all(|f| !f.kept_eligible) {
+                for fact in &mut facts {
+                    fact.odr_key = self.odr_key(fact.candidate, &groups);
+                }
+            }
             // First as if every global symbol could move with its body; then
             // pin the members aliased into another object whose globals cannot.
             let optimistic = plan_class(ClassId(members[0].0), &facts, options.mode);
@@ -173,11 +181,12 @@ impl Analysis<'_, '_> {
                 }
             }
             let pinned_any = !pinned.is_empty();
-            classes.push(if pinned_any {
+            let class = if pinned_any {
                 plan_class(ClassId(members[0].0), &facts, options.mode)
             } else {
                 optimistic
-            });
+            };
+            classes.push(class);
         }
         self.timings.plan = started.elapsed();
         Plan {
@@ -416,6 +425,34 @@ impl Analysis<'_, '_> {
             }
         }
         true
+    }
+
+    /// The identity of a function in a floating COMDAT group (see
+    /// `icf_fold::plan`): its group's signature and its section's name, the
+    /// same in every instance. Only for a whole-section code member, and only
+    /// when every loaded instance of the group holds that section, where a
+    /// jump to it can land.
+    fn odr_key(&self, candidate: CandidateId, groups: &ComdatInstances<'_>) -> Option<Vec<u8>> {
+        let info = &self.candidates[candidate.index()];
+        let elf = &self.program.object(info.object).elf;
+        let section = elf.section(info.section);
+        if !info.is_code() || info.start != 0 || info.end != section.size {
+            return None;
+        }
+        let (_, instances) = groups.instances_of(self, candidate)?;
+        let every_instance_has_it = instances.len() > 1
+            && instances.iter().all(|&instance| {
+                groups
+                    .instance_section_index(self, info, instance)
+                    .is_some()
+            });
+        if !every_instance_has_it {
+            return None;
+        }
+        let signature = elf
+            .symbol(elf.groups[section.group? as usize].signature)
+            .name;
+        Some([signature, b"\0", section.name].concat())
     }
 
     fn in_comdat(&self, candidate: CandidateId) -> bool {
@@ -663,8 +700,19 @@ impl<'data> ComdatInstances<'data> {
         &self,
         analysis: &Analysis<'_, '_>,
         info: &crate::analysis::CandidateInfo,
-        (object, group): (ObjectId, u32),
+        instance: (ObjectId, u32),
     ) -> Option<CandidateId> {
+        let section = self.instance_section_index(analysis, info, instance)?;
+        self.grouped.get(&(instance.0, section)).copied()
+    }
+
+    /// The section named like `info`'s in group `group` of `object`.
+    pub(crate) fn instance_section_index(
+        &self,
+        analysis: &Analysis<'_, '_>,
+        info: &crate::analysis::CandidateInfo,
+        (object, group): (ObjectId, u32),
+    ) -> Option<SectionIndex> {
         let name = analysis
             .program
             .object(info.object)
@@ -672,12 +720,11 @@ impl<'data> ComdatInstances<'data> {
             .section(info.section)
             .name;
         let elf = &analysis.program.object(object).elf;
-        let section = elf.groups[group as usize]
+        elf.groups[group as usize]
             .members
             .iter()
             .copied()
-            .find(|&m| elf.section(m).name == name)?;
-        self.grouped.get(&(object, section)).copied()
+            .find(|&m| elf.section(m).name == name)
     }
 
     pub(crate) fn instances_of(
