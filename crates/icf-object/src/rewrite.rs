@@ -262,21 +262,41 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         }
         self.fates = fates;
 
+        // A new definition of a name the object only referenced takes the
+        // reference's place: one symbol per name, never an undefined twin.
+        let edits = self.edits;
+        let defined_new: rustc_hash::FxHashMap<&[u8], usize> = edits
+            .new_symbols
+            .iter()
+            .enumerate()
+            .filter(|(_, new)| new.definition.is_some() && new.binding != Binding::Local)
+            .map(|(index, new)| (new.name.as_slice(), index))
+            .collect();
+        let mut now_defined: Vec<(usize, usize)> = Vec::new();
         let mut old_to_out = vec![None; object.symbols.len()];
         for (index, symbol) in object.symbols.iter().enumerate().skip(1) {
+            if symbol.place == SymbolPlace::Undefined
+                && symbol.binding != Binding::Local
+                && let Some(&new) = defined_new.get(symbol.name)
+            {
+                now_defined.push((index, new));
+                continue;
+            }
             let (section, value, size) = match self.fates[index] {
                 SymbolFate::Drop => continue,
                 // A symbol on replaced contents (a thunk) covers only what is left.
-                SymbolFate::Keep => match symbol.section().and_then(|s| self.edits.replaced.get(&s)) {
-                    Some(contents) => (
-                        symbol.section(),
-                        symbol.value,
-                        symbol
-                            .size
-                            .min((contents.bytes.len() as u64).saturating_sub(symbol.value)),
-                    ),
-                    None => (symbol.section(), symbol.value, symbol.size),
-                },
+                SymbolFate::Keep => {
+                    match symbol.section().and_then(|s| self.edits.replaced.get(&s)) {
+                        Some(contents) => (
+                            symbol.section(),
+                            symbol.value,
+                            symbol
+                                .size
+                                .min((contents.bytes.len() as u64).saturating_sub(symbol.value)),
+                        ),
+                        None => (symbol.section(), symbol.value, symbol.size),
+                    }
+                }
                 SymbolFate::Redefine {
                     section,
                     value,
@@ -320,6 +340,9 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 value: new.definition.map_or(0, |(_, value)| value),
                 size: new.size,
             });
+        }
+        for (old, new) in now_defined {
+            self.old_to_out[old] = Some(self.new_to_out[new]);
         }
         // Retargeted references need the section symbol of each local destination.
         let mut destinations: Vec<SectionIndex> = self
