@@ -469,6 +469,37 @@ fn comdat_instances_that_differ_between_units_fold_through_their_name() {
 }
 
 #[test]
+fn virtual_functions_fold_in_safe_mode_compared_addresses_stay() {
+    check_case(&Case {
+        name: "virtual",
+        sources: &["e2e/virtual_main.cpp", "e2e/virtual_tile.cpp"],
+        cxx: true,
+        address_sensitive: true,
+        folds: true,
+        check: |binary, mode, build| {
+            if build.function_sections {
+                // Only vtables point to them: one body, one address.
+                assert_eq!(
+                    binary.address("_ZNK6Square4areaEl"),
+                    binary.address("_ZNK4Tile4areaEl"),
+                    "{}",
+                    build.label()
+                );
+                assert!(binary.same_body("_Z7scale_al", "_Z7scale_bl"));
+            }
+            if mode == icf::Mode::Safe {
+                assert_ne!(
+                    binary.address("_Z7scale_al"),
+                    binary.address("_Z7scale_bl"),
+                    "{}: safe mode merged compared addresses",
+                    build.label()
+                );
+            }
+        },
+    });
+}
+
+#[test]
 fn exceptions_through_folded_functions() {
     check_case(&Case {
         name: "exceptions",

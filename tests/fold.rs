@@ -139,3 +139,40 @@ fn explain_follows_references_to_the_first_difference() {
     let same = analysis.explain(analysis.find("leaf_a")[0], analysis.find("leaf_b")[0]);
     assert!(same.contains("identical: they fold"), "{same}");
 }
+
+#[test]
+fn vtable_entries_do_not_make_virtual_functions_significant() {
+    // Position-independent vtables live in writable .data.rel.ro; without
+    // -fpic they are read-only data candidates. Either way the entries are
+    // no address use, while a function pointer in data is.
+    let mut builds = Vec::new();
+    for compiler in [Compiler::Gcc, Compiler::Clang] {
+        for extra in [&[][..], &["-fno-pic".to_string()][..]] {
+            builds.push(Build {
+                extra_flags: extra.to_vec(),
+                ..Build::new(compiler)
+            });
+        }
+    }
+    for build in builds {
+        let objects = ["e2e/virtual_main.cpp", "e2e/virtual_tile.cpp"]
+            .map(|source| icf_fixtures::object(Path::new(source), &build));
+        let inputs = open(&objects);
+        let program = load(&inputs);
+        let mut analysis = Analysis::run(&program);
+        let plan = analysis.plan(&icf::PlanOptions::default());
+        let significant = |name: &str| {
+            let found = analysis.find(name);
+            assert_eq!(found.len(), 1, "{name}: {found:?}");
+            plan.significance[found[0].index()].is_some()
+        };
+        for virtual_function in ["_ZNK6Square4areaEl", "_ZNK4Tile4areaEl"] {
+            assert!(
+                !significant(virtual_function),
+                "{virtual_function} ({})",
+                build.label()
+            );
+        }
+        assert!(significant("_Z7scale_al"), "{}", build.label());
+    }
+}

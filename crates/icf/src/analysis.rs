@@ -73,10 +73,18 @@ pub struct Analysis<'p, 'data> {
     /// Output-section class names, indexed by [`Attrs::section_class`].
     pub section_classes: Vec<String>,
     /// References to candidates from sections that are not candidates
-    /// (writable data, `.init_array`, vtables): (candidate, referring object, section).
-    pub data_references: Vec<(CandidateId, ObjectId, SectionIndex)>,
+    /// (writable data, `.init_array`), vtables aside: (candidate, referring
+    /// object, section).
+    pub data_references: Vec<DataReference>,
+    /// References from vtables in such sections (to virtual functions and
+    /// typeinfo): (candidate, referring object, section).
+    pub vtable_entries: Vec<DataReference>,
     pub timings: Timings,
 }
+
+/// A reference to a candidate from a section that is not one: (candidate,
+/// referring object, referring section).
+pub type DataReference = (CandidateId, ObjectId, SectionIndex);
 
 /// Pieces of one section that references can be narrowed to.
 #[derive(Clone, Debug, Default)]
@@ -121,7 +129,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             targets: &targets,
             places: &places,
         };
-        let data_references = references_from_other_data(program, &narrower);
+        let (data_references, vtable_entries) = references_from_other_data(program, &narrower);
 
         let functions: Vec<Function> = candidates
             .par_iter()
@@ -161,6 +169,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             partition,
             section_classes,
             data_references,
+            vtable_entries,
             timings: Timings {
                 lift: lift_time,
                 partition: partition_time,
@@ -515,8 +524,9 @@ impl Narrower<'_, '_> {
 fn references_from_other_data(
     program: &Program<'_>,
     narrower: &Narrower<'_, '_>,
-) -> Vec<(CandidateId, ObjectId, SectionIndex)> {
+) -> (Vec<DataReference>, Vec<DataReference>) {
     let mut references = Vec::new();
+    let mut vtable_entries = Vec::new();
     for (index, object) in program.objects.iter().enumerate() {
         let id = ObjectId(index as u32);
         for (section_index, section) in object.elf.sections.iter().enumerate() {
@@ -529,6 +539,10 @@ fn references_from_other_data(
                 continue;
             }
             let from = SectionIndex(section_index as u32);
+            let symbols = object
+                .section_symbols
+                .get(&from)
+                .map_or(&[][..], Vec::as_slice);
             for reloc in &section.relocs {
                 let symbol = object.symbol_refs[reloc.symbol.index()];
                 let addend = symbol.base.wrapping_add(reloc.addend);
@@ -538,12 +552,40 @@ fn references_from_other_data(
                     .map_or(addend, |(_, p)| p);
                 let (target, _) = narrower.narrow(symbol.target, addend, place);
                 if let Some(candidate) = narrower.targets_candidate(target) {
-                    references.push((candidate, id, from));
+                    if in_vtable(&object.elf, symbols, reloc.offset) {
+                        vtable_entries.push((candidate, id, from));
+                    } else {
+                        references.push((candidate, id, from));
+                    }
                 }
             }
         }
     }
-    references
+    (references, vtable_entries)
+}
+
+/// Whether a C++ vtable (`_ZTV`, or a construction vtable `_ZTC`) holds
+/// offset `offset` of a section whose named symbols are `symbols` (sorted by
+/// value). A function a vtable points to is virtual, and C++ gives no way to
+/// compare a virtual function's address (a pointer to a virtual member holds
+/// its vtable slot; a speculative devirtualization that compares a vtable
+/// slot with it runs the same code either way): clang marks virtual
+/// functions `unnamed_addr`, which keeps them out of `.llvm_addrsig`
+/// whatever their uses, and the inference does the same.
+pub(crate) fn in_vtable(
+    elf: &icf_object::ElfObject<'_>,
+    symbols: &[(u64, u64, icf_object::SymbolIndex)],
+    offset: u64,
+) -> bool {
+    let after = symbols.partition_point(|&(value, _, _)| value <= offset);
+    symbols[..after].iter().rev().any(|&(value, size, index)| {
+        offset < value + size && is_vtable_name(elf.symbol(index).name)
+    })
+}
+
+/// An Itanium C++ ABI vtable or construction vtable name.
+pub(crate) fn is_vtable_name(name: &[u8]) -> bool {
+    name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC")
 }
 
 /// Interns what must be equal besides the body: kind, output-section class,
