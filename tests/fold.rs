@@ -176,3 +176,20 @@ fn vtable_entries_do_not_make_virtual_functions_significant() {
         assert!(significant("_Z7scale_al"), "{}", build.label());
     }
 }
+
+#[test]
+fn a_virtual_function_that_also_has_another_name_stays_significant() {
+    let object = icf_fixtures::object(Path::new("asm/vtable_alias.s"), &Build::new(Compiler::Gcc));
+    let inputs = open(&[object]);
+    let program = load(&inputs);
+    let mut analysis = Analysis::run(&program);
+    let plan = analysis.plan(&icf::PlanOptions::default());
+    let significant = |name: &str| {
+        let found = analysis.find(name);
+        assert_eq!(found.len(), 1, "{name}: {found:?}");
+        plan.significance[found[0].index()].is_some()
+    };
+    assert!(significant("helper"));
+    assert!(significant("_ZNK6Square4areaEl"));
+    assert!(!significant("_ZNK4Tile4areaEl"));
+}

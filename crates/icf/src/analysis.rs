@@ -73,12 +73,11 @@ pub struct Analysis<'p, 'data> {
     /// Output-section class names, indexed by [`Attrs::section_class`].
     pub section_classes: Vec<String>,
     /// References to candidates from sections that are not candidates
-    /// (writable data, `.init_array`), vtables aside: (candidate, referring
-    /// object, section).
+    /// (writable data, `.init_array`, vtables): (candidate, referring object,
+    /// section).
     pub data_references: Vec<DataReference>,
-    /// References from vtables in such sections (to virtual functions and
-    /// typeinfo): (candidate, referring object, section).
-    pub vtable_entries: Vec<DataReference>,
+    /// Every vtable entry (in any data section) that points to a candidate.
+    pub vtable_entries: Vec<VtableEntry<'data>>,
     pub timings: Timings,
 }
 
@@ -129,7 +128,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             targets: &targets,
             places: &places,
         };
-        let (data_references, vtable_entries) = references_from_other_data(program, &narrower);
+        let (data_references, vtable_entries) = references_from_data(program, &narrower);
 
         let functions: Vec<Function> = candidates
             .par_iter()
@@ -520,11 +519,13 @@ impl Narrower<'_, '_> {
 /// Every reference to a candidate from an allocated section that is neither
 /// code nor a candidate: function pointers in writable data, `.init_array`,
 /// vtables in `.data.rel.ro`. Exception tables and `.eh_frame` hold no
-/// addresses a program can observe.
-fn references_from_other_data(
-    program: &Program<'_>,
+/// addresses a program can observe. Also, from every data section, each
+/// vtable entry's candidate with the name the entry uses (see
+/// [`VtableEntry`]).
+fn references_from_data<'data>(
+    program: &Program<'data>,
     narrower: &Narrower<'_, '_>,
-) -> (Vec<DataReference>, Vec<DataReference>) {
+) -> (Vec<DataReference>, Vec<VtableEntry<'data>>) {
     let mut references = Vec::new();
     let mut vtable_entries = Vec::new();
     for (index, object) in program.objects.iter().enumerate() {
@@ -532,18 +533,22 @@ fn references_from_other_data(
         for (section_index, section) in object.elf.sections.iter().enumerate() {
             if !section.is_alloc()
                 || section.is_executable()
-                || is_read_only_data(section)
                 || section.name == b".eh_frame"
                 || section.name.starts_with(b".gcc_except_table")
             {
                 continue;
             }
+            let other_data = !is_read_only_data(section);
             let from = SectionIndex(section_index as u32);
             let symbols = object
                 .section_symbols
                 .get(&from)
                 .map_or(&[][..], Vec::as_slice);
             for reloc in &section.relocs {
+                let in_vtable = in_vtable(&object.elf, symbols, reloc.offset);
+                if !other_data && !in_vtable {
+                    continue;
+                }
                 let symbol = object.symbol_refs[reloc.symbol.index()];
                 let addend = symbol.base.wrapping_add(reloc.addend);
                 let place = object
@@ -551,17 +556,40 @@ fn references_from_other_data(
                     .reloc_place(&object.anchors, from, reloc)
                     .map_or(addend, |(_, p)| p);
                 let (target, _) = narrower.narrow(symbol.target, addend, place);
-                if let Some(candidate) = narrower.targets_candidate(target) {
-                    if in_vtable(&object.elf, symbols, reloc.offset) {
-                        vtable_entries.push((candidate, id, from));
+                let Some(candidate) = narrower.targets_candidate(target) else {
+                    continue;
+                };
+                if other_data {
+                    references.push((candidate, id, from));
+                }
+                if in_vtable {
+                    let named = object.elf.symbol(reloc.symbol);
+                    let through = if named.kind == icf_object::SymbolKind::Section {
+                        VtableName::Section
+                    } else if named.binding == icf_object::Binding::Local {
+                        VtableName::Local(id, named.name)
                     } else {
-                        references.push((candidate, id, from));
-                    }
+                        VtableName::Global(named.name)
+                    };
+                    vtable_entries.push((candidate, through));
                 }
             }
         }
     }
     (references, vtable_entries)
+}
+
+/// A vtable entry: the candidate it points to, and how it names it.
+pub type VtableEntry<'data> = (CandidateId, VtableName<'data>);
+
+/// The symbol a vtable entry goes through.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum VtableName<'data> {
+    Global(&'data [u8]),
+    /// A local symbol, of the object holding the vtable.
+    Local(ObjectId, &'data [u8]),
+    /// The section symbol: the entry names no function.
+    Section,
 }
 
 /// Whether a C++ vtable (`_ZTV`, or a construction vtable `_ZTC`) holds
@@ -571,7 +599,7 @@ fn references_from_other_data(
 /// its vtable slot; a speculative devirtualization that compares a vtable
 /// slot with it runs the same code either way): clang marks virtual
 /// functions `unnamed_addr`, which keeps them out of `.llvm_addrsig`
-/// whatever their uses, and the inference does the same.
+/// whatever their uses.
 pub(crate) fn in_vtable(
     elf: &icf_object::ElfObject<'_>,
     symbols: &[(u64, u64, icf_object::SymbolIndex)],

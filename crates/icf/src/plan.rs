@@ -9,11 +9,12 @@
 //! significant (lld's choice, which folds nothing for those objects): the
 //! lifter's uses tell instead. A reference that is not a direct call or jump
 //! (an `Address` use), and any reference from data (function-pointer tables,
-//! `.init_array`), makes its target significant. A function a C++ vtable
-//! points to is virtual, and its address cannot be compared in C++: clang
-//! keeps virtual functions out of its tables whatever uses them, and so does
-//! the inference. In a `-shared` link every exported function is
-//! significant: `dlsym` may compare it.
+//! `.init_array`, vtables), makes its target significant, except that a
+//! virtual function's address cannot be compared in C++: clang keeps
+//! virtual functions out of its tables whatever uses them, and so does the
+//! inference for a function every name of which a vtable points through. In
+//! a `-shared` link every exported function is significant: `dlsym` may
+//! compare it.
 
 use crate::analysis::{Analysis, Origin};
 use crate::program::{LoadedObject, ObjectId};
@@ -218,36 +219,16 @@ impl Analysis<'_, '_> {
             }
         }
 
-        // Functions a vtable points to are virtual: C++ cannot compare their
-        // addresses (see `analysis::in_vtable`), whatever else uses them.
-        let mut virtual_functions: HashSet<CandidateId> = self
-            .vtable_entries
-            .iter()
-            .map(|&(candidate, _, _)| candidate)
-            .collect();
-        let mut virtual_names: HashSet<&[u8]> = HashSet::default();
+        let virtual_functions = self.virtual_functions();
         // Uses inferred from objects without a table, by candidate and by name.
         let mut inferred: HashMap<CandidateId, Significance> = HashMap::default();
         let mut inferred_names: HashMap<&[u8], Significance> = HashMap::default();
         for (index, function) in self.functions.iter().enumerate() {
             let info = &self.candidates[index];
-            let from_data = !info.is_code();
-            if from_data && self.is_vtable(info) {
-                for r in &function.refs {
-                    match self.targets.get(r.target) {
-                        Target::Candidate(target) => {
-                            virtual_functions.insert(CandidateId(target));
-                        }
-                        Target::Symbol { name } => {
-                            virtual_names.insert(name);
-                        }
-                        _ => {}
-                    }
-                }
-            }
             if has_table(info.object) {
                 continue;
             }
+            let from_data = !info.is_code();
             for r in &function.refs {
                 if r.use_ != Use::Address && !from_data {
                     continue;
@@ -271,8 +252,7 @@ impl Analysis<'_, '_> {
                 }
             }
         }
-        for &(candidate, object, section) in self.data_references.iter().chain(&self.vtable_entries)
-        {
+        for &(candidate, object, section) in &self.data_references {
             if !has_table(object) {
                 let name = program.object(object).elf.section(section).name_lossy();
                 inferred
@@ -300,15 +280,9 @@ impl Analysis<'_, '_> {
                     let symbol = elf.symbol(s);
                     symbol.binding != Binding::Local && symbol.visibility == Visibility::Default
                 });
-            let virtual_function = info.is_code()
-                && (virtual_functions.contains(&CandidateId(index as u32))
-                    || symbols.iter().any(|&s| {
-                        let symbol = elf.symbol(s);
-                        symbol.binding != Binding::Local && virtual_names.contains(symbol.name)
-                    }));
             result[index] = if in_table {
                 Some(Significance::AddrsigTable)
-            } else if virtual_function {
+            } else if virtual_functions.contains(&CandidateId(index as u32)) {
                 exported.then_some(Significance::Exported)
             } else if let Some(why) = inferred.get(&CandidateId(index as u32)) {
                 Some(why.clone())
@@ -323,12 +297,50 @@ impl Analysis<'_, '_> {
         result
     }
 
-    /// Whether a read-only data candidate is a C++ vtable.
-    fn is_vtable(&self, info: &crate::analysis::CandidateInfo) -> bool {
-        let elf = &self.program.object(info.object).elf;
-        self.symbols_of(info)
-            .iter()
-            .any(|&s| crate::analysis::is_vtable_name(elf.symbol(s).name))
+    /// The code candidates that are virtual functions and nothing else:
+    /// every name at their start is one a vtable points to them through (an
+    /// entry through the section symbol counts for a function with one
+    /// name). A function that also answers to a name no vtable uses (gcc's
+    /// `-fipa-icf` makes such aliases) may have that name's address compared.
+    fn virtual_functions(&self) -> HashSet<CandidateId> {
+        use crate::analysis::VtableName;
+        let mut entries: HashMap<CandidateId, HashSet<VtableName<'_>>> = HashMap::default();
+        for &(candidate, through) in &self.vtable_entries {
+            entries.entry(candidate).or_default().insert(through);
+        }
+        entries
+            .into_iter()
+            .filter(|(candidate, through)| {
+                let info = &self.candidates[candidate.index()];
+                if !info.is_code() {
+                    return false;
+                }
+                let elf = &self.program.object(info.object).elf;
+                let names: Vec<VtableName<'_>> = self
+                    .symbols_of(info)
+                    .into_iter()
+                    .map(|s| elf.symbol(s))
+                    .filter(|s| {
+                        s.kind != SymbolKind::Section
+                            && !s.name.is_empty()
+                            && !s.name.starts_with(b"$")
+                    })
+                    .map(|s| {
+                        if s.binding == Binding::Local {
+                            VtableName::Local(info.object, s.name)
+                        } else {
+                            VtableName::Global(s.name)
+                        }
+                    })
+                    .collect();
+                match names.as_slice() {
+                    [] => false,
+                    [_] if through.contains(&VtableName::Section) => true,
+                    _ => names.iter().all(|name| through.contains(name)),
+                }
+            })
+            .map(|(candidate, _)| candidate)
+            .collect()
     }
 
     /// The symbols that name a candidate (see [`candidate_symbols`]).
