@@ -190,6 +190,15 @@ impl Analysis<'_, '_> {
             } else {
                 optimistic
             };
+            let mut class = class;
+            // The link keeps one instance of each COMDAT group, the first in
+            // link order as a rule: the bytes of the others were never going
+            // to be linked, so removing them saves nothing.
+            for decision in &mut class.decisions {
+                if decision.saved > 0 && !groups.first_instance(self, decision.candidate) {
+                    decision.saved = 0;
+                }
+            }
             classes.push(class);
         }
         self.timings.plan = started.elapsed();
@@ -778,6 +787,20 @@ impl<'data> ComdatInstances<'data> {
             .iter()
             .copied()
             .find(|&m| elf.section(m).name == name)
+    }
+
+    /// Whether a candidate is outside a COMDAT group, or in the first loaded
+    /// instance of its group (the one linkers keep, bar archive order).
+    pub(crate) fn first_instance(
+        &self,
+        analysis: &Analysis<'_, '_>,
+        candidate: CandidateId,
+    ) -> bool {
+        self.instances_of(analysis, candidate)
+            .is_none_or(|(_, instances)| {
+                instances.first().map(|&(object, _)| object)
+                    == Some(analysis.candidates[candidate.index()].object)
+            })
     }
 
     pub(crate) fn instances_of(
