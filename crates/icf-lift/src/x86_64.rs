@@ -95,9 +95,15 @@ fn lift_with(
                 _ => OpaqueReason::UnknownInstruction { at },
             });
         }
-        let offsets = decoder.get_constant_offsets(&instr);
         let len = instr.len() as u32;
         let relocs = relocs_in(input.relocs, at, at + len);
+        // Where the displacement and immediates sit matters only to match
+        // relocations, and most instructions have none.
+        let offsets = if relocs.is_empty() {
+            ConstantOffsets::default()
+        } else {
+            decoder.get_constant_offsets(&instr)
+        };
         let branch_is_relocated = offsets.has_immediate()
             && input.relocs[relocs.clone()]
                 .iter()
