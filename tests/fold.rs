@@ -157,39 +157,35 @@ fn vtable_entries_do_not_make_virtual_functions_significant() {
     for build in builds {
         let objects = ["e2e/virtual_main.cpp", "e2e/virtual_tile.cpp"]
             .map(|source| icf_fixtures::object(Path::new(source), &build));
-        let inputs = open(&objects);
-        let program = load(&inputs);
-        let mut analysis = Analysis::run(&program);
-        let plan = analysis.plan(&icf::PlanOptions::default());
-        let significant = |name: &str| {
-            let found = analysis.find(name);
-            assert_eq!(found.len(), 1, "{name}: {found:?}");
-            plan.significance[found[0].index()].is_some()
-        };
-        for virtual_function in ["_ZNK6Square4areaEl", "_ZNK4Tile4areaEl"] {
-            assert!(
-                !significant(virtual_function),
-                "{virtual_function} ({})",
-                build.label()
-            );
-        }
-        assert!(significant("_Z7scale_al"), "{}", build.label());
+        let names = ["_ZNK6Square4areaEl", "_ZNK4Tile4areaEl", "_Z7scale_al"];
+        assert_eq!(
+            significant(&objects, &names),
+            [false, false, true],
+            "{names:?} ({})",
+            build.label()
+        );
     }
 }
 
 #[test]
 fn a_virtual_function_that_also_has_another_name_stays_significant() {
     let object = icf_fixtures::object(Path::new("asm/vtable_alias.s"), &Build::new(Compiler::Gcc));
-    let inputs = open(&[object]);
+    let names = ["helper", "_ZNK6Square4areaEl", "_ZNK4Tile4areaEl"];
+    assert_eq!(significant(&[object], &names), [true, true, false]);
+}
+
+/// Whether each of `names` has a significant address in safe mode.
+fn significant(objects: &[std::path::PathBuf], names: &[&str]) -> Vec<bool> {
+    let inputs = open(objects);
     let program = load(&inputs);
     let mut analysis = Analysis::run(&program);
     let plan = analysis.plan(&icf::PlanOptions::default());
-    let significant = |name: &str| {
-        let found = analysis.find(name);
-        assert_eq!(found.len(), 1, "{name}: {found:?}");
-        plan.significance[found[0].index()].is_some()
-    };
-    assert!(significant("helper"));
-    assert!(significant("_ZNK6Square4areaEl"));
-    assert!(!significant("_ZNK4Tile4areaEl"));
+    names
+        .iter()
+        .map(|name| {
+            let found = analysis.find(name);
+            assert_eq!(found.len(), 1, "{name}: {found:?}");
+            plan.significance[found[0].index()].is_some()
+        })
+        .collect()
 }

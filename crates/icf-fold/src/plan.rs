@@ -188,22 +188,29 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
         } else {
             thunk_or(member, KeepReason::SignificantAddress)
         };
-        let saved = match action {
-            Action::Alias => member.size,
-            Action::Thunk(_) => member.size - member.thunk_size.unwrap_or(member.size),
-            Action::Kept | Action::Keep(_) => 0,
-        };
-        decisions.push(Decision {
-            candidate: member.candidate,
-            action,
-            saved,
-        });
+        decisions.push(Decision::new(member, action));
     }
     ClassPlan {
         class,
         kept: kept.candidate,
         decisions,
         odr_key: None,
+    }
+}
+
+impl Decision {
+    /// `member`'s fate, with the bytes it saves.
+    fn new(member: &MemberFacts, action: Action) -> Decision {
+        let saved = match action {
+            Action::Alias => member.size,
+            Action::Thunk(_) => member.size - member.thunk_size.unwrap_or(member.size),
+            Action::Kept | Action::Keep(_) => 0,
+        };
+        Decision {
+            candidate: member.candidate,
+            action,
+            saved,
+        }
     }
 }
 
@@ -252,15 +259,7 @@ fn plan_through_name(class: ClassId, order: &[&MemberFacts]) -> ClassPlan {
                 _ => Action::Keep(KeepReason::OwnSymbols),
             }
         };
-        let saved = match action {
-            Action::Thunk(_) => member.size - member.thunk_size.unwrap_or(member.size),
-            _ => 0,
-        };
-        decisions.push(Decision {
-            candidate: member.candidate,
-            action,
-            saved,
-        });
+        decisions.push(Decision::new(member, action));
     }
     ClassPlan {
         class,
