@@ -207,7 +207,7 @@ fn cmp_inst(
 fn operand_rank(operand: &Operand) -> u8 {
     match operand {
         Operand::Reg(_) => 0,
-        Operand::Imm(_) => 1,
+        Operand::Imm(_) | Operand::Imm64(_) => 1,
         Operand::Mem(_) => 2,
         Operand::Block(_) => 3,
         Operand::Ref(_) => 4,
@@ -226,7 +226,9 @@ fn cmp_operand(
     differ(operand_rank(&lo).cmp(&operand_rank(&ro)), step)?;
     match (lo, ro) {
         (Operand::Reg(a), Operand::Reg(b)) => differ(a.cmp(&b), step),
-        (Operand::Imm(a), Operand::Imm(b)) => differ(a.cmp(&b), step),
+        (Operand::Imm(_) | Operand::Imm64(_), _) => {
+            differ(l.imm_value(lo).cmp(&r.imm_value(ro)), step)
+        }
         (Operand::Block(a), Operand::Block(b)) => differ(a.cmp(&b), step),
         (Operand::Mem(a), Operand::Mem(b)) => cmp_mem(l, l.mem(a), r, r.mem(b), classes, step),
         (Operand::Ref(a), Operand::Ref(b)) => cmp_ref(l.ref_(a), r.ref_(b), classes, step),
@@ -330,7 +332,7 @@ mod tests {
                     .iter()
                     .map(|spec| match *spec {
                         OperandSpec::Reg(r) => Operand::Reg(Reg(r)),
-                        OperandSpec::Imm(v) => Operand::Imm(v),
+                        OperandSpec::Imm(v) => f.imm(v),
                         OperandSpec::Block(b) => Operand::Block(BlockId(b % count)),
                         OperandSpec::Ref(t, a) => Operand::Ref(f.push_ref(Ref {
                             target: TargetId(t),
@@ -371,7 +373,8 @@ mod tests {
     fn operand() -> impl Strategy<Value = OperandSpec> {
         prop_oneof![
             (0u16..3).prop_map(OperandSpec::Reg),
-            (-2i64..2).prop_map(OperandSpec::Imm),
+            // Both forms: inline, and wider than 32 bits.
+            prop_oneof![-2i64..2, (1i64 << 40)..(1i64 << 40) + 2].prop_map(OperandSpec::Imm),
             (0u32..3).prop_map(OperandSpec::Block),
             (0u32..6, -1i64..1).prop_map(|(t, a)| OperandSpec::Ref(t, a)),
             (0u16..2, 0i64..2).prop_map(|(b, d)| OperandSpec::Mem(b, d)),

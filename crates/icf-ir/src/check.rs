@@ -78,6 +78,11 @@ impl Function {
             for operand in self.inst_operands(inst) {
                 let in_range = match *operand {
                     Operand::Reg(_) | Operand::Imm(_) => true,
+                    // Canonical: a value that fits 32 bits is an `Imm`.
+                    Operand::Imm64(imm) => self
+                        .imms
+                        .get(imm.index())
+                        .is_some_and(|&value| i32::try_from(value).is_err()),
                     Operand::Block(block) => block.index() < self.blocks.len(),
                     Operand::Ref(r) => r.index() < self.refs.len(),
                     Operand::Opaque(run) => run.index() < self.opaque.len(),

@@ -67,6 +67,10 @@ index_type!(
     /// A run of bytes that could not be lifted, in [`Function::opaque`].
     OpaqueId
 );
+index_type!(
+    /// An immediate wider than 32 bits, in [`Function::imms`].
+    ImmId
+);
 
 /// An architectural register, numbered by the lifter. `Reg::NONE` is "absent".
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
@@ -143,11 +147,16 @@ pub enum Disp {
     Ref(RefId),
 }
 
-/// One operand of an instruction.
+/// One operand of an instruction: eight bytes, since a program holds every
+/// function's operands at once. An immediate is [`Operand::Imm`] exactly
+/// when its value fits 32 bits; [`Function::imm`] makes the right one.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Operand {
     Reg(Reg),
-    Imm(i64),
+    /// An immediate that fits 32 bits (sign-extended).
+    Imm(i32),
+    /// An immediate that does not: its value is in [`Function::imms`].
+    Imm64(ImmId),
     Mem(MemId),
     /// A branch target inside this function.
     Block(BlockId),
@@ -218,6 +227,8 @@ pub struct Function {
     pub mems: Vec<Mem>,
     pub refs: Vec<Ref>,
     pub opaque: Vec<OpaqueRun>,
+    /// Immediates wider than 32 bits.
+    pub imms: Vec<i64>,
     /// The code computes addresses of its own instructions (an AArch64 `adr`
     /// to a jump-table base): two copies behave alike only if every
     /// instruction sits at the same offset.
@@ -235,6 +246,7 @@ impl Function {
             mems: Vec::new(),
             refs: Vec::new(),
             opaque: Vec::new(),
+            imms: Vec::new(),
             layout_sensitive: false,
         }
     }
@@ -250,6 +262,7 @@ impl Function {
             mems: Vec::with_capacity(insts / 2),
             refs: Vec::new(),
             opaque: Vec::new(),
+            imms: Vec::new(),
             layout_sensitive: false,
         }
     }
@@ -262,6 +275,7 @@ impl Function {
         self.mems.shrink_to_fit();
         self.refs.shrink_to_fit();
         self.opaque.shrink_to_fit();
+        self.imms.shrink_to_fit();
     }
 
     pub fn block(&self, id: BlockId) -> &Block {
@@ -324,6 +338,27 @@ impl Function {
     pub fn push_ref(&mut self, r: Ref) -> RefId {
         self.refs.push(r);
         RefId(self.refs.len() as u32 - 1)
+    }
+
+    /// The operand for immediate `value`: inline when it fits 32 bits, else
+    /// in [`Function::imms`].
+    pub fn imm(&mut self, value: i64) -> Operand {
+        match i32::try_from(value) {
+            Ok(narrow) => Operand::Imm(narrow),
+            Err(_) => {
+                self.imms.push(value);
+                Operand::Imm64(ImmId(self.imms.len() as u32 - 1))
+            }
+        }
+    }
+
+    /// The value of an immediate operand, `None` for any other operand.
+    pub fn imm_value(&self, operand: Operand) -> Option<i64> {
+        match operand {
+            Operand::Imm(value) => Some(i64::from(value)),
+            Operand::Imm64(id) => self.imms.get(id.index()).copied(),
+            _ => None,
+        }
     }
 
     pub fn push_opaque(&mut self, run: OpaqueRun) -> OpaqueId {

@@ -107,8 +107,8 @@ fn print_opaque(
         }
     }
     // The rest alternates: offset of a relocated field, then its reference.
-    while let (Some(Operand::Imm(offset)), Some(Operand::Ref(r))) =
-        (operands.next(), operands.next())
+    while let (Some(&offset), Some(Operand::Ref(r))) = (operands.next(), operands.next())
+        && let Some(offset) = f.imm_value(offset)
     {
         let _ = write!(out, "; +{offset:#x}: ");
         print_ref(f.ref_(*r), syntax, names, out);
@@ -143,7 +143,9 @@ fn print_operand(
 ) {
     match operand {
         Operand::Reg(reg) => out.push_str(&syntax.reg(reg)),
-        Operand::Imm(value) => print_number(value, out),
+        Operand::Imm(_) | Operand::Imm64(_) => {
+            print_number(f.imm_value(operand).unwrap_or_default(), out);
+        }
         Operand::Mem(id) => print_mem(f, f.mem(id), syntax, names, out),
         Operand::Block(block) => {
             let _ = write!(out, "bb{}", block.0);

@@ -44,12 +44,12 @@ pub(crate) fn whole_function_with(
             kind: RefKind(reloc.r_type),
             use_: Use::Address,
         });
-        operands.push(Operand::Imm(i64::from(reloc.offset)));
+        operands.push(f.imm(i64::from(reloc.offset)));
         operands.push(Operand::Ref(r));
     }
     for &(offset, r) in extra {
         let r = f.push_ref(r);
-        operands.push(Operand::Imm(i64::from(offset)));
+        operands.push(f.imm(i64::from(offset)));
         operands.push(Operand::Ref(r));
     }
     let run = f.push_opaque(OpaqueRun {

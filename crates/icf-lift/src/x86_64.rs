@@ -269,7 +269,7 @@ fn lift_inst(
                 immediates_seen += 1;
                 match take_reloc(offset, size) {
                     Some(reloc) => Operand::Ref(ctx.push_reloc_ref(f, &reloc, Use::Address)),
-                    None => Operand::Imm(instr.immediate(i) as i64),
+                    None => f.imm(instr.immediate(i) as i64),
                 }
             }
             OpKind::Memory => {

@@ -499,7 +499,7 @@ impl Narrower<'_, '_> {
                 kind: RefKind(reloc.r_type),
                 use_: Use::Address,
             });
-            operands.push(Operand::Imm((reloc.offset - candidate.start) as i64));
+            operands.push(f.imm((reloc.offset - candidate.start) as i64));
             operands.push(Operand::Ref(r));
         }
         f.push_opaque(OpaqueRun {
