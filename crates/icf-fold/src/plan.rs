@@ -4,7 +4,7 @@
 //!
 //! Rules (DESIGN.md, "The fold plan"): the kept copy is chosen by a key the
 //! caller computes (not interposable, not in a COMDAT group, strongest
-//! binding, first on the command line, then name). A member that must stay
+//! binding, first on the command line). A member that must stay
 //! (`--keep-unique`, an ifunc, an ineligible section) keeps its body. The
 //! members sharing the kept body are the kept copy, every member whose
 //! address is not significant, and at most one significant member: one
@@ -85,7 +85,7 @@ pub struct MemberFacts {
     /// Size of a thunk to the kept copy, `None` where none is possible (data).
     pub thunk_size: Option<u64>,
     /// Lower is preferred as the kept copy; must be unique within a class.
-    pub preference: (u8, u8, u8, u32, String),
+    pub preference: (u8, u8, u8, u32),
     /// The object it lives in.
     pub object: u32,
     /// Its object is part of the link whatever else is folded (not an archive member it might skip).
@@ -281,7 +281,7 @@ mod tests {
             significant: false,
             must_keep: None,
             thunk_size: Some(5),
-            preference: (0, 0, 0, index, format!("f{index}")),
+            preference: (0, 0, 0, index),
             object: 0,
             loaded: true,
             pinned_in_comdat: false,

@@ -92,7 +92,7 @@ impl Plan {
     }
 }
 
-impl Analysis<'_, '_> {
+impl<'data> Analysis<'_, 'data> {
     /// Decides keep / alias / thunk for every member of every class.
     pub fn plan(&mut self, options: &PlanOptions) -> Plan {
         let started = Instant::now();
@@ -395,7 +395,7 @@ impl Analysis<'_, '_> {
     fn group_may_move(
         &self,
         candidate: CandidateId,
-        groups: &ComdatInstances<'_>,
+        groups: &ComdatInstances<'data>,
         significance: &[Option<Significance>],
         mode: Mode,
     ) -> bool {
@@ -411,6 +411,20 @@ impl Analysis<'_, '_> {
         if !groups.kept_eligible(self, candidate) {
             return false;
         }
+        groups.remembered(Question::GroupMayMove, self, candidate, || {
+            self.every_instance_may_leave(info, instances, groups, significance, mode)
+        })
+    }
+
+    /// The per-instance part of [`Analysis::group_may_move`].
+    fn every_instance_may_leave(
+        &self,
+        info: &crate::analysis::CandidateInfo,
+        instances: &[(ObjectId, u32)],
+        groups: &ComdatInstances<'_>,
+        significance: &[Option<Significance>],
+        mode: Mode,
+    ) -> bool {
         instances.iter().all(|&(object, group)| {
             let Some(other) = groups.instance_section(self, info, (object, group)) else {
                 return false;
@@ -494,7 +508,7 @@ impl Analysis<'_, '_> {
     /// same in every instance. Only for a whole-section code member, and only
     /// when every loaded instance of the group holds that section, where a
     /// jump to it can land.
-    fn odr_key(&self, candidate: CandidateId, groups: &ComdatInstances<'_>) -> Option<Vec<u8>> {
+    fn odr_key(&self, candidate: CandidateId, groups: &ComdatInstances<'data>) -> Option<Vec<u8>> {
         let info = &self.candidates[candidate.index()];
         let elf = &self.program.object(info.object).elf;
         let section = elf.section(info.section);
@@ -503,10 +517,12 @@ impl Analysis<'_, '_> {
         }
         let (_, instances) = groups.instances_of(self, candidate)?;
         let every_instance_has_it = instances.len() > 1
-            && instances.iter().all(|&instance| {
-                groups
-                    .instance_section_index(self, info, instance)
-                    .is_some()
+            && groups.remembered(Question::EveryInstanceHasIt, self, candidate, || {
+                instances.iter().all(|&instance| {
+                    groups
+                        .instance_section_index(self, info, instance)
+                        .is_some()
+                })
             });
         if !every_instance_has_it {
             return None;
@@ -608,8 +624,9 @@ impl Analysis<'_, '_> {
     }
 
     /// Lower is preferred as the kept copy: not replaceable, not in a COMDAT
-    /// group, strongest binding, first on the command line, then name.
-    fn preference(&self, candidate: CandidateId) -> (u8, u8, u8, u32, String) {
+    /// group, strongest binding, first on the command line (candidates are
+    /// numbered in command-line order, so no two tie).
+    fn preference(&self, candidate: CandidateId) -> (u8, u8, u8, u32) {
         let info = &self.candidates[candidate.index()];
         let elf = &self.program.object(info.object).elf;
         let symbols = self.symbols_of(info);
@@ -630,13 +647,7 @@ impl Analysis<'_, '_> {
                     .any(|&s| elf.symbol(s).kind == SymbolKind::Ifunc),
         );
         let in_comdat = u8::from(elf.section(info.section).group.is_some());
-        (
-            replaceable,
-            in_comdat,
-            best,
-            candidate.0,
-            self.raw_name(candidate),
-        )
+        (replaceable, in_comdat, best, candidate.0)
     }
 
     /// The origin of a candidate as a function index, for callers that need the extent.
@@ -725,6 +736,24 @@ pub(crate) struct ComdatInstances<'data> {
     instances: Vec<Vec<(ObjectId, u32)>>,
     /// Whole-section candidates of grouped sections, by (object, section).
     grouped: HashMap<(ObjectId, SectionIndex), CandidateId>,
+    /// Answers that hold for every instance of a group's section alike, by
+    /// question, signature id and section name: asking once per group
+    /// rather than once per instance keeps planning linear.
+    answers: std::cell::RefCell<HashMap<AnswerKey<'data>, bool>>,
+}
+
+/// A question, a signature id and a section name.
+type AnswerKey<'data> = (Question, u32, &'data [u8]);
+
+/// A question about all instances of one section of a COMDAT group.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Question {
+    /// Every instance is in one class (see [`ComdatInstances::kept_eligible`]).
+    AllInOneClass,
+    /// The group may move whole (see `Analysis::group_may_move`).
+    GroupMayMove,
+    /// Every instance holds the section (see `Analysis::odr_key`).
+    EveryInstanceHasIt,
 }
 
 impl<'data> ComdatInstances<'data> {
@@ -742,18 +771,50 @@ impl<'data> ComdatInstances<'data> {
     /// instance holds a same-named section in the candidate's class.
     pub(crate) fn kept_eligible(
         &self,
-        analysis: &Analysis<'_, '_>,
+        analysis: &Analysis<'_, 'data>,
         candidate: CandidateId,
     ) -> bool {
         let Some((_, instances)) = self.instances_of(analysis, candidate) else {
             return true;
         };
-        let info = &analysis.candidates[candidate.index()];
-        let class = analysis.partition.class_of[candidate.index()];
-        instances.iter().all(|&(object, group)| {
-            self.instance_section(analysis, info, (object, group))
-                .is_some_and(|other| analysis.partition.class_of[other.index()] == class)
+        // Instances in two classes answer no for both: one answer per group.
+        self.remembered(Question::AllInOneClass, analysis, candidate, || {
+            let info = &analysis.candidates[candidate.index()];
+            let class = analysis.partition.class_of[candidate.index()];
+            instances.iter().all(|&(object, group)| {
+                self.instance_section(analysis, info, (object, group))
+                    .is_some_and(|other| analysis.partition.class_of[other.index()] == class)
+            })
         })
+    }
+
+    /// `answer()`, asked once for all instances of `candidate`'s section of
+    /// its group (the answer must be the same for each of them).
+    pub(crate) fn remembered(
+        &self,
+        question: Question,
+        analysis: &Analysis<'_, 'data>,
+        candidate: CandidateId,
+        answer: impl FnOnce() -> bool,
+    ) -> bool {
+        let Some((id, _)) = self.instances_of(analysis, candidate) else {
+            return answer();
+        };
+        let info = &analysis.candidates[candidate.index()];
+        let name = analysis
+            .program
+            .object(info.object)
+            .elf
+            .section(info.section)
+            .name;
+        if let Some(&known) = self.answers.borrow().get(&(question, id, name)) {
+            return known;
+        }
+        let known = answer();
+        self.answers
+            .borrow_mut()
+            .insert((question, id, name), known);
+        known
     }
 
     /// The candidate holding `info`'s section in another instance of its
