@@ -57,6 +57,9 @@ pub enum KeepReason {
     /// Another instance of the kept copy's COMDAT group: whichever instance
     /// the link keeps serves the others.
     InstanceOfKeptGroup,
+    /// In a class folded through the kept function's identity (see the
+    /// module header): a thunk to whichever instance of it the link keeps.
+    ThroughIdentity,
 }
 
 /// What happens to one member.
@@ -255,7 +258,7 @@ fn plan_through_name(class: ClassId, order: &[&MemberFacts]) -> ClassPlan {
             Action::Keep(KeepReason::InstanceOfKeptGroup)
         } else {
             match member.thunk_size {
-                Some(thunk) if thunk < member.size => Action::Thunk(KeepReason::OwnSymbols),
+                Some(thunk) if thunk < member.size => Action::Thunk(KeepReason::ThroughIdentity),
                 _ => Action::Keep(KeepReason::OwnSymbols),
             }
         };
@@ -305,6 +308,7 @@ mod tests {
 
     const SIGNIFICANT: Action = Action::Thunk(KeepReason::SignificantAddress);
     const OWN: Action = Action::Thunk(KeepReason::OwnSymbols);
+    const IDENTITY: Action = Action::Thunk(KeepReason::ThroughIdentity);
 
     #[test]
     fn one_significant_address_shares_the_body_the_others_get_thunks() {
@@ -492,13 +496,13 @@ mod tests {
                 .find(|d| d.candidate == CandidateId(c))
                 .map(|d| d.action.clone())
         };
-        assert_eq!(by_candidate(0), Some(OWN));
+        assert_eq!(by_candidate(0), Some(IDENTITY));
         assert_eq!(
             by_candidate(2),
             Some(Action::Keep(KeepReason::InstanceOfKeptGroup))
         );
         assert_eq!(by_candidate(3), Some(Action::Keep(KeepReason::KeepUnique)));
-        assert_eq!(by_candidate(4), Some(OWN));
+        assert_eq!(by_candidate(4), Some(IDENTITY));
         assert_eq!(plan.saved(), 2 * 27);
     }
 

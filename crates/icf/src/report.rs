@@ -318,6 +318,9 @@ impl Analysis<'_, '_> {
             KeepReason::OwnSymbols => {
                 "keeps its own symbols (COMDAT group, or a global that cannot move)".to_string()
             }
+            KeepReason::ThroughIdentity => {
+                "its COMDAT group's instances differ between units: it jumps to whichever instance of the kept function the link keeps".to_string()
+            }
             other => self.keep_reason(other, plan, candidate),
         }
     }
@@ -328,6 +331,7 @@ impl Analysis<'_, '_> {
             "every copy is a COMDAT instance the link may discard, and not all instances are identical".to_string()
         }
         KeepReason::InstanceOfKeptGroup => "another instance of the kept copy's COMDAT group".to_string(),
+        KeepReason::ThroughIdentity => "a thunk to the kept function would not be smaller".to_string(),
         KeepReason::KeepUnique => "--keep-unique".to_string(),
         KeepReason::Ineligible(why) => why.clone(),
         KeepReason::OwnSymbols => {
