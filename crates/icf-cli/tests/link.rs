@@ -262,6 +262,77 @@ fn comdat_instances_the_linker_discards_are_never_kept() {
 }
 
 #[test]
+fn comdat_instances_that_differ_fold_through_archives_without_loading_more() {
+    // libodr.a: odr_other.o (-O0, linked first: its mix<3> is kept),
+    // odr_fast.o (-O2), odr_slow.o (-O0) and odr_unused.o (-O0, never
+    // needed). mix<2> and mix<3> become thunks to mix<1>'s hidden alias; only
+    // loaded members define it, so odr_unused.o must stay out of the link.
+    for compiler in [Compiler::Gcc, Compiler::Clang] {
+        let dir = scratch(&format!("odr-{compiler:?}"));
+        let fast = Build::new(compiler);
+        let slow = Build {
+            extra_flags: vec!["-O0".to_string()],
+            ..Build::new(compiler)
+        };
+        let mut parts = objects(&["e2e/odr_other.cpp"], &slow);
+        parts.extend(objects(&["e2e/odr_fast.cpp"], &fast));
+        parts.extend(objects(&["e2e/odr_slow.cpp", "e2e/odr_unused.cpp"], &slow));
+        let main = objects(&["e2e/odr_main.cpp"], &fast).remove(0);
+        let archive = archive(&dir, "libodr.a", &parts);
+        let driver = if compiler == Compiler::Gcc {
+            "g++"
+        } else {
+            "clang++-19"
+        };
+        let plain = dir.join("plain");
+        let status = Command::new(driver)
+            .arg(&main)
+            .arg(&archive)
+            .arg("-o")
+            .arg(&plain)
+            .status()
+            .expect("link plainly");
+        assert!(status.success());
+        let expected = run(&plain);
+        for linker in ["bfd", "gold", "lld", "mold"] {
+            let folded = dir.join(format!("folded-{linker}"));
+            let report = dir.join(format!("report-{linker}.json"));
+            let output = icf(&[
+                "link",
+                "--strict",
+                "--report",
+                report.to_str().expect("utf-8"),
+                "--",
+                driver,
+                &format!("-fuse-ld={linker}"),
+                "-B/usr/lib/llvm-19/bin/",
+                &main,
+                archive.to_str().expect("utf-8"),
+                "-o",
+                folded.to_str().expect("utf-8"),
+            ]);
+            assert!(
+                output.status.success(),
+                "{compiler:?} {linker}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert_eq!(run(&folded), expected, "{compiler:?} {linker}");
+            let report = std::fs::read_to_string(&report).expect("read the report");
+            assert!(
+                report.contains("whichever instance of the kept function"),
+                "{compiler:?} {linker}: no thunk through an identity"
+            );
+            let symbols = Command::new("nm").arg(&folded).output().expect("nm");
+            let symbols = String::from_utf8_lossy(&symbols.stdout);
+            assert!(
+                !symbols.contains("_Z6unusedl"),
+                "{compiler:?} {linker}: the link loaded odr_unused.o"
+            );
+        }
+    }
+}
+
+#[test]
 fn archive_members_sharing_a_name_are_each_rewritten_as_themselves() {
     let dir = scratch("duplicate-members");
     let build = Build::new(Compiler::Gcc);
