@@ -333,6 +333,63 @@ fn comdat_instances_that_differ_fold_through_archives_without_loading_more() {
 }
 
 #[test]
+fn gc_sections_links_fold_what_the_link_keeps_and_skip_the_rest() {
+    for compiler in [Compiler::Gcc, Compiler::Clang] {
+        let dir = scratch(&format!("gc-{compiler:?}"));
+        let build = Build::new(compiler);
+        let main = objects(&["e2e/gc_main.c"], &build).remove(0);
+        let driver = if compiler == Compiler::Gcc {
+            "gcc"
+        } else {
+            "clang-19"
+        };
+        let plain = dir.join("plain");
+        let status = Command::new(driver)
+            .args([&main, "-Wl,--gc-sections", "-o"])
+            .arg(&plain)
+            .status()
+            .expect("link plainly");
+        assert!(status.success());
+        let expected = run(&plain);
+        for linker in ["bfd", "gold", "lld", "mold"] {
+            let folded = dir.join(format!("folded-{linker}"));
+            let report = dir.join(format!("report-{linker}.json"));
+            let output = icf(&[
+                "link",
+                "--strict",
+                "--report",
+                report.to_str().expect("utf-8"),
+                "--",
+                driver,
+                &format!("-fuse-ld={linker}"),
+                "-B/usr/lib/llvm-19/bin/",
+                &main,
+                "-Wl,--gc-sections",
+                "-o",
+                folded.to_str().expect("utf-8"),
+            ]);
+            assert!(
+                output.status.success(),
+                "{compiler:?} {linker}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert_eq!(run(&folded), expected, "{compiler:?} {linker}");
+            let report = std::fs::read_to_string(&report).expect("read the report");
+            for folded_pair in ["live_a", "live_b", "ctor_a", "ctor_b"] {
+                assert!(
+                    report.contains(&format!("\"{folded_pair}\"")),
+                    "{compiler:?} {linker}: {folded_pair} did not fold"
+                );
+            }
+            assert!(
+                !report.contains("dead_a"),
+                "{compiler:?} {linker}: the dropped dead_a was lifted"
+            );
+        }
+    }
+}
+
+#[test]
 fn archive_members_sharing_a_name_are_each_rewritten_as_themselves() {
     let dir = scratch("duplicate-members");
     let build = Build::new(Compiler::Gcc);

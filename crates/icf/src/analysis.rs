@@ -99,7 +99,12 @@ impl<'p, 'data> Analysis<'p, 'data> {
     pub fn run(program: &'p Program<'data>) -> Analysis<'p, 'data> {
         let started = Instant::now();
         let mut targets = program.targets.clone();
-        let candidates = collect_candidates(program);
+        let live = program
+            .options
+            .gc_sections
+            .as_ref()
+            .map(|roots| crate::live::live_sections(program, roots));
+        let candidates = collect_candidates(program, live.as_deref());
         let mut places: HashMap<(ObjectId, SectionIndex), SectionPlaces> = HashMap::default();
         let mut target_candidate = vec![None; targets.len()];
         for (index, candidate) in candidates.iter().enumerate() {
@@ -128,7 +133,8 @@ impl<'p, 'data> Analysis<'p, 'data> {
             targets: &targets,
             places: &places,
         };
-        let (data_references, vtable_entries) = references_from_data(program, &narrower);
+        let (data_references, vtable_entries) =
+            references_from_data(program, &narrower, live.as_deref());
 
         let functions: Vec<Function> = candidates
             .par_iter()
@@ -268,12 +274,17 @@ impl<'p, 'data> Analysis<'p, 'data> {
 }
 
 /// Every function piece, then every read-only data piece, in object order.
-fn collect_candidates(program: &Program<'_>) -> Vec<CandidateInfo> {
+/// Every function piece and read-only data piece of the loaded objects, in
+/// the sections `live` says the link keeps (all, without `--gc-sections`).
+fn collect_candidates(program: &Program<'_>, live: Option<&[Vec<bool>]>) -> Vec<CandidateInfo> {
+    let kept = |object: ObjectId, section: SectionIndex| {
+        live.is_none_or(|live| live[object.index()][section.index()])
+    };
     let mut candidates: Vec<CandidateInfo> = program
         .functions
         .iter()
         .enumerate()
-        .filter(|(_, f)| program.object(f.object).loaded)
+        .filter(|(_, f)| program.object(f.object).loaded && kept(f.object, f.extent.section))
         .map(|(index, f)| CandidateInfo {
             origin: Origin::Function(index),
             object: f.object,
@@ -288,10 +299,10 @@ fn collect_candidates(program: &Program<'_>) -> Vec<CandidateInfo> {
         }
         let splits = data_split_points(&object.elf);
         for (section_index, section) in object.elf.sections.iter().enumerate() {
-            if !is_read_only_data(section) {
+            let section_index = SectionIndex(section_index as u32);
+            if !is_read_only_data(section) || !kept(ObjectId(index as u32), section_index) {
                 continue;
             }
-            let section_index = SectionIndex(section_index as u32);
             let mut points: Vec<u64> = splits.get(&section_index).cloned().unwrap_or_default();
             points.extend([0, section.size]);
             points.retain(|&p| p <= section.size);
@@ -525,28 +536,35 @@ impl Narrower<'_, '_> {
 fn references_from_data<'data>(
     program: &Program<'data>,
     narrower: &Narrower<'_, '_>,
+    live: Option<&[Vec<bool>]>,
 ) -> (Vec<DataReference>, Vec<VtableEntry<'data>>) {
     let mut references = Vec::new();
     let mut vtable_entries = Vec::new();
     for (index, object) in program.objects.iter().enumerate() {
         let id = ObjectId(index as u32);
         for (section_index, section) in object.elf.sections.iter().enumerate() {
+            let from = SectionIndex(section_index as u32);
+            // Code and read-only data the link is taken to drop are not
+            // candidates: if it keeps them after all, any reference they
+            // hold but a direct branch may take an address.
+            let dropped = live.is_some_and(|live| !live[index][from.index()]);
             if !section.is_alloc()
-                || section.is_executable()
+                || (section.is_executable() && !dropped)
                 || section.name == b".eh_frame"
                 || section.name.starts_with(b".gcc_except_table")
             {
                 continue;
             }
-            let other_data = !is_read_only_data(section);
-            let from = SectionIndex(section_index as u32);
+            let other_data = !is_read_only_data(section) || dropped;
             let symbols = object
                 .section_symbols
                 .get(&from)
                 .map_or(&[][..], Vec::as_slice);
             for reloc in &section.relocs {
                 let in_vtable = in_vtable(&object.elf, symbols, reloc.offset);
-                if !other_data && !in_vtable {
+                if (!other_data && !in_vtable)
+                    || (section.is_executable() && is_direct_branch(object.elf.arch, reloc.r_type))
+                {
                     continue;
                 }
                 let symbol = object.symbol_refs[reloc.symbol.index()];
@@ -577,6 +595,17 @@ fn references_from_data<'data>(
         }
     }
     (references, vtable_entries)
+}
+
+/// Whether relocation type `r_type` only ever patches a direct call or jump.
+fn is_direct_branch(arch: icf_ir::Arch, r_type: u32) -> bool {
+    use object::elf;
+    match arch {
+        icf_ir::Arch::X86_64 => r_type == elf::R_X86_64_PLT32.0,
+        icf_ir::Arch::Aarch64 => {
+            r_type == elf::R_AARCH64_CALL26.0 || r_type == elf::R_AARCH64_JUMP26.0
+        }
+    }
 }
 
 /// A vtable entry: the candidate it points to, and how it names it.

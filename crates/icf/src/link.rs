@@ -135,6 +135,7 @@ fn fold_inputs(
         shared: parsed.shared,
         ordered_archives: parsed.linker == LinkerFlavor::Ordered,
         whole_archive,
+        gc_sections: parsed.gc_sections.then(|| parsed.gc_roots.clone()),
     };
     let program = Program::load(&inputs, program_options)?;
     let load = started.elapsed();

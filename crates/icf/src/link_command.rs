@@ -36,6 +36,11 @@ pub struct LinkCommand {
     pub relocatable: bool,
     /// Which linker the command runs, as far as the command says (`-fuse-ld=`).
     pub linker: LinkerFlavor,
+    /// `--gc-sections` (the last of it and `--no-gc-sections` wins).
+    pub gc_sections: bool,
+    /// What keeps sections alive besides the defaults (see [`crate::live`]):
+    /// `--export-dynamic`/`-rdynamic`, `-e`, `-u`.
+    pub gc_roots: crate::live::GcRoots,
 }
 
 /// The linker a command ends up running; archive resolution differs.
@@ -169,6 +174,8 @@ impl LinkCommand {
             output: None,
             shared: false,
             relocatable: false,
+            gc_sections: false,
+            gc_roots: crate::live::GcRoots::default(),
             linker: if name.contains("lld") || name.contains("mold") {
                 LinkerFlavor::Unordered
             } else {
@@ -177,6 +184,25 @@ impl LinkCommand {
         };
         parsed.scan();
         Ok(parsed)
+    }
+
+    /// Notes a linker option that decides what `--gc-sections` keeps;
+    /// `next` gives the argument after it, for options that take one there.
+    fn scan_gc_option(&mut self, option: &str, next: impl Fn() -> Option<String>) {
+        match option {
+            "--gc-sections" | "-gc-sections" => self.gc_sections = true,
+            "--no-gc-sections" | "-no-gc-sections" => self.gc_sections = false,
+            "--export-dynamic" | "-export-dynamic" | "-E" => self.gc_roots.export_dynamic = true,
+            "-u" | "--undefined" | "-e" | "--entry" => self.gc_roots.symbols.extend(next()),
+            _ => {
+                let value = ["--undefined=", "--entry=", "-u", "-e"]
+                    .iter()
+                    .find_map(|prefix| option.strip_prefix(prefix));
+                if let Some(value) = value.filter(|v| !v.is_empty()) {
+                    self.gc_roots.symbols.push(value.to_string());
+                }
+            }
+        }
     }
 
     fn scan(&mut self) {
@@ -202,7 +228,18 @@ impl LinkCommand {
             } else {
                 Vec::new()
             };
-            for option in &linker_options {
+            // A linker run directly takes an option's value as the next argument.
+            let following = self.args.get(index + 1).cloned();
+            let is_driver = self.is_driver;
+            for (position, option) in linker_options.iter().enumerate() {
+                let next = || {
+                    if is_driver {
+                        linker_options.get(position + 1).cloned()
+                    } else {
+                        following.clone()
+                    }
+                };
+                self.scan_gc_option(option, next);
                 match option.as_str() {
                     "--whole-archive" | "-whole-archive" => whole_archive = true,
                     "--no-whole-archive" | "-no-whole-archive" => whole_archive = false,
@@ -219,6 +256,19 @@ impl LinkCommand {
                 }
             }
             if self.is_driver {
+                // The driver passes these to the linker itself.
+                if matches!(arg.as_str(), "-rdynamic" | "-u" | "-e")
+                    || (arg.starts_with("-u") && arg.len() > 2)
+                {
+                    let following = self.args.get(index + 1).cloned();
+                    let next = || following.clone();
+                    let option = if arg == "-rdynamic" {
+                        "--export-dynamic".to_string()
+                    } else {
+                        arg.clone()
+                    };
+                    self.scan_gc_option(&option, next);
+                }
                 match arg.as_str() {
                     "-shared" => self.shared = true,
                     "-r" => self.relocatable = true,
@@ -471,5 +521,38 @@ mod tests {
         assert_eq!(command.output, Some(PathBuf::from("foo")));
         assert!(!command.is_driver);
         assert_eq!(command.linker, LinkerFlavor::Ordered);
+    }
+
+    #[test]
+    fn gc_sections_and_its_roots() {
+        let command = LinkCommand::parse(&strings(&[
+            "cc",
+            "-Wl,--gc-sections,-u,hook,--entry=start_here",
+            "-rdynamic",
+            "-u",
+            "kept",
+            "-o",
+            "out",
+        ]))
+        .expect("parse");
+        assert!(command.gc_sections);
+        assert!(command.gc_roots.export_dynamic);
+        assert_eq!(
+            command.gc_roots.symbols,
+            strings(&["hook", "start_here", "kept"])
+        );
+        let linker = LinkCommand::parse(&strings(&[
+            "ld.lld",
+            "--gc-sections",
+            "-ugone",
+            "-u",
+            "also",
+            "--no-gc-sections",
+            "-o",
+            "out",
+        ]))
+        .expect("parse");
+        assert!(!linker.gc_sections);
+        assert_eq!(linker.gc_roots.symbols, strings(&["gone", "also"]));
     }
 }

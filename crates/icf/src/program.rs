@@ -19,6 +19,9 @@ pub struct Options {
     pub ordered_archives: bool,
     /// Input files (by index) inside `--whole-archive`: all their members are linked.
     pub whole_archive: Vec<usize>,
+    /// A `--gc-sections` link, with the roots its command names: code it
+    /// drops is not lifted (see [`crate::live`]).
+    pub gc_sections: Option<crate::live::GcRoots>,
 }
 
 /// The input files, memory-mapped. Everything else borrows from them.

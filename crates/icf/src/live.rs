@@ -1,0 +1,231 @@
+//! Which sections a `--gc-sections` link keeps, as far as icf can tell: the
+//! sections reachable through relocations from the linker's roots. Code the
+//! link drops is not worth lifting, comparing or rewriting.
+//!
+//! Roots, as lld and GNU ld take them: the entry and `-u` symbols, `main`
+//! (the C runtime's start files, which icf does not see, call it), every
+//! exported symbol in a `-shared` or `--export-dynamic` link, sections the
+//! default linker scripts keep (`.init_array`, `.ctors`, `.init`, notes...),
+//! `SHF_GNU_RETAIN` sections, and sections named like C identifiers (reached
+//! through `__start_`/`__stop_` symbols). A live function keeps its
+//! exception table and personality (through its FDE) and its
+//! `SHF_LINK_ORDER` dependants. A live section of a COMDAT group lives in
+//! every loaded instance of the group: the link discards all but one, but
+//! folding needs to know them all.
+//!
+//! Main assumption: this is a guess, and a guess may err both ways. A root
+//! icf misses (a symbol a shared library references, say) makes live code
+//! look dead. That only costs folds, because the analysis treats every
+//! reference from code it did not lift as an address use (see
+//! `analysis::references_from_data`), so no address that code may compare
+//! gets folded away.
+
+use crate::program::{ObjectId, Program};
+use icf_object::{Binding, SectionIndex, SymbolKind, SymbolPlace, Visibility};
+use object::elf;
+use rustc_hash::FxHashMap as HashMap;
+
+/// What the link command says about its roots.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcRoots {
+    /// `--export-dynamic` (or `-rdynamic`): every default-visibility global is a root.
+    pub export_dynamic: bool,
+    /// The entry symbol (`-e`) and `-u` symbols.
+    pub symbols: Vec<String>,
+}
+
+/// Per loaded object, per section: whether the link may keep it. Objects
+/// the link does not load have every section dead.
+pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
+    let mut live: Vec<Vec<bool>> = program
+        .objects
+        .iter()
+        .map(|o| vec![false; o.elf.sections.len()])
+        .collect();
+    let mut work: Vec<(ObjectId, SectionIndex)> = Vec::new();
+    let mut mark = |object: ObjectId, section: SectionIndex, work: &mut Vec<_>| {
+        if let Some(flag) = live[object.index()].get_mut(section.index())
+            && !*flag
+        {
+            *flag = true;
+            work.push((object, section));
+        }
+    };
+    let export_all = program.options.shared || roots.export_dynamic;
+    let root_names: Vec<&[u8]> = roots
+        .symbols
+        .iter()
+        .map(|s| s.as_bytes())
+        .chain([&b"main"[..], b"_init", b"_fini"])
+        .collect();
+    for &name in &root_names {
+        if let Some((object, symbol)) = program.definitions.winner(name)
+            && let Some(section) = program.object(object).elf.symbol(symbol).section()
+        {
+            mark(object, section, &mut work);
+        }
+    }
+    for (index, object) in program.objects.iter().enumerate() {
+        if !object.loaded {
+            continue;
+        }
+        let id = ObjectId(index as u32);
+        for (section_index, section) in object.elf.sections.iter().enumerate() {
+            if is_root_section(section) {
+                mark(id, SectionIndex(section_index as u32), &mut work);
+            }
+        }
+        if export_all {
+            for symbol in &object.elf.symbols {
+                if symbol.binding != Binding::Local
+                    && symbol.visibility == Visibility::Default
+                    && let Some(section) = symbol.section()
+                {
+                    mark(id, section, &mut work);
+                }
+            }
+        }
+    }
+
+    // Sections that live only with another one: SHF_LINK_ORDER dependants,
+    // and the LSDA and personality an FDE gives its function.
+    let mut dependants: Vec<Vec<Vec<SectionIndex>>> = program
+        .objects
+        .iter()
+        .map(|o| vec![Vec::new(); o.elf.sections.len()])
+        .collect();
+    for (index, object) in program.objects.iter().enumerate() {
+        if !object.loaded {
+            continue;
+        }
+        let elf = &object.elf;
+        for (section_index, section) in elf.sections.iter().enumerate() {
+            if section.flags & elf::SHF_LINK_ORDER.0 != 0
+                && let Some(list) = dependants[index].get_mut(section.link as usize)
+            {
+                list.push(SectionIndex(section_index as u32));
+            }
+        }
+        let Some((eh_frame, fdes)) = &elf.eh_frame else {
+            continue;
+        };
+        let relocs = &elf.section(*eh_frame).relocs;
+        for fde in fdes {
+            let Some(function) = fde
+                .pc_begin
+                .and_then(|r| elf.symbol(relocs[r].symbol).section())
+            else {
+                continue;
+            };
+            let cie_relocs = relocs
+                .iter()
+                .filter(|r| r.offset >= fde.cie_offset && r.offset < fde.cie_offset + fde.cie_size);
+            for reloc in fde.lsda.map(|r| &relocs[r]).into_iter().chain(cie_relocs) {
+                if let Some(section) = elf.symbol(reloc.symbol).section()
+                    && let Some(list) = dependants[index].get_mut(function.index())
+                {
+                    list.push(section);
+                }
+            }
+        }
+    }
+
+    // Every loaded instance of a COMDAT group, by signature: the link keeps
+    // one, but which one matters to folding (see `plan::ComdatInstances`),
+    // so a section lives in all instances as soon as it lives in one.
+    let mut instances: HashMap<&[u8], Vec<(ObjectId, u32)>> = HashMap::default();
+    for (index, object) in program.objects.iter().enumerate() {
+        if !object.loaded {
+            continue;
+        }
+        for (group_index, group) in object.elf.groups.iter().enumerate() {
+            if group.is_comdat {
+                let name = object.elf.symbol(group.signature).name;
+                instances
+                    .entry(name)
+                    .or_default()
+                    .push((ObjectId(index as u32), group_index as u32));
+            }
+        }
+    }
+
+    while let Some((object, section)) = work.pop() {
+        let loaded = program.object(object);
+        let elf = &loaded.elf;
+        for &dependant in &dependants[object.index()][section.index()] {
+            mark(object, dependant, &mut work);
+        }
+        let this = elf.section(section);
+        if let Some(group) = this.group.map(|g| &elf.groups[g as usize])
+            && group.is_comdat
+        {
+            let signature = elf.symbol(group.signature).name;
+            for &(other, other_group) in instances.get(signature).into_iter().flatten() {
+                let other_elf = &program.object(other).elf;
+                let sibling = other_elf.groups[other_group as usize]
+                    .members
+                    .iter()
+                    .copied()
+                    .find(|&m| other_elf.section(m).name == this.name);
+                if let Some(sibling) = sibling {
+                    mark(other, sibling, &mut work);
+                }
+            }
+        }
+        for reloc in &elf.section(section).relocs {
+            let symbol = elf.symbol(reloc.symbol);
+            let target = if symbol.binding == Binding::Local || symbol.kind == SymbolKind::Section {
+                symbol.section().map(|s| (object, s))
+            } else {
+                program.definitions.winner(symbol.name).and_then(|(o, s)| {
+                    let defined = program.object(o).elf.symbol(s);
+                    match defined.place {
+                        SymbolPlace::Section(section) => Some((o, section)),
+                        _ => None,
+                    }
+                })
+            };
+            if let Some((o, s)) = target {
+                mark(o, s, &mut work);
+            }
+        }
+    }
+    live
+}
+
+/// Sections a linker keeps whatever refers to them.
+fn is_root_section(section: &icf_object::Section<'_>) -> bool {
+    if !section.is_alloc() {
+        return false;
+    }
+    if section.sh_type == elf::SHT_NOTE.0
+        || matches!(
+            section.sh_type,
+            t if t == elf::SHT_INIT_ARRAY.0 || t == elf::SHT_FINI_ARRAY.0 || t == elf::SHT_PREINIT_ARRAY.0
+        )
+        || section.flags & elf::SHF_GNU_RETAIN.0 != 0
+    {
+        return true;
+    }
+    let name = section.name;
+    const KEPT: [&[u8]; 9] = [
+        b".init_array",
+        b".fini_array",
+        b".preinit_array",
+        b".ctors",
+        b".dtors",
+        b".init",
+        b".fini",
+        b".jcr",
+        b".note",
+    ];
+    if KEPT.iter().any(|kept| {
+        name == *kept || (name.starts_with(kept) && name.get(kept.len()) == Some(&b'.'))
+    }) {
+        return true;
+    }
+    // Reached through __start_NAME / __stop_NAME.
+    !name.is_empty()
+        && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        && !name[0].is_ascii_digit()
+}
