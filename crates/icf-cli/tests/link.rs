@@ -390,6 +390,56 @@ fn gc_sections_links_fold_what_the_link_keeps_and_skip_the_rest() {
 }
 
 #[test]
+fn code_taken_for_dead_still_keeps_the_addresses_it_compares() {
+    for compiler in [Compiler::Gcc, Compiler::Clang] {
+        let dir = scratch(&format!("gc-dlsym-{compiler:?}"));
+        let build = Build::new(compiler);
+        let inputs = objects(&["e2e/gc_dlsym.c", "e2e/gc_twins.c"], &build);
+        let driver = if compiler == Compiler::Gcc {
+            "gcc"
+        } else {
+            "clang-19"
+        };
+        let link_flags = [
+            "-Wl,--gc-sections",
+            "-Wl,--export-dynamic-symbol=same_twins",
+            "-ldl",
+        ];
+        for linker in ["bfd", "gold", "lld", "mold"] {
+            let use_linker = format!("-fuse-ld={linker}");
+            let plain = dir.join(format!("plain-{linker}"));
+            let status = Command::new(driver)
+                .args([&use_linker, "-B/usr/lib/llvm-19/bin/"])
+                .args(&inputs)
+                .args(link_flags)
+                .arg("-o")
+                .arg(&plain)
+                .status()
+                .expect("link plainly");
+            assert!(status.success());
+            let expected = run(&plain);
+            assert!(
+                expected.ends_with(" 0\n"),
+                "{compiler:?} {linker}: same_twins is not reached: {expected}"
+            );
+            let folded = dir.join(format!("folded-{linker}"));
+            let mut args = vec!["link", "--strict", "--", driver, &use_linker];
+            args.push("-B/usr/lib/llvm-19/bin/");
+            args.extend(inputs.iter().map(String::as_str));
+            args.extend(link_flags);
+            args.extend(["-o", folded.to_str().expect("utf-8")]);
+            let output = icf(&args);
+            assert!(
+                output.status.success(),
+                "{compiler:?} {linker}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert_eq!(run(&folded), expected, "{compiler:?} {linker}");
+        }
+    }
+}
+
+#[test]
 fn archive_members_sharing_a_name_are_each_rewritten_as_themselves() {
     let dir = scratch("duplicate-members");
     let build = Build::new(Compiler::Gcc);
