@@ -261,6 +261,58 @@ fn comdat_instances_the_linker_discards_are_never_kept() {
     }
 }
 
+/// The C or C++ driver of `compiler`.
+fn driver(compiler: Compiler, cxx: bool) -> &'static str {
+    match (compiler, cxx) {
+        (Compiler::Gcc, false) => "gcc",
+        (Compiler::Gcc, true) => "g++",
+        (Compiler::Clang, false) => "clang-19",
+        (Compiler::Clang, true) => "clang++-19",
+    }
+}
+
+/// Links `args` with `driver` and each of GNU ld, gold, lld and mold, once
+/// plainly and once through `icf link --strict --report`, runs both and
+/// checks they print the same. Returns, per linker, its name, the plain
+/// program's output, the folded program and the report.
+fn link_with_every_linker(
+    dir: &Path,
+    driver: &str,
+    args: &[String],
+) -> Vec<(&'static str, String, PathBuf, String)> {
+    let mut linked = Vec::new();
+    for linker in ["bfd", "gold", "lld", "mold"] {
+        let use_linker = format!("-fuse-ld={linker}");
+        let plain = dir.join(format!("plain-{linker}"));
+        let status = Command::new(driver)
+            .args([&use_linker, "-B/usr/lib/llvm-19/bin/"])
+            .args(args)
+            .arg("-o")
+            .arg(&plain)
+            .status()
+            .expect("link plainly");
+        assert!(status.success(), "{driver} {linker}: the plain link failed");
+        let expected = run(&plain);
+        let folded = dir.join(format!("folded-{linker}"));
+        let report = dir.join(format!("report-{linker}.json"));
+        let mut command = vec!["link", "--strict", "--report"];
+        command.push(report.to_str().expect("utf-8"));
+        command.extend(["--", driver, &use_linker, "-B/usr/lib/llvm-19/bin/"]);
+        command.extend(args.iter().map(String::as_str));
+        command.extend(["-o", folded.to_str().expect("utf-8")]);
+        let output = icf(&command);
+        assert!(
+            output.status.success(),
+            "{driver} {linker}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(run(&folded), expected, "{driver} {linker}");
+        let report = std::fs::read_to_string(&report).expect("read the report");
+        linked.push((linker, expected, folded, report));
+    }
+    linked
+}
+
 #[test]
 fn comdat_instances_that_differ_fold_through_archives_without_loading_more() {
     // libodr.a: odr_other.o (-O0, linked first: its mix<3> is kept),
@@ -279,53 +331,17 @@ fn comdat_instances_that_differ_fold_through_archives_without_loading_more() {
         parts.extend(objects(&["e2e/odr_slow.cpp", "e2e/odr_unused.cpp"], &slow));
         let main = objects(&["e2e/odr_main.cpp"], &fast).remove(0);
         let archive = archive(&dir, "libodr.a", &parts);
-        let driver = if compiler == Compiler::Gcc {
-            "g++"
-        } else {
-            "clang++-19"
-        };
-        let plain = dir.join("plain");
-        let status = Command::new(driver)
-            .arg(&main)
-            .arg(&archive)
-            .arg("-o")
-            .arg(&plain)
-            .status()
-            .expect("link plainly");
-        assert!(status.success());
-        let expected = run(&plain);
-        for linker in ["bfd", "gold", "lld", "mold"] {
-            let folded = dir.join(format!("folded-{linker}"));
-            let report = dir.join(format!("report-{linker}.json"));
-            let output = icf(&[
-                "link",
-                "--strict",
-                "--report",
-                report.to_str().expect("utf-8"),
-                "--",
-                driver,
-                &format!("-fuse-ld={linker}"),
-                "-B/usr/lib/llvm-19/bin/",
-                &main,
-                archive.to_str().expect("utf-8"),
-                "-o",
-                folded.to_str().expect("utf-8"),
-            ]);
-            assert!(
-                output.status.success(),
-                "{compiler:?} {linker}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            assert_eq!(run(&folded), expected, "{compiler:?} {linker}");
-            let report = std::fs::read_to_string(&report).expect("read the report");
+        let args = [main, archive.display().to_string()];
+        for (linker, _, folded, report) in
+            link_with_every_linker(&dir, driver(compiler, true), &args)
+        {
             assert!(
                 report.contains("whichever instance of the kept function"),
                 "{compiler:?} {linker}: no thunk through an identity"
             );
             let symbols = Command::new("nm").arg(&folded).output().expect("nm");
-            let symbols = String::from_utf8_lossy(&symbols.stdout);
             assert!(
-                !symbols.contains("_Z6unusedl"),
+                !String::from_utf8_lossy(&symbols.stdout).contains("_Z6unusedl"),
                 "{compiler:?} {linker}: the link loaded odr_unused.o"
             );
         }
@@ -336,45 +352,9 @@ fn comdat_instances_that_differ_fold_through_archives_without_loading_more() {
 fn gc_sections_links_fold_what_the_link_keeps_and_skip_the_rest() {
     for compiler in [Compiler::Gcc, Compiler::Clang] {
         let dir = scratch(&format!("gc-{compiler:?}"));
-        let build = Build::new(compiler);
-        let main = objects(&["e2e/gc_main.c"], &build).remove(0);
-        let driver = if compiler == Compiler::Gcc {
-            "gcc"
-        } else {
-            "clang-19"
-        };
-        let plain = dir.join("plain");
-        let status = Command::new(driver)
-            .args([&main, "-Wl,--gc-sections", "-o"])
-            .arg(&plain)
-            .status()
-            .expect("link plainly");
-        assert!(status.success());
-        let expected = run(&plain);
-        for linker in ["bfd", "gold", "lld", "mold"] {
-            let folded = dir.join(format!("folded-{linker}"));
-            let report = dir.join(format!("report-{linker}.json"));
-            let output = icf(&[
-                "link",
-                "--strict",
-                "--report",
-                report.to_str().expect("utf-8"),
-                "--",
-                driver,
-                &format!("-fuse-ld={linker}"),
-                "-B/usr/lib/llvm-19/bin/",
-                &main,
-                "-Wl,--gc-sections",
-                "-o",
-                folded.to_str().expect("utf-8"),
-            ]);
-            assert!(
-                output.status.success(),
-                "{compiler:?} {linker}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            assert_eq!(run(&folded), expected, "{compiler:?} {linker}");
-            let report = std::fs::read_to_string(&report).expect("read the report");
+        let mut args = objects(&["e2e/gc_main.c"], &Build::new(compiler));
+        args.push("-Wl,--gc-sections".to_string());
+        for (linker, _, _, report) in link_with_every_linker(&dir, driver(compiler, false), &args) {
             for folded_pair in ["live_a", "live_b", "ctor_a", "ctor_b"] {
                 assert!(
                     report.contains(&format!("\"{folded_pair}\"")),
@@ -393,48 +373,22 @@ fn gc_sections_links_fold_what_the_link_keeps_and_skip_the_rest() {
 fn code_taken_for_dead_still_keeps_the_addresses_it_compares() {
     for compiler in [Compiler::Gcc, Compiler::Clang] {
         let dir = scratch(&format!("gc-dlsym-{compiler:?}"));
-        let build = Build::new(compiler);
-        let inputs = objects(&["e2e/gc_dlsym.c", "e2e/gc_twins.c"], &build);
-        let driver = if compiler == Compiler::Gcc {
-            "gcc"
-        } else {
-            "clang-19"
-        };
-        let link_flags = [
-            "-Wl,--gc-sections",
-            "-Wl,--export-dynamic-symbol=same_twins",
-            "-ldl",
-        ];
-        for linker in ["bfd", "gold", "lld", "mold"] {
-            let use_linker = format!("-fuse-ld={linker}");
-            let plain = dir.join(format!("plain-{linker}"));
-            let status = Command::new(driver)
-                .args([&use_linker, "-B/usr/lib/llvm-19/bin/"])
-                .args(&inputs)
-                .args(link_flags)
-                .arg("-o")
-                .arg(&plain)
-                .status()
-                .expect("link plainly");
-            assert!(status.success());
-            let expected = run(&plain);
+        let mut args = objects(&["e2e/gc_dlsym.c", "e2e/gc_twins.c"], &Build::new(compiler));
+        args.extend(
+            [
+                "-Wl,--gc-sections",
+                "-Wl,--export-dynamic-symbol=same_twins",
+                "-ldl",
+            ]
+            .map(String::from),
+        );
+        for (linker, expected, _, _) in link_with_every_linker(&dir, driver(compiler, false), &args)
+        {
+            // The folded output equals this: twin_a and twin_b stay apart.
             assert!(
                 expected.ends_with(" 0\n"),
                 "{compiler:?} {linker}: same_twins is not reached: {expected}"
             );
-            let folded = dir.join(format!("folded-{linker}"));
-            let mut args = vec!["link", "--strict", "--", driver, &use_linker];
-            args.push("-B/usr/lib/llvm-19/bin/");
-            args.extend(inputs.iter().map(String::as_str));
-            args.extend(link_flags);
-            args.extend(["-o", folded.to_str().expect("utf-8")]);
-            let output = icf(&args);
-            assert!(
-                output.status.success(),
-                "{compiler:?} {linker}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            assert_eq!(run(&folded), expected, "{compiler:?} {linker}");
         }
     }
 }

@@ -236,14 +236,14 @@ impl<'p, 'data> Analysis<'p, 'data> {
         }
     }
 
+    /// The section a candidate lives in.
+    pub(crate) fn section_of(&self, info: &CandidateInfo) -> &icf_object::Section<'data> {
+        self.program.object(info.object).elf.section(info.section)
+    }
+
     fn data_place(&self, id: CandidateId) -> String {
         let info = &self.candidates[id.index()];
-        let section = self
-            .program
-            .object(info.object)
-            .elf
-            .section(info.section)
-            .name_lossy();
+        let section = self.section_of(info).name_lossy();
         icf_ir::print::with_addend(&section, info.start as i64)
     }
 

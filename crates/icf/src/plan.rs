@@ -800,12 +800,8 @@ impl<'data> ComdatInstances<'data> {
         let Some((id, _)) = self.instances_of(analysis, candidate) else {
             return answer();
         };
-        let info = &analysis.candidates[candidate.index()];
         let name = analysis
-            .program
-            .object(info.object)
-            .elf
-            .section(info.section)
+            .section_of(&analysis.candidates[candidate.index()])
             .name;
         if let Some(&known) = self.answers.borrow().get(&(question, id, name)) {
             return known;
@@ -836,12 +832,7 @@ impl<'data> ComdatInstances<'data> {
         info: &crate::analysis::CandidateInfo,
         (object, group): (ObjectId, u32),
     ) -> Option<SectionIndex> {
-        let name = analysis
-            .program
-            .object(info.object)
-            .elf
-            .section(info.section)
-            .name;
+        let name = analysis.section_of(info).name;
         let elf = &analysis.program.object(object).elf;
         elf.groups[group as usize]
             .members
