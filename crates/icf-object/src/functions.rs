@@ -148,12 +148,7 @@ impl<'data> ElfObject<'data> {
         }
         let source = self.section(from);
         if source.is_executable() {
-            let field_end = if self.arch == Arch::X86_64 {
-                i64::from(reloc.size)
-            } else {
-                0
-            };
-            return Some((target, base + field_end));
+            return Some((target, base + self.field_end(from, reloc)));
         }
         let self_relative =
             source.name == b".eh_frame" || source.name.starts_with(b".gcc_except_table");
@@ -165,6 +160,18 @@ impl<'data> ElfObject<'data> {
             .get(&from)
             .and_then(|a| a.iter().rev().find(|&&a| a <= reloc.offset))?;
         Some((target, base - (reloc.offset - table) as i64))
+    }
+
+    /// How far past its field a PC-relative reference in section `from`
+    /// points when its addend is zero: an x86-64 field in code is taken to
+    /// end its instruction (true for branches and most RIP-relative
+    /// operands); anywhere else the place is the field itself.
+    pub fn field_end(&self, from: SectionIndex, reloc: &Reloc) -> i64 {
+        if reloc.pc_relative && self.arch == Arch::X86_64 && self.section(from).is_executable() {
+            i64::from(reloc.size)
+        } else {
+            0
+        }
     }
 
     /// For each section, the sorted offsets that something names: symbols

@@ -569,17 +569,8 @@ fn references_from_data<'data>(
                 }
                 let symbol = object.symbol_refs[reloc.symbol.index()];
                 let addend = symbol.base.wrapping_add(reloc.addend);
-                // An x86-64 PC-relative field in code is taken to end its
-                // instruction, as the lifter's fallback does: the place is
-                // past the field, whichever object defines the symbol.
-                let field_end = if section.is_executable()
-                    && reloc.pc_relative
-                    && object.elf.arch == icf_ir::Arch::X86_64
-                {
-                    i64::from(reloc.size)
-                } else {
-                    0
-                };
+                // Past the field, whichever object defines the symbol.
+                let field_end = object.elf.field_end(from, reloc);
                 let place = object
                     .elf
                     .reloc_place(&object.anchors, from, reloc)

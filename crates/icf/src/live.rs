@@ -117,9 +117,11 @@ pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
             else {
                 continue;
             };
-            let cie_relocs = relocs
+            // Relocations are sorted by offset: the CIE's are one run.
+            let cie_start = relocs.partition_point(|r| r.offset < fde.cie_offset);
+            let cie_relocs = relocs[cie_start..]
                 .iter()
-                .filter(|r| r.offset >= fde.cie_offset && r.offset < fde.cie_offset + fde.cie_size);
+                .take_while(|r| r.offset < fde.cie_offset + fde.cie_size);
             for reloc in fde.lsda.map(|r| &relocs[r]).into_iter().chain(cie_relocs) {
                 if let Some(section) = elf.symbol(reloc.symbol).section()
                     && let Some(list) = dependants[index].get_mut(function.index())

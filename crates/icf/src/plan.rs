@@ -185,12 +185,11 @@ impl<'data> Analysis<'_, 'data> {
                 }
             }
             let pinned_any = !pinned.is_empty();
-            let class = if pinned_any {
+            let mut class = if pinned_any {
                 plan_class(ClassId(members[0].0), &facts, options.mode)
             } else {
                 optimistic
             };
-            let mut class = class;
             // The link keeps one instance of each COMDAT group, the first in
             // link order as a rule: the bytes of the others were never going
             // to be linked, so removing them saves nothing.
