@@ -34,3 +34,18 @@ pub fn structural_hash(f: &Function) -> u64 {
     }
     mixer.0
 }
+
+/// A hash of `bytes` (a body's code), eight bytes at a time.
+pub fn bytes_hash(bytes: &[u8]) -> u64 {
+    let mut mixer = Mixer(bytes.len() as u64);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        mixer.add(u64::from_le_bytes(word));
+    }
+    let mut tail = [0; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mixer.add(u64::from_le_bytes(tail));
+    mixer.0
+}

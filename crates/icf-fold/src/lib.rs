@@ -10,6 +10,7 @@
 //! Architecture invariant: this crate never sees bytes of a file or a file
 //! format; only IR, interned attribute numbers and target ids.
 
+pub mod body;
 pub mod compare;
 pub mod hash;
 pub mod partition;
@@ -60,5 +61,12 @@ pub struct Attrs {
 #[derive(Copy, Clone, Debug)]
 pub struct Candidate<'a> {
     pub function: &'a Function,
+    pub attrs: &'a Attrs,
+}
+
+/// A candidate as the partition sees it: its comparator key and attributes.
+#[derive(Copy, Clone, Debug)]
+pub struct KeyedCandidate<'a> {
+    pub body: &'a body::Body,
     pub attrs: &'a Attrs,
 }

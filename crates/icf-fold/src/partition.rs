@@ -13,9 +13,9 @@
 //! id is its smallest member's index and rounds update ids only after every
 //! class is sorted, so the result does not depend on the thread count.
 
-use crate::compare::{TargetClasses, compare};
-use crate::hash::structural_hash;
-use crate::{Candidate, CandidateId, ClassId};
+use crate::compare::{TargetClasses, compare_bodies};
+use crate::hash::bytes_hash;
+use crate::{CandidateId, ClassId, KeyedCandidate};
 use icf_ir::TargetId;
 use rayon::prelude::*;
 use std::cmp::Ordering;
@@ -60,17 +60,24 @@ impl TargetClasses for ClassMap<'_> {
 
 /// Refines `candidates` to the coarsest stable partition. `target_candidate`
 /// says which candidate each target id names.
-pub fn refine(candidates: &[Candidate<'_>], target_candidate: &[Option<CandidateId>]) -> Partition {
-    let hashes: Vec<u64> = candidates
+pub fn refine(
+    candidates: &[KeyedCandidate<'_>],
+    target_candidate: &[Option<CandidateId>],
+) -> Partition {
+    let hashes: Vec<u64> = candidates.iter().map(|c| c.body.structural_hash).collect();
+    // Equal keys mean equal codes: buckets by the code's hash are as sound
+    // as by structure, and far smaller.
+    let code_hashes: Vec<u64> = candidates
         .par_iter()
-        .map(|c| structural_hash(c.function))
+        .map(|c| bytes_hash(c.body.code()))
         .collect();
     let key = |i: usize| {
         let (c, attrs) = (&candidates[i], candidates[i].attrs);
         (
             hashes[i],
+            code_hashes[i],
             attrs.kind,
-            c.function.arch,
+            c.body.arch,
             attrs.section_class,
             attrs.unwind,
             attrs.layout_sensitive,
@@ -159,16 +166,13 @@ pub fn refine(candidates: &[Candidate<'_>], target_candidate: &[Option<Candidate
 
 /// The candidates `candidate` refers to (operands and unwind references), deduplicated.
 fn referenced_candidates(
-    candidate: &Candidate<'_>,
+    candidate: &KeyedCandidate<'_>,
     target_candidate: &[Option<CandidateId>],
 ) -> Vec<u32> {
-    let refs = candidate
-        .function
-        .refs
-        .iter()
-        .chain(candidate.attrs.refs.iter());
-    let mut found: Vec<u32> = refs
-        .filter_map(|r| target_candidate.get(r.target.index()).copied().flatten())
+    let targets = (candidate.body.refs().iter().map(|r| r.target))
+        .chain(candidate.attrs.refs.iter().map(|r| r.target));
+    let mut found: Vec<u32> = targets
+        .filter_map(|target| target_candidate.get(target.index()).copied().flatten())
         .map(|c| c.0)
         .collect();
     found.sort_unstable();
@@ -177,9 +181,14 @@ fn referenced_candidates(
 }
 
 /// Sorts one class and cuts it into runs of equal candidates, each run in index order.
-fn split_class(group: &[u32], candidates: &[Candidate<'_>], map: &ClassMap<'_>) -> Vec<Vec<u32>> {
+fn split_class(
+    group: &[u32],
+    candidates: &[KeyedCandidate<'_>],
+    map: &ClassMap<'_>,
+) -> Vec<Vec<u32>> {
     let mut sorted = group.to_vec();
-    let cmp = |a: &u32, b: &u32| compare(candidates[*a as usize], candidates[*b as usize], map);
+    let cmp =
+        |a: &u32, b: &u32| compare_bodies(candidates[*a as usize], candidates[*b as usize], map);
     sorted.sort_by(|a, b| cmp(a, b).then(a.cmp(b)));
     sorted
         .chunk_by(|a, b| cmp(a, b) == Ordering::Equal)
@@ -190,6 +199,7 @@ fn split_class(group: &[u32], candidates: &[Candidate<'_>], map: &ClassMap<'_>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::body::Body;
     use crate::{Attrs, Kind};
     use icf_ir::{Arch, Function, Opcode, Operand, Ref, RefKind, Use};
     use smallvec::SmallVec;
@@ -229,10 +239,11 @@ mod tests {
     /// Candidate i is target i.
     fn classes(functions: &[Function]) -> Vec<ClassId> {
         let attrs = attrs();
-        let candidates: Vec<Candidate<'_>> = functions
+        let bodies: Vec<Body> = functions.iter().map(Body::of).collect();
+        let candidates: Vec<KeyedCandidate<'_>> = bodies
             .iter()
-            .map(|f| Candidate {
-                function: f,
+            .map(|body| KeyedCandidate {
+                body,
                 attrs: &attrs,
             })
             .collect();

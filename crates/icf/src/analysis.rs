@@ -9,8 +9,9 @@
 
 use crate::program::{ObjectId, Program};
 use crate::targets::{Target, TargetTable};
+use icf_fold::body::Body;
 use icf_fold::partition::Partition;
-use icf_fold::{Attrs, Candidate, CandidateId, Kind};
+use icf_fold::{Attrs, CandidateId, KeyedCandidate, Kind};
 use icf_ir::{
     Block, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, TargetId, Use,
 };
@@ -58,17 +59,21 @@ pub struct Timings {
     pub plan: Duration,
 }
 
-/// Every candidate, lifted, with its attributes and its class.
+/// Every candidate, lifted to its comparator key, with its attributes and
+/// its class. The IR itself is lifted again where a difference is explained
+/// ([`Analysis::lift_candidate`]): a program keeps only the keys.
 #[derive(Debug)]
 pub struct Analysis<'p, 'data> {
     pub program: &'p Program<'data>,
     pub candidates: Vec<CandidateInfo>,
-    pub functions: Vec<Function>,
+    pub bodies: Vec<Body>,
     pub attrs: Vec<Attrs>,
     /// The program's targets plus candidate and constant targets.
     pub targets: TargetTable<'data>,
     /// The candidate each target names, indexed by target id.
     pub target_candidate: Vec<Option<CandidateId>>,
+    /// The candidates and constants of each section, for narrowing references.
+    places: HashMap<(ObjectId, SectionIndex), SectionPlaces>,
     pub partition: Partition,
     /// Output-section class names, indexed by [`Attrs::section_class`].
     pub section_classes: Vec<String>,
@@ -136,14 +141,10 @@ impl<'p, 'data> Analysis<'p, 'data> {
         let (data_references, vtable_entries) =
             references_from_data(program, &narrower, live.as_deref());
 
-        let functions: Vec<Function> = candidates
+        // Each function's IR lives only until its key is made.
+        let mut bodies: Vec<Body> = candidates
             .par_iter()
-            .map(|candidate| match candidate.origin {
-                Origin::Function(index) => {
-                    narrower.narrow_function(program.lift(&program.functions[index]))
-                }
-                Origin::Data => narrower.lift_data(candidate),
-            })
+            .map(|candidate| Body::of(&narrower.lift(candidate)))
             .collect();
         let lift_time = started.elapsed();
 
@@ -153,24 +154,31 @@ impl<'p, 'data> Analysis<'p, 'data> {
             program,
             &candidates,
             &narrower,
-            &functions,
+            &bodies,
             &mut section_classes,
         );
-        let fold_candidates: Vec<Candidate<'_>> = functions
+        for (body, attrs) in bodies.iter_mut().zip(&attrs) {
+            if !attrs.layout_sensitive {
+                body.drop_layout();
+            }
+        }
+        let fold_candidates: Vec<KeyedCandidate<'_>> = bodies
             .iter()
             .zip(&attrs)
-            .map(|(function, attrs)| Candidate { function, attrs })
+            .map(|(body, attrs)| KeyedCandidate { body, attrs })
             .collect();
         let partition = icf_fold::partition::refine(&fold_candidates, &target_candidate);
         let partition_time = started.elapsed();
 
+        drop(fold_candidates);
         Analysis {
             program,
             candidates,
-            functions,
+            bodies,
             attrs,
             targets,
             target_candidate,
+            places,
             partition,
             section_classes,
             data_references,
@@ -183,11 +191,15 @@ impl<'p, 'data> Analysis<'p, 'data> {
         }
     }
 
-    pub fn candidate(&self, id: CandidateId) -> Candidate<'_> {
-        Candidate {
-            function: &self.functions[id.index()],
-            attrs: &self.attrs[id.index()],
+    /// The IR of a candidate, lifted and narrowed again exactly as
+    /// [`Analysis::run`] did before keeping only its key.
+    pub fn lift_candidate(&self, id: CandidateId) -> Function {
+        Narrower {
+            program: self.program,
+            targets: &self.targets,
+            places: &self.places,
         }
+        .lift(&self.candidates[id.index()])
     }
 
     /// The candidate a target names, if any.
@@ -464,6 +476,16 @@ impl Narrower<'_, '_> {
         (target, addend)
     }
 
+    /// The candidate's IR with its references narrowed.
+    fn lift(&self, candidate: &CandidateInfo) -> Function {
+        match candidate.origin {
+            Origin::Function(index) => {
+                self.narrow_function(self.program.lift(&self.program.functions[index]))
+            }
+            Origin::Data => self.lift_data(candidate),
+        }
+    }
+
     fn narrow_function(&self, mut function: Function) -> Function {
         for r in &mut function.refs {
             // The lifter rebased PC-relative addends: the addend is the place.
@@ -653,7 +675,7 @@ fn attributes(
     program: &Program<'_>,
     candidates: &[CandidateInfo],
     narrower: &Narrower<'_, '_>,
-    functions: &[Function],
+    bodies: &[Body],
     section_classes: &mut Vec<String>,
 ) -> Vec<Attrs> {
     let mut class_ids: HashMap<String, u32> = HashMap::default();
@@ -681,11 +703,11 @@ fn attributes(
 
     // Places something outside a code candidate jumps into make its layout matter.
     let mut interior_referenced = vec![false; candidates.len()];
-    for (index, function) in functions.iter().enumerate() {
-        for r in &function.refs {
+    for (index, body) in bodies.iter().enumerate() {
+        for r in body.refs() {
             if let Some(target) = narrower.targets_candidate(r.target)
                 && target.index() != index
-                && r.addend != 0
+                && r.interior
                 && candidates[target.index()].is_code()
             {
                 interior_referenced[target.index()] = true;
@@ -718,7 +740,7 @@ fn attributes(
             };
             if let Origin::Function(function) = candidate.origin {
                 attrs.layout_sensitive = interior_referenced[index]
-                    || functions[index].layout_sensitive
+                    || bodies[index].layout_sensitive
                     || !program
                         .entry_points(&program.functions[function])
                         .is_empty();

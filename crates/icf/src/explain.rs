@@ -5,7 +5,6 @@
 
 use crate::analysis::{Analysis, Origin};
 use icf_fold::CandidateId;
-use icf_fold::compare::first_difference;
 use rustc_hash::FxHashSet as HashSet;
 use std::fmt::Write;
 
@@ -84,11 +83,7 @@ impl Analysis<'_, '_> {
             );
             return;
         }
-        let Some(difference) = first_difference(
-            self.candidate(left),
-            self.candidate(right),
-            &self.class_map(),
-        ) else {
+        let Some((difference, text)) = self.difference(left, right) else {
             // Equal under the final classes but split earlier cannot happen at a fixpoint.
             let _ = writeln!(
                 out,
@@ -96,11 +91,7 @@ impl Analysis<'_, '_> {
             );
             return;
         };
-        let _ = writeln!(
-            out,
-            "{indent}{ln} and {rn} differ: {}",
-            self.describe_step(left, right, &difference.step)
-        );
+        let _ = writeln!(out, "{indent}{ln} and {rn} differ: {text}");
         let Some((lt, rt)) = difference.targets else {
             return;
         };

@@ -231,13 +231,13 @@ impl<'data> Analysis<'_, 'data> {
         // Uses inferred from objects without a table, by candidate and by name.
         let mut inferred: HashMap<CandidateId, Significance> = HashMap::default();
         let mut inferred_names: HashMap<&[u8], Significance> = HashMap::default();
-        for (index, function) in self.functions.iter().enumerate() {
+        for (index, body) in self.bodies.iter().enumerate() {
             let info = &self.candidates[index];
             if has_table(info.object) {
                 continue;
             }
             let from_data = !info.is_code();
-            for r in &function.refs {
+            for r in body.refs() {
                 if r.use_ != Use::Address && !from_data {
                     continue;
                 }

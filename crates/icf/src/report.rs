@@ -5,7 +5,7 @@
 use crate::analysis::Analysis;
 use crate::plan::Plan;
 use icf_fold::CandidateId;
-use icf_fold::compare::{Step, first_difference};
+use icf_fold::compare::{Difference, Step, first_difference};
 use icf_fold::plan::{Action, KeepReason, Mode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -113,11 +113,11 @@ impl Analysis<'_, '_> {
             objects: program.objects.len(),
             ..Totals::default()
         };
-        for (info, function) in self.candidates.iter().zip(&self.functions) {
+        for (info, body) in self.candidates.iter().zip(&self.bodies) {
             if info.is_code() {
                 totals.functions += 1;
                 totals.code_bytes += info.size();
-                totals.opaque_functions += usize::from(function.has_opaque());
+                totals.opaque_functions += usize::from(body.has_opaque);
             } else {
                 totals.data_pieces += 1;
                 totals.data_bytes += info.size();
@@ -226,37 +226,52 @@ impl Analysis<'_, '_> {
                     .push(CandidateId(index as u32));
             }
         }
-        let mut result: Vec<NearDuplicate> = by_hash
+        let mut shown: Vec<&Vec<CandidateId>> = by_hash
             .values()
             .filter(|classes| classes.len() > 1)
-            .map(|classes| {
-                let difference = first_difference(
-                    self.candidate(classes[0]),
-                    self.candidate(classes[1]),
-                    &self.class_map(),
-                );
-                NearDuplicate {
-                    size: self.candidates[classes[0].index()].size(),
-                    functions: classes.iter().map(|&c| self.name(c)).collect(),
-                    first_difference: difference
-                        .map(|d| self.describe_step(classes[0], classes[1], &d.step))
-                        .unwrap_or_else(|| "identical".to_string()),
-                }
-            })
             .collect();
-        result.sort_by(|a, b| {
-            (b.size * b.functions.len() as u64).cmp(&(a.size * a.functions.len() as u64))
-        });
-        result.truncate(NEAR_DUPLICATES_SHOWN);
-        result
+        let weight = |classes: &[CandidateId]| {
+            self.candidates[classes[0].index()].size() * classes.len() as u64
+        };
+        shown.sort_by_key(|classes| std::cmp::Reverse(weight(classes)));
+        shown.truncate(NEAR_DUPLICATES_SHOWN);
+        shown
+            .into_iter()
+            .map(|classes| NearDuplicate {
+                size: self.candidates[classes[0].index()].size(),
+                functions: classes.iter().map(|&c| self.name(c)).collect(),
+                first_difference: self
+                    .difference(classes[0], classes[1])
+                    .map_or_else(|| "identical".to_string(), |(_, text)| text),
+            })
+            .collect()
+    }
+
+    /// Where two candidates first differ under the final classes, with one
+    /// line saying so; `None` when they are equal. Lifts both again.
+    pub fn difference(
+        &self,
+        left: CandidateId,
+        right: CandidateId,
+    ) -> Option<(Difference, String)> {
+        let (l, r) = (self.lift_candidate(left), self.lift_candidate(right));
+        let candidate = |function, id: CandidateId| icf_fold::Candidate {
+            function,
+            attrs: &self.attrs[id.index()],
+        };
+        let difference =
+            first_difference(candidate(&l, left), candidate(&r, right), &self.class_map())?;
+        let text = self.describe_step((left, &l), (right, &r), &difference.step);
+        Some((difference, text))
     }
 
     /// One line saying where two candidates differ.
-    pub fn describe_step(&self, left: CandidateId, right: CandidateId, step: &Step) -> String {
-        let (l, r) = (
-            &self.functions[left.index()],
-            &self.functions[right.index()],
-        );
+    fn describe_step(
+        &self,
+        (left, l): (CandidateId, &icf_ir::Function),
+        (right, r): (CandidateId, &icf_ir::Function),
+        step: &Step,
+    ) -> String {
         let inst_text = |f: &icf_ir::Function, block: u32, inst: u32| -> String {
             let Some(block) = f.blocks.get(block as usize) else {
                 return "(none)".to_string();

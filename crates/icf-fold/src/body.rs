@@ -1,0 +1,218 @@
+//! The comparator's key of a function, kept instead of its IR.
+//!
+//! [`crate::compare`] is a lexicographic order on values computed from one
+//! side alone, except for reference targets, which compare by the class of
+//! the candidate they name. A [`Body`] is exactly that key, serialized: every
+//! value [`crate::compare`] looks at, in its order, as self-delimiting
+//! LEB128 numbers in [`Body::code`], with the reference targets lifted out
+//! into [`Body::refs`] in the order the walk meets them. Two functions
+//! compare `Equal` exactly when their codes are equal byte for byte and
+//! their targets pairwise name the same class (or the same non-candidate);
+//! a property test checks this against the comparator.
+//!
+//! A program holds every candidate at once; a body is a few bytes per
+//! instruction where the IR takes about forty, and its code compares as one
+//! `memcmp`. The IR itself is lifted again on demand where a person asks why
+//! two functions differ ([`crate::compare::first_difference`]).
+
+use crate::hash::structural_hash;
+use icf_ir::{Arch, Disp, Function, Operand, Ref, TargetId, Use};
+
+/// A reference to something outside the function, as the partition and the
+/// address-significance analysis need it.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct BodyRef {
+    pub target: TargetId,
+    pub use_: Use,
+    /// The reference points past the target's start (a non-zero addend).
+    pub interior: bool,
+}
+
+/// A function reduced to its comparator key (see the module documentation).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Body {
+    pub arch: Arch,
+    /// Size in bytes of the code the function was lifted from.
+    pub size: u32,
+    /// [`structural_hash`] of the function.
+    pub structural_hash: u64,
+    /// Part of the function is compared byte-exactly.
+    pub has_opaque: bool,
+    /// The function computes addresses of its own instructions.
+    pub layout_sensitive: bool,
+    code: Box<[u8]>,
+    /// Offset and length of every instruction in walk order: compared only
+    /// for layout-sensitive candidates, dropped for the others.
+    layout: Option<Box<[u8]>>,
+    refs: Box<[BodyRef]>,
+}
+
+impl Body {
+    /// The key of `f`, with its layout.
+    pub fn of(f: &Function) -> Body {
+        let mut code = Writer::default();
+        let mut layout = Writer::default();
+        let mut refs = Vec::with_capacity(f.refs.len());
+        let mut push_ref = |code: &mut Writer, r: &Ref| {
+            refs.push(BodyRef {
+                target: r.target,
+                use_: r.use_,
+                interior: r.addend != 0,
+            });
+            code.signed(r.addend);
+            code.unsigned(u64::from(r.kind.0));
+            code.unsigned(r.use_ as u64);
+        };
+        code.unsigned(f.blocks.len() as u64);
+        for block in &f.blocks {
+            code.unsigned(block.succs.len() as u64);
+            for succ in &block.succs {
+                code.unsigned(u64::from(succ.0));
+            }
+            code.unsigned(u64::from(block.reached));
+            let insts = f.block_insts(block);
+            code.unsigned(insts.len() as u64);
+            for inst in insts {
+                code.unsigned(u64::from(inst.op.0));
+                code.unsigned(u64::from(inst.flags));
+                let operands = f.inst_operands(inst);
+                code.unsigned(operands.len() as u64);
+                for &operand in operands {
+                    match operand {
+                        Operand::Reg(reg) => {
+                            code.unsigned(0);
+                            code.unsigned(u64::from(reg.0));
+                        }
+                        Operand::Imm(_) | Operand::Imm64(_) => {
+                            code.unsigned(1);
+                            code.signed(f.imm_value(operand).unwrap_or_default());
+                        }
+                        Operand::Mem(id) => {
+                            let mem = f.mem(id);
+                            code.unsigned(2);
+                            code.unsigned(u64::from(mem.base.0));
+                            code.unsigned(u64::from(mem.index.0));
+                            code.unsigned(u64::from(mem.scale));
+                            code.unsigned(u64::from(mem.seg.0));
+                            code.unsigned(u64::from(mem.size));
+                            match mem.disp {
+                                Disp::Imm(value) => {
+                                    code.unsigned(0);
+                                    code.signed(value);
+                                }
+                                Disp::Block(block) => {
+                                    code.unsigned(1);
+                                    code.unsigned(u64::from(block.0));
+                                }
+                                Disp::Ref(id) => {
+                                    code.unsigned(2);
+                                    push_ref(&mut code, f.ref_(id));
+                                }
+                            }
+                        }
+                        Operand::Block(block) => {
+                            code.unsigned(3);
+                            code.unsigned(u64::from(block.0));
+                        }
+                        Operand::Ref(id) => {
+                            code.unsigned(4);
+                            push_ref(&mut code, f.ref_(id));
+                        }
+                        Operand::Opaque(id) => {
+                            let bytes = &f.opaque_run(id).bytes;
+                            code.unsigned(5);
+                            code.unsigned(bytes.len() as u64);
+                            code.bytes.extend_from_slice(bytes);
+                        }
+                    }
+                }
+                layout.unsigned(u64::from(inst.at));
+                layout.unsigned(u64::from(inst.len));
+            }
+        }
+        Body {
+            arch: f.arch,
+            size: f.size,
+            structural_hash: structural_hash(f),
+            has_opaque: f.has_opaque(),
+            layout_sensitive: f.layout_sensitive,
+            code: code.bytes.into_boxed_slice(),
+            layout: Some(layout.bytes.into_boxed_slice()),
+            refs: refs.into_boxed_slice(),
+        }
+    }
+
+    /// The serialized key, reference targets left out.
+    pub fn code(&self) -> &[u8] {
+        &self.code
+    }
+
+    /// Instruction offsets and lengths; `None` once dropped.
+    pub fn layout(&self) -> Option<&[u8]> {
+        self.layout.as_deref()
+    }
+
+    /// Forgets the layout of a candidate whose layout does not matter.
+    pub fn drop_layout(&mut self) {
+        self.layout = None;
+    }
+
+    /// References in walk order, one per reference operand.
+    pub fn refs(&self) -> &[BodyRef] {
+        &self.refs
+    }
+
+    /// Heap bytes the body holds, for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.code.len()
+            + self.layout.as_ref().map_or(0, |l| l.len())
+            + std::mem::size_of_val(&*self.refs)
+    }
+}
+
+/// LEB128 numbers, unsigned and zigzag-signed: self-delimiting, so equal
+/// byte strings mean equal number sequences.
+#[derive(Default)]
+struct Writer {
+    bytes: Vec<u8>,
+}
+
+impl Writer {
+    fn unsigned(&mut self, mut value: u64) {
+        loop {
+            let byte = (value & 0x7f) as u8;
+            value >>= 7;
+            if value == 0 {
+                self.bytes.push(byte);
+                return;
+            }
+            self.bytes.push(byte | 0x80);
+        }
+    }
+
+    fn signed(&mut self, value: i64) {
+        self.unsigned(((value << 1) ^ (value >> 63)) as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_self_delimiting() {
+        let encode = |values: &[i64]| {
+            let mut w = Writer::default();
+            for &v in values {
+                w.signed(v);
+            }
+            w.bytes
+        };
+        assert_ne!(encode(&[1, 0]), encode(&[128]));
+        assert_ne!(encode(&[-1]), encode(&[1]));
+        assert_eq!(encode(&[i64::MIN, i64::MAX]).len(), 20);
+        let mut w = Writer::default();
+        w.unsigned(300);
+        assert_eq!(w.bytes, [0xac, 0x02]);
+    }
+}
