@@ -41,15 +41,24 @@ pub struct Body {
     /// The function computes addresses of its own instructions.
     pub layout_sensitive: bool,
     code: Box<[u8]>,
-    /// Offset and length of every instruction in walk order: compared only
-    /// for layout-sensitive candidates, dropped for the others.
+    /// Offset and length of every instruction in walk order, compared only
+    /// for layout-sensitive candidates and kept only for them.
     layout: Option<Box<[u8]>>,
     refs: Box<[BodyRef]>,
 }
 
 impl Body {
-    /// The key of `f`, with its layout.
+    /// The key of `f`, without its layout.
     pub fn of(f: &Function) -> Body {
+        Body::encode(f, false)
+    }
+
+    /// The key of `f` with its layout, for a layout-sensitive candidate.
+    pub fn with_layout(f: &Function) -> Body {
+        Body::encode(f, true)
+    }
+
+    fn encode(f: &Function, with_layout: bool) -> Body {
         let mut code = Writer::default();
         let mut layout = Writer::default();
         let mut refs = Vec::with_capacity(f.refs.len());
@@ -126,8 +135,10 @@ impl Body {
                         }
                     }
                 }
-                layout.unsigned(u64::from(inst.at));
-                layout.unsigned(u64::from(inst.len));
+                if with_layout {
+                    layout.unsigned(u64::from(inst.at));
+                    layout.unsigned(u64::from(inst.len));
+                }
             }
         }
         Body {
@@ -137,7 +148,7 @@ impl Body {
             has_opaque: f.has_opaque(),
             layout_sensitive: f.layout_sensitive,
             code: code.bytes.into_boxed_slice(),
-            layout: Some(layout.bytes.into_boxed_slice()),
+            layout: with_layout.then(|| layout.bytes.into_boxed_slice()),
             refs: refs.into_boxed_slice(),
         }
     }
@@ -147,26 +158,14 @@ impl Body {
         &self.code
     }
 
-    /// Instruction offsets and lengths; `None` once dropped.
+    /// Instruction offsets and lengths, when made [`Body::with_layout`].
     pub fn layout(&self) -> Option<&[u8]> {
         self.layout.as_deref()
-    }
-
-    /// Forgets the layout of a candidate whose layout does not matter.
-    pub fn drop_layout(&mut self) {
-        self.layout = None;
     }
 
     /// References in walk order, one per reference operand.
     pub fn refs(&self) -> &[BodyRef] {
         &self.refs
-    }
-
-    /// Heap bytes the body holds, for memory accounting.
-    pub fn heap_bytes(&self) -> usize {
-        self.code.len()
-            + self.layout.as_ref().map_or(0, |l| l.len())
-            + std::mem::size_of_val(&*self.refs)
     }
 }
 

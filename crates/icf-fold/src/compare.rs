@@ -347,7 +347,6 @@ mod tests {
     use crate::{Attrs, Kind};
     use icf_ir::{Arch, BlockId, Opcode, RefKind, Reg, Use};
     use proptest::prelude::*;
-    use smallvec::SmallVec;
 
     /// Targets 0..4 are candidates in classes `target % 2`; the rest are not.
     struct TwoClasses;
@@ -413,7 +412,7 @@ mod tests {
             section_class: 0,
             unwind: None,
             layout_sensitive: false,
-            refs: SmallVec::new(),
+            refs: Box::default(),
         };
         (f, attrs)
     }
@@ -493,7 +492,7 @@ mod tests {
             }
             a.1.layout_sensitive = layout_sensitive;
             b.1.layout_sensitive = layout_sensitive;
-            let (ka, kb) = (Body::of(&a.0), Body::of(&b.0));
+            let (ka, kb) = (Body::with_layout(&a.0), Body::with_layout(&b.0));
             let left = KeyedCandidate { body: &ka, attrs: &a.1 };
             let right = KeyedCandidate { body: &kb, attrs: &b.1 };
             let by_key = compare_bodies(left, right, &TwoClasses);

@@ -17,7 +17,6 @@ pub mod partition;
 pub mod plan;
 
 use icf_ir::{Function, Ref};
-use smallvec::SmallVec;
 
 /// Index of a candidate in the slice handed to [`partition::refine`].
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
@@ -54,7 +53,7 @@ pub struct Attrs {
     /// offsets must match too, or those references would land elsewhere.
     pub layout_sensitive: bool,
     /// The personality routine and the LSDA, compared like operands.
-    pub refs: SmallVec<[Ref; 2]>,
+    pub refs: Box<[Ref]>,
 }
 
 /// A candidate as the comparator sees it.

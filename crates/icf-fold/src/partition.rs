@@ -210,7 +210,7 @@ mod tests {
             section_class: 0,
             unwind: None,
             layout_sensitive: false,
-            refs: SmallVec::new(),
+            refs: Box::default(),
         }
     }
 

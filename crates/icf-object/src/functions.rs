@@ -12,6 +12,7 @@
 use crate::elf::{Binding, ElfObject, Reloc, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
 use icf_ir::Arch;
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 
 /// A contiguous piece of an executable section lifted as one function.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -20,8 +21,9 @@ pub struct FunctionExtent {
     /// Section offsets `start..end`.
     pub start: u64,
     pub end: u64,
-    /// Symbols at `start`; empty for a piece that no symbol names.
-    pub symbols: Vec<SymbolIndex>,
+    /// Symbols at `start`; empty for a piece that no symbol names. Rarely
+    /// more than two, and a program holds one extent per function.
+    pub symbols: SmallVec<[SymbolIndex; 2]>,
     /// Symbols strictly inside the extent, with their section offsets.
     pub inner_symbols: Vec<(u64, SymbolIndex)>,
     /// Whether the extent is the whole section.
@@ -174,16 +176,20 @@ impl<'data> ElfObject<'data> {
         }
     }
 
-    /// For each section, the sorted offsets that something names: symbols
-    /// defined there and the targets of relocations pointing at it. A jump
-    /// table starts at one of them.
+    /// For each data section, the sorted offsets that something names:
+    /// symbols defined there and the targets of relocations pointing at it.
+    /// A jump table starts at one of them.
     pub fn data_anchors(&self) -> DataAnchors {
         let mut anchors: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
         // Only allocated data can hold a jump table; debug sections are most
-        // of the relocations of an object and never matter here.
+        // of the relocations of an object and never matter here, nor does code.
+        let holds_tables = |section: SectionIndex| {
+            let section = self.section(section);
+            section.is_alloc() && !section.is_executable()
+        };
         for symbol in &self.symbols {
             if let Some(section) = symbol.section()
-                && self.section(section).is_alloc()
+                && holds_tables(section)
             {
                 anchors.entry(section).or_default().push(symbol.value);
             }
@@ -191,7 +197,7 @@ impl<'data> ElfObject<'data> {
         for section in self.sections.iter().filter(|s| s.is_alloc()) {
             for reloc in &section.relocs {
                 let symbol = self.symbol(reloc.symbol);
-                let Some(target) = symbol.section() else {
+                let Some(target) = symbol.section().filter(|&s| holds_tables(s)) else {
                     continue;
                 };
                 // A PC-relative displacement at the end of an instruction: the place is 4 bytes further.
@@ -230,7 +236,7 @@ fn split_section(
         section,
         start,
         end,
-        symbols: Vec::new(),
+        symbols: SmallVec::new(),
         inner_symbols: Vec::new(),
         whole_section: start == 0 && end == size,
     };

@@ -14,6 +14,7 @@ mod elf;
 mod error;
 mod functions;
 mod input;
+mod per_section;
 pub mod reloc;
 mod rewrite;
 
@@ -25,4 +26,5 @@ pub use elf::{
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
 pub use input::{FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, list_objects};
+pub use per_section::PerSection;
 pub use rewrite::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef, rewrite};

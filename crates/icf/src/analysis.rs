@@ -8,7 +8,7 @@
 //! `icf-fold` refines them into classes.
 
 use crate::program::{ObjectId, Program};
-use crate::targets::{Target, TargetTable};
+use crate::targets::{ExtendedTargets, Target};
 use icf_fold::body::Body;
 use icf_fold::partition::Partition;
 use icf_fold::{Attrs, CandidateId, KeyedCandidate, Kind};
@@ -59,21 +59,27 @@ pub struct Timings {
     pub plan: Duration,
 }
 
-/// Every candidate, lifted to its comparator key, with its attributes and
-/// its class. The IR itself is lifted again where a difference is explained
-/// ([`Analysis::lift_candidate`]): a program keeps only the keys.
+/// Every candidate with its attributes and its class. Candidates are
+/// partitioned by their comparator keys, which live only as long as
+/// [`Analysis::run`]; the IR is lifted again where a difference is explained
+/// ([`Analysis::lift_candidate`]).
 #[derive(Debug)]
 pub struct Analysis<'p, 'data> {
     pub program: &'p Program<'data>,
     pub candidates: Vec<CandidateInfo>,
-    pub bodies: Vec<Body>,
+    /// The references through which a candidate may let an address escape,
+    /// as (candidate, target): every reference a code candidate takes the
+    /// address with ([`Use::Address`]), every reference of a data candidate.
+    pub escaping_references: Vec<(CandidateId, TargetId)>,
+    /// Code candidates compared partly byte by byte.
+    pub opaque_functions: usize,
     pub attrs: Vec<Attrs>,
     /// The program's targets plus candidate and constant targets.
-    pub targets: TargetTable<'data>,
+    pub targets: ExtendedTargets<'p, 'data>,
     /// The candidate each target names, indexed by target id.
     pub target_candidate: Vec<Option<CandidateId>>,
     /// The candidates and constants of each section, for narrowing references.
-    places: HashMap<(ObjectId, SectionIndex), SectionPlaces>,
+    places: Places,
     pub partition: Partition,
     /// Output-section class names, indexed by [`Attrs::section_class`].
     pub section_classes: Vec<String>,
@@ -90,27 +96,57 @@ pub struct Analysis<'p, 'data> {
 /// referring object, referring section).
 pub type DataReference = (CandidateId, ObjectId, SectionIndex);
 
-/// Pieces of one section that references can be narrowed to.
+/// The places of every section that references can be narrowed to, in
+/// flat sorted lists (a section per function is common).
 #[derive(Clone, Debug, Default)]
-struct SectionPlaces {
-    /// Candidates in the section: (start, end, candidate), sorted.
-    pieces: Vec<(u64, u64, CandidateId)>,
-    /// Elements of a mergeable section: (start, constant target), sorted.
-    constants: Vec<(u64, TargetId)>,
+struct Places {
+    /// Candidates: (object, section, start, end, candidate), sorted.
+    pieces: Vec<(ObjectId, SectionIndex, u64, u64, CandidateId)>,
+    /// Elements of mergeable sections: (object, section, start, constant), sorted.
+    constants: Vec<(ObjectId, SectionIndex, u64, TargetId)>,
+}
+
+impl Places {
+    /// The run of `list` whose (object, section) is `key`.
+    fn run<T>(
+        list: &[T],
+        key: (ObjectId, SectionIndex),
+        of: impl Fn(&T) -> (ObjectId, SectionIndex),
+    ) -> &[T] {
+        let start = list.partition_point(|item| of(item) < key);
+        let end = start + list[start..].partition_point(|item| of(item) == key);
+        &list[start..end]
+    }
+
+    fn pieces(
+        &self,
+        object: ObjectId,
+        section: SectionIndex,
+    ) -> &[(ObjectId, SectionIndex, u64, u64, CandidateId)] {
+        Places::run(&self.pieces, (object, section), |p| (p.0, p.1))
+    }
+
+    fn constants(
+        &self,
+        object: ObjectId,
+        section: SectionIndex,
+    ) -> &[(ObjectId, SectionIndex, u64, TargetId)] {
+        Places::run(&self.constants, (object, section), |c| (c.0, c.1))
+    }
 }
 
 impl<'p, 'data> Analysis<'p, 'data> {
     /// Builds, lifts and partitions every candidate of `program`.
     pub fn run(program: &'p Program<'data>) -> Analysis<'p, 'data> {
         let started = Instant::now();
-        let mut targets = program.targets.clone();
+        let mut targets = ExtendedTargets::new(&program.targets);
         let live = program
             .options
             .gc_sections
             .as_ref()
             .map(|roots| crate::live::live_sections(program, roots));
         let candidates = collect_candidates(program, live.as_deref());
-        let mut places: HashMap<(ObjectId, SectionIndex), SectionPlaces> = HashMap::default();
+        let mut places = Places::default();
         let mut target_candidate = vec![None; targets.len()];
         for (index, candidate) in candidates.iter().enumerate() {
             let id = targets.intern(Target::Candidate(index as u32));
@@ -118,17 +154,25 @@ impl<'p, 'data> Analysis<'p, 'data> {
                 target_candidate.resize(id.index() + 1, None);
             }
             target_candidate[id.index()] = Some(CandidateId(index as u32));
-            places
-                .entry((candidate.object, candidate.section))
-                .or_default()
-                .pieces
-                .push((candidate.start, candidate.end, CandidateId(index as u32)));
+            places.pieces.push((
+                candidate.object,
+                candidate.section,
+                candidate.start,
+                candidate.end,
+                CandidateId(index as u32),
+            ));
         }
+        places.pieces.sort_unstable();
         for (index, object) in program.objects.iter().enumerate() {
             for (section_index, section) in object.elf.sections.iter().enumerate() {
                 if let Some(constants) = merge_elements(section, &mut targets) {
-                    let key = (ObjectId(index as u32), SectionIndex(section_index as u32));
-                    places.entry(key).or_default().constants = constants;
+                    let (object, section) =
+                        (ObjectId(index as u32), SectionIndex(section_index as u32));
+                    places.constants.extend(
+                        constants
+                            .into_iter()
+                            .map(|(start, constant)| (object, section, start, constant)),
+                    );
                 }
             }
         }
@@ -157,11 +201,15 @@ impl<'p, 'data> Analysis<'p, 'data> {
             &bodies,
             &mut section_classes,
         );
-        for (body, attrs) in bodies.iter_mut().zip(&attrs) {
-            if !attrs.layout_sensitive {
-                body.drop_layout();
-            }
-        }
+        // Layout sensitivity is known only now; such candidates are few.
+        bodies
+            .par_iter_mut()
+            .zip(&candidates)
+            .zip(&attrs)
+            .filter(|(_, attrs)| attrs.layout_sensitive)
+            .for_each(|((body, candidate), _)| {
+                *body = Body::with_layout(&narrower.lift(candidate));
+            });
         let fold_candidates: Vec<KeyedCandidate<'_>> = bodies
             .iter()
             .zip(&attrs)
@@ -171,10 +219,27 @@ impl<'p, 'data> Analysis<'p, 'data> {
         let partition_time = started.elapsed();
 
         drop(fold_candidates);
+        let escaping_references = bodies
+            .iter()
+            .zip(&candidates)
+            .enumerate()
+            .flat_map(|(index, (body, info))| {
+                body.refs()
+                    .iter()
+                    .filter(|r| r.use_ == Use::Address || !info.is_code())
+                    .map(move |r| (CandidateId(index as u32), r.target))
+            })
+            .collect();
+        let opaque_functions = bodies
+            .iter()
+            .zip(&candidates)
+            .filter(|(body, info)| body.has_opaque && info.is_code())
+            .count();
         Analysis {
             program,
             candidates,
-            bodies,
+            escaping_references,
+            opaque_functions,
             attrs,
             targets,
             target_candidate,
@@ -266,7 +331,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             .program
             .object(info.object)
             .section_symbols
-            .get(&info.section)?;
+            .get(info.section);
         let at = symbols.partition_point(|&(value, _, _)| value < info.start);
         symbols
             .get(at)
@@ -331,6 +396,7 @@ fn collect_candidates(program: &Program<'_>, live: Option<&[Vec<bool>]>) -> Vec<
             }
         }
     }
+    candidates.shrink_to_fit();
     candidates
 }
 
@@ -386,13 +452,14 @@ fn is_read_only_data(section: &Section<'_>) -> bool {
 /// The elements of a mergeable section, each interned as a constant target by content.
 fn merge_elements<'data>(
     section: &Section<'data>,
-    targets: &mut TargetTable<'data>,
+    targets: &mut ExtendedTargets<'_, 'data>,
 ) -> Option<Vec<(u64, TargetId)>> {
     use object::elf;
-    if section.flags & elf::SHF_MERGE.0 == 0 || section.entsize == 0 || section.data.is_empty() {
+    let entsize_field = u32::try_from(section.entsize).ok()?;
+    if section.flags & elf::SHF_MERGE.0 == 0 || entsize_field == 0 || section.data.is_empty() {
         return None;
     }
-    let entsize = section.entsize as usize;
+    let entsize = entsize_field as usize;
     let strings = section.flags & elf::SHF_STRINGS.0 != 0;
     let mut elements = Vec::new();
     let mut start = 0;
@@ -413,7 +480,7 @@ fn merge_elements<'data>(
         };
         let content = &section.data[start..end];
         let target = targets.intern(Target::Constant {
-            entsize: section.entsize,
+            entsize: entsize_field,
             strings,
             content,
         });
@@ -426,8 +493,8 @@ fn merge_elements<'data>(
 /// Rewrites "section + offset" references to the candidate or constant at that place.
 struct Narrower<'a, 'data> {
     program: &'a Program<'data>,
-    targets: &'a TargetTable<'data>,
-    places: &'a HashMap<(ObjectId, SectionIndex), SectionPlaces>,
+    targets: &'a ExtendedTargets<'a, 'data>,
+    places: &'a Places,
 }
 
 impl Narrower<'_, '_> {
@@ -441,22 +508,18 @@ impl Narrower<'_, '_> {
         let Target::Section { object, section } = self.targets.get(target) else {
             return (target, addend);
         };
-        let Some(places) = self.places.get(&(object, section)) else {
-            return (target, addend);
-        };
+        let pieces = self.places.pieces(object, section);
         let piece_at = |offset: i64| -> Option<(u64, CandidateId)> {
             let offset = u64::try_from(offset).ok()?;
-            let i = places
-                .pieces
-                .partition_point(|&(start, _, _)| start <= offset)
+            let i = pieces
+                .partition_point(|&(_, _, start, _, _)| start <= offset)
                 .checked_sub(1)?;
-            let (start, end, candidate) = places.pieces[i];
+            let (_, _, start, end, candidate) = pieces[i];
             // A place one past the end still belongs to the piece it ends.
             (offset <= end).then_some((start, candidate))
         };
         if let Some((start, candidate)) = piece_at(place)
-            && (places.pieces.len() == 1
-                || piece_at(addend).is_some_and(|(_, other)| other == candidate))
+            && (pieces.len() == 1 || piece_at(addend).is_some_and(|(_, other)| other == candidate))
         {
             let id = self
                 .targets
@@ -464,13 +527,13 @@ impl Narrower<'_, '_> {
                 .unwrap_or(target);
             return (id, addend - start as i64);
         }
+        let constants = self.places.constants(object, section);
         if let Ok(offset) = u64::try_from(addend)
-            && let Some(i) = places
-                .constants
-                .partition_point(|&(start, _)| start <= offset)
+            && let Some(i) = constants
+                .partition_point(|&(_, _, start, _)| start <= offset)
                 .checked_sub(1)
         {
-            let (start, constant) = places.constants[i];
+            let (_, _, start, constant) = constants[i];
             return (constant, addend - start as i64);
         }
         (target, addend)
@@ -578,10 +641,7 @@ fn references_from_data<'data>(
                 continue;
             }
             let other_data = !is_read_only_data(section) || dropped;
-            let symbols = object
-                .section_symbols
-                .get(&from)
-                .map_or(&[][..], Vec::as_slice);
+            let symbols = object.section_symbols.get(from);
             for reloc in &section.relocs {
                 let in_vtable = in_vtable(&object.elf, symbols, reloc.offset);
                 if (!other_data && !in_vtable)
@@ -736,7 +796,7 @@ fn attributes(
                 section_class,
                 unwind: None,
                 layout_sensitive: false,
-                refs: SmallVec::new(),
+                refs: Box::default(),
             };
             if let Origin::Function(function) = candidate.origin {
                 attrs.layout_sensitive = interior_referenced[index]
@@ -751,7 +811,7 @@ fn attributes(
                         unwind_description(&object.elf, *eh_frame, fde, narrower, candidate.object);
                     let next = unwind_ids.len() as u32;
                     attrs.unwind = Some(*unwind_ids.entry(key).or_insert(next));
-                    attrs.refs = refs;
+                    attrs.refs = refs.into_boxed_slice();
                 }
             }
             attrs

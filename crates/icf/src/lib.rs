@@ -34,4 +34,4 @@ pub use names::demangle;
 pub use plan::{Plan, PlanOptions, Significance};
 pub use program::{FunctionInfo, Inputs, LoadedObject, ObjectId, Options, Program};
 pub use report::{BinarySizes, Group, Member, NearDuplicate, REPORT_VERSION, Report, Totals};
-pub use targets::{SymbolRef, Target, TargetTable};
+pub use targets::{ExtendedTargets, SymbolRef, Target, TargetTable};

@@ -91,11 +91,7 @@ impl Program<'_> {
             Target::Absolute => format!("{addend:#x}"),
             Target::Section { object, section } => {
                 let loaded = self.object(object);
-                let symbols = loaded
-                    .section_symbols
-                    .get(&section)
-                    .map(Vec::as_slice)
-                    .unwrap_or_default();
+                let symbols = loaded.section_symbols.get(section);
                 let place = addend.max(0) as u64;
                 // The last symbol starting at or before the place.
                 let at = symbols.partition_point(|&(value, _, _)| value <= place);

@@ -21,7 +21,7 @@ use crate::program::{LoadedObject, ObjectId};
 use crate::targets::Target;
 use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
 use icf_fold::{CandidateId, ClassId};
-use icf_ir::{Arch, Use};
+use icf_ir::Arch;
 use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::time::Instant;
@@ -231,33 +231,26 @@ impl<'data> Analysis<'_, 'data> {
         // Uses inferred from objects without a table, by candidate and by name.
         let mut inferred: HashMap<CandidateId, Significance> = HashMap::default();
         let mut inferred_names: HashMap<&[u8], Significance> = HashMap::default();
-        for (index, body) in self.bodies.iter().enumerate() {
-            let info = &self.candidates[index];
+        for &(by, target) in &self.escaping_references {
+            let info = &self.candidates[by.index()];
             if has_table(info.object) {
                 continue;
             }
-            let from_data = !info.is_code();
-            for r in body.refs() {
-                if r.use_ != Use::Address && !from_data {
-                    continue;
+            let why = || {
+                if info.is_code() {
+                    Significance::AddressTaken { by }
+                } else {
+                    Significance::ReferencedFromCandidate { by }
                 }
-                let by = CandidateId(index as u32);
-                let why = || {
-                    if from_data {
-                        Significance::ReferencedFromCandidate { by }
-                    } else {
-                        Significance::AddressTaken { by }
-                    }
-                };
-                match self.targets.get(r.target) {
-                    Target::Candidate(target) => {
-                        inferred.entry(CandidateId(target)).or_insert_with(why);
-                    }
-                    Target::Symbol { name } => {
-                        inferred_names.entry(name).or_insert_with(why);
-                    }
-                    _ => {}
+            };
+            match self.targets.get(target) {
+                Target::Candidate(target) => {
+                    inferred.entry(CandidateId(target)).or_insert_with(why);
                 }
+                Target::Symbol { name } => {
+                    inferred_names.entry(name).or_insert_with(why);
+                }
+                _ => {}
             }
         }
         for &(candidate, object, section) in &self.data_references {
@@ -482,8 +475,7 @@ impl<'data> Analysis<'_, 'data> {
             let needed = loaded.elf.groups[group as usize]
                 .members
                 .iter()
-                .filter_map(|m| loaded.section_symbols.get(m))
-                .flatten()
+                .flat_map(|&m| loaded.section_symbols.get(m))
                 .filter(|&&(_, _, symbol)| {
                     loaded.elf.symbol(symbol).binding != Binding::Local
                         && self.program.needed.contains(&(object, symbol))
@@ -669,9 +661,7 @@ fn candidate_symbols(
 ) -> Vec<SymbolIndex> {
     let mut symbols: Vec<SymbolIndex> = object
         .section_symbols
-        .get(&section)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+        .get(section)
         .iter()
         .filter(|&&(value, _, _)| {
             if code {

@@ -3,7 +3,9 @@
 
 use crate::targets::{self, SymbolRef, TargetTable};
 use icf_ir::TargetId;
-use icf_object::{ElfObject, FunctionExtent, InputFile, SectionIndex, SkippedMember, SymbolKind};
+use icf_object::{
+    ElfObject, FunctionExtent, InputFile, PerSection, SectionIndex, SkippedMember, SymbolKind,
+};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +52,10 @@ impl ObjectId {
     }
 }
 
+/// Named symbols of each section as (value, size, symbol), sorted by value,
+/// larger extents first.
+pub type SectionSymbols = PerSection<(u64, u64, icf_object::SymbolIndex)>;
+
 /// One parsed object and what the pipeline derived from it.
 #[derive(Debug)]
 pub struct LoadedObject<'data> {
@@ -68,7 +74,7 @@ pub struct LoadedObject<'data> {
     /// Where jump tables and other referenced places start in each section.
     pub anchors: icf_object::DataAnchors,
     /// Named symbols per section, sorted by value: for naming places.
-    pub section_symbols: HashMap<SectionIndex, Vec<(u64, u64, icf_object::SymbolIndex)>>,
+    pub section_symbols: SectionSymbols,
     /// The `STT_SECTION` symbol of each section, indexed by section index.
     pub section_symbol: Vec<Option<icf_object::SymbolIndex>>,
     /// Whether the link includes this object: a plain object always, an
@@ -159,6 +165,7 @@ impl<'data> Program<'data> {
             );
             objects.push(object);
         }
+        functions.shrink_to_fit();
         if options.ordered_archives {
             resolve_archive_members_in_order(&mut objects);
         } else {
@@ -216,10 +223,8 @@ impl<'data> Program<'data> {
 }
 
 /// Named symbols of each section, sorted by value, larger extents first.
-fn section_symbols(
-    elf: &ElfObject<'_>,
-) -> HashMap<SectionIndex, Vec<(u64, u64, icf_object::SymbolIndex)>> {
-    let mut map: HashMap<SectionIndex, Vec<_>> = HashMap::default();
+fn section_symbols(elf: &ElfObject<'_>) -> SectionSymbols {
+    let mut pairs = Vec::new();
     for (index, symbol) in elf.symbols.iter().enumerate() {
         if let Some(section) = symbol.section()
             && !symbol.name.is_empty()
@@ -227,17 +232,14 @@ fn section_symbols(
             && !symbol.name.starts_with(b"$")
             && !matches!(symbol.kind, SymbolKind::Section | SymbolKind::File)
         {
-            map.entry(section).or_default().push((
-                symbol.value,
-                symbol.size,
-                icf_object::SymbolIndex(index as u32),
-            ));
+            let index = icf_object::SymbolIndex(index as u32);
+            pairs.push((section, (symbol.value, symbol.size, index)));
         }
     }
-    for symbols in map.values_mut() {
-        symbols.sort_by_key(|&(value, size, index)| (value, std::cmp::Reverse(size), index));
-    }
-    map
+    pairs.sort_unstable_by_key(|&(section, (value, size, index))| {
+        (section, value, std::cmp::Reverse(size), index)
+    });
+    PerSection::new(elf.sections.len(), pairs)
 }
 
 /// The `STT_SECTION` symbol of each section.

@@ -113,11 +113,11 @@ impl Analysis<'_, '_> {
             objects: program.objects.len(),
             ..Totals::default()
         };
-        for (info, body) in self.candidates.iter().zip(&self.bodies) {
+        totals.opaque_functions = self.opaque_functions;
+        for info in &self.candidates {
             if info.is_code() {
                 totals.functions += 1;
                 totals.code_bytes += info.size();
-                totals.opaque_functions += usize::from(body.has_opaque);
             } else {
                 totals.data_pieces += 1;
                 totals.data_bytes += info.size();

@@ -12,9 +12,11 @@
 //! objects are always different targets.
 
 use crate::program::{LoadedObject, ObjectId, Options};
+use hashbrown::HashTable;
 use icf_ir::TargetId;
 use icf_object::{Binding, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility};
 use rustc_hash::FxHashMap as HashMap;
+use std::hash::BuildHasher;
 
 /// Something outside a function that a reference names.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -34,42 +36,109 @@ pub enum Target<'data> {
     /// An element of a mergeable section (`SHF_MERGE`), by content: the linker
     /// merges equal ones, so equal content is the same target.
     Constant {
-        entsize: u64,
+        entsize: u32,
         strings: bool,
         content: &'data [u8],
     },
 }
 
-/// Interned targets: one [`TargetId`] per distinct [`Target`].
+/// Interned targets: one [`TargetId`] per distinct [`Target`]. The index
+/// holds only ids (hashed through the target they name), so each target is
+/// stored once.
 #[derive(Clone, Debug, Default)]
 pub struct TargetTable<'data> {
+    /// The id of `targets[0]`: a table extending another starts after it.
+    first: u32,
     targets: Vec<Target<'data>>,
-    ids: HashMap<Target<'data>, TargetId>,
+    ids: HashTable<TargetId>,
+}
+
+fn hash_of(target: &Target<'_>) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(target)
 }
 
 impl<'data> TargetTable<'data> {
     pub fn intern(&mut self, target: Target<'data>) -> TargetId {
-        *self.ids.entry(target).or_insert_with(|| {
-            self.targets.push(target);
-            TargetId(self.targets.len() as u32 - 1)
-        })
+        let (first, targets) = (self.first, &mut self.targets);
+        let at = |id: &TargetId| &targets[(id.0 - first) as usize];
+        let hash = hash_of(&target);
+        if let Some(&id) = self.ids.find(hash, |id| *at(id) == target) {
+            return id;
+        }
+        let id = TargetId(first + targets.len() as u32);
+        targets.push(target);
+        let targets = &self.targets;
+        self.ids
+            .insert_unique(hash, id, |id| hash_of(&targets[(id.0 - first) as usize]));
+        id
     }
 
     pub fn get(&self, id: TargetId) -> Target<'data> {
-        self.targets[id.index()]
+        self.targets[(id.0 - self.first) as usize]
     }
 
     /// The id of `target` if any reference names it.
     pub fn find(&self, target: &Target<'data>) -> Option<TargetId> {
-        self.ids.get(target).copied()
+        self.ids
+            .find(hash_of(target), |&id| self.get(id) == *target)
+            .copied()
     }
 
+    /// One past the largest id.
     pub fn len(&self) -> usize {
-        self.targets.len()
+        self.first as usize + self.targets.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.targets.is_empty()
+        self.len() == 0
+    }
+}
+
+/// A table that extends another without copying it: the ids of `base` stay
+/// valid, new targets get ids after them.
+#[derive(Debug)]
+pub struct ExtendedTargets<'b, 'data> {
+    base: &'b TargetTable<'data>,
+    more: TargetTable<'data>,
+}
+
+impl<'b, 'data> ExtendedTargets<'b, 'data> {
+    pub fn new(base: &'b TargetTable<'data>) -> ExtendedTargets<'b, 'data> {
+        ExtendedTargets {
+            base,
+            more: TargetTable {
+                first: base.len() as u32,
+                ..TargetTable::default()
+            },
+        }
+    }
+
+    pub fn intern(&mut self, target: Target<'data>) -> TargetId {
+        match self.base.find(&target) {
+            Some(id) => id,
+            None => self.more.intern(target),
+        }
+    }
+
+    pub fn get(&self, id: TargetId) -> Target<'data> {
+        if id.0 < self.more.first {
+            self.base.get(id)
+        } else {
+            self.more.get(id)
+        }
+    }
+
+    pub fn find(&self, target: &Target<'data>) -> Option<TargetId> {
+        self.base.find(target).or_else(|| self.more.find(target))
+    }
+
+    /// One past the largest id.
+    pub fn len(&self) -> usize {
+        self.more.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
