@@ -14,7 +14,7 @@ use std::process::ExitCode;
     about = "Identical code folding for ELF objects and archives"
 )]
 struct Cli {
-    /// Say more on stderr (skipped archive members, timings).
+    /// Say more on stderr (skipped archive members; phase timings of `icf link`).
     #[arg(short, long, global = true)]
     verbose: bool,
     #[command(subcommand)]
@@ -145,6 +145,7 @@ fn main() -> ExitCode {
             report: report.clone(),
             want_report: *print_icf_sections,
             strict: *strict,
+            verbose: cli.verbose,
         };
         return run_link(command, &options, *print_icf_sections);
     }

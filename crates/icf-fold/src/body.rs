@@ -59,7 +59,11 @@ impl Body {
     }
 
     fn encode(f: &Function, with_layout: bool) -> Body {
-        let mut code = Writer::default();
+        // About ten bytes per instruction: one allocation, trimmed at the end.
+        let opaque: usize = f.opaque.iter().map(|run| run.bytes.len()).sum();
+        let mut code = Writer {
+            bytes: Vec::with_capacity(16 + 10 * f.insts.len() + opaque),
+        };
         let mut layout = Writer::default();
         let mut refs = Vec::with_capacity(f.refs.len());
         let mut push_ref = |code: &mut Writer, r: &Ref| {

@@ -157,10 +157,8 @@ impl<'data> ElfObject<'data> {
         if self_relative || !self.section(target).is_executable() {
             return Some((target, base));
         }
-        let table = anchors
-            .0
-            .get(&from)
-            .and_then(|a| a.iter().rev().find(|&&a| a <= reloc.offset))?;
+        let anchors = anchors.0.get(&from)?;
+        let table = anchors[..anchors.partition_point(|&a| a <= reloc.offset)].last()?;
         Some((target, base - (reloc.offset - table) as i64))
     }
 

@@ -74,6 +74,7 @@ pub fn link_if_invoked_as_linker() {
         // The reported binary must fold: an error is better than a silent plain link.
         strict: reported,
         want_report: false,
+        verbose: false,
     };
     let mut command = vec![std::env::var("ICF_CC").unwrap_or_else(|_| "cc".to_string())];
     command.extend(args);

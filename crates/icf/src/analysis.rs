@@ -15,7 +15,7 @@ use icf_fold::{Attrs, CandidateId, KeyedCandidate, Kind};
 use icf_ir::{
     Block, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, TargetId, Use,
 };
-use icf_object::{ElfObject, Section, SectionIndex};
+use icf_object::{ElfObject, PerSection, Section, SectionIndex};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
@@ -96,42 +96,32 @@ pub struct Analysis<'p, 'data> {
 /// referring object, referring section).
 pub type DataReference = (CandidateId, ObjectId, SectionIndex);
 
-/// The places of every section that references can be narrowed to, in
-/// flat sorted lists (a section per function is common).
+/// A candidate's place in its section: (start, end, candidate).
+type Piece = (u64, u64, CandidateId);
+
+/// The places of every section that references can be narrowed to, per
+/// object and section (a section per function is common).
 #[derive(Clone, Debug, Default)]
 struct Places {
-    /// Candidates: (object, section, start, end, candidate), sorted.
-    pieces: Vec<(ObjectId, SectionIndex, u64, u64, CandidateId)>,
-    /// Elements of mergeable sections: (object, section, start, constant), sorted.
-    constants: Vec<(ObjectId, SectionIndex, u64, TargetId)>,
+    /// Candidates of each object per section, sorted.
+    pieces: Vec<PerSection<Piece>>,
+    /// Elements of mergeable sections: (start, constant) per section, sorted.
+    constants: Vec<PerSection<(u64, TargetId)>>,
+    /// The target naming each candidate.
+    candidate_targets: Vec<TargetId>,
 }
 
 impl Places {
-    /// The run of `list` whose (object, section) is `key`.
-    fn run<T>(
-        list: &[T],
-        key: (ObjectId, SectionIndex),
-        of: impl Fn(&T) -> (ObjectId, SectionIndex),
-    ) -> &[T] {
-        let start = list.partition_point(|item| of(item) < key);
-        let end = start + list[start..].partition_point(|item| of(item) == key);
-        &list[start..end]
+    fn pieces(&self, object: ObjectId, section: SectionIndex) -> &[Piece] {
+        self.pieces
+            .get(object.index())
+            .map_or(&[], |lists| lists.get(section))
     }
 
-    fn pieces(
-        &self,
-        object: ObjectId,
-        section: SectionIndex,
-    ) -> &[(ObjectId, SectionIndex, u64, u64, CandidateId)] {
-        Places::run(&self.pieces, (object, section), |p| (p.0, p.1))
-    }
-
-    fn constants(
-        &self,
-        object: ObjectId,
-        section: SectionIndex,
-    ) -> &[(ObjectId, SectionIndex, u64, TargetId)] {
-        Places::run(&self.constants, (object, section), |c| (c.0, c.1))
+    fn constants(&self, object: ObjectId, section: SectionIndex) -> &[(u64, TargetId)] {
+        self.constants
+            .get(object.index())
+            .map_or(&[], |lists| lists.get(section))
     }
 }
 
@@ -146,36 +136,46 @@ impl<'p, 'data> Analysis<'p, 'data> {
             .as_ref()
             .map(|roots| crate::live::live_sections(program, roots));
         let candidates = collect_candidates(program, live.as_deref());
-        let mut places = Places::default();
         let mut target_candidate = vec![None; targets.len()];
+        let mut pieces: Vec<Vec<(SectionIndex, Piece)>> = vec![Vec::new(); program.objects.len()];
+        let mut candidate_targets = Vec::with_capacity(candidates.len());
         for (index, candidate) in candidates.iter().enumerate() {
             let id = targets.intern(Target::Candidate(index as u32));
             if target_candidate.len() <= id.index() {
                 target_candidate.resize(id.index() + 1, None);
             }
             target_candidate[id.index()] = Some(CandidateId(index as u32));
-            places.pieces.push((
-                candidate.object,
+            candidate_targets.push(id);
+            pieces[candidate.object.index()].push((
                 candidate.section,
-                candidate.start,
-                candidate.end,
-                CandidateId(index as u32),
+                (candidate.start, candidate.end, CandidateId(index as u32)),
             ));
         }
-        places.pieces.sort_unstable();
+        let sections = |object: usize| program.objects[object].elf.sections.len();
+        let pieces = pieces
+            .into_iter()
+            .enumerate()
+            .map(|(object, mut list)| {
+                list.sort_unstable();
+                PerSection::new(sections(object), list)
+            })
+            .collect();
+        let mut constants = Vec::with_capacity(program.objects.len());
         for (index, object) in program.objects.iter().enumerate() {
+            let mut list = Vec::new();
             for (section_index, section) in object.elf.sections.iter().enumerate() {
-                if let Some(constants) = merge_elements(section, &mut targets) {
-                    let (object, section) =
-                        (ObjectId(index as u32), SectionIndex(section_index as u32));
-                    places.constants.extend(
-                        constants
-                            .into_iter()
-                            .map(|(start, constant)| (object, section, start, constant)),
-                    );
+                if let Some(elements) = merge_elements(section, &mut targets) {
+                    let section = SectionIndex(section_index as u32);
+                    list.extend(elements.into_iter().map(|element| (section, element)));
                 }
             }
+            constants.push(PerSection::new(sections(index), list));
         }
+        let places = Places {
+            pieces,
+            constants,
+            candidate_targets,
+        };
         target_candidate.resize(targets.len(), None);
         let narrower = Narrower {
             program,
@@ -512,28 +512,25 @@ impl Narrower<'_, '_> {
         let piece_at = |offset: i64| -> Option<(u64, CandidateId)> {
             let offset = u64::try_from(offset).ok()?;
             let i = pieces
-                .partition_point(|&(_, _, start, _, _)| start <= offset)
+                .partition_point(|&(start, _, _)| start <= offset)
                 .checked_sub(1)?;
-            let (_, _, start, end, candidate) = pieces[i];
+            let (start, end, candidate) = pieces[i];
             // A place one past the end still belongs to the piece it ends.
             (offset <= end).then_some((start, candidate))
         };
         if let Some((start, candidate)) = piece_at(place)
             && (pieces.len() == 1 || piece_at(addend).is_some_and(|(_, other)| other == candidate))
         {
-            let id = self
-                .targets
-                .find(&Target::Candidate(candidate.0))
-                .unwrap_or(target);
+            let id = self.places.candidate_targets[candidate.index()];
             return (id, addend - start as i64);
         }
         let constants = self.places.constants(object, section);
         if let Ok(offset) = u64::try_from(addend)
             && let Some(i) = constants
-                .partition_point(|&(_, _, start, _)| start <= offset)
+                .partition_point(|&(start, _)| start <= offset)
                 .checked_sub(1)
         {
-            let (_, _, start, constant) = constants[i];
+            let (start, constant) = constants[i];
             return (constant, addend - start as i64);
         }
         (target, addend)

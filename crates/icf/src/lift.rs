@@ -13,10 +13,11 @@ impl Program<'_> {
         let section = object.elf.section(extent.section);
         let start = extent.start;
         let end = extent.end;
-        let relocs: Vec<CodeReloc> = section
-            .relocs
+        // Sorted lists, searched: a section without -ffunction-sections
+        // holds thousands of functions.
+        let first = section.relocs.partition_point(|r| r.offset < start);
+        let relocs: Vec<CodeReloc> = section.relocs[first..]
             .iter()
-            .skip_while(|r| r.offset < start)
             .take_while(|r| r.offset < end)
             .map(|r| {
                 let symbol = object.symbol_refs[r.symbol.index()];
@@ -35,9 +36,8 @@ impl Program<'_> {
             .data_in_code
             .get(&extent.section)
             .map(|marks| {
-                marks
+                within(marks, start, end)
                     .iter()
-                    .filter(|&&at| at >= start && at < end)
                     .map(|&at| (at - start) as u32)
                     .collect()
             })
@@ -65,9 +65,8 @@ impl Program<'_> {
             .code_references
             .get(&extent.section)
             .map(|offsets| {
-                offsets
+                within(offsets, start + 1, end)
                     .iter()
-                    .filter(|&&o| o > start && o < end)
                     .map(|&o| (o - start) as u32)
                     .collect()
             })
@@ -90,4 +89,11 @@ impl Program<'_> {
             .map(|function| self.lift(function))
             .collect()
     }
+}
+
+/// The offsets of sorted `offsets` in `start..end`.
+fn within(offsets: &[u64], start: u64, end: u64) -> &[u64] {
+    let first = offsets.partition_point(|&o| o < start);
+    let last = first + offsets[first..].partition_point(|&o| o < end);
+    &offsets[first..last]
 }

@@ -28,6 +28,8 @@ pub struct LinkOptions {
     pub want_report: bool,
     /// Fail instead of falling back to the plain link.
     pub strict: bool,
+    /// Say on stderr how long each phase took.
+    pub verbose: bool,
 }
 
 /// How a link went.
@@ -56,11 +58,15 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             // The linker's messages are held back until it is clear whether
             // the folded link stands: a failure that the plain link does not
             // share is icf's, and must not break the build.
+            let started = std::time::Instant::now();
             let folded = Command::new(&parsed.program)
                 .args(&args)
                 .stderr(std::process::Stdio::piped())
                 .output()
                 .with_context(|| format!("running {}", parsed.program))?;
+            if options.verbose {
+                eprintln!("icf: time: link {}", milliseconds(started.elapsed()));
+            }
             if folded.status.success() || options.strict {
                 std::io::Write::write_all(&mut std::io::stderr(), &folded.stderr)?;
                 return Ok(LinkOutcome {
@@ -141,8 +147,20 @@ fn fold_inputs(
     let load = started.elapsed();
     let mut analysis = Analysis::run(&program);
     let plan = analysis.plan(&options.plan);
+    let written = std::time::Instant::now();
     let edits = analysis.object_edits(&plan);
     let outputs = crate::fold::write_outputs(&program, &edits, dir, false)?;
+    if options.verbose {
+        let t = &analysis.timings;
+        eprintln!(
+            "icf: time: load {}, lift {}, partition {}, plan {}, fold and write {}",
+            milliseconds(load),
+            milliseconds(t.lift),
+            milliseconds(t.partition),
+            milliseconds(t.plan),
+            milliseconds(written.elapsed())
+        );
+    }
     let replaced: HashMap<&Path, &Path> = outputs
         .iter()
         .filter(|o| o.changed)
@@ -196,4 +214,8 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+fn milliseconds(duration: std::time::Duration) -> String {
+    format!("{:.0} ms", duration.as_secs_f64() * 1e3)
 }

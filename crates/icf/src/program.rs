@@ -175,12 +175,25 @@ impl<'data> Program<'data> {
         // References are normalized once the link's definitions are known.
         let definitions = targets::Definitions::of(&objects);
         let needed = needed_definitions(&objects, &definitions);
-        let mut targets = TargetTable::default();
-        for index in 0..objects.len() {
+        let mut targets = TargetTable::with_sections(objects.iter().map(|o| o.elf.sections.len()));
+        // Resolving is per object and in parallel; interning names is not.
+        let resolved: Vec<Vec<(targets::Target<'data>, i64)>> = (0..objects.len())
+            .into_par_iter()
+            .map(|index| {
+                let id = ObjectId(index as u32);
+                targets::symbol_refs(id, &objects, &definitions, &options)
+            })
+            .collect();
+        for (index, symbols) in resolved.into_iter().enumerate() {
             let id = ObjectId(index as u32);
-            let symbol_refs =
-                targets::symbol_refs(id, &objects, &definitions, &options, &mut targets);
-            let section_targets = (0..objects[index].elf.sections.len())
+            objects[index].symbol_refs = symbols
+                .into_iter()
+                .map(|(target, base)| SymbolRef {
+                    target: targets.intern(target),
+                    base,
+                })
+                .collect();
+            objects[index].section_targets = (0..objects[index].elf.sections.len())
                 .map(|section| {
                     targets.intern(targets::Target::Section {
                         object: id,
@@ -188,8 +201,6 @@ impl<'data> Program<'data> {
                     })
                 })
                 .collect();
-            objects[index].symbol_refs = symbol_refs;
-            objects[index].section_targets = section_targets;
         }
         Ok(Program {
             inputs,
@@ -260,8 +271,11 @@ fn section_symbol_of(elf: &ElfObject<'_>) -> Vec<Option<icf_object::SymbolIndex>
 /// nothing changes. This is lld's rule (every archive is searched whatever
 /// its position); GNU ld, which does not go back to earlier archives, loads
 /// at most these.
-fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
+fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>]) {
     use icf_object::{Binding, SymbolPlace};
+    if objects.iter().all(|object| object.loaded) {
+        return;
+    }
     let mut providers: HashMap<&[u8], Vec<usize>> = HashMap::default();
     for (index, object) in objects.iter().enumerate() {
         if object.loaded {
@@ -276,8 +290,8 @@ fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
             }
         }
     }
-    let mut defined: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
-    let mut wanted: Vec<Vec<u8>> = Vec::new();
+    let mut defined: rustc_hash::FxHashSet<&'data [u8]> = rustc_hash::FxHashSet::default();
+    let mut wanted: Vec<&'data [u8]> = Vec::new();
     let mut queue: Vec<usize> = (0..objects.len()).filter(|&i| objects[i].loaded).collect();
     while !queue.is_empty() {
         for index in queue.drain(..) {
@@ -286,19 +300,19 @@ fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
                     continue;
                 }
                 if symbol.is_defined() {
-                    defined.insert(symbol.name.to_vec());
+                    defined.insert(symbol.name);
                 } else if symbol.binding != Binding::Weak {
-                    wanted.push(symbol.name.to_vec());
+                    wanted.push(symbol.name);
                 }
             }
         }
         let mut next = Vec::new();
         for name in wanted.drain(..) {
-            if defined.contains(&name) {
+            if defined.contains(name) {
                 continue;
             }
             if let Some(&member) = providers
-                .get(name.as_slice())
+                .get(name)
                 .and_then(|p| p.iter().find(|&&m| !objects[m].loaded))
             {
                 objects[member].loaded = true;
@@ -313,17 +327,23 @@ fn resolve_archive_members(objects: &mut [LoadedObject<'_>]) {
 /// searched again while that loads something) only when the command line
 /// reaches it, for symbols undefined so far. Groups are not rescanned, so
 /// this never marks a member the real link would leave out.
-fn resolve_archive_members_in_order(objects: &mut [LoadedObject<'_>]) {
+fn resolve_archive_members_in_order<'data>(objects: &mut [LoadedObject<'data>]) {
     use icf_object::{Binding, SymbolPlace};
-    let mut defined: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
-    let mut undefined: rustc_hash::FxHashSet<Vec<u8>> = rustc_hash::FxHashSet::default();
+    if objects.iter().all(|object| object.loaded) {
+        return;
+    }
+    let mut defined: rustc_hash::FxHashSet<&'data [u8]> = rustc_hash::FxHashSet::default();
+    let mut undefined: rustc_hash::FxHashSet<&'data [u8]> = rustc_hash::FxHashSet::default();
     let mut processed = vec![false; objects.len()];
-    let mut files: Vec<usize> = objects.iter().map(|o| o.file).collect();
-    files.dedup();
-    for file in files {
-        let members: Vec<usize> = (0..objects.len())
-            .filter(|&i| objects[i].file == file)
-            .collect();
+    // The objects of one input file are consecutive.
+    let mut files: Vec<Vec<usize>> = Vec::new();
+    for (index, object) in objects.iter().enumerate() {
+        match files.last_mut() {
+            Some(members) if objects[members[0]].file == object.file => members.push(index),
+            _ => files.push(vec![index]),
+        }
+    }
+    for members in files {
         loop {
             let mut progress = false;
             for &member in &members {
@@ -348,10 +368,10 @@ fn resolve_archive_members_in_order(objects: &mut [LoadedObject<'_>]) {
                         continue;
                     }
                     if symbol.is_defined() && symbol.place != SymbolPlace::Common {
-                        defined.insert(symbol.name.to_vec());
+                        defined.insert(symbol.name);
                         undefined.remove(symbol.name);
                     } else if symbol.binding != Binding::Weak && !defined.contains(symbol.name) {
-                        undefined.insert(symbol.name.to_vec());
+                        undefined.insert(symbol.name);
                     }
                 }
                 progress = true;
@@ -368,21 +388,24 @@ fn needed_definitions(
     objects: &[LoadedObject<'_>],
     definitions: &targets::Definitions<'_>,
 ) -> rustc_hash::FxHashSet<(ObjectId, icf_object::SymbolIndex)> {
-    let mut needed = rustc_hash::FxHashSet::default();
-    for (index, object) in objects.iter().enumerate() {
-        if !object.loaded {
-            continue;
-        }
-        for symbol in &object.elf.symbols {
-            if symbol.place == icf_object::SymbolPlace::Undefined
-                && symbol.binding != icf_object::Binding::Local
-                && !symbol.name.is_empty()
-                && let Some((owner, definition)) = definitions.winner(symbol.name)
-                && owner.index() != index
-            {
-                needed.insert((owner, definition));
-            }
-        }
-    }
-    needed
+    let per_object: Vec<Vec<(ObjectId, icf_object::SymbolIndex)>> = objects
+        .par_iter()
+        .enumerate()
+        .filter(|(_, object)| object.loaded)
+        .map(|(index, object)| {
+            object
+                .elf
+                .symbols
+                .iter()
+                .filter(|symbol| {
+                    symbol.place == icf_object::SymbolPlace::Undefined
+                        && symbol.binding != icf_object::Binding::Local
+                        && !symbol.name.is_empty()
+                })
+                .filter_map(|symbol| definitions.winner(symbol.name))
+                .filter(|(owner, _)| owner.index() != index)
+                .collect()
+        })
+        .collect();
+    per_object.into_iter().flatten().collect()
 }

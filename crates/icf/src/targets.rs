@@ -44,13 +44,16 @@ pub enum Target<'data> {
 
 /// Interned targets: one [`TargetId`] per distinct [`Target`]. The index
 /// holds only ids (hashed through the target they name), so each target is
-/// stored once.
+/// stored once. Sections, the most common target, are numbered object by
+/// object without hashing (see [`TargetTable::with_sections`]).
 #[derive(Clone, Debug, Default)]
 pub struct TargetTable<'data> {
     /// The id of `targets[0]`: a table extending another starts after it.
     first: u32,
     targets: Vec<Target<'data>>,
     ids: HashTable<TargetId>,
+    /// The id of section 0 of each object, and one past the last object's.
+    section_ids: Vec<u32>,
 }
 
 fn hash_of(target: &Target<'_>) -> u64 {
@@ -58,7 +61,40 @@ fn hash_of(target: &Target<'_>) -> u64 {
 }
 
 impl<'data> TargetTable<'data> {
+    /// A table holding a [`Target::Section`] for every section of every
+    /// object, `sections[i]` being the section count of object `i`.
+    pub fn with_sections(sections: impl IntoIterator<Item = usize>) -> TargetTable<'data> {
+        let mut table = TargetTable {
+            section_ids: vec![0],
+            ..TargetTable::default()
+        };
+        for (object, count) in sections.into_iter().enumerate() {
+            table
+                .targets
+                .extend((0..count).map(|section| Target::Section {
+                    object: ObjectId(object as u32),
+                    section: SectionIndex(section as u32),
+                }));
+            table.section_ids.push(table.targets.len() as u32);
+        }
+        table
+    }
+
+    /// The id of a section numbered by [`TargetTable::with_sections`].
+    fn section_id(&self, target: &Target<'data>) -> Option<TargetId> {
+        let Target::Section { object, section } = *target else {
+            return None;
+        };
+        let first = *self.section_ids.get(object.index())?;
+        let end = *self.section_ids.get(object.index() + 1)?;
+        let id = first.checked_add(section.0)?;
+        (id < end).then_some(TargetId(self.first + id))
+    }
+
     pub fn intern(&mut self, target: Target<'data>) -> TargetId {
+        if let Some(id) = self.section_id(&target) {
+            return id;
+        }
         let (first, targets) = (self.first, &mut self.targets);
         let at = |id: &TargetId| &targets[(id.0 - first) as usize];
         let hash = hash_of(&target);
@@ -79,6 +115,9 @@ impl<'data> TargetTable<'data> {
 
     /// The id of `target` if any reference names it.
     pub fn find(&self, target: &Target<'data>) -> Option<TargetId> {
+        if let Some(id) = self.section_id(target) {
+            return Some(id);
+        }
         self.ids
             .find(hash_of(target), |&id| self.get(id) == *target)
             .copied()
@@ -206,45 +245,34 @@ impl<'data> Definitions<'data> {
     }
 }
 
-/// The normalized reference for every symbol of object `id`, indexed by symbol index.
+/// What every symbol of object `id` refers to, as (target, value added to
+/// the addend), indexed by symbol index; independent of other objects' results.
 pub fn symbol_refs<'data>(
     id: ObjectId,
     objects: &[LoadedObject<'data>],
     definitions: &Definitions<'data>,
     options: &Options,
-    table: &mut TargetTable<'data>,
-) -> Vec<SymbolRef> {
+) -> Vec<(Target<'data>, i64)> {
     let object = &objects[id.index()].elf;
     object
         .symbols
         .iter()
         .map(|symbol| {
             let (owner, definition) = match resolve(id, objects, definitions, symbol, options) {
-                Resolved::ByName => {
-                    return SymbolRef {
-                        target: table.intern(Target::Symbol { name: symbol.name }),
-                        base: 0,
-                    };
-                }
+                Resolved::ByName => return (Target::Symbol { name: symbol.name }, 0),
                 Resolved::To(owner, definition) => (owner, definition),
             };
             match definition.place {
-                SymbolPlace::Section(section) => SymbolRef {
-                    target: table.intern(Target::Section {
+                SymbolPlace::Section(section) => (
+                    Target::Section {
                         object: owner,
                         section,
-                    }),
-                    base: definition.value as i64,
-                },
-                SymbolPlace::Absolute => SymbolRef {
-                    target: table.intern(Target::Absolute),
-                    base: definition.value as i64,
-                },
+                    },
+                    definition.value as i64,
+                ),
+                SymbolPlace::Absolute => (Target::Absolute, definition.value as i64),
                 // The null symbol: the addend is the whole value.
-                SymbolPlace::Undefined | SymbolPlace::Common => SymbolRef {
-                    target: table.intern(Target::Absolute),
-                    base: 0,
-                },
+                SymbolPlace::Undefined | SymbolPlace::Common => (Target::Absolute, 0),
             }
         })
         .collect()

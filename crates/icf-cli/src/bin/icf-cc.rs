@@ -5,7 +5,8 @@
 //! Settings come from the environment, since the caller passes linker
 //! arguments only: `ICF_CC` (the real driver, default `cc`), `ICF_MODE`
 //! (`safe` or `all`, default `safe`), `ICF_REPORT` (write the JSON report
-//! there), `ICF_STRICT=1` (fail instead of linking unfolded).
+//! there), `ICF_STRICT=1` (fail instead of linking unfolded), `ICF_VERBOSE=1`
+//! (phase timings on stderr).
 
 use std::process::ExitCode;
 
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
         report: std::env::var_os("ICF_REPORT").map(Into::into),
         strict: std::env::var("ICF_STRICT").is_ok_and(|v| v == "1"),
         want_report: false,
+        verbose: std::env::var("ICF_VERBOSE").is_ok_and(|v| v == "1"),
     };
     let mut command = vec![driver];
     command.extend(std::env::args().skip(1));
