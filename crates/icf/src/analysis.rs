@@ -188,7 +188,20 @@ impl<'p, 'data> Analysis<'p, 'data> {
         // Each function's IR lives only until its key is made.
         let mut bodies: Vec<Body> = candidates
             .par_iter()
-            .map(|candidate| Body::of(&narrower.lift(candidate)))
+            .map(|candidate| {
+                let function = narrower.lift(candidate);
+                let entered = match candidate.origin {
+                    Origin::Function(index) => {
+                        !program.entry_points(&program.functions[index]).is_empty()
+                    }
+                    Origin::Data => false,
+                };
+                if function.layout_sensitive || entered {
+                    Body::with_layout(&function)
+                } else {
+                    Body::of(&function)
+                }
+            })
             .collect();
         let lift_time = started.elapsed();
 
@@ -201,12 +214,13 @@ impl<'p, 'data> Analysis<'p, 'data> {
             &bodies,
             &mut section_classes,
         );
-        // Layout sensitivity is known only now; such candidates are few.
+        // Whether a jump from another candidate lands inside is known only
+        // now; such candidates are few.
         bodies
             .par_iter_mut()
             .zip(&candidates)
             .zip(&attrs)
-            .filter(|(_, attrs)| attrs.layout_sensitive)
+            .filter(|((body, _), attrs)| attrs.layout_sensitive && body.layout().is_none())
             .for_each(|((body, candidate), _)| {
                 *body = Body::with_layout(&narrower.lift(candidate));
             });
@@ -728,6 +742,7 @@ pub(crate) fn is_vtable_name(name: &[u8]) -> bool {
 
 /// Interns what must be equal besides the body: kind, output-section class,
 /// unwind description with its personality and LSDA, layout sensitivity.
+/// Each candidate's description is made in parallel; numbering them is not.
 fn attributes(
     program: &Program<'_>,
     candidates: &[CandidateInfo],
@@ -735,28 +750,39 @@ fn attributes(
     bodies: &[Body],
     section_classes: &mut Vec<String>,
 ) -> Vec<Attrs> {
-    let mut class_ids: HashMap<String, u32> = HashMap::default();
-    let mut unwind_ids: HashMap<UnwindKey, u32> = HashMap::default();
-    // The FDE describing each code piece, by (object, section, start).
-    let mut fde_of: HashMap<(ObjectId, SectionIndex, u64), (SectionIndex, icf_object::Fde)> =
-        HashMap::default();
-    for (index, object) in program.objects.iter().enumerate() {
-        let elf = &object.elf;
-        let Some((eh_frame, fdes)) = &elf.eh_frame else {
-            continue;
-        };
-        for fde in fdes {
-            let Some(pc_begin) = fde.pc_begin else {
-                continue;
+    // The FDE describing each code piece: per object, (section, start, FDE) sorted.
+    let fdes: Vec<Vec<(SectionIndex, u64, icf_object::Fde)>> = program
+        .objects
+        .par_iter()
+        .map(|object| {
+            let elf = &object.elf;
+            let Some((eh_frame, fdes)) = &elf.eh_frame else {
+                return Vec::new();
             };
-            let reloc = &elf.section(*eh_frame).relocs[pc_begin];
-            let symbol = elf.symbol(reloc.symbol);
-            if let Some(section) = symbol.section() {
-                let start = (symbol.value as i64 + reloc.addend) as u64;
-                fde_of.insert((ObjectId(index as u32), section, start), (*eh_frame, *fde));
-            }
-        }
-    }
+            let mut described: Vec<_> = fdes
+                .iter()
+                .filter_map(|fde| {
+                    let reloc = &elf.section(*eh_frame).relocs[fde.pc_begin?];
+                    let symbol = elf.symbol(reloc.symbol);
+                    let start = (symbol.value as i64 + reloc.addend) as u64;
+                    Some((symbol.section()?, start, *fde))
+                })
+                .collect();
+            // Of two FDEs for one place, the later describes it.
+            described.reverse();
+            described.sort_by_key(|&(section, start, _)| (section, start));
+            described.dedup_by_key(|&mut (section, start, _)| (section, start));
+            described
+        })
+        .collect();
+    let fde_of = |candidate: &CandidateInfo| {
+        let list = &fdes[candidate.object.index()];
+        let key = (candidate.section, candidate.start);
+        let at = list.partition_point(|&(section, start, _)| (section, start) < key);
+        list.get(at)
+            .filter(|&&(section, start, _)| (section, start) == key)
+            .map(|&(_, _, fde)| fde)
+    };
 
     // Places something outside a code candidate jumps into make its layout matter.
     let mut interior_referenced = vec![false; candidates.len()];
@@ -772,16 +798,45 @@ fn attributes(
         }
     }
 
-    candidates
-        .iter()
+    type Unwind = (UnwindKey, SmallVec<[Ref; 2]>);
+    let described: Vec<(&[u8], bool, Option<Unwind>)> = candidates
+        .par_iter()
         .enumerate()
         .map(|(index, candidate)| {
             let object = program.object(candidate.object);
             let section = object.elf.section(candidate.section);
-            let class_name = output_section_class(&section.name_lossy());
+            let class = output_section_class(section.name);
+            let Origin::Function(function) = candidate.origin else {
+                return (class, false, None);
+            };
+            let layout_sensitive = interior_referenced[index]
+                || bodies[index].layout_sensitive
+                || !program
+                    .entry_points(&program.functions[function])
+                    .is_empty();
+            let unwind = fde_of(candidate).and_then(|fde| {
+                let (eh_frame, _) = object.elf.eh_frame.as_ref()?;
+                Some(unwind_description(
+                    &object.elf,
+                    *eh_frame,
+                    &fde,
+                    narrower,
+                    candidate.object,
+                ))
+            });
+            (class, layout_sensitive, unwind)
+        })
+        .collect();
+
+    let mut class_ids: HashMap<&[u8], u32> = HashMap::default();
+    let mut unwind_ids: HashMap<UnwindKey, u32> = HashMap::default();
+    candidates
+        .iter()
+        .zip(described)
+        .map(|(candidate, (class, layout_sensitive, unwind))| {
             let next = class_ids.len() as u32;
-            let section_class = *class_ids.entry(class_name.clone()).or_insert_with(|| {
-                section_classes.push(class_name);
+            let section_class = *class_ids.entry(class).or_insert_with(|| {
+                section_classes.push(String::from_utf8_lossy(class).into_owned());
                 next
             });
             let mut attrs = Attrs {
@@ -792,24 +847,13 @@ fn attributes(
                 },
                 section_class,
                 unwind: None,
-                layout_sensitive: false,
+                layout_sensitive,
                 refs: Box::default(),
             };
-            if let Origin::Function(function) = candidate.origin {
-                attrs.layout_sensitive = interior_referenced[index]
-                    || bodies[index].layout_sensitive
-                    || !program
-                        .entry_points(&program.functions[function])
-                        .is_empty();
-                if let Some((eh_frame, fde)) =
-                    fde_of.get(&(candidate.object, candidate.section, candidate.start))
-                {
-                    let (key, refs) =
-                        unwind_description(&object.elf, *eh_frame, fde, narrower, candidate.object);
-                    let next = unwind_ids.len() as u32;
-                    attrs.unwind = Some(*unwind_ids.entry(key).or_insert(next));
-                    attrs.refs = refs.into_boxed_slice();
-                }
+            if let Some((key, refs)) = unwind {
+                let next = unwind_ids.len() as u32;
+                attrs.unwind = Some(*unwind_ids.entry(key).or_insert(next));
+                attrs.refs = refs.into_boxed_slice();
             }
             attrs
         })
@@ -918,26 +962,26 @@ fn unwind_description(
 /// The output section a linker places an input section in: `.text.foo` in
 /// `.text`, `.text.unlikely.foo` in `.text.unlikely`, `.rodata.foo` in
 /// `.rodata`; any other name is its own class.
-pub fn output_section_class(name: &str) -> String {
-    const PREFIXES: &[&str] = &[
-        ".text.unlikely",
-        ".text.hot",
-        ".text.startup",
-        ".text.exit",
-        ".text.split",
-        ".text",
-        ".rodata",
-        ".gcc_except_table",
-        ".data.rel.ro",
+pub fn output_section_class(name: &[u8]) -> &[u8] {
+    const PREFIXES: &[&[u8]] = &[
+        b".text.unlikely",
+        b".text.hot",
+        b".text.startup",
+        b".text.exit",
+        b".text.split",
+        b".text",
+        b".rodata",
+        b".gcc_except_table",
+        b".data.rel.ro",
     ];
     for prefix in PREFIXES {
         if name == *prefix
             || name
-                .strip_prefix(prefix)
-                .is_some_and(|rest| rest.starts_with('.'))
+                .strip_prefix(*prefix)
+                .is_some_and(|rest| rest.starts_with(b"."))
         {
-            return (*prefix).to_string();
+            return prefix;
         }
     }
-    name.to_string()
+    name
 }
