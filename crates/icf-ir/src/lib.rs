@@ -251,31 +251,19 @@ impl Function {
         }
     }
 
-    /// An empty function with room for `insts` instructions in `blocks` blocks.
-    pub fn with_capacity(arch: Arch, size: u32, insts: usize, blocks: usize) -> Function {
-        Function {
-            arch,
-            size,
-            blocks: Vec::with_capacity(blocks),
-            insts: Vec::with_capacity(insts),
-            operands: Vec::with_capacity(insts * 2),
-            mems: Vec::with_capacity(insts / 2),
-            refs: Vec::new(),
-            opaque: Vec::new(),
-            imms: Vec::new(),
-            layout_sensitive: false,
-        }
-    }
-
-    /// Releases spare capacity: a program holds every function's IR at once.
-    pub fn shrink_to_fit(&mut self) {
-        self.blocks.shrink_to_fit();
-        self.insts.shrink_to_fit();
-        self.operands.shrink_to_fit();
-        self.mems.shrink_to_fit();
-        self.refs.shrink_to_fit();
-        self.opaque.shrink_to_fit();
-        self.imms.shrink_to_fit();
+    /// Empties the function for reuse as `arch` code of `size` bytes,
+    /// keeping its buffers' capacity.
+    pub fn reset(&mut self, arch: Arch, size: u32) {
+        self.arch = arch;
+        self.size = size;
+        self.blocks.clear();
+        self.insts.clear();
+        self.operands.clear();
+        self.mems.clear();
+        self.refs.clear();
+        self.opaque.clear();
+        self.imms.clear();
+        self.layout_sensitive = false;
     }
 
     pub fn block(&self, id: BlockId) -> &Block {

@@ -339,7 +339,7 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
     let mut pairs = pair_uses(input, &words);
     let decoder = InstDecoder::default();
     // Exact sizes: most words have no operand at all.
-    let mut f = Function::new(input.arch, size);
+    let mut f = crate::spare_function(input.arch, size);
     f.insts.reserve_exact(words.len());
     f.blocks.reserve_exact(layout.blocks.len());
     let operands = words

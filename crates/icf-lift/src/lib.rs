@@ -25,6 +25,29 @@ pub fn lift(input: &CodeInput<'_>) -> Function {
     }
 }
 
+thread_local! {
+    /// A function whose buffers the next lift on this thread reuses.
+    static SPARE: std::cell::RefCell<Option<Function>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Hands a function that is no longer needed back to the lifter, which
+/// reuses its buffers for the next function lifted on this thread: a
+/// program lifts tens of thousands of functions and keeps none of them.
+pub fn recycle(function: Function) {
+    SPARE.with(|spare| *spare.borrow_mut() = Some(function));
+}
+
+/// An empty function, reusing the buffers of the last one recycled.
+fn spare_function(arch: Arch, size: u32) -> Function {
+    match SPARE.with(|spare| spare.borrow_mut().take()) {
+        Some(mut function) => {
+            function.reset(arch, size);
+            function
+        }
+        None => Function::new(arch, size),
+    }
+}
+
 /// A marker relocation (`R_X86_64_TLSDESC_CALL`, `R_AARCH64_TLSDESC_CALL`):
 /// it patches nothing, and rides along on its instruction as a reference.
 fn marker_operand(f: &mut Function, reloc: &CodeReloc) -> Operand {

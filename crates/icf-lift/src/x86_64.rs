@@ -145,7 +145,11 @@ fn lift_with(
         .filter(|&e| e > 0 && e < size)
         .collect();
     let layout = cfg::layout(decoded, &entry_points)?;
-    let mut f = Function::with_capacity(input.arch, size, raws.len(), layout.blocks.len());
+    let mut f = crate::spare_function(input.arch, size);
+    f.insts.reserve(raws.len());
+    f.operands.reserve(raws.len() * 2);
+    f.mems.reserve(raws.len() / 2);
+    f.blocks.reserve(layout.blocks.len());
     for laid in &layout.blocks {
         let first = f.insts.len() as u32;
         let mut pending_nop: Option<(u32, u32)> = None;
@@ -168,7 +172,6 @@ fn lift_with(
             reached: laid.reached,
         });
     }
-    f.shrink_to_fit();
     Ok(f)
 }
 

@@ -196,11 +196,13 @@ impl<'p, 'data> Analysis<'p, 'data> {
                     }
                     Origin::Data => false,
                 };
-                if function.layout_sensitive || entered {
+                let body = if function.layout_sensitive || entered {
                     Body::with_layout(&function)
                 } else {
                     Body::of(&function)
-                }
+                };
+                icf_lift::recycle(function);
+                body
             })
             .collect();
         let lift_time = started.elapsed();
