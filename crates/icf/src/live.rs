@@ -21,7 +21,8 @@
 //! gets folded away.
 
 use crate::program::{ObjectId, Program};
-use icf_object::{Binding, SectionIndex, SymbolKind, SymbolPlace, Visibility};
+use crate::targets::Target;
+use icf_object::{Binding, SectionIndex, SymbolPlace, Visibility};
 use object::elf;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -175,17 +176,24 @@ pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
             }
         }
         for reloc in &elf.section(section).relocs {
-            let symbol = elf.symbol(reloc.symbol);
-            let target = if symbol.binding == Binding::Local || symbol.kind == SymbolKind::Section {
-                symbol.section().map(|s| (object, s))
-            } else {
-                program.definitions.winner(symbol.name).and_then(|(o, s)| {
-                    let defined = program.object(o).elf.symbol(s);
-                    match defined.place {
-                        SymbolPlace::Section(section) => Some((o, section)),
-                        _ => None,
-                    }
-                })
+            // Loading resolved every symbol; only names it left to the
+            // dynamic linker (an ifunc, an interposable export) are looked up.
+            let resolved = loaded
+                .symbol_refs
+                .get(reloc.symbol.index())
+                .map(|r| program.targets.get(r.target));
+            let target = match resolved {
+                Some(Target::Section { object, section }) => Some((object, section)),
+                Some(Target::Symbol { name }) => {
+                    program.definitions.winner(name).and_then(|(o, s)| {
+                        let defined = program.object(o).elf.symbol(s);
+                        match defined.place {
+                            SymbolPlace::Section(section) => Some((o, section)),
+                            _ => None,
+                        }
+                    })
+                }
+                _ => None,
             };
             if let Some((o, s)) = target {
                 mark(o, s, &mut work);
