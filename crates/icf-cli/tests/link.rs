@@ -139,6 +139,38 @@ fn response_files_and_the_linkers_exit_status() {
 }
 
 #[test]
+fn verbose_links_say_how_long_each_phase_took() {
+    let dir = scratch("verbose");
+    let build = Build::new(Compiler::Gcc);
+    let inputs = objects(&["c/fold_cases.c"], &build);
+    let out = dir.join("app");
+    let out = out.to_str().expect("utf-8 path");
+    let quiet = icf(&["link", "--", "gcc", &inputs[0], "-o", out]);
+    assert!(quiet.status.success());
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("icf: time:"));
+    let verbose = icf(&["-v", "link", "--", "gcc", &inputs[0], "-o", out]);
+    let stderr = String::from_utf8_lossy(&verbose.stderr);
+    assert!(verbose.status.success(), "{stderr}");
+    let phases = "icf: time: load ";
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with(phases))
+        .unwrap_or_else(|| panic!("no phase timings in {stderr}"));
+    for phase in ["lift", "partition", "plan", "fold and write"] {
+        assert!(
+            line.contains(&format!(", {phase} ")),
+            "{phase} missing: {line}"
+        );
+    }
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("icf: time: link ") && l.ends_with(" ms"))
+    );
+    assert!(run(Path::new(out)).starts_with("fold_cases "));
+}
+
+#[test]
 fn unfoldable_inputs_link_plainly_unless_strict() {
     let dir = scratch("fallback");
     // clang's -flto objects are LLVM bitcode: nothing icf can fold, but the linker can link them.
