@@ -15,7 +15,7 @@
 //! `memcmp`. The IR itself is lifted again on demand where a person asks why
 //! two functions differ ([`crate::compare::first_difference`]).
 
-use crate::hash::structural_hash;
+use crate::hash::Mixer;
 use icf_ir::{Arch, Disp, Function, Operand, Ref, TargetId, Use};
 
 /// A reference to something outside the function, as the partition and the
@@ -34,7 +34,7 @@ pub struct Body {
     pub arch: Arch,
     /// Size in bytes of the code the function was lifted from.
     pub size: u32,
-    /// [`structural_hash`] of the function.
+    /// [`crate::hash::structural_hash`] of the function.
     pub structural_hash: u64,
     /// Part of the function is compared byte-exactly.
     pub has_opaque: bool,
@@ -76,17 +76,23 @@ impl Body {
             code.unsigned(u64::from(r.kind.0));
             code.unsigned(r.use_ as u64);
         };
-        code.unsigned(f.blocks.len() as u64);
+        // The structure and opcodes go to the structural hash as well.
+        let mut structure = Mixer::new(f.arch);
+        let mut both = |code: &mut Writer, value: u64| {
+            structure.add(value);
+            code.unsigned(value);
+        };
+        both(&mut code, f.blocks.len() as u64);
         for block in &f.blocks {
-            code.unsigned(block.succs.len() as u64);
+            both(&mut code, block.succs.len() as u64);
             for succ in &block.succs {
-                code.unsigned(u64::from(succ.0));
+                both(&mut code, u64::from(succ.0));
             }
-            code.unsigned(u64::from(block.reached));
+            both(&mut code, u64::from(block.reached));
             let insts = f.block_insts(block);
-            code.unsigned(insts.len() as u64);
+            both(&mut code, insts.len() as u64);
             for inst in insts {
-                code.unsigned(u64::from(inst.op.0));
+                both(&mut code, u64::from(inst.op.0));
                 code.unsigned(u64::from(inst.flags));
                 let operands = f.inst_operands(inst);
                 code.unsigned(operands.len() as u64);
@@ -148,7 +154,7 @@ impl Body {
         Body {
             arch: f.arch,
             size: f.size,
-            structural_hash: structural_hash(f),
+            structural_hash: structure.finish(),
             has_opaque: f.has_opaque(),
             layout_sensitive: f.layout_sensitive,
             code: code.bytes.into_boxed_slice(),

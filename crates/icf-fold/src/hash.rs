@@ -4,35 +4,34 @@
 //! different comparison are the near-duplicates ("the same modulo constants
 //! and call targets").
 
-use icf_ir::Function;
+use crate::body::Body;
+use icf_ir::{Arch, Function};
 
 /// FxHash's mixing step: fast, and the same on every machine and every run.
 #[derive(Copy, Clone, Debug)]
-struct Mixer(u64);
+pub(crate) struct Mixer(u64);
 
 impl Mixer {
-    fn add(&mut self, value: u64) {
+    /// A structural hash in the making, for a function of `arch`.
+    pub(crate) fn new(arch: Arch) -> Mixer {
+        Mixer(arch as u64)
+    }
+
+    pub(crate) fn add(&mut self, value: u64) {
         self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    pub(crate) fn finish(self) -> u64 {
+        self.0
     }
 }
 
-/// The structural hash of `f`.
+/// The structural hash of `f`: its architecture, block count, then per
+/// block in walk order the successors, whether the walk reached it, the
+/// instruction count and the opcodes. [`Body::of`] computes it on the walk
+/// that serializes the comparator key.
 pub fn structural_hash(f: &Function) -> u64 {
-    let mut mixer = Mixer(f.arch as u64);
-    mixer.add(f.blocks.len() as u64);
-    for block in &f.blocks {
-        mixer.add(block.succs.len() as u64);
-        for succ in &block.succs {
-            mixer.add(u64::from(succ.0));
-        }
-        mixer.add(u64::from(block.reached));
-        let insts = f.block_insts(block);
-        mixer.add(insts.len() as u64);
-        for inst in insts {
-            mixer.add(u64::from(inst.op.0));
-        }
-    }
-    mixer.0
+    Body::of(f).structural_hash
 }
 
 /// A hash of `bytes` (a body's code), eight bytes at a time.
