@@ -311,3 +311,51 @@ fn resolve<'a, 'data>(
     }
     Resolved::To(owner, definition)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(object: u32, section: u32) -> Target<'static> {
+        Target::Section {
+            object: ObjectId(object),
+            section: SectionIndex(section),
+        }
+    }
+
+    #[test]
+    fn sections_are_numbered_in_order_and_interned_like_the_rest() {
+        let mut table = TargetTable::with_sections([2, 0, 3]);
+        assert_eq!(table.len(), 5);
+        assert_eq!(table.find(&section(0, 1)), Some(TargetId(1)));
+        assert_eq!(table.find(&section(2, 0)), Some(TargetId(2)));
+        assert_eq!(table.intern(section(2, 2)), TargetId(4));
+        assert_eq!(table.get(TargetId(3)), section(2, 1));
+        // Past the numbered sections, a section is interned by value.
+        let outside = table.intern(section(1, 0));
+        assert_eq!(outside, TargetId(5));
+        assert_eq!(table.intern(section(1, 0)), outside);
+        let name = table.intern(Target::Symbol { name: b"memcpy" });
+        assert_eq!(table.intern(Target::Symbol { name: b"memcpy" }), name);
+        assert_eq!(table.get(name), Target::Symbol { name: b"memcpy" });
+        assert_eq!(table.len(), 7);
+    }
+
+    #[test]
+    fn an_extension_keeps_the_base_ids_and_numbers_after_them() {
+        let mut base = TargetTable::with_sections([1]);
+        let absolute = base.intern(Target::Absolute);
+        let mut extended = ExtendedTargets::new(&base);
+        assert_eq!(extended.intern(Target::Absolute), absolute);
+        assert_eq!(extended.intern(section(0, 0)), TargetId(0));
+        let candidate = extended.intern(Target::Candidate(7));
+        assert_eq!(candidate, TargetId(2));
+        assert_eq!(extended.intern(Target::Candidate(7)), candidate);
+        assert_eq!(extended.find(&Target::Candidate(7)), Some(candidate));
+        assert_eq!(extended.get(candidate), Target::Candidate(7));
+        assert_eq!(extended.get(absolute), Target::Absolute);
+        assert_eq!(extended.find(&Target::Candidate(8)), None);
+        assert_eq!(extended.len(), 3);
+        assert_eq!(base.find(&Target::Candidate(7)), None);
+    }
+}
