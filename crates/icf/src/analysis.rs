@@ -800,7 +800,9 @@ fn attributes(
         }
     }
 
-    type Unwind = (UnwindKey, SmallVec<[Ref; 2]>);
+    // Boxed: most candidates have no unwind description, and this list
+    // holds one entry per candidate.
+    type Unwind = Box<(UnwindKey, SmallVec<[Ref; 2]>)>;
     let described: Vec<(&[u8], bool, Option<Unwind>)> = candidates
         .par_iter()
         .enumerate()
@@ -818,13 +820,13 @@ fn attributes(
                     .is_empty();
             let unwind = fde_of(candidate).and_then(|fde| {
                 let (eh_frame, _) = object.elf.eh_frame.as_ref()?;
-                Some(unwind_description(
+                Some(Box::new(unwind_description(
                     &object.elf,
                     *eh_frame,
                     &fde,
                     narrower,
                     candidate.object,
-                ))
+                )))
             });
             (class, layout_sensitive, unwind)
         })
@@ -852,7 +854,7 @@ fn attributes(
                 layout_sensitive,
                 refs: Box::default(),
             };
-            if let Some((key, refs)) = unwind {
+            if let Some((key, refs)) = unwind.map(|unwind| *unwind) {
                 let next = unwind_ids.len() as u32;
                 attrs.unwind = Some(*unwind_ids.entry(key).or_insert(next));
                 attrs.refs = refs.into_boxed_slice();

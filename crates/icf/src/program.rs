@@ -186,13 +186,13 @@ impl<'data> Program<'data> {
             .collect();
         for (index, symbols) in resolved.into_iter().enumerate() {
             let id = ObjectId(index as u32);
-            objects[index].symbol_refs = symbols
-                .into_iter()
-                .map(|(target, base)| SymbolRef {
-                    target: targets.intern(target),
-                    base,
-                })
-                .collect();
+            // A new list: collecting in place would keep the wider one's allocation.
+            let mut symbol_refs = Vec::with_capacity(symbols.len());
+            symbol_refs.extend(symbols.into_iter().map(|(target, base)| SymbolRef {
+                target: targets.intern(target),
+                base,
+            }));
+            objects[index].symbol_refs = symbol_refs;
             objects[index].section_targets = (0..objects[index].elf.sections.len())
                 .map(|section| {
                     targets.intern(targets::Target::Section {
