@@ -112,6 +112,49 @@ struct Places {
 }
 
 impl Places {
+    /// The places of `candidates` and of every mergeable section's
+    /// elements, each named by a target interned in `targets`.
+    fn new<'data>(
+        program: &Program<'data>,
+        candidates: &[CandidateInfo],
+        targets: &mut ExtendedTargets<'_, 'data>,
+    ) -> Places {
+        let mut pieces: Vec<Vec<(SectionIndex, Piece)>> = vec![Vec::new(); program.objects.len()];
+        let mut candidate_targets = Vec::with_capacity(candidates.len());
+        for (index, candidate) in candidates.iter().enumerate() {
+            candidate_targets.push(targets.intern(Target::Candidate(index as u32)));
+            pieces[candidate.object.index()].push((
+                candidate.section,
+                (candidate.start, candidate.end, CandidateId(index as u32)),
+            ));
+        }
+        let sections = |object: usize| program.objects[object].elf.sections.len();
+        let pieces = pieces
+            .into_iter()
+            .enumerate()
+            .map(|(object, mut list)| {
+                list.sort_unstable();
+                PerSection::new(sections(object), list)
+            })
+            .collect();
+        let mut constants = Vec::with_capacity(program.objects.len());
+        for (index, object) in program.objects.iter().enumerate() {
+            let mut list = Vec::new();
+            for (section_index, section) in object.elf.sections.iter().enumerate() {
+                if let Some(elements) = merge_elements(section, targets) {
+                    let section = SectionIndex(section_index as u32);
+                    list.extend(elements.into_iter().map(|element| (section, element)));
+                }
+            }
+            constants.push(PerSection::new(sections(index), list));
+        }
+        Places {
+            pieces,
+            constants,
+            candidate_targets,
+        }
+    }
+
     fn pieces(&self, object: ObjectId, section: SectionIndex) -> &[Piece] {
         self.pieces
             .get(object.index())
@@ -136,47 +179,11 @@ impl<'p, 'data> Analysis<'p, 'data> {
             .as_ref()
             .map(|roots| crate::live::live_sections(program, roots));
         let candidates = collect_candidates(program, live.as_deref());
+        let places = Places::new(program, &candidates, &mut targets);
         let mut target_candidate = vec![None; targets.len()];
-        let mut pieces: Vec<Vec<(SectionIndex, Piece)>> = vec![Vec::new(); program.objects.len()];
-        let mut candidate_targets = Vec::with_capacity(candidates.len());
-        for (index, candidate) in candidates.iter().enumerate() {
-            let id = targets.intern(Target::Candidate(index as u32));
-            if target_candidate.len() <= id.index() {
-                target_candidate.resize(id.index() + 1, None);
-            }
-            target_candidate[id.index()] = Some(CandidateId(index as u32));
-            candidate_targets.push(id);
-            pieces[candidate.object.index()].push((
-                candidate.section,
-                (candidate.start, candidate.end, CandidateId(index as u32)),
-            ));
+        for (index, &target) in places.candidate_targets.iter().enumerate() {
+            target_candidate[target.index()] = Some(CandidateId(index as u32));
         }
-        let sections = |object: usize| program.objects[object].elf.sections.len();
-        let pieces = pieces
-            .into_iter()
-            .enumerate()
-            .map(|(object, mut list)| {
-                list.sort_unstable();
-                PerSection::new(sections(object), list)
-            })
-            .collect();
-        let mut constants = Vec::with_capacity(program.objects.len());
-        for (index, object) in program.objects.iter().enumerate() {
-            let mut list = Vec::new();
-            for (section_index, section) in object.elf.sections.iter().enumerate() {
-                if let Some(elements) = merge_elements(section, &mut targets) {
-                    let section = SectionIndex(section_index as u32);
-                    list.extend(elements.into_iter().map(|element| (section, element)));
-                }
-            }
-            constants.push(PerSection::new(sections(index), list));
-        }
-        let places = Places {
-            pieces,
-            constants,
-            candidate_targets,
-        };
-        target_candidate.resize(targets.len(), None);
         let narrower = Narrower {
             program,
             targets: &targets,
