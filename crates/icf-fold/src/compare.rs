@@ -123,9 +123,12 @@ pub fn first_difference(
     .err()
 }
 
-/// Compares the keys of two candidates ([`crate::body`]): the same order on
-/// the same values as [`compare`], so `Equal` exactly when [`compare`] says
+/// Compares the keys of two candidates ([`crate::body`]): a total order on
+/// the values [`compare`] looks at, `Equal` exactly when [`compare`] says
 /// `Equal`, at the cost of one `memcmp` and a pass over the references.
+/// Unequal candidates may come in another order than under [`compare`]
+/// (bytes, not numbers; targets last): the partition depends only on which
+/// candidates are equal and on candidate indices.
 pub fn compare_bodies(
     left: KeyedCandidate<'_>,
     right: KeyedCandidate<'_>,
