@@ -152,6 +152,9 @@ pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
         }
     }
 
+    // A (signature, section name) is spread to every instance once: each
+    // instance it reaches would otherwise spread it again to all the others.
+    let mut spread: rustc_hash::FxHashSet<(&[u8], &[u8])> = rustc_hash::FxHashSet::default();
     while let Some((object, section)) = work.pop() {
         let loaded = program.object(object);
         let elf = &loaded.elf;
@@ -161,6 +164,7 @@ pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
         let this = elf.section(section);
         if let Some(group) = this.group.map(|g| &elf.groups[g as usize])
             && group.is_comdat
+            && spread.insert((elf.symbol(group.signature).name, this.name))
         {
             let signature = elf.symbol(group.signature).name;
             for &(other, other_group) in instances.get(signature).into_iter().flatten() {
