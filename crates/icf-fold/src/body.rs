@@ -38,8 +38,6 @@ pub struct Body {
     pub structural_hash: u64,
     /// Part of the function is compared byte-exactly.
     pub has_opaque: bool,
-    /// The function computes addresses of its own instructions.
-    pub layout_sensitive: bool,
     code: Box<[u8]>,
     /// Offset and length of every instruction in walk order, compared only
     /// for layout-sensitive candidates and kept only for them.
@@ -156,7 +154,6 @@ impl Body {
             size: f.size,
             structural_hash: structure.finish(),
             has_opaque: f.has_opaque(),
-            layout_sensitive: f.layout_sensitive,
             code: code.bytes.into_boxed_slice(),
             layout: with_layout.then(|| layout.bytes.into_boxed_slice()),
             refs: refs.into_boxed_slice(),

@@ -192,7 +192,9 @@ impl<'p, 'data> Analysis<'p, 'data> {
         let (data_references, vtable_entries) =
             references_from_data(program, &narrower, live.as_deref());
 
-        // Each function's IR lives only until its key is made.
+        // Each function's IR lives only until its key is made. A key keeps
+        // the layout exactly when it is known already to matter: the code
+        // computes its own addresses, or something enters it past its start.
         let mut bodies: Vec<Body> = candidates
             .par_iter()
             .map(|candidate| {
@@ -817,14 +819,12 @@ fn attributes(
             let object = program.object(candidate.object);
             let section = object.elf.section(candidate.section);
             let class = output_section_class(section.name);
-            let Origin::Function(function) = candidate.origin else {
+            if !candidate.is_code() {
                 return (class, false, None);
-            };
-            let layout_sensitive = interior_referenced[index]
-                || bodies[index].layout_sensitive
-                || !program
-                    .entry_points(&program.functions[function])
-                    .is_empty();
+            }
+            // A key with its layout is one whose layout was known to matter
+            // when it was lifted (see `Analysis::run`).
+            let layout_sensitive = interior_referenced[index] || bodies[index].layout().is_some();
             let unwind = fde_of(candidate).and_then(|fde| {
                 let (eh_frame, _) = object.elf.eh_frame.as_ref()?;
                 Some(Box::new(unwind_description(

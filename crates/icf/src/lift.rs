@@ -49,7 +49,7 @@ impl Program<'_> {
             section_size: section.size,
             relocs: &relocs,
             entry_points: &entry_points,
-            own_section: object.section_targets[extent.section.index()],
+            own_section: self.targets.section(function.object, extent.section),
             data_in_code: &data_in_code,
         };
         icf_lift::lift(&input)

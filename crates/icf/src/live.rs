@@ -164,9 +164,9 @@ pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
         let this = elf.section(section);
         if let Some(group) = this.group.map(|g| &elf.groups[g as usize])
             && group.is_comdat
-            && spread.insert((elf.symbol(group.signature).name, this.name))
+            && let signature = elf.symbol(group.signature).name
+            && spread.insert((signature, this.name))
         {
-            let signature = elf.symbol(group.signature).name;
             for &(other, other_group) in instances.get(signature).into_iter().flatten() {
                 let other_elf = &program.object(other).elf;
                 let sibling = other_elf.groups[other_group as usize]

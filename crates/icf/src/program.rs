@@ -2,7 +2,6 @@
 //! and the function pieces of every object.
 
 use crate::targets::{self, SymbolRef, TargetTable};
-use icf_ir::TargetId;
 use icf_object::{
     ElfObject, FunctionExtent, InputFile, PerSection, SectionIndex, SkippedMember, SymbolKind,
 };
@@ -65,8 +64,6 @@ pub struct LoadedObject<'data> {
     pub elf: ElfObject<'data>,
     /// Indexed by symbol index.
     pub symbol_refs: Vec<SymbolRef>,
-    /// The target naming each section, indexed by section index.
-    pub section_targets: Vec<TargetId>,
     /// Offsets in executable sections that data refers to (jump-table entries).
     pub code_references: HashMap<SectionIndex, Vec<u64>>,
     /// Offsets in executable sections where data starts (`$d` mapping symbols).
@@ -148,7 +145,6 @@ impl<'data> Program<'data> {
                     section_symbols: section_symbols(&elf),
                     section_symbol: section_symbol_of(&elf),
                     symbol_refs: Vec::new(),
-                    section_targets: Vec::new(),
                     elf,
                 };
                 Ok((object, extents))
@@ -185,7 +181,6 @@ impl<'data> Program<'data> {
             })
             .collect();
         for (index, symbols) in resolved.into_iter().enumerate() {
-            let id = ObjectId(index as u32);
             // A new list: collecting in place would keep the wider one's allocation.
             let mut symbol_refs = Vec::with_capacity(symbols.len());
             symbol_refs.extend(symbols.into_iter().map(|(target, base)| SymbolRef {
@@ -193,14 +188,6 @@ impl<'data> Program<'data> {
                 base,
             }));
             objects[index].symbol_refs = symbol_refs;
-            objects[index].section_targets = (0..objects[index].elf.sections.len())
-                .map(|section| {
-                    targets.intern(targets::Target::Section {
-                        object: id,
-                        section: SectionIndex(section as u32),
-                    })
-                })
-                .collect();
         }
         Ok(Program {
             inputs,

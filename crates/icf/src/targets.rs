@@ -80,6 +80,18 @@ impl<'data> TargetTable<'data> {
         table
     }
 
+    /// The target naming `section` of `object`, numbered by
+    /// [`TargetTable::with_sections`]; panics for a section it was not given.
+    pub fn section(&self, object: ObjectId, section: SectionIndex) -> TargetId {
+        self.section_id(&Target::Section { object, section })
+            .unwrap_or_else(|| {
+                panic!(
+                    "section {} of object {} is not numbered",
+                    section.0, object.0
+                )
+            })
+    }
+
     /// The id of a section numbered by [`TargetTable::with_sections`].
     fn section_id(&self, target: &Target<'data>) -> Option<TargetId> {
         let Target::Section { object, section } = *target else {
