@@ -40,6 +40,42 @@ impl InputFile {
     pub fn data(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
     }
+
+    /// Gives back the pages of the mapping that have been read, so they stop
+    /// counting towards the resident set; the kernel keeps them in its page
+    /// cache, and a later read faults them in again with the same bytes.
+    /// Called between phases that read the inputs, where holding them would
+    /// otherwise add the inputs' whole size to the peak. Best effort: a
+    /// kernel that refuses the advice costs memory, not correctness.
+    pub fn release_resident_pages(&self) {
+        if let Some(map) = &self.map {
+            // SAFETY: the mapping is a read-only shared mapping of a file
+            // (`Mmap::map`) that icf never writes through. MADV_DONTNEED on
+            // such a mapping only drops the process's page-table entries: the
+            // next read of a borrowed slice faults the same file bytes back
+            // in, so no borrow observes a change. (The advice is unsafe in
+            // general because, on private or anonymous mappings, it discards
+            // written pages and reads then see zeros.)
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+
+    /// [`InputFile::release_resident_pages`] for the pages that hold `bytes`,
+    /// a slice of [`InputFile::data`] (one archive member, say). Pages it
+    /// shares with neighbouring bytes are released too; they fault back in
+    /// unchanged when read. A slice from elsewhere is ignored.
+    pub fn release_resident_range(&self, bytes: &[u8]) {
+        let Some(map) = &self.map else { return };
+        let start = (bytes.as_ptr() as usize).wrapping_sub(map.as_ptr() as usize);
+        if bytes.is_empty() || start >= map.len() || map.len() - start < bytes.len() {
+            return;
+        }
+        // SAFETY: as in `release_resident_pages`; memmap2 widens the range
+        // to whole pages inside the mapping.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, bytes.len())
+        };
+    }
 }
 
 /// What kind of container a file is, from its first bytes.

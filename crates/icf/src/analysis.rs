@@ -195,23 +195,37 @@ impl<'p, 'data> Analysis<'p, 'data> {
         // Each function's IR lives only until its key is made. A key keeps
         // the layout exactly when it is known already to matter: the code
         // computes its own addresses, or something enters it past its start.
-        let mut bodies: Vec<Body> = candidates
-            .par_iter()
-            .map(|candidate| {
-                let function = narrower.lift(candidate);
-                let entered = match candidate.origin {
-                    Origin::Function(index) => {
-                        !program.entry_points(&program.functions[index]).is_empty()
-                    }
-                    Origin::Data => false,
-                };
-                let body = if function.layout_sensitive || entered {
-                    Body::with_layout(&function)
-                } else {
-                    Body::of(&function)
-                };
-                icf_lift::recycle(function);
-                body
+        //
+        // Objects are lifted one at a time per thread, and each gives back
+        // its input pages when done: the inputs need not all be resident
+        // alongside the keys.
+        program.inputs.release_resident_pages();
+        let mut bodies: Vec<Body> = runs_by_object(&candidates)
+            .into_par_iter()
+            .flat_map_iter(|run| {
+                let bodies: Vec<Body> = candidates[run.clone()]
+                    .iter()
+                    .map(|candidate| {
+                        let function = narrower.lift(candidate);
+                        let entered = match candidate.origin {
+                            Origin::Function(index) => {
+                                !program.entry_points(&program.functions[index]).is_empty()
+                            }
+                            Origin::Data => false,
+                        };
+                        let body = if function.layout_sensitive || entered {
+                            Body::with_layout(&function)
+                        } else {
+                            Body::of(&function)
+                        };
+                        icf_lift::recycle(function);
+                        body
+                    })
+                    .collect();
+                if let Some(candidate) = candidates.get(run.start) {
+                    program.release_object_pages(candidate.object);
+                }
+                bodies
             })
             .collect();
         let lift_time = started.elapsed();
@@ -240,6 +254,9 @@ impl<'p, 'data> Analysis<'p, 'data> {
             .zip(&attrs)
             .map(|(body, attrs)| KeyedCandidate { body, attrs })
             .collect();
+        // Nothing reads the inputs again until the plan: the partition's
+        // peak need not include them.
+        program.inputs.release_resident_pages();
         let partition = icf_fold::partition::refine(&fold_candidates, &target_candidate);
         let partition_time = started.elapsed();
 
@@ -260,6 +277,10 @@ impl<'p, 'data> Analysis<'p, 'data> {
             .zip(&candidates)
             .filter(|(body, info)| body.has_opaque && info.is_code())
             .count();
+        // The keys were the largest part of the heap; what they held goes
+        // back to the system before planning and writing allocate more.
+        drop(bodies);
+        crate::memory::return_freed_memory();
         Analysis {
             program,
             candidates,
@@ -378,6 +399,22 @@ impl<'p, 'data> Analysis<'p, 'data> {
 /// Every function piece, then every read-only data piece, in object order.
 /// Every function piece and read-only data piece of the loaded objects, in
 /// the sections `live` says the link keeps (all, without `--gc-sections`).
+/// The runs of consecutive candidates that share an object, as index ranges
+/// in order.
+fn runs_by_object(candidates: &[CandidateInfo]) -> Vec<std::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for index in 1..=candidates.len() {
+        if index == candidates.len() || candidates[index].object != candidates[start].object {
+            if start < index {
+                runs.push(start..index);
+            }
+            start = index;
+        }
+    }
+    runs
+}
+
 fn collect_candidates(program: &Program<'_>, live: Option<&[Vec<bool>]>) -> Vec<CandidateInfo> {
     let kept = |object: ObjectId, section: SectionIndex| {
         live.is_none_or(|live| live[object.index()][section.index()])

@@ -376,10 +376,16 @@ pub fn write_outputs(
         names.push(name);
     }
     // Files are independent: each is built in memory and renamed into place.
+    // Once written, an input's pages leave the resident set, so the peak
+    // holds the files being written rather than all of them.
     names
         .into_par_iter()
         .enumerate()
-        .map(|(position, name)| write_output(program, edits, out_dir, all, position, name))
+        .map(|(position, name)| {
+            let written = write_output(program, edits, out_dir, all, position, name);
+            program.inputs.files[position].release_resident_pages();
+            written
+        })
         .collect()
 }
 

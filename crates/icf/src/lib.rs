@@ -16,6 +16,7 @@ mod lift;
 mod link;
 mod link_command;
 mod live;
+mod memory;
 mod names;
 mod plan;
 mod program;

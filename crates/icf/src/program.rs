@@ -39,6 +39,14 @@ impl Inputs {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Inputs { files })
     }
+
+    /// Drops the pages of every input from the resident set (see
+    /// [`InputFile::release_resident_pages`]).
+    pub fn release_resident_pages(&self) {
+        for file in &self.files {
+            file.release_resident_pages();
+        }
+    }
 }
 
 /// Index of an object in [`Program::objects`].
@@ -203,6 +211,13 @@ impl<'data> Program<'data> {
 
     pub fn object(&self, id: ObjectId) -> &LoadedObject<'data> {
         &self.objects[id.index()]
+    }
+
+    /// Drops the pages of one object's bytes from the resident set (see
+    /// [`InputFile::release_resident_range`]).
+    pub fn release_object_pages(&self, id: ObjectId) {
+        let object = self.object(id);
+        self.inputs.files[object.file].release_resident_range(object.elf.data);
     }
 
     /// `file` or `file(member)`, for messages.
