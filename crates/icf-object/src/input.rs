@@ -226,3 +226,61 @@ fn first_bad_header(data: &[u8]) -> u64 {
     }
     offset as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::InputFile;
+
+    /// The resident size of the mapping that starts at `start`, from
+    /// `/proc/self/smaps` (Linux): this mapping's alone, whatever other
+    /// threads of the test binary map or touch.
+    #[cfg(target_os = "linux")]
+    fn resident_kib(start: *const u8) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("reading smaps");
+        let header = format!("{:x}-", start as usize);
+        let mut lines = smaps.lines().skip_while(|line| !line.starts_with(&header));
+        lines.next().expect("the mapping is listed");
+        let rss = lines
+            .find(|line| line.starts_with("Rss:"))
+            .expect("the mapping has an Rss line");
+        rss.split_whitespace()
+            .nth(1)
+            .and_then(|kib| kib.parse().ok())
+            .expect("Rss is a number of KiB")
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn released_pages_leave_the_resident_set_and_read_back_unchanged() {
+        let path = std::env::temp_dir().join(format!("icf-release-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..1024 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).expect("writing the test file");
+        let input = InputFile::open(&path).expect("mapping the test file");
+        let data = input.data();
+        let start = data.as_ptr();
+        assert_eq!(data, bytes.as_slice());
+        let touched = resident_kib(start);
+        assert!(
+            touched >= 1024,
+            "reading every byte makes it resident: {touched} KiB"
+        );
+
+        // Half the file: that half leaves (whole pages, so at most a page
+        // either side of it stays), the bytes read back the same.
+        input.release_resident_range(&data[..512 * 1024]);
+        let half = resident_kib(start);
+        assert!((512..=520).contains(&half), "half released: {half} KiB");
+        assert_eq!(input.data(), bytes.as_slice());
+
+        // A slice of another buffer, or an empty one, releases nothing.
+        let resident = resident_kib(start);
+        input.release_resident_range(&bytes[..4096]);
+        input.release_resident_range(&data[..0]);
+        assert_eq!(resident_kib(start), resident);
+
+        input.release_resident_pages();
+        assert_eq!(resident_kib(start), 0);
+        assert_eq!(input.data(), bytes.as_slice());
+        std::fs::remove_file(&path).expect("removing the test file");
+    }
+}
