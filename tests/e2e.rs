@@ -123,8 +123,8 @@ fn fold(objects: &[PathBuf], mode: icf::Mode, shared: bool, dir: &Path) -> (Vec<
         keep_unique: Vec::new(),
     });
     let edits = analysis.object_edits(&plan);
-    let outputs =
-        icf::write_outputs(&program, &edits, dir, true).unwrap_or_else(|e| panic!("{e:#}"));
+    let outputs = icf::write_outputs(&program, &edits, dir, icf::OutputKind::Copies)
+        .unwrap_or_else(|e| panic!("{e:#}"));
     (
         outputs.into_iter().map(|o| o.output).collect(),
         plan.saved(),

@@ -241,7 +241,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let load = started.elapsed();
             let (analysis, plan) = analyze(&program, &fold);
             let edits = analysis.object_edits(&plan);
-            let outputs = icf::write_outputs(&program, &edits, &out_dir, true)?;
+            let outputs = icf::write_outputs(&program, &edits, &out_dir, icf::OutputKind::Copies)?;
             // The report names every member: only when it is asked for.
             if let Some(path) = report {
                 let summary = analysis.report(&plan, load);

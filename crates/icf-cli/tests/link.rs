@@ -485,3 +485,130 @@ fn archive_members_sharing_a_name_are_each_rewritten_as_themselves() {
         "{report}"
     );
 }
+
+/// The members of every archive a link command names, as `ar t` lists them,
+/// recorded by a driver script that then runs gcc.
+fn recording_driver(dir: &Path) -> (PathBuf, PathBuf) {
+    let log = dir.join("members.log");
+    let driver = dir.join("recording-cc");
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.a) echo \"$(ar t \"$a\" | tr '\\n' ' ')\" >> '{}';; esac; done\nexec gcc \"$@\"\n",
+        log.display()
+    );
+    std::fs::write(&driver, script).expect("write the driver script");
+    let status = Command::new("chmod")
+        .arg("+x")
+        .arg(&driver)
+        .status()
+        .expect("chmod");
+    assert!(status.success());
+    (driver, log)
+}
+
+#[test]
+fn link_inputs_leave_out_members_no_link_can_extract() {
+    let dir = scratch("unextractable");
+    let build = Build::new(Compiler::Gcc);
+    let parts = objects(&["e2e/cross_a.c", "e2e/cross_b.c"], &build);
+    let main = objects(&["e2e/cross_main.c"], &build).remove(0);
+    // An object that defines no global symbol (as rustc's lib.rmeta), and a
+    // member that is not an object at all.
+    let source = dir.join("meta.c");
+    std::fs::write(&source, "static int meta(int x) { return x * 3; }\n").expect("write");
+    let meta = dir.join("meta.o");
+    let status = Command::new("gcc")
+        .args(["-c", "-o"])
+        .arg(&meta)
+        .arg(&source)
+        .status()
+        .expect("gcc");
+    assert!(status.success());
+    // GNU ld rejects a member that is not an object inside --whole-archive.
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, "not an object\n").expect("write");
+    let mut members = parts.clone();
+    members.push(meta.display().to_string());
+    let whole = archive(&dir, "libwhole.a", &members);
+    members.push(notes.display().to_string());
+    let lazy = archive(&dir, "libcross.a", &members);
+    let (driver, log) = recording_driver(&dir);
+
+    let plain = dir.join("plain");
+    let status = Command::new("gcc")
+        .arg(&main)
+        .arg(&lazy)
+        .arg("-o")
+        .arg(&plain)
+        .status()
+        .expect("gcc");
+    assert!(status.success());
+    let expected = run(&plain);
+    for whole_archive in [false, true] {
+        let archive = if whole_archive { &whole } else { &lazy };
+        let _ = std::fs::remove_file(&log);
+        let folded = dir.join(format!("folded-{whole_archive}"));
+        let mut command = vec![
+            "link".to_string(),
+            "--strict".to_string(),
+            "--".to_string(),
+            driver.display().to_string(),
+            main.clone(),
+        ];
+        if whole_archive {
+            command.push("-Wl,--whole-archive".to_string());
+        }
+        command.push(archive.display().to_string());
+        if whole_archive {
+            command.push("-Wl,--no-whole-archive".to_string());
+        }
+        command.extend(["-o".to_string(), folded.display().to_string()]);
+        let args: Vec<&str> = command.iter().map(String::as_str).collect();
+        let output = icf(&args);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(run(&folded), expected, "whole archive: {whole_archive}");
+        let listed = std::fs::read_to_string(&log).expect("the driver saw an archive");
+        assert!(
+            listed.contains("cross_a-") && listed.contains("cross_b-"),
+            "{listed}"
+        );
+        assert_eq!(
+            listed.contains("notes.txt"),
+            !whole_archive,
+            "non-objects are kept: {listed}"
+        );
+        assert_eq!(
+            listed.contains("meta.o"),
+            whole_archive,
+            "meta.o is left out exactly outside --whole-archive: {listed}"
+        );
+    }
+
+    // `icf fold` writes copies that stand in anywhere: every member stays.
+    let out_dir = dir.join("fold");
+    let output = icf(&[
+        "fold",
+        "--out-dir",
+        out_dir.to_str().expect("utf-8"),
+        &main,
+        lazy.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed = Command::new("ar")
+        .arg("t")
+        .arg(out_dir.join("libcross.a"))
+        .output()
+        .expect("ar t");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("meta.o") && listed.contains("notes.txt"),
+        "{listed}"
+    );
+}

@@ -346,15 +346,28 @@ fn thunk(arch: Arch, branch_protection: bool, symbol: SymbolRef) -> NewContents 
     }
 }
 
-/// Writes the inputs, rewritten where `edits` say, under `out_dir`: every
-/// input when `all`, else only those that change. Outputs keep their input's
-/// file name; a later input with a name already taken is written as
-/// `<position>-<name>`.
+/// What [`write_outputs`] writes.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum OutputKind {
+    /// A copy of every input, rewritten where it has edits, each archive
+    /// with all its members: `icf fold`, whose outputs stand in for the
+    /// inputs anywhere.
+    Copies,
+    /// Only the inputs with edits, for one link: an archive outside
+    /// `--whole-archive` leaves out the ELF members that define no global
+    /// symbol, which no link can extract (`lib.rmeta` in an rlib: a third
+    /// of what ripgrep's link would otherwise write again).
+    LinkInputs,
+}
+
+/// Writes the inputs, rewritten where `edits` say, under `out_dir`, as
+/// `kind` says. Outputs keep their input's file name; a later input with a
+/// name already taken is written as `<position>-<name>`.
 pub fn write_outputs(
     program: &Program<'_>,
     edits: &HashMap<ObjectId, Edits>,
     out_dir: &Path,
-    all: bool,
+    kind: OutputKind,
 ) -> anyhow::Result<Vec<FoldedFile>> {
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut taken: rustc_hash::FxHashSet<std::ffi::OsString> = rustc_hash::FxHashSet::default();
@@ -382,7 +395,7 @@ pub fn write_outputs(
         .into_par_iter()
         .enumerate()
         .map(|(position, name)| {
-            let written = write_output(program, edits, out_dir, all, position, name);
+            let written = write_output(program, edits, out_dir, kind, position, name);
             program.inputs.files[position].release_resident_pages();
             written
         })
@@ -394,7 +407,7 @@ fn write_output(
     program: &Program<'_>,
     edits: &HashMap<ObjectId, Edits>,
     out_dir: &Path,
-    all: bool,
+    kind: OutputKind,
     position: usize,
     name: std::ffi::OsString,
 ) -> anyhow::Result<FoldedFile> {
@@ -412,7 +425,7 @@ fn write_output(
         .filter(|(id, _)| edits.get(id).is_some_and(|e| !e.is_empty()))
         .collect();
     let changed = !changed_objects.is_empty();
-    if !changed && !all {
+    if !changed && kind == OutputKind::LinkInputs {
         return Ok(FoldedFile {
             input: file.path.clone(),
             output: file.path.clone(),
@@ -430,7 +443,7 @@ fn write_output(
         // Archives stream to the file: unchanged members go straight from
         // the mapped input, never through a copy of the whole archive.
         write_atomically_with(&output, |out| {
-            rewrite_archive(program, position, edits, out)
+            rewrite_archive(program, position, edits, kind, out)
         })?;
     }
     Ok(FoldedFile {
@@ -440,11 +453,13 @@ fn write_output(
     })
 }
 
-/// A GNU archive with the changed members rewritten and every other member as it was.
+/// A GNU archive with the changed members rewritten and every other member
+/// as it was, less those a link cannot extract when `kind` allows.
 fn rewrite_archive(
     program: &Program<'_>,
     file: usize,
     edits: &HashMap<ObjectId, Edits>,
+    kind: OutputKind,
     out: &mut (impl std::io::Write + std::io::Seek),
 ) -> anyhow::Result<()> {
     use ar_archive_writer::{
@@ -472,6 +487,25 @@ fn rewrite_archive(
             (start, ObjectId(index as u32))
         })
         .collect();
+    // A member is extracted only for a global symbol it defines; inside
+    // `--whole-archive` every member is linked.
+    let never_extracted: rustc_hash::FxHashSet<usize> =
+        if kind == OutputKind::LinkInputs && !program.options.whole_archive.contains(&file) {
+            program
+                .objects
+                .iter()
+                .filter(|object| {
+                    object.file == file
+                        && object.member.is_some()
+                        && !object.elf.symbols.iter().any(|symbol| {
+                            symbol.binding != icf_object::Binding::Local && symbol.is_defined()
+                        })
+                })
+                .map(|object| object.elf.data.as_ptr() as usize - data.as_ptr() as usize)
+                .collect()
+        } else {
+            rustc_hash::FxHashSet::default()
+        };
     let rewritten: HashMap<usize, Vec<u8>> = changed
         .par_iter()
         .map(|&(start, id)| {
@@ -488,6 +522,9 @@ fn rewrite_archive(
             .data(data)
             .with_context(|| format!("reading {}({name})", input.path.display()))?;
         let start = original.as_ptr() as usize - data.as_ptr() as usize;
+        if never_extracted.contains(&start) {
+            continue;
+        }
         // Unchanged members are written straight from the mapped input.
         let bytes: &[u8] = rewritten.get(&start).map_or(original, Vec::as_slice);
         members.push(NewArchiveMember::new(bytes, &DEFAULT_OBJECT_READER, name));

@@ -25,7 +25,7 @@ mod targets;
 
 pub use analysis::{Analysis, CandidateInfo, Origin, Timings, output_section_class};
 pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
-pub use fold::{FoldedFile, write_atomically, write_outputs};
+pub use fold::{FoldedFile, OutputKind, write_atomically, write_outputs};
 pub use icf_fold::plan::Mode;
 pub use icf_fold::{CandidateId, ClassId};
 pub use link::{LinkOptions, LinkOutcome, link};

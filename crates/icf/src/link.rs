@@ -149,7 +149,8 @@ fn fold_inputs(
     let plan = analysis.plan(&options.plan);
     let written = std::time::Instant::now();
     let edits = analysis.object_edits(&plan);
-    let outputs = crate::fold::write_outputs(&program, &edits, dir, false)?;
+    let outputs =
+        crate::fold::write_outputs(&program, &edits, dir, crate::fold::OutputKind::LinkInputs)?;
     if options.verbose {
         let t = &analysis.timings;
         eprintln!(
