@@ -83,27 +83,29 @@ pub fn refine(
             attrs.layout_sensitive,
         )
     };
-    let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_by(|&a, &b| key(a).cmp(&key(b)).then(a.cmp(&b)));
+    let mut order: Vec<u32> = (0..candidates.len() as u32).collect();
+    order.par_sort_unstable_by(|&a, &b| key(a as usize).cmp(&key(b as usize)).then(a.cmp(&b)));
 
     let mut class_of: Vec<ClassId> = (0..candidates.len() as u32).map(ClassId).collect();
     let mut groups: Vec<Vec<u32>> = Vec::new();
-    for run in order.chunk_by(|&a, &b| key(a) == key(b)) {
+    for run in order.chunk_by(|&a, &b| key(a as usize) == key(b as usize)) {
         if run.len() > 1 {
-            let first = ClassId(run[0] as u32);
+            let first = ClassId(run[0]);
             for &member in run {
-                class_of[member] = first;
+                class_of[member as usize] = first;
             }
-            groups.push(run.iter().map(|&m| m as u32).collect());
+            groups.push(run.to_vec());
         }
     }
+    drop(order);
 
-    // The candidates each candidate refers to: a class needs sorting again
-    // only when a member refers to a candidate whose class just split.
-    let references: Vec<Vec<u32>> = candidates
-        .par_iter()
-        .map(|c| referenced_candidates(c, target_candidate))
-        .collect();
+    // The candidates each member of a class refers to: a class needs
+    // sorting again only when a member refers to a candidate whose class
+    // just split. A candidate alone in its class never splits, so only
+    // members are listed.
+    let references = References::of(&groups, candidates, target_candidate);
+    // Classes known not to split this round: none of their members refers
+    // to a candidate that split in the last one.
     let mut stable = vec![false; groups.len()];
     let mut rounds = 0;
     loop {
@@ -112,12 +114,13 @@ pub fn refine(
             target_candidate,
             class_of: &class_of,
         };
-        let split: Vec<Vec<Vec<u32>>> = groups
-            .par_iter()
-            .zip(&stable)
-            .map(|(group, &stable)| {
+        // A class that does not split comes back as it was, not copied.
+        let split: Vec<Vec<Vec<u32>>> = std::mem::take(&mut groups)
+            .into_par_iter()
+            .zip(stable)
+            .map(|(group, stable)| {
                 if stable {
-                    vec![group.clone()]
+                    vec![group]
                 } else {
                     split_class(group, candidates, &map)
                 }
@@ -125,7 +128,6 @@ pub fn refine(
             .collect();
         let mut split_members = vec![false; candidates.len()];
         let mut changed = false;
-        groups.clear();
         for parts in split {
             if parts.len() > 1 {
                 changed = true;
@@ -150,7 +152,8 @@ pub fn refine(
             .iter()
             .map(|group| {
                 !group.iter().any(|&m| {
-                    references[m as usize]
+                    references
+                        .of_member(m)
                         .iter()
                         .any(|&r| split_members[r as usize])
                 })
@@ -161,6 +164,59 @@ pub fn refine(
         class_of,
         hashes,
         rounds,
+    }
+}
+
+/// For each candidate in a class of two or more, the candidates it refers
+/// to, flat: a few bytes per candidate rather than a list each.
+struct References {
+    /// Per candidate, where its list starts in `flat`; `u32::MAX` for a
+    /// candidate alone in its class.
+    start: Vec<u32>,
+    /// The lists, each ended by the next one's start or by `ends`.
+    flat: Vec<u32>,
+    /// Per listed candidate, in the order of `flat`, where its list ends.
+    ends: Vec<u32>,
+}
+
+impl References {
+    fn of(
+        groups: &[Vec<u32>],
+        candidates: &[KeyedCandidate<'_>],
+        target_candidate: &[Option<CandidateId>],
+    ) -> References {
+        let lists: Vec<Vec<Vec<u32>>> = groups
+            .par_iter()
+            .map(|group| {
+                group
+                    .iter()
+                    .map(|&m| referenced_candidates(&candidates[m as usize], target_candidate))
+                    .collect()
+            })
+            .collect();
+        let mut references = References {
+            start: vec![u32::MAX; candidates.len()],
+            flat: Vec::new(),
+            ends: Vec::new(),
+        };
+        for (group, lists) in groups.iter().zip(lists) {
+            for (&member, list) in group.iter().zip(lists) {
+                references.start[member as usize] = references.ends.len() as u32;
+                references.flat.extend_from_slice(&list);
+                references.ends.push(references.flat.len() as u32);
+            }
+        }
+        references
+    }
+
+    /// The candidates `member`, a member of a class, refers to.
+    fn of_member(&self, member: u32) -> &[u32] {
+        let slot = self.start[member as usize] as usize;
+        let Some(&end) = self.ends.get(slot) else {
+            return &[];
+        };
+        let start = slot.checked_sub(1).map_or(0, |before| self.ends[before]);
+        &self.flat[start as usize..end as usize]
     }
 }
 
@@ -182,11 +238,11 @@ fn referenced_candidates(
 
 /// Sorts one class and cuts it into runs of equal candidates, each run in index order.
 fn split_class(
-    group: &[u32],
+    group: Vec<u32>,
     candidates: &[KeyedCandidate<'_>],
     map: &ClassMap<'_>,
 ) -> Vec<Vec<u32>> {
-    let mut sorted = group.to_vec();
+    let mut sorted = group;
     let cmp =
         |a: &u32, b: &u32| compare_bodies(candidates[*a as usize], candidates[*b as usize], map);
     sorted.sort_by(|a, b| cmp(a, b).then(a.cmp(b)));
