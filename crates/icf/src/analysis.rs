@@ -849,30 +849,40 @@ fn attributes(
     // Boxed: most candidates have no unwind description, and this list
     // holds one entry per candidate.
     type Unwind = Box<(UnwindKey, SmallVec<[Ref; 2]>)>;
-    let described: Vec<(&[u8], bool, Option<Unwind>)> = candidates
-        .par_iter()
-        .enumerate()
-        .map(|(index, candidate)| {
-            let object = program.object(candidate.object);
-            let section = object.elf.section(candidate.section);
-            let class = output_section_class(section.name);
-            if !candidate.is_code() {
-                return (class, false, None);
-            }
-            // A key with its layout is one whose layout was known to matter
-            // when it was lifted (see `Analysis::run`).
-            let layout_sensitive = interior_referenced[index] || bodies[index].layout().is_some();
-            let unwind = fde_of(candidate).and_then(|fde| {
-                let (eh_frame, _) = object.elf.eh_frame.as_ref()?;
-                Some(Box::new(unwind_description(
-                    &object.elf,
-                    *eh_frame,
-                    &fde,
-                    narrower,
-                    candidate.object,
-                )))
-            });
-            (class, layout_sensitive, unwind)
+    // Unwind descriptions read each object's `.eh_frame` and LSDAs: one
+    // object at a time per thread, its pages given back when done, as when
+    // lifting.
+    let describe = |index: usize, candidate: &CandidateInfo| {
+        let object = program.object(candidate.object);
+        let section = object.elf.section(candidate.section);
+        let class = output_section_class(section.name);
+        if !candidate.is_code() {
+            return (class, false, None);
+        }
+        // A key with its layout is one whose layout was known to matter
+        // when it was lifted (see `Analysis::run`).
+        let layout_sensitive = interior_referenced[index] || bodies[index].layout().is_some();
+        let unwind = fde_of(candidate).and_then(|fde| {
+            let (eh_frame, _) = object.elf.eh_frame.as_ref()?;
+            Some(Box::new(unwind_description(
+                &object.elf,
+                *eh_frame,
+                &fde,
+                narrower,
+                candidate.object,
+            )))
+        });
+        (class, layout_sensitive, unwind)
+    };
+    let described: Vec<(&[u8], bool, Option<Unwind>)> = runs_by_object(candidates)
+        .into_par_iter()
+        .flat_map_iter(|run| {
+            let described: Vec<_> = run
+                .clone()
+                .map(|index| describe(index, &candidates[index]))
+                .collect();
+            program.release_object_pages(candidates[run.start].object);
+            described
         })
         .collect();
 
