@@ -427,6 +427,9 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         };
 
         // Contents that change: relocations, groups, addrsig, eh_frame, thunks.
+        // Relocations of a section that keeps its contents are retargeted as
+        // they are written (`write_retargeted`), not gathered here first: in
+        // a large object they outnumber everything else.
         let mut new_relocs: HashMap<SectionIndex, Vec<OutReloc>> = HashMap::default();
         let mut new_data: HashMap<SectionIndex, Vec<u8>> = HashMap::default();
         for (index, section) in object.sections.iter().enumerate() {
@@ -458,22 +461,17 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 new_relocs.insert(index, relocs);
                 continue;
             }
-            if section.reloc_section.is_some() {
-                let clamp = !section.is_alloc();
-                let relocs = section
-                    .relocs
-                    .iter()
-                    .map(|r| {
-                        let (out, addend) =
-                            self.retarget(r.symbol, r.addend, clamp).map_err(|e| {
-                                object.section_error(index, e.message).at_offset(r.offset)
-                            })?;
-                        Ok((r.offset, out, r.r_type, addend))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                new_relocs.insert(index, relocs);
-            }
         }
+        // How many relocations each output section gets.
+        let reloc_count = |target: SectionIndex| -> usize {
+            match new_relocs.get(&target) {
+                Some(relocs) => relocs.len(),
+                None if object.section(target).reloc_section.is_some() => {
+                    object.section(target).relocs.len()
+                }
+                None => 0,
+            }
+        };
 
         // Output symbol order: null, locals, globals.
         let mut order: Vec<usize> = (0..self.symbols.len())
@@ -499,7 +497,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 continue;
             }
             outs.push(Out::Section(old));
-            if new_relocs.get(&old).is_some_and(|r| !r.is_empty()) {
+            if reloc_count(old) > 0 {
                 outs.push(Out::Relocations(old));
             }
         }
@@ -608,7 +606,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             if let Out::Relocations(target) = *out {
                 reloc_offsets.insert(
                     target,
-                    writer.reserve_relocations(new_relocs[&target].len(), true),
+                    writer.reserve_relocations(reloc_count(target), true),
                 );
             }
         }
@@ -656,7 +654,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 continue;
             };
             writer.write_align_relocation();
-            for &(offset, symbol, r_type, addend) in &new_relocs[&target] {
+            let mut write = |(offset, symbol, r_type, addend): OutReloc| {
                 writer.write_relocation(
                     true,
                     &Rel {
@@ -666,6 +664,20 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                         r_addend: addend,
                     },
                 );
+            };
+            match new_relocs.get(&target) {
+                Some(relocs) => relocs.iter().copied().for_each(write),
+                None => {
+                    let section = object.section(target);
+                    let clamp = !section.is_alloc();
+                    for r in &section.relocs {
+                        let (out, addend) =
+                            self.retarget(r.symbol, r.addend, clamp).map_err(|e| {
+                                object.section_error(target, e.message).at_offset(r.offset)
+                            })?;
+                        write((r.offset, out, r.r_type, addend));
+                    }
+                }
             }
         }
         writer.write_shstrtab();
@@ -688,7 +700,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                         sh_flags: elf::SectionFlags(flags),
                         sh_addr: 0,
                         sh_offset: reloc_offsets[&target],
-                        sh_size: new_relocs[&target].len() as u64 * 24,
+                        sh_size: reloc_count(target) as u64 * 24,
                         sh_link: symtab_index.0,
                         sh_info: index_of[&Out::Section(target)].0,
                         sh_addralign: 8,
