@@ -427,9 +427,9 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         };
 
         // Contents that change: relocations, groups, addrsig, eh_frame, thunks.
-        // Relocations of a section that keeps its contents are retargeted as
-        // they are written (`write_retargeted`), not gathered here first: in
-        // a large object they outnumber everything else.
+        // Relocations of a section that keeps its contents are retargeted
+        // while they are written, not gathered here first: in a large object
+        // they outnumber everything else.
         let mut new_relocs: HashMap<SectionIndex, Vec<OutReloc>> = HashMap::default();
         let mut new_data: HashMap<SectionIndex, Vec<u8>> = HashMap::default();
         for (index, section) in object.sections.iter().enumerate() {

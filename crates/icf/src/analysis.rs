@@ -200,34 +200,22 @@ impl<'p, 'data> Analysis<'p, 'data> {
         // its input pages when done: the inputs need not all be resident
         // alongside the keys.
         program.inputs.release_resident_pages();
-        let mut bodies: Vec<Body> = runs_by_object(&candidates)
-            .into_par_iter()
-            .flat_map_iter(|run| {
-                let bodies: Vec<Body> = candidates[run.clone()]
-                    .iter()
-                    .map(|candidate| {
-                        let function = narrower.lift(candidate);
-                        let entered = match candidate.origin {
-                            Origin::Function(index) => {
-                                !program.entry_points(&program.functions[index]).is_empty()
-                            }
-                            Origin::Data => false,
-                        };
-                        let body = if function.layout_sensitive || entered {
-                            Body::with_layout(&function)
-                        } else {
-                            Body::of(&function)
-                        };
-                        icf_lift::recycle(function);
-                        body
-                    })
-                    .collect();
-                if let Some(candidate) = candidates.get(run.start) {
-                    program.release_object_pages(candidate.object);
+        let mut bodies: Vec<Body> = map_by_object(program, &candidates, |_, candidate| {
+            let function = narrower.lift(candidate);
+            let entered = match candidate.origin {
+                Origin::Function(index) => {
+                    !program.entry_points(&program.functions[index]).is_empty()
                 }
-                bodies
-            })
-            .collect();
+                Origin::Data => false,
+            };
+            let body = if function.layout_sensitive || entered {
+                Body::with_layout(&function)
+            } else {
+                Body::of(&function)
+            };
+            icf_lift::recycle(function);
+            body
+        });
         let lift_time = started.elapsed();
 
         let started = Instant::now();
@@ -396,25 +384,36 @@ impl<'p, 'data> Analysis<'p, 'data> {
     }
 }
 
-/// Every function piece, then every read-only data piece, in object order.
-/// Every function piece and read-only data piece of the loaded objects, in
-/// the sections `live` says the link keeps (all, without `--gc-sections`).
-/// The runs of consecutive candidates that share an object, as index ranges
-/// in order.
-fn runs_by_object(candidates: &[CandidateInfo]) -> Vec<std::ops::Range<usize>> {
-    let mut runs = Vec::new();
-    let mut start = 0;
-    for index in 1..=candidates.len() {
-        if index == candidates.len() || candidates[index].object != candidates[start].object {
-            if start < index {
-                runs.push(start..index);
-            }
-            start = index;
-        }
-    }
-    runs
+/// `f` of every candidate, in order, computed one object at a time per
+/// thread; each object's input pages are given back once its run of
+/// candidates is done (candidates come in runs by object: functions, then
+/// data), so the inputs need not all be resident at once.
+fn map_by_object<T: Send>(
+    program: &Program<'_>,
+    candidates: &[CandidateInfo],
+    f: impl Fn(usize, &CandidateInfo) -> T + Sync,
+) -> Vec<T> {
+    let runs: Vec<std::ops::Range<usize>> = candidates
+        .chunk_by(|a, b| a.object == b.object)
+        .scan(0, |start, run| {
+            let range = *start..*start + run.len();
+            *start = range.end;
+            Some(range)
+        })
+        .collect();
+    runs.into_par_iter()
+        .flat_map_iter(|run| {
+            let object = candidates[run.start].object;
+            let mapped: Vec<T> = run.map(|index| f(index, &candidates[index])).collect();
+            program.release_object_pages(object);
+            mapped
+        })
+        .collect()
 }
 
+/// Every function piece of the loaded objects, then every read-only data
+/// piece, each in object order, in the sections `live` says the link keeps
+/// (all, without `--gc-sections`).
 fn collect_candidates(program: &Program<'_>, live: Option<&[Vec<bool>]>) -> Vec<CandidateInfo> {
     let kept = |object: ObjectId, section: SectionIndex| {
         live.is_none_or(|live| live[object.index()][section.index()])
@@ -850,8 +849,7 @@ fn attributes(
     // holds one entry per candidate.
     type Unwind = Box<(UnwindKey, SmallVec<[Ref; 2]>)>;
     // Unwind descriptions read each object's `.eh_frame` and LSDAs: one
-    // object at a time per thread, its pages given back when done, as when
-    // lifting.
+    // object at a time, as when lifting.
     let describe = |index: usize, candidate: &CandidateInfo| {
         let object = program.object(candidate.object);
         let section = object.elf.section(candidate.section);
@@ -874,17 +872,8 @@ fn attributes(
         });
         (class, layout_sensitive, unwind)
     };
-    let described: Vec<(&[u8], bool, Option<Unwind>)> = runs_by_object(candidates)
-        .into_par_iter()
-        .flat_map_iter(|run| {
-            let described: Vec<_> = run
-                .clone()
-                .map(|index| describe(index, &candidates[index]))
-                .collect();
-            program.release_object_pages(candidates[run.start].object);
-            described
-        })
-        .collect();
+    let described: Vec<(&[u8], bool, Option<Unwind>)> =
+        map_by_object(program, candidates, describe);
 
     let mut class_ids: HashMap<&[u8], u32> = HashMap::default();
     let mut unwind_ids: HashMap<UnwindKey, u32> = HashMap::default();
