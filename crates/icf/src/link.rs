@@ -53,7 +53,7 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
         });
     }
     let workspace = TempDir::new()?;
-    match fold_inputs(&parsed, options, workspace.path()) {
+    match without_panics(|| fold_inputs(&parsed, options, workspace.path())) {
         Ok((args, report)) => {
             // The linker's messages are held back until it is clear whether
             // the folded link stands: a failure that the plain link does not
@@ -106,6 +106,21 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
         }
         Err(error) => Err(error),
     }
+}
+
+/// `fold`'s result, with a panic inside it (a bug in icf, on this thread or
+/// a worker's) turned into an error, so that it falls back to the plain
+/// link like any other failure instead of breaking the build. The panic's
+/// own message has already gone to stderr, where it says where icf failed.
+fn without_panics<T>(fold: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(fold)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        Err(anyhow::anyhow!("internal error in icf: {message}"))
+    })
 }
 
 /// Folds, writes the changed inputs under `dir`, and returns the command's
@@ -219,4 +234,29 @@ impl Drop for TempDir {
 
 fn milliseconds(duration: std::time::Duration) -> String {
     format!("{:.0} ms", duration.as_secs_f64() * 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_panics;
+
+    #[test]
+    fn a_panic_while_folding_is_an_error_not_a_crash() {
+        let result: anyhow::Result<()> = without_panics(|| {
+            // As a bug deep in a parallel phase would: on a rayon worker.
+            use rayon::prelude::*;
+            (0..64).into_par_iter().for_each(|i| {
+                if i == 63 {
+                    panic!("index out of bounds");
+                }
+            });
+            Ok(())
+        });
+        let error = result.expect_err("the panic becomes an error");
+        assert!(
+            format!("{error:#}").contains("internal error in icf: index out of bounds"),
+            "{error:#}"
+        );
+        assert_eq!(without_panics(|| Ok(7)).expect("no panic, no error"), 7);
+    }
 }
