@@ -217,6 +217,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             body
         });
         let lift_time = started.elapsed();
+        icf_fold::partition::forget_unmatched_codes(&mut bodies);
 
         let started = Instant::now();
         let mut section_classes = Vec::new();
@@ -228,12 +229,15 @@ impl<'p, 'data> Analysis<'p, 'data> {
             &mut section_classes,
         );
         // Whether a jump from another candidate lands inside is known only
-        // now; such candidates are few.
+        // now; such candidates are few, and one whose key was forgotten is
+        // never compared, so needs no layout.
         bodies
             .par_iter_mut()
             .zip(&candidates)
             .zip(&attrs)
-            .filter(|((body, _), attrs)| attrs.layout_sensitive && body.layout().is_none())
+            .filter(|((body, _), attrs)| {
+                attrs.layout_sensitive && body.layout().is_none() && !body.code_forgotten()
+            })
             .for_each(|((body, candidate), _)| {
                 *body = Body::with_layout(&narrower.lift(candidate));
             });
