@@ -12,11 +12,10 @@
 //!
 //! A program holds every candidate at once; a body is a few bytes per
 //! instruction where the IR takes about forty, and its code compares as one
-//! `memcmp`. Once every key is made, those no other key can equal give
-//! their code back ([`crate::partition::forget_unmatched_codes`]). The IR itself is lifted again on demand where a person asks why
+//! `memcmp`. The IR itself is lifted again on demand where a person asks why
 //! two functions differ ([`crate::compare::first_difference`]).
 
-use crate::hash::{Mixer, bytes_hash};
+use crate::hash::Mixer;
 use icf_ir::{Arch, Disp, Function, Operand, Ref, TargetId, Use};
 
 /// A reference to something outside the function, as the partition and the
@@ -39,11 +38,7 @@ pub struct Body {
     pub structural_hash: u64,
     /// Part of the function is compared byte-exactly.
     pub has_opaque: bool,
-    /// [`bytes_hash`] of [`Body::code`], kept when the code is forgotten.
-    pub code_hash: u64,
-    /// Empty once [`Body::forget_code`] ran.
     code: Box<[u8]>,
-    code_forgotten: bool,
     /// Offset and length of every instruction in walk order, compared only
     /// for layout-sensitive candidates and kept only for them.
     layout: Option<Box<[u8]>>,
@@ -159,40 +154,15 @@ impl Body {
             size: f.size,
             structural_hash: structure.finish(),
             has_opaque: f.has_opaque(),
-            code_hash: bytes_hash(&code.bytes),
             code: code.bytes.into_boxed_slice(),
-            code_forgotten: false,
             layout: with_layout.then(|| layout.bytes.into_boxed_slice()),
             refs: refs.into_boxed_slice(),
         }
     }
 
     /// The serialized key, reference targets left out.
-    ///
-    /// # Panics
-    ///
-    /// When the code was forgotten: comparing such a key would compare
-    /// nothing.
     pub fn code(&self) -> &[u8] {
-        assert!(
-            !self.code_forgotten,
-            "the key of a candidate without a possible twin was compared"
-        );
         &self.code
-    }
-
-    /// Drops the serialized key of a candidate that no other candidate's
-    /// key can equal (no other has its structural hash and code hash: the
-    /// partition never compares it); the hashes, the references and the
-    /// layout stay. On large programs most keys are such.
-    pub fn forget_code(&mut self) {
-        self.code = Box::default();
-        self.code_forgotten = true;
-    }
-
-    /// Whether [`Body::forget_code`] ran.
-    pub fn code_forgotten(&self) -> bool {
-        self.code_forgotten
     }
 
     /// Instruction offsets and lengths, when made [`Body::with_layout`].

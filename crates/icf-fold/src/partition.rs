@@ -13,8 +13,8 @@
 //! id is its smallest member's index and rounds update ids only after every
 //! class is sorted, so the result does not depend on the thread count.
 
-use crate::body::Body;
 use crate::compare::{TargetClasses, compare_bodies};
+use crate::hash::bytes_hash;
 use crate::{CandidateId, ClassId, KeyedCandidate};
 use icf_ir::TargetId;
 use rayon::prelude::*;
@@ -66,13 +66,16 @@ pub fn refine(
 ) -> Partition {
     let hashes: Vec<u64> = candidates.iter().map(|c| c.body.structural_hash).collect();
     // Equal keys mean equal codes: buckets by the code's hash are as sound
-    // as by structure, and far smaller. A candidate alone in its bucket is
-    // never compared, so its code may have been forgotten.
+    // as by structure, and far smaller.
+    let code_hashes: Vec<u64> = candidates
+        .par_iter()
+        .map(|c| bytes_hash(c.body.code()))
+        .collect();
     let key = |i: usize| {
         let (c, attrs) = (&candidates[i], candidates[i].attrs);
         (
             hashes[i],
-            c.body.code_hash,
+            code_hashes[i],
             attrs.kind,
             c.body.arch,
             attrs.section_class,
@@ -161,26 +164,6 @@ pub fn refine(
         class_of,
         hashes,
         rounds,
-    }
-}
-
-/// Forgets the code of every key that no other key can equal
-/// ([`Body::forget_code`]): alone with its structural hash and code hash, it
-/// is alone in its bucket in [`refine`] whatever its attributes, and never
-/// compared. Most keys of a large program are such; what stays is what the
-/// attributes and the plan read.
-pub fn forget_unmatched_codes(bodies: &mut [Body]) {
-    let key = |body: &Body| (body.structural_hash, body.code_hash);
-    let mut order: Vec<u32> = (0..bodies.len() as u32).collect();
-    order.par_sort_unstable_by_key(|&i| key(&bodies[i as usize]));
-    let alone: Vec<u32> = order
-        .chunk_by(|&a, &b| key(&bodies[a as usize]) == key(&bodies[b as usize]))
-        .filter(|run| run.len() == 1)
-        .map(|run| run[0])
-        .collect();
-    drop(order);
-    for index in alone {
-        bodies[index as usize].forget_code();
     }
 }
 
@@ -311,11 +294,8 @@ mod tests {
 
     /// Candidate i is target i.
     fn classes(functions: &[Function]) -> Vec<ClassId> {
-        classes_of(functions.iter().map(Body::of).collect())
-    }
-
-    fn classes_of(bodies: Vec<Body>) -> Vec<ClassId> {
         let attrs = attrs();
+        let bodies: Vec<Body> = functions.iter().map(Body::of).collect();
         let candidates: Vec<KeyedCandidate<'_>> = bodies
             .iter()
             .map(|body| KeyedCandidate {
@@ -323,7 +303,7 @@ mod tests {
                 attrs: &attrs,
             })
             .collect();
-        let targets: Vec<Option<CandidateId>> = (0..bodies.len() as u32)
+        let targets: Vec<Option<CandidateId>> = (0..functions.len() as u32)
             .map(|i| Some(CandidateId(i)))
             .collect();
         refine(&candidates, &targets).class_of
@@ -373,32 +353,6 @@ mod tests {
             function(6, &[3]),
         ]);
         assert_ne!(chain[4], chain[5]);
-    }
-
-    #[test]
-    fn forgetting_unmatched_codes_changes_no_class() {
-        // Twins, a unique leaf, callers of each, a self-recursive pair and
-        // a lone recursive function.
-        let functions = [
-            function(1, &[]),
-            function(1, &[]),
-            function(9, &[]),
-            function(5, &[0]),
-            function(5, &[1]),
-            function(6, &[2]),
-            function(7, &[6]),
-            function(7, &[7]),
-            function(8, &[8]),
-        ];
-        let mut bodies: Vec<Body> = functions.iter().map(Body::of).collect();
-        forget_unmatched_codes(&mut bodies);
-        let forgotten: Vec<usize> = (0..bodies.len())
-            .filter(|&i| bodies[i].code_forgotten())
-            .collect();
-        // Codes leave targets out: 6 and 7 share a code (their targets
-        // decide), 2, 5 and 8 have none like theirs.
-        assert_eq!(forgotten, vec![2, 5, 8]);
-        assert_eq!(classes_of(bodies), classes(&functions));
     }
 
     #[test]

@@ -217,7 +217,6 @@ impl<'p, 'data> Analysis<'p, 'data> {
             body
         });
         let lift_time = started.elapsed();
-        icf_fold::partition::forget_unmatched_codes(&mut bodies);
 
         let started = Instant::now();
         let mut section_classes = Vec::new();
@@ -229,15 +228,12 @@ impl<'p, 'data> Analysis<'p, 'data> {
             &mut section_classes,
         );
         // Whether a jump from another candidate lands inside is known only
-        // now; such candidates are few, and one whose key was forgotten is
-        // never compared, so needs no layout.
+        // now; such candidates are few.
         bodies
             .par_iter_mut()
             .zip(&candidates)
             .zip(&attrs)
-            .filter(|((body, _), attrs)| {
-                attrs.layout_sensitive && body.layout().is_none() && !body.code_forgotten()
-            })
+            .filter(|((body, _), attrs)| attrs.layout_sensitive && body.layout().is_none())
             .for_each(|((body, candidate), _)| {
                 *body = Body::with_layout(&narrower.lift(candidate));
             });
