@@ -612,3 +612,55 @@ fn link_inputs_leave_out_members_no_link_can_extract() {
         "{listed}"
     );
 }
+
+#[test]
+fn failures_before_folding_run_the_command_as_it_was() {
+    let dir = scratch("setup");
+    let build = Build::new(Compiler::Gcc);
+    let main = objects(&["c/fold_cases.c"], &build).remove(0);
+    let app = dir.join("app");
+    // No room for the rewritten copies: TMPDIR names a file.
+    let not_a_directory = dir.join("tmpfile");
+    std::fs::write(&not_a_directory, "").expect("write");
+    let command = ["--", "gcc", &main, "-o", app.to_str().expect("utf-8")];
+    let no_room = |strict: bool| {
+        let mut args = vec!["link"];
+        if strict {
+            args.push("--strict");
+        }
+        args.extend(command);
+        Command::new(env!("CARGO_BIN_EXE_icf"))
+            .args(&args)
+            .env("TMPDIR", &not_a_directory)
+            .output()
+            .expect("run icf")
+    };
+    let output = no_room(false);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("icf: warning: linking without folding: creating"),
+        "{stderr}"
+    );
+    assert!(run(&app).starts_with("fold_cases "));
+    let strict = no_room(true);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&strict.stderr).contains("icf: error: creating"));
+
+    // A response file icf cannot read: the driver gets it as it was and
+    // says what is wrong with it, with its own exit status.
+    let missing = dir.join("missing.rsp");
+    let argument = format!("@{}", missing.display());
+    let output = icf(&["link", "--", "gcc", &argument, "-o", "app2"]);
+    let plain = Command::new("gcc")
+        .args([&argument, "-o", "app2"])
+        .output()
+        .expect("gcc");
+    assert!(!plain.status.success());
+    assert_eq!(output.status.code(), plain.status.code());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("missing.rsp") && !stderr.contains("icf: error"),
+        "{stderr}"
+    );
+}

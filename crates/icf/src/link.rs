@@ -2,7 +2,8 @@
 //! it on the rewritten copies.
 //!
 //! A link never breaks because of icf: when folding fails on inputs the
-//! linker accepts (an object format icf does not handle, an internal error),
+//! linker accepts (an object format icf does not handle, an internal error,
+//! a panic), when icf cannot read the command or make room for its copies,
 //! or when the linker rejects the folded inputs but accepts the originals,
 //! the original command runs unchanged and the caller gets a warning, unless
 //! `strict` asks for the error. Inputs are never modified: rewritten copies
@@ -43,7 +44,19 @@ pub struct LinkOutcome {
 
 /// Folds the inputs of `command` and runs it.
 pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOutcome> {
-    let parsed = LinkCommand::parse(command)?;
+    let (program, args) = command.split_first().context("the link command is empty")?;
+    // Reading the command (a response file icf cannot open, say) and making
+    // room for the rewritten copies are icf's steps too: when they fail, the
+    // command runs as it was, and reports its own errors.
+    let setup = LinkCommand::parse(command).and_then(|parsed| {
+        let workspace = TempDir::new()?;
+        Ok((parsed, workspace))
+    });
+    let (parsed, workspace) = match setup {
+        Ok(setup) => setup,
+        Err(error) if !options.strict => return plain_link(program, args, error),
+        Err(error) => return Err(error),
+    };
     if parsed.relocatable || parsed.inputs.is_empty() {
         let status = run(&parsed.program, &parsed.args)?;
         return Ok(LinkOutcome {
@@ -52,7 +65,6 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             report: None,
         });
     }
-    let workspace = TempDir::new()?;
     match without_panics(|| fold_inputs(&parsed, options, workspace.path())) {
         Ok((args, report)) => {
             // The linker's messages are held back until it is clear whether
@@ -96,16 +108,19 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
                 report: None,
             })
         }
-        Err(error) if !options.strict => {
-            let status = run(&parsed.program, &parsed.args)?;
-            Ok(LinkOutcome {
-                status,
-                fallback: Some(format!("{error:#}")),
-                report: None,
-            })
-        }
+        Err(error) if !options.strict => plain_link(&parsed.program, &parsed.args, error),
         Err(error) => Err(error),
     }
+}
+
+/// Runs the command unchanged because folding failed with `error`.
+fn plain_link(program: &str, args: &[String], error: anyhow::Error) -> anyhow::Result<LinkOutcome> {
+    let status = run(program, args)?;
+    Ok(LinkOutcome {
+        status,
+        fallback: Some(format!("{error:#}")),
+        report: None,
+    })
 }
 
 /// `fold`'s result, with a panic inside it (a bug in icf, on this thread or
