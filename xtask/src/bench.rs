@@ -57,8 +57,8 @@
 //! minute more the first time, opt_lite about 10 s). One million synthetic
 //! functions (`--corpus synthetic --sizes 1000000`) take about 10 minutes:
 //! 11 s to generate 1000 objects (384 MiB), then 13 links of about 150 MiB
-//! of `.text` three times (lld 1.7 s, GNU ld 15 s, gold --icf 13 s, icf
-//! link 20 s at 5 GiB peak RSS); its directory needs about 4 GiB of disk.
+//! of `.text` three times (lld 1.9 s, GNU ld 16 s, gold --icf 13 s, icf
+//! link 9 s at 1.3 GiB peak RSS); its directory needs about 4 GiB of disk.
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
