@@ -155,6 +155,9 @@ impl<'data> Program<'data> {
                     symbol_refs: Vec::new(),
                     elf,
                 };
+                // What later steps read again (names, relocations) faults
+                // back in; the rest of the object need not stay resident.
+                inputs.files[file].release_resident_range(source.data);
                 Ok((object, extents))
             })
             .collect::<Result<_, icf_object::Error>>()?;
