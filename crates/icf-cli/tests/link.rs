@@ -23,6 +23,15 @@ fn icf(args: &[&str]) -> Output {
         .expect("run icf")
 }
 
+/// Fails the test with the command's stderr unless it succeeded.
+fn assert_succeeded(output: &Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn run(binary: &Path) -> String {
     let output = Command::new(binary).output().expect("run linked program");
     assert!(output.status.success(), "{} failed", binary.display());
@@ -84,11 +93,7 @@ fn folds_archives_found_through_library_flags() {
         "-o",
         folded.to_str().expect("utf-8"),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert_eq!(run(&plain), run(&folded));
     assert_eq!(
         std::fs::read(&archive).expect("read archive"),
@@ -121,11 +126,7 @@ fn response_files_and_the_linkers_exit_status() {
         "clang-19",
         &format!("@{}", response.display()),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert!(run(&out).starts_with("fold_cases "));
     // An undefined symbol: the linker fails, and icf link fails with it.
     let broken = icf(&[
@@ -195,11 +196,7 @@ fn unfoldable_inputs_link_plainly_unless_strict() {
         app.to_str().expect("utf-8"),
     ];
     let output = icf(&[&["link"][..], &command[..]].concat());
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("icf: warning: linking without folding") && stderr.contains("lto.o"),
@@ -229,11 +226,7 @@ fn relocatable_links_pass_through() {
         "-o",
         out.to_str().expect("utf-8"),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert!(out.is_file());
 }
 
@@ -472,11 +465,7 @@ fn archive_members_sharing_a_name_are_each_rewritten_as_themselves() {
     args.extend(link(&folded));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let output = icf(&args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert_eq!(run(&plain), run(&folded));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
@@ -564,11 +553,7 @@ fn link_inputs_leave_out_members_no_link_can_extract() {
         command.extend(["-o".to_string(), folded.display().to_string()]);
         let args: Vec<&str> = command.iter().map(String::as_str).collect();
         let output = icf(&args);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_succeeded(&output);
         assert_eq!(run(&folded), expected, "whole archive: {whole_archive}");
         let listed = std::fs::read_to_string(&log).expect("the driver saw an archive");
         assert!(
@@ -596,11 +581,7 @@ fn link_inputs_leave_out_members_no_link_can_extract() {
         &main,
         lazy.to_str().expect("utf-8"),
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let listed = Command::new("ar")
         .arg("t")
         .arg(out_dir.join("libcross.a"))

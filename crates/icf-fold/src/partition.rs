@@ -170,13 +170,10 @@ pub fn refine(
 /// For each candidate in a class of two or more, the candidates it refers
 /// to, flat: a few bytes per candidate rather than a list each.
 struct References {
-    /// Per candidate, where its list starts in `flat`; `u32::MAX` for a
-    /// candidate alone in its class.
-    start: Vec<u32>,
-    /// The lists, each ended by the next one's start or by `ends`.
+    /// Per candidate, where its list lies in `flat`; empty for a candidate
+    /// alone in its class.
+    spans: Vec<std::ops::Range<u32>>,
     flat: Vec<u32>,
-    /// Per listed candidate, in the order of `flat`, where its list ends.
-    ends: Vec<u32>,
 }
 
 impl References {
@@ -195,15 +192,14 @@ impl References {
             })
             .collect();
         let mut references = References {
-            start: vec![u32::MAX; candidates.len()],
+            spans: vec![0..0; candidates.len()],
             flat: Vec::new(),
-            ends: Vec::new(),
         };
         for (group, lists) in groups.iter().zip(lists) {
             for (&member, list) in group.iter().zip(lists) {
-                references.start[member as usize] = references.ends.len() as u32;
+                let start = references.flat.len() as u32;
                 references.flat.extend_from_slice(&list);
-                references.ends.push(references.flat.len() as u32);
+                references.spans[member as usize] = start..references.flat.len() as u32;
             }
         }
         references
@@ -211,12 +207,8 @@ impl References {
 
     /// The candidates `member`, a member of a class, refers to.
     fn of_member(&self, member: u32) -> &[u32] {
-        let slot = self.start[member as usize] as usize;
-        let Some(&end) = self.ends.get(slot) else {
-            return &[];
-        };
-        let start = slot.checked_sub(1).map_or(0, |before| self.ends[before]);
-        &self.flat[start as usize..end as usize]
+        let span = &self.spans[member as usize];
+        &self.flat[span.start as usize..span.end as usize]
     }
 }
 

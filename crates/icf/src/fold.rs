@@ -443,7 +443,7 @@ fn write_output(
         // Archives stream to the file: unchanged members go straight from
         // the mapped input, never through a copy of the whole archive.
         write_atomically_with(&output, |out| {
-            rewrite_archive(program, position, edits, kind, out)
+            rewrite_archive(program, position, &objects, edits, kind, out)
         })?;
     }
     Ok(FoldedFile {
@@ -454,10 +454,12 @@ fn write_output(
 }
 
 /// A GNU archive with the changed members rewritten and every other member
-/// as it was, less those a link cannot extract when `kind` allows.
+/// as it was, less those a link cannot extract when `kind` allows. `objects`
+/// are the file's members (see [`write_output`]).
 fn rewrite_archive(
     program: &Program<'_>,
     file: usize,
+    objects: &[(ObjectId, &crate::program::LoadedObject<'_>)],
     edits: &HashMap<ObjectId, Edits>,
     kind: OutputKind,
     out: &mut (impl std::io::Write + std::io::Seek),
@@ -471,37 +473,29 @@ fn rewrite_archive(
     let archive =
         ArchiveFile::parse(data).with_context(|| format!("reading {}", input.path.display()))?;
     // Keyed by where the member's data starts: names may repeat in an archive.
-    let changed: Vec<(usize, ObjectId)> = program
-        .objects
+    let start_of = |object: &crate::program::LoadedObject<'_>| {
+        object.elf.data.as_ptr() as usize - data.as_ptr() as usize
+    };
+    let changed: Vec<(usize, ObjectId)> = objects
         .iter()
-        .enumerate()
-        .filter(|(index, object)| {
-            object.file == file
-                && object.member.is_some()
-                && edits
-                    .get(&ObjectId(*index as u32))
-                    .is_some_and(|e| !e.is_empty())
+        .filter(|(id, object)| {
+            object.member.is_some() && edits.get(id).is_some_and(|e| !e.is_empty())
         })
-        .map(|(index, object)| {
-            let start = object.elf.data.as_ptr() as usize - data.as_ptr() as usize;
-            (start, ObjectId(index as u32))
-        })
+        .map(|&(id, object)| (start_of(object), id))
         .collect();
     // A member is extracted only for a global symbol it defines; inside
     // `--whole-archive` every member is linked.
     let never_extracted: rustc_hash::FxHashSet<usize> =
         if kind == OutputKind::LinkInputs && !program.options.whole_archive.contains(&file) {
-            program
-                .objects
+            objects
                 .iter()
-                .filter(|object| {
-                    object.file == file
-                        && object.member.is_some()
+                .filter(|(_, object)| {
+                    object.member.is_some()
                         && !object.elf.symbols.iter().any(|symbol| {
                             symbol.binding != icf_object::Binding::Local && symbol.is_defined()
                         })
                 })
-                .map(|object| object.elf.data.as_ptr() as usize - data.as_ptr() as usize)
+                .map(|&(_, object)| start_of(object))
                 .collect()
         } else {
             rustc_hash::FxHashSet::default()
