@@ -151,16 +151,19 @@ fn link_command(
     argv
 }
 
-/// `icf link --strict --mode MODE -- COMMAND`.
-fn icf_link(mode: &str, command: &[String]) -> Vec<String> {
+/// `icf link --strict --mode MODE [--report REPORT] -- COMMAND`.
+fn icf_link(mode: &str, report: Option<&Path>, command: &[String]) -> Vec<String> {
     let mut argv = vec![
         text(&icf_binary()),
         "link".into(),
         "--strict".into(),
         "--mode".into(),
         mode.into(),
-        "--".into(),
     ];
+    if let Some(report) = report {
+        argv.extend(["--report".into(), text(report)]);
+    }
+    argv.push("--".into());
     argv.extend(command.iter().cloned());
     argv
 }
@@ -211,6 +214,22 @@ struct Program<'a> {
     link_inputs: &'a [&'a str],
     /// Flags of the link command.
     link_flags: &'a [&'a str],
+    /// Whether icf must find something to fold in mode all (the program has
+    /// twins lld folds too), so that an unchanged output means something.
+    must_fold: bool,
+}
+
+/// `totals.saved_bytes` of an `icf link --report` file.
+fn saved_bytes(report: &Path) -> u64 {
+    let json = std::fs::read_to_string(report).expect("read the report");
+    let key = "\"saved_bytes\":";
+    let at = json.find(key).expect("saved_bytes in the report") + key.len();
+    json[at..]
+        .trim_start()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a number of bytes")
 }
 
 /// Builds `program`, links it plainly and through icf (safe, all) with every
@@ -243,9 +262,13 @@ fn folded_runs_differ(program: &Program) -> Vec<String> {
                 "{} ({:?}, {linker:?}, mode {mode})",
                 program.name, program.cc
             );
-            if let Err(e) = run_command(&icf_link(mode, &command)) {
+            let report = dir.join(format!("report-{linker:?}-{mode}.json"));
+            if let Err(e) = run_command(&icf_link(mode, Some(&report), &command)) {
                 failures.push(format!("{what}: icf link failed: {e}"));
                 continue;
+            }
+            if program.must_fold && mode == "all" && saved_bytes(&report) == 0 {
+                failures.push(format!("{what}: icf folded nothing"));
             }
             match run_binary(program.arch, &folded, &[]) {
                 Err(e) => failures.push(format!("{what}: {e}")),
@@ -646,6 +669,7 @@ fn runs_gotpcrel_with_addend_unchanged() {
         sources: &["gotpcrel_addend.s", "gotpcrel_addend_main.c"],
         link_inputs: &[],
         link_flags: &[],
+        must_fold: false,
     }));
 }
 
@@ -661,6 +685,7 @@ fn runs_symbol_plus_addend_into_unfolded_sections_unchanged() {
         sources: &["addend_pair.s", "addend_pair_main.c"],
         link_inputs: &[],
         link_flags: &[],
+        must_fold: false,
     }));
 }
 
@@ -676,6 +701,7 @@ fn runs_compared_rodata_tables_gcc_unchanged() {
         sources: &["rodata_twins.c"],
         link_inputs: &[],
         link_flags: &[],
+        must_fold: false,
     }));
 }
 
@@ -690,6 +716,7 @@ fn runs_compared_rodata_tables_clang_unchanged() {
         sources: &["rodata_twins.c"],
         link_inputs: &[],
         link_flags: &[],
+        must_fold: false,
     }));
 }
 
@@ -709,6 +736,7 @@ fn runs_compared_function_addresses_unchanged() {
             sources: &["fn_addresses.c"],
             link_inputs: &[],
             link_flags: &[],
+            must_fold: true,
         }));
     }
     assert_no_failures(&failures);
@@ -731,6 +759,7 @@ fn runs_absolute_symbol_loaders_unchanged() {
             link_inputs: &[],
             // `movl $abs_x` is an absolute 32-bit relocation: no PIE.
             link_flags: &["-no-pie"],
+            must_fold: name == "abs_equal",
         }));
     }
     assert_no_failures(&failures);
@@ -749,6 +778,7 @@ fn runs_c_identifier_section_size_unchanged() {
             sources: &["hooks_section.c"],
             link_inputs: &[],
             link_flags: &[],
+            must_fold: false,
         }));
     }
     assert_no_failures(&failures);
@@ -765,6 +795,7 @@ fn runs_alignment_of_folded_twins_kept() {
         sources: &["align_twins.s", "align_twins_main.c"],
         link_inputs: &[],
         link_flags: &[],
+        must_fold: true,
     }));
 }
 
@@ -780,6 +811,23 @@ fn runs_jumps_to_script_defined_names_unchanged() {
         sources: &["script_symbols.s", "script_symbols_main.c"],
         link_inputs: &["script_symbols.ld"],
         link_flags: &[],
+        must_fold: false,
+    }));
+}
+
+/// icf-many-sections: an object with more sections than SHN_LORESERVE is
+/// read, folded, written and linked.
+#[test]
+fn runs_object_with_extended_section_indices_unchanged() {
+    assert_no_failures(&folded_runs_differ(&Program {
+        name: "many_sections",
+        arch: Arch::X86_64,
+        cc: Cc::Gcc,
+        flags: &[],
+        sources: &["many_sections.s", "many_sections_main.c"],
+        link_inputs: &[],
+        link_flags: &[],
+        must_fold: true,
     }));
 }
 
@@ -794,6 +842,7 @@ fn runs_aarch64_got_pair_split_across_functions_unchanged() {
         sources: &["got_split_aarch64.s", "got_split_aarch64_main.c"],
         link_inputs: &[],
         link_flags: &[],
+        must_fold: false,
     }));
 }
 
@@ -819,7 +868,7 @@ fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
                 &so,
             );
             if mode != "plain" {
-                command = icf_link(mode, &command);
+                command = icf_link(mode, None, &command);
             }
             if let Err(e) = run_command(&command) {
                 failures.push(format!("{linker:?} {mode}: {e}"));
