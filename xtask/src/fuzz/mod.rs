@@ -1,0 +1,393 @@
+//! `cargo xtask fuzz`: differential testing of icf with generated programs.
+//!
+//! Each seed gives one random multi-file C program ([`generate`]), built
+//! with random compiler flags and linked by a random linker, once plain and
+//! once through `icf link --strict` per mode ([`run`]); the folded programs
+//! must behave exactly like the plain one. Programs run on `--jobs` worker
+//! threads; each prints one line, and the end shows a summary per arch and
+//! linker. Any finding makes the command fail, and leaves a reproduction in
+//! `target/fuzz/repro-<seed>/`.
+//!
+//! Main assumption: a seed fully decides program, flags and linker (the arch
+//! too under `--arch both`), so `--seed S --count 1` replays any line.
+
+mod generate;
+mod run;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+
+use crate::corpus;
+use crate::process::{self, cargo};
+use generate::{Arch, Linker};
+use run::{FindingKind, Mode, Outcome, Tools};
+
+/// Seeds `0..CI_SEEDS` are what `--ci` runs (about three minutes on two cores).
+const CI_SEEDS: u64 = 60;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ArchChoice {
+    #[value(name = "x86_64")]
+    X86_64,
+    Aarch64,
+    Both,
+}
+
+/// `cargo xtask fuzz` options.
+#[derive(Debug, clap::Args)]
+pub struct FuzzArgs {
+    /// Stop starting new programs after this many seconds (default 60 unless --count).
+    #[arg(long)]
+    seconds: Option<u64>,
+    /// First seed; the next programs take the following seeds (default: from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run exactly this many programs (seeds SEED..SEED+COUNT).
+    #[arg(long)]
+    count: Option<u64>,
+    /// Which architecture the programs target.
+    #[arg(long, value_enum, default_value_t = ArchChoice::Both)]
+    arch: ArchChoice,
+    /// Programs built and run at the same time.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Continue after a finding (otherwise no new program starts after the first).
+    #[arg(long)]
+    keep_going: bool,
+    /// The icf binary to test (default: `cargo build --release -p icf-cli`).
+    #[arg(long)]
+    icf: Option<PathBuf>,
+    /// CI: seeds 0..60 over both arches, keep going.
+    #[arg(long)]
+    ci: bool,
+    /// Keep the work directories of programs without findings (target/fuzz/work/).
+    #[arg(long)]
+    keep_work: bool,
+}
+
+/// Runs the fuzzer; fails when any program showed a finding.
+pub fn run(args: &FuzzArgs) -> Result<()> {
+    let (first_seed, count, seconds, keep_going) = if args.ci {
+        (0, Some(CI_SEEDS), None, true)
+    } else {
+        let seed = args.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|elapsed| elapsed.as_secs() % 1_000_000 * 1000)
+                .unwrap_or(0)
+        });
+        let seconds = match (args.seconds, args.count) {
+            (None, None) => Some(60),
+            (seconds, _) => seconds,
+        };
+        (seed, args.count, seconds, args.keep_going)
+    };
+    check_tools(args.arch)?;
+    let icf = match &args.icf {
+        Some(path) => path
+            .canonicalize()
+            .with_context(|| format!("--icf {}", path.display()))?,
+        None => build_icf()?,
+    };
+    let has_verify =
+        process::succeeds_quietly(std::process::Command::new(&icf).args(["verify", "--help"]));
+    eprintln!(
+        "fuzz: icf {} ({}), first seed {first_seed}, {} job(s){}",
+        icf.display(),
+        if has_verify {
+            "with verify"
+        } else {
+            "no verify yet"
+        },
+        args.jobs,
+        match (count, seconds) {
+            (Some(count), _) => format!(", {count} program(s)"),
+            (None, Some(seconds)) => format!(", {seconds} s"),
+            (None, None) => String::new(),
+        }
+    );
+    let tools = Tools { icf, has_verify };
+    let root = corpus::workspace_root()?.join("target/fuzz");
+    let work = root.join("work");
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+
+    let started = Instant::now();
+    let deadline = seconds.map(|seconds| started + Duration::from_secs(seconds));
+    let next = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sender, receiver) = mpsc::channel::<Result<Outcome>>();
+    let mut workers = Vec::new();
+    for _ in 0..args.jobs.max(1) {
+        let next = Arc::clone(&next);
+        let stop = Arc::clone(&stop);
+        let sender = sender.clone();
+        let tools = tools.clone();
+        let work = work.clone();
+        let root = root.clone();
+        let arch_choice = args.arch;
+        let keep_work = args.keep_work;
+        workers.push(std::thread::spawn(move || {
+            loop {
+                if stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+                    return;
+                }
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                if count.is_some_and(|count| index >= count) {
+                    return;
+                }
+                let seed = first_seed + index;
+                let arch = match arch_choice {
+                    ArchChoice::X86_64 => Arch::X86_64,
+                    ArchChoice::Aarch64 => Arch::Aarch64,
+                    ArchChoice::Both => generate::arch_for_seed(seed),
+                };
+                let program = generate::generate(seed, arch);
+                let outcome = run::run_program(&program, &tools, &work, &root, keep_work);
+                if sender.send(outcome).is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    drop(sender);
+
+    let mut summary = Summary::default();
+    let mut errors = Vec::new();
+    for outcome in receiver {
+        match outcome {
+            Ok(outcome) => {
+                print_outcome(&outcome);
+                if !outcome.findings.is_empty() && !keep_going {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                summary.add(outcome);
+            }
+            Err(error) => {
+                eprintln!("fuzz: error: {error:#}");
+                errors.push(error);
+                stop.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+    for worker in workers {
+        if worker.join().is_err() {
+            bail!("a fuzz worker panicked");
+        }
+    }
+    summary.print(started.elapsed());
+    if let Some(error) = errors.into_iter().next() {
+        return Err(error);
+    }
+    if summary.findings > 0 {
+        bail!(
+            "{} program(s) with findings; reproductions in {}",
+            summary.programs_with_findings.len(),
+            root.display()
+        );
+    }
+    if summary.invalid > 0 {
+        bail!(
+            "{} program(s) the generator got wrong (see target/fuzz/repro-*)",
+            summary.invalid
+        );
+    }
+    Ok(())
+}
+
+fn print_outcome(outcome: &Outcome) {
+    let folds = |slot: usize| match outcome.folds[slot] {
+        Some(folds) => format!("{} ({}a+{}t)", folds.total(), folds.aliases, folds.thunks),
+        None => "-".to_string(),
+    };
+    let verdict = if let Some(invalid) = &outcome.invalid {
+        format!("INVALID {}", invalid.lines().next().unwrap_or(""))
+    } else if outcome.findings.is_empty() {
+        "ok".to_string()
+    } else {
+        let kinds: Vec<String> = outcome
+            .findings
+            .iter()
+            .map(|finding| format!("{}[{}]", finding.kind.name(), finding.mode.name()))
+            .collect();
+        format!("FINDING {}", kinds.join(" "))
+    };
+    println!(
+        "seed {} {} {} | {} | {} fns, folds safe {} all {} | {:.1}s | {verdict}{}",
+        outcome.seed,
+        outcome.arch.name(),
+        outcome.linker.name(),
+        outcome.description,
+        outcome.functions,
+        folds(0),
+        folds(1),
+        outcome.seconds,
+        outcome
+            .repro
+            .as_ref()
+            .map(|path| format!(" -> {}", path.display()))
+            .unwrap_or_default()
+    );
+    for finding in &outcome.findings {
+        for line in finding.detail.lines().take(6) {
+            println!("    {line}");
+        }
+    }
+}
+
+/// Counts per arch and linker.
+#[derive(Debug, Default)]
+struct Bucket {
+    programs: u64,
+    folds: [u64; 2],
+    findings: BTreeMap<(FindingKind, Mode), u64>,
+    invalid: u64,
+    seconds: f64,
+}
+
+#[derive(Debug, Default)]
+struct Summary {
+    buckets: BTreeMap<(Arch, Linker), Bucket>,
+    findings: u64,
+    invalid: u64,
+    programs_with_findings: Vec<u64>,
+}
+
+impl Summary {
+    fn add(&mut self, outcome: Outcome) {
+        let bucket = self
+            .buckets
+            .entry((outcome.arch, outcome.linker))
+            .or_default();
+        bucket.programs += 1;
+        bucket.seconds += outcome.seconds;
+        for slot in 0..2 {
+            bucket.folds[slot] += outcome.folds[slot].map_or(0, |folds| folds.total());
+        }
+        if outcome.invalid.is_some() {
+            bucket.invalid += 1;
+            self.invalid += 1;
+        }
+        for finding in &outcome.findings {
+            *bucket
+                .findings
+                .entry((finding.kind, finding.mode))
+                .or_default() += 1;
+            self.findings += 1;
+        }
+        if !outcome.findings.is_empty() {
+            self.programs_with_findings.push(outcome.seed);
+        }
+    }
+
+    fn print(&self, elapsed: Duration) {
+        println!("\nfuzz summary ({:.0} s wall):", elapsed.as_secs_f64());
+        println!(
+            "  {:<8} {:<5} {:>8} {:>10} {:>10} {:>8}  findings",
+            "arch", "linker", "programs", "folds/safe", "folds/all", "invalid"
+        );
+        let mut total = Bucket::default();
+        for ((arch, linker), bucket) in &self.buckets {
+            print_bucket(arch.name(), linker.name(), bucket);
+            total.programs += bucket.programs;
+            total.invalid += bucket.invalid;
+            total.seconds += bucket.seconds;
+            for slot in 0..2 {
+                total.folds[slot] += bucket.folds[slot];
+            }
+            for (key, count) in &bucket.findings {
+                *total.findings.entry(*key).or_default() += count;
+            }
+        }
+        print_bucket("all", "", &total);
+        if total.programs > 0 {
+            println!(
+                "  average folds per program: safe {:.1}, all {:.1}; {:.1} s of work per program",
+                total.folds[0] as f64 / total.programs as f64,
+                total.folds[1] as f64 / total.programs as f64,
+                total.seconds / total.programs as f64
+            );
+        }
+        if !self.programs_with_findings.is_empty() {
+            let mut seeds = self.programs_with_findings.clone();
+            seeds.sort_unstable();
+            let seeds: Vec<String> = seeds.iter().map(u64::to_string).collect();
+            println!("  seeds with findings: {}", seeds.join(" "));
+        }
+    }
+}
+
+fn print_bucket(arch: &str, linker: &str, bucket: &Bucket) {
+    let findings: Vec<String> = bucket
+        .findings
+        .iter()
+        .map(|((kind, mode), count)| format!("{}[{}] {count}", kind.name(), mode.name()))
+        .collect();
+    println!(
+        "  {:<8} {:<5} {:>8} {:>10} {:>10} {:>8}  {}",
+        arch,
+        linker,
+        bucket.programs,
+        bucket.folds[0],
+        bucket.folds[1],
+        bucket.invalid,
+        if findings.is_empty() {
+            "none".to_string()
+        } else {
+            findings.join(", ")
+        }
+    );
+}
+
+/// Fails early, naming the missing program, when a tool the chosen arches need is absent.
+fn check_tools(arch: ArchChoice) -> Result<()> {
+    let mut needed = vec!["timeout"];
+    if arch != ArchChoice::Aarch64 {
+        needed.extend([
+            "gcc", "clang-19", "ld.bfd", "ld.gold", "ld.lld", "mold", "ar",
+        ]);
+    }
+    if arch != ArchChoice::X86_64 {
+        needed.extend([
+            "aarch64-linux-gnu-gcc",
+            "aarch64-linux-gnu-ar",
+            "clang-19",
+            "qemu-aarch64",
+        ]);
+    }
+    let missing: Vec<&str> = needed
+        .into_iter()
+        .filter(|tool| {
+            process::find_program(tool).is_none()
+                && !PathBuf::from("/usr/lib/llvm-19/bin").join(tool).is_file()
+        })
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "missing tools: {} (`cargo xtask install-deps` installs them)",
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Builds `icf` in release mode in the target directory cargo uses and returns its path.
+fn build_icf() -> Result<PathBuf> {
+    let mut build = cargo();
+    build.args(["build", "--release", "--quiet", "-p", "icf-cli"]);
+    eprintln!("==> {}", process::display(&build));
+    process::run(&mut build)?;
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => corpus::workspace_root()?.join("target"),
+    };
+    let icf = target.join("release/icf");
+    if !icf.is_file() {
+        bail!("`cargo build` succeeded but {} is missing", icf.display());
+    }
+    Ok(icf)
+}

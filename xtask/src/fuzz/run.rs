@@ -1,0 +1,703 @@
+//! Building, linking, running and comparing one generated program: compile
+//! every file, archive the archive members, link once plain and once through
+//! `icf link --strict` per mode, run all three, compare exit status and
+//! transcript, run `icf verify` on each pair when icf has it, and on a
+//! finding turn the work directory into a self-contained reproduction.
+//!
+//! Main assumption: every step is one external command run in the program's
+//! directory, so the same list of steps both drives the run here and becomes
+//! the reproduction's `build.sh`; a behaviour seen here is what the script
+//! shows.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::generate::{Arch, Compiler, FUNCTION_ADDRESS_PREFIX, Linker, Pic, Program};
+
+/// Which `--mode` a folded build used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    Safe,
+    All,
+}
+
+impl Mode {
+    pub const BOTH: [Mode; 2] = [Mode::Safe, Mode::All];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Safe => "safe",
+            Mode::All => "all",
+        }
+    }
+}
+
+/// What kind of wrong behaviour a folded build showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FindingKind {
+    /// `icf link --strict` exited non-zero (or the link it ran failed).
+    IcfFailed,
+    /// The folded program died of a signal or exited with another status.
+    Crash,
+    /// The folded program ran past the time limit.
+    Timeout,
+    /// Same exit status, different transcript.
+    OutputDiff,
+    /// `icf verify` rejected a pair whose outputs match.
+    Verify,
+}
+
+impl FindingKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FindingKind::IcfFailed => "icf-failed",
+            FindingKind::Crash => "crash",
+            FindingKind::Timeout => "timeout",
+            FindingKind::OutputDiff => "output-diff",
+            FindingKind::Verify => "verify",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub kind: FindingKind,
+    pub mode: Mode,
+    /// A few lines saying what differed.
+    pub detail: String,
+}
+
+/// Functions a folded build folded, from the JSON report's totals.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Folds {
+    pub aliases: u64,
+    pub thunks: u64,
+}
+
+impl Folds {
+    pub fn total(self) -> u64 {
+        self.aliases + self.thunks
+    }
+}
+
+/// Everything one program's run established.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub seed: u64,
+    pub arch: Arch,
+    pub linker: Linker,
+    /// Compiler, flags and link options on one line.
+    pub description: String,
+    pub functions: usize,
+    /// Per mode, in [`Mode::BOTH`] order; `None` when icf wrote no report.
+    pub folds: [Option<Folds>; 2],
+    pub findings: Vec<Finding>,
+    /// Set when the plain build itself failed: a generator bug, not an icf one.
+    pub invalid: Option<String>,
+    pub seconds: f64,
+    pub repro: Option<PathBuf>,
+}
+
+/// The tools a run uses.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub icf: PathBuf,
+    /// Whether `icf verify` exists in this icf.
+    pub has_verify: bool,
+}
+
+/// A placeholder word in a step's arguments, replaced by the icf binary.
+const ICF: &str = "@ICF@";
+
+/// One command of a build, run in the program's directory.
+#[derive(Debug, Clone)]
+struct Step {
+    args: Vec<String>,
+}
+
+impl Step {
+    fn command(&self, dir: &Path, tools: &Tools) -> Command {
+        let resolve = |arg: &String| {
+            if arg == ICF {
+                tools.icf.display().to_string()
+            } else {
+                arg.clone()
+            }
+        };
+        let mut command = Command::new(resolve(&self.args[0]));
+        command
+            .args(self.args[1..].iter().map(resolve))
+            .current_dir(dir);
+        command
+    }
+
+    /// The step as a line of `sh`, with icf as `"$ICF"`.
+    fn shell(&self) -> String {
+        self.args
+            .iter()
+            .map(|arg| {
+                if arg == ICF {
+                    "\"$ICF\"".to_string()
+                } else {
+                    shell_quote(arg)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn shell_quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=,+:@%".contains(&b))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The commands that build and run one program.
+#[derive(Debug)]
+struct Plan {
+    compile: Vec<Step>,
+    archive: Option<Step>,
+    /// The link command without `-o OUTPUT`.
+    link: Vec<String>,
+    /// The command that runs a binary, without the binary.
+    runner: Vec<String>,
+}
+
+impl Plan {
+    fn new(program: &Program) -> Plan {
+        let config = &program.config;
+        let driver: Vec<String> = match (config.arch, config.compiler) {
+            (Arch::X86_64, Compiler::Gcc) => vec!["gcc".into()],
+            (Arch::X86_64, Compiler::Clang) => vec!["clang-19".into()],
+            (Arch::Aarch64, Compiler::Gcc) => vec!["aarch64-linux-gnu-gcc".into()],
+            (Arch::Aarch64, Compiler::Clang) => {
+                vec!["clang-19".into(), "--target=aarch64-linux-gnu".into()]
+            }
+        };
+        let pic = match config.pic {
+            Pic::None => "-fno-pic",
+            Pic::Pie => "-fPIE",
+            Pic::SharedCodePie | Pic::SharedCodeNoPie => "-fPIC",
+        };
+        let mut compile = Vec::new();
+        let mut objects = Vec::new();
+        let mut members = Vec::new();
+        for file in &program.files {
+            let object = file.name.replace(".c", ".o");
+            let mut args = driver.clone();
+            args.extend([
+                config.opt.to_string(),
+                "-w".into(),
+                "-I.".into(),
+                pic.into(),
+            ]);
+            args.extend(config.extra_cflags.iter().cloned());
+            if file.function_sections {
+                args.push("-ffunction-sections".into());
+            }
+            if file.data_sections {
+                args.push("-fdata-sections".into());
+            }
+            args.extend(["-c".into(), file.name.clone(), "-o".into(), object.clone()]);
+            compile.push(Step { args });
+            if file.in_archive {
+                members.push(object);
+            } else {
+                objects.push(object);
+            }
+        }
+        let archive = (!members.is_empty()).then(|| {
+            let ar = match config.arch {
+                Arch::X86_64 => "ar",
+                Arch::Aarch64 => "aarch64-linux-gnu-ar",
+            };
+            let mut args = vec![ar.to_string(), "rcs".into(), "libfz.a".into()];
+            args.extend(members.iter().cloned());
+            Step { args }
+        });
+        let mut link = driver;
+        if config.arch == Arch::Aarch64
+            && config.compiler == Compiler::Gcc
+            && config.linker == Linker::Mold
+        {
+            link.push("-B/usr/libexec/mold/".into());
+        } else {
+            link.push(format!("-fuse-ld={}", config.linker.name()));
+        }
+        link.push("-B/usr/lib/llvm-19/bin/".into());
+        link.push(
+            match config.pic {
+                Pic::None | Pic::SharedCodeNoPie => "-no-pie",
+                Pic::Pie | Pic::SharedCodePie => "-pie",
+            }
+            .into(),
+        );
+        if config.gc_sections {
+            link.push("-Wl,--gc-sections".into());
+        }
+        if config.export_dynamic {
+            link.push("-rdynamic".into());
+        }
+        for symbol in &config.keep_unique {
+            link.push(format!("-Wl,--keep-unique={symbol}"));
+        }
+        link.extend(objects);
+        if archive.is_some() {
+            link.push("libfz.a".into());
+        }
+        let runner = match config.arch {
+            Arch::X86_64 => vec!["timeout".into(), "10".into()],
+            Arch::Aarch64 => vec![
+                "timeout".into(),
+                "30".into(),
+                "qemu-aarch64".into(),
+                "-L".into(),
+                "/usr/aarch64-linux-gnu".into(),
+            ],
+        };
+        Plan {
+            compile,
+            archive,
+            link,
+            runner,
+        }
+    }
+
+    fn plain_link(&self) -> Step {
+        let mut args = self.link.clone();
+        args.extend(["-o".into(), "plain".into()]);
+        Step { args }
+    }
+
+    fn folded_link(&self, mode: Mode) -> Step {
+        let mut args = vec![
+            ICF.to_string(),
+            "link".into(),
+            "--strict".into(),
+            "--mode".into(),
+            mode.name().into(),
+            "--report".into(),
+            format!("{}.json", mode.name()),
+            "--".into(),
+        ];
+        args.extend(self.link.iter().cloned());
+        args.extend(["-o".into(), format!("folded-{}", mode.name())]);
+        Step { args }
+    }
+
+    fn run(&self, binary: &str) -> Step {
+        let mut args = self.runner.clone();
+        args.push(format!("./{binary}"));
+        Step { args }
+    }
+
+    fn verify(&self, mode: Mode) -> Step {
+        let mut args = vec![
+            ICF.to_string(),
+            "verify".into(),
+            "plain".into(),
+            format!("folded-{}", mode.name()),
+        ];
+        if mode == Mode::All {
+            args.extend(["--mode".into(), "all".into()]);
+        }
+        Step { args }
+    }
+}
+
+/// One line naming the compiler, flags and link options of `program`.
+pub fn describe(program: &Program) -> String {
+    let config = &program.config;
+    let mut words = vec![
+        match config.compiler {
+            Compiler::Gcc => "gcc",
+            Compiler::Clang => "clang-19",
+        }
+        .to_string(),
+        config.opt.to_string(),
+        match config.pic {
+            Pic::None => "-fno-pic/-no-pie",
+            Pic::Pie => "-fPIE/-pie",
+            Pic::SharedCodePie => "-fPIC/-pie",
+            Pic::SharedCodeNoPie => "-fPIC/-no-pie",
+        }
+        .to_string(),
+    ];
+    words.extend(config.extra_cflags.iter().cloned());
+    let count = |f: fn(&super::generate::SourceFile) -> bool| {
+        program.files.iter().filter(|file| f(file)).count()
+    };
+    words.push(format!(
+        "ffs={}/{} fds={}/{}",
+        count(|file| file.function_sections),
+        program.files.len(),
+        count(|file| file.data_sections),
+        program.files.len()
+    ));
+    if config.gc_sections {
+        words.push("--gc-sections".into());
+    }
+    if config.export_dynamic {
+        words.push("-rdynamic".into());
+    }
+    if !config.keep_unique.is_empty() {
+        words.push(format!("--keep-unique x{}", config.keep_unique.len()));
+    }
+    if program.files.iter().any(|file| file.in_archive) {
+        words.push("archive".into());
+    }
+    words.join(" ")
+}
+
+/// What a run of a binary produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Run {
+    /// `exit N`, `signal N` or `timeout`.
+    status: String,
+    stdout: String,
+}
+
+fn execute(step: &Step, dir: &Path, tools: &Tools) -> Result<Output> {
+    step.command(dir, tools)
+        .output()
+        .with_context(|| format!("could not start `{}`", step.shell()))
+}
+
+fn tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+fn run_binary(step: &Step, dir: &Path, tools: &Tools) -> Result<Run> {
+    use std::os::unix::process::ExitStatusExt;
+    let output = execute(step, dir, tools)?;
+    let status = match (output.status.code(), output.status.signal()) {
+        (Some(124), _) => "timeout".to_string(),
+        (Some(code), _) if code > 128 && step.args.iter().any(|arg| arg == "qemu-aarch64") => {
+            // qemu re-raises the guest's signal; `timeout` reports 128+N.
+            format!("signal {}", code - 128)
+        }
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        (None, None) => "unknown".to_string(),
+    };
+    Ok(Run {
+        status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+    })
+}
+
+/// The transcript as compared in `mode`: in mode all, lines comparing
+/// addresses of distinct functions do not count.
+fn comparable(stdout: &str, mode: Mode) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|line| mode == Mode::Safe || !line.starts_with(FUNCTION_ADDRESS_PREFIX))
+        .collect()
+}
+
+/// The first differing lines of two transcripts, for the report.
+fn first_differences(plain: &[&str], folded: &[&str]) -> String {
+    let mut out = String::new();
+    let mut shown = 0;
+    for index in 0..plain.len().max(folded.len()) {
+        let left = plain.get(index).copied().unwrap_or("<end>");
+        let right = folded.get(index).copied().unwrap_or("<end>");
+        if left != right {
+            let _ = writeln!(
+                out,
+                "  line {}: plain `{left}`, folded `{right}`",
+                index + 1
+            );
+            shown += 1;
+            if shown == 5 {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn read_folds(path: &Path) -> Option<Folds> {
+    let text = fs::read_to_string(path).ok()?;
+    let report: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let totals = report.get("totals")?;
+    Some(Folds {
+        aliases: totals.get("aliases")?.as_u64()?,
+        thunks: totals.get("thunks")?.as_u64()?,
+    })
+}
+
+/// Writes, builds, links, runs and compares `program` in `work/<seed>`;
+/// on a finding the directory becomes `repro_root/repro-<seed>`, otherwise
+/// it is removed (unless `keep`).
+pub fn run_program(
+    program: &Program,
+    tools: &Tools,
+    work: &Path,
+    repro_root: &Path,
+    keep: bool,
+) -> Result<Outcome> {
+    let started = Instant::now();
+    let dir = work.join(program.seed.to_string());
+    if dir.exists() {
+        fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    fs::write(dir.join("fz.h"), &program.header).context("writing fz.h")?;
+    for file in &program.files {
+        fs::write(dir.join(&file.name), &file.text)
+            .with_context(|| format!("writing {}", file.name))?;
+    }
+    let plan = Plan::new(program);
+    let mut outcome = Outcome {
+        seed: program.seed,
+        arch: program.config.arch,
+        linker: program.config.linker,
+        description: describe(program),
+        functions: program.functions,
+        folds: [None, None],
+        findings: Vec::new(),
+        invalid: None,
+        seconds: 0.0,
+        repro: None,
+    };
+    let checked = check(program, &plan, tools, &dir, &mut outcome);
+    outcome.seconds = started.elapsed().as_secs_f64();
+    checked?;
+    if !outcome.findings.is_empty() || outcome.invalid.is_some() {
+        write_reproduction(program, &plan, tools, &dir, &outcome)?;
+        let target = repro_root.join(format!("repro-{}", program.seed));
+        if target.exists() {
+            fs::remove_dir_all(&target)
+                .with_context(|| format!("removing {}", target.display()))?;
+        }
+        fs::rename(&dir, &target)
+            .with_context(|| format!("moving {} to {}", dir.display(), target.display()))?;
+        outcome.repro = Some(target);
+    } else if !keep {
+        fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    Ok(outcome)
+}
+
+fn check(
+    program: &Program,
+    plan: &Plan,
+    tools: &Tools,
+    dir: &Path,
+    outcome: &mut Outcome,
+) -> Result<()> {
+    let _ = program;
+    let mut plain_steps = plan.compile.clone();
+    plain_steps.extend(plan.archive.clone());
+    plain_steps.push(plan.plain_link());
+    for step in &plain_steps {
+        let output = execute(step, dir, tools)?;
+        if !output.status.success() {
+            outcome.invalid = Some(format!(
+                "`{}` failed:\n{}",
+                step.shell(),
+                tail(&output.stderr, 10)
+            ));
+            return Ok(());
+        }
+    }
+    let plain = run_binary(&plan.run("plain"), dir, tools)?;
+    fs::write(dir.join("plain.out"), &plain.stdout).context("writing plain.out")?;
+    if plain.status.starts_with("signal") || plain.status == "timeout" {
+        outcome.invalid = Some(format!("the plain program ended with {}", plain.status));
+        return Ok(());
+    }
+    for (slot, mode) in Mode::BOTH.into_iter().enumerate() {
+        let link = plan.folded_link(mode);
+        let output = execute(&link, dir, tools)?;
+        outcome.folds[slot] = read_folds(&dir.join(format!("{}.json", mode.name())));
+        if !output.status.success() {
+            outcome.findings.push(Finding {
+                kind: FindingKind::IcfFailed,
+                mode,
+                detail: format!(
+                    "`icf link` {}:\n{}",
+                    output.status,
+                    tail(&output.stderr, 12)
+                ),
+            });
+            continue;
+        }
+        let binary = format!("folded-{}", mode.name());
+        let folded = run_binary(&plan.run(&binary), dir, tools)?;
+        fs::write(dir.join(format!("{binary}.out")), &folded.stdout)
+            .with_context(|| format!("writing {binary}.out"))?;
+        let plain_lines = comparable(&plain.stdout, mode);
+        let folded_lines = comparable(&folded.stdout, mode);
+        let mut same = true;
+        if folded.status != plain.status {
+            same = false;
+            let kind = if folded.status == "timeout" {
+                FindingKind::Timeout
+            } else {
+                FindingKind::Crash
+            };
+            outcome.findings.push(Finding {
+                kind,
+                mode,
+                detail: format!(
+                    "plain: {}, folded: {} (transcripts: {} and {} lines)\n{}",
+                    plain.status,
+                    folded.status,
+                    plain_lines.len(),
+                    folded_lines.len(),
+                    first_differences(&plain_lines, &folded_lines)
+                ),
+            });
+        } else if plain_lines != folded_lines {
+            same = false;
+            outcome.findings.push(Finding {
+                kind: FindingKind::OutputDiff,
+                mode,
+                detail: first_differences(&plain_lines, &folded_lines),
+            });
+        }
+        if same && tools.has_verify {
+            let output = execute(&plan.verify(mode), dir, tools)?;
+            if !output.status.success() {
+                let mut detail = tail(&output.stdout, 8);
+                detail.push('\n');
+                detail.push_str(&tail(&output.stderr, 8));
+                outcome.findings.push(Finding {
+                    kind: FindingKind::Verify,
+                    mode,
+                    detail,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `build.sh` and `README.md` of a reproduction directory.
+fn write_reproduction(
+    program: &Program,
+    plan: &Plan,
+    tools: &Tools,
+    dir: &Path,
+    outcome: &Outcome,
+) -> Result<()> {
+    let mut script = String::new();
+    let _ = writeln!(script, "#!/bin/sh");
+    let _ = writeln!(
+        script,
+        "# Reproduces `cargo xtask fuzz --seed {} --count 1 --arch {}`: builds the program,\n\
+         # links it plain and through icf in both modes, runs all three and diffs.\n\
+         # Usage: ICF=/path/to/icf sh build.sh",
+        program.seed,
+        program.config.arch.name()
+    );
+    let _ = writeln!(
+        script,
+        "set -u\ncd \"$(dirname \"$0\")\"\nICF=\"${{ICF:-icf}}\""
+    );
+    let _ = writeln!(script, "die() {{ echo \"build.sh: $*\" >&2; exit 2; }}");
+    for step in plan.compile.iter().chain(plan.archive.iter()) {
+        let _ = writeln!(script, "{} || die 'build failed'", step.shell());
+    }
+    let _ = writeln!(
+        script,
+        "{} || die 'plain link failed'",
+        plan.plain_link().shell()
+    );
+    let _ = writeln!(
+        script,
+        "{} > plain.out; echo \"exit $?\" >> plain.out",
+        plan.run("plain").shell()
+    );
+    let mut status = String::from("status=0\n");
+    for mode in Mode::BOTH {
+        let name = mode.name();
+        let _ = writeln!(
+            script,
+            "if {}; then\n  {} > folded-{name}.out; echo \"exit $?\" >> folded-{name}.out\nelse\n  echo \"icf link --mode {name} FAILED\"; echo 'icf failed' > folded-{name}.out\nfi",
+            plan.folded_link(mode).shell(),
+            plan.run(&format!("folded-{name}")).shell()
+        );
+        let filter = match mode {
+            Mode::Safe => "cat".to_string(),
+            Mode::All => format!("grep -v '^{}'", FUNCTION_ADDRESS_PREFIX),
+        };
+        let _ = writeln!(
+            status,
+            "if {filter} plain.out | diff - folded-{name}.out.cmp > {name}.diff; then echo '{name}: same output'; else echo '{name}: OUTPUT DIFFERS (see {name}.diff)'; status=1; fi"
+        );
+        let _ = writeln!(script, "{filter} folded-{name}.out > folded-{name}.out.cmp");
+        if tools.has_verify {
+            let _ = writeln!(
+                status,
+                "{} || {{ echo '{name}: icf verify failed'; status=1; }}",
+                plan.verify(mode).shell()
+            );
+        }
+    }
+    script.push_str(&status);
+    script.push_str("exit $status\n");
+    let script_path = dir.join("build.sh");
+    fs::write(&script_path, script).context("writing build.sh")?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = fs::set_permissions(&script_path, fs::Permissions::from_mode(0o755));
+    }
+    let mut readme = String::new();
+    let _ = writeln!(readme, "# fuzz seed {}\n", program.seed);
+    let _ = writeln!(
+        readme,
+        "Generated by `cargo xtask fuzz --seed {} --count 1 --arch {}`.\n",
+        program.seed,
+        program.config.arch.name()
+    );
+    let _ = writeln!(
+        readme,
+        "- arch: {}\n- linker: {}\n- build: {}\n- families: {}, functions: {}\n",
+        program.config.arch.name(),
+        program.config.linker.name(),
+        outcome.description,
+        program.families,
+        program.functions
+    );
+    let _ = writeln!(
+        readme,
+        "Run `ICF=/path/to/icf sh build.sh`: it compiles, links `plain`, links\n\
+         `folded-safe` and `folded-all` through `icf link --strict`, runs them and diffs\n\
+         the transcripts (`{}` lines, comparing function addresses, are dropped for mode all).\n",
+        FUNCTION_ADDRESS_PREFIX.trim_end()
+    );
+    if let Some(invalid) = &outcome.invalid {
+        let _ = writeln!(
+            readme,
+            "## The plain build failed (a generator bug)\n\n```\n{invalid}\n```\n"
+        );
+    }
+    for finding in &outcome.findings {
+        let _ = writeln!(
+            readme,
+            "## {} in mode {}\n\n```\n{}\n```\n",
+            finding.kind.name(),
+            finding.mode.name(),
+            finding.detail.trim_end()
+        );
+    }
+    fs::write(dir.join("README.md"), readme).context("writing README.md")?;
+    Ok(())
+}
