@@ -7,6 +7,7 @@
 mod bench;
 mod corpus;
 mod deps;
+mod fuzz;
 mod peer;
 mod process;
 mod synthetic;
@@ -55,6 +56,8 @@ enum Task {
     /// Benchmark icf against lld, gold, mold and GNU ld on real and generated code
     /// (results in target/bench/results.{md,json}).
     Bench(bench::BenchArgs),
+    /// Differential fuzzing: generated C programs linked plain and through icf must behave alike.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Task::PeerCheck { min_coverage } => peer::run(min_coverage),
         Task::Icf { args } => icf_xtask::run(&args),
         Task::Bench(args) => bench::run(&args),
+        Task::Fuzz(args) => fuzz::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
