@@ -1,0 +1,1190 @@
+//! The co-inductive check: every PLAIN function against the code its symbol
+//! names in FOLDED (after a thunk), every target of every instruction against
+//! its counterpart, every data object against its namesake, and the
+//! addresses the program can observe against merging. Main assumption: a
+//! pair of functions is assumed equal while it is being checked (a
+//! bisimulation, so recursion verifies); since every obligation must hold,
+//! the first failing one is the answer and no assumption is ever retracted.
+//!
+//! Work proceeds in waves: the pairs of a wave are decoded and compared in
+//! parallel (pure), then their targets are matched in order on one thread,
+//! which makes the pairs of the next wave. The first difference is thus the
+//! same on any number of threads.
+
+use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
+
+use crate::code::{self, Decoded, Key, Use};
+use crate::image::{self, Image, SymbolId, SymbolKind};
+use crate::{Difference, DifferenceKind, Location, Mode, Site, Stats};
+
+/// A range of code: a function's extent, or an unnamed run of code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Extent {
+    start: u64,
+    end: u64,
+}
+
+impl Extent {
+    fn contains(&self, address: u64) -> bool {
+        (self.start..self.end).contains(&address)
+    }
+}
+
+/// The code to compare at `address`: the largest function starting there,
+/// else from `address` to the end of the function holding it, else to the
+/// next symbol or the section's end.
+fn code_extent(image: &Image, address: u64) -> Extent {
+    if let Some(id) = image.function_starting_at(address) {
+        return Extent {
+            start: address,
+            end: image.symbol(id).end(),
+        };
+    }
+    let (containing, _) = image.symbols_around(address);
+    if let Some(&id) = containing.first() {
+        return Extent {
+            start: address,
+            end: image.symbol(id).end(),
+        };
+    }
+    Extent {
+        start: address,
+        end: image.next_symbol_start(address),
+    }
+}
+
+/// Index of a step in the path that led to a pair: where its caller is.
+type StepId = usize;
+
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    plain_site: u64,
+    folded_site: u64,
+    code: bool,
+    parent: Option<StepId>,
+}
+
+/// One pair of code ranges to prove equal.
+#[derive(Clone, Copy, Debug)]
+struct PairTask {
+    plain: Extent,
+    folded_start: u64,
+    via: Option<StepId>,
+    root: usize,
+}
+
+/// A target of PLAIN's instruction (or data word) against FOLDED's.
+#[derive(Clone, Copy, Debug)]
+struct TargetCheck {
+    plain_target: u64,
+    folded_target: u64,
+    use_: Use,
+    plain_field: u64,
+    folded_field: u64,
+    plain_site: u64,
+    folded_site: u64,
+    /// The functions holding the sites (for jump tables), if code.
+    functions: Option<(Extent, Extent)>,
+    via: Option<StepId>,
+    root: usize,
+}
+
+/// A difference found while comparing one pair, before its path is known.
+#[derive(Debug)]
+struct LocalDifference {
+    plain_site: u64,
+    folded_site: u64,
+    code: bool,
+    kind: DifferenceKind,
+    detail: String,
+}
+
+struct PairResult {
+    folded: Extent,
+    followed_thunk: bool,
+    outcome: Result<Vec<TargetCheck>, LocalDifference>,
+    plain_offsets: Vec<u32>,
+    folded_offsets: Vec<u32>,
+}
+
+enum PairState {
+    Pending,
+    Done {
+        folded_start: u64,
+        plain_offsets: Vec<u32>,
+        folded_offsets: Vec<u32>,
+    },
+}
+
+/// A reference into a pair's interior (a jump table entry, a branch into the
+/// middle): both offsets must be the same instruction of the pair.
+#[derive(Clone, Copy, Debug)]
+struct InteriorCheck {
+    key: (u64, u64),
+    plain_offset: u64,
+    folded_offset: u64,
+    check: TargetCheck,
+}
+
+/// What a target address is in one image.
+#[derive(Clone, Debug, PartialEq)]
+enum Place {
+    Symbol(SymbolId, u64),
+    Plt(String),
+    GotNamed(String, i64),
+    GotAddress(u64),
+    Section(usize, u64),
+    Outside(u64),
+}
+
+/// A failure with the pair or data object that led to it.
+struct Failure {
+    local: LocalDifference,
+    via: Option<StepId>,
+    root: usize,
+}
+
+/// The roots: PLAIN's functions (then data objects), by position.
+struct Root {
+    name: String,
+}
+
+pub(crate) struct Checker<'a> {
+    plain: &'a Image,
+    folded: &'a Image,
+    mode: Mode,
+    pairs: HashMap<(u64, u64), PairState>,
+    data_done: HashSet<(u64, u64)>,
+    /// Address uses seen: PLAIN identity -> FOLDED identity, and back.
+    plain_to_folded: HashMap<u64, (u64, usize)>,
+    folded_to_plain: HashMap<u64, (u64, usize)>,
+    steps: Vec<Step>,
+    roots: Vec<Root>,
+    next_wave: Vec<PairTask>,
+    interior: Vec<InteriorCheck>,
+    queue: Vec<TargetCheck>,
+    stats: Stats,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(plain: &'a Image, folded: &'a Image, mode: Mode) -> Self {
+        Checker {
+            plain,
+            folded,
+            mode,
+            pairs: HashMap::new(),
+            data_done: HashSet::new(),
+            plain_to_folded: HashMap::new(),
+            folded_to_plain: HashMap::new(),
+            steps: Vec::new(),
+            roots: Vec::new(),
+            next_wave: Vec::new(),
+            interior: Vec::new(),
+            queue: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// Runs the whole check: the statistics, and the first difference if any.
+    pub fn run(mut self) -> (Stats, Option<Difference>) {
+        match self.run_inner() {
+            Ok(()) => (self.stats, None),
+            Err(failure) => {
+                let difference = self.render(failure);
+                (self.stats, Some(difference))
+            }
+        }
+    }
+
+    fn run_inner(&mut self) -> Result<(), Failure> {
+        let mut wave = Vec::new();
+        let mut folded_starts: HashMap<u64, HashSet<u64>> = HashMap::new();
+        for (index, symbol) in self.plain.symbols.iter().enumerate() {
+            if symbol.kind != SymbolKind::Function || symbol.size == 0 {
+                continue;
+            }
+            let root = self.roots.len();
+            self.roots.push(Root {
+                name: symbol.name.clone(),
+            });
+            self.stats.functions_checked += 1;
+            let Some(counterpart) = self.folded.counterpart(self.plain, SymbolId(index as u32))
+            else {
+                return Err(Failure {
+                    local: LocalDifference {
+                        plain_site: symbol.address,
+                        folded_site: 0,
+                        code: true,
+                        kind: DifferenceKind::MissingInFolded,
+                        detail: format!("FOLDED has no function {}", symbol.name),
+                    },
+                    via: None,
+                    root,
+                });
+            };
+            let folded_start = self.folded.symbol(counterpart).address;
+            folded_starts
+                .entry(folded_start)
+                .or_default()
+                .insert(symbol.address);
+            let task = PairTask {
+                plain: Extent {
+                    start: symbol.address,
+                    end: symbol.end(),
+                },
+                folded_start,
+                via: None,
+                root,
+            };
+            if self.pairs.contains_key(&(symbol.address, folded_start)) {
+                continue;
+            }
+            self.pairs
+                .insert((symbol.address, folded_start), PairState::Pending);
+            wave.push(task);
+        }
+        self.stats.aliases_followed = folded_starts
+            .values()
+            .filter(|plain_starts| plain_starts.len() > 1)
+            .map(|plain_starts| plain_starts.len() - 1)
+            .sum();
+
+        let mut first = true;
+        while !wave.is_empty() {
+            let results: Vec<PairResult> = wave
+                .par_iter()
+                .map(|task| compare_pair(self.plain, self.folded, task))
+                .collect();
+            for (task, result) in wave.iter().zip(results) {
+                self.finish_pair(task, result)?;
+                self.drain_queue()?;
+            }
+            if first {
+                first = false;
+                self.check_data_roots()?;
+                self.check_exported()?;
+                self.drain_queue()?;
+            }
+            self.check_interiors()?;
+            wave = std::mem::take(&mut self.next_wave);
+        }
+        self.check_interiors()?;
+        // Every pair has been compared by now; an interior reference still
+        // open names a pair that never was, which must not pass silently.
+        match self.interior.first() {
+            None => Ok(()),
+            Some(item) => Err(self.fail(
+                &item.check,
+                DifferenceKind::TargetsDiffer,
+                format!(
+                    "{} in PLAIN and {} in FOLDED could not be matched to compared code",
+                    self.plain.describe(item.key.0 + item.plain_offset),
+                    self.folded.describe(item.key.1 + item.folded_offset)
+                ),
+            )),
+        }
+    }
+
+    fn finish_pair(&mut self, task: &PairTask, result: PairResult) -> Result<(), Failure> {
+        let checks = match result.outcome {
+            Ok(checks) => checks,
+            Err(local) => {
+                return Err(Failure {
+                    local,
+                    via: task.via,
+                    root: task.root,
+                });
+            }
+        };
+        if result.followed_thunk && task.via.is_none() {
+            self.stats.thunks_followed += 1;
+        }
+        self.stats.pairs_proved_equal += 1;
+        if result.folded.start != task.folded_start {
+            // Jump tables name the followed code: the pair is known by it too.
+            self.pairs.insert(
+                (task.plain.start, result.folded.start),
+                PairState::Done {
+                    folded_start: result.folded.start,
+                    plain_offsets: result.plain_offsets.clone(),
+                    folded_offsets: result.folded_offsets.clone(),
+                },
+            );
+        }
+        self.pairs.insert(
+            (task.plain.start, task.folded_start),
+            PairState::Done {
+                folded_start: result.folded.start,
+                plain_offsets: result.plain_offsets,
+                folded_offsets: result.folded_offsets,
+            },
+        );
+        for check in checks {
+            self.check_target(&check)?;
+        }
+        Ok(())
+    }
+
+    fn drain_queue(&mut self) -> Result<(), Failure> {
+        while let Some(check) = self.queue.pop() {
+            self.check_target(&check)?;
+        }
+        Ok(())
+    }
+
+    fn fail(&self, check: &TargetCheck, kind: DifferenceKind, detail: String) -> Failure {
+        Failure {
+            local: LocalDifference {
+                plain_site: check.plain_site,
+                folded_site: check.folded_site,
+                code: check.functions.is_some(),
+                kind,
+                detail,
+            },
+            via: check.via,
+            root: check.root,
+        }
+    }
+
+    fn step(&mut self, check: &TargetCheck) -> StepId {
+        self.steps.push(Step {
+            plain_site: check.plain_site,
+            folded_site: check.folded_site,
+            code: check.functions.is_some(),
+            parent: check.via,
+        });
+        self.steps.len() - 1
+    }
+
+    /// Does FOLDED's target stand for PLAIN's?
+    fn check_target(&mut self, check: &TargetCheck) -> Result<(), Failure> {
+        let plain_places = classify(self.plain, check.plain_target, check.plain_field);
+        // The same symbol at the same offset.
+        for place in &plain_places {
+            if let Place::Symbol(id, offset) = *place
+                && let Some(counterpart) = self.folded.counterpart(self.plain, id)
+                && self.folded.symbol(counterpart).address.wrapping_add(offset)
+                    == check.folded_target
+            {
+                let plain_symbol = self.plain.symbol(id);
+                self.record(
+                    check,
+                    plain_symbol.address,
+                    self.folded.symbol(counterpart).address,
+                    plain_symbol.kind == SymbolKind::Function,
+                )?;
+                return Ok(());
+            }
+        }
+        let folded_places = classify(self.folded, check.folded_target, check.folded_field);
+        let mut first_reason: Option<(DifferenceKind, String)> = None;
+        for plain_place in &plain_places {
+            for folded_place in &folded_places {
+                match self.places_correspond(check, plain_place, folded_place)? {
+                    None => return Ok(()),
+                    Some(reason) => {
+                        first_reason.get_or_insert(reason);
+                    }
+                }
+            }
+        }
+        let (kind, why) = first_reason.unwrap_or((
+            DifferenceKind::TargetsDiffer,
+            "no interpretation of the targets matches".to_string(),
+        ));
+        Err(self.fail(
+            check,
+            kind,
+            format!(
+                "{} in PLAIN vs {} in FOLDED: {why}",
+                self.plain.describe(check.plain_target),
+                self.folded.describe(check.folded_target)
+            ),
+        ))
+    }
+
+    /// `Ok(None)` when the two places correspond (obligations queued),
+    /// `Ok(Some(reason))` when they do not, `Err` for a failure that no
+    /// other interpretation can excuse (a significant address merged).
+    fn places_correspond(
+        &mut self,
+        check: &TargetCheck,
+        plain_place: &Place,
+        folded_place: &Place,
+    ) -> Result<Option<(DifferenceKind, String)>, Failure> {
+        let differ = |why: &str| Ok(Some((DifferenceKind::TargetsDiffer, why.to_string())));
+        match (plain_place, folded_place) {
+            (Place::Symbol(p, p_offset), Place::Symbol(f, f_offset)) => {
+                let (ps, fs) = (self.plain.symbol(*p), self.folded.symbol(*f));
+                let p_code = self.plain.sections[ps.section].executable;
+                let f_code = self.folded.sections[fs.section].executable;
+                match (p_code, f_code) {
+                    (true, true) => {
+                        self.obligation(check, ps.address, fs.address, *p_offset, *f_offset);
+                        self.record(check, ps.address, fs.address, true)?;
+                        Ok(None)
+                    }
+                    (false, false) => {
+                        if self.plain.sections[ps.section].writable
+                            || self.folded.sections[fs.section].writable
+                        {
+                            return differ("writable data must be the same object");
+                        }
+                        if p_offset != f_offset || ps.size != fs.size {
+                            return differ("different offsets or sizes of read-only data");
+                        }
+                        if let Some(reason) =
+                            self.compare_data(check, ps.address, fs.address, ps.size, None)
+                        {
+                            return Ok(Some((DifferenceKind::DataDiffers, reason)));
+                        }
+                        self.record(check, ps.address, fs.address, false)?;
+                        Ok(None)
+                    }
+                    _ => differ("code against data"),
+                }
+            }
+            (Place::Plt(a), Place::Plt(b)) if a == b => Ok(None),
+            (Place::GotNamed(a, x), Place::GotNamed(b, y)) if a == b && x == y => Ok(None),
+            (Place::GotAddress(a), Place::GotAddress(b)) => {
+                // The slot holds an address: it is a pointer like any other.
+                self.queue.push(TargetCheck {
+                    plain_target: *a,
+                    folded_target: *b,
+                    use_: Use::Address,
+                    plain_field: 0,
+                    folded_field: 0,
+                    ..*check
+                });
+                Ok(None)
+            }
+            (Place::Section(p, p_offset), Place::Section(f, f_offset)) => {
+                let (ps, fs) = (&self.plain.sections[*p], &self.folded.sections[*f]);
+                if ps.name != fs.name {
+                    return differ("different sections");
+                }
+                if ps.executable {
+                    // Unnamed code: compare it as a function of its own.
+                    self.obligation(check, check.plain_target, check.folded_target, 0, 0);
+                    self.record(check, check.plain_target, check.folded_target, true)?;
+                    return Ok(None);
+                }
+                if ps.writable {
+                    if p_offset != f_offset {
+                        return differ("writable data at another offset of its section");
+                    }
+                    self.record(check, check.plain_target, check.folded_target, false)?;
+                    return Ok(None);
+                }
+                if let Some(reason) = self.compare_unnamed_data(check) {
+                    return Ok(Some((DifferenceKind::DataDiffers, reason)));
+                }
+                self.record(check, check.plain_target, check.folded_target, false)?;
+                Ok(None)
+            }
+            (Place::Outside(a), Place::Outside(b)) if a == b => Ok(None),
+            _ => differ("they are different kinds of places"),
+        }
+    }
+
+    /// Queues the pair (`plain_start`, `folded_start`) unless known, and the
+    /// check that interior offsets land on the same instruction.
+    fn obligation(
+        &mut self,
+        check: &TargetCheck,
+        plain_start: u64,
+        folded_start: u64,
+        plain_offset: u64,
+        folded_offset: u64,
+    ) {
+        let key = (plain_start, folded_start);
+        if let std::collections::hash_map::Entry::Vacant(entry) = self.pairs.entry(key) {
+            entry.insert(PairState::Pending);
+            let via = Some(self.step(check));
+            self.next_wave.push(PairTask {
+                plain: code_extent(self.plain, plain_start),
+                folded_start,
+                via,
+                root: check.root,
+            });
+        }
+        if plain_offset != 0 || folded_offset != 0 {
+            self.interior.push(InteriorCheck {
+                key,
+                plain_offset,
+                folded_offset,
+                check: *check,
+            });
+        }
+    }
+
+    fn check_interiors(&mut self) -> Result<(), Failure> {
+        let pending = std::mem::take(&mut self.interior);
+        for item in pending {
+            match self.pairs.get(&item.key) {
+                Some(PairState::Done {
+                    folded_start,
+                    plain_offsets,
+                    folded_offsets,
+                }) => {
+                    let plain_index = offset_index(plain_offsets, item.plain_offset);
+                    let folded_index = item
+                        .key
+                        .1
+                        .checked_add(item.folded_offset)
+                        .and_then(|a| a.checked_sub(*folded_start))
+                        .and_then(|o| offset_index(folded_offsets, o));
+                    if plain_index.is_none() || plain_index != folded_index {
+                        return Err(self.fail(
+                            &item.check,
+                            DifferenceKind::TargetsDiffer,
+                            format!(
+                                "{} in PLAIN and {} in FOLDED are not the same instruction of equal code",
+                                self.plain.describe(item.key.0 + item.plain_offset),
+                                self.folded.describe(item.key.1 + item.folded_offset)
+                            ),
+                        ));
+                    }
+                }
+                _ => self.interior.push(item),
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that PLAIN's address `plain` is FOLDED's `folded` when the
+    /// check observes the address, and fails when that merges two addresses
+    /// PLAIN keeps apart or splits one.
+    fn record(
+        &mut self,
+        check: &TargetCheck,
+        plain: u64,
+        folded: u64,
+        function: bool,
+    ) -> Result<(), Failure> {
+        if check.use_ != Use::Address || (function && self.mode == Mode::All) {
+            return Ok(());
+        }
+        let site = check.root;
+        if let Some(&(other_plain, _)) = self.folded_to_plain.get(&folded)
+            && other_plain != plain
+        {
+            return Err(self.fail(
+                check,
+                DifferenceKind::SignificantAddressesMerged,
+                format!(
+                    "{} and {} have distinct addresses in PLAIN that are observed, but both are {} in FOLDED",
+                    self.plain.describe(other_plain),
+                    self.plain.describe(plain),
+                    self.folded.describe(folded)
+                ),
+            ));
+        }
+        if let Some(&(other_folded, _)) = self.plain_to_folded.get(&plain)
+            && other_folded != folded
+        {
+            return Err(self.fail(
+                check,
+                DifferenceKind::SignificantAddressesMerged,
+                format!(
+                    "the address of {} is observed as {} and as {} in FOLDED",
+                    self.plain.describe(plain),
+                    self.folded.describe(other_folded),
+                    self.folded.describe(folded)
+                ),
+            ));
+        }
+        self.plain_to_folded.insert(plain, (folded, site));
+        self.folded_to_plain.insert(folded, (plain, site));
+        Ok(())
+    }
+
+    /// Every PLAIN data object against its namesake: same size, same bytes,
+    /// pointers corresponding.
+    fn check_data_roots(&mut self) -> Result<(), Failure> {
+        for (index, symbol) in self.plain.symbols.iter().enumerate() {
+            if symbol.kind != SymbolKind::Object {
+                continue;
+            }
+            let root = self.roots.len();
+            self.roots.push(Root {
+                name: symbol.name.clone(),
+            });
+            let check = TargetCheck {
+                plain_target: symbol.address,
+                folded_target: 0,
+                use_: Use::Access,
+                plain_field: 0,
+                folded_field: 0,
+                plain_site: symbol.address,
+                folded_site: 0,
+                functions: None,
+                via: None,
+                root,
+            };
+            let Some(counterpart) = self.folded.counterpart(self.plain, SymbolId(index as u32))
+            else {
+                return Err(self.fail(
+                    &check,
+                    DifferenceKind::MissingInFolded,
+                    format!("FOLDED has no object {}", symbol.name),
+                ));
+            };
+            let folded_symbol = self.folded.symbol(counterpart);
+            let check = TargetCheck {
+                folded_target: folded_symbol.address,
+                folded_site: folded_symbol.address,
+                ..check
+            };
+            self.stats.data_objects_checked += 1;
+            if folded_symbol.size != symbol.size {
+                return Err(self.fail(
+                    &check,
+                    DifferenceKind::DataDiffers,
+                    format!(
+                        "{} has {} bytes in PLAIN, {} in FOLDED",
+                        symbol.name, symbol.size, folded_symbol.size
+                    ),
+                ));
+            }
+            let (plain_address, folded_address, size) =
+                (symbol.address, folded_symbol.address, symbol.size);
+            if let Some(reason) =
+                self.compare_data(&check, plain_address, folded_address, size, None)
+            {
+                return Err(self.fail(&check, DifferenceKind::DataDiffers, reason));
+            }
+        }
+        Ok(())
+    }
+
+    /// Functions a shared object or `--export-dynamic` exports: their
+    /// addresses are observable from outside, as if taken.
+    fn check_exported(&mut self) -> Result<(), Failure> {
+        let names: HashSet<&str> = self
+            .plain
+            .exported_functions
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let root = self.roots.len();
+        self.roots.push(Root {
+            name: "(exported functions)".to_string(),
+        });
+        for (index, symbol) in self.plain.symbols.iter().enumerate() {
+            if symbol.kind != SymbolKind::Function
+                || symbol.file.is_some()
+                || !names.contains(symbol.name.as_str())
+            {
+                continue;
+            }
+            let Some(counterpart) = self.folded.counterpart(self.plain, SymbolId(index as u32))
+            else {
+                continue;
+            };
+            let folded_address = self.folded.symbol(counterpart).address;
+            let check = TargetCheck {
+                plain_target: symbol.address,
+                folded_target: folded_address,
+                use_: Use::Address,
+                plain_field: 0,
+                folded_field: 0,
+                plain_site: symbol.address,
+                folded_site: folded_address,
+                functions: None,
+                via: None,
+                root,
+            };
+            self.record(&check, symbol.address, folded_address, true)?;
+        }
+        Ok(())
+    }
+
+    /// Compares `size` bytes of data at `plain` and `folded`; pointers found
+    /// (by relocation, or by value in images without any) are queued as
+    /// address checks. `Some(reason)` when the bytes differ.
+    fn compare_data(
+        &mut self,
+        check: &TargetCheck,
+        plain: u64,
+        folded: u64,
+        size: u64,
+        skip_to: Option<u64>,
+    ) -> Option<String> {
+        if !self.data_done.insert((plain, folded)) {
+            return None;
+        }
+        let plain_bytes = self.plain.bytes(plain, size);
+        let folded_bytes = self.folded.bytes(folded, size);
+        let (plain_bytes, folded_bytes) = match (plain_bytes, folded_bytes) {
+            (Some(p), Some(f)) => (p, f),
+            (None, None) => return None, // both without contents (.bss)
+            _ => {
+                self.data_done.remove(&(plain, folded));
+                return Some("only one of them has contents".to_string());
+            }
+        };
+        let by_value = !self.plain.has_emitted_relocs()
+            && self.plain.dynamic.is_empty()
+            && !self.folded.has_emitted_relocs()
+            && self.folded.dynamic.is_empty();
+        let mut pointers = Vec::new();
+        let mut offset = skip_to.unwrap_or(0);
+        while offset < size {
+            let (p_at, f_at) = (plain + offset, folded + offset);
+            let plain_slot = pointer_slot(self.plain, p_at);
+            let folded_slot = pointer_slot(self.folded, f_at);
+            if plain_slot.is_some() || folded_slot.is_some() {
+                let raw = |image: &Image, at: u64| image.read_u64(at).map(Pointer::Address);
+                let p = plain_slot.or_else(|| raw(self.plain, p_at));
+                let f = folded_slot.or_else(|| raw(self.folded, f_at));
+                match (p, f) {
+                    (Some(Pointer::Address(a)), Some(Pointer::Address(b))) => {
+                        pointers.push((a, b, p_at, f_at));
+                    }
+                    (Some(Pointer::Named(a, x)), Some(Pointer::Named(b, y)))
+                        if a == b && x == y => {}
+                    _ => {
+                        self.data_done.remove(&(plain, folded));
+                        return Some(format!(
+                            "the pointer at {} differs from the one at {}",
+                            self.plain.describe(p_at),
+                            self.folded.describe(f_at)
+                        ));
+                    }
+                }
+                offset += 8;
+                continue;
+            }
+            let i = offset as usize;
+            if by_value && offset + 8 <= size && p_at % 8 == 0 {
+                let a = u64::from_le_bytes(plain_bytes[i..i + 8].try_into().unwrap_or_default());
+                let b = u64::from_le_bytes(folded_bytes[i..i + 8].try_into().unwrap_or_default());
+                if a != b && self.plain.is_mapped(a) && self.folded.is_mapped(b) {
+                    pointers.push((a, b, p_at, f_at));
+                    offset += 8;
+                    continue;
+                }
+            }
+            if plain_bytes[i] != folded_bytes[i] {
+                self.data_done.remove(&(plain, folded));
+                return Some(format!(
+                    "byte {:#04x} at {} vs {:#04x} at {}",
+                    plain_bytes[i],
+                    self.plain.describe(p_at),
+                    folded_bytes[i],
+                    self.folded.describe(f_at)
+                ));
+            }
+            offset += 1;
+        }
+        for (a, b, p_at, f_at) in pointers {
+            let via = Some(self.step(check));
+            self.queue.push(TargetCheck {
+                plain_target: a,
+                folded_target: b,
+                use_: Use::Address,
+                plain_field: p_at,
+                folded_field: f_at,
+                plain_site: p_at,
+                folded_site: f_at,
+                functions: None,
+                via,
+                root: check.root,
+            });
+        }
+        None
+    }
+
+    /// Read-only data no symbol covers: a jump table of the referencing
+    /// functions (4-byte offsets from the table, or 8-byte addresses, each
+    /// landing on the same instruction of both), a string up to its NUL, a
+    /// merge constant, or else the bytes up to the next symbol (at most 256).
+    fn compare_unnamed_data(&mut self, check: &TargetCheck) -> Option<String> {
+        let (p, f) = (check.plain_target, check.folded_target);
+        if let Some((plain_fn, folded_fn)) = check.functions
+            && let Some(reason) = self.compare_jump_table(check, plain_fn, folded_fn)
+        {
+            return reason;
+        }
+        let section = &self.plain.sections[self.plain.section_at(p)?];
+        let plain_end = self.plain.next_symbol_start(p);
+        let folded_end = self.folded.next_symbol_start(f);
+        let to_next_symbol = (plain_end - p).min(folded_end.saturating_sub(f));
+        let len = if section.strings {
+            // (lld marks a whole `.rodata` mergeable strings when its inputs
+            // are: the string ends at its NUL or at the next symbol.)
+            let bytes = self.plain.bytes_to_section_end(p)?;
+            (bytes
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(bytes.len(), |n| n + 1) as u64)
+                .min(to_next_symbol)
+        } else if section.merge_entry_size > 0 {
+            section.merge_entry_size.min(to_next_symbol)
+        } else {
+            to_next_symbol.min(256)
+        };
+        self.compare_data(check, p, f, len, None)
+    }
+
+    /// `Some(None)`: a jump table whose entries correspond; `Some(Some(_))`: a
+    /// jump table whose entries do not; `None`: not a jump table.
+    fn compare_jump_table(
+        &mut self,
+        check: &TargetCheck,
+        plain_fn: Extent,
+        folded_fn: Extent,
+    ) -> Option<Option<String>> {
+        let (p, f) = (check.plain_target, check.folded_target);
+        let relative = |image: &Image, table: u64, i: u64| {
+            image
+                .read_u32(table + 4 * i)
+                .map(|v| table.wrapping_add(v as i32 as i64 as u64))
+        };
+        let absolute = |image: &Image, table: u64, i: u64| image.read_u64(table + 8 * i);
+        let entry_of: [(&EntryReader, u64); 2] = [(&relative, 4), (&absolute, 8)];
+        for (entry, width) in entry_of {
+            let mut count = 0u64;
+            loop {
+                let a = entry(self.plain, p, count).filter(|&a| plain_fn.contains(a));
+                let b = entry(self.folded, f, count).filter(|&b| folded_fn.contains(b));
+                match (a, b) {
+                    (Some(a), Some(b)) => {
+                        self.interior.push(InteriorCheck {
+                            key: (plain_fn.start, folded_fn.start),
+                            plain_offset: a - plain_fn.start,
+                            folded_offset: b - folded_fn.start,
+                            check: *check,
+                        });
+                    }
+                    (None, None) => break,
+                    _ if count == 0 => break,
+                    _ => {
+                        return Some(Some(format!(
+                            "jump table entry {count} at {} vs {} does not land in the same function",
+                            self.plain.describe(p + width * count),
+                            self.folded.describe(f + width * count)
+                        )));
+                    }
+                }
+                count += 1;
+            }
+            if count > 0 {
+                return Some(None);
+            }
+        }
+        None
+    }
+
+    fn render(&self, failure: Failure) -> Difference {
+        let mut path = Vec::new();
+        let mut step = failure.via;
+        while let Some(id) = step {
+            let s = self.steps[id];
+            path.push(self.site(s.plain_site, s.folded_site, s.code));
+            step = s.parent;
+        }
+        path.reverse();
+        path.push(self.site(
+            failure.local.plain_site,
+            failure.local.folded_site,
+            failure.local.code,
+        ));
+        Difference {
+            function: self
+                .roots
+                .get(failure.root)
+                .map(|r| r.name.clone())
+                .unwrap_or_default(),
+            kind: failure.local.kind,
+            detail: failure.local.detail,
+            path,
+        }
+    }
+
+    fn site(&self, plain: u64, folded: u64, code: bool) -> Site {
+        let location = |image: &Image, address: u64| Location {
+            address,
+            place: image.describe(address),
+            instruction: code.then(|| code::disassemble(image, address)),
+        };
+        Site {
+            plain: location(self.plain, plain),
+            folded: location(self.folded, folded),
+        }
+    }
+}
+
+/// Reads entry `i` of the jump table at `table` as the address it jumps to.
+type EntryReader = dyn Fn(&Image, u64, u64) -> Option<u64>;
+
+/// A word the loader or the link fills with an address.
+enum Pointer {
+    Address(u64),
+    Named(String, i64),
+}
+
+fn pointer_slot(image: &Image, at: u64) -> Option<Pointer> {
+    if let Some(slot) = image.dynamic.get(&at) {
+        return Some(match slot {
+            image::Slot::Address(a) => Pointer::Address(*a),
+            image::Slot::Named(name, addend) => Pointer::Named(name.clone(), *addend),
+        });
+    }
+    let reloc = image.emitted.get(&at)?;
+    image::is_absolute_pointer(image.arch, reloc.r_type).then_some(Pointer::Address(reloc.value))
+}
+
+/// The instruction index at `offset`, if an instruction starts there.
+fn offset_index(offsets: &[u32], offset: u64) -> Option<usize> {
+    let offset = u32::try_from(offset).ok()?;
+    offsets.binary_search(&offset).ok()
+}
+
+/// What `address` is in `image`, best interpretation first: the symbol a
+/// kept relocation names, the symbols containing it, those ending at it;
+/// a PLT entry; a GOT slot; a place in a section; a number.
+fn classify(image: &Image, address: u64, field: u64) -> Vec<Place> {
+    let mut places = Vec::new();
+    let section = image.section_at(address);
+    if let Some(index) = section {
+        let name = image.sections[index].name.as_str();
+        if name.starts_with(".plt") || name == ".iplt" {
+            if let Some(place) = plt_entry(image, index, address) {
+                places.push(place);
+                return places;
+            }
+        } else if name == ".got" || name == ".got.plt" {
+            match image.dynamic.get(&address) {
+                Some(image::Slot::Named(name, addend)) => {
+                    places.push(Place::GotNamed(name.clone(), *addend))
+                }
+                Some(image::Slot::Address(a)) => places.push(Place::GotAddress(*a)),
+                None => match image.read_u64(address) {
+                    Some(value) => places.push(Place::GotAddress(value)),
+                    None => places.push(Place::Section(index, 0)),
+                },
+            }
+            return places;
+        }
+    }
+    let (containing, ending) = image.symbols_around(address);
+    if let Some(reloc) = image.emitted.get(&field)
+        && let Some(id) = reloc.symbol
+    {
+        let s = image.symbol(id);
+        if (s.address..=s.end()).contains(&address) {
+            places.push(Place::Symbol(id, address - s.address));
+        }
+    }
+    let has_container = !containing.is_empty();
+    // One past the end is a place of data only: past a function's end is
+    // the next code, whatever that is.
+    let data_ending = ending
+        .into_iter()
+        .filter(|id| image.symbol(*id).kind == SymbolKind::Object);
+    for id in containing.into_iter().chain(data_ending) {
+        let place = Place::Symbol(id, address - image.symbol(id).address);
+        if !places.contains(&place) {
+            places.push(place);
+        }
+    }
+    if !has_container {
+        match section {
+            Some(index) => places.push(Place::Section(
+                index,
+                address - image.sections[index].address,
+            )),
+            None => places.push(Place::Outside(address)),
+        }
+    }
+    places
+}
+
+/// The symbol a PLT entry jumps to: the GOT slot its indirect jump reads,
+/// named by the slot's dynamic relocation.
+fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
+    let s = &image.sections[section];
+    let entry = s.address + (address - s.address) / 16 * 16;
+    let end = (entry + 16).min(s.address + s.size);
+    let decoded = code::decode(image, entry, end)?;
+    let slot = decoded
+        .iter()
+        .flat_map(|d| d.refs.iter())
+        .find(|r| r.use_ == Use::Access)?
+        .address;
+    match image.dynamic.get(&slot)? {
+        image::Slot::Named(name, _) => Some(Place::Plt(name.clone())),
+        image::Slot::Address(a) => Some(Place::GotAddress(*a)),
+    }
+}
+
+/// Decodes and compares one pair; pure, so pairs run in parallel.
+fn compare_pair(plain: &Image, folded: &Image, task: &PairTask) -> PairResult {
+    let p = task.plain;
+    let mut f = code_extent(folded, task.folded_start);
+    let mut followed_thunk = false;
+    if code::thunk_target(plain, p.start, p.end).is_none() {
+        for _ in 0..8 {
+            match code::thunk_target(folded, f.start, f.end) {
+                Some(target) => {
+                    f = code_extent(folded, target);
+                    followed_thunk = true;
+                }
+                None => break,
+            }
+        }
+    }
+    let mut result = PairResult {
+        folded: f,
+        followed_thunk,
+        outcome: Ok(Vec::new()),
+        plain_offsets: Vec::new(),
+        folded_offsets: Vec::new(),
+    };
+    let no_code = |site_p: u64, site_f: u64, which: &str| LocalDifference {
+        plain_site: site_p,
+        folded_site: site_f,
+        code: false,
+        kind: DifferenceKind::InstructionsDiffer,
+        detail: format!("{which} has no code bytes there"),
+    };
+    let Some(plain_code) = code::decode(plain, p.start, p.end) else {
+        result.outcome = Err(no_code(p.start, f.start, "PLAIN"));
+        return result;
+    };
+    let Some(folded_code) = code::decode(folded, f.start, f.end) else {
+        result.outcome = Err(no_code(p.start, f.start, "FOLDED"));
+        return result;
+    };
+    result.plain_offsets = plain_code.iter().map(|d| d.offset).collect();
+    result.folded_offsets = folded_code.iter().map(|d| d.offset).collect();
+    result.outcome = compare_code(
+        plain,
+        folded,
+        task,
+        p,
+        f,
+        &plain_code,
+        &folded_code,
+        &result,
+    );
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compare_code(
+    plain: &Image,
+    folded: &Image,
+    task: &PairTask,
+    p: Extent,
+    f: Extent,
+    plain_code: &[Decoded],
+    folded_code: &[Decoded],
+    offsets: &PairResult,
+) -> Result<Vec<TargetCheck>, LocalDifference> {
+    let mut checks = Vec::new();
+    let differ = |a: u64, b: u64, kind: DifferenceKind, detail: String| LocalDifference {
+        plain_site: a,
+        folded_site: b,
+        code: true,
+        kind,
+        detail,
+    };
+    for (left, right) in plain_code.iter().zip(folded_code) {
+        let (a, b) = (
+            p.start + u64::from(left.offset),
+            f.start + u64::from(right.offset),
+        );
+        let same_shape = left.key == right.key
+            && left.refs.len() == right.refs.len()
+            && left
+                .refs
+                .iter()
+                .zip(&right.refs)
+                .all(|(x, y)| x.use_ == y.use_);
+        if !same_shape {
+            let detail = match (&left.key, &right.key) {
+                (Key::Bytes(_), _) | (_, Key::Bytes(_)) => "undecodable bytes differ",
+                _ => "the instructions differ",
+            };
+            return Err(differ(
+                a,
+                b,
+                DifferenceKind::InstructionsDiffer,
+                detail.to_string(),
+            ));
+        }
+        for (x, y) in left.refs.iter().zip(&right.refs) {
+            let inside = p.contains(x.address) && f.contains(y.address);
+            let own_start_observed =
+                x.address == p.start && matches!(x.use_, Use::Address | Use::Access);
+            if inside && !own_start_observed {
+                let i = offset_index(&offsets.plain_offsets, x.address - p.start);
+                let j = offset_index(&offsets.folded_offsets, y.address - f.start);
+                if i.is_none() || i != j {
+                    return Err(differ(
+                        a,
+                        b,
+                        DifferenceKind::TargetsDiffer,
+                        format!(
+                            "{} in PLAIN and {} in FOLDED are not the same instruction",
+                            plain.describe(x.address),
+                            folded.describe(y.address)
+                        ),
+                    ));
+                }
+                continue;
+            }
+            checks.push(TargetCheck {
+                plain_target: x.address,
+                folded_target: y.address,
+                use_: x.use_,
+                plain_field: x.field,
+                folded_field: y.field,
+                plain_site: a,
+                folded_site: b,
+                functions: Some((p, f)),
+                via: task.via,
+                root: task.root,
+            });
+        }
+    }
+    if plain_code.len() != folded_code.len() {
+        let n = plain_code.len().min(folded_code.len());
+        let at = |code: &[Decoded], start: u64, end: u64| {
+            code.get(n).map_or(end, |d| start + u64::from(d.offset))
+        };
+        return Err(differ(
+            at(plain_code, p.start, p.end),
+            at(folded_code, f.start, f.end),
+            DifferenceKind::CodeLengthDiffers,
+            format!(
+                "PLAIN has {} instructions, FOLDED {}",
+                plain_code.len(),
+                folded_code.len()
+            ),
+        ));
+    }
+    // Code that runs off its end continues in what follows it, which must
+    // correspond as a jump target would.
+    if let (Some(left), Some(right)) = (plain_code.last(), folded_code.last())
+        && code::falls_through(left)
+    {
+        checks.push(TargetCheck {
+            plain_target: p.end,
+            folded_target: f.end,
+            use_: Use::Jump,
+            plain_field: 0,
+            folded_field: 0,
+            plain_site: p.start + u64::from(left.offset),
+            folded_site: f.start + u64::from(right.offset),
+            functions: Some((p, f)),
+            via: task.via,
+            root: task.root,
+        });
+    }
+    Ok(checks)
+}

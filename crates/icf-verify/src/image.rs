@@ -1,0 +1,567 @@
+//! One linked ELF image (executable or shared library) as the verifier
+//! reads it: allocated sections, function and object symbols with their
+//! identity across two links, the relocations a `-q`/`--emit-relocs` link
+//! kept, the dynamic relocations (GOT slots, pointers in data), and the PLT
+//! entries with the symbol each binds. Main assumption: a little-endian
+//! 64-bit ELF file (x86-64 or AArch64) whose symbols are trustworthy
+//! (`.symtab`, else `.dynsym`); everything read from the file is checked
+//! here, so later code never panics on it.
+
+use object::elf;
+use object::read::elf::{FileHeader, Rela, SectionHeader, Sym};
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::Error;
+
+/// The instruction set of an image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+/// An allocated section (or any section, for names of relocation targets).
+#[derive(Debug)]
+pub(crate) struct Section {
+    pub name: String,
+    pub address: u64,
+    pub size: u64,
+    /// Byte range in the file, `None` for `SHT_NOBITS`.
+    pub file_range: Option<(usize, usize)>,
+    pub alloc: bool,
+    pub writable: bool,
+    pub executable: bool,
+    /// `SHF_MERGE | SHF_STRINGS`: NUL-terminated strings.
+    pub strings: bool,
+    /// `SHF_MERGE` constants of this size (0 when not a merge section).
+    pub merge_entry_size: u64,
+}
+
+/// Whether a symbol names code or data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SymbolKind {
+    Function,
+    Object,
+}
+
+/// Index into [`Image::symbols`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct SymbolId(pub u32);
+
+/// A function or data object with a size (or a function without one).
+#[derive(Debug)]
+pub(crate) struct Symbol {
+    pub name: String,
+    /// The `STT_FILE` name that precedes a local symbol; `None` for globals.
+    pub file: Option<String>,
+    /// Position among the symbols of the same (name, file).
+    pub ordinal_in_file: u32,
+    /// Position among the symbols of the same name.
+    pub ordinal_in_name: u32,
+    pub address: u64,
+    pub size: u64,
+    pub kind: SymbolKind,
+    pub section: usize,
+}
+
+impl Symbol {
+    pub fn end(&self) -> u64 {
+        self.address.saturating_add(self.size)
+    }
+}
+
+/// What a relocation kept by `--emit-relocs` says about a place.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EmittedReloc {
+    pub r_type: u32,
+    /// The named symbol when it is a function or object we know (not a
+    /// section symbol): the owner of the reference.
+    pub symbol: Option<SymbolId>,
+    /// `S + A`.
+    pub value: u64,
+}
+
+/// What the dynamic loader writes into a slot (GOT entry or pointer in data).
+#[derive(Clone, Debug)]
+pub(crate) enum Slot {
+    /// The address of a symbol the loader looks up by name, plus addend.
+    Named(String, i64),
+    /// An address inside this image (relative relocation, or a symbol this
+    /// image defines).
+    Address(u64),
+}
+
+/// A linked image, read once.
+#[derive(Debug)]
+pub(crate) struct Image {
+    pub arch: Arch,
+    data: Vec<u8>,
+    pub sections: Vec<Section>,
+    pub symbols: Vec<Symbol>,
+    /// Symbols with a size, by (address, larger size first).
+    by_address: Vec<SymbolId>,
+    /// Allocated sections by address.
+    alloc_by_address: Vec<usize>,
+    by_file_key: HashMap<(String, Option<String>, u32), SymbolId>,
+    by_name_key: HashMap<(String, u32), SymbolId>,
+    /// Relocations a `-q` link kept, by place (virtual address).
+    pub emitted: HashMap<u64, EmittedReloc>,
+    /// Dynamic relocations by slot address.
+    pub dynamic: HashMap<u64, Slot>,
+    /// Function symbols this image exports (`.dynsym`, defined).
+    pub exported_functions: Vec<String>,
+}
+
+const SHT_RELA: u32 = 4;
+const SHT_NOBITS: u32 = 8;
+const SHT_SYMTAB: u32 = 2;
+const SHT_DYNSYM: u32 = 11;
+const SHF_WRITE: u64 = 1;
+const SHF_ALLOC: u64 = 2;
+const SHF_EXECINSTR: u64 = 4;
+const SHF_MERGE: u64 = 0x10;
+const SHF_STRINGS: u64 = 0x20;
+const STT_OBJECT: u8 = 1;
+const STT_FUNC: u8 = 2;
+const STT_SECTION: u8 = 3;
+const STT_FILE: u8 = 4;
+const STB_LOCAL: u8 = 0;
+
+/// Relative relocations: the slot holds the image base plus the addend.
+fn is_relative(arch: Arch, r_type: u32) -> bool {
+    match arch {
+        Arch::X86_64 => r_type == 8,     // R_X86_64_RELATIVE
+        Arch::Aarch64 => r_type == 1027, // R_AARCH64_RELATIVE
+    }
+}
+
+/// Relocations whose slot holds `S + A` (absolute words, GOT entries, PLT slots).
+fn is_symbol_word(arch: Arch, r_type: u32) -> bool {
+    match arch {
+        // R_X86_64_64, GLOB_DAT, JUMP_SLOT
+        Arch::X86_64 => matches!(r_type, 1 | 6 | 7),
+        // R_AARCH64_ABS64, GLOB_DAT, JUMP_SLOT
+        Arch::Aarch64 => matches!(r_type, 257 | 1025 | 1026),
+    }
+}
+
+/// Emitted relocations that store an absolute address in data: their
+/// `S + A` is the pointer's value.
+pub(crate) fn is_absolute_pointer(arch: Arch, r_type: u32) -> bool {
+    match arch {
+        Arch::X86_64 => r_type == 1,    // R_X86_64_64
+        Arch::Aarch64 => r_type == 257, // R_AARCH64_ABS64
+    }
+}
+
+impl Image {
+    /// Reads and checks `path`.
+    pub fn read(path: &Path) -> Result<Image, Error> {
+        let data =
+            std::fs::read(path).map_err(|e| Error::new(path, format!("cannot read: {e}")))?;
+        Image::parse(path, data)
+    }
+
+    fn parse(path: &Path, data: Vec<u8>) -> Result<Image, Error> {
+        let bad = |what: &str| Error::new(path, what.to_string());
+        let header = elf::FileHeader64::<object::Endianness>::parse(data.as_slice())
+            .map_err(|e| bad(&format!("not a 64-bit ELF file: {e}")))?;
+        let endian = header
+            .endian()
+            .map_err(|e| bad(&format!("bad ELF header: {e}")))?;
+        let arch = match header.e_machine(endian) {
+            elf::EM_X86_64 => Arch::X86_64,
+            elf::EM_AARCH64 => Arch::Aarch64,
+            other => return Err(bad(&format!("unsupported machine {}", other.0))),
+        };
+        if !matches!(header.e_type(endian), elf::ET_EXEC | elf::ET_DYN) {
+            return Err(bad("not a linked executable or shared library"));
+        }
+        let table = header
+            .sections(endian, data.as_slice())
+            .map_err(|e| bad(&format!("bad section headers: {e}")))?;
+        let mut sections = Vec::with_capacity(table.len());
+        for header in table.iter() {
+            let name = table
+                .section_name(endian, header)
+                .map(|n| String::from_utf8_lossy(n).into_owned())
+                .unwrap_or_default();
+            let flags = header.sh_flags(endian).0;
+            let kind = header.sh_type(endian).0;
+            let size = header.sh_size(endian);
+            let file_range = if kind == SHT_NOBITS {
+                None
+            } else {
+                let start = usize::try_from(header.sh_offset(endian)).ok();
+                let end = start.and_then(|s| s.checked_add(usize::try_from(size).ok()?));
+                match (start, end) {
+                    (Some(start), Some(end)) if end <= data.len() => Some((start, end)),
+                    _ if flags & SHF_ALLOC != 0 && size > 0 => {
+                        return Err(bad(&format!("section {name} lies outside the file")));
+                    }
+                    _ => None,
+                }
+            };
+            sections.push(Section {
+                name,
+                address: header.sh_addr(endian),
+                size,
+                file_range,
+                alloc: flags & SHF_ALLOC != 0,
+                writable: flags & SHF_WRITE != 0,
+                executable: flags & SHF_EXECINSTR != 0,
+                strings: flags & (SHF_MERGE | SHF_STRINGS) == SHF_MERGE | SHF_STRINGS,
+                merge_entry_size: if flags & SHF_MERGE != 0 {
+                    header.sh_entsize(endian)
+                } else {
+                    0
+                },
+            });
+        }
+
+        let symtab = table
+            .symbols(endian, data.as_slice(), elf::SHT_SYMTAB)
+            .map_err(|e| bad(&format!("bad .symtab: {e}")))?;
+        let dynsym = table
+            .symbols(endian, data.as_slice(), elf::SHT_DYNSYM)
+            .map_err(|e| bad(&format!("bad .dynsym: {e}")))?;
+        let use_dynsym = symtab.symbols().len() <= 1;
+        let source = if use_dynsym { &dynsym } else { &symtab };
+        if source.symbols().len() <= 1 {
+            return Err(bad(
+                "has no symbols (.symtab or .dynsym): cannot name functions",
+            ));
+        }
+
+        let mut symbols = Vec::new();
+        let mut elf_index_to_symbol: HashMap<u32, SymbolId> = HashMap::new();
+        let mut section_symbol_address: HashMap<u32, u64> = HashMap::new();
+        let mut file: Option<String> = None;
+        let mut file_counts: HashMap<(String, Option<String>), u32> = HashMap::new();
+        let mut name_counts: HashMap<String, u32> = HashMap::new();
+        for (index, sym) in source.symbols().iter().enumerate() {
+            let st_type = sym.st_type().0;
+            let name = source
+                .symbol_name(endian, sym)
+                .map(|n| String::from_utf8_lossy(n).into_owned())
+                .unwrap_or_default();
+            if st_type == STT_FILE {
+                file = Some(name);
+                continue;
+            }
+            let Some(section) = sym.st_shndx(endian).index().map(usize::from) else {
+                continue;
+            };
+            if section >= sections.len() {
+                return Err(bad(&format!(
+                    "symbol {name} names section {section}, which does not exist"
+                )));
+            }
+            if st_type == STT_SECTION {
+                section_symbol_address.insert(index as u32, sections[section].address);
+                continue;
+            }
+            let kind = match st_type {
+                STT_FUNC => SymbolKind::Function,
+                STT_OBJECT => SymbolKind::Object,
+                _ => continue,
+            };
+            let size = sym.st_size(endian);
+            if name.is_empty() || (size == 0 && kind == SymbolKind::Object) {
+                continue;
+            }
+            let file = (sym.st_bind().0 == STB_LOCAL)
+                .then(|| file.clone())
+                .flatten();
+            let in_file = file_counts.entry((name.clone(), file.clone())).or_insert(0);
+            let in_name = name_counts.entry(name.clone()).or_insert(0);
+            let id = SymbolId(symbols.len() as u32);
+            elf_index_to_symbol.insert(index as u32, id);
+            symbols.push(Symbol {
+                name,
+                file,
+                ordinal_in_file: *in_file,
+                ordinal_in_name: *in_name,
+                address: sym.st_value(endian),
+                size,
+                kind,
+                section,
+            });
+            *in_file += 1;
+            *in_name += 1;
+        }
+
+        let mut by_file_key = HashMap::with_capacity(symbols.len());
+        let mut by_name_key = HashMap::with_capacity(symbols.len());
+        for (i, s) in symbols.iter().enumerate() {
+            let id = SymbolId(i as u32);
+            by_file_key.insert((s.name.clone(), s.file.clone(), s.ordinal_in_file), id);
+            by_name_key.insert((s.name.clone(), s.ordinal_in_name), id);
+        }
+        let mut by_address: Vec<SymbolId> = (0..symbols.len() as u32)
+            .map(SymbolId)
+            .filter(|id| symbols[id.0 as usize].size > 0)
+            .collect();
+        by_address.sort_by_key(|id| {
+            let s = &symbols[id.0 as usize];
+            (s.address, std::cmp::Reverse(s.size), id.0)
+        });
+        let mut alloc_by_address: Vec<usize> = (0..sections.len())
+            .filter(|&i| sections[i].alloc && sections[i].size > 0)
+            .collect();
+        alloc_by_address.sort_by_key(|&i| sections[i].address);
+
+        let mut emitted = HashMap::new();
+        let mut dynamic = HashMap::new();
+        for (section_index, header) in table.iter().enumerate() {
+            if header.sh_type(endian).0 != SHT_RELA {
+                continue;
+            }
+            let Ok(Some((relas, link))) = header.rela(endian, data.as_slice()) else {
+                return Err(bad(&format!(
+                    "relocation section {} cannot be read",
+                    sections[section_index].name
+                )));
+            };
+            let link_type = table
+                .section(link)
+                .map(|s| s.sh_type(endian).0)
+                .unwrap_or(0);
+            let applies_to = header.sh_info(endian) as usize;
+            if link_type == SHT_SYMTAB && applies_to != 0 && !use_dynsym {
+                // Emitted relocations: places are virtual addresses (bfd, gold, lld).
+                let Some(target) = sections.get(applies_to) else {
+                    continue;
+                };
+                if !target.alloc {
+                    continue;
+                }
+                let (start, end) = (target.address, target.address.saturating_add(target.size));
+                for rela in relas {
+                    let mut place = rela.r_offset(endian);
+                    if !(start..end).contains(&place) && place < target.size {
+                        place += start;
+                    }
+                    let symbol_index = rela.r_sym(endian, false);
+                    let addend = rela.r_addend(endian);
+                    let (symbol, base) = if let Some(&id) = elf_index_to_symbol.get(&symbol_index) {
+                        (Some(id), symbols[id.0 as usize].address)
+                    } else if let Some(&address) = section_symbol_address.get(&symbol_index) {
+                        (None, address)
+                    } else {
+                        let base = symtab
+                            .symbol(object::SymbolIndex(symbol_index as usize))
+                            .map(|s| s.st_value(endian))
+                            .unwrap_or(0);
+                        (None, base)
+                    };
+                    emitted.insert(
+                        place,
+                        EmittedReloc {
+                            r_type: rela.r_type(endian, false).0,
+                            symbol,
+                            value: base.wrapping_add(addend as u64),
+                        },
+                    );
+                }
+            } else if link_type == SHT_DYNSYM || link.0 == 0 {
+                for rela in relas {
+                    let place = rela.r_offset(endian);
+                    let r_type = rela.r_type(endian, false).0;
+                    let addend = rela.r_addend(endian);
+                    let symbol_index = rela.r_sym(endian, false);
+                    let slot = if is_relative(arch, r_type) {
+                        Slot::Address(addend as u64)
+                    } else if is_symbol_word(arch, r_type) {
+                        let Ok(sym) = dynsym.symbol(object::SymbolIndex(symbol_index as usize))
+                        else {
+                            continue;
+                        };
+                        let name = dynsym
+                            .symbol_name(endian, sym)
+                            .map(|n| String::from_utf8_lossy(n).into_owned())
+                            .unwrap_or_default();
+                        if sym.st_shndx(endian).index().is_some() && sym.st_bind().0 == STB_LOCAL {
+                            Slot::Address(sym.st_value(endian).wrapping_add(addend as u64))
+                        } else {
+                            Slot::Named(name, addend)
+                        }
+                    } else {
+                        continue;
+                    };
+                    dynamic.insert(place, slot);
+                }
+            }
+        }
+
+        let exported_functions = dynsym
+            .symbols()
+            .iter()
+            .filter(|s| s.st_type().0 == STT_FUNC && s.st_shndx(endian).index().is_some())
+            .filter_map(|s| dynsym.symbol_name(endian, s).ok())
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect();
+
+        Ok(Image {
+            arch,
+            data,
+            sections,
+            symbols,
+            by_address,
+            alloc_by_address,
+            by_file_key,
+            by_name_key,
+            emitted,
+            dynamic,
+            exported_functions,
+        })
+    }
+
+    pub fn symbol(&self, id: SymbolId) -> &Symbol {
+        &self.symbols[id.0 as usize]
+    }
+
+    /// The symbol of this image that is `other`'s symbol `id` in `other_image`:
+    /// the same name in the same file at the same position, else the same
+    /// name at the same position among same-named symbols.
+    pub fn counterpart(&self, other_image: &Image, id: SymbolId) -> Option<SymbolId> {
+        let s = other_image.symbol(id);
+        self.by_file_key
+            .get(&(s.name.clone(), s.file.clone(), s.ordinal_in_file))
+            .or_else(|| self.by_name_key.get(&(s.name.clone(), s.ordinal_in_name)))
+            .copied()
+            .filter(|&found| self.symbol(found).kind == s.kind)
+    }
+
+    /// The allocated section holding `address`.
+    pub fn section_at(&self, address: u64) -> Option<usize> {
+        let i = self
+            .alloc_by_address
+            .partition_point(|&s| self.sections[s].address <= address);
+        let index = *self.alloc_by_address.get(i.checked_sub(1)?)?;
+        let s = &self.sections[index];
+        (address < s.address.saturating_add(s.size)).then_some(index)
+    }
+
+    /// `len` bytes at `address`, if they are all in one section with file contents.
+    pub fn bytes(&self, address: u64, len: u64) -> Option<&[u8]> {
+        let section = &self.sections[self.section_at(address)?];
+        let (start, end) = section.file_range?;
+        let offset = usize::try_from(address - section.address).ok()?;
+        let len = usize::try_from(len).ok()?;
+        let from = start.checked_add(offset)?;
+        let to = from.checked_add(len)?;
+        (to <= end).then(|| &self.data[from..to])
+    }
+
+    /// The bytes from `address` to the end of its section.
+    pub fn bytes_to_section_end(&self, address: u64) -> Option<&[u8]> {
+        let section = &self.sections[self.section_at(address)?];
+        let end = section.address.saturating_add(section.size);
+        self.bytes(address, end - address)
+    }
+
+    pub fn read_u64(&self, address: u64) -> Option<u64> {
+        let b = self.bytes(address, 8)?;
+        Some(u64::from_le_bytes(b.try_into().ok()?))
+    }
+
+    pub fn read_u32(&self, address: u64) -> Option<u32> {
+        let b = self.bytes(address, 4)?;
+        Some(u32::from_le_bytes(b.try_into().ok()?))
+    }
+
+    /// Symbols containing `address`, innermost (latest start) first, and
+    /// then those ending exactly at it (a one-past-the-end reference).
+    pub fn symbols_around(&self, address: u64) -> (Vec<SymbolId>, Vec<SymbolId>) {
+        let mut containing = Vec::new();
+        let mut ending = Vec::new();
+        let i = self
+            .by_address
+            .partition_point(|id| self.symbol(*id).address <= address);
+        let mut starts_seen = 0;
+        let mut last_start = None;
+        for &id in self.by_address[..i].iter().rev() {
+            let s = self.symbol(id);
+            if last_start != Some(s.address) {
+                starts_seen += 1;
+                last_start = Some(s.address);
+                if starts_seen > 8 {
+                    break;
+                }
+            }
+            if address < s.end() {
+                containing.push(id);
+            } else if address == s.end() {
+                ending.push(id);
+            }
+        }
+        (containing, ending)
+    }
+
+    /// The function symbol starting at `address` with the largest size.
+    pub fn function_starting_at(&self, address: u64) -> Option<SymbolId> {
+        let i = self
+            .by_address
+            .partition_point(|id| self.symbol(*id).address < address);
+        self.by_address[i..]
+            .iter()
+            .take_while(|id| self.symbol(**id).address == address)
+            .find(|id| self.symbol(**id).kind == SymbolKind::Function)
+            .copied()
+    }
+
+    /// The start of the first symbol after `address` (bounded by its section's end).
+    pub fn next_symbol_start(&self, address: u64) -> u64 {
+        let section_end = self
+            .section_at(address)
+            .map(|s| {
+                self.sections[s]
+                    .address
+                    .saturating_add(self.sections[s].size)
+            })
+            .unwrap_or(address);
+        let i = self
+            .by_address
+            .partition_point(|id| self.symbol(*id).address <= address);
+        self.by_address
+            .get(i)
+            .map(|id| self.symbol(*id).address)
+            .unwrap_or(u64::MAX)
+            .min(section_end)
+    }
+
+    /// A name for `address`: `symbol+offset`, `section+offset` or the number.
+    pub fn describe(&self, address: u64) -> String {
+        let (containing, _) = self.symbols_around(address);
+        if let Some(&id) = containing.first() {
+            let s = self.symbol(id);
+            return plus(&s.name, address - s.address);
+        }
+        if let Some(section) = self.section_at(address) {
+            let s = &self.sections[section];
+            return plus(&s.name, address - s.address);
+        }
+        format!("{address:#x}")
+    }
+
+    /// Whether the image kept its link-time relocations (`-q`).
+    pub fn has_emitted_relocs(&self) -> bool {
+        !self.emitted.is_empty()
+    }
+
+    /// Whether any allocated section of this image holds `address`.
+    pub fn is_mapped(&self, address: u64) -> bool {
+        self.section_at(address).is_some()
+    }
+}
+
+/// `name+0x10`, or `name` at offset 0.
+pub(crate) fn plus(name: &str, offset: u64) -> String {
+    if offset == 0 {
+        name.to_string()
+    } else {
+        format!("{name}+{offset:#x}")
+    }
+}

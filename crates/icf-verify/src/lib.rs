@@ -1,0 +1,284 @@
+//! Translation validation of identical code folding: given two linked ELF
+//! images (executables or shared libraries, x86-64 or AArch64) built from
+//! the same inputs without (PLAIN) and with (FOLDED) folding, prove that
+//! every function of PLAIN does the same thing in FOLDED, or name the first
+//! place where it may not. Main assumption: both images carry symbols
+//! (`.symtab`, else `.dynsym`) that say where functions and data objects
+//! start and end.
+//!
+//! This crate deliberately does not depend on `icf` or `icf-lift`: it
+//! decodes with iced-x86 and yaxpeax-arm directly, so a bug in icf's own
+//! normalization cannot hide itself here.
+//!
+//! # What is checked
+//!
+//! - **Functions.** Every `STT_FUNC` symbol with a size in PLAIN is a root.
+//!   Its counterpart in FOLDED is the symbol with the same name, the same
+//!   `STT_FILE` context (locals) and the same position among those; if no
+//!   such symbol exists, the one at the same position among symbols of that
+//!   name. The code at the counterpart's address is compared with PLAIN's:
+//!   an alias is simply the same address as another symbol, and when
+//!   FOLDED's code there is a lone `jmp rel32`/`b imm26` (after an optional
+//!   `endbr64`/`bti c`) and PLAIN's is not, the jump is followed (a thunk).
+//! - **Instructions** are decoded linearly over the symbol's extent and are
+//!   equal when mnemonic, encoding class (legacy/VEX/EVEX), legacy prefixes
+//!   (`lock`, `rep`, segment overrides, `notrack`, size overrides), EVEX
+//!   fields and operands are equal after every target is set apart: so
+//!   `jmp rel8` and `jmp rel32`, `add $1, %eax` with imm8 or imm32 compare
+//!   equal, and a different register, immediate, prefix or opcode does not.
+//!   On AArch64 an `adrp` and the `add`/load/store completing it (tracked by
+//!   register through the function) form one address.
+//! - **Targets** (branch targets, RIP-relative and absolute addresses,
+//!   `adr`/`adrp` pairs) correspond when they are the same symbol at the same
+//!   offset; or both are code whose functions verify equal in turn
+//!   (co-inductively: a pair is assumed equal while it is checked, so
+//!   recursion verifies), landing on the same instruction of the pair; or
+//!   both are read-only data of the same size whose bytes are equal, with
+//!   pointers inside compared as targets; writable data only by identity.
+//!   A place between symbols is compared by its section's name: code as
+//!   unnamed code up to the next symbol, writable data by offset in the
+//!   section, read-only data by content (a jump table of 4-byte offsets from
+//!   its start or 8-byte addresses into the referencing function, entry by
+//!   entry; a string up to its NUL; else up to the next symbol, at most 256
+//!   bytes). PLT entries are the symbol their GOT slot's relocation binds;
+//!   GOT slots are the symbol or address the loader writes there.
+//! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
+//!   symbol a relocation names is the preferred owner of a target (so a
+//!   one-past-the-end pointer belongs to its array, not to the next one),
+//!   absolute relocations say which immediates and data words are
+//!   addresses. Without them, an immediate or base-less displacement of at
+//!   least 4 bytes pointing into the image is an address, and data words are
+//!   pointers where the dynamic relocations say so (PIE, shared objects), or
+//!   in an image with no relocations at all where the two values differ and
+//!   both point into their images.
+//! - **Data objects.** Every `STT_OBJECT` of PLAIN must exist in FOLDED with
+//!   the same size and bytes (pointers compared as targets).
+//! - **Observed addresses.** Every use that makes an address a value (`lea`,
+//!   `adr`, `adrp`+`add`, absolute immediates, pointers in data, exported
+//!   functions) records which FOLDED address stands for which PLAIN one.
+//!   Two distinct PLAIN addresses observed as one FOLDED address
+//!   (significant addresses merged), or one observed as two, is a
+//!   difference: for data always, for functions unless [`Mode::All`].
+//!
+//! # What is not
+//!
+//! Code reached only through computed addresses the decoder cannot see (a
+//! pointer built arithmetically) is still compared as a root but its
+//! address uses are not recorded; pointers stored unaligned in data are
+//! compared as bytes; AArch64 jump tables of byte or halfword offsets are
+//! compared as bytes (equal when the code is laid out alike).
+
+mod aarch64;
+mod check;
+mod code;
+mod image;
+mod x86;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use image::Arch;
+
+/// Whether distinct, observed function addresses must stay distinct.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// They must (icf's and lld's `--icf=safe`).
+    #[default]
+    Safe,
+    /// Only data addresses must stay distinct (`--icf=all`).
+    All,
+}
+
+/// How to verify.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyOptions {
+    pub mode: Mode,
+}
+
+/// Counts of what a run checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// PLAIN function symbols compared.
+    pub functions_checked: usize,
+    /// PLAIN functions whose FOLDED symbol shares its address with another's.
+    pub aliases_followed: usize,
+    /// PLAIN functions whose FOLDED code is a thunk that was followed.
+    pub thunks_followed: usize,
+    /// Pairs of code ranges proved equal (roots and the targets they led to).
+    pub pairs_proved_equal: usize,
+    /// PLAIN data objects compared with their FOLDED namesakes.
+    pub data_objects_checked: usize,
+}
+
+/// Why two programs differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DifferenceKind {
+    /// FOLDED lacks a function or object of PLAIN.
+    MissingInFolded,
+    /// Two instructions differ (opcode, operands, prefixes, bytes).
+    InstructionsDiffer,
+    /// One side has more instructions than the other.
+    CodeLengthDiffers,
+    /// The targets of two equal instructions do not correspond.
+    TargetsDiffer,
+    /// Read-only data (or a data object) differs in content.
+    DataDiffers,
+    /// Addresses PLAIN keeps distinct and observes are one in FOLDED (or
+    /// one observed address became two).
+    SignificantAddressesMerged,
+}
+
+/// One place on the way to a difference, in both images.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub plain: Location,
+    pub folded: Location,
+}
+
+/// A place in one image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub address: u64,
+    /// `symbol+offset` (or `section+offset`).
+    pub place: String,
+    /// The instruction there, disassembled with its targets, when it is code.
+    pub instruction: Option<String>,
+}
+
+/// The first difference found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// The PLAIN function (or data object) whose check failed.
+    pub function: String,
+    pub kind: DifferenceKind,
+    /// Why, in words.
+    pub detail: String,
+    /// From the root's instruction to the place of the difference: each
+    /// step but the last is a reference whose targets had to verify equal.
+    pub path: Vec<Site>,
+}
+
+/// The result of a verification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub stats: Stats,
+    /// `None` when FOLDED was proved to do what PLAIN does.
+    pub difference: Option<Difference>,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.difference.is_none()
+    }
+}
+
+/// Bad input: a file that cannot be read or is not a linked ELF image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl Error {
+    pub(crate) fn new(path: &Path, message: String) -> Self {
+        Error {
+            path: path.to_path_buf(),
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Proves that `folded` does what `plain` does, or finds the first difference.
+pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Outcome, Error> {
+    let (plain_image, folded_image) =
+        rayon::join(|| image::Image::read(plain), || image::Image::read(folded));
+    let (plain_image, folded_image) = (plain_image?, folded_image?);
+    if plain_image.arch != folded_image.arch {
+        return Err(Error::new(
+            folded,
+            format!(
+                "is {:?}, but {} is {:?}",
+                folded_image.arch,
+                plain.display(),
+                plain_image.arch
+            ),
+        ));
+    }
+    let (stats, difference) = check::Checker::new(&plain_image, &folded_image, options.mode).run();
+    Ok(Outcome { stats, difference })
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} functions checked ({} aliases, {} thunks followed), {} code pairs proved equal, {} data objects",
+            self.functions_checked,
+            self.aliases_followed,
+            self.thunks_followed,
+            self.pairs_proved_equal,
+            self.data_objects_checked
+        )
+    }
+}
+
+impl fmt::Display for DifferenceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DifferenceKind::MissingInFolded => "missing in FOLDED",
+            DifferenceKind::InstructionsDiffer => "instructions differ",
+            DifferenceKind::CodeLengthDiffers => "code length differs",
+            DifferenceKind::TargetsDiffer => "targets do not correspond",
+            DifferenceKind::DataDiffers => "data differs",
+            DifferenceKind::SignificantAddressesMerged => "significant addresses merged",
+        })
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({:#x})", self.place, self.address)?;
+        if let Some(instruction) = &self.instruction {
+            write!(f, ": {instruction}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} differs: {}: {}",
+            self.function, self.kind, self.detail
+        )?;
+        for (depth, site) in self.path.iter().enumerate() {
+            let indent = "  ".repeat(depth + 1);
+            let lead = if depth + 1 == self.path.len() {
+                "at"
+            } else {
+                "via"
+            };
+            writeln!(f, "{indent}{lead} PLAIN  {}", site.plain)?;
+            writeln!(f, "{indent}   FOLDED {}", site.folded)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.difference {
+            None => writeln!(f, "verified: {}", self.stats),
+            Some(difference) => write!(f, "{difference}"),
+        }
+    }
+}

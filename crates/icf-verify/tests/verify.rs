@@ -1,0 +1,385 @@
+//! `icf_verify::verify` on real linked programs: tiny x86-64 and AArch64
+//! assembly and C programs built at test time (gcc, clang-19, lld-19, the
+//! aarch64 cross gcc), a PLAIN link, and FOLDED links made by hand (the
+//! same source with a duplicate turned into an alias or a thunk) or by lld's
+//! own `--icf=all`. Correct folds must verify; wrong folds, made on purpose,
+//! must be caught with the right kind of difference. Main assumption: the
+//! toolchains named above are installed (they are on the test machine and
+//! in CI through `cargo xtask test`).
+
+use icf_verify::{DifferenceKind, Mode, Outcome, VerifyOptions, verify};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fresh directory for one test's files.
+fn work_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("icf-verify-tests-{}", std::process::id()))
+        .join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creating the test directory");
+    dir
+}
+
+/// Runs `program args`, panicking with its stderr when it fails.
+fn run(program: &str, args: &[&str]) {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Writes `source` as `name` in `dir` and links it with `compiler` and
+/// `flags` into `name` without extension.
+fn link(dir: &Path, compiler: &str, name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    let source_path = dir.join(name);
+    std::fs::write(&source_path, source).expect("writing the source");
+    let output = dir.join(
+        source_path
+            .file_stem()
+            .expect("the source has a name")
+            .to_string_lossy()
+            .as_ref(),
+    );
+    let mut args = vec![
+        source_path.to_str().expect("utf-8 path"),
+        "-o",
+        output.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(flags);
+    run(compiler, &args);
+    output
+}
+
+fn check(plain: &Path, folded: &Path, mode: Mode) -> Outcome {
+    let outcome = verify(plain, folded, &VerifyOptions { mode }).expect("both inputs are valid");
+    eprintln!("{outcome}");
+    outcome
+}
+
+fn assert_passes(plain: &Path, folded: &Path, mode: Mode) -> Outcome {
+    let outcome = check(plain, folded, mode);
+    assert!(outcome.passed(), "expected a pass:\n{outcome}");
+    outcome
+}
+
+fn assert_caught(plain: &Path, folded: &Path, mode: Mode, kind: DifferenceKind, function: &str) {
+    let outcome = check(plain, folded, mode);
+    let difference = outcome
+        .difference
+        .unwrap_or_else(|| panic!("the wrong fold was not caught ({})", outcome.stats));
+    assert_eq!(difference.kind, kind, "{difference}");
+    assert_eq!(difference.function, function, "{difference}");
+    assert!(!difference.path.is_empty(), "{difference}");
+}
+
+/// An x86-64 program in AT&T syntax: `body` plus a `main` calling `calls`.
+fn x86_program(body: &str, calls: &[&str]) -> String {
+    let mut main = String::from(
+        ".text\n.globl main\n.type main,@function\nmain:\n  push %rbx\n  xor %ebx, %ebx\n",
+    );
+    for callee in calls {
+        main.push_str(&format!("  call {callee}\n  add %eax, %ebx\n"));
+    }
+    main.push_str("  mov %ebx, %eax\n  pop %rbx\n  ret\n.size main, .-main\n");
+    format!("{body}\n{main}\n.section .note.GNU-stack,\"\",@progbits\n")
+}
+
+/// A function `name` with `body`, sized.
+fn function(name: &str, body: &str) -> String {
+    format!(".text\n.type {name},@function\n{name}:\n{body}\n.size {name}, .-{name}\n")
+}
+
+/// `name` as an alias of `target` (what icf writes for a folded member).
+fn alias(name: &str, target: &str, size: u32) -> String {
+    format!(".type {name},@function\n.set {name}, {target}\n.size {name}, {size}\n")
+}
+
+/// PLAIN and FOLDED x86-64 executables from two assembly sources.
+fn x86_pair(test: &str, plain: &str, folded: &str, flags: &[&str]) -> (PathBuf, PathBuf) {
+    let dir = work_dir(test);
+    (
+        link(&dir, "gcc", "plain.s", plain, flags),
+        link(&dir, "gcc", "folded.s", folded, flags),
+    )
+}
+
+#[test]
+fn an_alias_and_a_thunk_of_a_twin_verify() {
+    let twins = function("f0", "  mov $7, %eax\n  ret")
+        + &function("g0", "  lea f0(%rip), %rax\n  call f0\n  ret");
+    let plain = x86_program(
+        &(twins.clone() + &function("f1", "  mov $7, %eax\n  ret")),
+        &["f0", "f1", "g0"],
+    );
+    let aliased = x86_program(
+        &(twins.clone() + &alias("f1", "f0", 6)),
+        &["f0", "f1", "g0"],
+    );
+    let thunk = x86_program(&(twins + &function("f1", "  jmp f0")), &["f0", "f1", "g0"]);
+    let dir = work_dir("alias_and_thunk");
+    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
+    let aliased = link(&dir, "gcc", "aliased.s", &aliased, &[]);
+    let thunk = link(&dir, "gcc", "thunk.s", &thunk, &["-Wl,-q"]);
+    let outcome = assert_passes(&plain, &aliased, Mode::Safe);
+    assert_eq!(outcome.stats.aliases_followed, 1);
+    let outcome = assert_passes(&plain, &thunk, Mode::Safe);
+    assert_eq!(outcome.stats.thunks_followed, 1);
+}
+
+#[test]
+fn a_twin_returning_another_object_of_equal_content_is_caught() {
+    let data = ".section .rodata\n.globl tab_a, tab_b\n.type tab_a,@object\ntab_a: .long 1, 2, 3, 4\n.size tab_a, 16\n.type tab_b,@object\ntab_b: .long 1, 2, 3, 4\n.size tab_b, 16\n";
+    let get_a = function("get_a", "  lea tab_a(%rip), %rax\n  ret");
+    let get_b = function("get_b", "  lea tab_b(%rip), %rax\n  ret");
+    let plain = x86_program(&format!("{data}{get_a}{get_b}"), &["get_a", "get_b"]);
+    let folded = x86_program(
+        &format!("{data}{get_a}{}", alias("get_b", "get_a", 8)),
+        &["get_a", "get_b"],
+    );
+    let (plain, folded) = x86_pair("other_object", &plain, &folded, &[]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::All,
+        DifferenceKind::SignificantAddressesMerged,
+        "get_b",
+    );
+}
+
+#[test]
+fn a_one_past_the_end_pointer_into_another_array_is_caught() {
+    let data = ".section .rodata\n.globl tab_a, tab_b\n.type tab_a,@object\ntab_a: .long 1, 2, 3, 4\n.size tab_a, 16\n.type tab_b,@object\ntab_b: .long 1, 2, 3, 4\n.size tab_b, 16\n.long 0\n";
+    let end_a = function("end_a", "  lea tab_a+16(%rip), %rax\n  ret");
+    let end_b = function("end_b", "  lea tab_b+16(%rip), %rax\n  ret");
+    let begin_b = function("begin_b", "  lea tab_b(%rip), %rax\n  ret");
+    let calls = ["end_a", "end_b", "begin_b"];
+    let plain = x86_program(&format!("{data}{end_a}{end_b}{begin_b}"), &calls);
+    let folded = x86_program(
+        &format!("{data}{end_a}{}{begin_b}", alias("end_b", "end_a", 8)),
+        &calls,
+    );
+    for (test, flags) in [("past_end", &[][..]), ("past_end_q", &["-Wl,-q"][..])] {
+        let (plain, folded) = x86_pair(test, &plain, &folded, flags);
+        assert_caught(
+            &plain,
+            &folded,
+            Mode::All,
+            DifferenceKind::SignificantAddressesMerged,
+            "end_b",
+        );
+    }
+}
+
+#[test]
+fn a_fall_through_into_a_different_successor_is_caught() {
+    let first = function("p1", "  mov $1, %eax") + &function("q1", "  ret");
+    let second = function("p2", "  mov $1, %eax") + &function("q2", "  add $41, %eax\n  ret");
+    let calls = ["p1", "p2", "q2"];
+    let plain = x86_program(&format!("{first}{second}"), &calls);
+    // p2 folded onto p1: its fall-through now reaches q1, not q2.
+    let folded = x86_program(
+        &format!(
+            "{first}{}{}",
+            alias("p2", "p1", 5),
+            function("q2", "  add $41, %eax\n  ret")
+        ),
+        &calls,
+    );
+    let (plain, folded) = x86_pair("fall_through", &plain, &folded, &[]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::Safe,
+        DifferenceKind::InstructionsDiffer,
+        "p2",
+    );
+}
+
+#[test]
+fn a_call_to_a_local_label_with_a_different_callee_is_caught() {
+    let c1 = function("c1", "  call .Lh1\n  ret") + ".Lh1:\n  mov $1, %eax\n  ret\n";
+    let c2 = function("c2", "  call .Lh2\n  ret") + ".Lh2:\n  mov $2, %eax\n  ret\n";
+    let plain = x86_program(&format!("{c1}{c2}"), &["c1", "c2"]);
+    let folded = x86_program(&format!("{c1}{}", alias("c2", "c1", 6)), &["c1", "c2"]);
+    let (plain, folded) = x86_pair("local_label", &plain, &folded, &[]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::Safe,
+        DifferenceKind::InstructionsDiffer,
+        "c2",
+    );
+}
+
+#[test]
+fn notrack_is_part_of_the_instruction() {
+    let j1 = function("j1", "  notrack jmp *%rdi");
+    let j2 = function("j2", "  jmp *%rdi");
+    let plain = x86_program(&format!("{j1}{j2}"), &[]);
+    let folded = x86_program(&format!("{j1}{}", alias("j2", "j1", 3)), &[]);
+    let (plain, folded) = x86_pair("notrack", &plain, &folded, &[]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "j2",
+    );
+}
+
+#[test]
+fn merging_address_taken_functions_is_caught_in_safe_mode_only() {
+    let twins = function("m0", "  mov $5, %eax\n  ret");
+    let m1 = function("m1", "  mov $5, %eax\n  ret");
+    let compare = function(
+        "same",
+        "  lea m0(%rip), %rax\n  lea m1(%rip), %rcx\n  cmp %rax, %rcx\n  sete %al\n  movzbl %al, %eax\n  ret",
+    );
+    let calls = ["m0", "m1", "same"];
+    let plain = x86_program(&format!("{twins}{m1}{compare}"), &calls);
+    let folded = x86_program(&format!("{twins}{}{compare}", alias("m1", "m0", 6)), &calls);
+    let (plain, folded) = x86_pair("address_taken", &plain, &folded, &[]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::Safe,
+        DifferenceKind::SignificantAddressesMerged,
+        "same",
+    );
+    assert_passes(&plain, &folded, Mode::All);
+}
+
+/// A function `name` dispatching on %edi through a PIC jump table at `table`
+/// whose entries are relative to `base`, into `targets`' labels.
+fn switch(name: &str, table: &str, labels: [&str; 2], entries: [&str; 2]) -> String {
+    function(
+        name,
+        &format!(
+            "  lea {table}(%rip), %rdx\n  movslq (%rdx,%rdi,4), %rax\n  add %rdx, %rax\n  jmp *%rax\n{}:\n  mov $1, %eax\n  ret\n{}:\n  mov $2, %eax\n  ret",
+            labels[0], labels[1]
+        ),
+    ) + &format!(
+        ".section .rodata\n.p2align 2\n{table}:\n  .long {}-{table}\n  .long {}-{table}\n",
+        entries[0], entries[1]
+    )
+}
+
+#[test]
+fn jump_tables_must_land_in_their_own_copy() {
+    let s1 = switch("s1", ".Lt1", [".La1", ".Lb1"], [".La1", ".Lb1"]);
+    let s2 = switch("s2", ".Lt2", [".La2", ".Lb2"], [".La2", ".Lb2"]);
+    // The same code, but its table points into s1.
+    let s2_wrong = switch("s2", ".Lt2", [".La2", ".Lb2"], [".La1", ".Lb1"]);
+    let calls = ["s1", "s2"];
+    let plain = x86_program(&format!("{s1}{s2}"), &calls);
+    let good = x86_program(&format!("{s1}{}", alias("s2", "s1", 28)), &calls);
+    let wrong = x86_program(&format!("{s1}{s2_wrong}"), &calls);
+    let dir = work_dir("jump_table");
+    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
+    let good = link(&dir, "gcc", "good.s", &good, &[]);
+    let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
+    assert_passes(&plain, &good, Mode::Safe);
+    assert_caught(&plain, &wrong, Mode::All, DifferenceKind::DataDiffers, "s2");
+}
+
+#[test]
+fn aarch64_load_and_store_through_adrp_differ() {
+    let source = |second: &str| {
+        format!(
+            ".data\n.globl var\n.type var,%object\nvar: .word 0\n.size var, 4\n\
+             .text\n.type r1,%function\nr1:\n  adrp x1, var\n  ldr w0, [x1, :lo12:var]\n  ret\n.size r1, .-r1\n\
+             {second}\
+             .globl main\n.type main,%function\nmain:\n  stp x29, x30, [sp, -16]!\n  bl r1\n  bl r2\n  ldp x29, x30, [sp], 16\n  ret\n.size main, .-main\n\
+             .section .note.GNU-stack,\"\",%progbits\n"
+        )
+    };
+    let plain = source(
+        ".type r2,%function\nr2:\n  adrp x1, var\n  str w0, [x1, :lo12:var]\n  ret\n.size r2, .-r2\n",
+    );
+    let folded = source(".type r2,%function\n.set r2, r1\n.size r2, 12\n");
+    let dir = work_dir("aarch64_ldr_str");
+    let plain = link(&dir, "aarch64-linux-gnu-gcc", "plain.s", &plain, &[]);
+    let folded = link(&dir, "aarch64-linux-gnu-gcc", "folded.s", &folded, &[]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "r2",
+    );
+}
+
+/// A C program with identical functions, recursion, a switch and a
+/// function-pointer table, linked plain and with lld's `--icf=all`.
+const C_PROGRAM: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) int sq1(int x) { return x * x + 3; }
+__attribute__((noinline)) int sq2(int x) { return x * x + 3; }
+__attribute__((noinline)) int fact1(int n) { return n <= 1 ? 1 : n * fact1(n - 1); }
+__attribute__((noinline)) int fact2(int n) { return n <= 1 ? 1 : n * fact2(n - 1); }
+__attribute__((noinline)) int pick1(int x) {
+    switch (x) { case 0: return 11; case 1: return 22; case 2: return 37; case 3: return 41; case 4: return 55; case 5: return 7; default: return 0; }
+}
+__attribute__((noinline)) int pick2(int x) {
+    switch (x) { case 0: return 11; case 1: return 22; case 2: return 37; case 3: return 41; case 4: return 55; case 5: return 7; default: return 0; }
+}
+static const char *const names[] = {"zero", "one", "two"};
+int (*const ops[])(int) = {sq1, fact2};
+int main(int argc, char **argv) {
+    (void)argv;
+    printf("%d %d %d %d %d %d %s %d\n", sq1(argc), sq2(argc), fact1(argc + 3), fact2(argc + 2),
+           pick1(argc), pick2(argc + 1), names[argc % 3], ops[argc % 2](argc));
+    return 0;
+}
+"#;
+
+fn lld_folds_verify(test: &str, compiler: &str, extra: &[&str]) {
+    let dir = work_dir(test);
+    let mut flags = vec![
+        "-O2",
+        "-ffunction-sections",
+        "-fuse-ld=lld",
+        "-B/usr/lib/llvm-19/bin/",
+        "-Wl,-q",
+    ];
+    flags.extend_from_slice(extra);
+    let plain = link(&dir, compiler, "plain.c", C_PROGRAM, &flags);
+    flags.push("-Wl,--icf=all");
+    let folded = link(&dir, compiler, "folded.c", C_PROGRAM, &flags);
+    let outcome = assert_passes(&plain, &folded, Mode::All);
+    assert!(
+        outcome.stats.aliases_followed >= 3,
+        "lld folded sq, fact and pick: {}",
+        outcome.stats
+    );
+}
+
+#[test]
+fn lld_icf_all_verifies_on_x86_64() {
+    lld_folds_verify("lld_x86_64", "gcc", &["-fPIC"]);
+    lld_folds_verify("lld_x86_64_clang", "clang-19", &["-fno-pic", "-no-pie"]);
+}
+
+#[test]
+fn lld_icf_all_verifies_on_aarch64() {
+    lld_folds_verify("lld_aarch64", "aarch64-linux-gnu-gcc", &[]);
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_file() {
+    let dir = work_dir("bad_input");
+    let not_elf = dir.join("not-elf");
+    std::fs::write(&not_elf, b"hello").expect("writing");
+    let error = verify(&not_elf, &not_elf, &VerifyOptions::default())
+        .expect_err("a text file is not an image");
+    assert_eq!(error.path, not_elf);
+    assert!(error.to_string().contains("not-elf"), "{error}");
+    let missing = dir.join("missing");
+    assert!(verify(&missing, &not_elf, &VerifyOptions::default()).is_err());
+}
