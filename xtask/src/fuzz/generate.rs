@@ -129,6 +129,8 @@ pub struct BuildConfig {
     pub extra_cflags: Vec<String>,
     pub gc_sections: bool,
     pub export_dynamic: bool,
+    /// `-T fz.ld`: a script that puts `.text.fzhot` in an output section of its own (GNU ld and lld).
+    pub linker_script: bool,
     /// Symbols passed to the link as `--keep-unique` (gold and lld only).
     pub keep_unique: Vec<String>,
 }
@@ -152,6 +154,8 @@ pub struct Program {
     pub config: BuildConfig,
     pub header: String,
     pub files: Vec<SourceFile>,
+    /// The linker script `fz.ld`, when the config asks for one.
+    pub linker_script: Option<String>,
     pub families: usize,
     pub functions: usize,
 }
@@ -227,6 +231,7 @@ fn choose_config(rng: &mut Rng, arch: Arch) -> BuildConfig {
         extra_cflags,
         gc_sections: rng.chance(30),
         export_dynamic: rng.chance(20),
+        linker_script: matches!(linker, Linker::Bfd | Linker::Lld) && rng.chance(20),
         keep_unique: Vec::new(),
     }
 }
@@ -982,6 +987,7 @@ impl Generator {
         let members = self.member_count();
         let inputs = self.int_arguments();
         let observed = self.rng.chance(25);
+        let hot_family = self.config.linker_script && self.rng.chance(35);
         let mut callable = Vec::new();
         for member in 0..members {
             let name = format!("{}{family}_{member}", signature.prefix());
@@ -996,6 +1002,7 @@ impl Generator {
                 12..=23 => Linkage::Weak,
                 _ => Linkage::Global,
             };
+            let hot = linkage != Linkage::Static && hot_family && self.rng.chance(50);
             let align = if linkage != Linkage::Static && self.rng.chance(12) {
                 Some(1u32 << self.rng.range(4, 8))
             } else {
@@ -1007,6 +1014,10 @@ impl Generator {
             }
             if let Some(align) = align {
                 let _ = write!(attributes, ", aligned({align})");
+            }
+            if hot {
+                // The linker script moves this section to another output section.
+                attributes.push_str(", section(\".text.fzhot\")");
             }
             attributes.push_str(")) ");
             let storage = if linkage == Linkage::Static {
@@ -1058,6 +1069,12 @@ impl Generator {
                     );
                     self.place(target, &definition);
                 }
+            }
+            if hot {
+                let _ = writeln!(
+                    self.main_body,
+                    "  printf(\"hot {name} %d\\n\", fz_between((void *){name}, fzhot_start, fzhot_end));"
+                );
             }
             if let Some(align) = align {
                 let _ = writeln!(
@@ -1384,9 +1401,11 @@ impl Generator {
             );
         }
         let main_function = format!(
-            "static __attribute__((noinline)) int fz_aligned(void *p, unsigned long align) {{\n  return ((unsigned long)p & (align - 1)) == 0;\n}}\n\
+            "extern char fzhot_start[], fzhot_end[];\n\
+             static __attribute__((noinline)) int fz_between(void *p, char *start, char *end) {{\n  return (char *)p >= start && (char *)p < end;\n}}\n\
+             static __attribute__((noinline)) int fz_aligned(void *p, unsigned long align) {{\n  return ((unsigned long)p & (align - 1)) == 0;\n}}\n\
              static __attribute__((noinline)) long fz_sum(const int *p, int n) {{\n  long s = 0;\n  for (int i = 0; i < n; i++) s = s * 31 + p[i];\n  return s;\n}}\n\
-             int main(void) {{\n{}{}  return (int)(fz_total & 63);\n}}\n",
+             int main(void) {{\n  setvbuf(stdout, NULL, _IOLBF, 0); /* a crash keeps the lines before it */\n{}{}  return (int)(fz_total & 63);\n}}\n",
             self.main_body, main_text
         );
         let mut files = Vec::new();
@@ -1412,6 +1431,10 @@ impl Generator {
             config,
             header,
             files,
+            linker_script: self.config.linker_script.then(|| {
+                "SECTIONS {\n  .fzhot : { fzhot_start = .; *(.text.fzhot) fzhot_end = .; }\n}\nINSERT AFTER .text;\n"
+                    .to_string()
+            }),
             families: self.families,
             functions: self.functions,
         }

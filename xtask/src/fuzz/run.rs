@@ -250,6 +250,9 @@ impl Plan {
         if config.export_dynamic {
             link.push("-rdynamic".into());
         }
+        if program.linker_script.is_some() {
+            link.push("-Wl,-T,fz.ld".into());
+        }
         for symbol in &config.keep_unique {
             link.push(format!("-Wl,--keep-unique={symbol}"));
         }
@@ -351,6 +354,9 @@ pub fn describe(program: &Program) -> String {
     }
     if config.export_dynamic {
         words.push("-rdynamic".into());
+    }
+    if config.linker_script {
+        words.push("-T".into());
     }
     if !config.keep_unique.is_empty() {
         words.push(format!("--keep-unique x{}", config.keep_unique.len()));
@@ -458,6 +464,9 @@ pub fn run_program(
     }
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     fs::write(dir.join("fz.h"), &program.header).context("writing fz.h")?;
+    if let Some(script) = &program.linker_script {
+        fs::write(dir.join("fz.ld"), script).context("writing fz.ld")?;
+    }
     for file in &program.files {
         fs::write(dir.join(&file.name), &file.text)
             .with_context(|| format!("writing {}", file.name))?;
