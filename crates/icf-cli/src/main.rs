@@ -114,6 +114,16 @@ enum Command {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
     },
+    /// Prove that FOLDED (linked with folding) does what PLAIN (linked without) does, or print the first difference.
+    Verify {
+        /// `safe`: observed function addresses must stay distinct; `all`: only data addresses must.
+        #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
+        mode: ModeArg,
+        /// The executable or shared library linked without folding.
+        plain: PathBuf,
+        /// The same link with folding.
+        folded: PathBuf,
+    },
     /// Print the normalized IR of the functions in objects and archives.
     Dump {
         /// Only this function (mangled or demangled name).
@@ -156,6 +166,29 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Verifies FOLDED against PLAIN: a summary, or the first difference and an error.
+fn run_verify(
+    plain: &std::path::Path,
+    folded: &std::path::Path,
+    mode: ModeArg,
+) -> anyhow::Result<()> {
+    let options = icf_verify::VerifyOptions {
+        mode: match mode {
+            ModeArg::Safe => icf_verify::Mode::Safe,
+            ModeArg::All => icf_verify::Mode::All,
+        },
+    };
+    let outcome = icf_verify::verify(plain, folded, &options)?;
+    write_stdout(&outcome.to_string())?;
+    anyhow::ensure!(
+        outcome.passed(),
+        "{} does not verify against {}",
+        folded.display(),
+        plain.display()
+    );
+    Ok(())
 }
 
 /// Runs a folded link and exits with the linker's status.
@@ -286,6 +319,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         // Handled in main: it exits with the linker's status.
         Command::Link { .. } => Ok(()),
+        Command::Verify {
+            mode,
+            plain,
+            folded,
+        } => run_verify(&plain, &folded, mode),
         Command::Dump {
             function,
             stats,
