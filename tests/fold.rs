@@ -20,7 +20,7 @@ fn check_pairs(source: &str, builds: &[Build], same: &[(&str, &str)], different:
         let object = icf_fixtures::object(Path::new(source), build);
         let inputs = open(&[object]);
         let program = load(&inputs);
-        let analysis = Analysis::run(&program);
+        let analysis = Analysis::run(&program, &icf::PlanOptions::default());
         for (a, b) in same {
             assert_eq!(
                 class(&analysis, a),
@@ -96,7 +96,7 @@ fn references_to_equal_string_literals_compare_by_content() {
             .collect();
         let inputs = open(&objects);
         let program = load(&inputs);
-        let analysis = Analysis::run(&program);
+        let analysis = Analysis::run(&program, &icf::PlanOptions::default());
         assert_eq!(
             class(&analysis, "greet_a"),
             class(&analysis, "greet_b"),
@@ -127,7 +127,7 @@ fn explain_follows_references_to_the_first_difference() {
     let object = icf_fixtures::object(Path::new("c/fold_cases.c"), &Build::new(Compiler::Gcc));
     let inputs = open(&[object]);
     let program = load(&inputs);
-    let analysis = Analysis::run(&program);
+    let analysis = Analysis::run(&program, &icf::PlanOptions::default());
     let (a, c) = (analysis.find("caller_a")[0], analysis.find("caller_c")[0]);
     let text = analysis.explain(a, c);
     assert!(text.contains("caller_a and caller_c differ"), "{text}");
@@ -178,8 +178,8 @@ fn a_virtual_function_that_also_has_another_name_stays_significant() {
 fn significant(objects: &[std::path::PathBuf], names: &[&str]) -> Vec<bool> {
     let inputs = open(objects);
     let program = load(&inputs);
-    let mut analysis = Analysis::run(&program);
-    let plan = analysis.plan(&icf::PlanOptions::default());
+    let analysis = Analysis::run(&program, &icf::PlanOptions::default());
+    let plan = &analysis.plan;
     names
         .iter()
         .map(|name| {

@@ -33,6 +33,10 @@ struct FoldArgs {
     /// Never fold this symbol (mangled or demangled name); repeatable.
     #[arg(long = "keep-unique", value_name = "SYMBOL")]
     keep_unique: Vec<String>,
+    /// Let read-only data share an address with its twins even where the
+    /// address is taken (lld's flag); otherwise data keeps its address in every mode.
+    #[arg(long)]
+    ignore_data_address_equality: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -237,8 +241,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     let files = icf::Inputs::open(&inputs)?;
                     let program = load(&files, &fold, cli.verbose)?;
                     let load = started.elapsed();
-                    let (analysis, plan) = analyze(&program, &fold);
-                    analysis.report(&plan, load)
+                    let analysis = analyze(&program, &fold);
+                    let plan = &analysis.plan;
+                    analysis.report(plan, load)
                 }
             };
             let baseline = baseline.as_deref().map(read_report).transpose()?;
@@ -272,12 +277,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let files = icf::Inputs::open(&inputs)?;
             let program = load(&files, &fold, cli.verbose)?;
             let load = started.elapsed();
-            let (analysis, plan) = analyze(&program, &fold);
-            let edits = analysis.object_edits(&plan);
+            let analysis = analyze(&program, &fold);
+            let plan = &analysis.plan;
+            let edits = analysis.object_edits(plan);
             let outputs = icf::write_outputs(&program, &edits, &out_dir, icf::OutputKind::Copies)?;
             // The report names every member: only when it is asked for.
             if let Some(path) = report {
-                let summary = analysis.report(&plan, load);
+                let summary = analysis.report(plan, load);
                 icf::write_atomically(&path, (summary.to_json() + "\n").as_bytes())?;
             }
             let changed = outputs.iter().filter(|o| o.changed).count();
@@ -298,7 +304,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let files = icf::Inputs::open(&inputs)?;
             let program = load(&files, &fold, cli.verbose)?;
-            let analysis = icf::Analysis::run(&program);
+            let analysis = analyze(&program, &fold);
             let find = |name: &str| -> anyhow::Result<icf::CandidateId> {
                 let found = analysis.find(name);
                 match found.as_slice() {
@@ -368,10 +374,8 @@ fn load<'data>(
 fn analyze<'p, 'data>(
     program: &'p icf::Program<'data>,
     fold: &FoldArgs,
-) -> (icf::Analysis<'p, 'data>, icf::Plan) {
-    let mut analysis = icf::Analysis::run(program);
-    let plan = analysis.plan(&plan_options(fold));
-    (analysis, plan)
+) -> icf::Analysis<'p, 'data> {
+    icf::Analysis::run(program, &plan_options(fold))
 }
 
 fn read_report(path: &std::path::Path) -> anyhow::Result<icf::Report> {
@@ -388,6 +392,7 @@ fn plan_options(fold: &FoldArgs) -> icf::PlanOptions {
             ModeArg::All => icf::Mode::All,
         },
         keep_unique: fold.keep_unique.clone(),
+        ignore_data_address_equality: fold.ignore_data_address_equality,
     }
 }
 

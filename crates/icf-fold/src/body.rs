@@ -149,6 +149,14 @@ impl Body {
                 }
             }
         }
+        // What runs after the last instruction, compared after the walk.
+        match f.fall_through {
+            None => code.unsigned(0),
+            Some(id) => {
+                code.unsigned(1);
+                push_ref(&mut code, f.ref_(id));
+            }
+        }
         Body {
             arch: f.arch,
             size: f.size,
@@ -173,6 +181,16 @@ impl Body {
     /// References in walk order, one per reference operand.
     pub fn refs(&self) -> &[BodyRef] {
         &self.refs
+    }
+
+    /// Points reference `index` at `target` instead. The analysis uses it to
+    /// make a reference compare by its target's identity rather than by the
+    /// class of the candidate it names; the code (addends, kinds, uses) is
+    /// the same either way.
+    pub fn set_ref_target(&mut self, index: usize, target: TargetId) {
+        if let Some(r) = self.refs.get_mut(index) {
+            r.target = target;
+        }
     }
 }
 

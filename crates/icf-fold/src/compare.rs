@@ -76,6 +76,8 @@ pub enum Step {
     BlockLength {
         block: u32,
     },
+    /// What runs after the last instruction.
+    FallThrough,
 }
 
 /// The first difference between two candidates.
@@ -191,7 +193,11 @@ fn cmp_walk(left: Candidate<'_>, right: Candidate<'_>, classes: &dyn TargetClass
     for (index, (lb, rb)) in l.blocks.iter().zip(&r.blocks).enumerate() {
         cmp_block(l, lb, r, rb, index as u32, layout, classes)?;
     }
-    Ok(())
+    // What runs after the last instruction (a piece falling into the next).
+    match (l.fall_through, r.fall_through) {
+        (Some(lr), Some(rr)) => cmp_ref(l.ref_(lr), r.ref_(rr), classes, || Step::FallThrough),
+        (lr, rr) => differ(lr.is_some().cmp(&rr.is_some()), || Step::FallThrough),
+    }
 }
 
 fn cmp_block(

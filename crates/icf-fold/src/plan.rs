@@ -81,7 +81,7 @@ pub struct MemberFacts {
     pub candidate: CandidateId,
     /// Bytes of the body.
     pub size: u64,
-    /// Its address is observable (safe mode).
+    /// Its address is observable and must stay its own in the mode planned.
     pub significant: bool,
     /// A reason it must keep its body whatever the mode.
     pub must_keep: Option<KeepReason>,
@@ -139,8 +139,10 @@ impl ClassPlan {
     }
 }
 
-/// Plans one class. `members` must hold at least one member.
-pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassPlan {
+/// Plans one class. `members` must hold at least one member; each member's
+/// `significant` says whether its address must stay its own in the mode
+/// being planned (in mode `all`, a function's never must).
+pub fn plan_class(class: ClassId, members: &[MemberFacts]) -> ClassPlan {
     let mut order: Vec<&MemberFacts> = members.iter().collect();
     // Only a member that may fold can be the kept copy, one the link surely
     // loads is better; otherwise the preference decides.
@@ -165,7 +167,7 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
         action: Action::Kept,
         saved: 0,
     });
-    let mut significant_shares = mode == Mode::Safe && kept.significant;
+    let mut significant_shares = kept.significant;
     let thunk_or = |member: &MemberFacts, reason: KeepReason| match member.thunk_size {
         Some(thunk) if thunk < member.size => Action::Thunk(reason),
         _ => Action::Keep(reason),
@@ -183,7 +185,7 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts], mode: Mode) -> ClassP
             Action::Keep(KeepReason::KeptCopyMayNotLoad)
         } else if member.pinned_in_comdat || (elsewhere && member.global_symbols) {
             thunk_or(member, KeepReason::OwnSymbols)
-        } else if mode == Mode::All || !member.significant {
+        } else if !member.significant {
             Action::Alias
         } else if !significant_shares {
             significant_shares = true;
@@ -318,14 +320,22 @@ mod tests {
             significant_member(2, false),
             significant_member(3, true),
         ];
-        let plan = plan_class(ClassId(0), &members, Mode::Safe);
+        let plan = plan_class(ClassId(0), &members);
         assert_eq!(plan.kept, CandidateId(0));
         assert_eq!(
             actions(&plan),
             vec![Action::Kept, SIGNIFICANT, Action::Alias, SIGNIFICANT]
         );
         assert_eq!(plan.saved(), 27 + 32 + 27);
-        let all = plan_class(ClassId(0), &members, Mode::All);
+        // Mode all: no function's address is significant.
+        let relaxed: Vec<MemberFacts> = members
+            .iter()
+            .map(|m| MemberFacts {
+                significant: false,
+                ..m.clone()
+            })
+            .collect();
+        let all = plan_class(ClassId(0), &relaxed);
         assert_eq!(all.saved(), 3 * 32);
     }
 
@@ -336,7 +346,7 @@ mod tests {
             significant_member(1, true),
             significant_member(2, true),
         ];
-        let plan = plan_class(ClassId(0), &members, Mode::Safe);
+        let plan = plan_class(ClassId(0), &members);
         assert_eq!(
             actions(&plan),
             vec![Action::Kept, Action::Alias, SIGNIFICANT]
@@ -352,7 +362,7 @@ mod tests {
                 ..significant_member(1, true)
             },
         ];
-        let plan = plan_class(ClassId(0), &small, Mode::Safe);
+        let plan = plan_class(ClassId(0), &small);
         assert_eq!(
             actions(&plan)[1],
             Action::Keep(KeepReason::SignificantAddress)
@@ -364,7 +374,7 @@ mod tests {
                 ..significant_member(1, true)
             },
         ];
-        let plan = plan_class(ClassId(0), &data, Mode::Safe);
+        let plan = plan_class(ClassId(0), &data);
         assert_eq!(
             actions(&plan)[1],
             Action::Keep(KeepReason::SignificantAddress)
@@ -380,7 +390,7 @@ mod tests {
             },
             member(1),
         ];
-        let plan = plan_class(ClassId(0), &members, Mode::All);
+        let plan = plan_class(ClassId(0), &members);
         assert_eq!(plan.kept, CandidateId(1));
         assert_eq!(
             actions(&plan),
@@ -406,7 +416,7 @@ mod tests {
                 ..member(3)
             },
         ];
-        let plan = plan_class(ClassId(0), &members, Mode::All);
+        let plan = plan_class(ClassId(0), &members);
         assert_eq!(actions(&plan), vec![Action::Kept, OWN, OWN, Action::Alias]);
     }
 
@@ -427,7 +437,7 @@ mod tests {
                 ..member(2)
             },
         ];
-        let plan = plan_class(ClassId(0), &members, Mode::All);
+        let plan = plan_class(ClassId(0), &members);
         assert_eq!(
             actions(&plan),
             vec![
@@ -453,7 +463,7 @@ mod tests {
     fn a_floating_kept_copy_is_reached_by_thunks_and_its_instances_stay() {
         // 0 and 2 are instances of one group; 1 belongs to another group with several instances.
         let members = [instance(0, 0, 7), instance(1, 0, 8), instance(2, 1, 7)];
-        let plan = plan_class(ClassId(0), &members, Mode::All);
+        let plan = plan_class(ClassId(0), &members);
         assert_eq!(plan.kept, CandidateId(0));
         assert_eq!(
             actions(&plan),
@@ -487,7 +497,7 @@ mod tests {
             },
             differing_instance(4, 2, 10, "h"),
         ];
-        let plan = plan_class(ClassId(0), &members, Mode::Safe);
+        let plan = plan_class(ClassId(0), &members);
         assert_eq!(plan.kept, CandidateId(1));
         assert_eq!(plan.odr_key.as_deref(), Some(&b"f"[..]));
         let by_candidate = |c: u32| {
@@ -519,7 +529,7 @@ mod tests {
                 differing_instance(0, unit as u32, group(a), a),
                 differing_instance(1, unit as u32, group(b), b),
             ];
-            let plan = plan_class(ClassId(0), &members, Mode::Safe);
+            let plan = plan_class(ClassId(0), &members);
             let to = plan.odr_key.clone().expect("folds through an identity");
             for decision in &plan.decisions {
                 if let Action::Thunk(_) = decision.action {
@@ -547,7 +557,7 @@ mod tests {
                 ..instance(1, 1, 8)
             },
         ];
-        let plan = plan_class(ClassId(0), &members, Mode::All);
+        let plan = plan_class(ClassId(0), &members);
         assert!(
             plan.decisions
                 .iter()

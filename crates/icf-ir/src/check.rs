@@ -64,6 +64,16 @@ impl Function {
         if reached_then_not {
             return Err("a reached block follows an unreached one".to_string());
         }
+        if self
+            .fall_through
+            .is_some_and(|r| r.index() >= self.refs.len())
+        {
+            return Err(format!(
+                "falls through to reference {:?} of {}",
+                self.fall_through,
+                self.refs.len()
+            ));
+        }
         for inst in &self.insts {
             if inst.operands.end as usize > self.operands.len()
                 || inst.operands.start > inst.operands.end

@@ -18,6 +18,9 @@ pub struct CodeReloc {
     pub offset: u32,
     /// Size of the relocated field in bytes.
     pub size: u8,
+    /// The bits of the little-endian field the relocation writes (all of
+    /// them for data; the immediate of an AArch64 instruction).
+    pub mask: u64,
     /// The container's relocation type, as the file states it.
     pub r_type: u32,
     /// Whether the value is relative to the patched place (`S + A - P`).
@@ -26,6 +29,19 @@ pub struct CodeReloc {
     /// For a section target, the symbol's offset in the section plus the
     /// relocation's addend; otherwise the relocation's addend.
     pub addend: i64,
+}
+
+/// Clears the bits `mask` of the little-endian `size`-byte field at
+/// `bytes[at..]`: what a relocation writes there is compared as a
+/// reference, the rest of the field as bytes. A field that does not fit is
+/// left alone.
+pub fn clear_field(bytes: &mut [u8], at: usize, size: u8, mask: u64) {
+    let Some(field) = bytes.get_mut(at..at + usize::from(size)) else {
+        return;
+    };
+    for (index, byte) in field.iter_mut().enumerate() {
+        *byte &= !((mask >> (8 * index)) as u8);
+    }
 }
 
 /// One function's code, ready to lift.

@@ -14,7 +14,7 @@ mod check;
 mod input;
 pub mod print;
 
-pub use input::{CodeInput, CodeReloc};
+pub use input::{CodeInput, CodeReloc, clear_field};
 
 use smallvec::SmallVec;
 use std::ops::Range;
@@ -99,6 +99,15 @@ impl Opcode {
 /// belong to the lifter of the function's architecture.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct RefKind(pub u32);
+
+impl RefKind {
+    /// A reference to a place of the function's own section made by the
+    /// lifter, not by a relocation: it names that very place (an AArch64
+    /// `adrp` without a relocation computes a page from its own address).
+    /// The analysis never narrows it to a candidate, so it equals only a
+    /// reference to the same place.
+    pub const POSITION: RefKind = RefKind(u32::MAX);
+}
 
 /// How an instruction uses the address a reference produces. This is what makes
 /// address significance precise without an `.llvm_addrsig` table: only
@@ -233,6 +242,10 @@ pub struct Function {
     /// to a jump-table base): two copies behave alike only if every
     /// instruction sits at the same offset.
     pub layout_sensitive: bool,
+    /// Where control goes when it runs off the last instruction (a piece
+    /// that falls into the next symbol of its section): compared like an
+    /// operand, since what runs next is part of what the function does.
+    pub fall_through: Option<RefId>,
 }
 
 impl Function {
@@ -248,6 +261,7 @@ impl Function {
             opaque: Vec::new(),
             imms: Vec::new(),
             layout_sensitive: false,
+            fall_through: None,
         }
     }
 
@@ -264,6 +278,7 @@ impl Function {
         self.opaque.clear();
         self.imms.clear();
         self.layout_sensitive = false;
+        self.fall_through = None;
     }
 
     pub fn block(&self, id: BlockId) -> &Block {

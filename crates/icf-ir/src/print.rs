@@ -65,6 +65,11 @@ pub fn print_function(
             out.push('\n');
         }
     }
+    if let Some(r) = f.fall_through {
+        out.push_str("falls through to ");
+        print_ref(f.ref_(r), syntax, names, out);
+        out.push('\n');
+    }
 }
 
 /// Appends one instruction, without its address or a newline.
@@ -228,5 +233,10 @@ fn print_ref(r: &Ref, syntax: &dyn Syntax, names: &dyn TargetNames, out: &mut St
         Use::Access => "access",
         Use::Address => "address",
     };
-    let _ = write!(out, " <{} {}>", syntax.ref_kind(r.kind), use_);
+    let kind = if r.kind == crate::RefKind::POSITION {
+        "position".to_string()
+    } else {
+        syntax.ref_kind(r.kind)
+    };
+    let _ = write!(out, " <{kind} {use_}>");
 }

@@ -49,11 +49,6 @@ const IMM19: u32 = 0x00ff_ffe0;
 const IMM14: u32 = 0x0007_ffe0;
 /// `adr`/`adrp`: immlo in bits 29..31, immhi in 5..24.
 const IMM21: u32 = 0x60ff_ffe0;
-const IMM12: u32 = 0x003f_fc00;
-const IMM16: u32 = 0x001f_ffe0;
-/// The linker turns a signed MOVW group into `movz` or `movn` by the
-/// value's sign, rewriting bits 29..31 too.
-const IMM16_AND_OPC: u32 = 0x601f_ffe0;
 
 /// Opcode layout: the decoder's operation in bits 0..16, the relocation type in 16..32.
 const RELOC_SHIFT: u32 = 16;
@@ -117,7 +112,7 @@ fn register_flow(word: u32) -> Flow {
     if word & 0xfe00_0000 == 0xd600_0000 {
         let opc = (word >> 21) & 0xf;
         return if opc & 0b0111 == 0b0001 {
-            Flow::Next // `blr`: a call returns
+            Flow::Call // `blr`: a call returns
         } else {
             Flow::Stop
         };
@@ -130,73 +125,6 @@ fn register_flow(word: u32) -> Flow {
         return Flow::Stop;
     }
     Flow::Next
-}
-
-/// The bits of the instruction a relocation of type `r_type` writes, `None`
-/// when the type does not patch an instruction field.
-fn relocated_field(r_type: u32) -> Option<u32> {
-    Some(match elf::RelocationType(r_type) {
-        elf::R_AARCH64_CALL26 | elf::R_AARCH64_JUMP26 => IMM26,
-        elf::R_AARCH64_CONDBR19
-        | elf::R_AARCH64_LD_PREL_LO19
-        | elf::R_AARCH64_GOT_LD_PREL19
-        | elf::R_AARCH64_TLSLD_LD_PREL19
-        | elf::R_AARCH64_TLSIE_LD_GOTTPREL_PREL19
-        | elf::R_AARCH64_TLSDESC_LD_PREL19 => IMM19,
-        elf::R_AARCH64_TSTBR14 => IMM14,
-        elf::R_AARCH64_ADR_PREL_LO21
-        | elf::R_AARCH64_ADR_PREL_PG_HI21
-        | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
-        | elf::R_AARCH64_ADR_GOT_PAGE
-        | elf::R_AARCH64_TLSGD_ADR_PREL21
-        | elf::R_AARCH64_TLSGD_ADR_PAGE21
-        | elf::R_AARCH64_TLSLD_ADR_PREL21
-        | elf::R_AARCH64_TLSLD_ADR_PAGE21
-        | elf::R_AARCH64_TLSIE_ADR_GOTTPREL_PAGE21
-        | elf::R_AARCH64_TLSDESC_ADR_PREL21
-        | elf::R_AARCH64_TLSDESC_ADR_PAGE21 => IMM21,
-        elf::R_AARCH64_MOVW_SABS_G0
-        | elf::R_AARCH64_MOVW_SABS_G1
-        | elf::R_AARCH64_MOVW_SABS_G2
-        | elf::R_AARCH64_MOVW_PREL_G0
-        | elf::R_AARCH64_MOVW_PREL_G1
-        | elf::R_AARCH64_MOVW_PREL_G2
-        | elf::R_AARCH64_MOVW_PREL_G3
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G0
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G1
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G2 => IMM16_AND_OPC,
-        elf::RelocationType(263..=269 | 288 | 290 | 292 | 300..=306)
-        | elf::R_AARCH64_TLSGD_MOVW_G1
-        | elf::R_AARCH64_TLSGD_MOVW_G0_NC
-        | elf::R_AARCH64_TLSLD_MOVW_G1
-        | elf::R_AARCH64_TLSLD_MOVW_G0_NC
-        | elf::RelocationType(523..=527)
-        | elf::R_AARCH64_TLSIE_MOVW_GOTTPREL_G1
-        | elf::R_AARCH64_TLSIE_MOVW_GOTTPREL_G0_NC
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G1_NC
-        | elf::R_AARCH64_TLSLE_MOVW_TPREL_G0_NC
-        | elf::R_AARCH64_TLSDESC_OFF_G1
-        | elf::R_AARCH64_TLSDESC_OFF_G0_NC => IMM16,
-        // Low 12 bits of an address or offset, in `add` or a load or store.
-        elf::R_AARCH64_ADD_ABS_LO12_NC
-        | elf::R_AARCH64_LDST8_ABS_LO12_NC
-        | elf::R_AARCH64_LDST16_ABS_LO12_NC
-        | elf::R_AARCH64_LDST32_ABS_LO12_NC
-        | elf::R_AARCH64_LDST64_ABS_LO12_NC
-        | elf::R_AARCH64_LDST128_ABS_LO12_NC
-        | elf::R_AARCH64_LD64_GOTOFF_LO15
-        | elf::R_AARCH64_LD64_GOT_LO12_NC
-        | elf::R_AARCH64_LD64_GOTPAGE_LO15
-        | elf::R_AARCH64_TLSGD_ADD_LO12_NC
-        | elf::R_AARCH64_TLSLD_ADD_LO12_NC
-        | elf::RelocationType(528..=538)
-        | elf::R_AARCH64_TLSIE_LD64_GOTTPREL_LO12_NC
-        | elf::RelocationType(549..=559)
-        | elf::R_AARCH64_TLSDESC_LD64_LO12
-        | elf::R_AARCH64_TLSDESC_ADD_LO12
-        | elf::RelocationType(570..=573) => IMM12,
-        _ => return None,
-    })
 }
 
 /// Which half of an address pair a relocation is: the page (`adrp`) or the
@@ -271,9 +199,11 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
         let Some(word) = slot else {
             return Err(OpaqueReason::RelocationOutsideOperand { at: reloc.offset });
         };
-        match (reloc.size, relocated_field(reloc.r_type)) {
-            (0, _) if word.marker.is_none() => word.marker = Some(index),
-            (4, Some(_)) if word.reloc.is_none() => word.reloc = Some(index),
+        // A relocation writing all 32 bits is data in code (`.word sym`).
+        let instruction_field = reloc.size == 4 && reloc.mask != u64::from(u32::MAX);
+        match reloc.size {
+            0 if word.marker.is_none() => word.marker = Some(index),
+            4 if instruction_field && word.reloc.is_none() => word.reloc = Some(index),
             // Data in code (`.xword sym`), or two relocations on one word.
             _ => return Err(OpaqueReason::RelocationOutsideOperand { at: reloc.offset }),
         }
@@ -302,7 +232,7 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
                 match class {
                     PcRelative::Jump => (Flow::Jump, target),
                     PcRelative::Branch => (Flow::Branch, target),
-                    PcRelative::Call => (Flow::Next, None),
+                    PcRelative::Call => (Flow::Call, None),
                     PcRelative::Adr => {
                         if let Some(target) = target {
                             // A jump-table base: the code computes its own addresses.
@@ -322,6 +252,7 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
             }
             Some((PcRelative::Jump, _, _)) => (Flow::Jump, None),
             Some((PcRelative::Branch, _, _)) => (Flow::Branch, None),
+            Some((PcRelative::Call, _, _)) => (Flow::Call, None),
             Some(_) => (Flow::Next, None),
             None => (register_flow(word.word), None),
         };
@@ -368,6 +299,8 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
         });
     }
     f.layout_sensitive = layout_sensitive;
+    let last = decoded.last().map(|d: &Decoded| d.flow);
+    crate::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
     Ok(f)
 }
 
@@ -447,8 +380,7 @@ fn lift_word(
     let mut masked = word.word;
     let mut reloc_type = 0;
     if let Some(reloc) = word.reloc.map(|i| &input.relocs[i]) {
-        let field = relocated_field(reloc.r_type).unwrap_or(u32::MAX);
-        masked &= !field;
+        masked &= !(reloc.mask as u32);
         reloc_type = reloc.r_type;
         operands.push(Operand::Ref(reloc_ref(f, pairs, reloc, word.word)));
     } else if let Some((class, offset, field)) = pc_relative(word.word) {
@@ -574,7 +506,7 @@ fn resolved_target(
             let r = f.push_ref(Ref {
                 target: input.own_section,
                 addend: input.section_offset as i64 + i64::from(word.at),
-                kind: RefKind(elf::R_AARCH64_ADR_PREL_PG_HI21.0),
+                kind: RefKind::POSITION,
                 use_: Use::Address,
             });
             return Ok(Operand::Ref(r));
@@ -604,41 +536,60 @@ fn resolved_target(
 
 /// The sound fallback: the bytes compared exactly, plus a reference for
 /// every branch the assembler resolved to a place outside the function
-/// (equal bytes there name different targets) and every `adrp` without a
-/// relocation (its page depends on its own address).
+/// (equal bytes there name different targets), every `adrp` without a
+/// relocation (its page depends on its own address), and what follows the
+/// last word when control can run off it.
 fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Function {
     let size = input.bytes.len();
     let mut extra = Vec::new();
     let relocated = |at: u32| input.relocs.iter().any(|r| r.offset == at && r.size != 0);
+    let mut last = None;
     for (index, bytes) in input.bytes.chunks_exact(4).enumerate() {
         let at = index as u32 * 4;
         let word = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
         let Some((class, offset, _)) = pc_relative(word) else {
+            last = Some(register_flow(word));
             continue;
         };
+        last = Some(match class {
+            PcRelative::Jump => Flow::Jump,
+            PcRelative::Branch => Flow::Branch,
+            PcRelative::Call => Flow::Call,
+            _ => Flow::Next,
+        });
         if relocated(at) {
             continue;
         }
         let target = i64::from(at) + offset;
-        let leaves = class == PcRelative::Adrp || !(0..size as i64).contains(&target);
-        if leaves {
-            let addend = if class == PcRelative::Adrp {
-                input.section_offset as i64 + i64::from(at)
-            } else {
-                input.section_offset as i64 + target
-            };
+        if class == PcRelative::Adrp {
             extra.push((
                 at,
                 Ref {
                     target: input.own_section,
-                    addend,
+                    addend: input.section_offset as i64 + i64::from(at),
+                    kind: RefKind::POSITION,
+                    use_: Use::Address,
+                },
+            ));
+        } else if !(0..size as i64).contains(&target) {
+            extra.push((
+                at,
+                Ref {
+                    target: input.own_section,
+                    addend: input.section_offset as i64 + target,
                     kind: RefKind(elf::R_AARCH64_JUMP26.0),
                     use_: Use::Address,
                 },
             ));
         }
     }
-    opaque::whole_function_with(input, reason, &extra)
+    // Bytes past the last whole word leave the end unknown: assume the worst.
+    if size % 4 != 0 {
+        last = Some(Flow::Next);
+    }
+    let mut f = opaque::whole_function_with(input, reason, &extra);
+    crate::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
+    f
 }
 
 /// Names for AArch64 IR: the decoder's disassembly of the masked word.
@@ -723,9 +674,12 @@ mod tests {
     }
 
     fn reloc(offset: u32, r_type: elf::RelocationType, target: u32) -> CodeReloc {
+        let info = icf_object::reloc::info(icf_ir::Arch::Aarch64, r_type.0)
+            .expect("a relocation type the reader knows");
         CodeReloc {
             offset,
-            size: 4,
+            size: info.size,
+            mask: info.mask,
             r_type: r_type.0,
             pc_relative: false,
             target: TargetId(target),

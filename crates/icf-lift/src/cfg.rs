@@ -16,6 +16,9 @@ use std::ops::Range;
 pub(crate) enum Flow {
     /// Execution continues with the next instruction.
     Next,
+    /// A call: execution continues with the next instruction when it
+    /// returns (a call at the very end of a section is taken not to).
+    Call,
     /// Always goes to the target, inside the function or outside it.
     Jump,
     /// Goes to the target or falls through.
@@ -77,7 +80,7 @@ pub(crate) fn layout(decoded: &[Decoded], entry_points: &[u32]) -> Result<Layout
             let t = index_of(target).ok_or(OpaqueReason::TargetInsideInstruction { target })?;
             is_leader[t] = true;
         }
-        if d.flow != Flow::Next && i + 1 < decoded.len() {
+        if !matches!(d.flow, Flow::Next | Flow::Call) && i + 1 < decoded.len() {
             is_leader[i + 1] = true;
         }
     }
@@ -109,7 +112,7 @@ pub(crate) fn layout(decoded: &[Decoded], entry_points: &[u32]) -> Result<Layout
                     succs.extend(fall_through);
                 }
                 Flow::Stop => {}
-                Flow::Next => succs.extend(fall_through),
+                Flow::Next | Flow::Call => succs.extend(fall_through),
             }
             succs
         })

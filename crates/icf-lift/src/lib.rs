@@ -59,6 +59,37 @@ fn marker_operand(f: &mut Function, reloc: &CodeReloc) -> Operand {
     }))
 }
 
+/// Records where control goes when it runs off the function's last
+/// instruction `last` (in address order): the place right after the
+/// function, as a jump of kind `kind`. Inside its section that is the next
+/// piece, compared like any jump target. Past the end of the section it is
+/// whatever the link puts there: a reference to that very place, equal to
+/// nothing else, unless the last instruction is a call, which at a
+/// section's end is taken not to return (`call abort`).
+fn fall_through(f: &mut Function, input: &CodeInput<'_>, last: Option<cfg::Flow>, kind: RefKind) {
+    let Some(flow) = last else {
+        return;
+    };
+    if matches!(flow, cfg::Flow::Jump | cfg::Flow::Stop) {
+        return;
+    }
+    let end = input.section_offset + input.bytes.len() as u64;
+    let kind = if end < input.section_size {
+        kind
+    } else if flow == cfg::Flow::Call {
+        return;
+    } else {
+        RefKind::POSITION
+    };
+    let r = f.push_ref(Ref {
+        target: input.own_section,
+        addend: end as i64,
+        kind,
+        use_: Use::Jump,
+    });
+    f.fall_through = Some(r);
+}
+
 /// Names of opcodes, registers and relocation kinds, for printing.
 pub fn syntax(arch: Arch) -> &'static dyn Syntax {
     match arch {

@@ -7,11 +7,6 @@ use icf_ir::{
 };
 use smallvec::SmallVec;
 
-/// `input` as one block holding one opaque run.
-pub(crate) fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Function {
-    whole_function_with(input, reason, &[])
-}
-
 /// `input` as one opaque run, with `extra` references at the given offsets
 /// for places that matter without a relocation (branches the assembler resolved).
 pub(crate) fn whole_function_with(
@@ -24,11 +19,9 @@ pub(crate) fn whole_function_with(
     let mut bytes = input.bytes.to_vec();
     let mut operands = Vec::with_capacity(1 + 2 * input.relocs.len());
     for reloc in input.relocs {
-        let start = reloc.offset as usize;
-        let end = (start + usize::from(reloc.size)).min(bytes.len());
-        if let Some(field) = bytes.get_mut(start..end) {
-            field.fill(0);
-        }
+        // Only the bits the relocation writes: an AArch64 `ldr` and `str`
+        // share their relocated immediate and differ in the rest.
+        icf_ir::clear_field(&mut bytes, reloc.offset as usize, reloc.size, reloc.mask);
         // Without instruction boundaries an x86-64 PC-relative field is taken to
         // end its instruction, the common case, so the addend names the place it
         // reaches (an AArch64 field is a whole instruction: P is the place).

@@ -42,6 +42,9 @@ const FLAG_REX_W: u32 = 1 << 5;
 const FLAG_ZEROING: u32 = 1 << 6;
 const FLAG_BROADCAST: u32 = 1 << 7;
 const FLAG_SAE: u32 = 1 << 8;
+/// `notrack` (a 3e prefix on an indirect call or jump): under IBT the
+/// target need not start with `endbr64`.
+const FLAG_NOTRACK: u32 = 1 << 15;
 /// EVEX opmask register k0..k7 in bits 9..12, rounding control in 12..15.
 const OPMASK_SHIFT: u32 = 9;
 const ROUNDING_SHIFT: u32 = 12;
@@ -49,7 +52,91 @@ const ROUNDING_SHIFT: u32 = 12;
 pub(crate) fn lift(input: &CodeInput<'_>) -> Function {
     match try_lift(input) {
         Ok(function) => function,
-        Err(reason) => opaque::whole_function(input, reason),
+        Err(reason) => whole_function(input, reason),
+    }
+}
+
+/// The sound fallback: the bytes compared exactly, plus what equal bytes
+/// would not say. Decoded from the start as far as it goes: every direct
+/// branch the assembler resolved to a place outside the function (the same
+/// displacement names a different target in another section), and what
+/// follows the last instruction when control can run off it. Where the
+/// decoding stops short of the end, a branch the assembler resolved may lie
+/// beyond: unless the function is alone in its section (where any such
+/// branch stays inside it), it refers to its own place, so it equals
+/// nothing else.
+fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Function {
+    let base = input.section_offset;
+    let size = input.bytes.len() as u64;
+    let mut decoder = Decoder::with_ip(64, input.bytes, base, DecoderOptions::NONE);
+    let mut instr = Instruction::default();
+    let mut extra = Vec::new();
+    let mut last = None;
+    let mut decoded_to_end = true;
+    while decoder.can_decode() {
+        let at = (decoder.ip() - base) as u32;
+        decoder.decode_out(&mut instr);
+        if instr.is_invalid() {
+            decoded_to_end = false;
+            break;
+        }
+        let end = at + instr.len() as u32;
+        last = Some(flow_of(&instr, true));
+        let relocated = input
+            .relocs
+            .iter()
+            .any(|r| r.offset >= at && r.offset < end);
+        if let Some(target) = branch_operand(&instr)
+            && !relocated
+            && !(base..base + size).contains(&target)
+        {
+            let use_ = if instr.flow_control() == FlowControl::Call {
+                Use::Call
+            } else {
+                Use::Jump
+            };
+            extra.push((
+                at,
+                Ref {
+                    target: input.own_section,
+                    addend: target as i64,
+                    kind: RefKind(elf::R_X86_64_PC32.0),
+                    use_,
+                },
+            ));
+        }
+    }
+    let alone = base == 0 && size == input.section_size;
+    if !decoded_to_end && !alone {
+        extra.push((
+            0,
+            Ref {
+                target: input.own_section,
+                addend: base as i64,
+                kind: RefKind::POSITION,
+                use_: Use::Address,
+            },
+        ));
+    }
+    let mut f = opaque::whole_function_with(input, reason, &extra);
+    if !decoded_to_end {
+        last = Some(Flow::Next);
+    }
+    crate::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
+    f
+}
+
+/// How control leaves `instr`; `direct_target_inside` says whether a
+/// direct branch stays in the function (a conditional branch out of it is
+/// still a branch).
+fn flow_of(instr: &Instruction, direct_target_inside: bool) -> Flow {
+    match instr.flow_control() {
+        FlowControl::UnconditionalBranch => Flow::Jump,
+        FlowControl::ConditionalBranch => Flow::Branch,
+        FlowControl::XbeginXabortXend if direct_target_inside => Flow::Branch,
+        FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => Flow::Stop,
+        FlowControl::Call | FlowControl::IndirectCall => Flow::Call,
+        _ => Flow::Next,
     }
 }
 
@@ -116,15 +203,7 @@ fn lift_with(
             }
             _ => None,
         };
-        let flow = match instr.flow_control() {
-            FlowControl::UnconditionalBranch => Flow::Jump,
-            FlowControl::ConditionalBranch => Flow::Branch,
-            FlowControl::XbeginXabortXend if target.is_some() => Flow::Branch,
-            FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => {
-                Flow::Stop
-            }
-            _ => Flow::Next,
-        };
+        let flow = flow_of(&instr, target.is_some());
         decoded.push(Decoded {
             at,
             len,
@@ -173,6 +252,8 @@ fn lift_with(
             reached: laid.reached,
         });
     }
+    let last = decoded.last().map(|d| d.flow);
+    crate::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
     Ok(f)
 }
 
@@ -291,7 +372,7 @@ fn lift_inst(
                 immediates_seen += 1;
                 match take_reloc(offset, size) {
                     Some(reloc) => Operand::Ref(ctx.push_reloc_ref(f, &reloc, Use::Address)),
-                    None => f.imm(instr.immediate(i) as i64),
+                    None => f.imm(immediate_value(instr, i, kind)),
                 }
             }
             OpKind::Memory => {
@@ -501,6 +582,20 @@ fn reg(register: Register) -> Reg {
     Reg(register as u16)
 }
 
+/// An immediate as the signed value of the width it is extended to, so
+/// that `add eax, -1` encoded with an 8-bit and with a 32-bit immediate
+/// give the same number (iced-x86 hands the first back sign-extended to 64
+/// bits, the second zero-extended).
+fn immediate_value(instr: &Instruction, operand: u32, kind: OpKind) -> i64 {
+    let raw = instr.immediate(operand);
+    match immediate_width_class(kind) {
+        1 => i64::from(raw as u8 as i8),
+        2 => i64::from(raw as u16 as i16),
+        3 => i64::from(raw as u32 as i32),
+        _ => raw as i64,
+    }
+}
+
 /// The width an immediate is extended to: `imm8` sign-extended to 32 bits and
 /// `imm32` are the same operand; a 16-bit push is not a 64-bit one.
 fn immediate_width_class(kind: OpKind) -> u32 {
@@ -524,6 +619,13 @@ fn flags(instr: &Instruction, bytes: &[u8], at: u32) -> u32 {
             0xf3 => flags |= FLAG_REP,
             0x66 => flags |= FLAG_OPERAND_SIZE,
             0x67 => flags |= FLAG_ADDRESS_SIZE,
+            0x3e if matches!(
+                instr.flow_control(),
+                FlowControl::IndirectBranch | FlowControl::IndirectCall
+            ) =>
+            {
+                flags |= FLAG_NOTRACK;
+            }
             0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65 => {}
             rex @ 0x40..=0x4f => {
                 if rex & 0x08 != 0 {
@@ -565,6 +667,7 @@ impl Syntax for X86Syntax {
             (FLAG_LOCK, "lock "),
             (FLAG_REP, "rep "),
             (FLAG_REPNE, "repne "),
+            (FLAG_NOTRACK, "notrack "),
         ] {
             if flags & bit != 0 {
                 text.push_str(prefix);
@@ -680,6 +783,7 @@ mod tests {
         let relocs = [CodeReloc {
             offset: 1,
             size: 4,
+            mask: 0xffff_ffff,
             r_type: elf::R_X86_64_PLT32.0,
             pc_relative: true,
             target: TargetId(7),
@@ -703,6 +807,7 @@ mod tests {
         let relocs = [CodeReloc {
             offset: 3,
             size: 4,
+            mask: 0xffff_ffff,
             r_type: elf::R_X86_64_REX_GOTPCRELX.0,
             pc_relative: true,
             target: TargetId(3),
@@ -735,6 +840,7 @@ mod tests {
         let relocs = [CodeReloc {
             offset: 0,
             size: 4,
+            mask: 0xffff_ffff,
             r_type: elf::R_X86_64_32.0,
             pc_relative: false,
             target: TargetId(1),

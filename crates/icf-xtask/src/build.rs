@@ -64,7 +64,7 @@ pub fn link_if_invoked_as_linker() {
     let options = icf::LinkOptions {
         plan: icf::PlanOptions {
             mode,
-            keep_unique: Vec::new(),
+            ..icf::PlanOptions::default()
         },
         report: if reported {
             std::env::var_os(REPORT_PATH).map(PathBuf::from)

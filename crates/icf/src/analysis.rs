@@ -7,6 +7,7 @@
 //! section, to the element's content), its attributes are interned, and
 //! `icf-fold` refines them into classes.
 
+use crate::plan::{Plan, PlanOptions, Significance};
 use crate::program::{ObjectId, Program};
 use crate::targets::{ExtendedTargets, Target};
 use icf_fold::body::Body;
@@ -89,12 +90,81 @@ pub struct Analysis<'p, 'data> {
     pub data_references: Vec<DataReference>,
     /// Every vtable entry (in any data section) that points to a candidate.
     pub vtable_entries: Vec<VtableEntry<'data>>,
+    /// For a read-only data candidate that only one function uses and that
+    /// points only into that function (its jump table), that function.
+    pub owner: Vec<Option<CandidateId>>,
+    /// What the plan was asked for.
+    pub options: PlanOptions,
+    /// The plan for every class: alias, thunk or keep per member.
+    pub plan: Plan,
     pub timings: Timings,
 }
 
 /// A reference to a candidate from a section that is not one: (candidate,
 /// referring object, referring section).
 pub type DataReference = (CandidateId, ObjectId, SectionIndex);
+
+/// What a reference needs of the candidate it names (see [`Analysis::need`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Need {
+    /// Any member of the target's class serves.
+    Nothing,
+    /// The target's address, which the plan must merge with its class.
+    SameAddress,
+    /// The target itself: compared by identity.
+    Identity,
+}
+
+/// For each read-only data candidate that only one code candidate refers
+/// to and whose every reference points into that code candidate, the code
+/// candidate: a jump table belongs to its function. Its entries do not take
+/// the function's address, and lead into the function whichever copy of
+/// the table the function runs with (the function's layout is compared,
+/// since they land inside it).
+fn owners(
+    candidates: &[CandidateInfo],
+    bodies: &[Body],
+    target_candidate: &[Option<CandidateId>],
+    data_references: &[DataReference],
+) -> Vec<Option<CandidateId>> {
+    let candidate_of = |target: TargetId| target_candidate.get(target.index()).copied().flatten();
+    // The one candidate referring to each candidate: None for nobody yet,
+    // Some(Ok(c)) for c alone, Some(Err(())) for several.
+    let mut referrer: Vec<Option<Result<CandidateId, ()>>> = vec![None; candidates.len()];
+    for (index, body) in bodies.iter().enumerate() {
+        let from = CandidateId(index as u32);
+        for r in body.refs() {
+            if let Some(to) = candidate_of(r.target) {
+                let slot = &mut referrer[to.index()];
+                *slot = match *slot {
+                    None => Some(Ok(from)),
+                    Some(Ok(one)) if one == from => Some(Ok(one)),
+                    _ => Some(Err(())),
+                };
+            }
+        }
+    }
+    for &(to, _, _) in data_references {
+        referrer[to.index()] = Some(Err(()));
+    }
+    candidates
+        .iter()
+        .zip(bodies)
+        .zip(&referrer)
+        .map(|((info, body), referrer)| {
+            let Some(Ok(user)) = *referrer else {
+                return None;
+            };
+            if info.is_code() || !candidates[user.index()].is_code() || body.refs().is_empty() {
+                return None;
+            }
+            body.refs()
+                .iter()
+                .all(|r| candidate_of(r.target) == Some(user))
+                .then_some(user)
+        })
+        .collect()
+}
 
 /// A candidate's place in its section: (start, end, candidate).
 type Piece = (u64, u64, CandidateId);
@@ -169,8 +239,21 @@ impl Places {
 }
 
 impl<'p, 'data> Analysis<'p, 'data> {
-    /// Builds, lifts and partitions every candidate of `program`.
-    pub fn run(program: &'p Program<'data>) -> Analysis<'p, 'data> {
+    /// Builds, lifts, partitions and plans every candidate of `program`.
+    ///
+    /// The soundness rule (DESIGN.md): two candidates may fold only if
+    /// every pair of corresponding references lands on the same address in
+    /// the output, or on places that behave alike where the address cannot
+    /// be observed. A class is a promise that its members are
+    /// interchangeable; where a reference needs its target's very address
+    /// and the plan cannot promise to merge the target with its class (see
+    /// [`Analysis::need`]), the reference is *pinned*: it compares by the
+    /// target's identity, before refinement. Where the promise depends on
+    /// the whole plan (a member of a class may stay apart, or become a
+    /// thunk with its own address), the plan is audited: every reference a
+    /// fold relies on must land where its counterpart lands, and the
+    /// targets that do not are pinned and the partition made again.
+    pub fn run(program: &'p Program<'data>, options: &PlanOptions) -> Analysis<'p, 'data> {
         let started = Instant::now();
         let mut targets = ExtendedTargets::new(&program.targets);
         let live = program
@@ -220,7 +303,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
 
         let started = Instant::now();
         let mut section_classes = Vec::new();
-        let attrs = attributes(
+        let mut attrs = attributes(
             program,
             &candidates,
             &narrower,
@@ -237,26 +320,20 @@ impl<'p, 'data> Analysis<'p, 'data> {
             .for_each(|((body, candidate), _)| {
                 *body = Body::with_layout(&narrower.lift(candidate));
             });
-        let fold_candidates: Vec<KeyedCandidate<'_>> = bodies
-            .iter()
-            .zip(&attrs)
-            .map(|(body, attrs)| KeyedCandidate { body, attrs })
-            .collect();
-        // Nothing reads the inputs again until the plan: the partition's
-        // peak need not include them.
-        program.inputs.release_resident_pages();
-        let partition = icf_fold::partition::refine(&fold_candidates, &target_candidate);
-        let partition_time = started.elapsed();
-
-        drop(fold_candidates);
+        let owner = owners(&candidates, &bodies, &target_candidate, &data_references);
+        let candidate_of =
+            |target: TargetId| target_candidate.get(target.index()).copied().flatten();
         let escaping_references = bodies
             .iter()
             .zip(&candidates)
             .enumerate()
             .flat_map(|(index, (body, info))| {
+                let owner = owner[index];
                 body.refs()
                     .iter()
                     .filter(|r| r.use_ == Use::Address || !info.is_code())
+                    // A jump table's entries do not let its function's address escape.
+                    .filter(move |r| owner.is_none() || candidate_of(r.target) != owner)
                     .map(move |r| (CandidateId(index as u32), r.target))
             })
             .collect();
@@ -265,29 +342,243 @@ impl<'p, 'data> Analysis<'p, 'data> {
             .zip(&candidates)
             .filter(|(body, info)| body.has_opaque && info.is_code())
             .count();
-        // The keys were the largest part of the heap; what they held goes
-        // back to the system before planning and writing allocate more.
-        drop(bodies);
-        crate::memory::return_freed_memory();
-        Analysis {
+        let count = candidates.len();
+        let mut analysis = Analysis {
             program,
             candidates,
             escaping_references,
             opaque_functions,
-            attrs,
+            attrs: Vec::new(),
             targets,
             target_candidate,
             places,
-            partition,
+            partition: Partition {
+                class_of: (0..count as u32).map(icf_fold::ClassId).collect(),
+                hashes: Vec::new(),
+                rounds: 0,
+            },
             section_classes,
             data_references,
             vtable_entries,
+            owner,
+            options: options.clone(),
+            plan: Plan::empty(options.mode),
             timings: Timings {
                 lift: lift_time,
-                partition: partition_time,
                 ..Timings::default()
             },
+        };
+        let significance = analysis.significance();
+        let keep_unique = analysis.keep_unique_candidates();
+        let mut pinned = vec![false; count];
+        let mut plan_time = Duration::ZERO;
+        loop {
+            analysis.pin_references(
+                &mut bodies,
+                &mut attrs,
+                &significance,
+                &keep_unique,
+                &pinned,
+            );
+            let fold_candidates: Vec<KeyedCandidate<'_>> = bodies
+                .iter()
+                .zip(&attrs)
+                .map(|(body, attrs)| KeyedCandidate { body, attrs })
+                .collect();
+            // Nothing reads the inputs again until the plan: the partition's
+            // peak need not include them.
+            program.inputs.release_resident_pages();
+            analysis.partition =
+                icf_fold::partition::refine(&fold_candidates, &analysis.target_candidate);
+            drop(fold_candidates);
+            let planned = Instant::now();
+            analysis.attrs = attrs.clone();
+            analysis.plan = analysis.plan_classes(significance.clone());
+            let violations = analysis.audit(&bodies, &attrs, &significance);
+            plan_time += planned.elapsed();
+            if violations.is_empty() {
+                break;
+            }
+            for candidate in violations {
+                pinned[candidate.index()] = true;
+            }
         }
+        analysis.timings.partition = started.elapsed() - plan_time;
+        analysis.timings.plan = plan_time;
+        // The keys were the largest part of the heap; what they held goes
+        // back to the system before writing allocates more.
+        drop(bodies);
+        crate::memory::return_freed_memory();
+        analysis
+    }
+
+    /// What a reference of candidate `from` with use `use_` needs of its
+    /// target candidate `to`, given each candidate's address significance.
+    ///
+    /// - A call or jump runs the code there: any member of the class runs
+    ///   the same, whether merged, a thunk or kept apart. Likewise a load
+    ///   or store reads the same bytes from any member of a read-only data
+    ///   class, and a jump table's entries lead into its own function.
+    /// - An address that escapes needs nothing of a target whose address is
+    ///   not significant; of a significant one it needs the very address.
+    ///   In safe mode (and for data unless `--ignore-data-address-equality`)
+    ///   no two significant members share an address, so the reference is
+    ///   pinned; where significance is relaxed (functions in mode `all`), the
+    ///   plan must merge the targets, which the audit checks.
+    /// - `--keep-unique` targets are compared by identity, as lld does.
+    fn need(
+        &self,
+        from: CandidateId,
+        use_: Use,
+        to: CandidateId,
+        significance: &[Option<Significance>],
+        keep_unique: &[bool],
+    ) -> Need {
+        if keep_unique[to.index()] {
+            return Need::Identity;
+        }
+        let from_code = self.candidates[from.index()].is_code();
+        let to_code = self.candidates[to.index()].is_code();
+        match (from_code, use_, to_code) {
+            (true, Use::Call | Use::Jump, true) => return Need::Nothing,
+            (true, Use::Access, false) => return Need::Nothing,
+            (true, Use::Access, true) => return Need::Identity,
+            (false, _, true) if self.owner[from.index()] == Some(to) => return Need::Nothing,
+            _ => {}
+        }
+        if significance[to.index()].is_none() {
+            return Need::Nothing;
+        }
+        let relaxed = if to_code {
+            self.options.mode == icf_fold::plan::Mode::All
+        } else {
+            self.options.ignore_data_address_equality
+        };
+        if relaxed {
+            Need::SameAddress
+        } else {
+            Need::Identity
+        }
+    }
+
+    /// Points every reference that must compare by identity at its target's
+    /// [`Target::Pinned`]: those whose [`Need`] is identity, and those that
+    /// need the same address as their counterpart of a target in `pinned`.
+    fn pin_references(
+        &mut self,
+        bodies: &mut [Body],
+        attrs: &mut [Attrs],
+        significance: &[Option<Significance>],
+        keep_unique: &[bool],
+        pinned: &[bool],
+    ) {
+        for index in 0..bodies.len() {
+            let from = CandidateId(index as u32);
+            let mut changes = Vec::new();
+            for (position, r) in bodies[index].refs().iter().enumerate() {
+                let Some(to) = self.candidate_of(r.target) else {
+                    continue;
+                };
+                let pin = match self.need(from, r.use_, to, significance, keep_unique) {
+                    Need::Nothing => false,
+                    Need::SameAddress => pinned[to.index()],
+                    Need::Identity => true,
+                };
+                if pin {
+                    changes.push((position, to));
+                }
+            }
+            for (position, to) in changes {
+                let target = self.targets.intern(Target::Pinned(to.0));
+                bodies[index].set_ref_target(position, target);
+            }
+            // The unwinder reads an LSDA's contents; only --keep-unique pins it.
+            if attrs[index].refs.iter().any(|r| {
+                self.candidate_of(r.target)
+                    .is_some_and(|to| keep_unique[to.index()])
+            }) {
+                let mut refs = attrs[index].refs.to_vec();
+                for r in &mut refs {
+                    if let Some(to) = self.candidate_of(r.target)
+                        && keep_unique[to.index()]
+                    {
+                        r.target = self.targets.intern(Target::Pinned(to.0));
+                    }
+                }
+                attrs[index].refs = refs.into_boxed_slice();
+            }
+        }
+    }
+
+    /// The targets of references the plan would break: for every member
+    /// that runs its kept copy's body (an alias or a thunk), each reference
+    /// of the kept body that needs the same address as the member's
+    /// counterpart must land where it lands. Returns the targets that do
+    /// not land on their own class's kept copy.
+    fn audit(
+        &self,
+        bodies: &[Body],
+        attrs: &[Attrs],
+        significance: &[Option<Significance>],
+    ) -> Vec<CandidateId> {
+        let keep_unique = vec![false; self.candidates.len()];
+        let mut landing: Vec<CandidateId> =
+            (0..self.candidates.len() as u32).map(CandidateId).collect();
+        let mut kept_of_class: HashMap<icf_fold::ClassId, CandidateId> = HashMap::default();
+        for class in &self.plan.classes {
+            kept_of_class.insert(class.class, class.kept);
+            for decision in &class.decisions {
+                if decision.action == icf_fold::plan::Action::Alias {
+                    landing[decision.candidate.index()] = class.kept;
+                }
+            }
+        }
+        let settled = |c: CandidateId| {
+            kept_of_class
+                .get(&self.partition.class_of[c.index()])
+                .is_none_or(|&kept| landing[c.index()] == kept)
+        };
+        let mut violations = Vec::new();
+        for class in &self.plan.classes {
+            let kept = class.kept;
+            for decision in &class.decisions {
+                if !matches!(
+                    decision.action,
+                    icf_fold::plan::Action::Alias | icf_fold::plan::Action::Thunk(_)
+                ) {
+                    continue;
+                }
+                let member = decision.candidate;
+                let pairs = bodies[kept.index()]
+                    .refs()
+                    .iter()
+                    .map(|r| (r.target, r.use_))
+                    .zip(bodies[member.index()].refs().iter().map(|r| r.target))
+                    .chain(
+                        attrs[kept.index()]
+                            .refs
+                            .iter()
+                            .map(|r| (r.target, r.use_))
+                            .zip(attrs[member.index()].refs.iter().map(|r| r.target)),
+                    );
+                for ((left, use_), right) in pairs {
+                    if left == right {
+                        continue;
+                    }
+                    let (Some(l), Some(r)) = (self.candidate_of(left), self.candidate_of(right))
+                    else {
+                        continue;
+                    };
+                    let need = self.need(kept, use_, l, significance, &keep_unique);
+                    if need == Need::SameAddress && landing[l.index()] != landing[r.index()] {
+                        violations.extend([l, r].into_iter().filter(|&c| !settled(c)));
+                    }
+                }
+            }
+        }
+        violations.sort_unstable();
+        violations.dedup();
+        violations
     }
 
     /// The IR of a candidate, lifted and narrowed again exactly as
@@ -376,7 +667,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
     /// A place named for people: `foo+0x10`, `"a string"`, `memcpy`.
     pub fn describe_target(&self, target: TargetId, addend: i64) -> String {
         match self.targets.get(target) {
-            Target::Candidate(index) => {
+            Target::Candidate(index) | Target::Pinned(index) => {
                 icf_ir::print::with_addend(&self.name(CandidateId(index)), addend)
             }
             other => self.program.describe(other, addend),
@@ -558,32 +849,79 @@ struct Narrower<'a, 'data> {
     places: &'a Places,
 }
 
+/// What a reference does with the place it names, as far as narrowing it
+/// to a candidate is concerned.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Reach {
+    /// A call or a jump: the code at the place runs, and the place belongs
+    /// to the piece that starts or continues there.
+    Branch,
+    /// An address taken or accessed: pointer arithmetic may lead from it
+    /// anywhere in the section, so where several pieces share the section
+    /// it names none of them.
+    Data,
+    /// An FDE's LSDA or personality: read by the unwinder, from the place on.
+    Unwind,
+}
+
+impl Reach {
+    /// How a code reference with use `use_` reaches its place.
+    fn of(use_: Use) -> Reach {
+        match use_ {
+            Use::Call | Use::Jump => Reach::Branch,
+            Use::Access | Use::Address => Reach::Data,
+        }
+    }
+}
+
 impl Narrower<'_, '_> {
-    /// `target + addend` where `place` is the byte referred to. A place in a
-    /// candidate becomes that candidate plus `addend` from its start. When
-    /// the section holds several pieces, `addend` must fall in the same piece
-    /// as `place` (a jump-table entry's addend is its target plus its distance
-    /// from the table start), or only the section's identity is sure and the
-    /// reference is left as it is.
-    fn narrow(&self, target: TargetId, addend: i64, place: i64) -> (TargetId, i64) {
+    /// `target + addend` where `place` is the byte referred to, as the
+    /// candidate (or mergeable constant) it names.
+    ///
+    /// A section that is one candidate names it at every place, its end
+    /// included (a pointer one past an array is the array's). Where several
+    /// pieces share a section, only a branch (to the piece that starts or
+    /// continues at the place) and an unwind reference (to the piece that
+    /// starts there) have one owner: an address could be one piece's end as
+    /// well as the next one's start, and pointer arithmetic from it can
+    /// reach any neighbour, so it stays "section + offset", equal only to
+    /// the same place. Such pieces cannot be merged anyway (they share
+    /// their section).
+    fn narrow(&self, target: TargetId, addend: i64, place: i64, reach: Reach) -> (TargetId, i64) {
         let Target::Section { object, section } = self.targets.get(target) else {
             return (target, addend);
         };
         let pieces = self.places.pieces(object, section);
-        let piece_at = |offset: i64| -> Option<(u64, CandidateId)> {
-            let offset = u64::try_from(offset).ok()?;
-            let i = pieces
-                .partition_point(|&(start, _, _)| start <= offset)
-                .checked_sub(1)?;
-            let (start, end, candidate) = pieces[i];
-            // A place one past the end still belongs to the piece it ends.
-            (offset <= end).then_some((start, candidate))
-        };
-        if let Some((start, candidate)) = piece_at(place)
-            && (pieces.len() == 1 || piece_at(addend).is_some_and(|(_, other)| other == candidate))
-        {
+        let named = |(start, _, candidate): Piece| {
             let id = self.places.candidate_targets[candidate.index()];
-            return (id, addend - start as i64);
+            (id, addend - start as i64)
+        };
+        match pieces {
+            [] => {}
+            &[piece @ (start, end, _)] => {
+                if u64::try_from(place).is_ok_and(|place| (start..=end).contains(&place)) {
+                    return named(piece);
+                }
+                return (target, addend);
+            }
+            _ => {
+                let Ok(offset) = u64::try_from(place) else {
+                    return (target, addend);
+                };
+                let at = pieces.partition_point(|&(start, _, _)| start <= offset);
+                let piece = at.checked_sub(1).map(|i| pieces[i]);
+                let owner = match reach {
+                    // A jump-table entry's addend is its target plus its
+                    // distance from the table: both must lie in the piece.
+                    Reach::Branch => piece.filter(|&(start, end, _)| {
+                        offset < end
+                            && u64::try_from(addend).is_ok_and(|a| (start..end).contains(&a))
+                    }),
+                    Reach::Unwind => piece.filter(|&(start, _, _)| start == offset),
+                    Reach::Data => None,
+                };
+                return owner.map_or((target, addend), named);
+            }
         }
         let constants = self.places.constants(object, section);
         if let Ok(offset) = u64::try_from(addend)
@@ -609,8 +947,12 @@ impl Narrower<'_, '_> {
 
     fn narrow_function(&self, mut function: Function) -> Function {
         for r in &mut function.refs {
+            // A reference to the code's own place equals only itself.
+            if r.kind == RefKind::POSITION {
+                continue;
+            }
             // The lifter rebased PC-relative addends: the addend is the place.
-            let (target, addend) = self.narrow(r.target, r.addend, r.addend);
+            let (target, addend) = self.narrow(r.target, r.addend, r.addend, Reach::of(r.use_));
             r.target = target;
             r.addend = addend;
         }
@@ -646,7 +988,7 @@ impl Narrower<'_, '_> {
             let place = elf
                 .reloc_place(&object.anchors, candidate.section, reloc)
                 .map_or(addend, |(_, place)| place);
-            let (target, addend) = self.narrow(symbol.target, addend, place);
+            let (target, addend) = self.narrow(symbol.target, addend, place, Reach::Data);
             let r = f.push_ref(Ref {
                 target,
                 addend,
@@ -715,7 +1057,8 @@ fn references_from_data<'data>(
                     .elf
                     .reloc_place(&object.anchors, from, reloc)
                     .map_or(addend + field_end, |(_, p)| p);
-                let (target, _) = narrower.narrow(symbol.target, addend + field_end, place);
+                let (target, _) =
+                    narrower.narrow(symbol.target, addend + field_end, place, Reach::Data);
                 let Some(candidate) = narrower.targets_candidate(target) else {
                     continue;
                 };
@@ -982,7 +1325,7 @@ fn unwind_description(
         let reloc = &section.relocs[index];
         let symbol = loaded.symbol_refs[reloc.symbol.index()];
         let addend = symbol.base.wrapping_add(reloc.addend);
-        let (target, addend) = narrower.narrow(symbol.target, addend, addend);
+        let (target, addend) = narrower.narrow(symbol.target, addend, addend, Reach::Unwind);
         refs.push(Ref {
             target,
             addend,

@@ -186,7 +186,12 @@ impl Analysis<'_, '_> {
                     }
                     Action::Thunk(_) => {
                         let symbol = SymbolRef::New(alias_symbol(member.object, &mut edits));
-                        let thunk = thunk(elf.arch, elf.feature_1_and() & 1 != 0, symbol);
+                        let thunk = thunk(
+                            elf.arch,
+                            elf.feature_1_and() & 1 != 0,
+                            symbol,
+                            elf.section(member.section).align,
+                        );
                         edits
                             .entry(member.object)
                             .or_default()
@@ -269,6 +274,7 @@ impl Analysis<'_, '_> {
                 elf.arch,
                 elf.feature_1_and() & 1 != 0,
                 SymbolRef::New(symbol),
+                elf.section(member.section).align,
             );
             edits
                 .entry(member.object)
@@ -298,21 +304,24 @@ fn fnv1a(bytes: impl Iterator<Item = u8>) -> u64 {
     })
 }
 
-/// The alignment a thunk keeps: AArch64 instructions are 4 bytes; on
-/// x86-64 the Itanium C++ ABI marks virtual member-function pointers with
-/// bit 0, so every function address must stay even. Beyond that a
-/// function's alignment is only for speed, and a 5-byte thunk in a 16-byte
-/// slot wastes 11.
-fn thunk_align(arch: Arch) -> u64 {
-    match arch {
+/// The alignment a thunk keeps: its function's. A program may look at a
+/// function address's low bits (a declared `aligned(256)`, tagged
+/// pointers), so the thunk that stands in for the function's address
+/// keeps them as they were, whatever that costs in padding. At least what
+/// a jump needs: AArch64 instructions are 4 bytes, and x86-64 function
+/// addresses stay even (the Itanium C++ ABI marks virtual member-function
+/// pointers with bit 0).
+fn thunk_align(arch: Arch, function_align: u64) -> u64 {
+    let jump = match arch {
         Arch::X86_64 => 2,
         Arch::Aarch64 => 4,
-    }
+    };
+    function_align.max(jump)
 }
 
 /// A jump to `symbol`: `jmp rel32` (after `endbr64` under IBT) or AArch64
-/// `b` (after `bti c` under BTI).
-fn thunk(arch: Arch, branch_protection: bool, symbol: SymbolRef) -> NewContents {
+/// `b` (after `bti c` under BTI), aligned as its function was (`align`).
+fn thunk(arch: Arch, branch_protection: bool, symbol: SymbolRef, align: u64) -> NewContents {
     use object::elf;
     let (mut bytes, r_type, addend) = match arch {
         Arch::X86_64 => (vec![0xe9, 0, 0, 0, 0], elf::R_X86_64_PLT32.0, -4),
@@ -342,7 +351,7 @@ fn thunk(arch: Arch, branch_protection: bool, symbol: SymbolRef) -> NewContents 
             symbol,
             addend,
         }],
-        align: thunk_align(arch),
+        align: thunk_align(arch, align),
     }
 }
 

@@ -21,9 +21,13 @@ impl Program<'_> {
             .take_while(|r| r.offset < end)
             .map(|r| {
                 let symbol = object.symbol_refs[r.symbol.index()];
+                // The reader accepted only relocation types the table knows.
+                let mask = icf_object::reloc::info(object.elf.arch, r.r_type)
+                    .map_or(u64::MAX, |info| info.mask);
                 CodeReloc {
                     offset: (r.offset - start) as u32,
                     size: r.size,
+                    mask,
                     r_type: r.r_type,
                     pc_relative: r.pc_relative,
                     target: symbol.target,

@@ -175,10 +175,10 @@ fn fold_inputs(
     };
     let program = Program::load(&inputs, program_options)?;
     let load = started.elapsed();
-    let mut analysis = Analysis::run(&program);
-    let plan = analysis.plan(&options.plan);
+    let analysis = Analysis::run(&program, &options.plan);
+    let plan = &analysis.plan;
     let written = std::time::Instant::now();
-    let edits = analysis.object_edits(&plan);
+    let edits = analysis.object_edits(plan);
     let outputs =
         crate::fold::write_outputs(&program, &edits, dir, crate::fold::OutputKind::LinkInputs)?;
     if options.verbose {
@@ -209,7 +209,7 @@ fn fold_inputs(
     // Naming every member and finding near-duplicates costs more than the
     // fold itself on large links: only when someone reads the report.
     let report =
-        (options.report.is_some() || options.want_report).then(|| analysis.report(&plan, load));
+        (options.report.is_some() || options.want_report).then(|| analysis.report(plan, load));
     if let (Some(path), Some(report)) = (&options.report, &report) {
         crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
     }

@@ -75,7 +75,9 @@ impl Program<'_> {
     pub fn describe(&self, target: Target<'_>, addend: i64) -> String {
         match target {
             Target::Symbol { name } => with_addend(&demangle(name), addend),
-            Target::Candidate(index) => with_addend(&format!("candidate{index}"), addend),
+            Target::Candidate(index) | Target::Pinned(index) => {
+                with_addend(&format!("candidate{index}"), addend)
+            }
             Target::Constant {
                 strings: true,
                 content,

@@ -24,7 +24,6 @@ use icf_fold::{CandidateId, ClassId};
 use icf_ir::Arch;
 use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::time::Instant;
 
 /// What the user asked of the plan.
 #[derive(Clone, Debug, Default)]
@@ -32,6 +31,10 @@ pub struct PlanOptions {
     pub mode: Mode,
     /// Symbols (mangled or demangled) that must keep their own body.
     pub keep_unique: Vec<String>,
+    /// Read-only data may share an address with its twins even where the
+    /// address is significant (lld's `--ignore-data-address-equality`);
+    /// otherwise data keeps its address in every mode.
+    pub ignore_data_address_equality: bool,
 }
 
 /// Why a candidate's address is significant.
@@ -77,6 +80,15 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A plan that folds nothing.
+    pub fn empty(mode: Mode) -> Plan {
+        Plan {
+            mode,
+            classes: Vec::new(),
+            significance: Vec::new(),
+        }
+    }
+
     pub fn saved(&self) -> u64 {
         self.classes.iter().map(ClassPlan::saved).sum()
     }
@@ -93,11 +105,12 @@ impl Plan {
 }
 
 impl<'data> Analysis<'_, 'data> {
-    /// Decides keep / alias / thunk for every member of every class.
-    pub fn plan(&mut self, options: &PlanOptions) -> Plan {
-        let started = Instant::now();
-        let significance = self.significance();
+    /// Decides keep / alias / thunk for every member of every class of the
+    /// current partition, with `significance` from [`Analysis::significance`].
+    pub(crate) fn plan_classes(&self, significance: Vec<Option<Significance>>) -> Plan {
+        let options = &self.options;
         let keep_unique: HashSet<&str> = options.keep_unique.iter().map(String::as_str).collect();
+        let entered = self.entered();
         let mut anchors = self.load_anchors();
         let groups = self.comdat_instances();
         let mut classes = Vec::new();
@@ -109,9 +122,9 @@ impl<'data> Analysis<'_, 'data> {
                     MemberFacts {
                         candidate,
                         size: info.size(),
-                        significant: significance[candidate.index()].is_some(),
+                        significant: self.significant_in_mode(candidate, &significance),
                         must_keep: self.must_keep(candidate, &keep_unique),
-                        thunk_size: self.thunk_size(candidate),
+                        thunk_size: self.thunk_size(candidate, &entered),
                         preference: self.preference(candidate),
                         object: info.object.0,
                         loaded: self.program.object(info.object).loaded,
@@ -138,7 +151,7 @@ impl<'data> Analysis<'_, 'data> {
             }
             // First as if every global symbol could move with its body; then
             // pin the members aliased into another object whose globals cannot.
-            let optimistic = plan_class(ClassId(members[0].0), &facts, options.mode);
+            let optimistic = plan_class(ClassId(members[0].0), &facts);
             let kept_object = self.candidates[optimistic.kept.index()].object;
             // A kept copy the link may discard with its group can take no symbols.
             let kept_floats = groups.floating(self, optimistic.kept).is_some();
@@ -186,7 +199,7 @@ impl<'data> Analysis<'_, 'data> {
             }
             let pinned_any = !pinned.is_empty();
             let mut class = if pinned_any {
-                plan_class(ClassId(members[0].0), &facts, options.mode)
+                plan_class(ClassId(members[0].0), &facts)
             } else {
                 optimistic
             };
@@ -200,12 +213,69 @@ impl<'data> Analysis<'_, 'data> {
             }
             classes.push(class);
         }
-        self.timings.plan = started.elapsed();
         Plan {
             mode: options.mode,
             classes,
             significance,
         }
+    }
+
+    /// Whether a candidate's address must stay its own in this plan's mode:
+    /// a function's in safe mode, read-only data's in both modes unless
+    /// `--ignore-data-address-equality` (as lld).
+    fn significant_in_mode(
+        &self,
+        candidate: CandidateId,
+        significance: &[Option<Significance>],
+    ) -> bool {
+        let relaxed = if self.candidates[candidate.index()].is_code() {
+            self.options.mode == Mode::All
+        } else {
+            self.options.ignore_data_address_equality
+        };
+        !relaxed && significance[candidate.index()].is_some()
+    }
+
+    /// The candidates that something enters past their start: an inner
+    /// symbol, a jump from another section, a jump table's entry. Such a
+    /// function cannot become a thunk: those places would land in the jump.
+    fn entered(&self) -> Vec<bool> {
+        let mut entered: Vec<bool> = self
+            .candidates
+            .iter()
+            .map(|info| match info.origin {
+                Origin::Function(index) => !self
+                    .program
+                    .entry_points(&self.program.functions[index])
+                    .is_empty(),
+                Origin::Data => false,
+            })
+            .collect();
+        for (index, attrs) in self.attrs.iter().enumerate() {
+            // Made layout-sensitive by a reference from another candidate.
+            if attrs.layout_sensitive && self.candidates[index].is_code() {
+                entered[index] = true;
+            }
+        }
+        entered
+    }
+
+    /// The candidates `--keep-unique` names (mangled or demangled).
+    pub(crate) fn keep_unique_candidates(&self) -> Vec<bool> {
+        let keep_unique: HashSet<&str> = self
+            .options
+            .keep_unique
+            .iter()
+            .map(String::as_str)
+            .collect();
+        if keep_unique.is_empty() {
+            return vec![false; self.candidates.len()];
+        }
+        (0..self.candidates.len() as u32)
+            .map(|index| {
+                self.must_keep(CandidateId(index), &keep_unique) == Some(KeepReason::KeepUnique)
+            })
+            .collect()
     }
 
     /// Why each candidate's address is significant, `None` where it is not.
@@ -265,6 +335,12 @@ impl<'data> Analysis<'_, 'data> {
         for (index, info) in self.candidates.iter().enumerate() {
             let elf = &program.object(info.object).elf;
             let symbols = self.symbols_of(info);
+            // Data without a name of its own is the compiler's (a string,
+            // a jump or lookup table, a Rust constant): no language gives
+            // it an address to compare.
+            if !info.is_code() && !symbols.iter().any(|&s| names_an_object(elf.symbol(s))) {
+                continue;
+            }
             let in_table = symbols.iter().any(|&s| {
                 table_symbols.contains(&(info.object, s))
                     || (elf.symbol(s).binding != Binding::Local
@@ -601,9 +677,11 @@ impl<'data> Analysis<'_, 'data> {
         anchors
     }
 
-    fn thunk_size(&self, candidate: CandidateId) -> Option<u64> {
+    /// The size of a thunk to the kept copy, `None` where there can be
+    /// none: for data, and for a function something enters past its start.
+    fn thunk_size(&self, candidate: CandidateId, entered: &[bool]) -> Option<u64> {
         let info = &self.candidates[candidate.index()];
-        if !info.is_code() {
+        if !info.is_code() || entered[candidate.index()] {
             return None;
         }
         Some(match self.program.object(info.object).elf.arch {
@@ -676,6 +754,17 @@ fn candidate_symbols(
         symbols.extend(object.section_symbol[section.index()]);
     }
     symbols
+}
+
+/// Whether `symbol` names data a program may take the address of: not a
+/// section or mapping symbol, not an assembler-local label (`.L`), not a
+/// table gcc makes for a switch (`CSWTCH.`).
+fn names_an_object(symbol: &icf_object::Symbol<'_>) -> bool {
+    symbol.kind != SymbolKind::Section
+        && !symbol.name.is_empty()
+        && !symbol.name.starts_with(b".L")
+        && !symbol.name.starts_with(b"$")
+        && !symbol.name.starts_with(b"CSWTCH.")
 }
 
 /// Why a section may not be folded, `None` when it may.

@@ -318,6 +318,15 @@ impl Analysis<'_, '_> {
             ),
             Step::Layout { block, inst } => format!("block {block} instruction {inst} is at a different offset"),
             Step::BlockLength { block } => format!("block {block} is longer in one"),
+            Step::FallThrough => {
+                let text = |f: &icf_ir::Function| {
+                    f.fall_through.map_or("nothing".to_string(), |r| {
+                        let r = f.ref_(r);
+                        self.describe_target(r.target, r.addend)
+                    })
+                };
+                format!("falls through to {} vs {}", text(l), text(r))
+            }
         }
     }
 }

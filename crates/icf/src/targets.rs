@@ -33,6 +33,10 @@ pub enum Target<'data> {
     /// A fold candidate (a function piece or a read-only data piece); the
     /// addend is the offset in it. Made by the analysis from `Section` targets.
     Candidate(u32),
+    /// A fold candidate named by identity: a reference that must land on
+    /// this very candidate, not on whichever member of its class the plan
+    /// keeps (see `Analysis::run`). Made by the analysis.
+    Pinned(u32),
     /// An element of a mergeable section (`SHF_MERGE`), by content: the linker
     /// merges equal ones, so equal content is the same target.
     Constant {

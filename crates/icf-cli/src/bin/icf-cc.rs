@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     let options = icf::LinkOptions {
         plan: icf::PlanOptions {
             mode,
-            keep_unique: Vec::new(),
+            ..icf::PlanOptions::default()
         },
         report: std::env::var_os("ICF_REPORT").map(Into::into),
         strict: std::env::var("ICF_STRICT").is_ok_and(|v| v == "1"),

@@ -1,0 +1,402 @@
+//! Wrong-code regressions: programs on which a fold once changed behaviour
+//! (issue M2-1), built by gcc and clang-19, linked plainly and through
+//! `icf link --strict` in safe and all mode with several linkers, RUN, and
+//! their outputs compared. The sources live in `fixtures/soundness/`.
+//!
+//! Lines starting with `fnaddr ` compare function addresses, which mode
+//! `all` may merge: they are compared in safe mode only. Every other line,
+//! data addresses included, must match in both modes. AArch64 programs run
+//! under `qemu-aarch64`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Compiler {
+    Gcc,
+    Clang,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Linker {
+    Bfd,
+    Gold,
+    Lld,
+    Mold,
+}
+
+const MODES: [&str; 2] = ["safe", "all"];
+const BOTH: &[Compiler] = &[Compiler::Gcc, Compiler::Clang];
+const ALL_LINKERS: &[Linker] = &[Linker::Bfd, Linker::Gold, Linker::Lld, Linker::Mold];
+
+/// One program and the matrix it is built with.
+struct Case<'a> {
+    name: &'a str,
+    arch: Arch,
+    /// Files under `fixtures/soundness/`.
+    sources: &'a [&'a str],
+    /// Compiler flags besides `-O2 -g0`.
+    cflags: &'a [&'a str],
+    compilers: &'a [Compiler],
+    linkers: &'a [Linker],
+    /// Link flags; `@DIR@` stands for `fixtures/soundness`.
+    link_args: &'a [&'a str],
+}
+
+impl Case<'_> {
+    fn x86(name: &'static str, sources: &'static [&'static str]) -> Case<'static> {
+        Case {
+            name,
+            arch: Arch::X86_64,
+            sources,
+            cflags: &["-ffunction-sections"],
+            compilers: BOTH,
+            linkers: ALL_LINKERS,
+            link_args: &[],
+        }
+    }
+
+    fn aarch64(name: &'static str, sources: &'static [&'static str]) -> Case<'static> {
+        Case {
+            arch: Arch::Aarch64,
+            linkers: &[Linker::Bfd, Linker::Lld],
+            ..Case::x86(name, sources)
+        }
+    }
+}
+
+fn source_dir() -> PathBuf {
+    icf_fixtures::source_dir().join("soundness")
+}
+
+fn driver(arch: Arch, compiler: Compiler) -> Command {
+    match (arch, compiler) {
+        (Arch::X86_64, Compiler::Gcc) => Command::new("gcc"),
+        (Arch::X86_64, Compiler::Clang) => Command::new("clang-19"),
+        (Arch::Aarch64, Compiler::Gcc) => Command::new("aarch64-linux-gnu-gcc"),
+        (Arch::Aarch64, Compiler::Clang) => {
+            let mut command = Command::new("clang-19");
+            command.arg("--target=aarch64-linux-gnu");
+            command
+        }
+    }
+}
+
+/// The driver with the flags that pick `linker`.
+fn link_command(arch: Arch, compiler: Compiler, linker: Linker) -> Command {
+    let mut command = driver(arch, compiler);
+    if arch == Arch::Aarch64 && compiler == Compiler::Gcc && linker == Linker::Mold {
+        // The cross gcc looks for `aarch64-linux-gnu-ld.mold`; mold's own directory has `ld`.
+        command.arg("-B/usr/libexec/mold/");
+    } else {
+        command.arg(match linker {
+            Linker::Bfd => "-fuse-ld=bfd",
+            Linker::Gold => "-fuse-ld=gold",
+            Linker::Lld => "-fuse-ld=lld",
+            Linker::Mold => "-fuse-ld=mold",
+        });
+    }
+    command.arg("-B/usr/lib/llvm-19/bin/");
+    command
+}
+
+fn output_of(command: &mut Command) -> Output {
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"))
+}
+
+fn succeeded(command: &mut Command) -> Result<Output, String> {
+    let output = output_of(command);
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(format!(
+            "{command:?} failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+fn run(arch: Arch, binary: &Path) -> Result<String, String> {
+    let mut command = match arch {
+        Arch::X86_64 => Command::new(binary),
+        Arch::Aarch64 => {
+            let mut qemu = Command::new("qemu-aarch64");
+            qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
+            qemu
+        }
+    };
+    succeeded(&mut command).map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// The lines of `output` that must not change in `mode`.
+fn compared(output: &str, mode: &str) -> String {
+    output
+        .lines()
+        .filter(|line| mode == "safe" || !line.starts_with("fnaddr "))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// Builds, folds, links, runs and compares every combination of `case`;
+/// fails with every combination that went wrong.
+fn check(case: &Case<'_>) {
+    let dir = icf_fixtures::source_dir()
+        .join("../target/soundness")
+        .join(case.name);
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut failures = Vec::new();
+    let mut combinations = 0;
+    for &compiler in case.compilers {
+        let build = dir.join(format!("{compiler:?}").to_lowercase());
+        std::fs::create_dir_all(&build).expect("create scratch dir");
+        let mut objects = Vec::new();
+        for source in case.sources {
+            let object = build.join(format!("{source}.o"));
+            let compiled = succeeded(
+                driver(case.arch, compiler)
+                    .args(["-c", "-O2", "-g0"])
+                    .args(case.cflags)
+                    .arg(source_dir().join(source))
+                    .arg("-o")
+                    .arg(&object),
+            );
+            if let Err(e) = compiled {
+                panic!("{}: {e}", case.name);
+            }
+            objects.push(object);
+        }
+        let link_args: Vec<String> = case
+            .link_args
+            .iter()
+            .map(|a| a.replace("@DIR@", &source_dir().display().to_string()))
+            .collect();
+        for &linker in case.linkers {
+            let plain = build.join(format!("plain-{linker:?}"));
+            let mut command = link_command(case.arch, compiler, linker);
+            command
+                .args(&objects)
+                .args(&link_args)
+                .arg("-o")
+                .arg(&plain);
+            if let Err(e) = succeeded(&mut command) {
+                panic!("{}: the plain link fails: {e}", case.name);
+            }
+            let expected = run(case.arch, &plain)
+                .unwrap_or_else(|e| panic!("{}: the plain program fails: {e}", case.name));
+            for mode in MODES {
+                combinations += 1;
+                let context = format!("{} ({compiler:?}, {linker:?}, {mode})", case.name);
+                let folded = build.join(format!("folded-{linker:?}-{mode}"));
+                let mut command = link_command(case.arch, compiler, linker);
+                command
+                    .args(&objects)
+                    .args(&link_args)
+                    .arg("-o")
+                    .arg(&folded);
+                let program = command.get_program().to_owned();
+                let arguments: Vec<_> = command.get_args().map(ToOwned::to_owned).collect();
+                let mut icf = Command::new(env!("CARGO_BIN_EXE_icf"));
+                icf.args(["link", "--strict", "--mode", mode, "--"])
+                    .arg(program)
+                    .args(arguments);
+                if let Err(e) = succeeded(&mut icf) {
+                    failures.push(format!("{context}: icf link fails: {e}"));
+                    continue;
+                }
+                match run(case.arch, &folded) {
+                    Err(e) => failures.push(format!("{context}: the folded program fails: {e}")),
+                    Ok(actual) if compared(&actual, mode) != compared(&expected, mode) => {
+                        failures.push(format!(
+                            "{context}: the folded program behaves differently\n\
+                             --- plain\n{expected}--- folded\n{actual}"
+                        ));
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {combinations} builds of {} went wrong:\n\n{}",
+        failures.len(),
+        case.name,
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn tables_sharing_a_section_keep_their_getters_apart() {
+    check(&Case::x86(
+        "shared_section_tables",
+        &["shared_section_tables.c"],
+    ));
+    check(&Case::aarch64(
+        "shared_section_tables_aarch64",
+        &["shared_section_tables.c"],
+    ));
+}
+
+#[test]
+fn references_to_symbols_sharing_a_section_keep_their_referrers_apart() {
+    // Absolute words in read-only data: not in a position-independent executable.
+    check(&Case {
+        link_args: &["-no-pie"],
+        ..Case::x86(
+            "same_section_symbols",
+            &["same_section_symbols.s", "same_section_symbols_main.c"],
+        )
+    });
+    check(&Case::aarch64(
+        "same_section_symbols_aarch64",
+        &[
+            "same_section_symbols_aarch64.s",
+            "same_section_symbols_aarch64_main.c",
+        ],
+    ));
+}
+
+#[test]
+fn a_pointer_one_past_an_array_belongs_to_that_array() {
+    check(&Case::x86("one_past_the_end", &["one_past_the_end.c"]));
+    check(&Case::aarch64(
+        "one_past_the_end_aarch64",
+        &["one_past_the_end.c"],
+    ));
+}
+
+#[test]
+fn code_falling_through_into_the_next_symbol_compares_what_follows() {
+    check(&Case::x86(
+        "fall_through",
+        &["fall_through.s", "fall_through_main.c"],
+    ));
+}
+
+#[test]
+fn opaque_functions_keep_the_calls_the_assembler_resolved() {
+    check(&Case::x86(
+        "opaque_local_calls",
+        &["opaque_local_calls.s", "opaque_local_calls_main.c"],
+    ));
+}
+
+#[test]
+fn opaque_aarch64_functions_mask_only_relocated_fields() {
+    check(&Case::aarch64(
+        "opaque_load_store_aarch64",
+        &[
+            "opaque_load_store_aarch64.s",
+            "opaque_load_store_aarch64_main.c",
+        ],
+    ));
+}
+
+#[test]
+fn thunks_keep_their_function_s_alignment() {
+    check(&Case::x86("aligned_thunk", &["aligned_thunk.c"]));
+    check(&Case::aarch64(
+        "aligned_thunk_aarch64",
+        &["aligned_thunk.c"],
+    ));
+}
+
+#[test]
+fn exported_twins_keep_distinct_addresses() {
+    let exported = |name, link_args| Case {
+        link_args,
+        ..Case::x86(name, &["exported.c"])
+    };
+    check(&exported("export_dynamic", &["-Wl,--export-dynamic"]));
+    check(&exported(
+        "export_dynamic_symbol",
+        &[
+            "-Wl,--export-dynamic-symbol=twin_a",
+            "-Wl,--export-dynamic-symbol=twin_b",
+        ],
+    ));
+    check(&exported(
+        "dynamic_list",
+        &["-Wl,--dynamic-list=@DIR@/exported.list"],
+    ));
+}
+
+#[test]
+fn the_link_command_s_keep_unique_is_honoured() {
+    check(&Case {
+        linkers: &[Linker::Gold, Linker::Lld],
+        link_args: &["-Wl,--keep-unique=twin_b"],
+        ..Case::x86("keep_unique", &["keep_unique.c"])
+    });
+}
+
+#[test]
+fn twins_in_different_output_sections_of_a_linker_script_stay_apart() {
+    check(&Case {
+        linkers: &[Linker::Bfd, Linker::Lld],
+        link_args: &["-Wl,-T,@DIR@/linker_script.ld"],
+        ..Case::x86("linker_script", &["linker_script.c"])
+    });
+}
+
+#[test]
+fn objects_with_crel_relocations_fold() {
+    check(&Case {
+        compilers: &[Compiler::Clang],
+        linkers: &[Linker::Lld],
+        cflags: &[
+            "-ffunction-sections",
+            "-Wa,--crel,--allow-experimental-crel",
+        ],
+        ..Case::x86("crel", &["crel.c"])
+    });
+}
+
+#[test]
+fn read_only_data_keeps_its_address_in_mode_all() {
+    check(&Case {
+        cflags: &["-ffunction-sections", "-fdata-sections"],
+        ..Case::x86("data_identity", &["data_identity.c"])
+    });
+}
+
+#[test]
+fn a_jump_table_folds_with_its_function_or_not_at_all() {
+    let no_pic = |name, sources| Case {
+        cflags: &["-ffunction-sections", "-fdata-sections", "-fno-pic"],
+        link_args: &["-no-pie"],
+        ..Case::x86(name, sources)
+    };
+    check(&no_pic("jump_tables_no_pic", &["jump_tables.c"]));
+    check(&no_pic(
+        "jump_tables_override",
+        &["jump_tables.c", "jump_tables_override.c"],
+    ));
+    check(&Case {
+        compilers: &[Compiler::Clang],
+        cflags: &["-ffunction-sections", "-fno-unique-section-names"],
+        ..Case::x86("jump_tables_clang_unique", &["jump_tables.c"])
+    });
+}
+
+#[test]
+fn prefixes_and_immediates_compare_by_meaning() {
+    check(&Case::x86(
+        "encodings",
+        &["encodings.s", "encodings_main.c"],
+    ));
+    check(&Case::aarch64(
+        "adrp_pages_aarch64",
+        &["adrp_pages_aarch64.s", "adrp_pages_aarch64_main.c"],
+    ));
+}
