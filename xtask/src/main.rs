@@ -8,6 +8,7 @@ mod bench;
 mod corpus;
 mod deps;
 mod fuzz;
+mod fuzz_parse;
 mod peer;
 mod process;
 mod synthetic;
@@ -56,6 +57,9 @@ enum Task {
     /// Benchmark icf against lld, gold, mold and GNU ld on real and generated code
     /// (results in target/bench/results.{md,json}).
     Bench(bench::BenchArgs),
+    /// Mutate real objects and archives and run them through icf for N seconds;
+    /// fails on any panic, hang or unlocated error (saved under target/fuzz-parse/findings).
+    FuzzParse(fuzz_parse::FuzzParseArgs),
     /// Differential fuzzing: generated C programs linked plain and through icf must behave alike.
     Fuzz(fuzz::FuzzArgs),
 }
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Task::Icf { args } => icf_xtask::run(&args),
         Task::Bench(args) => bench::run(&args),
         Task::Fuzz(args) => fuzz::run(&args),
+        Task::FuzzParse(args) => fuzz_parse::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

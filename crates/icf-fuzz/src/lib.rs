@@ -1,0 +1,26 @@
+//! icf-fuzz: structured mutation fuzzing of every format icf reads, on the
+//! stable toolchain (no `cargo fuzz`, no sanitizers).
+//!
+//! Seeds are real objects and archives built from the fixture sources
+//! ([`seeds`]); [`layout`] finds their meaningful fields, [`mutate`] changes
+//! one to four of them (or bytes, lengths, splices), and [`oracle`] runs the
+//! result through icf in process and judges it: no panic, no hang, and an
+//! error that names the input. [`campaign`] drives it for `cargo xtask
+//! fuzz-parse` and for the fixed-seed test in `tests/fuzz_parse.rs`.
+//!
+//! Assumption: icf's contract is the one in CONTRIBUTING.md (bad input is a
+//! located `icf_object::Error`, never a panic); everything else here follows
+//! from judging that contract on inputs close to real ones.
+
+pub mod campaign;
+pub mod case;
+pub mod layout;
+pub mod mutate;
+pub mod oracle;
+pub mod rng;
+pub mod seeds;
+
+pub use campaign::{Budget, Campaign, CampaignReport, FindingRecord};
+pub use case::{Case, CaseFile, RunOptions};
+pub use oracle::{Finding, FindingKind, Outcome, Target, run_case};
+pub use seeds::{Seed, build_seeds};
