@@ -435,7 +435,7 @@ impl<'a> Checker<'a> {
                             return differ("different offsets or sizes of read-only data");
                         }
                         if let Some(reason) =
-                            self.compare_data(check, ps.address, fs.address, ps.size, None)
+                            self.compare_data(check, ps.address, fs.address, ps.size)
                         {
                             return Ok(Some((DifferenceKind::DataDiffers, reason)));
                         }
@@ -650,9 +650,7 @@ impl<'a> Checker<'a> {
             }
             let (plain_address, folded_address, size) =
                 (symbol.address, folded_symbol.address, symbol.size);
-            if let Some(reason) =
-                self.compare_data(&check, plain_address, folded_address, size, None)
-            {
+            if let Some(reason) = self.compare_data(&check, plain_address, folded_address, size) {
                 return Err(self.fail(&check, DifferenceKind::DataDiffers, reason));
             }
         }
@@ -710,7 +708,6 @@ impl<'a> Checker<'a> {
         plain: u64,
         folded: u64,
         size: u64,
-        skip_to: Option<u64>,
     ) -> Option<String> {
         if !self.data_done.insert((plain, folded)) {
             return None;
@@ -729,55 +726,66 @@ impl<'a> Checker<'a> {
             && self.plain.dynamic.is_empty()
             && !self.folded.has_emitted_relocs()
             && self.folded.dynamic.is_empty();
+        // Offsets of the pointer slots either image knows of.
+        let mut slots: Vec<u64> = self
+            .plain
+            .pointer_places_in(plain, size)
+            .iter()
+            .map(|a| a - plain)
+            .chain(
+                self.folded
+                    .pointer_places_in(folded, size)
+                    .iter()
+                    .map(|a| a - folded),
+            )
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
         let mut pointers = Vec::new();
-        let mut offset = skip_to.unwrap_or(0);
-        while offset < size {
-            let (p_at, f_at) = (plain + offset, folded + offset);
-            let plain_slot = pointer_slot(self.plain, p_at);
-            let folded_slot = pointer_slot(self.folded, f_at);
-            if plain_slot.is_some() || folded_slot.is_some() {
-                let raw = |image: &Image, at: u64| image.read_u64(at).map(Pointer::Address);
-                let p = plain_slot.or_else(|| raw(self.plain, p_at));
-                let f = folded_slot.or_else(|| raw(self.folded, f_at));
-                match (p, f) {
-                    (Some(Pointer::Address(a)), Some(Pointer::Address(b))) => {
-                        pointers.push((a, b, p_at, f_at));
-                    }
-                    (Some(Pointer::Named(a, x)), Some(Pointer::Named(b, y)))
-                        if a == b && x == y => {}
-                    _ => {
-                        self.data_done.remove(&(plain, folded));
-                        return Some(format!(
-                            "the pointer at {} differs from the one at {}",
-                            self.plain.describe(p_at),
-                            self.folded.describe(f_at)
-                        ));
-                    }
-                }
-                offset += 8;
+        let mut offset = 0u64;
+        let mut failure = None;
+        for slot in slots.into_iter().chain([size]) {
+            if slot < offset {
                 continue;
             }
-            let i = offset as usize;
-            if by_value && offset + 8 <= size && p_at % 8 == 0 {
-                let a = u64::from_le_bytes(plain_bytes[i..i + 8].try_into().unwrap_or_default());
-                let b = u64::from_le_bytes(folded_bytes[i..i + 8].try_into().unwrap_or_default());
-                if a != b && self.plain.is_mapped(a) && self.folded.is_mapped(b) {
+            if let Some(reason) = self.compare_bytes(
+                plain,
+                folded,
+                plain_bytes,
+                folded_bytes,
+                offset..slot,
+                by_value,
+                &mut pointers,
+            ) {
+                failure = Some(reason);
+                break;
+            }
+            if slot == size {
+                break;
+            }
+            let (p_at, f_at) = (plain + slot, folded + slot);
+            let raw = |image: &Image, at: u64| image.read_u64(at).map(Pointer::Address);
+            let p = pointer_slot(self.plain, p_at).or_else(|| raw(self.plain, p_at));
+            let f = pointer_slot(self.folded, f_at).or_else(|| raw(self.folded, f_at));
+            match (p, f) {
+                (Some(Pointer::Address(a)), Some(Pointer::Address(b))) => {
                     pointers.push((a, b, p_at, f_at));
-                    offset += 8;
-                    continue;
+                }
+                (Some(Pointer::Named(a, x)), Some(Pointer::Named(b, y))) if a == b && x == y => {}
+                _ => {
+                    failure = Some(format!(
+                        "the pointer at {} differs from the one at {}",
+                        self.plain.describe(p_at),
+                        self.folded.describe(f_at)
+                    ));
+                    break;
                 }
             }
-            if plain_bytes[i] != folded_bytes[i] {
-                self.data_done.remove(&(plain, folded));
-                return Some(format!(
-                    "byte {:#04x} at {} vs {:#04x} at {}",
-                    plain_bytes[i],
-                    self.plain.describe(p_at),
-                    folded_bytes[i],
-                    self.folded.describe(f_at)
-                ));
-            }
-            offset += 1;
+            offset = slot + 8;
+        }
+        if failure.is_some() {
+            self.data_done.remove(&(plain, folded));
+            return failure;
         }
         for (a, b, p_at, f_at) in pointers {
             let via = Some(self.step(check));
@@ -793,6 +801,53 @@ impl<'a> Checker<'a> {
                 via,
                 root: check.root,
             });
+        }
+        None
+    }
+
+    /// Compares the bytes of `range` (offsets from `plain` and `folded`);
+    /// in images without any relocation information, differing 8-byte
+    /// words that point into both images are taken for pointers.
+    #[allow(clippy::too_many_arguments)]
+    fn compare_bytes(
+        &self,
+        plain: u64,
+        folded: u64,
+        plain_bytes: &[u8],
+        folded_bytes: &[u8],
+        range: std::ops::Range<u64>,
+        by_value: bool,
+        pointers: &mut Vec<(u64, u64, u64, u64)>,
+    ) -> Option<String> {
+        let (from, to) = (range.start as usize, range.end as usize);
+        let (left, right) = (plain_bytes.get(from..to)?, folded_bytes.get(from..to)?);
+        if left == right {
+            return None;
+        }
+        let mut i = 0;
+        while i < left.len() {
+            let at = (from + i) as u64;
+            if by_value && (plain + at) % 8 == 0 && i + 8 <= left.len() {
+                let word = |bytes: &[u8]| {
+                    u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default())
+                };
+                let (a, b) = (word(left), word(right));
+                if a != b && self.plain.is_mapped(a) && self.folded.is_mapped(b) {
+                    pointers.push((a, b, plain + at, folded + at));
+                    i += 8;
+                    continue;
+                }
+            }
+            if left[i] != right[i] {
+                return Some(format!(
+                    "byte {:#04x} at {} vs {:#04x} at {}",
+                    left[i],
+                    self.plain.describe(plain + at),
+                    right[i],
+                    self.folded.describe(folded + at)
+                ));
+            }
+            i += 1;
         }
         None
     }
@@ -826,7 +881,7 @@ impl<'a> Checker<'a> {
         } else {
             to_next_symbol.min(256)
         };
-        self.compare_data(check, p, f, len, None)
+        self.compare_data(check, p, f, len)
     }
 
     /// `Some(None)`: a jump table whose entries correspond; `Some(Some(_))`: a
@@ -845,21 +900,33 @@ impl<'a> Checker<'a> {
         };
         let absolute = |image: &Image, table: u64, i: u64| image.read_u64(table + 8 * i);
         let entry_of: [(&EntryReader, u64); 2] = [(&relative, 4), (&absolute, 8)];
+        // The referencing pair was compared just before its targets are:
+        // its instruction offsets say where the table ends (the first entry
+        // that is not an instruction of the plain function).
+        let Some(PairState::Done {
+            plain_offsets,
+            folded_offsets,
+            ..
+        }) = self.pairs.get(&(plain_fn.start, folded_fn.start))
+        else {
+            return None;
+        };
+        let instruction = |offsets: &[u32], extent: Extent, address: u64| {
+            extent
+                .contains(address)
+                .then(|| offset_index(offsets, address - extent.start))
+                .flatten()
+        };
         for (entry, width) in entry_of {
             let mut count = 0u64;
             loop {
-                let a = entry(self.plain, p, count).filter(|&a| plain_fn.contains(a));
-                let b = entry(self.folded, f, count).filter(|&b| folded_fn.contains(b));
+                let a = entry(self.plain, p, count)
+                    .and_then(|a| instruction(plain_offsets, plain_fn, a));
+                let b = entry(self.folded, f, count)
+                    .and_then(|b| instruction(folded_offsets, folded_fn, b));
                 match (a, b) {
-                    (Some(a), Some(b)) => {
-                        self.interior.push(InteriorCheck {
-                            key: (plain_fn.start, folded_fn.start),
-                            plain_offset: a - plain_fn.start,
-                            folded_offset: b - folded_fn.start,
-                            check: *check,
-                        });
-                    }
-                    (None, None) => break,
+                    (Some(i), Some(j)) if i == j => {}
+                    (None, _) => break,
                     _ if count == 0 => break,
                     _ => {
                         return Some(Some(format!(

@@ -111,6 +111,9 @@ pub(crate) struct Image {
     pub dynamic: HashMap<u64, Slot>,
     /// Function symbols this image exports (`.dynsym`, defined).
     pub exported_functions: Vec<String>,
+    /// Places holding pointers (dynamic relocations, kept absolute
+    /// relocations), sorted.
+    pointer_places: Vec<u64>,
 }
 
 const SHT_RELA: u32 = 4;
@@ -403,7 +406,21 @@ impl Image {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .collect();
 
+        let mut pointer_places: Vec<u64> = dynamic
+            .keys()
+            .copied()
+            .chain(
+                emitted
+                    .iter()
+                    .filter(|(_, r)| is_absolute_pointer(arch, r.r_type))
+                    .map(|(place, _)| *place),
+            )
+            .collect();
+        pointer_places.sort_unstable();
+        pointer_places.dedup();
+
         Ok(Image {
+            pointer_places,
             arch,
             data,
             sections,
@@ -544,6 +561,15 @@ impl Image {
             return plus(&s.name, address - s.address);
         }
         format!("{address:#x}")
+    }
+
+    /// The pointer places in `[start, start + size)`.
+    pub fn pointer_places_in(&self, start: u64, size: u64) -> &[u64] {
+        let from = self.pointer_places.partition_point(|&p| p < start);
+        let to = self
+            .pointer_places
+            .partition_point(|&p| p < start.saturating_add(size));
+        &self.pointer_places[from..to]
     }
 
     /// Whether the image kept its link-time relocations (`-q`).
