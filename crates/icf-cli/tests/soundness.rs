@@ -47,6 +47,11 @@ struct Case<'a> {
     linkers: &'a [Linker],
     /// Link flags; `@DIR@` stands for `fixtures/soundness`.
     link_args: &'a [&'a str],
+    /// Pairs of functions the folded link must share a body for (mode
+    /// `all`, first compiler): the case exercises a fold, not only its absence.
+    folds: &'a [(&'a str, &'a str)],
+    /// Pairs of functions that must keep bodies of their own in every mode.
+    apart: &'a [(&'a str, &'a str)],
 }
 
 impl Case<'_> {
@@ -59,6 +64,8 @@ impl Case<'_> {
             compilers: BOTH,
             linkers: ALL_LINKERS,
             link_args: &[],
+            folds: &[],
+            apart: &[],
         }
     }
 
@@ -147,6 +154,44 @@ fn compared(output: &str, mode: &str) -> String {
         .collect()
 }
 
+/// The pairs of functions an `icf link --report` JSON report folds
+/// together (the kept copy with each alias or thunk).
+fn folded_pairs(report: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(report)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", report.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("a JSON report");
+    let mut pairs = Vec::new();
+    for group in json["groups"].as_array().into_iter().flatten() {
+        let members: Vec<(&str, &str)> = group["members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                (
+                    m["symbol"].as_str().unwrap_or_default(),
+                    m["action"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let kept = members.iter().find(|(_, action)| *action == "kept");
+        for (name, action) in &members {
+            if let Some((kept, _)) = kept
+                && matches!(*action, "alias" | "thunk")
+            {
+                pairs.push((kept.to_string(), name.to_string()));
+            }
+        }
+    }
+    pairs
+}
+
+/// Whether `pairs` fold `a` and `b` together.
+fn together(pairs: &[(String, String)], a: &str, b: &str) -> bool {
+    pairs
+        .iter()
+        .any(|(x, y)| (x == a && y == b) || (x == b && y == a))
+}
+
 /// Builds, folds, links, runs and compares every combination of `case`;
 /// fails with every combination that went wrong.
 fn check(case: &Case<'_>) {
@@ -205,13 +250,29 @@ fn check(case: &Case<'_>) {
                     .arg(&folded);
                 let program = command.get_program().to_owned();
                 let arguments: Vec<_> = command.get_args().map(ToOwned::to_owned).collect();
+                let report = build.join(format!("report-{linker:?}-{mode}.json"));
                 let mut icf = Command::new(env!("CARGO_BIN_EXE_icf"));
-                icf.args(["link", "--strict", "--mode", mode, "--"])
+                icf.args(["link", "--strict", "--mode", mode, "--report"])
+                    .arg(&report)
+                    .arg("--")
                     .arg(program)
                     .args(arguments);
                 if let Err(e) = succeeded(&mut icf) {
                     failures.push(format!("{context}: icf link fails: {e}"));
                     continue;
+                }
+                let pairs = folded_pairs(&report);
+                for (a, b) in case.apart {
+                    if together(&pairs, a, b) {
+                        failures.push(format!("{context}: {a} and {b} were folded"));
+                    }
+                }
+                if mode == "all" && compiler == case.compilers[0] {
+                    for (a, b) in case.folds {
+                        if !together(&pairs, a, b) {
+                            failures.push(format!("{context}: {a} and {b} did not fold"));
+                        }
+                    }
                 }
                 match run(case.arch, &folded) {
                     Err(e) => failures.push(format!("{context}: the folded program fails: {e}")),
@@ -237,14 +298,16 @@ fn check(case: &Case<'_>) {
 
 #[test]
 fn tables_sharing_a_section_keep_their_getters_apart() {
-    check(&Case::x86(
-        "shared_section_tables",
-        &["shared_section_tables.c"],
-    ));
-    check(&Case::aarch64(
-        "shared_section_tables_aarch64",
-        &["shared_section_tables.c"],
-    ));
+    let apart = &[("get_a", "get_b")];
+    let source = &["shared_section_tables.c"];
+    check(&Case {
+        apart,
+        ..Case::x86("shared_section_tables", source)
+    });
+    check(&Case {
+        apart,
+        ..Case::aarch64("shared_section_tables_aarch64", source)
+    });
 }
 
 #[test]
@@ -252,69 +315,88 @@ fn references_to_symbols_sharing_a_section_keep_their_referrers_apart() {
     // Absolute words in read-only data: not in a position-independent executable.
     check(&Case {
         link_args: &["-no-pie"],
+        apart: &[("f0", "f1"), ("d0", "d1")],
         ..Case::x86(
             "same_section_symbols",
             &["same_section_symbols.s", "same_section_symbols_main.c"],
         )
     });
-    check(&Case::aarch64(
-        "same_section_symbols_aarch64",
-        &[
-            "same_section_symbols_aarch64.s",
-            "same_section_symbols_aarch64_main.c",
-        ],
-    ));
+    check(&Case {
+        apart: &[("f0", "f1"), ("f1", "f2"), ("f0", "f2")],
+        ..Case::aarch64(
+            "same_section_symbols_aarch64",
+            &[
+                "same_section_symbols_aarch64.s",
+                "same_section_symbols_aarch64_main.c",
+            ],
+        )
+    });
 }
 
 #[test]
 fn a_pointer_one_past_an_array_belongs_to_that_array() {
-    check(&Case::x86("one_past_the_end", &["one_past_the_end.c"]));
-    check(&Case::aarch64(
-        "one_past_the_end_aarch64",
-        &["one_past_the_end.c"],
-    ));
+    let apart = &[("end1", "end2")];
+    check(&Case {
+        apart,
+        ..Case::x86("one_past_the_end", &["one_past_the_end.c"])
+    });
+    check(&Case {
+        apart,
+        ..Case::aarch64("one_past_the_end_aarch64", &["one_past_the_end.c"])
+    });
 }
 
 #[test]
 fn code_falling_through_into_the_next_symbol_compares_what_follows() {
-    check(&Case::x86(
-        "fall_through",
-        &["fall_through.s", "fall_through_main.c"],
-    ));
+    check(&Case {
+        apart: &[("c1", "c2")],
+        ..Case::x86("fall_through", &["fall_through.s", "fall_through_main.c"])
+    });
 }
 
 #[test]
 fn opaque_functions_keep_the_calls_the_assembler_resolved() {
-    check(&Case::x86(
-        "opaque_local_calls",
-        &["opaque_local_calls.s", "opaque_local_calls_main.c"],
-    ));
+    check(&Case {
+        apart: &[("c1", "c2"), ("f1", "f2")],
+        ..Case::x86(
+            "opaque_local_calls",
+            &["opaque_local_calls.s", "opaque_local_calls_main.c"],
+        )
+    });
 }
 
 #[test]
 fn opaque_aarch64_functions_mask_only_relocated_fields() {
-    check(&Case::aarch64(
-        "opaque_load_store_aarch64",
-        &[
-            "opaque_load_store_aarch64.s",
-            "opaque_load_store_aarch64_main.c",
-        ],
-    ));
+    check(&Case {
+        apart: &[("f1", "f2")],
+        ..Case::aarch64(
+            "opaque_load_store_aarch64",
+            &[
+                "opaque_load_store_aarch64.s",
+                "opaque_load_store_aarch64_main.c",
+            ],
+        )
+    });
 }
 
 #[test]
 fn thunks_keep_their_function_s_alignment() {
-    check(&Case::x86("aligned_thunk", &["aligned_thunk.c"]));
-    check(&Case::aarch64(
-        "aligned_thunk_aarch64",
-        &["aligned_thunk.c"],
-    ));
+    let folds = &[("twin_a", "twin_b")];
+    check(&Case {
+        folds,
+        ..Case::x86("aligned_thunk", &["aligned_thunk.c"])
+    });
+    check(&Case {
+        folds,
+        ..Case::aarch64("aligned_thunk_aarch64", &["aligned_thunk.c"])
+    });
 }
 
 #[test]
 fn exported_twins_keep_distinct_addresses() {
     let exported = |name, link_args| Case {
         link_args,
+        folds: &[("twin_a", "twin_b")],
         ..Case::x86(name, &["exported.c"])
     };
     check(&exported("export_dynamic", &["-Wl,--export-dynamic"]));
@@ -336,6 +418,7 @@ fn the_link_command_s_keep_unique_is_honoured() {
     check(&Case {
         linkers: &[Linker::Gold, Linker::Lld],
         link_args: &["-Wl,--keep-unique=twin_b"],
+        apart: &[("twin_a", "twin_b")],
         ..Case::x86("keep_unique", &["keep_unique.c"])
     });
 }
@@ -345,6 +428,7 @@ fn twins_in_different_output_sections_of_a_linker_script_stay_apart() {
     check(&Case {
         linkers: &[Linker::Bfd, Linker::Lld],
         link_args: &["-Wl,-T,@DIR@/linker_script.ld"],
+        apart: &[("twin_a", "twin_b")],
         ..Case::x86("linker_script", &["linker_script.c"])
     });
 }
@@ -358,6 +442,7 @@ fn objects_with_crel_relocations_fold() {
             "-ffunction-sections",
             "-Wa,--crel,--allow-experimental-crel",
         ],
+        folds: &[("name_a", "name_b"), ("twice_a", "twice_b")],
         ..Case::x86("crel", &["crel.c"])
     });
 }
@@ -366,6 +451,7 @@ fn objects_with_crel_relocations_fold() {
 fn read_only_data_keeps_its_address_in_mode_all() {
     check(&Case {
         cflags: &["-ffunction-sections", "-fdata-sections"],
+        apart: &[("table_a", "table_b")],
         ..Case::x86("data_identity", &["data_identity.c"])
     });
 }
@@ -377,7 +463,10 @@ fn a_jump_table_folds_with_its_function_or_not_at_all() {
         link_args: &["-no-pie"],
         ..Case::x86(name, sources)
     };
-    check(&no_pic("jump_tables_no_pic", &["jump_tables.c"]));
+    check(&Case {
+        folds: &[("switch_a", "switch_b")],
+        ..no_pic("jump_tables_no_pic", &["jump_tables.c"])
+    });
     check(&no_pic(
         "jump_tables_override",
         &["jump_tables.c", "jump_tables_override.c"],
@@ -385,18 +474,23 @@ fn a_jump_table_folds_with_its_function_or_not_at_all() {
     check(&Case {
         compilers: &[Compiler::Clang],
         cflags: &["-ffunction-sections", "-fno-unique-section-names"],
+        folds: &[("switch_a", "switch_b")],
         ..Case::x86("jump_tables_clang_unique", &["jump_tables.c"])
     });
 }
 
 #[test]
 fn prefixes_and_immediates_compare_by_meaning() {
-    check(&Case::x86(
-        "encodings",
-        &["encodings.s", "encodings_main.c"],
-    ));
-    check(&Case::aarch64(
-        "adrp_pages_aarch64",
-        &["adrp_pages_aarch64.s", "adrp_pages_aarch64_main.c"],
-    ));
+    check(&Case {
+        folds: &[("t_imm8", "t_imm32")],
+        apart: &[("t_notrack", "t_tracked")],
+        ..Case::x86("encodings", &["encodings.s", "encodings_main.c"])
+    });
+    check(&Case {
+        apart: &[("page1", "page2")],
+        ..Case::aarch64(
+            "adrp_pages_aarch64",
+            &["adrp_pages_aarch64.s", "adrp_pages_aarch64_main.c"],
+        )
+    });
 }

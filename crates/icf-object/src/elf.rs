@@ -64,7 +64,7 @@ pub struct Section<'data> {
     pub data: &'data [u8],
     /// Relocations patching this section, sorted by offset.
     pub relocs: Vec<Reloc>,
-    /// The `SHT_RELA` section they came from.
+    /// The `SHT_RELA` or `SHT_CREL` section they came from.
     pub reloc_section: Option<SectionIndex>,
     /// The COMDAT group (index into [`ElfObject::groups`]) this section belongs to.
     pub group: Option<u32>,
@@ -381,7 +381,7 @@ impl<'data> ElfObject<'data> {
                     "SHT_REL relocations without addends are not used on x86-64 or AArch64",
                 ));
             }
-            if sh_type != elf::SHT_RELA {
+            if !is_relocation_section(sh_type.0) {
                 continue;
             }
             let target = SectionIndex(header.sh_info(LE));
@@ -400,57 +400,96 @@ impl<'data> ElfObject<'data> {
                     "relocation section does not refer to the symbol table",
                 ));
             }
-            let (relas, _) = header
-                .rela(LE, self.data)
-                .map_err(|e| {
-                    self.section_error(rela_index, format!("bad relocation section: {e}"))
-                })?
-                .ok_or_else(|| self.section_error(rela_index, "bad relocation section"))?;
-            let target_size = self.sections[target.index()].size;
-            let mut relocs = Vec::with_capacity(relas.len());
-            for (n, rela) in relas.iter().enumerate() {
-                let entry_offset = (n * size_of::<elf::Rela64<LE>>()) as u64;
-                let symbol = rela.r_sym(LE, false);
-                let r_type = rela.r_type(LE, false).0;
-                let offset = rela.r_offset(LE);
-                if symbol as usize >= self.symbols.len().max(1) {
-                    return Err(self
-                        .section_error(
-                            rela_index,
-                            format!(
-                                "relocation {n}: symbol index {symbol} is out of range ({} symbols)",
-                                self.symbols.len()
-                            ),
+            // Both forms as (r_offset, r_sym, r_type, r_addend, entry offset):
+            // CREL (compact relocations) entries have no fixed size.
+            let entries: Vec<(u64, u32, u32, i64, Option<u64>)> = if sh_type == elf::SHT_CREL {
+                let (crels, _) = header
+                    .crel(LE, self.data)
+                    .map_err(|e| {
+                        self.section_error(rela_index, format!("bad CREL relocation section: {e}"))
+                    })?
+                    .ok_or_else(|| self.section_error(rela_index, "bad CREL relocation section"))?;
+                if !crels.is_rela() {
+                    return Err(self.section_error(
+                        rela_index,
+                        "CREL relocations without addends are not used on x86-64 or AArch64",
+                    ));
+                }
+                crels
+                    .enumerate()
+                    .map(|(n, crel)| {
+                        crel.map(|c| (c.r_offset, c.r_sym, c.r_type.0, c.r_addend, None))
+                            .map_err(|e| {
+                                self.section_error(
+                                    rela_index,
+                                    format!("relocation {n}: bad CREL entry: {e}"),
+                                )
+                            })
+                    })
+                    .collect::<Result<_>>()?
+            } else {
+                let (relas, _) = header
+                    .rela(LE, self.data)
+                    .map_err(|e| {
+                        self.section_error(rela_index, format!("bad relocation section: {e}"))
+                    })?
+                    .ok_or_else(|| self.section_error(rela_index, "bad relocation section"))?;
+                relas
+                    .iter()
+                    .enumerate()
+                    .map(|(n, rela)| {
+                        (
+                            rela.r_offset(LE),
+                            rela.r_sym(LE, false),
+                            rela.r_type(LE, false).0,
+                            rela.r_addend(LE),
+                            Some((n * size_of::<elf::Rela64<LE>>()) as u64),
                         )
-                        .at_offset(entry_offset));
+                    })
+                    .collect()
+            };
+            let target_size = self.sections[target.index()].size;
+            let mut relocs = Vec::with_capacity(entries.len());
+            for (n, (offset, symbol, r_type, addend, entry_offset)) in
+                entries.into_iter().enumerate()
+            {
+                let located = |error: Error| match entry_offset {
+                    Some(at) => error.at_offset(at),
+                    None => error,
+                };
+                if symbol as usize >= self.symbols.len().max(1) {
+                    return Err(located(self.section_error(
+                        rela_index,
+                        format!(
+                            "relocation {n}: symbol index {symbol} is out of range ({} symbols)",
+                            self.symbols.len()
+                        ),
+                    )));
                 }
                 let info = reloc::info(self.arch, r_type).ok_or_else(|| {
-                    self.section_error(
+                    located(self.section_error(
                         rela_index,
                         format!("relocation {n}: unsupported relocation type {r_type}"),
-                    )
-                    .at_offset(entry_offset)
+                    ))
                 })?;
                 if offset
                     .checked_add(u64::from(info.size))
                     .is_none_or(|end| end > target_size)
                 {
-                    return Err(self
-                        .section_error(
-                            rela_index,
-                            format!(
-                                "relocation {n} at offset {offset:#x} points past the end of section {} '{}' ({target_size:#x} bytes)",
-                                target.0,
-                                self.sections[target.index()].name_lossy()
-                            ),
-                        )
-                        .at_offset(entry_offset));
+                    return Err(located(self.section_error(
+                        rela_index,
+                        format!(
+                            "relocation {n} at offset {offset:#x} points past the end of section {} '{}' ({target_size:#x} bytes)",
+                            target.0,
+                            self.sections[target.index()].name_lossy()
+                        ),
+                    )));
                 }
                 relocs.push(Reloc {
                     offset,
                     r_type,
                     symbol: SymbolIndex(symbol),
-                    addend: rela.r_addend(LE),
+                    addend,
                     size: info.size,
                     pc_relative: info.pc_relative,
                 });
@@ -662,4 +701,11 @@ fn check_ident(data: &[u8]) -> Result<Arch> {
         ))
         .at_offset(18)),
     }
+}
+
+/// Whether a section of type `sh_type` holds relocations icf reads:
+/// `SHT_RELA`, or `SHT_CREL` (compact relocations, written back as
+/// `SHT_RELA`).
+pub fn is_relocation_section(sh_type: u32) -> bool {
+    sh_type == elf::SHT_RELA.0 || sh_type == elf::SHT_CREL.0
 }

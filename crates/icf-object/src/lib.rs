@@ -21,7 +21,7 @@ mod rewrite;
 pub use eh_frame::Fde;
 pub use elf::{
     Binding, ComdatGroup, ElfObject, Reloc, SHT_LLVM_ADDRSIG, Section, SectionIndex, Symbol,
-    SymbolIndex, SymbolKind, SymbolPlace, Visibility,
+    SymbolIndex, SymbolKind, SymbolPlace, Visibility, is_relocation_section,
 };
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};

@@ -199,7 +199,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 }
             }
             for (index, section) in object.sections.iter().enumerate() {
-                if section.sh_type == elf::SHT_RELA.0
+                if crate::elf::is_relocation_section(section.sh_type)
                     && self.dropped.contains(&SectionIndex(section.info))
                 {
                     self.dropped.insert(SectionIndex(index as u32));
@@ -434,7 +434,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         let mut new_data: HashMap<SectionIndex, Vec<u8>> = HashMap::default();
         for (index, section) in object.sections.iter().enumerate() {
             let index = SectionIndex(index as u32);
-            if self.dropped.contains(&index) || section.sh_type == elf::SHT_RELA.0 {
+            if self.dropped.contains(&index) || crate::elf::is_relocation_section(section.sh_type) {
                 continue;
             }
             if let Some(contents) = self.edits.replaced.get(&index) {
@@ -492,7 +492,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             let old = SectionIndex(index as u32);
             if self.dropped.contains(&old)
                 || is_regenerated(index, section.sh_type)
-                || section.sh_type == elf::SHT_RELA.0
+                || crate::elf::is_relocation_section(section.sh_type)
             {
                 continue;
             }
@@ -501,10 +501,13 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 outs.push(Out::Relocations(old));
             }
         }
+        // Relocations are written as SHT_RELA, CREL ones too.
         let rela_name = |target: SectionIndex| -> Vec<u8> {
             match object.section(target).reloc_section {
-                Some(rela) => object.section(rela).name.to_vec(),
-                None => [&b".rela"[..], object.section(target).name].concat(),
+                Some(rela) if object.section(rela).sh_type == elf::SHT_RELA.0 => {
+                    object.section(rela).name.to_vec()
+                }
+                _ => [&b".rela"[..], object.section(target).name].concat(),
             }
         };
         let rela_names: HashMap<SectionIndex, Vec<u8>> = outs
@@ -548,7 +551,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 let mut bytes = flags.to_le_bytes().to_vec();
                 for member in group.members.iter().filter(|m| !self.dropped.contains(m)) {
                     let member_section = object.section(*member);
-                    if member_section.sh_type == elf::SHT_RELA.0 {
+                    if crate::elf::is_relocation_section(member_section.sh_type) {
                         continue;
                     }
                     for out in [Out::Section(*member), Out::Relocations(*member)] {

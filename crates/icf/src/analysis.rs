@@ -20,6 +20,7 @@ use icf_object::{ElfObject, PerSection, Section, SectionIndex};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 /// Where a candidate comes from.
@@ -1195,8 +1196,7 @@ fn attributes(
     // object at a time, as when lifting.
     let describe = |index: usize, candidate: &CandidateInfo| {
         let object = program.object(candidate.object);
-        let section = object.elf.section(candidate.section);
-        let class = output_section_class(section.name);
+        let class = placed_class(program, candidate);
         if !candidate.is_code() {
             return (class, false, None);
         }
@@ -1215,18 +1215,19 @@ fn attributes(
         });
         (class, layout_sensitive, unwind)
     };
-    let described: Vec<(&[u8], bool, Option<Unwind>)> =
+    let described: Vec<(Cow<'_, [u8]>, bool, Option<Unwind>)> =
         map_by_object(program, candidates, describe);
 
-    let mut class_ids: HashMap<&[u8], u32> = HashMap::default();
+    let mut class_ids: HashMap<Cow<'_, [u8]>, u32> = HashMap::default();
     let mut unwind_ids: HashMap<UnwindKey, u32> = HashMap::default();
     candidates
         .iter()
         .zip(described)
         .map(|(candidate, (class, layout_sensitive, unwind))| {
             let next = class_ids.len() as u32;
+            let name = String::from_utf8_lossy(&class).into_owned();
             let section_class = *class_ids.entry(class).or_insert_with(|| {
-                section_classes.push(String::from_utf8_lossy(class).into_owned());
+                section_classes.push(name);
                 next
             });
             let mut attrs = Attrs {
@@ -1347,6 +1348,47 @@ fn unwind_description(
         push_ref(lsda);
     }
     ((cie, fde_bytes), refs)
+}
+
+/// The output section the link puts a candidate's input section in: where
+/// the command's linker scripts say, else by the linker's default rules
+/// ([`output_section_class`]). When icf cannot read the scripts, each
+/// input section is a class of its own, so nothing folds across sections.
+fn placed_class<'a>(program: &'a Program<'_>, candidate: &CandidateInfo) -> Cow<'a, [u8]> {
+    let object = program.object(candidate.object);
+    let name = object.elf.section(candidate.section).name;
+    match &program.options.linker_scripts {
+        None => Cow::Borrowed(output_section_class(name)),
+        Some(Ok(map)) => {
+            let file = program.object_name(candidate.object);
+            match map.placement(&file, &String::from_utf8_lossy(name)) {
+                crate::linker_script::Placement::Output(output) => Cow::Borrowed(output.as_bytes()),
+                crate::linker_script::Placement::Default => {
+                    Cow::Borrowed(output_section_class(name))
+                }
+                crate::linker_script::Placement::Orphan => Cow::Borrowed(name),
+                crate::linker_script::Placement::Unknown => own_class(program, candidate),
+            }
+        }
+        Some(Err(_)) => own_class(program, candidate),
+    }
+}
+
+/// A class of the candidate's input section alone.
+fn own_class<'a>(program: &'a Program<'_>, candidate: &CandidateInfo) -> Cow<'a, [u8]> {
+    let name = program
+        .object(candidate.object)
+        .elf
+        .section(candidate.section)
+        .name;
+    Cow::Owned(
+        format!(
+            "{} of {}",
+            String::from_utf8_lossy(name),
+            program.object_name(candidate.object)
+        )
+        .into_bytes(),
+    )
 }
 
 /// The output section a linker places an input section in: `.text.foo` in

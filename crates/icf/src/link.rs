@@ -172,10 +172,18 @@ fn fold_inputs(
         ordered_archives: parsed.linker == LinkerFlavor::Ordered,
         whole_archive,
         gc_sections: parsed.gc_sections.then(|| parsed.gc_roots.clone()),
+        exports: exports_of(parsed),
+        linker_scripts: (!parsed.scripts.is_empty()).then(|| scripts_of(parsed)),
     };
+    // The link command's own --keep-unique and data-address choice count as icf's.
+    let mut plan_options = options.plan.clone();
+    plan_options
+        .keep_unique
+        .extend(parsed.keep_unique.iter().cloned());
+    plan_options.ignore_data_address_equality |= parsed.ignore_data_address_equality;
     let program = Program::load(&inputs, program_options)?;
     let load = started.elapsed();
-    let analysis = Analysis::run(&program, &options.plan);
+    let analysis = Analysis::run(&program, &plan_options);
     let plan = &analysis.plan;
     let written = std::time::Instant::now();
     let edits = analysis.object_edits(plan);
@@ -214,6 +222,35 @@ fn fold_inputs(
         crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
     }
     Ok((parsed.with_inputs(&replacements), report))
+}
+
+/// What the link exports: its options, and the names its dynamic lists and
+/// version scripts give. A list icf cannot read or understand exports
+/// everything, as far as folding is concerned.
+fn exports_of(parsed: &LinkCommand) -> crate::program::Exports {
+    let mut exports = parsed.exports.clone();
+    for list in &parsed.export_lists {
+        match std::fs::read_to_string(list)
+            .ok()
+            .and_then(|text| crate::linker_script::exported_names(&text))
+        {
+            Some(names) => exports.patterns.extend(names),
+            None => exports.all = true,
+        }
+    }
+    exports
+}
+
+/// The output sections the command's linker scripts name, or why icf
+/// cannot tell.
+fn scripts_of(parsed: &LinkCommand) -> Result<crate::linker_script::ScriptMap, String> {
+    let mut scripts = Vec::new();
+    for path in &parsed.scripts {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the linker script {}: {e}", path.display()))?;
+        scripts.push((path.display().to_string(), text));
+    }
+    crate::linker_script::ScriptMap::parse_all(&scripts)
 }
 
 fn run(program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {

@@ -41,6 +41,18 @@ pub struct LinkCommand {
     /// What keeps sections alive besides the defaults (see [`crate::live`]):
     /// `--export-dynamic`/`-rdynamic`, `-e`, `-u`.
     pub gc_roots: crate::live::GcRoots,
+    /// Symbols exported to the dynamic symbol table (`--export-dynamic`,
+    /// `--export-dynamic-symbol`); the lists in `export_lists` add to them.
+    pub exports: crate::program::Exports,
+    /// Files naming exported symbols: `--dynamic-list`,
+    /// `--export-dynamic-symbol-list` and `--version-script`.
+    pub export_lists: Vec<PathBuf>,
+    /// `--keep-unique` symbols: the linker must not fold them.
+    pub keep_unique: Vec<String>,
+    /// `--ignore-data-address-equality`: read-only data may share addresses.
+    pub ignore_data_address_equality: bool,
+    /// Linker scripts: `-T`, `--script`, `-dT`, `--default-script`.
+    pub scripts: Vec<PathBuf>,
 }
 
 /// The linker a command ends up running; archive resolution differs.
@@ -176,6 +188,11 @@ impl LinkCommand {
             relocatable: false,
             gc_sections: false,
             gc_roots: crate::live::GcRoots::default(),
+            exports: crate::program::Exports::default(),
+            export_lists: Vec::new(),
+            keep_unique: Vec::new(),
+            ignore_data_address_equality: false,
+            scripts: Vec::new(),
             linker: if name.contains("lld") || name.contains("mold") {
                 LinkerFlavor::Unordered
             } else {
@@ -202,6 +219,60 @@ impl LinkCommand {
                     self.gc_roots.symbols.push(value.to_string());
                 }
             }
+        }
+    }
+
+    /// Notes a linker option that decides what may fold: exports,
+    /// `--keep-unique`, linker scripts. `next` gives the argument after it.
+    fn scan_fold_option(&mut self, option: &str, next: impl Fn() -> Option<String>) {
+        // Options written `--name value`, `--name=value` or (single-dash
+        // forms) `-name value`.
+        let valued = |names: &[&str]| -> Option<Option<String>> {
+            for name in names {
+                if option == *name {
+                    return Some(next());
+                }
+                if let Some(value) = option.strip_prefix(name).and_then(|v| v.strip_prefix('=')) {
+                    return Some(Some(value.to_string()));
+                }
+            }
+            None
+        };
+        if matches!(option, "--export-dynamic" | "-export-dynamic" | "-E") {
+            self.exports.all = true;
+        } else if option == "--ignore-data-address-equality" {
+            self.ignore_data_address_equality = true;
+        } else if let Some(value) = valued(&["--export-dynamic-symbol", "-export-dynamic-symbol"]) {
+            self.exports.patterns.extend(value);
+        } else if let Some(value) = valued(&[
+            "--dynamic-list",
+            "-dynamic-list",
+            "--export-dynamic-symbol-list",
+            "-export-dynamic-symbol-list",
+            "--version-script",
+            "-version-script",
+        ]) {
+            self.export_lists.extend(value.map(PathBuf::from));
+        } else if let Some(value) = valued(&["--keep-unique", "-keep-unique"]) {
+            self.keep_unique.extend(value);
+        } else if let Some(value) = valued(&[
+            "--script",
+            "-script",
+            "--default-script",
+            "-default-script",
+            "-dT",
+        ]) {
+            self.scripts.extend(value.map(PathBuf::from));
+        } else if option == "-T" {
+            self.scripts.extend(next().map(PathBuf::from));
+        } else if let Some(script) = option.strip_prefix("-T").filter(|rest| {
+            // -Ttext=, -Tdata, -Tbss and -Ttext-segment set addresses.
+            !rest.is_empty()
+                && !["text", "data", "bss"]
+                    .iter()
+                    .any(|segment| rest.starts_with(segment))
+        }) {
+            self.scripts.push(PathBuf::from(script));
         }
     }
 
@@ -240,6 +311,7 @@ impl LinkCommand {
                     }
                 };
                 self.scan_gc_option(option, next);
+                self.scan_fold_option(option, next);
                 match option.as_str() {
                     "--whole-archive" | "-whole-archive" => whole_archive = true,
                     "--no-whole-archive" | "-no-whole-archive" => whole_archive = false,
@@ -268,6 +340,11 @@ impl LinkCommand {
                         arg.clone()
                     };
                     self.scan_gc_option(&option, next);
+                    self.scan_fold_option(&option, next);
+                }
+                if arg.starts_with("-T") {
+                    let following = self.args.get(index + 1).cloned();
+                    self.scan_fold_option(&arg, || following.clone());
                 }
                 match arg.as_str() {
                     "-shared" => self.shared = true,
@@ -390,9 +467,15 @@ fn is_foldable_input(path: &Path) -> bool {
         return false;
     };
     let magic = &magic[..read];
+    // Archives, LLVM bitcode and Mach-O objects (and universal files) are
+    // inputs too, though icf folds none of the last two: reading them fails
+    // with an error that names them, which --strict turns into a failure.
     if magic.starts_with(b"!<arch>\n")
         || magic.starts_with(b"!<thin>\n")
         || magic.starts_with(b"BC\xc0\xde")
+        || magic.starts_with(&[0xcf, 0xfa, 0xed, 0xfe])
+        || magic.starts_with(&[0xce, 0xfa, 0xed, 0xfe])
+        || magic.starts_with(&[0xca, 0xfe, 0xba, 0xbe])
     {
         return true;
     }

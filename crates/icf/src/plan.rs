@@ -48,7 +48,8 @@ pub enum Significance {
     ReferencedFromCandidate { by: CandidateId },
     /// Other data refers to it (`.init_array`, writable data).
     ReferencedFromData { section: String },
-    /// Exported from a shared object.
+    /// Exported to the dynamic symbol table (`-shared`, `--export-dynamic`,
+    /// a dynamic list or version script).
     Exported,
 }
 
@@ -65,7 +66,7 @@ impl Analysis<'_, '_> {
             Significance::ReferencedFromData { section } => {
                 format!("referenced from data in {section}")
             }
-            Significance::Exported => "exported from a shared object".to_string(),
+            Significance::Exported => "exported to the dynamic symbol table".to_string(),
         }
     }
 }
@@ -352,11 +353,13 @@ impl<'data> Analysis<'_, 'data> {
                     .then(|| inferred_names.get(symbol.name))
                     .flatten()
             });
-            let exported = program.options.shared
-                && symbols.iter().any(|&s| {
-                    let symbol = elf.symbol(s);
-                    symbol.binding != Binding::Local && symbol.visibility == Visibility::Default
-                });
+            // Exported to the dynamic symbol table: `dlsym` may compare it.
+            let exported = symbols.iter().any(|&s| {
+                let symbol = elf.symbol(s);
+                symbol.binding != Binding::Local
+                    && symbol.visibility == Visibility::Default
+                    && (program.options.shared || program.options.exports.exports(symbol.name))
+            });
             result[index] = if in_table {
                 Some(Significance::AddrsigTable)
             } else if virtual_functions.contains(&CandidateId(index as u32)) {
@@ -507,7 +510,7 @@ impl<'data> Analysis<'_, 'data> {
                     group.members.iter().all(|&m| {
                         let member = other_elf.section(m);
                         m == other_info.section
-                            || (member.sh_type == object::elf::SHT_RELA.0
+                            || (icf_object::is_relocation_section(member.sh_type)
                                 && member.info == other_info.section.0)
                     })
                 });

@@ -23,6 +23,41 @@ pub struct Options {
     /// A `--gc-sections` link, with the roots its command names: code it
     /// drops is not lifted (see [`crate::live`]).
     pub gc_sections: Option<crate::live::GcRoots>,
+    /// Symbols the link exports to the dynamic symbol table besides what
+    /// `-shared` exports: their addresses may be compared through `dlsym`.
+    pub exports: Exports,
+    /// The output sections the link command's linker scripts put input
+    /// sections in: `Err` with the reason when icf cannot tell (then no
+    /// two input sections fold together).
+    pub linker_scripts: Option<Result<crate::linker_script::ScriptMap, String>>,
+}
+
+/// What a link exports to the dynamic symbol table (`--export-dynamic`,
+/// `--export-dynamic-symbol`, `--dynamic-list`, version scripts).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Exports {
+    /// Every default-visibility global (`--export-dynamic`, or a list icf
+    /// could not read).
+    pub all: bool,
+    /// Names and glob patterns of exported symbols.
+    pub patterns: Vec<String>,
+}
+
+impl Exports {
+    /// Whether the global symbol `name` is exported.
+    pub fn exports(&self, name: &[u8]) -> bool {
+        if self.all {
+            return true;
+        }
+        let name = String::from_utf8_lossy(name);
+        self.patterns
+            .iter()
+            .any(|pattern| crate::linker_script::glob(pattern, &name))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.all && self.patterns.is_empty()
+    }
 }
 
 /// The input files, memory-mapped. Everything else borrows from them.

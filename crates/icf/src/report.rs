@@ -26,6 +26,10 @@ pub struct Report {
     /// Sizes of the linked binary, when the report comes from a build (`cargo xtask icf`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<BinarySizes>,
+    /// What limited folding that the user should know (a linker script icf
+    /// cannot read keeps every input section apart).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A linked binary before and after folding.
@@ -202,6 +206,7 @@ impl Analysis<'_, '_> {
             groups,
             near_duplicates: self.near_duplicates(),
             binary: None,
+            notes: self.notes(),
             timings_ms: TimingsMs {
                 load: load.as_secs_f64() * 1e3,
                 lift: self.timings.lift.as_secs_f64() * 1e3,
@@ -209,6 +214,17 @@ impl Analysis<'_, '_> {
                 plan: self.timings.plan.as_secs_f64() * 1e3,
                 rounds: self.partition.rounds,
             },
+        }
+    }
+
+    /// What limited folding: a linker script icf cannot map to output sections.
+    fn notes(&self) -> Vec<String> {
+        match &self.program.options.linker_scripts {
+            Some(Err(reason)) => vec![format!(
+                "{reason}: icf cannot tell which output section each input section lands in, \
+                 so no two input sections fold together"
+            )],
+            _ => Vec::new(),
         }
     }
 
@@ -379,6 +395,9 @@ impl Report {
     pub fn to_text(&self, groups_shown: usize) -> String {
         let t = &self.totals;
         let mut out = String::new();
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
         let percent = |part: u64, whole: u64| 100.0 * part as f64 / whole.max(1) as f64;
         let _ = writeln!(
             out,
@@ -510,6 +529,9 @@ impl Report {
     pub fn to_markdown(&self, baseline: Option<&Report>, groups_shown: usize) -> String {
         let t = &self.totals;
         let mut out = String::from("## icf size report\n\n");
+        for note in &self.notes {
+            let _ = writeln!(out, "> **Note:** {note}\n");
+        }
         let delta_header = if baseline.is_some() {
             " vs baseline |"
         } else {
