@@ -1,7 +1,8 @@
 //! Which candidates the comparator and the partition find identical, on real
 //! compiler output: identical pairs, self and mutual recursion, callers that
 //! fold exactly when their callees do, functions reading identical or
-//! different read-only tables, switches with their own jump tables, and C++
+//! different read-only tables (and taking their addresses or not),
+//! switches with their own jump tables, and C++
 //! functions whose exception tables catch the same or different types.
 
 use icf::Analysis;
@@ -69,21 +70,42 @@ fn callers_fold_exactly_when_callees_fold() {
 }
 
 #[test]
-fn functions_reading_identical_tables_fold() {
+fn functions_reading_identical_tables_fold_unless_they_take_their_addresses() {
     // Tables are separate candidates only with -fdata-sections.
-    let builds: Vec<Build> = x86_builds()
-        .into_iter()
-        .filter(|b| b.function_sections)
-        .collect();
+    let sections = |extra: &[&str]| -> Vec<Build> {
+        x86_builds()
+            .into_iter()
+            .filter(|b| b.function_sections)
+            .map(|b| Build {
+                extra_flags: extra.iter().map(|s| s.to_string()).collect(),
+                ..b
+            })
+            .collect()
+    };
+    // Without -fpic a function loads straight from its table: any copy of
+    // the table serves.
     check_pairs(
         "c/fold_cases.c",
-        &builds,
+        &sections(&["-fno-pic"]),
         &[
             ("table_a", "table_b"),
             ("lookup_a", "lookup_b"),
             ("switch_a", "switch_b"),
         ],
         &[("table_a", "table_c"), ("lookup_a", "lookup_c")],
+    );
+    // gcc's position-independent code takes the table's address (`lea`);
+    // gcc writes no address-significance table, so the named tables' own
+    // addresses count, and the plan will not give two of them one address.
+    let gcc_pic: Vec<Build> = sections(&[])
+        .into_iter()
+        .filter(|b| b.compiler == Compiler::Gcc)
+        .collect();
+    check_pairs(
+        "c/fold_cases.c",
+        &gcc_pic,
+        &[("table_a", "table_b"), ("switch_a", "switch_b")],
+        &[("lookup_a", "lookup_b"), ("lookup_a", "lookup_c")],
     );
 }
 
@@ -114,10 +136,24 @@ fn references_to_equal_string_literals_compare_by_content() {
 
 #[test]
 fn exception_tables_decide_for_identical_code() {
+    // Without function sections each `.cold` part ends in a call to
+    // `_Unwind_Resume` with the next one right after it: icf cannot know
+    // the call does not return, so it compares what follows, and the parts
+    // (which could not fold anyway, sharing their section) differ.
+    let sections: Vec<Build> = x86_builds()
+        .into_iter()
+        .filter(|b| b.function_sections)
+        .collect();
+    check_pairs(
+        "cpp/exceptions.cpp",
+        &sections,
+        &[("catch_int0(int)", "catch_int1(int)")],
+        &[("catch_int0(int)", "catch_long(int)")],
+    );
     check_pairs(
         "cpp/exceptions.cpp",
         &x86_builds(),
-        &[("catch_int0(int)", "catch_int1(int)")],
+        &[],
         &[("catch_int0(int)", "catch_long(int)")],
     );
 }

@@ -3,6 +3,8 @@
 //! `icf link --strict` in safe and all mode with several linkers, RUN, and
 //! their outputs compared. The sources live in `fixtures/soundness/`.
 //!
+//! Every folded program must also pass `icf verify` against the plain one.
+//!
 //! Lines starting with `fnaddr ` compare function addresses, which mode
 //! `all` may merge: they are compared in safe mode only. Every other line,
 //! data addresses included, must match in both modes. AArch64 programs run
@@ -220,10 +222,13 @@ fn check(case: &Case<'_>) {
             }
             objects.push(object);
         }
+        // Relocations kept in the output (`-q`) let `icf verify` tell
+        // addresses from numbers.
         let link_args: Vec<String> = case
             .link_args
             .iter()
             .map(|a| a.replace("@DIR@", &source_dir().display().to_string()))
+            .chain(["-Wl,-q".to_string()])
             .collect();
         for &linker in case.linkers {
             let plain = build.join(format!("plain-{linker:?}"));
@@ -273,6 +278,14 @@ fn check(case: &Case<'_>) {
                             failures.push(format!("{context}: {a} and {b} did not fold"));
                         }
                     }
+                }
+                let mut verify = Command::new(env!("CARGO_BIN_EXE_icf"));
+                verify
+                    .args(["verify", "--mode", mode])
+                    .arg(&plain)
+                    .arg(&folded);
+                if let Err(e) = succeeded(&mut verify) {
+                    failures.push(format!("{context}: icf verify fails: {e}"));
                 }
                 match run(case.arch, &folded) {
                     Err(e) => failures.push(format!("{context}: the folded program fails: {e}")),

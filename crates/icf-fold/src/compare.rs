@@ -371,39 +371,83 @@ mod tests {
         Reg(u16),
         Imm(i64),
         Block(u32),
-        Ref(u32, i64),
+        /// Target, addend, use.
+        Ref(u32, i64, Use),
         Mem(u16, i64),
+        /// A memory operand whose displacement is a block of the function.
+        MemBlock(u16, u32),
+        /// A memory operand whose displacement is a reference: target, addend.
+        MemRef(u16, u32, i64),
+        Opaque(Vec<u8>),
     }
 
     type BlockSpec = (Vec<u32>, Vec<(u32, u32, Vec<OperandSpec>)>);
 
-    fn build(blocks: &[BlockSpec], data: bool) -> (Function, Attrs) {
+    /// A function: its blocks, whether it is data, its attribute references
+    /// (personality, LSDA) and where it falls through to, as (target, addend).
+    #[derive(Clone, Debug)]
+    struct FunctionSpec {
+        blocks: Vec<BlockSpec>,
+        data: bool,
+        attr_refs: Vec<(u32, i64)>,
+        fall_through: Option<(u32, i64)>,
+    }
+
+    fn build(spec: &FunctionSpec) -> (Function, Attrs) {
         let mut f = Function::new(Arch::X86_64, 0);
-        let count = blocks.len() as u32;
+        let count = spec.blocks.len() as u32;
+        let reference = |target: u32, addend: i64, use_: Use| Ref {
+            target: TargetId(target),
+            addend,
+            kind: RefKind(2),
+            use_,
+        };
         let mut at = 0;
-        for (succs, insts) in blocks {
+        for (succs, insts) in &spec.blocks {
             let first = f.insts.len() as u32;
             for (op, flags, operands) in insts {
                 let ops: Vec<Operand> = operands
                     .iter()
-                    .map(|spec| match *spec {
-                        OperandSpec::Reg(r) => Operand::Reg(Reg(r)),
-                        OperandSpec::Imm(v) => f.imm(v),
+                    .map(|operand| match operand {
+                        OperandSpec::Reg(r) => Operand::Reg(Reg(*r)),
+                        OperandSpec::Imm(v) => f.imm(*v),
                         OperandSpec::Block(b) => Operand::Block(BlockId(b % count)),
-                        OperandSpec::Ref(t, a) => Operand::Ref(f.push_ref(Ref {
-                            target: TargetId(t),
-                            addend: a,
-                            kind: RefKind(2),
-                            use_: Use::Call,
-                        })),
+                        OperandSpec::Ref(t, a, use_) => {
+                            Operand::Ref(f.push_ref(reference(*t, *a, *use_)))
+                        }
                         OperandSpec::Mem(base, disp) => Operand::Mem(f.push_mem(Mem {
-                            base: Reg(base),
+                            base: Reg(*base),
                             index: Reg::NONE,
                             scale: 1,
                             seg: Reg::NONE,
                             size: 4,
-                            disp: Disp::Imm(disp),
+                            disp: Disp::Imm(*disp),
                         })),
+                        OperandSpec::MemBlock(base, block) => Operand::Mem(f.push_mem(Mem {
+                            base: Reg(*base),
+                            index: Reg::NONE,
+                            scale: 1,
+                            seg: Reg::NONE,
+                            size: 8,
+                            disp: Disp::Block(BlockId(block % count)),
+                        })),
+                        OperandSpec::MemRef(base, t, a) => {
+                            let r = f.push_ref(reference(*t, *a, Use::Access));
+                            Operand::Mem(f.push_mem(Mem {
+                                base: Reg(*base),
+                                index: Reg::NONE,
+                                scale: 1,
+                                seg: Reg::NONE,
+                                size: 8,
+                                disp: Disp::Ref(r),
+                            }))
+                        }
+                        OperandSpec::Opaque(bytes) => {
+                            Operand::Opaque(f.push_opaque(icf_ir::OpaqueRun {
+                                bytes: bytes.clone().into_boxed_slice(),
+                                reason: icf_ir::OpaqueReason::Data,
+                            }))
+                        }
                     })
                     .collect();
                 f.push_inst(Opcode(*op), *flags, &ops, at, 1);
@@ -416,37 +460,87 @@ mod tests {
             });
         }
         f.size = at;
+        if let Some((target, addend)) = spec.fall_through {
+            f.fall_through = Some(f.push_ref(reference(target, addend, Use::Jump)));
+        }
         let attrs = Attrs {
-            kind: if data { Kind::Data } else { Kind::Code },
+            kind: if spec.data { Kind::Data } else { Kind::Code },
             section_class: 0,
             unwind: None,
             layout_sensitive: false,
-            refs: Box::default(),
+            refs: spec
+                .attr_refs
+                .iter()
+                .map(|&(t, a)| reference(t, a, Use::Access))
+                .collect(),
         };
         (f, attrs)
     }
 
     fn operand() -> impl Strategy<Value = OperandSpec> {
+        let use_ = prop_oneof![
+            Just(Use::Call),
+            Just(Use::Jump),
+            Just(Use::Access),
+            Just(Use::Address)
+        ];
         prop_oneof![
             (0u16..3).prop_map(OperandSpec::Reg),
             // Both forms: inline, and wider than 32 bits.
             prop_oneof![-2i64..2, (1i64 << 40)..(1i64 << 40) + 2].prop_map(OperandSpec::Imm),
             (0u32..3).prop_map(OperandSpec::Block),
-            (0u32..6, -1i64..1).prop_map(|(t, a)| OperandSpec::Ref(t, a)),
+            (0u32..6, -1i64..1, use_).prop_map(|(t, a, u)| OperandSpec::Ref(t, a, u)),
             (0u16..2, 0i64..2).prop_map(|(b, d)| OperandSpec::Mem(b, d)),
+            (0u16..2, 0u32..3).prop_map(|(b, k)| OperandSpec::MemBlock(b, k)),
+            (0u16..2, 0u32..6, -1i64..1).prop_map(|(b, t, a)| OperandSpec::MemRef(b, t, a)),
+            prop::collection::vec(0u8..3, 0..3).prop_map(OperandSpec::Opaque),
         ]
     }
 
-    fn function() -> impl Strategy<Value = (Vec<BlockSpec>, bool)> {
+    fn function() -> impl Strategy<Value = FunctionSpec> {
         let inst = (0u32..3, 0u32..2, prop::collection::vec(operand(), 0..3));
         let block = (
             prop::collection::vec(0u32..3, 0..3),
             prop::collection::vec(inst, 1..4),
         );
+        let target = (0u32..6, -1i64..1);
         (
             prop::collection::vec(block, 1..4),
             prop::bool::weighted(0.1),
+            prop::collection::vec(target.clone(), 0..2),
+            prop::option::weighted(0.3, target),
         )
+            .prop_map(|(blocks, data, attr_refs, fall_through)| FunctionSpec {
+                blocks,
+                data,
+                attr_refs,
+                fall_through,
+            })
+    }
+
+    /// `spec` with every candidate target replaced by the other candidate
+    /// of its class (0 <-> 2, 1 <-> 3 under [`TwoClasses`]): an equal
+    /// function by construction, whose references name other targets.
+    fn with_twin_targets(spec: &FunctionSpec) -> FunctionSpec {
+        let twin = |t: u32| if t < 4 { t ^ 2 } else { t };
+        let mut spec = spec.clone();
+        for (_, insts) in &mut spec.blocks {
+            for (_, _, operands) in insts {
+                for operand in operands {
+                    match operand {
+                        OperandSpec::Ref(t, _, _) | OperandSpec::MemRef(_, t, _) => *t = twin(*t),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for (t, _) in &mut spec.attr_refs {
+            *t = twin(*t);
+        }
+        if let Some((t, _)) = &mut spec.fall_through {
+            *t = twin(*t);
+        }
+        spec
     }
 
     fn cmp(a: &(Function, Attrs), b: &(Function, Attrs)) -> Ordering {
@@ -468,11 +562,32 @@ mod tests {
 
         #[test]
         fn reflexive_and_hash_consistent(a in function(), b in function()) {
-            let (a, b) = (build(&a.0, a.1), build(&b.0, b.1));
+            let (a, b) = (build(&a), build(&b));
             prop_assert_eq!(cmp(&a, &a), Ordering::Equal);
             if cmp(&a, &b) == Ordering::Equal {
                 prop_assert_eq!(structural_hash(&a.0), structural_hash(&b.0));
             }
+        }
+
+        /// Equal pairs built on purpose, not found by chance: the same
+        /// function with every reference naming another member of its
+        /// target's class, and shifted instruction offsets. They compare
+        /// equal by the walk and by the keys, and hash alike.
+        #[test]
+        fn constructed_equal_pairs_are_equal_and_hash_alike(a in function(), shift in 0u32..3) {
+            let twin = with_twin_targets(&a);
+            let (a, mut b) = (build(&a), build(&twin));
+            for inst in &mut b.0.insts {
+                inst.at += shift;
+            }
+            prop_assert_eq!(cmp(&a, &b), Ordering::Equal);
+            prop_assert_eq!(structural_hash(&a.0), structural_hash(&b.0));
+            let (ka, kb) = (Body::of(&a.0), Body::of(&b.0));
+            prop_assert_eq!(ka.structural_hash, kb.structural_hash);
+            prop_assert_eq!(ka.code(), kb.code());
+            let left = KeyedCandidate { body: &ka, attrs: &a.1 };
+            let right = KeyedCandidate { body: &kb, attrs: &b.1 };
+            prop_assert_eq!(compare_bodies(left, right, &TwoClasses), Ordering::Equal);
         }
 
         /// `b` is `a` with at most one operand replaced, so that equal and
@@ -486,8 +601,8 @@ mod tests {
         ) {
             let mut b = a.clone();
             if let Some((block, inst, new)) = edit {
-                let block_index = block.index(b.0.len());
-                let block = &mut b.0[block_index].1;
+                let block_index = block.index(b.blocks.len());
+                let block = &mut b.blocks[block_index].1;
                 let inst_index = inst.index(block.len());
                 let operands = &mut block[inst_index].2;
                 match operands.len() {
@@ -495,7 +610,7 @@ mod tests {
                     n => operands[n - 1] = new,
                 }
             }
-            let (mut a, mut b) = (build(&a.0, a.1), build(&b.0, b.1));
+            let (mut a, mut b) = (build(&a), build(&b));
             for inst in &mut b.0.insts {
                 inst.at += shift;
             }
@@ -512,13 +627,13 @@ mod tests {
 
         #[test]
         fn antisymmetric_and_total(a in function(), b in function()) {
-            let (a, b) = (build(&a.0, a.1), build(&b.0, b.1));
+            let (a, b) = (build(&a), build(&b));
             prop_assert_eq!(cmp(&a, &b), cmp(&b, &a).reverse());
         }
 
         #[test]
         fn transitive(a in function(), b in function(), c in function()) {
-            let mut all = [build(&a.0, a.1), build(&b.0, b.1), build(&c.0, c.1)];
+            let mut all = [build(&a), build(&b), build(&c)];
             all.sort_by(cmp);
             prop_assert_ne!(cmp(&all[0], &all[1]), Ordering::Greater);
             prop_assert_ne!(cmp(&all[1], &all[2]), Ordering::Greater);
@@ -528,13 +643,21 @@ mod tests {
 
     #[test]
     fn references_compare_by_class() {
-        let call = |target| vec![(vec![], vec![(1, 0, vec![OperandSpec::Ref(target, 0)])])];
+        let call = |target| FunctionSpec {
+            blocks: vec![(
+                vec![],
+                vec![(1, 0, vec![OperandSpec::Ref(target, 0, Use::Call)])],
+            )],
+            data: false,
+            attr_refs: Vec::new(),
+            fall_through: None,
+        };
         // Targets 0 and 2 are in class 0; 1 is in class 1; 5 is no candidate.
         let (f0, f2, f1, f5) = (
-            build(&call(0), false),
-            build(&call(2), false),
-            build(&call(1), false),
-            build(&call(5), false),
+            build(&call(0)),
+            build(&call(2)),
+            build(&call(1)),
+            build(&call(5)),
         );
         assert_eq!(cmp(&f0, &f2), Ordering::Equal);
         assert_ne!(cmp(&f0, &f1), Ordering::Equal);

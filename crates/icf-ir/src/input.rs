@@ -29,6 +29,10 @@ pub struct CodeReloc {
     /// For a section target, the symbol's offset in the section plus the
     /// relocation's addend; otherwise the relocation's addend.
     pub addend: i64,
+    /// The relocation's own addend, without the symbol's offset: a GOT
+    /// reference with an addend other than the instruction's own distance
+    /// names a slot next to the symbol's.
+    pub own_addend: i64,
 }
 
 /// Clears the bits `mask` of the little-endian `size`-byte field at

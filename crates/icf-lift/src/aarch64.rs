@@ -160,6 +160,8 @@ struct PairRef {
     got: bool,
     use_: Use,
     id: Option<RefId>,
+    /// Which halves the function holds: 1 the page, 2 the low 12 bits.
+    halves: u8,
 }
 
 /// One word of the function and what the first pass learned about it.
@@ -344,10 +346,15 @@ fn pair_uses(input: &CodeInput<'_>, words: &[Word]) -> Vec<PairRef> {
                     got,
                     use_: Use::Address,
                     id: None,
+                    halves: 0,
                 });
                 completed.push(None);
                 pairs.len() - 1
             }
+        };
+        pairs[index].halves |= match half {
+            Pair::Page | Pair::GotPage => 1,
+            Pair::Low | Pair::GotLow => 2,
         };
         let use_ = match half {
             Pair::Page | Pair::GotPage => continue,
@@ -382,7 +389,7 @@ fn lift_word(
     if let Some(reloc) = word.reloc.map(|i| &input.relocs[i]) {
         masked &= !(reloc.mask as u32);
         reloc_type = reloc.r_type;
-        operands.push(Operand::Ref(reloc_ref(f, pairs, reloc, word.word)));
+        operands.push(Operand::Ref(reloc_ref(f, input, pairs, reloc, word)));
     } else if let Some((class, offset, field)) = pc_relative(word.word) {
         masked &= !field;
         operands.push(resolved_target(f, input, layout, word, class, offset)?);
@@ -422,7 +429,36 @@ fn operation_number(opcode: &a64::Opcode) -> u16 {
 }
 
 /// The reference a relocated word makes: one shared by an address pair, or its own.
-fn reloc_ref(f: &mut Function, pairs: &mut [PairRef], reloc: &CodeReloc, word: u32) -> RefId {
+fn reloc_ref(
+    f: &mut Function,
+    input: &CodeInput<'_>,
+    pairs: &mut [PairRef],
+    reloc: &CodeReloc,
+    word: &Word,
+) -> RefId {
+    let at = word.at;
+    let word = word.word;
+    // What the linker writes into a GOT reference with an addend is a slot
+    // next to the symbol's, which depends on how it lays out the GOT; half
+    // an address pair (its other half in another function) makes an address
+    // only with that other half. Either names this very place.
+    let got_addend = pair_half(reloc.r_type)
+        .is_some_and(|half| matches!(half, Pair::GotPage | Pair::GotLow))
+        && reloc.own_addend != 0;
+    let lone = pair_half(reloc.r_type).is_some_and(|half| {
+        let got = matches!(half, Pair::GotPage | Pair::GotLow);
+        pairs.iter().any(|p| {
+            p.target == reloc.target && p.addend == reloc.addend && p.got == got && p.halves != 3
+        })
+    });
+    if got_addend || lone {
+        return f.push_ref(Ref {
+            target: input.own_section,
+            addend: input.section_offset as i64 + i64::from(at),
+            kind: RefKind::POSITION,
+            use_: Use::Address,
+        });
+    }
     if let Some(half) = pair_half(reloc.r_type) {
         let got = matches!(half, Pair::GotPage | Pair::GotLow);
         if let Some(pair) = pairs
@@ -684,6 +720,7 @@ mod tests {
             pc_relative: false,
             target: TargetId(target),
             addend: 0,
+            own_addend: 0,
         }
     }
 

@@ -429,6 +429,23 @@ impl InstContext<'_, '_> {
         } else {
             reloc.addend
         };
+        let got = matches!(
+            r_type,
+            elf::R_X86_64_GOTPCREL
+                | elf::R_X86_64_GOTPCRELX
+                | elf::R_X86_64_REX_GOTPCRELX
+                | elf::R_X86_64_CODE_4_GOTPCRELX
+        );
+        if got && reloc.own_addend + i64::from(self.next_ip) - i64::from(reloc.offset) != 0 {
+            // `sym+4@GOTPCREL`: the linker writes the address of a slot next
+            // to the symbol's, which depends on how it lays out the GOT.
+            return f.push_ref(Ref {
+                target: self.input.own_section,
+                addend: self.input.section_offset as i64 + i64::from(reloc.offset),
+                kind: RefKind::POSITION,
+                use_,
+            });
+        }
         let kind = match r_type {
             // On a branch, a PLT entry and the function are reached alike.
             elf::R_X86_64_PLT32 if matches!(use_, Use::Call | Use::Jump) => elf::R_X86_64_PC32,
@@ -589,7 +606,8 @@ fn reg(register: Register) -> Reg {
 fn immediate_value(instr: &Instruction, operand: u32, kind: OpKind) -> i64 {
     let raw = instr.immediate(operand);
     match immediate_width_class(kind) {
-        1 => i64::from(raw as u8 as i8),
+        // An 8-bit immediate is extended to nothing (a shuffle mask, a shift).
+        1 => i64::from(raw as u8),
         2 => i64::from(raw as u16 as i16),
         3 => i64::from(raw as u32 as i32),
         _ => raw as i64,
@@ -788,6 +806,7 @@ mod tests {
             pc_relative: true,
             target: TargetId(7),
             addend: -4,
+            own_addend: -4,
         }];
         let f = lift_bytes(&[0xe8, 0, 0, 0, 0, 0xc3], &relocs);
         assert_eq!(
@@ -812,6 +831,7 @@ mod tests {
             pc_relative: true,
             target: TargetId(3),
             addend: -4,
+            own_addend: -4,
         }];
         let f = lift_bytes(&[0x48, 0x8b, 0x05, 0, 0, 0, 0, 0xc3], &relocs);
         assert_eq!(f.refs[0].use_, Use::Address);
@@ -845,6 +865,7 @@ mod tests {
             pc_relative: false,
             target: TargetId(1),
             addend: 0,
+            own_addend: 0,
         }];
         let f = lift_bytes(&[0x90, 0x90, 0x90, 0x90, 0xc3], &relocs);
         assert_eq!(

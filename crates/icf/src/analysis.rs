@@ -96,6 +96,13 @@ pub struct Analysis<'p, 'data> {
     pub owner: Vec<Option<CandidateId>>,
     /// What the plan was asked for.
     pub options: PlanOptions,
+    /// Why each candidate's address is significant (see [`Analysis::need`]).
+    significance: Vec<Option<Significance>>,
+    /// The candidates `--keep-unique` names.
+    keep_unique: Vec<bool>,
+    /// The candidates the audit found the plan keeps apart from their
+    /// class, where references needed their addresses merged.
+    apart: Vec<bool>,
     /// The plan for every class: alias, thunk or keep per member.
     pub plan: Plan,
     pub timings: Timings,
@@ -363,24 +370,20 @@ impl<'p, 'data> Analysis<'p, 'data> {
             vtable_entries,
             owner,
             options: options.clone(),
+            significance: Vec::new(),
+            keep_unique: Vec::new(),
+            apart: vec![false; count],
             plan: Plan::empty(options.mode),
             timings: Timings {
                 lift: lift_time,
                 ..Timings::default()
             },
         };
-        let significance = analysis.significance();
-        let keep_unique = analysis.keep_unique_candidates();
-        let mut pinned = vec![false; count];
+        analysis.significance = analysis.significance();
+        analysis.keep_unique = analysis.keep_unique_candidates();
         let mut plan_time = Duration::ZERO;
         loop {
-            analysis.pin_references(
-                &mut bodies,
-                &mut attrs,
-                &significance,
-                &keep_unique,
-                &pinned,
-            );
+            analysis.pin_references(&mut bodies, &mut attrs);
             let fold_candidates: Vec<KeyedCandidate<'_>> = bodies
                 .iter()
                 .zip(&attrs)
@@ -394,14 +397,14 @@ impl<'p, 'data> Analysis<'p, 'data> {
             drop(fold_candidates);
             let planned = Instant::now();
             analysis.attrs = attrs.clone();
-            analysis.plan = analysis.plan_classes(significance.clone());
-            let violations = analysis.audit(&bodies, &attrs, &significance);
+            analysis.plan = analysis.plan_classes(analysis.significance.clone());
+            let violations = analysis.audit(&bodies, &attrs);
             plan_time += planned.elapsed();
             if violations.is_empty() {
                 break;
             }
             for candidate in violations {
-                pinned[candidate.index()] = true;
+                analysis.apart[candidate.index()] = true;
             }
         }
         analysis.timings.partition = started.elapsed() - plan_time;
@@ -427,15 +430,8 @@ impl<'p, 'data> Analysis<'p, 'data> {
     ///   pinned; where significance is relaxed (functions in mode `all`), the
     ///   plan must merge the targets, which the audit checks.
     /// - `--keep-unique` targets are compared by identity, as lld does.
-    fn need(
-        &self,
-        from: CandidateId,
-        use_: Use,
-        to: CandidateId,
-        significance: &[Option<Significance>],
-        keep_unique: &[bool],
-    ) -> Need {
-        if keep_unique[to.index()] {
+    fn need(&self, from: CandidateId, use_: Use, to: CandidateId) -> Need {
+        if self.keep_unique[to.index()] {
             return Need::Identity;
         }
         let from_code = self.candidates[from.index()].is_code();
@@ -447,7 +443,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             (false, _, true) if self.owner[from.index()] == Some(to) => return Need::Nothing,
             _ => {}
         }
-        if significance[to.index()].is_none() {
+        if self.significance[to.index()].is_none() {
             return Need::Nothing;
         }
         let relaxed = if to_code {
@@ -462,49 +458,46 @@ impl<'p, 'data> Analysis<'p, 'data> {
         }
     }
 
-    /// Points every reference that must compare by identity at its target's
-    /// [`Target::Pinned`]: those whose [`Need`] is identity, and those that
-    /// need the same address as their counterpart of a target in `pinned`.
-    fn pin_references(
-        &mut self,
-        bodies: &mut [Body],
-        attrs: &mut [Attrs],
-        significance: &[Option<Significance>],
-        keep_unique: &[bool],
-        pinned: &[bool],
-    ) {
+    /// Whether a reference of `from` with use `use_` to candidate `to`
+    /// compares by identity: its [`Need`] is identity, or it needs the same
+    /// address as its counterpart and the audit found `to` kept apart.
+    fn pinned(&self, from: CandidateId, use_: Use, to: CandidateId) -> bool {
+        match self.need(from, use_, to) {
+            Need::Nothing => false,
+            Need::SameAddress => self.apart[to.index()],
+            Need::Identity => true,
+        }
+    }
+
+    /// Points every reference that must compare by identity (see
+    /// [`Analysis::pinned`]) at its target's [`Target::Pinned`].
+    fn pin_references(&mut self, bodies: &mut [Body], attrs: &mut [Attrs]) {
         for index in 0..bodies.len() {
             let from = CandidateId(index as u32);
-            let mut changes = Vec::new();
-            for (position, r) in bodies[index].refs().iter().enumerate() {
-                let Some(to) = self.candidate_of(r.target) else {
-                    continue;
-                };
-                let pin = match self.need(from, r.use_, to, significance, keep_unique) {
-                    Need::Nothing => false,
-                    Need::SameAddress => pinned[to.index()],
-                    Need::Identity => true,
-                };
-                if pin {
-                    changes.push((position, to));
-                }
-            }
+            let changes: Vec<(usize, CandidateId)> = bodies[index]
+                .refs()
+                .iter()
+                .enumerate()
+                .filter_map(|(position, r)| Some((position, r.use_, self.candidate_of(r.target)?)))
+                .filter(|&(_, use_, to)| self.pinned(from, use_, to))
+                .map(|(position, _, to)| (position, to))
+                .collect();
             for (position, to) in changes {
                 let target = self.targets.intern(Target::Pinned(to.0));
                 bodies[index].set_ref_target(position, target);
             }
             // The unwinder reads an LSDA's contents; only --keep-unique pins it.
-            if attrs[index].refs.iter().any(|r| {
-                self.candidate_of(r.target)
-                    .is_some_and(|to| keep_unique[to.index()])
-            }) {
+            let unique: Vec<(usize, CandidateId)> = attrs[index]
+                .refs
+                .iter()
+                .enumerate()
+                .filter_map(|(position, r)| Some((position, self.candidate_of(r.target)?)))
+                .filter(|&(_, to)| self.keep_unique[to.index()])
+                .collect();
+            if !unique.is_empty() {
                 let mut refs = attrs[index].refs.to_vec();
-                for r in &mut refs {
-                    if let Some(to) = self.candidate_of(r.target)
-                        && keep_unique[to.index()]
-                    {
-                        r.target = self.targets.intern(Target::Pinned(to.0));
-                    }
+                for (position, to) in unique {
+                    refs[position].target = self.targets.intern(Target::Pinned(to.0));
                 }
                 attrs[index].refs = refs.into_boxed_slice();
             }
@@ -516,13 +509,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
     /// of the kept body that needs the same address as the member's
     /// counterpart must land where it lands. Returns the targets that do
     /// not land on their own class's kept copy.
-    fn audit(
-        &self,
-        bodies: &[Body],
-        attrs: &[Attrs],
-        significance: &[Option<Significance>],
-    ) -> Vec<CandidateId> {
-        let keep_unique = vec![false; self.candidates.len()];
+    fn audit(&self, bodies: &[Body], attrs: &[Attrs]) -> Vec<CandidateId> {
         let mut landing: Vec<CandidateId> =
             (0..self.candidates.len() as u32).map(CandidateId).collect();
         let mut kept_of_class: HashMap<icf_fold::ClassId, CandidateId> = HashMap::default();
@@ -570,7 +557,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
                     else {
                         continue;
                     };
-                    let need = self.need(kept, use_, l, significance, &keep_unique);
+                    let need = self.need(kept, use_, l);
                     if need == Need::SameAddress && landing[l.index()] != landing[r.index()] {
                         violations.extend([l, r].into_iter().filter(|&c| !settled(c)));
                     }
@@ -585,12 +572,45 @@ impl<'p, 'data> Analysis<'p, 'data> {
     /// The IR of a candidate, lifted and narrowed again exactly as
     /// [`Analysis::run`] did before keeping only its key.
     pub fn lift_candidate(&self, id: CandidateId) -> Function {
-        Narrower {
+        let mut function = Narrower {
             program: self.program,
             targets: &self.targets,
             places: &self.places,
         }
-        .lift(&self.candidates[id.index()])
+        .lift(&self.candidates[id.index()]);
+        // The references the partition compared by identity, likewise.
+        for r in &mut function.refs {
+            if let Some(to) = self.candidate_of(r.target)
+                && self.pinned(id, r.use_, to)
+                && let Some(pinned) = self.targets.find(&Target::Pinned(to.0))
+            {
+                r.target = pinned;
+            }
+        }
+        function
+    }
+
+    /// The candidate a pinned target names: a reference that needed its
+    /// very address (see [`Analysis::need`]).
+    pub fn pinned_candidate(&self, target: TargetId) -> Option<CandidateId> {
+        match self.targets.get(target) {
+            Target::Pinned(index) => Some(CandidateId(index)),
+            _ => None,
+        }
+    }
+
+    /// Why a reference to `candidate` needed its very address, in words.
+    pub fn why_pinned(&self, candidate: CandidateId) -> String {
+        if self.keep_unique[candidate.index()] {
+            return "named by --keep-unique".to_string();
+        }
+        if self.apart[candidate.index()] {
+            return "the plan keeps it apart from its twins".to_string();
+        }
+        match &self.significance[candidate.index()] {
+            Some(why) => self.describe_significance(why),
+            None => "its address is significant".to_string(),
+        }
     }
 
     /// The candidate a target names, if any.

@@ -95,6 +95,18 @@ impl Analysis<'_, '_> {
         let Some((lt, rt)) = difference.targets else {
             return;
         };
+        let pinned = [lt, rt].map(|t| self.pinned_candidate(t));
+        if pinned.iter().any(Option::is_some) {
+            for candidate in pinned.into_iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "{indent}  {} must keep its own address there: {}",
+                    self.name(candidate),
+                    self.why_pinned(candidate)
+                );
+            }
+            return;
+        }
         let (Some(lc), Some(rc)) = (self.candidate_of(lt), self.candidate_of(rt)) else {
             let _ = writeln!(
                 out,

@@ -32,6 +32,7 @@ impl Program<'_> {
                     pc_relative: r.pc_relative,
                     target: symbol.target,
                     addend: symbol.base.wrapping_add(r.addend),
+                    own_addend: r.addend,
                 }
             })
             .collect();
