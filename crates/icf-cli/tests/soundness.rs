@@ -5,7 +5,8 @@
 //!
 //! Every folded program must also pass `icf verify` against the plain one.
 //!
-//! Lines starting with `fnaddr ` compare function addresses, which mode
+//! Lines starting with `fnaddr ` (or `fnptr `, as `cargo xtask fuzz`
+//! writes them) compare function addresses, which mode
 //! `all` may merge: they are compared in safe mode only. Every other line,
 //! data addresses included, must match in both modes. AArch64 programs run
 //! under `qemu-aarch64`.
@@ -37,12 +38,23 @@ const MODES: [&str; 2] = ["safe", "all"];
 const BOTH: &[Compiler] = &[Compiler::Gcc, Compiler::Clang];
 const ALL_LINKERS: &[Linker] = &[Linker::Bfd, Linker::Gold, Linker::Lld, Linker::Mold];
 
+/// One object of a program built from several parts of a source: the
+/// source (under `fixtures/`), its own compiler flags (`-DPART_X`), and the
+/// static archive it goes in, if any.
+struct Unit<'a> {
+    source: &'a str,
+    flags: &'a [&'a str],
+    archive: Option<&'a str>,
+}
+
 /// One program and the matrix it is built with.
 struct Case<'a> {
     name: &'a str,
     arch: Arch,
-    /// Files under `fixtures/soundness/`.
+    /// Files under `fixtures/soundness/`, each built with `cflags`.
     sources: &'a [&'a str],
+    /// Objects built part by part, in link order, after `sources`.
+    units: &'a [Unit<'a>],
     /// Compiler flags besides `-O2 -g0`.
     cflags: &'a [&'a str],
     compilers: &'a [Compiler],
@@ -62,6 +74,7 @@ impl Case<'_> {
             name,
             arch: Arch::X86_64,
             sources,
+            units: &[],
             cflags: &["-ffunction-sections"],
             compilers: BOTH,
             linkers: ALL_LINKERS,
@@ -135,6 +148,8 @@ fn succeeded(command: &mut Command) -> Result<Output, String> {
     }
 }
 
+/// Runs a program: its output followed by its exit status (some
+/// programs exit with a checksum), or why it died.
 fn run(arch: Arch, binary: &Path) -> Result<String, String> {
     let mut command = match arch {
         Arch::X86_64 => Command::new(binary),
@@ -144,14 +159,27 @@ fn run(arch: Arch, binary: &Path) -> Result<String, String> {
             qemu
         }
     };
-    succeeded(&mut command).map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    let output = output_of(&mut command);
+    match output.status.code() {
+        Some(code) => Ok(format!(
+            "{}exit {code}\n",
+            String::from_utf8_lossy(&output.stdout)
+        )),
+        None => Err(format!(
+            "{command:?} died ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )),
+    }
 }
 
 /// The lines of `output` that must not change in `mode`.
 fn compared(output: &str, mode: &str) -> String {
     output
         .lines()
-        .filter(|line| mode == "safe" || !line.starts_with("fnaddr "))
+        .filter(|line| {
+            mode == "safe" || !(line.starts_with("fnaddr ") || line.starts_with("fnptr "))
+        })
         .map(|line| format!("{line}\n"))
         .collect()
 }
@@ -221,6 +249,36 @@ fn check(case: &Case<'_>) {
                 panic!("{}: {e}", case.name);
             }
             objects.push(object);
+        }
+        let mut archives: Vec<(&str, Vec<PathBuf>)> = Vec::new();
+        for (index, unit) in case.units.iter().enumerate() {
+            let object = build.join(format!("unit{index}.o"));
+            let compiled = succeeded(
+                driver(case.arch, compiler)
+                    .args(["-c", "-g0"])
+                    .args(unit.flags)
+                    .arg(icf_fixtures::source_dir().join(unit.source))
+                    .arg("-o")
+                    .arg(&object),
+            );
+            if let Err(e) = compiled {
+                panic!("{}: {e}", case.name);
+            }
+            match unit.archive {
+                None => objects.push(object),
+                Some(name) => match archives.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, members)) => members.push(object),
+                    None => archives.push((name, vec![object])),
+                },
+            }
+        }
+        for (name, members) in &archives {
+            let archive = build.join(name);
+            let _ = std::fs::remove_file(&archive);
+            if let Err(e) = succeeded(Command::new("ar").arg("rcs").arg(&archive).args(members)) {
+                panic!("{}: {e}", case.name);
+            }
+            objects.push(archive);
         }
         // Relocations kept in the output (`-q`) let `icf verify` tell
         // addresses from numbers.
@@ -505,5 +563,98 @@ fn prefixes_and_immediates_compare_by_meaning() {
             "adrp_pages_aarch64",
             &["adrp_pages_aarch64.s", "adrp_pages_aarch64_main.c"],
         )
+    });
+}
+
+/// Wrong-code classes `cargo xtask fuzz` found (`fixtures/fuzz_found/`),
+/// built part by part as the generator built them.
+#[test]
+fn programs_the_generator_found() {
+    // A weak definition in an extracted archive member, and a strong one in
+    // a member no linker extracts: the weak one is what runs.
+    let source = "fuzz_found/weak_resolved_to_unextracted_member.c";
+    let unit = |flags, archive| Unit {
+        source,
+        flags,
+        archive,
+    };
+    check(&Case {
+        compilers: &[Compiler::Gcc],
+        linkers: &[Linker::Bfd, Linker::Lld, Linker::Mold],
+        link_args: &["-pie", "-rdynamic"],
+        units: &[
+            unit(
+                &[
+                    "-O3",
+                    "-fPIE",
+                    "-ffunction-sections",
+                    "-fdata-sections",
+                    "-DPART_MAIN",
+                ],
+                None,
+            ),
+            unit(
+                &[
+                    "-O3",
+                    "-fPIE",
+                    "-ffunction-sections",
+                    "-fdata-sections",
+                    "-DPART_U2",
+                ],
+                None,
+            ),
+            unit(
+                &[
+                    "-O3",
+                    "-fPIE",
+                    "-ffunction-sections",
+                    "-fdata-sections",
+                    "-DPART_AR1",
+                ],
+                Some("libfz.a"),
+            ),
+            unit(
+                &[
+                    "-O3",
+                    "-fPIE",
+                    "-ffunction-sections",
+                    "-fdata-sections",
+                    "-DPART_UNUSED",
+                ],
+                Some("libfz.a"),
+            ),
+        ],
+        ..Case::x86("weak_resolved_to_unextracted_member", &[])
+    });
+    // A strong definition overriding a weak one keeps the address
+    // significance the weak one's references give it.
+    let source = "fuzz_found/significance_of_weak_override.c";
+    let unit = |flags| Unit {
+        source,
+        flags,
+        archive: None,
+    };
+    check(&Case {
+        compilers: &[Compiler::Gcc],
+        linkers: &[Linker::Gold, Linker::Lld],
+        link_args: &["-pie", "-Wl,--keep-unique=f15_0"],
+        units: &[
+            unit(&["-O3", "-fPIE", "-fdata-sections", "-DPART_MAIN"]),
+            unit(&[
+                "-O3",
+                "-fPIE",
+                "-ffunction-sections",
+                "-fdata-sections",
+                "-DPART_U1",
+            ]),
+            unit(&[
+                "-O3",
+                "-fPIE",
+                "-ffunction-sections",
+                "-fdata-sections",
+                "-DPART_U2",
+            ]),
+        ],
+        ..Case::x86("significance_of_weak_override", &[])
     });
 }

@@ -1001,14 +1001,12 @@ impl Narrower<'_, '_> {
             .take_while(|r| r.offset < end)
         {
             let start = (reloc.offset - candidate.start) as usize;
-            if let Some(field) = bytes.get_mut(start..start + usize::from(reloc.size)) {
-                field.fill(0);
+            if let Some(info) = icf_object::reloc::info(elf.arch, reloc.r_type) {
+                info.clear_field(&mut bytes, start);
             }
             let symbol = object.symbol_refs[reloc.symbol.index()];
             let addend = symbol.base.wrapping_add(reloc.addend);
-            let place = elf
-                .reloc_place(&object.anchors, candidate.section, reloc)
-                .map_or(addend, |(_, place)| place);
+            let place = resolved_place(object, candidate.section, reloc, addend);
             let (target, addend) = self.narrow(symbol.target, addend, place, Reach::Data);
             let r = f.push_ref(Ref {
                 target,
@@ -1071,15 +1069,13 @@ fn references_from_data<'data>(
                     continue;
                 }
                 let symbol = object.symbol_refs[reloc.symbol.index()];
-                let addend = symbol.base.wrapping_add(reloc.addend);
                 // Past the field, whichever object defines the symbol.
-                let field_end = object.elf.field_end(from, reloc);
-                let place = object
-                    .elf
-                    .reloc_place(&object.anchors, from, reloc)
-                    .map_or(addend + field_end, |(_, p)| p);
-                let (target, _) =
-                    narrower.narrow(symbol.target, addend + field_end, place, Reach::Data);
+                let addend = symbol
+                    .base
+                    .wrapping_add(reloc.addend)
+                    .wrapping_add(object.elf.field_end(from, reloc));
+                let place = resolved_place(object, from, reloc, addend);
+                let (target, _) = narrower.narrow(symbol.target, addend, place, Reach::Data);
                 let Some(candidate) = narrower.targets_candidate(target) else {
                     continue;
                 };
@@ -1101,6 +1097,28 @@ fn references_from_data<'data>(
         }
     }
     (references, vtable_entries)
+}
+
+/// The place a relocation of section `from` refers to, in the definition
+/// the link resolves its symbol to (whose offset `addend` includes): the
+/// object's own definition of a weak symbol another object overrides is
+/// not where the reference lands. [`ElfObject::reloc_place`] says how far
+/// the place is from the symbol plus addend (a jump-table entry's distance
+/// from its table, an x86-64 field's distance to its instruction's end).
+fn resolved_place(
+    object: &crate::program::LoadedObject<'_>,
+    from: SectionIndex,
+    reloc: &icf_object::Reloc,
+    addend: i64,
+) -> i64 {
+    let elf = &object.elf;
+    let local = (elf.symbol(reloc.symbol).value as i64).wrapping_add(reloc.addend);
+    let symbol_base = object.symbol_refs[reloc.symbol.index()].base;
+    let own = symbol_base.wrapping_add(reloc.addend);
+    match elf.reloc_place(&object.anchors, from, reloc) {
+        Some((_, place)) => own.wrapping_add(place.wrapping_sub(local)),
+        None => addend,
+    }
 }
 
 /// Whether relocation type `r_type` only ever patches a direct call or jump.

@@ -332,22 +332,29 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>]) {
     }
     let mut defined: rustc_hash::FxHashSet<&'data [u8]> = rustc_hash::FxHashSet::default();
     let mut wanted: Vec<&'data [u8]> = Vec::new();
-    let mut queue: Vec<usize> = (0..objects.len()).filter(|&i| objects[i].loaded).collect();
-    while !queue.is_empty() {
-        for index in queue.drain(..) {
-            for symbol in &objects[index].elf.symbols {
-                if symbol.binding == Binding::Local || symbol.name.is_empty() {
-                    continue;
-                }
-                if symbol.is_defined() {
-                    defined.insert(symbol.name);
-                } else if symbol.binding != Binding::Weak {
-                    wanted.push(symbol.name);
-                }
+    // A loaded object's definitions count at once: a name it defines must
+    // not pull in another provider later in the same round (lld and mold
+    // extract a member only for a name still undefined).
+    let load = |object: &LoadedObject<'data>,
+                defined: &mut rustc_hash::FxHashSet<&'data [u8]>,
+                wanted: &mut Vec<&'data [u8]>| {
+        for symbol in &object.elf.symbols {
+            if symbol.binding == Binding::Local || symbol.name.is_empty() {
+                continue;
+            }
+            if symbol.is_defined() {
+                defined.insert(symbol.name);
+            } else if symbol.binding != Binding::Weak {
+                wanted.push(symbol.name);
             }
         }
+    };
+    for object in objects.iter().filter(|object| object.loaded) {
+        load(object, &mut defined, &mut wanted);
+    }
+    while !wanted.is_empty() {
         let mut next = Vec::new();
-        for name in wanted.drain(..) {
+        for name in std::mem::take(&mut wanted) {
             if defined.contains(name) {
                 continue;
             }
@@ -356,10 +363,10 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>]) {
                 .and_then(|p| p.iter().find(|&&m| !objects[m].loaded))
             {
                 objects[member].loaded = true;
-                next.push(member);
+                load(&objects[member], &mut defined, &mut next);
             }
         }
-        queue = next;
+        wanted = next;
     }
 }
 
