@@ -274,7 +274,9 @@ fn link_all(corpus: &Corpus, scratch: &Path) -> Result<Links> {
 
 /// `icf link --mode MODE` around the plain link with `linker`: icf folds the
 /// inputs and the linker links the result, which must search exactly like the
-/// plain link for every one of `SEARCHES`.
+/// plain link for every one of `SEARCHES`, and pass `icf verify` against the
+/// plain link (both linked again with `-q` for it: the relocations tell
+/// addresses from numbers; `-q` changes no `.text`).
 fn icf_link(
     corpus: &Corpus,
     scratch: &Path,
@@ -298,6 +300,7 @@ fn icf_link(
         };
     }
     capture(&mut command).with_context(|| format!("linking with {label}"))?;
+    verify_link(corpus, scratch, icf, mode, linker)?;
     let plain = scratch.join(name);
     for search in SEARCHES {
         let (expected, actual) = (run_search(&plain, search)?, run_search(&output, search)?);
@@ -315,6 +318,61 @@ fn icf_link(
         bytes: text_size(&output)?,
         baseline: Some(name),
     })
+}
+
+/// Links the corpus plainly and through `icf link --mode MODE`, both with
+/// `-q`, and proves the folded `rg` against the plain one with `icf verify`.
+pub(crate) fn verify_link(
+    corpus: &Corpus,
+    scratch: &Path,
+    icf: &Path,
+    mode: &str,
+    linker: Linker,
+) -> Result<()> {
+    let name = linker.name();
+    let plain = scratch.join(format!("{name}-q"));
+    if !plain.exists() {
+        capture(&mut corpus.link_command(linker, &plain, &["-Wl,-q"])?)
+            .with_context(|| format!("linking with {name} -q"))?;
+    }
+    let folded = scratch.join(format!("icf-{mode}-{name}-q"));
+    let link = corpus.link_command(linker, &folded, &["-Wl,-q"])?;
+    let mut command = Command::new(icf);
+    command
+        .args(["link", "--strict", "--mode", mode, "--"])
+        .arg(link.get_program())
+        .args(link.get_args());
+    for (key, value) in link.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    capture(&mut command).with_context(|| format!("icf link --mode {mode} -q with {name}"))?;
+    let started = Instant::now();
+    let mut verify = Command::new(icf);
+    verify
+        .args(["verify", "--mode", mode])
+        .arg(&plain)
+        .arg(&folded);
+    let output = verify
+        .output()
+        .with_context(|| format!("running {}", display(&verify)))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        bail!(
+            "icf verify: {} does not verify against {}:\n{stdout}{}",
+            folded.display(),
+            plain.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    println!(
+        "icf verify --mode {mode} ({name}): {} ({:.1} s)",
+        stdout.trim(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Searches whose output does not depend on timing or thread count: regex

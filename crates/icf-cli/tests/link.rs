@@ -83,6 +83,7 @@ fn folds_archives_found_through_library_flags() {
     let report = dir.join("report.json");
     let output = icf(&[
         "link",
+        "--strict",
         "--report",
         report.to_str().expect("utf-8"),
         "--",
@@ -122,6 +123,7 @@ fn response_files_and_the_linkers_exit_status() {
     .expect("write response file");
     let output = icf(&[
         "link",
+        "--strict",
         "--",
         "clang-19",
         &format!("@{}", response.display()),
@@ -146,10 +148,10 @@ fn verbose_links_say_how_long_each_phase_took() {
     let inputs = objects(&["c/fold_cases.c"], &build);
     let out = dir.join("app");
     let out = out.to_str().expect("utf-8 path");
-    let quiet = icf(&["link", "--", "gcc", &inputs[0], "-o", out]);
+    let quiet = icf(&["link", "--strict", "--", "gcc", &inputs[0], "-o", out]);
     assert!(quiet.status.success());
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("icf: time:"));
-    let verbose = icf(&["-v", "link", "--", "gcc", &inputs[0], "-o", out]);
+    let verbose = icf(&["-v", "link", "--strict", "--", "gcc", &inputs[0], "-o", out]);
     let stderr = String::from_utf8_lossy(&verbose.stderr);
     assert!(verbose.status.success(), "{stderr}");
     let phases = "icf: time: load ";
@@ -209,6 +211,62 @@ fn unfoldable_inputs_link_plainly_unless_strict() {
 }
 
 #[test]
+fn mach_o_inputs_are_named_and_fail_a_strict_link() {
+    let dir = scratch("mach-o");
+    let source = dir.join("twins.c");
+    std::fs::write(
+        &source,
+        "int f(int x) { return x * 3; }\nint g(int x) { return x * 3; }\n",
+    )
+    .expect("write source");
+    let object = dir.join("twins.o");
+    let status = Command::new("clang-19")
+        .args(["--target=x86_64-apple-macos11", "-O2", "-c"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .status()
+        .expect("clang");
+    assert!(status.success());
+    let library = dir.join("libtwins.dylib");
+    let command = [
+        "--",
+        "ld64.lld-19",
+        "-arch",
+        "x86_64",
+        "-platform_version",
+        "macos",
+        "11.0",
+        "11.0",
+        "-dylib",
+        "-undefined",
+        "dynamic_lookup",
+        object.to_str().expect("utf-8"),
+        "-o",
+        library.to_str().expect("utf-8"),
+    ];
+    // The plain link runs, with a warning that names the input and why.
+    let output = icf(&[&["link"][..], &command[..]].concat());
+    assert_succeeded(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("icf: warning: linking without folding")
+            && stderr.contains("twins.o")
+            && stderr.contains("Mach-O"),
+        "{stderr}"
+    );
+    assert!(library.is_file());
+    // --strict: an error naming it, and a failed link.
+    let strict = icf(&[&["link", "--strict"][..], &command[..]].concat());
+    assert_eq!(strict.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(
+        stderr.contains("twins.o") && stderr.contains("Mach-O"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn relocatable_links_pass_through() {
     let dir = scratch("relocatable");
     let inputs = objects(
@@ -218,6 +276,7 @@ fn relocatable_links_pass_through() {
     let out = dir.join("combined.o");
     let output = icf(&[
         "link",
+        "--strict",
         "--",
         "ld",
         "-r",

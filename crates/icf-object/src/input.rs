@@ -86,6 +86,8 @@ pub enum FileKind {
     ThinArchive,
     /// LLVM bitcode (`-flto`, `-C embed-bitcode` only rlibs).
     Bitcode,
+    /// A Mach-O object or image, or a universal (fat) file.
+    MachO,
     Unknown,
 }
 
@@ -99,6 +101,15 @@ impl FileKind {
             FileKind::ThinArchive
         } else if data.starts_with(b"BC\xc0\xde") || data.starts_with(b"\xde\xc0\x17\x0b") {
             FileKind::Bitcode
+        } else if [
+            [0xcf, 0xfa, 0xed, 0xfe],
+            [0xce, 0xfa, 0xed, 0xfe],
+            [0xca, 0xfe, 0xba, 0xbe],
+        ]
+        .iter()
+        .any(|magic| data.starts_with(magic))
+        {
+            FileKind::MachO
         } else {
             FileKind::Unknown
         }
@@ -146,6 +157,10 @@ pub fn list_objects<'data>(path: &Path, data: &'data [u8]) -> Result<InputObject
         FileKind::Bitcode => {
             Err(Error::new("LLVM bitcode (LTO) cannot be folded: build without -flto").with_file(path))
         }
+        FileKind::MachO => Err(Error::new(
+            "a Mach-O file: icf reads ELF objects and archives only (Mach-O is not supported yet)",
+        )
+        .with_file(path)),
         FileKind::Unknown if data.len() < 4 => {
             Err(Error::new("file is too short to be an object or an archive").with_file(path))
         }
