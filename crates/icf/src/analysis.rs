@@ -311,7 +311,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
 
         let started = Instant::now();
         let mut section_classes = Vec::new();
-        let mut attrs = attributes(
+        let attrs = attributes(
             program,
             &candidates,
             &narrower,
@@ -381,24 +381,27 @@ impl<'p, 'data> Analysis<'p, 'data> {
         };
         analysis.significance = analysis.significance();
         analysis.keep_unique = analysis.keep_unique_candidates();
+        analysis.attrs = attrs;
         let mut plan_time = Duration::ZERO;
         loop {
+            let mut attrs = std::mem::take(&mut analysis.attrs);
             analysis.pin_references(&mut bodies, &mut attrs);
+            analysis.attrs = attrs;
             let fold_candidates: Vec<KeyedCandidate<'_>> = bodies
                 .iter()
-                .zip(&attrs)
+                .zip(&analysis.attrs)
                 .map(|(body, attrs)| KeyedCandidate { body, attrs })
                 .collect();
             // Nothing reads the inputs again until the plan: the partition's
             // peak need not include them.
             program.inputs.release_resident_pages();
-            analysis.partition =
+            let partition =
                 icf_fold::partition::refine(&fold_candidates, &analysis.target_candidate);
             drop(fold_candidates);
+            analysis.partition = partition;
             let planned = Instant::now();
-            analysis.attrs = attrs.clone();
             analysis.plan = analysis.plan_classes(analysis.significance.clone());
-            let violations = analysis.audit(&bodies, &attrs);
+            let violations = analysis.audit(&bodies);
             plan_time += planned.elapsed();
             if violations.is_empty() {
                 break;
@@ -509,7 +512,8 @@ impl<'p, 'data> Analysis<'p, 'data> {
     /// of the kept body that needs the same address as the member's
     /// counterpart must land where it lands. Returns the targets that do
     /// not land on their own class's kept copy.
-    fn audit(&self, bodies: &[Body], attrs: &[Attrs]) -> Vec<CandidateId> {
+    fn audit(&self, bodies: &[Body]) -> Vec<CandidateId> {
+        let attrs = &self.attrs;
         let mut landing: Vec<CandidateId> =
             (0..self.candidates.len() as u32).map(CandidateId).collect();
         let mut kept_of_class: HashMap<icf_fold::ClassId, CandidateId> = HashMap::default();
