@@ -12,9 +12,14 @@
 //! `.init_array`, vtables), makes its target significant, except that a
 //! virtual function's address cannot be compared in C++: clang keeps
 //! virtual functions out of its tables whatever uses them, and so does the
-//! inference for a function every name of which a vtable points through. In
-//! a `-shared` link every exported function is significant: `dlsym` may
-//! compare it.
+//! inference for a function every name of which a vtable points through.
+//! Nor is a function rustc made: rustc marks every function `unnamed_addr`
+//! (Rust does not promise distinct functions distinct addresses), as clang
+//! would by leaving it out of its table. Read-only data counts only where
+//! it has a name of its own (a C object, a Rust `static`): compilers give
+//! their anonymous constants no address to compare. In a `-shared` link,
+//! and for what `--export-dynamic`, a dynamic list or a version script
+//! exports, every exported function is significant: `dlsym` may compare it.
 
 use crate::analysis::{Analysis, Origin};
 use crate::program::{LoadedObject, ObjectId};
@@ -299,6 +304,14 @@ impl<'data> Analysis<'_, 'data> {
         }
 
         let virtual_functions = self.virtual_functions();
+        // rustc marks every function `unnamed_addr` (Rust does not promise
+        // that two functions have different addresses): only its exports
+        // count, as for clang's functions missing from its table.
+        let rustc_objects: Vec<bool> = program
+            .objects
+            .iter()
+            .map(|object| made_by_rustc(&object.elf))
+            .collect();
         // Uses inferred from objects without a table, by candidate and by name.
         let mut inferred: HashMap<CandidateId, Significance> = HashMap::default();
         let mut inferred_names: HashMap<&[u8], Significance> = HashMap::default();
@@ -362,7 +375,9 @@ impl<'data> Analysis<'_, 'data> {
             });
             result[index] = if in_table {
                 Some(Significance::AddrsigTable)
-            } else if virtual_functions.contains(&CandidateId(index as u32)) {
+            } else if virtual_functions.contains(&CandidateId(index as u32))
+                || (info.is_code() && rustc_objects[info.object.index()])
+            {
                 exported.then_some(Significance::Exported)
             } else if let Some(why) = inferred.get(&CandidateId(index as u32)) {
                 Some(why.clone())
@@ -757,6 +772,14 @@ fn candidate_symbols(
         symbols.extend(object.section_symbol[section.index()]);
     }
     symbols
+}
+
+/// Whether rustc made the object: its `.comment` names rustc's version.
+fn made_by_rustc(elf: &icf_object::ElfObject<'_>) -> bool {
+    const RUSTC: &[u8] = b"rustc version ";
+    elf.sections.iter().any(|section| {
+        section.name == b".comment" && section.data.windows(RUSTC.len()).any(|w| w == RUSTC)
+    })
 }
 
 /// Whether `symbol` names data a program may take the address of: not a
