@@ -225,3 +225,54 @@ fn significant(objects: &[std::path::PathBuf], names: &[&str]) -> Vec<bool> {
         })
         .collect()
 }
+
+#[test]
+fn functions_rustc_made_fold_as_aliases_in_safe_mode() {
+    // rustc marks every function unnamed_addr: no address of a Rust
+    // function is significant, so safe mode makes no thunk for them, even
+    // where a table of function pointers takes their addresses. (Twins in
+    // one crate are merged by rustc itself: one crate per twin.)
+    let dir = icf_fixtures::source_dir().join("../target/fold-rustc");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let objects: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|twin| {
+            let source = dir.join(format!("twin_{twin}.rs"));
+            std::fs::write(
+                &source,
+                format!(
+                    "#[inline(never)] pub fn twin(x: u32) -> u32 {{ x.wrapping_mul(7) ^ 3 }}\n\
+                     pub static TABLE_{twin}: [fn(u32) -> u32; 1] = [twin];\n"
+                ),
+            )
+            .expect("write source");
+            let object = dir.join(format!("twin_{twin}.o"));
+            let status =
+                std::process::Command::new(std::env::var("RUSTC").unwrap_or("rustc".into()))
+                    .args(["--edition", "2021", "--crate-type", "lib", "--emit=obj"])
+                    .args(["-C", "opt-level=2", "-C", "codegen-units=1", "-o"])
+                    .arg(&object)
+                    .arg(&source)
+                    .status()
+                    .expect("rustc");
+            assert!(status.success());
+            object
+        })
+        .collect();
+    let inputs = open(&objects);
+    let program = load(&inputs);
+    let analysis = Analysis::run(&program, &icf::PlanOptions::default());
+    let (a, b) = (analysis.find("twin_a::twin"), analysis.find("twin_b::twin"));
+    assert_eq!((a.len(), b.len()), (1, 1), "{a:?} {b:?}");
+    // The tables (writable data) take both addresses.
+    assert!(
+        analysis
+            .data_references
+            .iter()
+            .any(|&(candidate, _, _)| candidate == a[0])
+    );
+    assert!(analysis.plan.significance[a[0].index()].is_none());
+    assert!(analysis.plan.significance[b[0].index()].is_none());
+    let (aliases, thunks) = analysis.plan.aliases_and_thunks();
+    assert_eq!((aliases, thunks), (1, 0));
+}
