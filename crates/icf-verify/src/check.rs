@@ -204,13 +204,21 @@ impl<'a> Checker<'a> {
             if symbol.kind != SymbolKind::Function || symbol.size == 0 {
                 continue;
             }
+            let counterpart = self.folded.counterpart(self.plain, SymbolId(index as u32));
+            if counterpart.is_none() && symbol.file.is_some() {
+                // A local function folded into another unit's copy loses its
+                // symbol: nothing outside its unit could name it, and every
+                // use inside (calls, jumps, address uses, pointers in data)
+                // is a reference of code or data that is checked in turn.
+                self.stats.locals_without_symbol += 1;
+                continue;
+            }
             let root = self.roots.len();
             self.roots.push(Root {
                 name: symbol.name.clone(),
             });
             self.stats.functions_checked += 1;
-            let Some(counterpart) = self.folded.counterpart(self.plain, SymbolId(index as u32))
-            else {
+            let Some(counterpart) = counterpart else {
                 return Err(Failure {
                     local: LocalDifference {
                         plain_site: symbol.address,
@@ -359,7 +367,12 @@ impl<'a> Checker<'a> {
 
     /// Does FOLDED's target stand for PLAIN's?
     fn check_target(&mut self, check: &TargetCheck) -> Result<(), Failure> {
-        let plain_places = classify(self.plain, check.plain_target, check.plain_field);
+        let plain_places = classify(
+            self.plain,
+            self.folded,
+            check.plain_target,
+            check.plain_field,
+        );
         // The same symbol at the same offset.
         for place in &plain_places {
             if let Place::Symbol(id, offset) = *place
@@ -377,7 +390,12 @@ impl<'a> Checker<'a> {
                 return Ok(());
             }
         }
-        let folded_places = classify(self.folded, check.folded_target, check.folded_field);
+        let folded_places = classify(
+            self.folded,
+            self.plain,
+            check.folded_target,
+            check.folded_field,
+        );
         let mut first_reason: Option<(DifferenceKind, String)> = None;
         for plain_place in &plain_places {
             for folded_place in &folded_places {
@@ -480,7 +498,10 @@ impl<'a> Checker<'a> {
                 if let Some(reason) = self.compare_unnamed_data(check) {
                     return Ok(Some((DifferenceKind::DataDiffers, reason)));
                 }
-                self.record(check, check.plain_target, check.folded_target, false)?;
+                // Read-only data without a name is the compiler's (string
+                // literals, jump tables, constant pools): the language does
+                // not promise distinct addresses for it, and linkers merge
+                // it (`SHF_MERGE`), so its address is not recorded.
                 Ok(None)
             }
             (Place::Outside(a), Place::Outside(b)) if a == b => Ok(None),
@@ -563,7 +584,12 @@ impl<'a> Checker<'a> {
         folded: u64,
         function: bool,
     ) -> Result<(), Failure> {
-        if check.use_ != Use::Address || (function && self.mode == Mode::All) {
+        let observed = match check.use_ {
+            Use::Address => !(function && self.mode == Mode::All),
+            Use::VtableSlot => !function,
+            Use::Call | Use::Jump | Use::Access => false,
+        };
+        if !observed {
             return Ok(());
         }
         let site = check.root;
@@ -601,10 +627,14 @@ impl<'a> Checker<'a> {
     }
 
     /// Every PLAIN data object against its namesake: same size, same bytes,
-    /// pointers corresponding.
+    /// pointers corresponding; objects in sections the linker synthesizes
+    /// are not the program's data and are skipped.
     fn check_data_roots(&mut self) -> Result<(), Failure> {
         for (index, symbol) in self.plain.symbols.iter().enumerate() {
-            if symbol.kind != SymbolKind::Object {
+            // Only data the program defines: the linker's own tables
+            // (`_DYNAMIC`, `_GLOBAL_OFFSET_TABLE_`) differ with what it links.
+            if symbol.kind != SymbolKind::Object || self.plain.sections[symbol.section].synthesized
+            {
                 continue;
             }
             let root = self.roots.len();
@@ -625,6 +655,13 @@ impl<'a> Checker<'a> {
             };
             let Some(counterpart) = self.folded.counterpart(self.plain, SymbolId(index as u32))
             else {
+                if symbol.file.is_some() {
+                    // A local object the fold left without its symbol (its
+                    // unit's uses were folded away or now name another copy):
+                    // every use of it is checked where it is made.
+                    self.stats.locals_without_symbol += 1;
+                    continue;
+                }
                 return Err(self.fail(
                     &check,
                     DifferenceKind::MissingInFolded,
@@ -722,10 +759,7 @@ impl<'a> Checker<'a> {
                 return Some("only one of them has contents".to_string());
             }
         };
-        let by_value = !self.plain.has_emitted_relocs()
-            && self.plain.dynamic.is_empty()
-            && !self.folded.has_emitted_relocs()
-            && self.folded.dynamic.is_empty();
+        let by_value = self.plain.pointers_unmarked() && self.folded.pointers_unmarked();
         // Offsets of the pointer slots either image knows of.
         let mut slots: Vec<u64> = self
             .plain
@@ -789,10 +823,15 @@ impl<'a> Checker<'a> {
         }
         for (a, b, p_at, f_at) in pointers {
             let via = Some(self.step(check));
+            let use_ = if self.plain.in_vtable(p_at) {
+                Use::VtableSlot
+            } else {
+                Use::Address
+            };
             self.queue.push(TargetCheck {
                 plain_target: a,
                 folded_target: b,
-                use_: Use::Address,
+                use_,
                 plain_field: p_at,
                 folded_field: f_at,
                 plain_site: p_at,
@@ -806,8 +845,10 @@ impl<'a> Checker<'a> {
     }
 
     /// Compares the bytes of `range` (offsets from `plain` and `folded`);
-    /// in images without any relocation information, differing 8-byte
-    /// words that point into both images are taken for pointers.
+    /// in images where no relocation marks pointers into the image (no `-q`,
+    /// and no dynamic relocations or a position-dependent executable),
+    /// differing aligned 8-byte words that point into both images are taken
+    /// for pointers.
     #[allow(clippy::too_many_arguments)]
     fn compare_bytes(
         &self,
@@ -855,7 +896,8 @@ impl<'a> Checker<'a> {
     /// Read-only data no symbol covers: a jump table of the referencing
     /// functions (4-byte offsets from the table, or 8-byte addresses, each
     /// landing on the same instruction of both), a string up to its NUL, a
-    /// merge constant, or else the bytes up to the next symbol (at most 256).
+    /// merge constant, or else the bytes up to the next symbol, label or
+    /// relocated offset (at most 256).
     fn compare_unnamed_data(&mut self, check: &TargetCheck) -> Option<String> {
         let (p, f) = (check.plain_target, check.folded_target);
         if let Some((plain_fn, folded_fn)) = check.functions
@@ -864,8 +906,15 @@ impl<'a> Checker<'a> {
             return reason;
         }
         let section = &self.plain.sections[self.plain.section_at(p)?];
-        let plain_end = self.plain.next_symbol_start(p);
-        let folded_end = self.folded.next_symbol_start(f);
+        // The piece ends at the next symbol or label of either image, or at
+        // the next relocated offset (another piece: a jump table).
+        let end = |image: &Image, at: u64| {
+            image
+                .next_symbol_start(at)
+                .min(image.next_label(at))
+                .min(image.next_offset_place(at))
+        };
+        let (plain_end, folded_end) = (end(self.plain, p), end(self.folded, f));
         let to_next_symbol = (plain_end - p).min(folded_end.saturating_sub(f));
         let len = if section.strings {
             // (lld marks a whole `.rodata` mergeable strings when its inputs
@@ -1012,8 +1061,12 @@ fn offset_index(offsets: &[u32], offset: u64) -> Option<usize> {
 
 /// What `address` is in `image`, best interpretation first: the symbol a
 /// kept relocation names, the symbols containing it, those ending at it;
-/// a PLT entry; a GOT slot; a place in a section; a number.
-fn classify(image: &Image, address: u64, field: u64) -> Vec<Place> {
+/// a PLT entry; a GOT slot; a place in a section; a number. The place in
+/// its section is also offered when no symbol containing it exists in
+/// `other` (a symbol the fold added, like icf's `__icf.*` names for a kept
+/// copy of read-only data, or one it removed): such a name says nothing
+/// about what the place is.
+fn classify(image: &Image, other: &Image, address: u64, field: u64) -> Vec<Place> {
     let mut places = Vec::new();
     let section = image.section_at(address);
     if let Some(index) = section {
@@ -1046,7 +1099,9 @@ fn classify(image: &Image, address: u64, field: u64) -> Vec<Place> {
             places.push(Place::Symbol(id, address - s.address));
         }
     }
-    let has_container = !containing.is_empty();
+    let has_known_container = containing
+        .iter()
+        .any(|&id| other.counterpart(image, id).is_some());
     // One past the end is a place of data only: past a function's end is
     // the next code, whatever that is.
     let data_ending = ending
@@ -1058,7 +1113,7 @@ fn classify(image: &Image, address: u64, field: u64) -> Vec<Place> {
             places.push(place);
         }
     }
-    if !has_container {
+    if !has_known_container {
         match section {
             Some(index) => places.push(Place::Section(
                 index,

@@ -21,6 +21,11 @@ pub(crate) enum Use {
     Address,
     /// A load or store through the address (or an indirect jump through it).
     Access,
+    /// A pointer in a C++ vtable (`_ZTV*`, `_ZTC*`): an observed address
+    /// when it points to data (typeinfo), not when it points to code, since
+    /// C++ gives no way to compare a virtual function's address (a pointer
+    /// to a virtual member holds its slot, not the function).
+    VtableSlot,
 }
 
 /// One target of an instruction.

@@ -9,7 +9,7 @@
 
 use object::elf;
 use object::read::elf::{FileHeader, Rela, SectionHeader, Sym};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::Error;
@@ -36,6 +36,64 @@ pub(crate) struct Section {
     pub strings: bool,
     /// `SHF_MERGE` constants of this size (0 when not a merge section).
     pub merge_entry_size: u64,
+    /// Contents the linker makes rather than copies from input sections:
+    /// see [`is_synthesized`].
+    pub synthesized: bool,
+}
+
+/// Whether a section's contents are made by the linker (dynamic section,
+/// GOT, PLT, dynamic relocations, symbol and hash tables, version tables,
+/// notes, `.interp`, `.eh_frame_hdr`) rather than copied from the inputs.
+/// Such contents legitimately differ between two links whose inputs differ
+/// (counts, sizes, addresses), so symbols in them (`_DYNAMIC`,
+/// `_GLOBAL_OFFSET_TABLE_`) are not compared as data objects: what the
+/// program does with them is checked where its code uses them (PLT entries
+/// by the symbol they bind, GOT slots by what the loader writes there).
+pub(crate) fn is_synthesized(name: &str, sh_type: u32) -> bool {
+    const SHT_STRTAB: u32 = 3;
+    const SHT_HASH: u32 = 5;
+    const SHT_DYNAMIC: u32 = 6;
+    const SHT_NOTE: u32 = 7;
+    const SHT_REL: u32 = 9;
+    const SHT_RELR: u32 = 19;
+    const SHT_GNU_HASH: u32 = 0x6fff_fff6;
+    const SHT_GNU_VERDEF: u32 = 0x6fff_fffd;
+    const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
+    const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
+    let by_type = matches!(
+        sh_type,
+        SHT_SYMTAB
+            | SHT_STRTAB
+            | SHT_RELA
+            | SHT_HASH
+            | SHT_DYNAMIC
+            | SHT_NOTE
+            | SHT_DYNSYM
+            | SHT_REL
+            | SHT_RELR
+            | SHT_GNU_HASH
+            | SHT_GNU_VERDEF
+            | SHT_GNU_VERNEED
+            | SHT_GNU_VERSYM
+    );
+    let by_name = matches!(
+        name,
+        ".dynamic"
+            | ".got"
+            | ".got.plt"
+            | ".igot"
+            | ".igot.plt"
+            | ".plt"
+            | ".plt.got"
+            | ".plt.sec"
+            | ".iplt"
+            | ".interp"
+            | ".eh_frame_hdr"
+            | ".relro_padding"
+    ) || name.starts_with(".rela")
+        || name.starts_with(".rel.")
+        || name.starts_with(".note");
+    by_type || by_name
 }
 
 /// Whether a symbol names code or data.
@@ -105,6 +163,14 @@ pub(crate) struct Image {
     alloc_by_address: Vec<usize>,
     by_file_key: HashMap<(String, Option<String>, u32), SymbolId>,
     by_name_key: HashMap<(String, u32), SymbolId>,
+    /// The `STT_FILE` names that hold local symbols.
+    files: HashSet<String>,
+    /// Addresses of every symbol in allocated data, sized or not (`.LC0`
+    /// labels a `-q` link keeps included), sorted.
+    labels: Vec<u64>,
+    /// Places of kept relocations that are not absolute pointers (offsets
+    /// such as jump table entries), sorted.
+    offset_places: Vec<u64>,
     /// Relocations a `-q` link kept, by place (virtual address).
     pub emitted: HashMap<u64, EmittedReloc>,
     /// Dynamic relocations by slot address.
@@ -114,6 +180,9 @@ pub(crate) struct Image {
     /// Places holding pointers (dynamic relocations, kept absolute
     /// relocations), sorted.
     pointer_places: Vec<u64>,
+    /// `ET_DYN` (PIE or shared object): every pointer into the image has a
+    /// dynamic relocation. In an `ET_EXEC` only those into other modules do.
+    pub position_independent: bool,
 }
 
 const SHT_RELA: u32 = 4;
@@ -181,6 +250,7 @@ impl Image {
         if !matches!(header.e_type(endian), elf::ET_EXEC | elf::ET_DYN) {
             return Err(bad("not a linked executable or shared library"));
         }
+        let position_independent = header.e_type(endian) == elf::ET_DYN;
         let table = header
             .sections(endian, data.as_slice())
             .map_err(|e| bad(&format!("bad section headers: {e}")))?;
@@ -206,6 +276,7 @@ impl Image {
                     _ => None,
                 }
             };
+            let synthesized = is_synthesized(&name, kind);
             sections.push(Section {
                 name,
                 address: header.sh_addr(endian),
@@ -220,6 +291,7 @@ impl Image {
                 } else {
                     0
                 },
+                synthesized,
             });
         }
 
@@ -238,6 +310,7 @@ impl Image {
         }
 
         let mut symbols = Vec::new();
+        let mut labels = Vec::new();
         let mut elf_index_to_symbol: HashMap<u32, SymbolId> = HashMap::new();
         let mut section_symbol_address: HashMap<u32, u64> = HashMap::new();
         let mut file: Option<String> = None;
@@ -264,6 +337,9 @@ impl Image {
             if st_type == STT_SECTION {
                 section_symbol_address.insert(index as u32, sections[section].address);
                 continue;
+            }
+            if sections[section].alloc && !sections[section].executable {
+                labels.push(sym.st_value(endian));
             }
             let kind = match st_type {
                 STT_FUNC => SymbolKind::Function,
@@ -295,8 +371,11 @@ impl Image {
             *in_name += 1;
         }
 
+        labels.sort_unstable();
+        labels.dedup();
         let mut by_file_key = HashMap::with_capacity(symbols.len());
         let mut by_name_key = HashMap::with_capacity(symbols.len());
+        let files: HashSet<String> = symbols.iter().filter_map(|s| s.file.clone()).collect();
         for (i, s) in symbols.iter().enumerate() {
             let id = SymbolId(i as u32);
             by_file_key.insert((s.name.clone(), s.file.clone(), s.ordinal_in_file), id);
@@ -418,9 +497,16 @@ impl Image {
             .collect();
         pointer_places.sort_unstable();
         pointer_places.dedup();
+        let mut offset_places: Vec<u64> = emitted
+            .iter()
+            .filter(|(_, r)| !is_absolute_pointer(arch, r.r_type))
+            .map(|(place, _)| *place)
+            .collect();
+        offset_places.sort_unstable();
 
         Ok(Image {
             pointer_places,
+            position_independent,
             arch,
             data,
             sections,
@@ -429,6 +515,9 @@ impl Image {
             alloc_by_address,
             by_file_key,
             by_name_key,
+            files,
+            labels,
+            offset_places,
             emitted,
             dynamic,
             exported_functions,
@@ -440,13 +529,23 @@ impl Image {
     }
 
     /// The symbol of this image that is `other`'s symbol `id` in `other_image`:
-    /// the same name in the same file at the same position, else the same
-    /// name at the same position among same-named symbols.
+    /// the same name in the same file at the same position, else (for a
+    /// global, or a local whose file this image has no locals of) the same
+    /// name at the same position among same-named symbols. A local of a file
+    /// this image knows has no counterpart when that file lost it (a local
+    /// folded into another unit's copy): another file's namesake is not it.
     pub fn counterpart(&self, other_image: &Image, id: SymbolId) -> Option<SymbolId> {
         let s = other_image.symbol(id);
+        let file_known = s.file.as_ref().is_some_and(|f| self.files.contains(f));
         self.by_file_key
             .get(&(s.name.clone(), s.file.clone(), s.ordinal_in_file))
-            .or_else(|| self.by_name_key.get(&(s.name.clone(), s.ordinal_in_name)))
+            .or_else(|| {
+                if file_known {
+                    None
+                } else {
+                    self.by_name_key.get(&(s.name.clone(), s.ordinal_in_name))
+                }
+            })
             .copied()
             .filter(|&found| self.symbol(found).kind == s.kind)
     }
@@ -517,6 +616,17 @@ impl Image {
         (containing, ending)
     }
 
+    /// Whether `address` lies in a C++ vtable or construction vtable
+    /// (an object named `_ZTV*` or `_ZTC*`).
+    pub fn in_vtable(&self, address: u64) -> bool {
+        let (containing, _) = self.symbols_around(address);
+        containing.iter().any(|&id| {
+            let s = self.symbol(id);
+            s.kind == SymbolKind::Object
+                && (s.name.starts_with("_ZTV") || s.name.starts_with("_ZTC"))
+        })
+    }
+
     /// The function symbol starting at `address` with the largest size.
     pub fn function_starting_at(&self, address: u64) -> Option<SymbolId> {
         let i = self
@@ -549,6 +659,21 @@ impl Image {
             .min(section_end)
     }
 
+    /// The first data label after `address` (any symbol, sized or not, such
+    /// as the `.LC0` a compiler puts before each constant), else `u64::MAX`.
+    pub fn next_label(&self, address: u64) -> u64 {
+        let i = self.labels.partition_point(|&a| a <= address);
+        self.labels.get(i).copied().unwrap_or(u64::MAX)
+    }
+
+    /// The first place after `address` holding a kept relocation that is not
+    /// an absolute pointer (an offset, as in a jump table that follows a
+    /// string), else `u64::MAX`.
+    pub fn next_offset_place(&self, address: u64) -> u64 {
+        let i = self.offset_places.partition_point(|&a| a <= address);
+        self.offset_places.get(i).copied().unwrap_or(u64::MAX)
+    }
+
     /// A name for `address`: `symbol+offset`, `section+offset` or the number.
     pub fn describe(&self, address: u64) -> String {
         let (containing, _) = self.symbols_around(address);
@@ -575,6 +700,14 @@ impl Image {
     /// Whether the image kept its link-time relocations (`-q`).
     pub fn has_emitted_relocs(&self) -> bool {
         !self.emitted.is_empty()
+    }
+
+    /// Whether nothing says which data words are pointers into the image:
+    /// no kept relocations, and no dynamic relocations covering them (none
+    /// at all, or a position-dependent executable, whose dynamic relocations
+    /// only fill slots for other modules).
+    pub fn pointers_unmarked(&self) -> bool {
+        !self.has_emitted_relocs() && (self.dynamic.is_empty() || !self.position_independent)
     }
 
     /// Whether any allocated section of this image holds `address`.

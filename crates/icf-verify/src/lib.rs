@@ -23,9 +23,11 @@
 //! - **Instructions** are decoded linearly over the symbol's extent and are
 //!   equal when mnemonic, encoding class (legacy/VEX/EVEX), legacy prefixes
 //!   (`lock`, `rep`, segment overrides, `notrack`, size overrides), EVEX
-//!   fields and operands are equal after every target is set apart: so
-//!   `jmp rel8` and `jmp rel32`, `add $1, %eax` with imm8 or imm32 compare
-//!   equal, and a different register, immediate, prefix or opcode does not.
+//!   fields and operands are equal after every target is set apart; an
+//!   immediate is compared by its value at the operand's width, not by its
+//!   encoding: so `jmp rel8` and `jmp rel32`, `add $-1, %eax` as `83 /0 ib`,
+//!   `81 /0 id` or `05 id` compare equal, and a different register,
+//!   immediate value, operand size, prefix or mnemonic does not.
 //!   On AArch64 an `adrp` and the `add`/load/store completing it (tracked by
 //!   register through the function) form one address.
 //! - **Targets** (branch targets, RIP-relative and absolute addresses,
@@ -49,16 +51,41 @@
 //!   addresses. Without them, an immediate or base-less displacement of at
 //!   least 4 bytes pointing into the image is an address, and data words are
 //!   pointers where the dynamic relocations say so (PIE, shared objects), or
-//!   in an image with no relocations at all where the two values differ and
-//!   both point into their images.
+//!   in an image where nothing marks them (no relocations at all, or a
+//!   position-dependent executable, whose dynamic relocations only fill slots
+//!   for other modules) where the two values differ and both point into
+//!   their images (equal words are not recorded as observed addresses).
 //! - **Data objects.** Every `STT_OBJECT` of PLAIN must exist in FOLDED with
-//!   the same size and bytes (pointers compared as targets).
+//!   the same size and bytes (pointers compared as targets), if it is data
+//!   the program defines. Objects in sections the linker synthesizes are
+//!   not: `.dynamic`, `.got`, `.got.plt`, `.plt*`, `.iplt`, `.rel*`/`.rela*`,
+//!   `.dynsym`, `.dynstr`, `.hash`, `.gnu.hash`, `.gnu.version*`,
+//!   `.eh_frame_hdr`, `.note*`, `.interp` and `.relro_padding` (by section
+//!   type where ELF has one, else by name): their contents count, size and
+//!   place what the link holds, so `_DYNAMIC` or `_GLOBAL_OFFSET_TABLE_`
+//!   legitimately differ after a fold; uses of them are checked where code
+//!   makes them (PLT entries by the symbol they bind, GOT slots by what the
+//!   loader writes). Data from input sections (`.data`, `.rodata`, `.bss`,
+//!   `.data.rel.ro`, `.init_array`, `.tm_clone_table`, ...) is compared.
+//! - **Locals the fold removed.** A local function or object of PLAIN that
+//!   FOLDED no longer names (folded into another unit's copy) is not a
+//!   root: nothing outside its unit could name it, and every use of it is a
+//!   reference checked in turn. A local is never paired with another file's
+//!   namesake when FOLDED still has locals of its file.
 //! - **Observed addresses.** Every use that makes an address a value (`lea`,
 //!   `adr`, `adrp`+`add`, absolute immediates, pointers in data, exported
 //!   functions) records which FOLDED address stands for which PLAIN one.
 //!   Two distinct PLAIN addresses observed as one FOLDED address
 //!   (significant addresses merged), or one observed as two, is a
 //!   difference: for data always, for functions unless [`Mode::All`].
+//!   Two exceptions follow the language: a function pointer in a C++ vtable
+//!   (`_ZTV*`, `_ZTC*`) is not observed (C++ cannot compare a virtual
+//!   function's address), and read-only data without a symbol (string
+//!   literals, jump tables, constant pools) has no address identity.
+//!   Unnamed read-only data ends at the next symbol, kept label (`.LC0`) or
+//!   relocated offset (a jump table after a string), at most 256 bytes; a
+//!   place FOLDED names by a symbol PLAIN lacks (icf's `__icf.*`) is also
+//!   compared as a place in its section.
 //!
 //! # What is not
 //!
@@ -108,6 +135,9 @@ pub struct Stats {
     pub pairs_proved_equal: usize,
     /// PLAIN data objects compared with their FOLDED namesakes.
     pub data_objects_checked: usize,
+    /// PLAIN local functions and objects FOLDED has no symbol for (folded
+    /// into another unit's copy): checked only where they are used.
+    pub locals_without_symbol: usize,
 }
 
 /// Why two programs differ.
@@ -226,7 +256,15 @@ impl fmt::Display for Stats {
             self.thunks_followed,
             self.pairs_proved_equal,
             self.data_objects_checked
-        )
+        )?;
+        if self.locals_without_symbol > 0 {
+            write!(
+                f,
+                ", {} locals without a FOLDED symbol (checked where used)",
+                self.locals_without_symbol
+            )?;
+        }
+        Ok(())
     }
 }
 

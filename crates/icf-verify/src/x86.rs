@@ -188,7 +188,7 @@ fn normalize(
                     });
                     Operand::Target
                 } else {
-                    Operand::Immediate(value)
+                    Operand::Immediate(value & immediate_mask(kind))
                 }
             }
             OpKind::Memory => {
@@ -251,6 +251,19 @@ fn normalize(
         operands,
     };
     (key, refs)
+}
+
+/// The bits of an immediate the instruction uses: iced sign-extends
+/// `Immediate8to16`/`8to32` to 64 bits but zero-extends `Immediate16`/`32`,
+/// so `83 /0 ib` and `81 /0 id` (or `05 id`) adding the same value would
+/// otherwise compare unequal. Values are compared at the operand's width.
+fn immediate_mask(kind: OpKind) -> u64 {
+    match kind {
+        OpKind::Immediate8 | OpKind::Immediate8_2nd => 0xff,
+        OpKind::Immediate16 | OpKind::Immediate8to16 => 0xffff,
+        OpKind::Immediate32 | OpKind::Immediate8to32 => 0xffff_ffff,
+        _ => u64::MAX,
+    }
 }
 
 /// The field of a branch's displacement: its immediate offset, or the last

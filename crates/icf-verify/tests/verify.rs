@@ -383,3 +383,75 @@ fn bad_input_is_an_error_naming_the_file() {
     let missing = dir.join("missing");
     assert!(verify(&missing, &not_elf, &VerifyOptions::default()).is_err());
 }
+
+#[test]
+fn an_imm8_and_an_imm32_adding_the_same_value_verify() {
+    // `add $-1, %eax` as `83 c0 ff` and as `05 ff ff ff ff`: one instruction.
+    let imm8 = function("t8", "  mov %edi, %eax\n  .byte 0x83, 0xc0, 0xff\n  ret");
+    let imm32 = function(
+        "t32",
+        "  mov %edi, %eax\n  .byte 0x05, 0xff, 0xff, 0xff, 0xff\n  ret",
+    );
+    let calls = ["t8", "t32"];
+    let plain = x86_program(&format!("{imm8}{imm32}"), &calls);
+    let folded = x86_program(&format!("{imm8}{}", alias("t32", "t8", 6)), &calls);
+    let (plain, folded) = x86_pair("imm8_imm32", &plain, &folded, &["-Wl,-q"]);
+    assert_passes(&plain, &folded, Mode::Safe);
+    // A different value is still a different instruction.
+    let other = function(
+        "t32",
+        "  mov %edi, %eax\n  .byte 0x05, 0xfe, 0xff, 0xff, 0xff\n  ret",
+    );
+    let plain = x86_program(&format!("{imm8}{other}"), &calls);
+    let dir = work_dir("imm8_imm32_other");
+    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "t32",
+    );
+}
+
+#[test]
+fn the_linkers_own_tables_are_not_compared_as_data() {
+    // gold gives `_DYNAMIC` a size; folding moves what its entries point to.
+    let body = function("f0", "  mov $7, %eax\n  ret")
+        + &function("f1", "  mov $7, %eax\n  ret")
+        + ".section .fini_array,\"aw\"\n.quad f0\n";
+    let plain = x86_program(&body, &["f0", "f1"]);
+    let folded = x86_program(
+        &(function("f0", "  mov $7, %eax\n  ret")
+            + &alias("f1", "f0", 6)
+            + ".section .fini_array,\"aw\"\n.quad f0\n"),
+        &["f0", "f1"],
+    );
+    let flags = ["-fuse-ld=gold", "-pie", "-Wl,-q"];
+    let (plain, folded) = x86_pair("linker_tables", &plain, &folded, &flags);
+    assert_passes(&plain, &folded, Mode::All);
+}
+
+#[test]
+fn pointers_in_a_position_dependent_executable_without_q_are_found_by_value() {
+    let twins = function("p0", "  mov $3, %eax\n  ret") + &function("p1", "  mov $3, %eax\n  ret");
+    let table =
+        ".data\n.globl ptrs\n.type ptrs,@object\n.p2align 3\nptrs: .quad p0, p1\n.size ptrs, 16\n";
+    let calls = ["p0", "p1"];
+    let plain = x86_program(&format!("{twins}{table}"), &calls);
+    let folded = x86_program(
+        &format!(
+            "{}{}{table}",
+            function("p0", "  mov $3, %eax\n  ret"),
+            alias("p1", "p0", 6)
+        ),
+        &calls,
+    );
+    // `puts` gives the executable dynamic relocations, none of them for `ptrs`.
+    let call_puts = function("say", "  lea ptrs(%rip), %rdi\n  jmp puts@PLT");
+    let plain = plain + &call_puts;
+    let folded = folded + &call_puts;
+    let (plain, folded) = x86_pair("non_pie_pointers", &plain, &folded, &["-no-pie"]);
+    // (Before, the differing word was compared as bytes: a false difference.)
+    assert_passes(&plain, &folded, Mode::All);
+}
