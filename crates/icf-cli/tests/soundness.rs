@@ -566,6 +566,30 @@ fn prefixes_and_immediates_compare_by_meaning() {
     });
 }
 
+#[test]
+fn a_name_resolves_to_the_archive_member_the_linker_picks() {
+    let source = "soundness/archive_member_choice.c";
+    let unit = |flags, archive| Unit {
+        source,
+        flags,
+        archive,
+    };
+    check(&Case {
+        units: &[
+            unit(&["-O2", "-ffunction-sections", "-DPART_MAIN"], None),
+            unit(
+                &["-O2", "-ffunction-sections", "-DPART_WEAK"],
+                Some("libpick.a"),
+            ),
+            unit(
+                &["-O2", "-ffunction-sections", "-DPART_STRONG"],
+                Some("libpick.a"),
+            ),
+        ],
+        ..Case::x86("archive_member_choice", &[])
+    });
+}
+
 /// Wrong-code classes `cargo xtask fuzz` found (`fixtures/fuzz_found/`),
 /// built part by part as the generator built them.
 #[test]

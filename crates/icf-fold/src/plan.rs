@@ -60,6 +60,9 @@ pub enum KeepReason {
     /// In a class folded through the kept function's identity (see the
     /// module header): a thunk to whichever instance of it the link keeps.
     ThroughIdentity,
+    /// A jump table, which folds with its function or not at all: its
+    /// function keeps its own body.
+    TableOfUnfoldedFunction,
 }
 
 /// What happens to one member.

@@ -170,6 +170,7 @@ fn fold_inputs(
     let program_options = Options {
         shared: parsed.shared,
         ordered_archives: parsed.linker == LinkerFlavor::Ordered,
+        strong_members_first: parsed.linker == LinkerFlavor::Mold,
         whole_archive,
         gc_sections: parsed.gc_sections.then(|| parsed.gc_roots.clone()),
         exports: exports_of(parsed),

@@ -60,8 +60,26 @@ pub struct LinkCommand {
 pub enum LinkerFlavor {
     /// GNU ld or gold: archives are searched where they stand on the command line.
     Ordered,
-    /// lld or mold: every archive is searched whatever its position.
+    /// lld: every archive is searched whatever its position, and a name
+    /// pulls in the first member that defines it.
     Unordered,
+    /// mold: as lld, but a name pulls in a member that defines it
+    /// strongly before one that defines it weakly.
+    Mold,
+}
+
+impl LinkerFlavor {
+    /// The flavor of the linker named `name` (`ld.lld`, `mold`, `lld`,
+    /// `-fuse-ld=`'s value...).
+    fn of(name: &str) -> LinkerFlavor {
+        if name.contains("mold") {
+            LinkerFlavor::Mold
+        } else if name.contains("lld") {
+            LinkerFlavor::Unordered
+        } else {
+            LinkerFlavor::Ordered
+        }
+    }
 }
 
 /// Options of a compiler driver that take the next argument as their value.
@@ -193,11 +211,7 @@ impl LinkCommand {
             keep_unique: Vec::new(),
             ignore_data_address_equality: false,
             scripts: Vec::new(),
-            linker: if name.contains("lld") || name.contains("mold") {
-                LinkerFlavor::Unordered
-            } else {
-                LinkerFlavor::Ordered
-            },
+            linker: LinkerFlavor::of(&name),
         };
         parsed.scan();
         Ok(parsed)
@@ -353,11 +367,7 @@ impl LinkCommand {
                     _ => {}
                 }
                 if let Some(linker) = arg.strip_prefix("-fuse-ld=") {
-                    self.linker = if linker.contains("lld") || linker.contains("mold") {
-                        LinkerFlavor::Unordered
-                    } else {
-                        LinkerFlavor::Ordered
-                    };
+                    self.linker = LinkerFlavor::of(linker);
                 }
             }
             if arg.starts_with("-Wl,") || arg == "-Xlinker" {

@@ -219,10 +219,73 @@ impl<'data> Analysis<'_, 'data> {
             }
             classes.push(class);
         }
+        self.tables_follow_their_functions(&mut classes);
         Plan {
             mode: options.mode,
             classes,
             significance,
+        }
+    }
+
+    /// A jump table folds with its function or not at all
+    /// ([`Analysis::owner`]): in a class of tables, the table of the
+    /// functions' kept copy is kept, a table whose function became an
+    /// alias of that copy becomes an alias of it, and every other table
+    /// keeps its body (its function still jumps through it).
+    fn tables_follow_their_functions(&self, classes: &mut [ClassPlan]) {
+        let mut fate: HashMap<CandidateId, (CandidateId, bool)> = HashMap::default();
+        for class in classes.iter() {
+            for decision in &class.decisions {
+                let aliased = matches!(decision.action, Action::Kept | Action::Alias);
+                fate.insert(decision.candidate, (class.kept, aliased));
+            }
+        }
+        // A function alone in its class is its own kept copy.
+        let kept_of = |function: CandidateId| fate.get(&function).map_or((function, true), |&f| f);
+        for class in classes.iter_mut() {
+            if !class
+                .decisions
+                .iter()
+                .any(|d| self.owner[d.candidate.index()].is_some())
+            {
+                continue;
+            }
+            let Some(first_owner) = class
+                .decisions
+                .iter()
+                .find_map(|d| self.owner[d.candidate.index()])
+            else {
+                continue;
+            };
+            let (kept_function, _) = kept_of(first_owner);
+            let kept_table = class
+                .decisions
+                .iter()
+                .map(|d| d.candidate)
+                .find(|&c| self.owner[c.index()] == Some(kept_function));
+            let sizes: HashMap<CandidateId, u64> = class
+                .decisions
+                .iter()
+                .map(|d| (d.candidate, self.candidates[d.candidate.index()].size()))
+                .collect();
+            for decision in &mut class.decisions {
+                let table = decision.candidate;
+                decision.action = match (kept_table, self.owner[table.index()]) {
+                    (Some(kept), _) if kept == table => Action::Kept,
+                    (Some(_), Some(function)) if kept_of(function) == (kept_function, true) => {
+                        Action::Alias
+                    }
+                    _ => Action::Keep(KeepReason::TableOfUnfoldedFunction),
+                };
+                decision.saved = if decision.action == Action::Alias {
+                    sizes[&table]
+                } else {
+                    0
+                };
+            }
+            class.kept = kept_table.unwrap_or(class.kept);
+            // The kept copy first, as everywhere.
+            class.decisions.sort_by_key(|d| d.action != Action::Kept);
         }
     }
 

@@ -18,6 +18,9 @@ pub struct Options {
     /// GNU ld and gold search an archive only where it stands on the command
     /// line; lld and mold (the default here) search every archive.
     pub ordered_archives: bool,
+    /// mold: of the archive members defining a name, one that defines it
+    /// strongly is pulled in before one that defines it weakly.
+    pub strong_members_first: bool,
     /// Input files (by index) inside `--whole-archive`: all their members are linked.
     pub whole_archive: Vec<usize>,
     /// A `--gc-sections` link, with the roots its command names: code it
@@ -211,7 +214,7 @@ impl<'data> Program<'data> {
         if options.ordered_archives {
             resolve_archive_members_in_order(&mut objects);
         } else {
-            resolve_archive_members(&mut objects);
+            resolve_archive_members(&mut objects, options.strong_members_first);
         }
 
         // References are normalized once the link's definitions are known.
@@ -311,12 +314,14 @@ fn section_symbol_of(elf: &ElfObject<'_>) -> Vec<Option<icf_object::SymbolIndex>
 /// nothing changes. This is lld's rule (every archive is searched whatever
 /// its position); GNU ld, which does not go back to earlier archives, loads
 /// at most these.
-fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>]) {
+fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>], strong_first: bool) {
     use icf_object::{Binding, SymbolPlace};
     if objects.iter().all(|object| object.loaded) {
         return;
     }
-    let mut providers: HashMap<&[u8], Vec<usize>> = HashMap::default();
+    // The members defining each name, in order, each with whether its
+    // definition is strong.
+    let mut providers: HashMap<&[u8], Vec<(usize, bool)>> = HashMap::default();
     for (index, object) in objects.iter().enumerate() {
         if object.loaded {
             continue;
@@ -326,31 +331,56 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>]) {
                 && symbol.is_defined()
                 && symbol.place != SymbolPlace::Common
             {
-                providers.entry(symbol.name).or_default().push(index);
+                let strong = symbol.binding != Binding::Weak;
+                providers
+                    .entry(symbol.name)
+                    .or_default()
+                    .push((index, strong));
             }
         }
     }
+    // The member a name pulls in. lld: the first that defines it. mold
+    // ranks every definition at once, the objects on the command line
+    // first, then archive members defining it strongly, then weakly: a
+    // member that defines a name weakly (or comes later) cannot keep the
+    // one that defines it strongly out, whatever order they are pulled in.
+    let owner = |name: &[u8]| -> Option<usize> {
+        let members = providers.get(name)?;
+        let first = members.first().map(|&(m, _)| m);
+        if strong_first {
+            members
+                .iter()
+                .find(|&&(_, strong)| strong)
+                .map(|&(m, _)| m)
+                .or(first)
+        } else {
+            first
+        }
+    };
     let mut defined: rustc_hash::FxHashSet<&'data [u8]> = rustc_hash::FxHashSet::default();
     let mut wanted: Vec<&'data [u8]> = Vec::new();
-    // A loaded object's definitions count at once: a name it defines must
-    // not pull in another provider later in the same round (lld and mold
-    // extract a member only for a name still undefined).
-    let load = |object: &LoadedObject<'data>,
-                defined: &mut rustc_hash::FxHashSet<&'data [u8]>,
-                wanted: &mut Vec<&'data [u8]>| {
+    let references = |object: &LoadedObject<'data>, wanted: &mut Vec<&'data [u8]>| {
         for symbol in &object.elf.symbols {
-            if symbol.binding == Binding::Local || symbol.name.is_empty() {
-                continue;
-            }
-            if symbol.is_defined() {
-                defined.insert(symbol.name);
-            } else if symbol.binding != Binding::Weak {
+            if symbol.binding != Binding::Local
+                && !symbol.name.is_empty()
+                && !symbol.is_defined()
+                && symbol.binding != Binding::Weak
+            {
                 wanted.push(symbol.name);
             }
         }
     };
+    let definitions = |object: &LoadedObject<'data>,
+                       defined: &mut rustc_hash::FxHashSet<&'data [u8]>| {
+        for symbol in &object.elf.symbols {
+            if symbol.binding != Binding::Local && !symbol.name.is_empty() && symbol.is_defined() {
+                defined.insert(symbol.name);
+            }
+        }
+    };
     for object in objects.iter().filter(|object| object.loaded) {
-        load(object, &mut defined, &mut wanted);
+        definitions(object, &mut defined);
+        references(object, &mut wanted);
     }
     while !wanted.is_empty() {
         let mut next = Vec::new();
@@ -358,13 +388,17 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>]) {
             if defined.contains(name) {
                 continue;
             }
-            if let Some(&member) = providers
-                .get(name)
-                .and_then(|p| p.iter().find(|&&m| !objects[m].loaded))
-            {
-                objects[member].loaded = true;
-                load(&objects[member], &mut defined, &mut next);
+            let Some(member) = owner(name).filter(|&m| !objects[m].loaded) else {
+                continue;
+            };
+            objects[member].loaded = true;
+            // lld: a loaded member's definitions count at once, so a name it
+            // defines pulls in no other member later in the same round.
+            // mold: only the objects on the command line keep a member out.
+            if !strong_first {
+                definitions(&objects[member], &mut defined);
             }
+            references(&objects[member], &mut next);
         }
         wanted = next;
     }

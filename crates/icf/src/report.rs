@@ -378,6 +378,9 @@ impl Analysis<'_, '_> {
             "keeps its own symbols (COMDAT group, or a global that cannot move); a thunk would not be smaller".to_string()
         }
         KeepReason::KeptCopyMayNotLoad => "the kept copy's archive member might not be linked".to_string(),
+        KeepReason::TableOfUnfoldedFunction => {
+            "a jump table folds with its function, which keeps its own body".to_string()
+        }
         KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
             Some(why) => format!("{}; a thunk would not be smaller", self.describe_significance(why)),
             None => "address is significant".to_string(),
