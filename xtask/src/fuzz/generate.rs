@@ -1063,10 +1063,19 @@ impl Generator {
                     _ => self.random_linked_unit(),
                 };
                 if target != unit {
-                    let definition = format!(
-                        "__attribute__((noinline)) {} {{\n{body}}}\n",
-                        signature.declare(&name)
-                    );
+                    // The override declares what main checks of the name
+                    // (alignment, output section): whichever definition
+                    // the link takes, the check holds by declaration, not
+                    // by chance.
+                    let mut attributes = String::from("__attribute__((noinline");
+                    if let Some(align) = align {
+                        let _ = write!(attributes, ", aligned({align})");
+                    }
+                    if hot {
+                        attributes.push_str(", section(\".text.fzhot\")");
+                    }
+                    let definition =
+                        format!("{attributes})) {} {{\n{body}}}\n", signature.declare(&name));
                     self.place(target, &definition);
                 }
             }
