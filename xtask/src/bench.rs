@@ -870,6 +870,7 @@ fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<CorpusResult> {
         }
     }
     check_behaviour(prepared, &out, &mut rows)?;
+    verify_folds(prepared, icf, &mut rows);
 
     let mut fold_rss_kib = Vec::new();
     let mut fold_error = None;
@@ -1023,6 +1024,33 @@ fn observe(check: &Check, binary: &Path) -> Result<Vec<(String, Observation)>> {
                 display(&command),
                 (output.status.code(), output.stdout, output.stderr),
             )])
+        }
+    }
+}
+
+/// Proves each `icf link` output that behaves like the plain link with
+/// `icf verify` (both linked again with `-q`, untimed): a failure is a
+/// difference in behaviour.
+fn verify_folds(prepared: &Prepared, icf: &Path, rows: &mut [Row]) {
+    for row in rows.iter_mut() {
+        let Kind::Icf(mode) = row.variant.kind else {
+            continue;
+        };
+        if !row.ok() || matches!(row.behaviour, Behaviour::Differs(_)) {
+            continue;
+        }
+        eprintln!("    icf verify: {}", row.variant.label);
+        match peer::verify_link(
+            &prepared.corpus,
+            &prepared.scratch,
+            icf,
+            mode,
+            row.variant.linker,
+        ) {
+            Ok(summary) => eprintln!("    {summary}"),
+            Err(error) => {
+                row.behaviour = Behaviour::Differs(format!("{error:#}"));
+            }
         }
     }
 }

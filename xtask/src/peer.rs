@@ -300,7 +300,7 @@ fn icf_link(
         };
     }
     capture(&mut command).with_context(|| format!("linking with {label}"))?;
-    verify_link(corpus, scratch, icf, mode, linker)?;
+    println!("{}", verify_link(corpus, scratch, icf, mode, linker)?);
     let plain = scratch.join(name);
     for search in SEARCHES {
         let (expected, actual) = (run_search(&plain, search)?, run_search(&output, search)?);
@@ -321,14 +321,15 @@ fn icf_link(
 }
 
 /// Links the corpus plainly and through `icf link --mode MODE`, both with
-/// `-q`, and proves the folded `rg` against the plain one with `icf verify`.
+/// `-q`, and proves the folded binary against the plain one with `icf
+/// verify`: its summary, or an error with the first difference.
 pub(crate) fn verify_link(
     corpus: &Corpus,
     scratch: &Path,
     icf: &Path,
     mode: &str,
     linker: Linker,
-) -> Result<()> {
+) -> Result<String> {
     let name = linker.name();
     let plain = scratch.join(format!("{name}-q"));
     if !plain.exists() {
@@ -367,12 +368,11 @@ pub(crate) fn verify_link(
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    println!(
+    Ok(format!(
         "icf verify --mode {mode} ({name}): {} ({:.1} s)",
         stdout.trim(),
         started.elapsed().as_secs_f64()
-    );
-    Ok(())
+    ))
 }
 
 /// Searches whose output does not depend on timing or thread count: regex
