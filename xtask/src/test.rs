@@ -1,6 +1,8 @@
 //! `cargo xtask test`: everything CI checks, in order, stopping at the first
-//! failure: tools, formatting, clippy with warnings denied, the tests, icf
-//! folding its own build, and the ripgrep peer check.
+//! failure: tools, formatting, clippy with warnings denied, the tests (the
+//! parser fuzzing's fixed campaign among them), icf folding its own build,
+//! the program generator's fixed seeds (every program run plain and folded,
+//! every pair through `icf verify`), and the ripgrep peer check.
 //!
 //! Each step prints a one-line header to stderr so a failing log shows which
 //! step broke before the step's own output.
@@ -36,6 +38,12 @@ pub fn run_all(cargo_test_args: &[String]) -> Result<()> {
     run_step(&mut test)?;
 
     self_hosted()?;
+
+    // Generated programs, plain against folded in both modes, each pair
+    // proved by icf verify (seeds 0..200, x86-64 and AArch64).
+    eprintln!("==> cargo xtask fuzz --ci");
+    let icf = crate::peer::build_icf()?;
+    crate::fuzz::run_ci(icf)?;
 
     // ripgrep's real link: folded by icf link in both modes, with lld and
     // GNU ld, every folded rg must search like the plain one, and icf must

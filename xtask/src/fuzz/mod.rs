@@ -71,6 +71,22 @@ pub struct FuzzArgs {
     keep_work: bool,
 }
 
+/// The CI run (`--ci`): the fixed seeds over both architectures, with the
+/// release icf that `cargo xtask test` built.
+pub fn run_ci(icf: PathBuf) -> Result<()> {
+    run(&FuzzArgs {
+        seconds: None,
+        seed: None,
+        count: None,
+        arch: ArchChoice::Both,
+        jobs: 2,
+        keep_going: true,
+        icf: Some(icf),
+        ci: true,
+        keep_work: false,
+    })
+}
+
 /// Runs the fuzzer; fails when any program showed a finding.
 pub fn run(args: &FuzzArgs) -> Result<()> {
     let (first_seed, count, seconds, keep_going) = if args.ci {
@@ -95,16 +111,15 @@ pub fn run(args: &FuzzArgs) -> Result<()> {
             .with_context(|| format!("--icf {}", path.display()))?,
         None => build_icf()?,
     };
-    let has_verify =
-        process::succeeds_quietly(std::process::Command::new(&icf).args(["verify", "--help"]));
+    if !process::succeeds_quietly(std::process::Command::new(&icf).args(["verify", "--help"])) {
+        bail!(
+            "{} has no `verify` command: every folded program must be verified",
+            icf.display()
+        );
+    }
     eprintln!(
-        "fuzz: icf {} ({}), first seed {first_seed}, {} job(s){}",
+        "fuzz: icf {}, first seed {first_seed}, {} job(s){}",
         icf.display(),
-        if has_verify {
-            "with verify"
-        } else {
-            "no verify yet"
-        },
         args.jobs,
         match (count, seconds) {
             (Some(count), _) => format!(", {count} program(s)"),
@@ -112,7 +127,7 @@ pub fn run(args: &FuzzArgs) -> Result<()> {
             (None, None) => String::new(),
         }
     );
-    let tools = Tools { icf, has_verify };
+    let tools = Tools { icf };
     let root = corpus::workspace_root()?.join("target/fuzz");
     let work = root.join("work");
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;

@@ -1,7 +1,7 @@
 //! Building, linking, running and comparing one generated program: compile
 //! every file, archive the archive members, link once plain and once through
 //! `icf link --strict` per mode, run all three, compare exit status and
-//! transcript, run `icf verify` on each pair when icf has it, and on a
+//! transcript, run `icf verify` on each pair, and on a
 //! finding turn the work directory into a self-contained reproduction.
 //!
 //! Main assumption: every step is one external command run in the program's
@@ -107,8 +107,6 @@ pub struct Outcome {
 #[derive(Debug, Clone)]
 pub struct Tools {
     pub icf: PathBuf,
-    /// Whether `icf verify` exists in this icf.
-    pub has_verify: bool,
 }
 
 /// A placeholder word in a step's arguments, replaced by the icf binary.
@@ -488,7 +486,7 @@ pub fn run_program(
     outcome.seconds = started.elapsed().as_secs_f64();
     checked?;
     if !outcome.findings.is_empty() || outcome.invalid.is_some() {
-        write_reproduction(program, &plan, tools, &dir, &outcome)?;
+        write_reproduction(program, &plan, &dir, &outcome)?;
         let target = repro_root.join(format!("repro-{}", program.seed));
         if target.exists() {
             fs::remove_dir_all(&target)
@@ -581,7 +579,7 @@ fn check(
                 detail: first_differences(&plain_lines, &folded_lines),
             });
         }
-        if same && tools.has_verify {
+        if same {
             let output = execute(&plan.verify(mode), dir, tools)?;
             if !output.status.success() {
                 let mut detail = tail(&output.stdout, 8);
@@ -599,13 +597,7 @@ fn check(
 }
 
 /// `build.sh` and `README.md` of a reproduction directory.
-fn write_reproduction(
-    program: &Program,
-    plan: &Plan,
-    tools: &Tools,
-    dir: &Path,
-    outcome: &Outcome,
-) -> Result<()> {
+fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outcome) -> Result<()> {
     let mut script = String::new();
     let _ = writeln!(script, "#!/bin/sh");
     let _ = writeln!(
@@ -652,7 +644,7 @@ fn write_reproduction(
             "if {filter} plain.out | diff - folded-{name}.out.cmp > {name}.diff; then echo '{name}: same output'; else echo '{name}: OUTPUT DIFFERS (see {name}.diff)'; status=1; fi"
         );
         let _ = writeln!(script, "{filter} folded-{name}.out > folded-{name}.out.cmp");
-        if tools.has_verify {
+        {
             let _ = writeln!(
                 status,
                 "{} || {{ echo '{name}: icf verify failed'; status=1; }}",
