@@ -375,6 +375,145 @@ fn relocation_symbol_out_of_range() {
     );
 }
 
+/// The index of the section named `name` and the file offset of its header.
+fn section_header(data: &[u8], name: &str) -> (usize, usize) {
+    let header = elf::FileHeader64::<LE>::parse(data).expect("parsing the fixture's ELF header");
+    let table = header
+        .sections(LE, data)
+        .expect("parsing the fixture's section headers");
+    let index = table
+        .iter()
+        .position(|section| table.section_name(LE, section).ok() == Some(name.as_bytes()))
+        .unwrap_or_else(|| panic!("the fixture has a section {name}"));
+    let shoff = usize::try_from(header.e_shoff(LE)).expect("offset fits in usize");
+    (index, shoff + index * usize::from(header.e_shentsize(LE)))
+}
+
+/// Offsets in `Elf64_Shdr`.
+const SH_TYPE: usize = 0x04;
+const SH_LINK: usize = 0x28;
+const SH_ADDRALIGN: usize = 0x30;
+const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+
+#[test]
+fn relocation_addend_absurdly_large() {
+    let scratch = Scratch::new("relocation_addend_absurdly_large");
+    let mut data = valid_object();
+    let rela = first_rela_section(&data);
+    // r_addend is at +16.
+    patch(&mut data, rela.file_offset + 16, &i64::MAX.to_le_bytes());
+    let path = scratch.write("addend.o", &data);
+    let location = format!(
+        "{}: section {} '{}': offset 0x0: ",
+        path.display(),
+        rela.index,
+        rela.name
+    );
+    assert_dump_fails(
+        &path,
+        &[
+            &location,
+            "relocation 0: addend 0x7fffffffffffffff is absurdly large",
+        ],
+    );
+}
+
+#[test]
+fn section_alignment_not_a_power_of_two() {
+    let scratch = Scratch::new("section_alignment_not_a_power_of_two");
+    for (align, file) in [(u64::MAX, "max.o"), (1 << 63, "huge.o"), (24, "odd.o")] {
+        let mut data = valid_object();
+        let (index, header) = section_header(&data, ".text");
+        patch(&mut data, header + SH_ADDRALIGN, &align.to_le_bytes());
+        let path = scratch.write(file, &data);
+        let location = format!("{}: section {index} '.text': ", path.display());
+        let message = format!("sh_addralign {align:#x} (section header field at file offset");
+        assert_dump_fails(&path, &[&location, &message, "is not 0 or a power of two"]);
+    }
+}
+
+#[test]
+fn two_address_significance_tables() {
+    let scratch = Scratch::new("two_address_significance_tables");
+    let mut data = valid_object();
+    let (first, first_header) = section_header(&data, ".comment");
+    let (second, second_header) = section_header(&data, ".note.GNU-stack");
+    patch(
+        &mut data,
+        first_header + SH_TYPE,
+        &SHT_LLVM_ADDRSIG.to_le_bytes(),
+    );
+    patch(
+        &mut data,
+        second_header + SH_TYPE,
+        &SHT_LLVM_ADDRSIG.to_le_bytes(),
+    );
+    let path = scratch.write("addrsig.o", &data);
+    let location = format!("{}: section {second} '.note.GNU-stack': ", path.display());
+    let message = format!("a second address-significance table (the first is section {first})");
+    assert_dump_fails(&path, &[&location, &message]);
+}
+
+#[test]
+fn address_significance_table_not_linked_to_the_symbol_table() {
+    let scratch = Scratch::new("address_significance_table_not_linked");
+    let mut data = valid_object();
+    let (index, header) = section_header(&data, ".comment");
+    patch(&mut data, header + SH_TYPE, &SHT_LLVM_ADDRSIG.to_le_bytes());
+    patch(&mut data, header + SH_LINK, &0xfff1u32.to_le_bytes());
+    let path = scratch.write("addrsig.o", &data);
+    let location = format!("{}: section {index} '.comment': ", path.display());
+    assert_dump_fails(
+        &path,
+        &[
+            &location,
+            "address-significance table links to section 65521, not the symbol table",
+        ],
+    );
+}
+
+#[test]
+fn symbol_value_absurdly_large() {
+    let scratch = Scratch::new("symbol_value_absurdly_large");
+    let mut data = valid_object();
+    let (symtab, header) = section_header(&data, ".symtab");
+    let at = |field: usize| {
+        u64::from_le_bytes(
+            data[header + field..header + field + 8]
+                .try_into()
+                .expect("eight bytes"),
+        )
+    };
+    let (symtab_offset, symtab_size) = (at(0x18) as usize, at(0x20) as usize);
+    // The first symbol defined in a section (`Elf64_Sym`: 24 bytes, st_shndx at +6, st_value at +8).
+    let entry = (1..symtab_size / 24)
+        .find(|n| {
+            let at = symtab_offset + n * 24 + 6;
+            let shndx = u16::from_le_bytes([data[at], data[at + 1]]);
+            shndx != 0 && shndx < 0xff00
+        })
+        .expect("the fixture defines a symbol in a section");
+    patch(
+        &mut data,
+        symtab_offset + entry * 24 + 8,
+        &(1u64 << 62).to_le_bytes(),
+    );
+    let path = scratch.write("symbol.o", &data);
+    let location = format!(
+        "{}: section {symtab} '.symtab': offset {:#x}: ",
+        path.display(),
+        entry * 24
+    );
+    assert_dump_fails(
+        &path,
+        &[
+            &location,
+            &format!("symbol {entry} "),
+            "value 0x4000000000000000 is no offset in a section",
+        ],
+    );
+}
+
 #[test]
 fn nonexistent_file() {
     let scratch = Scratch::new("nonexistent_file");

@@ -424,8 +424,13 @@ impl InstContext<'_, '_> {
     /// encoding (`cmpl $imm8, x(%rip)` and `cmpl $imm32, x(%rip)` agree).
     fn push_reloc_ref(&self, f: &mut Function, reloc: &CodeReloc, use_: Use) -> icf_ir::RefId {
         let r_type = elf::RelocationType(reloc.r_type);
+        // Modulo 2^64, as the linker computes S + A - P: an absolute symbol's
+        // value is any address. For a place in a section the reader's bound
+        // (`icf_object::elf::MAX_PLACE_MAGNITUDE` on symbol values and
+        // addends) keeps the sum exact; the lifter itself never fails.
+        let rebase = i64::from(self.next_ip) - i64::from(reloc.offset);
         let addend = if reloc.pc_relative {
-            reloc.addend + i64::from(self.next_ip) - i64::from(reloc.offset)
+            reloc.addend.wrapping_add(rebase)
         } else {
             reloc.addend
         };
@@ -436,7 +441,7 @@ impl InstContext<'_, '_> {
                 | elf::R_X86_64_REX_GOTPCRELX
                 | elf::R_X86_64_CODE_4_GOTPCRELX
         );
-        if got && reloc.own_addend + i64::from(self.next_ip) - i64::from(reloc.offset) != 0 {
+        if got && reloc.own_addend.wrapping_add(rebase) != 0 {
             // `sym+4@GOTPCREL`: the linker writes the address of a slot next
             // to the symbol's, which depends on how it lays out the GOT.
             return f.push_ref(Ref {

@@ -35,6 +35,22 @@ impl SymbolIndex {
 /// `SHT_LLVM_ADDRSIG`: the symbols whose address is significant.
 pub const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
 
+/// The bound on every magnitude the reader accepts for a place: relocation
+/// addends, values of symbols defined in a section, and section sizes are
+/// all below 2^60 (an exbibyte: no x86-64 or AArch64 address space maps more
+/// than 2^57 bytes). So later phases add a symbol value, an addend, an
+/// offset and a field's size in `i64` without checks: no such sum can
+/// overflow. The cost: objects that keep a tag in a pointer's top byte
+/// (HWASan's tagged globals, `sym + (tag << 56)`) are refused by name rather
+/// than folded; the lifter still computes addends modulo 2^64 (absolute
+/// symbols may have any value), so it agrees with this bound.
+pub const MAX_PLACE_MAGNITUDE: u64 = 1 << 60;
+
+/// The largest `sh_addralign` accepted: lld refuses more than `u32::MAX`
+/// ("sh_addralign is too large"), and the writer pads every section to its
+/// alignment.
+pub const MAX_SECTION_ALIGN: u64 = 1 << 31;
+
 /// A relocation, attached to the section it patches.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct Reloc {
@@ -211,6 +227,7 @@ impl<'data> ElfObject<'data> {
                 ))
                 .at_offset(0x28)
             })?;
+        let header_table_offset = header.e_shoff(LE);
         let mut sections = Vec::with_capacity(table.len());
         for (index, header) in table.iter().enumerate() {
             let name = table
@@ -225,12 +242,38 @@ impl<'data> ElfObject<'data> {
                 ))
                 .with_section(index as u32, String::from_utf8_lossy(name))
             })?;
+            // Header fields are outside the section's data: the message says
+            // where the field is in the file.
+            let field_at = |field: u64| {
+                let entry = size_of::<elf::SectionHeader64<LE>>() as u64;
+                header_table_offset
+                    .saturating_add(index as u64 * entry)
+                    .saturating_add(field)
+            };
+            let align = header.sh_addralign(LE);
+            if align > MAX_SECTION_ALIGN || (align != 0 && !align.is_power_of_two()) {
+                return Err(Error::new(format!(
+                    "sh_addralign {align:#x} (section header field at file offset {:#x}) \
+                     is not 0 or a power of two up to {MAX_SECTION_ALIGN:#x}",
+                    field_at(0x30)
+                ))
+                .with_section(index as u32, String::from_utf8_lossy(name)));
+            }
+            let size = header.sh_size(LE);
+            if size >= MAX_PLACE_MAGNITUDE {
+                return Err(Error::new(format!(
+                    "sh_size {size:#x} (section header field at file offset {:#x}) \
+                     is absurdly large: {MAX_PLACE_MAGNITUDE:#x} or more",
+                    field_at(0x20)
+                ))
+                .with_section(index as u32, String::from_utf8_lossy(name)));
+            }
             sections.push(Section {
                 name,
                 sh_type: header.sh_type(LE).0,
                 flags: header.sh_flags(LE).0,
-                align: header.sh_addralign(LE),
-                size: header.sh_size(LE),
+                align,
+                size,
                 link: header.sh_link(LE),
                 info: header.sh_info(LE),
                 entsize: header.sh_entsize(LE),
@@ -331,6 +374,15 @@ impl<'data> ElfObject<'data> {
                     None => SymbolPlace::Undefined,
                 }
             };
+            // A value in a section is an offset there; see MAX_PLACE_MAGNITUDE.
+            if matches!(place, SymbolPlace::Section(_)) && sym.st_value(LE) >= MAX_PLACE_MAGNITUDE {
+                return Err(located(format!(
+                    "symbol {index} '{}': value {:#x} is no offset in a section \
+                     ({MAX_PLACE_MAGNITUDE:#x} or more)",
+                    String::from_utf8_lossy(name),
+                    sym.st_value(LE)
+                )));
+            }
             symbols.push(Symbol {
                 name,
                 binding: match sym.st_bind() {
@@ -466,6 +518,16 @@ impl<'data> ElfObject<'data> {
                         ),
                     )));
                 }
+                // See MAX_PLACE_MAGNITUDE: later phases add addends unchecked.
+                if addend.unsigned_abs() >= MAX_PLACE_MAGNITUDE {
+                    return Err(located(self.section_error(
+                        rela_index,
+                        format!(
+                            "relocation {n}: addend {addend:#x} is absurdly large \
+                             (magnitude {MAX_PLACE_MAGNITUDE:#x} or more)"
+                        ),
+                    )));
+                }
                 let info = reloc::info(self.arch, r_type).ok_or_else(|| {
                     located(self.section_error(
                         rela_index,
@@ -557,18 +619,35 @@ impl<'data> ElfObject<'data> {
     }
 
     fn read_addrsig(&mut self) -> Result<()> {
-        let Some(index) = self
-            .sections
-            .iter()
-            .position(|s| s.sh_type == SHT_LLVM_ADDRSIG)
-        else {
+        let mut tables = (0..self.sections.len())
+            .filter(|&index| self.sections[index].sh_type == SHT_LLVM_ADDRSIG);
+        let Some(index) = tables.next() else {
             return Ok(());
         };
+        // One table per object, as LLVM writes it: a second one would be
+        // copied unchanged into the output, naming symbols by stale indices.
+        if let Some(second) = tables.next() {
+            return Err(self.section_error(
+                SectionIndex(second as u32),
+                format!("a second address-significance table (the first is section {index})"),
+            ));
+        }
         let section = &self.sections[index];
-        // A tool that rewrote the symbol table without knowing the table (objcopy, `ld -r`)
-        // leaves `sh_link` stale: then the table says nothing, as lld also decides.
-        if Some(SectionIndex(section.link)) != self.symtab {
+        // A tool that rewrote the symbol table without knowing the table
+        // (objcopy, `ld -r`) zeroes `sh_link`: then the table says nothing, as
+        // lld also decides, and stays stale in the output. Any other link
+        // must be the symbol table.
+        if section.link == 0 {
             return Ok(());
+        }
+        if Some(SectionIndex(section.link)) != self.symtab {
+            return Err(self.section_error(
+                SectionIndex(index as u32),
+                format!(
+                    "address-significance table links to section {}, not the symbol table",
+                    section.link
+                ),
+            ));
         }
         let mut symbols = Vec::new();
         let mut reader = gimli::EndianSlice::new(section.data, gimli::LittleEndian);

@@ -144,7 +144,9 @@ impl<'data> ElfObject<'data> {
     ) -> Option<(SectionIndex, i64)> {
         let symbol = self.symbol(reloc.symbol);
         let target = symbol.section()?;
-        let base = (symbol.value as i64).wrapping_add(reloc.addend);
+        // The reader bounds section symbol values, addends and section sizes
+        // (`elf::MAX_PLACE_MAGNITUDE`): no sum below can overflow.
+        let base = symbol.value as i64 + reloc.addend;
         if !reloc.pc_relative {
             return Some((target, base));
         }
@@ -204,6 +206,7 @@ impl<'data> ElfObject<'data> {
                 } else {
                     0
                 };
+                // Bounded by the reader (`elf::MAX_PLACE_MAGNITUDE`): no overflow.
                 let offset = symbol.value as i64 + reloc.addend + adjust;
                 if offset >= 0 {
                     anchors.entry(target).or_default().push(offset as u64);
