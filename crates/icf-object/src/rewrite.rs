@@ -24,6 +24,13 @@ use object::write::StringId;
 use object::write::elf::{FileHeader, Rel, SectionHeader, Sym, Writer};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+/// The most a section's data is aligned in the output file. A relocatable
+/// object's file offsets need no alignment (`sh_addralign` is for the
+/// linker's addresses, and stays as it was); beyond a page, padding the file
+/// to it only costs space: a section aligned to 2 GiB, which lld accepts,
+/// would make the output 2 GiB.
+const MAX_FILE_OFFSET_ALIGN: u64 = 4096;
+
 /// Where the bytes of a removed section live on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Destination {
@@ -581,7 +588,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 None if section.sh_type == elf::SHT_NOBITS.0 => 0,
                 None => section.data.len() as u64,
             };
-            data_offsets.insert(old, writer.reserve(len, self.alignment(old).max(1)));
+            data_offsets.insert(old, writer.reserve(len, self.file_offset_alignment(old)));
         }
 
         writer.reserve_null_symbol_index();
@@ -629,7 +636,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         for out in &outs {
             let Out::Section(old) = *out else { continue };
             let section = object.section(old);
-            writer.write_align(self.alignment(old).max(1));
+            writer.write_align(self.file_offset_alignment(old));
             match new_data.get(&old) {
                 Some(bytes) => writer.write(bytes),
                 None if section.sh_type == elf::SHT_NOBITS.0 => {}
@@ -741,6 +748,12 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         Ok(buffer)
     }
 
+    /// Where in the output file section `section`'s data may start: a
+    /// multiple of this (see [`MAX_FILE_OFFSET_ALIGN`]).
+    fn file_offset_alignment(&self, section: SectionIndex) -> u64 {
+        self.alignment(section).clamp(1, MAX_FILE_OFFSET_ALIGN)
+    }
+
     fn alignment(&self, section: SectionIndex) -> u64 {
         let original = self.object.section(section).align;
         if let Some(contents) = self.edits.replaced.get(&section) {
@@ -767,7 +780,11 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 let signature = self.old_to_out[section.info as usize].map_or(0, |o| out_index[o]);
                 (symtab, signature)
             }
-            t if t == crate::elf::SHT_LLVM_ADDRSIG => (symtab, 0),
+            // A stale table (`sh_link` 0, see `ElfObject::read_addrsig`) is
+            // copied unchanged and stays stale: linked to the new symbol
+            // table, its old indices would name other symbols.
+            t if t == crate::elf::SHT_LLVM_ADDRSIG && self.object.addrsig.is_some() => (symtab, 0),
+            t if t == crate::elf::SHT_LLVM_ADDRSIG => (0, 0),
             _ => {
                 let link = if section.flags & elf::SHF_LINK_ORDER.0 != 0 || section.link != 0 {
                     remap(section.link)
