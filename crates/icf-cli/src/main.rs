@@ -123,6 +123,11 @@ enum Command {
         /// `safe`: observed function addresses must stay distinct; `all`: only data addresses must.
         #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
         mode: ModeArg,
+        /// Accept a thunk between vague-linkage C++ functions (weak, `_Z`)
+        /// without comparing bodies: folds of COMDAT instances that differ
+        /// between units are right by the one-definition rule only.
+        #[arg(long)]
+        assume_odr: bool,
         /// The executable or shared library linked without folding.
         plain: PathBuf,
         /// The same link with folding.
@@ -177,12 +182,14 @@ fn run_verify(
     plain: &std::path::Path,
     folded: &std::path::Path,
     mode: ModeArg,
+    assume_odr: bool,
 ) -> anyhow::Result<()> {
     let options = icf_verify::VerifyOptions {
         mode: match mode {
             ModeArg::Safe => icf_verify::Mode::Safe,
             ModeArg::All => icf_verify::Mode::All,
         },
+        assume_odr,
     };
     let outcome = icf_verify::verify(plain, folded, &options)?;
     write_stdout(&outcome.to_string())?;
@@ -327,9 +334,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Link { .. } => Ok(()),
         Command::Verify {
             mode,
+            assume_odr,
             plain,
             folded,
-        } => run_verify(&plain, &folded, mode),
+        } => run_verify(&plain, &folded, mode, assume_odr),
         Command::Dump {
             function,
             stats,

@@ -87,6 +87,7 @@ fn verify_against_original(inputs: &[PathBuf], options: RunOptions) -> anyhow::R
         } else {
             icf_verify::Mode::Safe
         },
+        ..icf_verify::VerifyOptions::default()
     };
     // Both orders: the mutated image as the folded one, then as the plain one.
     icf_verify::verify(original, mutated, &verify_options)?;

@@ -1,4 +1,4 @@
-//! `cargo run --release -p icf-verify --example verify -- PLAIN FOLDED [all]`:
+//! `cargo run --release -p icf-verify --example verify -- PLAIN FOLDED [all] [odr]`:
 //! the library alone, timed, for measuring large binaries without building
 //! the whole `icf` command. Assumes both paths are linked ELF images.
 
@@ -7,10 +7,10 @@ use std::time::Instant;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [plain, folded, rest @ ..] = args.as_slice() else {
-        eprintln!("usage: verify PLAIN FOLDED [all]");
+        eprintln!("usage: verify PLAIN FOLDED [all] [odr]");
         std::process::exit(2);
     };
-    let mode = if rest.first().map(String::as_str) == Some("all") {
+    let mode = if rest.iter().any(|a| a == "all") {
         icf_verify::Mode::All
     } else {
         icf_verify::Mode::Safe
@@ -19,7 +19,10 @@ fn main() {
     match icf_verify::verify(
         plain.as_ref(),
         folded.as_ref(),
-        &icf_verify::VerifyOptions { mode },
+        &icf_verify::VerifyOptions {
+            mode,
+            assume_odr: rest.iter().any(|a| a == "odr"),
+        },
     ) {
         Ok(outcome) => {
             print!("{outcome}");

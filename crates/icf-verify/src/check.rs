@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::code::{self, Decoded, Key, Use};
 use crate::image::{self, Image, SymbolId, SymbolKind};
-use crate::{Difference, DifferenceKind, Location, Mode, Site, Stats};
+use crate::{Difference, DifferenceKind, Location, Mode, Site, Stats, VerifyOptions};
 
 /// A range of code: a function's extent, or an unnamed run of code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +103,9 @@ struct LocalDifference {
 struct PairResult {
     folded: Extent,
     followed_thunk: bool,
+    /// FOLDED's code is a thunk between vague-linkage functions, accepted
+    /// by the one-definition rule without comparing bodies.
+    assumed_by_odr: bool,
     outcome: Result<Vec<TargetCheck>, LocalDifference>,
     plain_offsets: Vec<u32>,
     folded_offsets: Vec<u32>,
@@ -154,6 +157,7 @@ pub(crate) struct Checker<'a> {
     plain: &'a Image,
     folded: &'a Image,
     mode: Mode,
+    assume_odr: bool,
     pairs: HashMap<(u64, u64), PairState>,
     data_done: HashSet<(u64, u64)>,
     /// Address uses seen: PLAIN identity -> FOLDED identity, and back.
@@ -168,11 +172,12 @@ pub(crate) struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    pub fn new(plain: &'a Image, folded: &'a Image, mode: Mode) -> Self {
+    pub fn new(plain: &'a Image, folded: &'a Image, options: &VerifyOptions) -> Self {
         Checker {
             plain,
             folded,
-            mode,
+            mode: options.mode,
+            assume_odr: options.assume_odr,
             pairs: HashMap::new(),
             data_done: HashSet::new(),
             plain_to_folded: HashMap::new(),
@@ -262,7 +267,7 @@ impl<'a> Checker<'a> {
         while !wave.is_empty() {
             let results: Vec<PairResult> = wave
                 .par_iter()
-                .map(|task| compare_pair(self.plain, self.folded, task))
+                .map(|task| compare_pair(self.plain, self.folded, task, self.assume_odr))
                 .collect();
             for (task, result) in wave.iter().zip(results) {
                 self.finish_pair(task, result)?;
@@ -305,7 +310,9 @@ impl<'a> Checker<'a> {
                 });
             }
         };
-        if result.followed_thunk && task.via.is_none() {
+        if result.assumed_by_odr {
+            self.stats.thunks_assumed_by_odr += 1;
+        } else if result.followed_thunk && task.via.is_none() {
             self.stats.thunks_followed += 1;
         }
         self.stats.pairs_proved_equal += 1;
@@ -381,12 +388,14 @@ impl<'a> Checker<'a> {
                     == check.folded_target
             {
                 let plain_symbol = self.plain.symbol(id);
-                self.record(
-                    check,
-                    plain_symbol.address,
-                    self.folded.symbol(counterpart).address,
-                    plain_symbol.kind == SymbolKind::Function,
-                )?;
+                if !plain_symbol.is_anonymous_constant() {
+                    self.record(
+                        check,
+                        plain_symbol.address,
+                        self.folded.symbol(counterpart).address,
+                        plain_symbol.kind == SymbolKind::Function,
+                    )?;
+                }
                 return Ok(());
             }
         }
@@ -457,7 +466,11 @@ impl<'a> Checker<'a> {
                         {
                             return Ok(Some((DifferenceKind::DataDiffers, reason)));
                         }
-                        self.record(check, ps.address, fs.address, false)?;
+                        // A compiler's anonymous constant has no address
+                        // identity (see `Symbol::is_anonymous_constant`).
+                        if !ps.is_anonymous_constant() {
+                            self.record(check, ps.address, fs.address, false)?;
+                        }
                         Ok(None)
                     }
                     _ => differ("code against data"),
@@ -466,11 +479,16 @@ impl<'a> Checker<'a> {
             (Place::Plt(a), Place::Plt(b)) if a == b => Ok(None),
             (Place::GotNamed(a, x), Place::GotNamed(b, y)) if a == b && x == y => Ok(None),
             (Place::GotAddress(a), Place::GotAddress(b)) => {
-                // The slot holds an address: it is a pointer like any other.
+                // The slot holds an address: it is a pointer like any other,
+                // except that a call or jump through it only runs it.
+                let use_ = match check.use_ {
+                    Use::Call | Use::Jump => check.use_,
+                    _ => Use::Address,
+                };
                 self.queue.push(TargetCheck {
                     plain_target: *a,
                     folded_target: *b,
-                    use_: Use::Address,
+                    use_,
                     plain_field: 0,
                     folded_field: 0,
                     ..*check
@@ -495,7 +513,7 @@ impl<'a> Checker<'a> {
                     self.record(check, check.plain_target, check.folded_target, false)?;
                     return Ok(None);
                 }
-                if let Some(reason) = self.compare_unnamed_data(check) {
+                if let Some(reason) = self.compare_unnamed_data(check, u64::MAX) {
                     return Ok(Some((DifferenceKind::DataDiffers, reason)));
                 }
                 // Read-only data without a name is the compiler's (string
@@ -503,6 +521,21 @@ impl<'a> Checker<'a> {
                 // not promise distinct addresses for it, and linkers merge
                 // it (`SHF_MERGE`), so its address is not recorded.
                 Ok(None)
+            }
+            (Place::Section(p, _), Place::Symbol(f, f_offset))
+                if !self.plain.sections[*p].executable
+                    && !self.plain.sections[*p].writable
+                    && self.plain.sections[*p].name
+                        == self.folded.sections[self.folded.symbol(*f).section].name
+                    && !self.folded.sections[self.folded.symbol(*f).section].writable =>
+            {
+                // Unnamed read-only data (no address identity) kept as a
+                // named object's copy: equal bytes, up to that object's end.
+                let limit = self.folded.symbol(*f).size.saturating_sub(*f_offset);
+                match self.compare_unnamed_data(check, limit) {
+                    Some(reason) => Ok(Some((DifferenceKind::DataDiffers, reason))),
+                    None => Ok(None),
+                }
             }
             (Place::Outside(a), Place::Outside(b)) if a == b => Ok(None),
             _ => differ("they are different kinds of places"),
@@ -898,24 +931,22 @@ impl<'a> Checker<'a> {
     /// landing on the same instruction of both), a string up to its NUL, a
     /// merge constant, or else the bytes up to the next symbol, label or
     /// relocated offset (at most 256).
-    fn compare_unnamed_data(&mut self, check: &TargetCheck) -> Option<String> {
+    fn compare_unnamed_data(&mut self, check: &TargetCheck, limit: u64) -> Option<String> {
         let (p, f) = (check.plain_target, check.folded_target);
         if let Some((plain_fn, folded_fn)) = check.functions
             && let Some(reason) = self.compare_jump_table(check, plain_fn, folded_fn)
         {
             return reason;
         }
+        if let Some(reason) = self.compare_offset_table(check) {
+            return reason;
+        }
         let section = &self.plain.sections[self.plain.section_at(p)?];
         // The piece ends at the next symbol or label of either image, or at
         // the next relocated offset (another piece: a jump table).
-        let end = |image: &Image, at: u64| {
-            image
-                .next_symbol_start(at)
-                .min(image.next_label(at))
-                .min(image.next_offset_place(at))
-        };
+        let end = |image: &Image, at: u64| image.data_end(at).min(image.next_offset_place(at));
         let (plain_end, folded_end) = (end(self.plain, p), end(self.folded, f));
-        let to_next_symbol = (plain_end - p).min(folded_end.saturating_sub(f));
+        let to_next_symbol = (plain_end - p).min(folded_end.saturating_sub(f)).min(limit);
         let len = if section.strings {
             // (lld marks a whole `.rodata` mergeable strings when its inputs
             // are: the string ends at its NUL or at the next symbol.)
@@ -931,6 +962,75 @@ impl<'a> Checker<'a> {
             to_next_symbol.min(256)
         };
         self.compare_data(check, p, f, len)
+    }
+
+    /// A table of 4-byte offsets from its own start that a `-q` link kept
+    /// relocations for (`R_X86_64_PC32`, `R_AARCH64_PREL32`), such as
+    /// rustc's tables of string offsets for `Debug`: entry by entry, the
+    /// table's address plus the entry is the address the code forms, so
+    /// those addresses are compared as targets rather than the entries'
+    /// bytes (which change whenever the table and its targets move apart).
+    /// The table runs while PLAIN's entries carry such relocations, up to
+    /// the next symbol, label or referenced place of either image (as all
+    /// unnamed data does;
+    /// a table that runs into the next one stops at the `__icf.*` name icf
+    /// gives a kept copy); FOLDED's entries must carry them too. `Some(None)`: the entries correspond (checks
+    /// queued); `Some(Some(_))`: they do not; `None`: no such table.
+    fn compare_offset_table(&mut self, check: &TargetCheck) -> Option<Option<String>> {
+        let (p, f) = (check.plain_target, check.folded_target);
+        let arch = self.plain.arch;
+        let relative = |image: &Image, at: u64| {
+            image
+                .emitted
+                .get(&at)
+                .is_some_and(|r| image::is_relative_offset(arch, r.r_type))
+        };
+        if !relative(self.plain, p) {
+            return None;
+        }
+        let (plain_end, folded_end) = (self.plain.data_end(p), self.folded.data_end(f));
+        let mut entries = Vec::new();
+        let mut i = 0u64;
+        while p + 4 * i + 4 <= plain_end
+            && f + 4 * i + 4 <= folded_end
+            && relative(self.plain, p + 4 * i)
+        {
+            let (p_at, f_at) = (p + 4 * i, f + 4 * i);
+            let target = |image: &Image, table: u64, at: u64| {
+                image
+                    .read_u32(at)
+                    .map(|v| table.wrapping_add(v as i32 as i64 as u64))
+            };
+            match (target(self.plain, p, p_at), target(self.folded, f, f_at)) {
+                (Some(a), Some(b)) if relative(self.folded, f_at) => {
+                    entries.push((a, b, p_at, f_at));
+                }
+                _ => {
+                    return Some(Some(format!(
+                        "entry {i} of the table of offsets at {} has no counterpart at {}",
+                        self.plain.describe(p_at),
+                        self.folded.describe(f_at)
+                    )));
+                }
+            }
+            i += 1;
+        }
+        let via = Some(self.step(check));
+        for (a, b, p_at, f_at) in entries {
+            self.queue.push(TargetCheck {
+                plain_target: a,
+                folded_target: b,
+                use_: Use::Address,
+                plain_field: p_at,
+                folded_field: f_at,
+                plain_site: p_at,
+                folded_site: f_at,
+                functions: None,
+                via,
+                root: check.root,
+            });
+        }
+        Some(None)
     }
 
     /// `Some(None)`: a jump table whose entries correspond; `Some(Some(_))`: a
@@ -1135,7 +1235,7 @@ fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
     let slot = decoded
         .iter()
         .flat_map(|d| d.refs.iter())
-        .find(|r| r.use_ == Use::Access)?
+        .find(|r| matches!(r.use_, Use::Access | Use::Jump))?
         .address;
     match image.dynamic.get(&slot)? {
         image::Slot::Named(name, _) => Some(Place::Plt(name.clone())),
@@ -1144,11 +1244,28 @@ fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
 }
 
 /// Decodes and compares one pair; pure, so pairs run in parallel.
-fn compare_pair(plain: &Image, folded: &Image, task: &PairTask) -> PairResult {
+fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool) -> PairResult {
     let p = task.plain;
     let mut f = code_extent(folded, task.folded_start);
     let mut followed_thunk = false;
-    if code::thunk_target(plain, p.start, p.end).is_none() {
+    let plain_is_thunk = code::thunk_target(plain, p.start, p.end).is_some();
+    if assume_odr
+        && !plain_is_thunk
+        && let Some(target) = code::thunk_target(folded, f.start, f.end)
+        && plain.vague_linkage_function_at(p.start)
+        && folded.vague_linkage_function_at(f.start)
+        && folded.vague_linkage_function_at(target)
+    {
+        return PairResult {
+            folded: f,
+            followed_thunk: true,
+            assumed_by_odr: true,
+            outcome: Ok(Vec::new()),
+            plain_offsets: Vec::new(),
+            folded_offsets: Vec::new(),
+        };
+    }
+    if !plain_is_thunk {
         for _ in 0..8 {
             match code::thunk_target(folded, f.start, f.end) {
                 Some(target) => {
@@ -1162,6 +1279,7 @@ fn compare_pair(plain: &Image, folded: &Image, task: &PairTask) -> PairResult {
     let mut result = PairResult {
         folded: f,
         followed_thunk,
+        assumed_by_odr: false,
         outcome: Ok(Vec::new()),
         plain_offsets: Vec::new(),
         folded_offsets: Vec::new(),
@@ -1173,11 +1291,11 @@ fn compare_pair(plain: &Image, folded: &Image, task: &PairTask) -> PairResult {
         kind: DifferenceKind::InstructionsDiffer,
         detail: format!("{which} has no code bytes there"),
     };
-    let Some(plain_code) = code::decode(plain, p.start, p.end) else {
+    let Some(plain_code) = code::decode_function(plain, p.start, p.end) else {
         result.outcome = Err(no_code(p.start, f.start, "PLAIN"));
         return result;
     };
-    let Some(folded_code) = code::decode(folded, f.start, f.end) else {
+    let Some(folded_code) = code::decode_function(folded, f.start, f.end) else {
         result.outcome = Err(no_code(p.start, f.start, "FOLDED"));
         return result;
     };
@@ -1229,6 +1347,9 @@ fn compare_code(
                 .all(|(x, y)| x.use_ == y.use_);
         if !same_shape {
             let detail = match (&left.key, &right.key) {
+                (Key::Data { .. }, _) | (_, Key::Data { .. }) => {
+                    "data in code (bytes no path reaches) differs"
+                }
                 (Key::Bytes(_), _) | (_, Key::Bytes(_)) => "undecodable bytes differ",
                 _ => "the instructions differ",
             };

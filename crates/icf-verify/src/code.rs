@@ -45,6 +45,13 @@ pub(crate) enum Key {
     Aarch64(aarch64::A64Key),
     /// Bytes no decoder understood: compared exactly.
     Bytes(Vec<u8>),
+    /// Bytes inside code that no path reaches (x86-64): data, compared
+    /// exactly except the fields kept relocations write (offset in the run
+    /// and relocation type), which are targets.
+    Data {
+        data: Vec<u8>,
+        relocations: Vec<(u32, u32)>,
+    },
 }
 
 /// One decoded instruction of a function.
@@ -63,15 +70,26 @@ pub(crate) fn falls_through(last: &Decoded) -> bool {
     match &last.key {
         Key::X86(key) => key.falls_through(),
         Key::Aarch64(key) => key.falls_through(),
-        Key::Bytes(_) => false,
+        Key::Bytes(_) | Key::Data { .. } => false,
     }
 }
 
-/// Decodes `[start, end)` of `image`; `None` when the range has no file bytes.
+/// Decodes `[start, end)` of `image` linearly; `None` when the range has no
+/// file bytes.
 pub(crate) fn decode(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>> {
     let bytes = image.bytes(start, end.checked_sub(start)?)?;
     Some(match image.arch {
         Arch::X86_64 => x86::decode(image, bytes, start),
+        Arch::Aarch64 => aarch64::decode(bytes, start),
+    })
+}
+
+/// Decodes `[start, end)` of `image` as the checker compares it: by
+/// reachability on x86-64 (unreached bytes are data), linearly on AArch64.
+pub(crate) fn decode_function(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>> {
+    let bytes = image.bytes(start, end.checked_sub(start)?)?;
+    Some(match image.arch {
+        Arch::X86_64 => x86::decode_reachable(image, bytes, start),
         Arch::Aarch64 => aarch64::decode(bytes, start),
     })
 }

@@ -121,11 +121,30 @@ pub(crate) struct Symbol {
     pub size: u64,
     pub kind: SymbolKind,
     pub section: usize,
+    /// `STB_WEAK`: a vague-linkage definition (C++ inline functions and
+    /// template instances) when the name is mangled.
+    pub weak: bool,
 }
 
 impl Symbol {
     pub fn end(&self) -> u64 {
         self.address.saturating_add(self.size)
+    }
+
+    /// A data object named by its compiler, not by the program: rustc's
+    /// and LLVM's anonymous constants (`anon.<hash>.<n>`, with ThinLTO's
+    /// `.llvm.<n>` suffix; `alloc_<hash>`), local labels (`.L*`, `$*`)
+    /// and gcc's switch tables (`CSWTCH.*`). No language lets a program
+    /// rely on such a constant's address being distinct (Rust promises no
+    /// address identity for constants; LLVM makes them `unnamed_addr`), so
+    /// its address is not observed, as for read-only data without a symbol.
+    pub fn is_anonymous_constant(&self) -> bool {
+        self.kind == SymbolKind::Object
+            && (self.name.starts_with("anon.")
+                || self.name.starts_with("alloc_")
+                || self.name.starts_with(".L")
+                || self.name.starts_with('$')
+                || self.name.starts_with("CSWTCH."))
     }
 }
 
@@ -183,6 +202,21 @@ pub(crate) struct Image {
     /// `ET_DYN` (PIE or shared object): every pointer into the image has a
     /// dynamic relocation. In an `ET_EXEC` only those into other modules do.
     pub position_independent: bool,
+    /// Where something enters code from outside any instruction: every
+    /// symbol in an executable section that is not a data object (functions,
+    /// `NOTYPE` labels), and the ELF entry point, unsorted.
+    pub code_entries: Vec<u64>,
+    /// x86-64: the start of every instruction some path reaches (see
+    /// `reach.rs`), sorted; bytes of code no path reaches are data. Empty
+    /// on AArch64, whose fixed-width words are decoded linearly.
+    pub instruction_starts: Vec<u64>,
+    /// x86-64: every non-code address a reached instruction references,
+    /// sorted: where a piece of unnamed data (a table, a constant) starts.
+    pub referenced_data: Vec<u64>,
+    /// Whether the symbol table keeps bindings: some defined symbol is
+    /// global or weak. mold makes every `.symtab` symbol of an executable
+    /// local, so there a binding says nothing about linkage.
+    pub bindings_kept: bool,
 }
 
 const SHT_RELA: u32 = 4;
@@ -199,6 +233,9 @@ const STT_FUNC: u8 = 2;
 const STT_SECTION: u8 = 3;
 const STT_FILE: u8 = 4;
 const STB_LOCAL: u8 = 0;
+const STB_WEAK: u8 = 2;
+const STT_NOTYPE: u8 = 0;
+const STT_GNU_IFUNC: u8 = 10;
 
 /// Relative relocations: the slot holds the image base plus the addend.
 fn is_relative(arch: Arch, r_type: u32) -> bool {
@@ -227,12 +264,50 @@ pub(crate) fn is_absolute_pointer(arch: Arch, r_type: u32) -> bool {
     }
 }
 
+/// Emitted relocations whose field holds an absolute address (`S + A`):
+/// pointers and address immediates.
+pub(crate) fn is_absolute_address(arch: Arch, r_type: u32) -> bool {
+    match arch {
+        Arch::X86_64 => matches!(r_type, 1 | 10 | 11), // R_X86_64_64, _32, _32S
+        Arch::Aarch64 => matches!(r_type, 257 | 258),  // R_AARCH64_ABS64, ABS32
+    }
+}
+
+/// Emitted relocations whose 4-byte field holds an offset from its own
+/// place (`S + A - P`): in read-only data, the entries of a table of
+/// offsets (jump tables, tables of strings) that code adds to the table's
+/// address.
+pub(crate) fn is_relative_offset(arch: Arch, r_type: u32) -> bool {
+    match arch {
+        Arch::X86_64 => r_type == 2,    // R_X86_64_PC32
+        Arch::Aarch64 => r_type == 261, // R_AARCH64_PREL32
+    }
+}
+
+/// The bytes an emitted x86-64 relocation writes (what a comparison of
+/// data in code must set apart); 4 for the types not named.
+pub(crate) fn x86_field_size(r_type: u32) -> u64 {
+    match r_type {
+        0 => 0,                // R_X86_64_NONE
+        1 | 24 | 25 | 29 => 8, // 64, PC64, GOTOFF64, GOTPC64
+        12 | 13 => 2,          // 16, PC16
+        14 | 15 => 1,          // 8, PC8
+        _ => 4,
+    }
+}
+
 impl Image {
     /// Reads and checks `path`.
     pub fn read(path: &Path) -> Result<Image, Error> {
         let data =
             std::fs::read(path).map_err(|e| Error::new(path, format!("cannot read: {e}")))?;
-        Image::parse(path, data)
+        let mut image = Image::parse(path, data)?;
+        if image.arch == Arch::X86_64 {
+            let reached = crate::reach::reach(&image);
+            image.instruction_starts = reached.instruction_starts;
+            image.referenced_data = reached.referenced_data;
+        }
+        Ok(image)
     }
 
     fn parse(path: &Path, data: Vec<u8>) -> Result<Image, Error> {
@@ -251,6 +326,7 @@ impl Image {
             return Err(bad("not a linked executable or shared library"));
         }
         let position_independent = header.e_type(endian) == elf::ET_DYN;
+        let mut code_entries = vec![header.e_entry(endian)];
         let table = header
             .sections(endian, data.as_slice())
             .map_err(|e| bad(&format!("bad section headers: {e}")))?;
@@ -313,6 +389,7 @@ impl Image {
         let mut labels = Vec::new();
         let mut elf_index_to_symbol: HashMap<u32, SymbolId> = HashMap::new();
         let mut section_symbol_address: HashMap<u32, u64> = HashMap::new();
+        let mut bindings_kept = false;
         let mut file: Option<String> = None;
         let mut file_counts: HashMap<(String, Option<String>), u32> = HashMap::new();
         let mut name_counts: HashMap<String, u32> = HashMap::new();
@@ -334,12 +411,18 @@ impl Image {
                     "symbol {name} names section {section}, which does not exist"
                 )));
             }
+            bindings_kept |= sym.st_bind().0 != STB_LOCAL;
             if st_type == STT_SECTION {
                 section_symbol_address.insert(index as u32, sections[section].address);
                 continue;
             }
             if sections[section].alloc && !sections[section].executable {
                 labels.push(sym.st_value(endian));
+            }
+            if sections[section].executable
+                && matches!(st_type, STT_FUNC | STT_NOTYPE | STT_GNU_IFUNC)
+            {
+                code_entries.push(sym.st_value(endian));
             }
             let kind = match st_type {
                 STT_FUNC => SymbolKind::Function,
@@ -366,6 +449,7 @@ impl Image {
                 size,
                 kind,
                 section,
+                weak: sym.st_bind().0 == STB_WEAK,
             });
             *in_file += 1;
             *in_name += 1;
@@ -505,6 +589,10 @@ impl Image {
         offset_places.sort_unstable();
 
         Ok(Image {
+            code_entries,
+            instruction_starts: Vec::new(),
+            referenced_data: Vec::new(),
+            bindings_kept,
             pointer_places,
             position_independent,
             arch,
@@ -583,6 +671,29 @@ impl Image {
         Some(u64::from_le_bytes(b.try_into().ok()?))
     }
 
+    /// The address the word at `at` holds once loaded: what a dynamic
+    /// relocation puts there, else the word itself.
+    pub fn read_pointer(&self, at: u64) -> Option<u64> {
+        match self.dynamic.get(&at) {
+            Some(Slot::Address(a)) => Some(*a),
+            Some(Slot::Named(..)) => None,
+            None => self.read_u64(at),
+        }
+    }
+
+    /// Whether `address` lies in an allocated, executable section.
+    pub fn is_code(&self, address: u64) -> bool {
+        self.section_at(address)
+            .is_some_and(|s| self.sections[s].executable)
+    }
+
+    /// The reached instruction starts in `[start, end)`.
+    pub fn instruction_starts_in(&self, start: u64, end: u64) -> &[u64] {
+        let from = self.instruction_starts.partition_point(|&a| a < start);
+        let to = self.instruction_starts.partition_point(|&a| a < end);
+        &self.instruction_starts[from..to.max(from)]
+    }
+
     pub fn read_u32(&self, address: u64) -> Option<u32> {
         let b = self.bytes(address, 4)?;
         Some(u32::from_le_bytes(b.try_into().ok()?))
@@ -639,6 +750,25 @@ impl Image {
             .copied()
     }
 
+    /// Whether a vague-linkage function starts at `address`: a weak
+    /// (`STB_WEAK`) function symbol with a C++ mangled name (`_Z`), as
+    /// inline functions and template instances are. In an image whose
+    /// symbol table keeps no binding (mold's), any `_Z` function.
+    pub fn vague_linkage_function_at(&self, address: u64) -> bool {
+        let i = self
+            .by_address
+            .partition_point(|id| self.symbol(*id).address < address);
+        self.by_address[i..]
+            .iter()
+            .map(|id| self.symbol(*id))
+            .take_while(|s| s.address == address)
+            .any(|s| {
+                s.kind == SymbolKind::Function
+                    && (s.weak || !self.bindings_kept)
+                    && s.name.starts_with("_Z")
+            })
+    }
+
     /// The start of the first symbol after `address` (bounded by its section's end).
     pub fn next_symbol_start(&self, address: u64) -> u64 {
         let section_end = self
@@ -664,6 +794,16 @@ impl Image {
     pub fn next_label(&self, address: u64) -> u64 {
         let i = self.labels.partition_point(|&a| a <= address);
         self.labels.get(i).copied().unwrap_or(u64::MAX)
+    }
+
+    /// Where unnamed data at `address` ends at the latest: the next symbol,
+    /// data label, or place a reached instruction references.
+    pub fn data_end(&self, address: u64) -> u64 {
+        let i = self.referenced_data.partition_point(|&a| a <= address);
+        let referenced = self.referenced_data.get(i).copied().unwrap_or(u64::MAX);
+        self.next_symbol_start(address)
+            .min(self.next_label(address))
+            .min(referenced)
     }
 
     /// The first place after `address` holding a kept relocation that is not

@@ -20,7 +20,24 @@
 //!   an alias is simply the same address as another symbol, and when
 //!   FOLDED's code there is a lone `jmp rel32`/`b imm26` (after an optional
 //!   `endbr64`/`bti c`) and PLAIN's is not, the jump is followed (a thunk).
-//! - **Instructions** are decoded linearly over the symbol's extent and are
+//!   With [`VerifyOptions::assume_odr`], a thunk between vague-linkage C++
+//!   functions is accepted by the one-definition rule instead.
+//! - **Code and data in code.** On x86-64, code is decoded by
+//!   reachability, not linearly: a recursive descent over the whole image
+//!   from every place something enters code (function symbols and other
+//!   symbols in code, the entry point, landing pads from `.eh_frame` and
+//!   the LSDAs, addresses kept (`-q`) or dynamic relocations store) that
+//!   follows direct branches, calls, fall-through, and the entries of the
+//!   jump tables a function with an indirect jump reads (each entry's
+//!   code decoded before the next entry is read; a table ends at an entry
+//!   outside its function or inside a decoded instruction, at the next
+//!   table, at a data label, and with `-q` at an entry without a kept
+//!   relocation). Bytes of a function no path reaches are data (`lea
+//!   1f(%rip); jmp 2f; 1: .long -49; 2:`): each run is compared as bytes,
+//!   fields a kept relocation writes apart, compared as targets. So such
+//!   bytes never become a bogus branch into another function. AArch64
+//!   words are decoded linearly (fixed width: they cannot misalign).
+//! - **Instructions** are decoded over the symbol's extent and are
 //!   equal when mnemonic, encoding class (legacy/VEX/EVEX), legacy prefixes
 //!   (`lock`, `rep`, segment overrides, `notrack`, size overrides), EVEX
 //!   fields and operands are equal after every target is set apart; an
@@ -42,8 +59,14 @@
 //!   section, read-only data by content (a jump table of 4-byte offsets from
 //!   its start or 8-byte addresses into the referencing function, entry by
 //!   entry; a string up to its NUL; else up to the next symbol, at most 256
-//!   bytes). PLT entries are the symbol their GOT slot's relocation binds;
-//!   GOT slots are the symbol or address the loader writes there.
+//!   bytes). A table of 4-byte offsets with kept relocations (`-q`:
+//!   `R_X86_64_PC32`, `R_AARCH64_PREL32`) that is not a jump table (rustc's
+//!   tables of strings for `Debug`) is compared entry by entry: table plus
+//!   entry on each side as targets. Unnamed read-only data kept as a named
+//!   object's copy is compared by content up to that object's end.
+//!   PLT entries are the symbol their GOT slot's relocation binds;
+//!   GOT slots are the symbol or address the loader writes there (an
+//!   address use, unless the instruction only calls or jumps through it).
 //! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
 //!   symbol a relocation names is the preferred owner of a target (so a
 //!   one-past-the-end pointer belongs to its array, not to the next one),
@@ -81,9 +104,12 @@
 //!   Two exceptions follow the language: a function pointer in a C++ vtable
 //!   (`_ZTV*`, `_ZTC*`) is not observed (C++ cannot compare a virtual
 //!   function's address), and read-only data without a symbol (string
-//!   literals, jump tables, constant pools) has no address identity.
-//!   Unnamed read-only data ends at the next symbol, kept label (`.LC0`) or
-//!   relocated offset (a jump table after a string), at most 256 bytes; a
+//!   literals, jump tables, constant pools) or with a compiler's name for
+//!   an anonymous constant (`anon.*`, `alloc_*`, `.L*`, `CSWTCH.*`: rustc's
+//!   constants, which Rust gives no address identity) has none.
+//!   Unnamed read-only data ends at the next symbol, kept label (`.LC0`),
+//!   relocated offset (a jump table after a string) or place reached code
+//!   references, at most 256 bytes; a
 //!   place FOLDED names by a symbol PLAIN lacks (icf's `__icf.*`) is also
 //!   compared as a place in its section.
 //!
@@ -98,7 +124,9 @@
 mod aarch64;
 mod check;
 mod code;
+mod eh;
 mod image;
+mod reach;
 mod x86;
 
 use std::fmt;
@@ -120,6 +148,22 @@ pub enum Mode {
 #[derive(Clone, Debug, Default)]
 pub struct VerifyOptions {
     pub mode: Mode,
+    /// Trust C++'s one-definition rule for vague-linkage functions: a
+    /// FOLDED function whose code is a thunk to another function is
+    /// accepted without comparing bodies when PLAIN's function, FOLDED's
+    /// and the thunk's target are all vague-linkage functions (`STB_WEAK`
+    /// in the image's symbol table, with a C++ mangled name `_Z`; in an
+    /// image whose symbol table keeps no binding at all, as mold makes
+    /// every symbol of an executable local, any `_Z` function). icf
+    /// folds a class of COMDAT instances that differ between units (other
+    /// inlining, other optimization levels) through the kept function's
+    /// identity, so the thunk reaches whichever instance the link keeps:
+    /// correct under the rule (every definition of an inline function
+    /// behaves alike), but not provable from the two images, whose
+    /// instances may be compiled differently. Such thunks are counted in
+    /// [`Stats::thunks_assumed_by_odr`]; everything else is checked as
+    /// without the option. Off by default (`icf verify --assume-odr`).
+    pub assume_odr: bool,
 }
 
 /// Counts of what a run checked.
@@ -131,6 +175,9 @@ pub struct Stats {
     pub aliases_followed: usize,
     /// PLAIN functions whose FOLDED code is a thunk that was followed.
     pub thunks_followed: usize,
+    /// Pairs whose FOLDED code is a thunk between vague-linkage functions,
+    /// accepted without comparing bodies ([`VerifyOptions::assume_odr`]).
+    pub thunks_assumed_by_odr: usize,
     /// Pairs of code ranges proved equal (roots and the targets they led to).
     pub pairs_proved_equal: usize,
     /// PLAIN data objects compared with their FOLDED namesakes.
@@ -242,7 +289,7 @@ pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Ou
             ),
         ));
     }
-    let (stats, difference) = check::Checker::new(&plain_image, &folded_image, options.mode).run();
+    let (stats, difference) = check::Checker::new(&plain_image, &folded_image, options).run();
     Ok(Outcome { stats, difference })
 }
 
@@ -257,6 +304,13 @@ impl fmt::Display for Stats {
             self.pairs_proved_equal,
             self.data_objects_checked
         )?;
+        if self.thunks_assumed_by_odr > 0 {
+            write!(
+                f,
+                ", {} thunks assumed by the one-definition rule",
+                self.thunks_assumed_by_odr
+            )?;
+        }
         if self.locals_without_symbol > 0 {
             write!(
                 f,

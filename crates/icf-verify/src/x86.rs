@@ -13,7 +13,7 @@ use iced_x86::{
 };
 
 use crate::code::{Decoded, Key, Reference, Use};
-use crate::image::Image;
+use crate::image::{Image, is_absolute_address, x86_field_size};
 
 /// One operand with any target replaced by a placeholder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,34 +93,163 @@ fn prefix_bits(bytes: &[u8]) -> u16 {
     bits
 }
 
-/// Decodes `bytes` loaded at `ip`.
+/// Decodes `bytes` loaded at `ip` linearly, every byte as an instruction
+/// (PLT entries, single instructions, images without reachability).
 pub(crate) fn decode(image: &Image, bytes: &[u8], ip: u64) -> Vec<Decoded> {
     let mut decoder = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
     let mut out = Vec::with_capacity(bytes.len() / 4);
     let mut instr = Instruction::default();
     let kept_relocs = image.has_emitted_relocs();
     while decoder.can_decode() {
-        let position = decoder.position();
-        decoder.decode_out(&mut instr);
-        let len = instr.len();
-        let raw = &bytes[position..position + len];
-        if instr.is_invalid() {
-            out.push(Decoded {
-                offset: position as u32,
-                key: Key::Bytes(raw.to_vec()),
-                refs: Vec::new(),
-            });
-            continue;
-        }
-        let offsets = decoder.get_constant_offsets(&instr);
-        let (key, refs) = normalize(image, &instr, raw, &offsets, kept_relocs);
-        out.push(Decoded {
-            offset: position as u32,
-            key: Key::X86(key),
-            refs,
-        });
+        let (decoded, _) = decode_next(image, &mut decoder, bytes, kept_relocs, &mut instr);
+        out.push(decoded);
     }
     out
+}
+
+/// Decodes `bytes` loaded at `ip` by reachability: an instruction at every
+/// start some path reaches ([`Image::instruction_starts`]), and each run of
+/// bytes between them that no path reaches as one item of data, compared
+/// as bytes with every field a kept relocation writes set apart as a
+/// target. Items are in address order; a start inside an instruction
+/// decoded before it (overlapping code) is decoded too.
+pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Decoded> {
+    let end = ip + bytes.len() as u64;
+    let starts = image.instruction_starts_in(ip, end);
+    let mut decoder = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    let mut out = Vec::with_capacity(starts.len() + 1);
+    let mut instr = Instruction::default();
+    let kept_relocs = image.has_emitted_relocs();
+    let mut cursor = ip;
+    for &start in starts {
+        if start > cursor {
+            out.push(data_run(image, bytes, ip, cursor, start));
+        }
+        if decoder.set_position((start - ip) as usize).is_err() {
+            break;
+        }
+        decoder.set_ip(start);
+        let (decoded, len) = decode_next(image, &mut decoder, bytes, kept_relocs, &mut instr);
+        out.push(decoded);
+        cursor = cursor.max(start + len as u64);
+    }
+    if cursor < end {
+        out.push(data_run(image, bytes, ip, cursor, end));
+    }
+    out
+}
+
+/// The bytes `[from, to)` of `bytes` (loaded at `ip`) as data: fields a
+/// kept relocation writes are zeroed and become targets, named with their
+/// relocation type in the key.
+fn data_run(image: &Image, bytes: &[u8], ip: u64, from: u64, to: u64) -> Decoded {
+    let mut data = bytes[(from - ip) as usize..(to - ip) as usize].to_vec();
+    let mut relocations = Vec::new();
+    let mut refs = Vec::new();
+    if image.has_emitted_relocs() {
+        for at in from..to {
+            let Some(reloc) = image.emitted.get(&at) else {
+                continue;
+            };
+            let offset = (at - from) as usize;
+            let size = x86_field_size(reloc.r_type) as usize;
+            let field_end = (offset + size).min(data.len());
+            data[offset..field_end].fill(0);
+            relocations.push((offset as u32, reloc.r_type));
+            // `S + A` of an absolute field is its address; a pc-relative
+            // field (PC32, PLT32, GOTPCREL*) is taken to end its
+            // instruction, as in a branch or RIP-relative operand in
+            // code no path reaches, so it names `S + A + 4`.
+            let (use_, address) = if is_absolute_address(image.arch, reloc.r_type) {
+                (Use::Address, reloc.value)
+            } else if matches!(reloc.r_type, 2 | 4 | 9 | 41 | 42) {
+                (Use::Access, reloc.value.wrapping_add(4))
+            } else {
+                (Use::Access, reloc.value)
+            };
+            refs.push(Reference {
+                address,
+                use_,
+                field: at,
+            });
+        }
+    }
+    Decoded {
+        offset: (from - ip) as u32,
+        key: Key::Data { data, relocations },
+        refs,
+    }
+}
+
+/// The instruction at the decoder's position, and its length.
+fn decode_next(
+    image: &Image,
+    decoder: &mut Decoder<'_>,
+    bytes: &[u8],
+    kept_relocs: bool,
+    instr: &mut Instruction,
+) -> (Decoded, usize) {
+    let position = decoder.position();
+    decoder.decode_out(instr);
+    let len = instr.len().max(1).min(bytes.len() - position);
+    let raw = &bytes[position..position + len];
+    if instr.is_invalid() {
+        let decoded = Decoded {
+            offset: position as u32,
+            key: Key::Bytes(raw.to_vec()),
+            refs: Vec::new(),
+        };
+        return (decoded, len);
+    }
+    let offsets = decoder.get_constant_offsets(instr);
+    let (key, refs) = normalize(image, instr, raw, &offsets, kept_relocs);
+    let decoded = Decoded {
+        offset: position as u32,
+        key: Key::X86(key),
+        refs,
+    };
+    (decoded, len)
+}
+
+/// Where control goes from one instruction, for the reachability walk.
+pub(crate) struct Flow {
+    pub len: u64,
+    /// Undecodable: the walk stops here.
+    pub invalid: bool,
+    /// Execution continues with the next instruction (calls included).
+    pub continues: bool,
+    /// A jump through a register or memory (a jump table's dispatch).
+    pub indirect_jump: bool,
+    pub refs: Vec<Reference>,
+}
+
+/// The instruction at the start of `bytes` (loaded at `ip`) as control flow.
+pub(crate) fn flow(image: &Image, bytes: &[u8], ip: u64) -> Flow {
+    let mut decoder = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    let mut instr = Instruction::default();
+    let (decoded, len) = decode_next(
+        image,
+        &mut decoder,
+        bytes,
+        image.has_emitted_relocs(),
+        &mut instr,
+    );
+    let Key::X86(key) = &decoded.key else {
+        return Flow {
+            len: len as u64,
+            invalid: true,
+            continues: false,
+            indirect_jump: false,
+            refs: Vec::new(),
+        };
+    };
+    Flow {
+        len: len as u64,
+        invalid: false,
+        continues: key.falls_through() || key.mnemonic == Mnemonic::Call,
+        indirect_jump: key.mnemonic == Mnemonic::Jmp && key.operands[0] != Operand::Target,
+        refs: decoded.refs,
+    }
 }
 
 fn normalize(
@@ -133,7 +262,6 @@ fn normalize(
     let ip = instr.ip();
     let mut refs = Vec::new();
     let mut operands = [Operand::None; 5];
-    let is_lea = instr.mnemonic() == Mnemonic::Lea;
     let immediate_field = ip + offsets.immediate_offset() as u64;
     let displacement_field = ip + offsets.displacement_offset() as u64;
     // An absolute address in a field: a kept relocation says so, or (without
@@ -194,7 +322,14 @@ fn normalize(
             OpKind::Memory => {
                 let base = instr.memory_base();
                 let index = instr.memory_index();
-                let use_ = if is_lea { Use::Address } else { Use::Access };
+                // A call or jump through memory (a GOT slot, a table of
+                // pointers) only runs what the slot holds.
+                let use_ = match instr.mnemonic() {
+                    Mnemonic::Lea => Use::Address,
+                    Mnemonic::Call => Use::Call,
+                    Mnemonic::Jmp => Use::Jump,
+                    _ => Use::Access,
+                };
                 let displacement = if instr.is_ip_rel_memory_operand() {
                     refs.push(Reference {
                         address: instr.ip_rel_memory_address(),

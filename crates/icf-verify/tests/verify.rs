@@ -57,7 +57,11 @@ fn link(dir: &Path, compiler: &str, name: &str, source: &str, flags: &[&str]) ->
 }
 
 fn check(plain: &Path, folded: &Path, mode: Mode) -> Outcome {
-    let outcome = verify(plain, folded, &VerifyOptions { mode }).expect("both inputs are valid");
+    let options = VerifyOptions {
+        mode,
+        ..VerifyOptions::default()
+    };
+    let outcome = verify(plain, folded, &options).expect("both inputs are valid");
     eprintln!("{outcome}");
     outcome
 }
@@ -285,7 +289,15 @@ fn jump_tables_must_land_in_their_own_copy() {
     let good = link(&dir, "gcc", "good.s", &good, &[]);
     let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
     assert_passes(&plain, &good, Mode::Safe);
-    assert_caught(&plain, &wrong, Mode::All, DifferenceKind::DataDiffers, "s2");
+    // FOLDED's s2 never reaches its own cases: they are data there, code
+    // in PLAIN.
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "s2",
+    );
 }
 
 #[test]
@@ -454,4 +466,174 @@ fn pointers_in_a_position_dependent_executable_without_q_are_found_by_value() {
     let (plain, folded) = x86_pair("non_pie_pointers", &plain, &folded, &["-no-pie"]);
     // (Before, the differing word was compared as bytes: a false difference.)
     assert_passes(&plain, &folded, Mode::All);
+}
+
+/// A function embedding data in its code, as `significance_of_weak_override.c`'s
+/// `f10_1` does: `lea` of the data, a jump over it. Decoded linearly, the
+/// bytes `71 80` are a `jno` 128 bytes back, into whatever precedes.
+fn data_in_code(name: &str, data: &str) -> String {
+    function(
+        name,
+        &format!(
+            "  lea 1f(%rip), %rax\n  jmp 2f\n1:\n  {data}\n2:\n  movslq (%rax), %rax\n  add %rdi, %rax\n  ret"
+        ),
+    )
+}
+
+#[test]
+fn data_in_code_is_compared_as_data_not_as_a_bogus_branch() {
+    let pad = function("pad", &"  nop\n".repeat(200)) + "  ret\n";
+    let data = ".byte 0x71, 0x80, 0, 0";
+    let d1 = data_in_code("d1", data);
+    let calls = ["pad", "d1", "d2"];
+    let plain = x86_program(&format!("{pad}{d1}{}", data_in_code("d2", data)), &calls);
+    let good = x86_program(&format!("{pad}{d1}{}", alias("d2", "d1", 20)), &calls);
+    let other = data_in_code("d2", ".byte 0x71, 0x81, 0, 0");
+    let wrong = x86_program(&format!("{pad}{d1}{other}"), &calls);
+    let dir = work_dir("data_in_code");
+    for flags in [&[][..], &["-Wl,-q"][..]] {
+        let plain = link(&dir, "gcc", "plain.s", &plain, flags);
+        let good = link(&dir, "gcc", "good.s", &good, flags);
+        let wrong = link(&dir, "gcc", "wrong.s", &wrong, flags);
+        assert_passes(&plain, &good, Mode::Safe);
+        assert_caught(
+            &plain,
+            &wrong,
+            Mode::All,
+            DifferenceKind::InstructionsDiffer,
+            "d2",
+        );
+    }
+}
+
+/// A switch whose cases, reached only through its table, jump to `cases`.
+fn switch_to(name: &str, cases: [&str; 2]) -> String {
+    function(
+        name,
+        &format!(
+            "  lea .Lt_{name}(%rip), %rdx\n  movslq (%rdx,%rdi,4), %rax\n  add %rdx, %rax\n  jmp *%rax\n.La_{name}:\n  jmp {}\n.Lb_{name}:\n  jmp {}",
+            cases[0], cases[1]
+        ),
+    ) + &format!(
+        ".section .rodata\n.p2align 2\n.Lt_{name}:\n  .long .La_{name}-.Lt_{name}\n  .long .Lb_{name}-.Lt_{name}\n"
+    )
+}
+
+#[test]
+fn code_reached_only_through_a_jump_table_is_compared_as_code() {
+    let cases = function("h1", "  mov $1, %eax\n  ret") + &function("h2", "  mov $2, %eax\n  ret");
+    let t1 = switch_to("t1", ["h1", "h2"]);
+    let calls = ["t1", "t2"];
+    let plain = x86_program(
+        &format!("{cases}{t1}{}", switch_to("t2", ["h1", "h2"])),
+        &calls,
+    );
+    // The cases' `jmp rel8` bytes differ between t2 and t1: only decoding
+    // them (through the table) proves the alias.
+    let good = x86_program(&format!("{cases}{t1}{}", alias("t2", "t1", 20)), &calls);
+    let wrong = x86_program(
+        &format!("{cases}{t1}{}", switch_to("t2", ["h1", "h1"])),
+        &calls,
+    );
+    let dir = work_dir("jump_table_only_code");
+    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
+    let good = link(&dir, "gcc", "good.s", &good, &[]);
+    let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
+    assert_passes(&plain, &good, Mode::Safe);
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "t2",
+    );
+}
+
+/// `name` returning the `%rdi`-th of two strings through a table of
+/// offsets in `.rodata` (entries relocated against `.rodata.names`).
+fn names(name: &str, strings: [&str; 2]) -> String {
+    function(
+        name,
+        &format!(
+            "  lea .Lt_{name}(%rip), %rdx\n  movslq (%rdx,%rdi,4), %rax\n  add %rdx, %rax\n  ret"
+        ),
+    ) + &format!(
+        ".section .rodata\n.p2align 2\n.Lt_{name}:\n  .long .L0_{name}-.Lt_{name}\n  .long .L1_{name}-.Lt_{name}\n\
+         .section .rodata.names,\"a\"\n.L0_{name}: .asciz \"{}\"\n.L1_{name}: .asciz \"{}\"\n",
+        strings[0], strings[1]
+    )
+}
+
+#[test]
+fn tables_of_offsets_to_data_compare_by_what_the_entries_name() {
+    let n1 = names("n1", ["zero", "one"]);
+    let calls = ["n1", "n2"];
+    let plain = x86_program(&format!("{n1}{}", names("n2", ["zero", "one"])), &calls);
+    // Folded, n2's table is n1's: the entries' bytes differ from PLAIN's
+    // (the table and the strings move apart), what they name does not.
+    let good = x86_program(&format!("{n1}{}", alias("n2", "n1", 15)), &calls);
+    let wrong = x86_program(&format!("{n1}{}", names("n2", ["zerO", "one"])), &calls);
+    let flags = ["-Wl,-q"];
+    let dir = work_dir("offset_tables");
+    let plain = link(&dir, "gcc", "plain.s", &plain, &flags);
+    let good = link(&dir, "gcc", "good.s", &good, &flags);
+    let wrong = link(&dir, "gcc", "wrong.s", &wrong, &flags);
+    assert_passes(&plain, &good, Mode::Safe);
+    assert_caught(&plain, &wrong, Mode::All, DifferenceKind::DataDiffers, "n2");
+}
+
+/// A vague-linkage (weak, C++-mangled) function.
+fn weak_function(name: &str, body: &str) -> String {
+    format!(".weak {name}\n{}", function(name, body))
+}
+
+#[test]
+fn thunks_between_vague_linkage_functions_are_assumed_only_when_asked() {
+    // mix<3> (as -O0 would write it) becomes a thunk to mix<1> (as -O2 would).
+    let one = weak_function("_Z3mixILi1EEll", "  lea (%rdi,%rsi), %rax\n  ret");
+    let three_o0 = "  mov %rdi, %rax\n  add %rsi, %rax\n  ret";
+    let calls = ["_Z3mixILi1EEll", "_Z3mixILi3EEll"];
+    let plain = x86_program(
+        &format!("{one}{}", weak_function("_Z3mixILi3EEll", three_o0)),
+        &calls,
+    );
+    let thunk = weak_function("_Z3mixILi3EEll", "  jmp _Z3mixILi1EEll");
+    let folded = x86_program(&format!("{one}{thunk}"), &calls);
+    // The same thunk from a strong definition: not vague linkage.
+    let strong = function("_Z3mixILi3EEll", "  jmp _Z3mixILi1EEll");
+    let strong_plain = x86_program(
+        &format!("{one}{}", function("_Z3mixILi3EEll", three_o0)),
+        &calls,
+    );
+    let strong_folded = x86_program(&format!("{one}{strong}"), &calls);
+    let dir = work_dir("assume_odr");
+    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
+    let folded = link(&dir, "gcc", "folded.s", &folded, &[]);
+    let strong_plain = link(&dir, "gcc", "strong_plain.s", &strong_plain, &[]);
+    let strong_folded = link(&dir, "gcc", "strong_folded.s", &strong_folded, &[]);
+    let odr = VerifyOptions {
+        mode: Mode::Safe,
+        assume_odr: true,
+    };
+    let outcome = verify(&plain, &folded, &odr).expect("valid inputs");
+    assert!(outcome.passed(), "{outcome}");
+    assert_eq!(outcome.stats.thunks_assumed_by_odr, 1, "{}", outcome.stats);
+    assert!(
+        outcome
+            .to_string()
+            .contains("1 thunks assumed by the one-definition rule"),
+        "{outcome}"
+    );
+    // Without the option the bodies are compared, and differ.
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::Safe,
+        DifferenceKind::InstructionsDiffer,
+        "_Z3mixILi3EEll",
+    );
+    let outcome = verify(&strong_plain, &strong_folded, &odr).expect("valid inputs");
+    let difference = outcome.difference.expect("a strong thunk is not assumed");
+    assert_eq!(difference.kind, DifferenceKind::InstructionsDiffer);
+    assert_eq!(difference.function, "_Z3mixILi3EEll");
 }

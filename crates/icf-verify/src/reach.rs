@@ -1,0 +1,297 @@
+//! Which bytes of x86-64 code are instructions: a recursive descent over
+//! the whole image from every place something enters code, following
+//! direct branches, calls and fall-through. Bytes no path reaches (data a
+//! function embeds: `lea 1f(%rip); jmp 2f; 1: .long -49; 2:`) are not
+//! decoded, so they never become a bogus branch whose target lands in
+//! another function. Main assumption: code is entered only at its symbols
+//! (functions and labels), the ELF entry point, landing pads (`eh.rs`),
+//! addresses that kept
+//! (`-q`) or dynamic relocations store, direct branch targets of reached
+//! code, and the entries of jump tables a reached function reads (4-byte
+//! offsets from the table or 8-byte addresses, each landing in the
+//! function and not inside one of its instructions) when the function
+//! holds an indirect jump.
+
+use std::collections::HashSet;
+
+use crate::code::Use;
+use crate::image::{Image, SymbolKind, is_absolute_address};
+use crate::x86;
+
+/// Reads entry `i` of a table: its place, width and the address it names.
+type EntryReader<'a> = dyn Fn(u64) -> Option<(u64, u64, u64)> + 'a;
+
+/// Instruction starts and covered bytes of one executable section.
+struct SectionMap {
+    start: u64,
+    end: u64,
+    starts: Vec<u64>,
+    covered: Vec<u64>,
+}
+
+impl SectionMap {
+    fn bit(&self, address: u64) -> (usize, u64) {
+        let i = (address - self.start) as usize;
+        (i / 64, 1u64 << (i % 64))
+    }
+
+    fn is_start(&self, address: u64) -> bool {
+        let (word, mask) = self.bit(address);
+        self.starts[word] & mask != 0
+    }
+
+    fn is_covered(&self, address: u64) -> bool {
+        let (word, mask) = self.bit(address);
+        self.covered[word] & mask != 0
+    }
+}
+
+/// The walk's state over every executable section of one image.
+struct Walk<'a> {
+    image: &'a Image,
+    sections: Vec<SectionMap>,
+    work: Vec<u64>,
+    /// (instruction, read-only data it references): candidate jump tables.
+    tables: Vec<(u64, u64)>,
+    /// The tables' addresses, sorted (rebuilt when `tables` grows).
+    table_starts: Vec<u64>,
+    indirect_jumps: Vec<u64>,
+}
+
+impl Walk<'_> {
+    fn section(&self, address: u64) -> Option<usize> {
+        let i = self.sections.partition_point(|s| s.start <= address);
+        let index = i.checked_sub(1)?;
+        (address < self.sections[index].end).then_some(index)
+    }
+
+    /// Decodes from `address` along fall-through until a reached
+    /// instruction, an instruction that does not continue, or the section's end.
+    fn visit(&mut self, mut address: u64) {
+        // Fall-through stops at the end of the function it starts in (its
+        // largest symbol: an alias may be shorter): past
+        // it is padding or the next function (an entry of its own), and a
+        // call that never returns (`_Unwind_Resume`, `abort`) would
+        // otherwise run the walk through padding into the next function's
+        // instructions at the wrong boundary.
+        let function_end = self
+            .image
+            .symbols_around(address)
+            .0
+            .iter()
+            .map(|&id| self.image.symbol(id))
+            .filter(|s| s.kind == SymbolKind::Function)
+            .map(|s| s.end())
+            .max()
+            .unwrap_or(u64::MAX);
+        while let Some(index) = self.section(address)
+            && address < function_end
+        {
+            if self.sections[index].is_start(address) {
+                return;
+            }
+            let end = self.sections[index].end;
+            let Some(bytes) = self.image.bytes(address, (end - address).min(15)) else {
+                return;
+            };
+            let flow = x86::flow(self.image, bytes, address);
+            let section = &mut self.sections[index];
+            let (word, mask) = section.bit(address);
+            section.starts[word] |= mask;
+            for byte in address..(address + flow.len).min(end) {
+                let (word, mask) = section.bit(byte);
+                section.covered[word] |= mask;
+            }
+            if flow.invalid {
+                return;
+            }
+            for reference in &flow.refs {
+                let target = reference.address;
+                if self.image.is_code(target) {
+                    if matches!(reference.use_, Use::Call | Use::Jump) {
+                        self.work.push(target);
+                    }
+                } else if self.image.is_mapped(target) {
+                    self.tables.push((address, target));
+                }
+            }
+            if flow.indirect_jump {
+                self.indirect_jumps.push(address);
+            }
+            if !flow.continues {
+                return;
+            }
+            address += flow.len;
+        }
+    }
+
+    fn drain(&mut self) {
+        while let Some(address) = self.work.pop() {
+            self.visit(address);
+        }
+    }
+
+    /// The extent of the function holding `address` (its largest symbol).
+    fn function_extent(&self, address: u64) -> Option<(u64, u64)> {
+        let (containing, _) = self.image.symbols_around(address);
+        containing
+            .iter()
+            .map(|&id| self.image.symbol(id))
+            .filter(|s| s.kind == SymbolKind::Function)
+            .map(|s| (s.address, s.end()))
+            .max_by_key(|&(start, end)| (end - start, std::cmp::Reverse(start)))
+    }
+
+    /// Follows the entries of the jump tables reached functions read, each
+    /// entry's code decoded before the next entry is read (so an entry past
+    /// the table's end lands inside a decoded instruction and ends it); a
+    /// table also ends at the next table a reached instruction references,
+    /// at the next data label, and (with `-q`) at the first entry without a
+    /// kept relocation. True when any entry was new.
+    fn scan_tables(&mut self, scanned: &mut HashSet<(u64, u64)>) -> bool {
+        let image = self.image;
+        let mut added = false;
+        let mut next = 0;
+        while next < self.tables.len() {
+            let (instruction, table) = self.tables[next];
+            next += 1;
+            self.indirect_jumps.sort_unstable();
+            self.indirect_jumps.dedup();
+            let Some((start, end)) = self.function_extent(instruction) else {
+                continue;
+            };
+            let i = self.indirect_jumps.partition_point(|&a| a < start);
+            if self.indirect_jumps.get(i).is_none_or(|&a| a >= end)
+                || !scanned.insert((instruction, table))
+            {
+                continue;
+            }
+            let relative = |i: u64| {
+                let place = table + 4 * i;
+                image
+                    .read_u32(place)
+                    .map(|v| (place, 4, table.wrapping_add(v as i32 as i64 as u64)))
+            };
+            let absolute = |i: u64| {
+                let place = table + 8 * i;
+                image.read_pointer(place).map(|v| (place, 8, v))
+            };
+            let readers: [&EntryReader; 2] = [&relative, &absolute];
+            for entry in readers {
+                for i in 0.. {
+                    let Some((place, width, target)) = entry(i) else {
+                        break;
+                    };
+                    let bound = self.next_table(table).min(image.next_label(table));
+                    if place + width > bound
+                        || !(start..end).contains(&target)
+                        || (image.has_emitted_relocs() && !image.emitted.contains_key(&place))
+                    {
+                        break;
+                    }
+                    let Some(index) = self.section(target) else {
+                        break;
+                    };
+                    let section = &self.sections[index];
+                    if section.is_start(target) {
+                        continue;
+                    }
+                    if section.is_covered(target) {
+                        break;
+                    }
+                    self.work.push(target);
+                    self.drain();
+                    added = true;
+                }
+            }
+        }
+        added
+    }
+
+    /// The first table a reached instruction references after `table`.
+    fn next_table(&mut self, table: u64) -> u64 {
+        if self.table_starts.len() != self.tables.len() {
+            self.table_starts = self.tables.iter().map(|&(_, t)| t).collect();
+            self.table_starts.sort_unstable();
+        }
+        let i = self.table_starts.partition_point(|&t| t <= table);
+        self.table_starts.get(i).copied().unwrap_or(u64::MAX)
+    }
+}
+
+/// What the walk found: the start of every instruction some path reaches,
+/// and every non-code address a reached instruction references (where
+/// tables and constants start), both sorted.
+pub(crate) struct Reached {
+    pub instruction_starts: Vec<u64>,
+    pub referenced_data: Vec<u64>,
+}
+
+/// Walks `image`'s code from every entry.
+pub(crate) fn reach(image: &Image) -> Reached {
+    let mut sections: Vec<SectionMap> = image
+        .sections
+        .iter()
+        .filter(|s| s.alloc && s.executable && s.file_range.is_some() && s.size > 0)
+        .map(|s| {
+            let words = s.size.div_ceil(64) as usize;
+            SectionMap {
+                start: s.address,
+                end: s.address + s.size,
+                starts: vec![0; words],
+                covered: vec![0; words],
+            }
+        })
+        .collect();
+    sections.sort_by_key(|s| s.start);
+    let mut work = image.code_entries.clone();
+    work.extend(crate::eh::landing_pads(image));
+    work.extend(
+        image
+            .emitted
+            .values()
+            .filter(|r| is_absolute_address(image.arch, r.r_type))
+            .map(|r| r.value),
+    );
+    work.extend(image.dynamic.values().filter_map(|slot| match slot {
+        crate::image::Slot::Address(a) => Some(*a),
+        crate::image::Slot::Named(..) => None,
+    }));
+    work.retain(|&a| image.is_code(a));
+    work.sort_unstable();
+    work.dedup();
+    work.reverse();
+    let mut walk = Walk {
+        image,
+        sections,
+        work,
+        tables: Vec::new(),
+        table_starts: Vec::new(),
+        indirect_jumps: Vec::new(),
+    };
+    let mut scanned = HashSet::new();
+    loop {
+        walk.drain();
+        if !walk.scan_tables(&mut scanned) {
+            break;
+        }
+    }
+    let mut starts = Vec::new();
+    for section in &walk.sections {
+        for (word_index, &word) in section.starts.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let bit = bits.trailing_zeros() as u64;
+                starts.push(section.start + word_index as u64 * 64 + bit);
+                bits &= bits - 1;
+            }
+        }
+    }
+    let mut referenced_data: Vec<u64> = walk.tables.iter().map(|&(_, t)| t).collect();
+    referenced_data.sort_unstable();
+    referenced_data.dedup();
+    Reached {
+        instruction_starts: starts,
+        referenced_data,
+    }
+}
