@@ -112,6 +112,11 @@ pub struct Analysis<'p, 'data> {
 /// referring object, referring section).
 pub type DataReference = (CandidateId, ObjectId, SectionIndex);
 
+/// How many times the partition is made again for targets the plan keeps
+/// apart before every such target is taken for apart at once (one or two
+/// rounds are the rule).
+const MAX_AUDIT_ROUNDS: u32 = 4;
+
 /// What a reference needs of the candidate it names (see [`Analysis::need`]).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Need {
@@ -383,7 +388,9 @@ impl<'p, 'data> Analysis<'p, 'data> {
         analysis.keep_unique = analysis.keep_unique_candidates();
         analysis.attrs = attrs;
         let mut plan_time = Duration::ZERO;
+        let mut rounds = 0;
         loop {
+            rounds += 1;
             let mut attrs = std::mem::take(&mut analysis.attrs);
             analysis.pin_references(&mut bodies, &mut attrs);
             analysis.attrs = attrs;
@@ -406,8 +413,14 @@ impl<'p, 'data> Analysis<'p, 'data> {
             if violations.is_empty() {
                 break;
             }
-            for candidate in violations {
-                analysis.apart[candidate.index()] = true;
+            if rounds >= MAX_AUDIT_ROUNDS {
+                // Every reference that needs its target's address then
+                // compares by identity: the next plan breaks none.
+                analysis.apart.fill(true);
+            } else {
+                for candidate in violations {
+                    analysis.apart[candidate.index()] = true;
+                }
             }
         }
         analysis.timings.partition = started.elapsed() - plan_time;
