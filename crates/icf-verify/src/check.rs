@@ -388,7 +388,7 @@ impl<'a> Checker<'a> {
                     == check.folded_target
             {
                 let plain_symbol = self.plain.symbol(id);
-                if !plain_symbol.is_anonymous_constant() {
+                if !plain_symbol.is_anonymous_constant() && !plain_symbol.is_rust_function() {
                     self.record(
                         check,
                         plain_symbol.address,
@@ -449,7 +449,11 @@ impl<'a> Checker<'a> {
                 match (p_code, f_code) {
                     (true, true) => {
                         self.obligation(check, ps.address, fs.address, *p_offset, *f_offset);
-                        self.record(check, ps.address, fs.address, true)?;
+                        // A Rust function has no address identity (see
+                        // `Symbol::is_rust_function`).
+                        if !ps.is_rust_function() {
+                            self.record(check, ps.address, fs.address, true)?;
+                        }
                         Ok(None)
                     }
                     (false, false) => {
@@ -503,7 +507,11 @@ impl<'a> Checker<'a> {
                 if ps.executable {
                     // Unnamed code: compare it as a function of its own.
                     self.obligation(check, check.plain_target, check.folded_target, 0, 0);
-                    self.record(check, check.plain_target, check.folded_target, true)?;
+                    // A PLAIN local FOLDED no longer names is compared as
+                    // unnamed code: still a Rust function without identity.
+                    if !in_rust_function(self.plain, check.plain_target) {
+                        self.record(check, check.plain_target, check.folded_target, true)?;
+                    }
                     return Ok(None);
                 }
                 if ps.writable {
@@ -744,6 +752,7 @@ impl<'a> Checker<'a> {
             if symbol.kind != SymbolKind::Function
                 || symbol.file.is_some()
                 || !names.contains(symbol.name.as_str())
+                || symbol.is_rust_function()
             {
                 continue;
             }
@@ -1223,6 +1232,16 @@ fn classify(image: &Image, other: &Image, address: u64, field: u64) -> Vec<Place
         }
     }
     places
+}
+
+/// Whether `address` starts or lies in a Rust function of `image` (see
+/// `Symbol::is_rust_function`).
+fn in_rust_function(image: &Image, address: u64) -> bool {
+    image
+        .symbols_around(address)
+        .0
+        .iter()
+        .any(|&id| image.symbol(id).is_rust_function())
 }
 
 /// The symbol a PLT entry jumps to: the GOT slot its indirect jump reads,

@@ -146,6 +146,44 @@ impl Symbol {
                 || self.name.starts_with('$')
                 || self.name.starts_with("CSWTCH."))
     }
+
+    /// A function whose name is Rust-mangled (legacy `_ZN…17h<16 hex>E`,
+    /// possibly with a `.llvm.<n>`-style suffix, or v0 `_R…`). rustc makes
+    /// every function `unnamed_addr`: Rust does not promise distinct
+    /// functions distinct addresses, and icf's safe mode merges them, so
+    /// such a function's address is not observed, in either mode.
+    pub fn is_rust_function(&self) -> bool {
+        self.kind == SymbolKind::Function && is_rust_mangled(&self.name)
+    }
+}
+
+/// Whether `name` is a Rust symbol name: v0 (`_R` then an uppercase letter
+/// or a decimal version) or legacy (`_ZN`, ending in the hash segment
+/// `17h` plus 16 lowercase hex digits and `E`, before an optional suffix
+/// starting with `.`).
+pub(crate) fn is_rust_mangled(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    if let Some(rest) = name.strip_prefix("_R") {
+        return rest
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    }
+    if !name.starts_with("_ZN") {
+        return false;
+    }
+    // The hash segment `17h` + 16 hex + `E`, at the end or before a `.`.
+    const SEGMENT: usize = 3 + 16 + 1;
+    (0..=bytes.len()).any(|end| {
+        (end == bytes.len() || bytes[end] == b'.') && end >= SEGMENT + 3 && {
+            let segment = &bytes[end - SEGMENT..end];
+            segment.starts_with(b"17h")
+                && segment[SEGMENT - 1] == b'E'
+                && segment[3..SEGMENT - 1]
+                    .iter()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+        }
+    })
 }
 
 /// What a relocation kept by `--emit-relocs` says about a place.
@@ -862,5 +900,24 @@ pub(crate) fn plus(name: &str, offset: u64) -> String {
         name.to_string()
     } else {
         format!("{name}+{offset:#x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_rust_mangled;
+
+    #[test]
+    fn rust_names_are_recognized() {
+        assert!(is_rust_mangled(
+            "_ZN44_$LT$$RF$T$u20$as$u20$core..fmt..Display$GT$3fmt17h7b11a6c9931a612aE"
+        ));
+        assert!(is_rust_mangled("_ZN3foo3bar17h0123456789abcdefE.llvm.42"));
+        assert!(is_rust_mangled("_RNvCs1234_4main3foo"));
+        assert!(!is_rust_mangled("_ZN3foo3barEv"));
+        assert!(!is_rust_mangled("_ZN3foo3bar17h0123456789abcdeE"));
+        assert!(!is_rust_mangled("_Z3foov"));
+        assert!(!is_rust_mangled("main"));
+        assert!(!is_rust_mangled("_Rx"));
     }
 }

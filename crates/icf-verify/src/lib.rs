@@ -106,7 +106,11 @@
 //!   function's address), and read-only data without a symbol (string
 //!   literals, jump tables, constant pools) or with a compiler's name for
 //!   an anonymous constant (`anon.*`, `alloc_*`, `.L*`, `CSWTCH.*`: rustc's
-//!   constants, which Rust gives no address identity) has none.
+//!   constants, which Rust gives no address identity) has none. Nor, in
+//!   either mode, has a function whose name is Rust-mangled (legacy
+//!   `_ZN…17h<16 hex>E`, v0 `_R…`): rustc makes every function
+//!   `unnamed_addr`, Rust does not promise distinct functions distinct
+//!   addresses, and icf's safe mode merges them.
 //!   Unnamed read-only data ends at the next symbol, kept label (`.LC0`),
 //!   relocated offset (a jump table after a string) or place reached code
 //!   references, at most 256 bytes; a

@@ -637,3 +637,42 @@ fn thunks_between_vague_linkage_functions_are_assumed_only_when_asked() {
     assert_eq!(difference.kind, DifferenceKind::InstructionsDiffer);
     assert_eq!(difference.function, "_Z3mixILi3EEll");
 }
+
+#[test]
+fn rust_functions_have_no_address_identity_in_safe_mode() {
+    // rustc's functions are `unnamed_addr`: merging two whose addresses
+    // are compared is a correct fold, in safe mode too (legacy and v0).
+    for (m0, m1) in [
+        (
+            "_ZN4test2m017h0123456789abcdefE",
+            "_ZN4test2m117hfedcba9876543210E",
+        ),
+        ("_RNvCs1_4test2m0", "_RNvCs1_4test2m1"),
+    ] {
+        let twins = function(m0, "  mov $5, %eax\n  ret");
+        let compare = function(
+            "same",
+            &format!(
+                "  lea {m0}(%rip), %rax\n  lea {m1}(%rip), %rcx\n  cmp %rax, %rcx\n  sete %al\n  movzbl %al, %eax\n  ret"
+            ),
+        );
+        let calls = [m0, m1, "same"];
+        let right = function(m1, "  mov $5, %eax\n  ret");
+        let wrong = function(m1, "  mov $6, %eax\n  ret");
+        let plain = x86_program(&format!("{twins}{right}{compare}"), &calls);
+        let folded = x86_program(&format!("{twins}{}{compare}", alias(m1, m0, 6)), &calls);
+        let (plain, folded) = x86_pair(&format!("rust_{}", &m0[..3]), &plain, &folded, &[]);
+        assert_passes(&plain, &folded, Mode::Safe);
+        // A Rust function of other code is still not the same function.
+        let wrong = x86_program(&format!("{twins}{wrong}{compare}"), &calls);
+        let dir = work_dir(&format!("rust_wrong_{}", &m0[..3]));
+        let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
+        assert_caught(
+            &wrong,
+            &folded,
+            Mode::Safe,
+            DifferenceKind::InstructionsDiffer,
+            m1,
+        );
+    }
+}
