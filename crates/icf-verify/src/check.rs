@@ -937,9 +937,14 @@ impl<'a> Checker<'a> {
 
     /// Read-only data no symbol covers: a jump table of the referencing
     /// functions (4-byte offsets from the table, or 8-byte addresses, each
-    /// landing on the same instruction of both), a string up to its NUL, a
-    /// merge constant, or else the bytes up to the next symbol, label or
-    /// relocated offset (at most 256).
+    /// landing on the same instruction of both), a merge constant, or else
+    /// the bytes up to the first known bound of either image: the next
+    /// symbol, label, place reached code references, place a pointer
+    /// (kept or dynamic relocation) points to, or relocated offset. A NUL
+    /// ends the piece sooner only in a mergeable-strings section and when
+    /// the referencing code is not Rust (C reads a string to its NUL; Rust's
+    /// `&str` carries its length, so its bytes have no NUL and a NUL further
+    /// on belongs to other data); without any bound, at most 256 bytes.
     fn compare_unnamed_data(&mut self, check: &TargetCheck, limit: u64) -> Option<String> {
         let (p, f) = (check.plain_target, check.folded_target);
         if let Some((plain_fn, folded_fn)) = check.functions
@@ -956,7 +961,13 @@ impl<'a> Checker<'a> {
         let end = |image: &Image, at: u64| image.data_end(at).min(image.next_offset_place(at));
         let (plain_end, folded_end) = (end(self.plain, p), end(self.folded, f));
         let to_next_symbol = (plain_end - p).min(folded_end.saturating_sub(f)).min(limit);
-        let len = if section.strings {
+        // Rust code passes a string's length with its address (`&str`): its
+        // bytes need no NUL and are packed back to back, so the piece is
+        // what the known bounds say. C code reads a string up to its NUL.
+        let c_string = check
+            .functions
+            .is_none_or(|(plain_fn, _)| !in_rust_function(self.plain, plain_fn.start));
+        let len = if section.strings && c_string {
             // (lld marks a whole `.rodata` mergeable strings when its inputs
             // are: the string ends at its NUL or at the next symbol.)
             let bytes = self.plain.bytes_to_section_end(p)?;
@@ -965,7 +976,7 @@ impl<'a> Checker<'a> {
                 .position(|&b| b == 0)
                 .map_or(bytes.len(), |n| n + 1) as u64)
                 .min(to_next_symbol)
-        } else if section.merge_entry_size > 0 {
+        } else if section.merge_entry_size > 0 && !section.strings {
             section.merge_entry_size.min(to_next_symbol)
         } else {
             to_next_symbol.min(256)

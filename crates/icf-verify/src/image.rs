@@ -237,6 +237,11 @@ pub(crate) struct Image {
     /// Places holding pointers (dynamic relocations, kept absolute
     /// relocations), sorted.
     pointer_places: Vec<u64>,
+    /// Where the pointers of `pointer_places` point (kept absolute
+    /// relocations' `S + A`, relative dynamic relocations' addends), sorted:
+    /// where a piece of data others point to starts (rustc's `&str`s in
+    /// tables, packed back to back without a NUL).
+    pointer_targets: Vec<u64>,
     /// `ET_DYN` (PIE or shared object): every pointer into the image has a
     /// dynamic relocation. In an `ET_EXEC` only those into other modules do.
     pub position_independent: bool,
@@ -625,8 +630,20 @@ impl Image {
             .map(|(place, _)| *place)
             .collect();
         offset_places.sort_unstable();
+        let mut pointer_targets: Vec<u64> = emitted
+            .values()
+            .filter(|r| is_absolute_pointer(arch, r.r_type))
+            .map(|r| r.value)
+            .chain(dynamic.values().filter_map(|slot| match slot {
+                Slot::Address(a) => Some(*a),
+                Slot::Named(..) => None,
+            }))
+            .collect();
+        pointer_targets.sort_unstable();
+        pointer_targets.dedup();
 
         Ok(Image {
+            pointer_targets,
             code_entries,
             instruction_starts: Vec::new(),
             referenced_data: Vec::new(),
@@ -839,9 +856,12 @@ impl Image {
     pub fn data_end(&self, address: u64) -> u64 {
         let i = self.referenced_data.partition_point(|&a| a <= address);
         let referenced = self.referenced_data.get(i).copied().unwrap_or(u64::MAX);
+        let i = self.pointer_targets.partition_point(|&a| a <= address);
+        let pointed_to = self.pointer_targets.get(i).copied().unwrap_or(u64::MAX);
         self.next_symbol_start(address)
             .min(self.next_label(address))
             .min(referenced)
+            .min(pointed_to)
     }
 
     /// The first place after `address` holding a kept relocation that is not

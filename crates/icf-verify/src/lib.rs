@@ -58,8 +58,7 @@
 //!   unnamed code up to the next symbol, writable data by offset in the
 //!   section, read-only data by content (a jump table of 4-byte offsets from
 //!   its start or 8-byte addresses into the referencing function, entry by
-//!   entry; a string up to its NUL; else up to the next symbol, at most 256
-//!   bytes). A table of 4-byte offsets with kept relocations (`-q`:
+//!   entry; else up to the first known bound, below). A table of 4-byte offsets with kept relocations (`-q`:
 //!   `R_X86_64_PC32`, `R_AARCH64_PREL32`) that is not a jump table (rustc's
 //!   tables of strings for `Debug`) is compared entry by entry: table plus
 //!   entry on each side as targets. Unnamed read-only data kept as a named
@@ -111,9 +110,16 @@
 //!   `_ZN…17h<16 hex>E`, v0 `_R…`): rustc makes every function
 //!   `unnamed_addr`, Rust does not promise distinct functions distinct
 //!   addresses, and icf's safe mode merges them.
-//!   Unnamed read-only data ends at the next symbol, kept label (`.LC0`),
-//!   relocated offset (a jump table after a string) or place reached code
-//!   references, at most 256 bytes; a
+//!   Unnamed read-only data ends at the first known bound of either
+//!   image: the next symbol, kept label (`.LC0`), relocated offset (a jump
+//!   table after a string), place reached code references, or place a
+//!   pointer in data points to (a kept absolute relocation's `S + A`, a
+//!   relative dynamic relocation's address); at most 256 bytes. A NUL ends
+//!   it sooner only where it is a C string: in a mergeable-strings output
+//!   section, referenced by code that is not Rust (a Rust `&str` carries
+//!   its length and has no NUL, so rustc's strings, packed back to back,
+//!   would otherwise run into their neighbours, which a fold lays out
+//!   anew). A
 //!   place FOLDED names by a symbol PLAIN lacks (icf's `__icf.*`) is also
 //!   compared as a place in its section.
 //!

@@ -676,3 +676,50 @@ fn rust_functions_have_no_address_identity_in_safe_mode() {
         );
     }
 }
+
+/// A Rust function reading the 5-byte string at `.Ls1` of a mergeable
+/// strings section laid out as `strings`, with `.Ls2` and `.Ls3` pointed
+/// to from data (after a string of its own, so that `.Ls1` is not one past
+/// the end of `_IO_stdin_used`).
+fn rust_strings(strings: &str) -> String {
+    let reader = function(
+        "_ZN4test4name17h0123456789abcdefE",
+        "  lea .Ls1(%rip), %rax\n  mov $5, %edx\n  movzbl (%rax), %eax\n  ret",
+    );
+    let data = format!(
+        ".section .rodata.str1.1,\"aMS\",@progbits,1\n.asciz \"-\"\n{strings}\n\
+         .section .data.rel.ro,\"aw\"\n.globl names\n.type names,@object\n\
+         names: .quad .Ls2, .Ls3\n.size names, 16\n"
+    );
+    x86_program(
+        &format!("{reader}{data}"),
+        &["_ZN4test4name17h0123456789abcdefE"],
+    )
+}
+
+#[test]
+fn a_rust_string_without_a_nul_ends_where_other_data_is_pointed_to() {
+    let plain =
+        rust_strings(".Ls1: .ascii \"hello\"\n.Ls2: .asciz \"world\"\n.Ls3: .asciz \"abc\"");
+    // The same strings, laid out otherwise: `hello` is followed by `abc`.
+    let folded =
+        rust_strings(".Ls1: .ascii \"hello\"\n.Ls3: .asciz \"abc\"\n.Ls2: .asciz \"world\"");
+    let wrong =
+        rust_strings(".Ls1: .ascii \"hellx\"\n.Ls3: .asciz \"abc\"\n.Ls2: .asciz \"world\"");
+    let (plain, folded) = x86_pair("rust_strings", &plain, &folded, &[]);
+    assert_passes(&plain, &folded, Mode::All);
+    let wrong = link(
+        &work_dir("rust_strings_wrong"),
+        "gcc",
+        "wrong.s",
+        &wrong,
+        &[],
+    );
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::DataDiffers,
+        "_ZN4test4name17h0123456789abcdefE",
+    );
+}
