@@ -1390,6 +1390,31 @@ fn compare_code(
                 detail.to_string(),
             ));
         }
+    }
+    if plain_code.len() != folded_code.len() {
+        let n = plain_code.len().min(folded_code.len());
+        let at = |code: &[Decoded], start: u64, end: u64| {
+            code.get(n).map_or(end, |d| start + u64::from(d.offset))
+        };
+        return Err(differ(
+            at(plain_code, p.start, p.end),
+            at(folded_code, f.start, f.end),
+            DifferenceKind::CodeLengthDiffers,
+            format!(
+                "PLAIN has {} instructions, FOLDED {}",
+                plain_code.len(),
+                folded_code.len()
+            ),
+        ));
+    }
+    // Every in-function target is checked after the instructions all
+    // compared equal: a target's index among differently decoded code says
+    // less than the first instruction that differs.
+    for (left, right) in plain_code.iter().zip(folded_code) {
+        let (a, b) = (
+            p.start + u64::from(left.offset),
+            f.start + u64::from(right.offset),
+        );
         for (x, y) in left.refs.iter().zip(&right.refs) {
             let inside = p.contains(x.address) && f.contains(y.address);
             let own_start_observed =
@@ -1424,22 +1449,6 @@ fn compare_code(
                 root: task.root,
             });
         }
-    }
-    if plain_code.len() != folded_code.len() {
-        let n = plain_code.len().min(folded_code.len());
-        let at = |code: &[Decoded], start: u64, end: u64| {
-            code.get(n).map_or(end, |d| start + u64::from(d.offset))
-        };
-        return Err(differ(
-            at(plain_code, p.start, p.end),
-            at(folded_code, f.start, f.end),
-            DifferenceKind::CodeLengthDiffers,
-            format!(
-                "PLAIN has {} instructions, FOLDED {}",
-                plain_code.len(),
-                folded_code.len()
-            ),
-        ));
     }
     // Code that runs off its end continues in what follows it, which must
     // correspond as a jump target would.

@@ -723,3 +723,39 @@ fn a_rust_string_without_a_nul_ends_where_other_data_is_pointed_to() {
         "_ZN4test4name17h0123456789abcdefE",
     );
 }
+
+#[test]
+fn code_that_differs_before_a_branch_target_is_reported_as_differing_code() {
+    // FOLDED's middle decodes to more instructions: the forward branch's
+    // target has another index, but what differs is the instruction.
+    let program = |middle: &str| {
+        x86_program(
+            &function(
+                "f",
+                &format!(
+                    "  mov %rdi, %rdx\n  cmp $7, %rdi\n  ja 1f\n{middle}\n1:\n  mov %rdx, %rax\n  ret"
+                ),
+            ),
+            &["f"],
+        )
+    };
+    let plain = program("  add $0x1352, %rdx");
+    let folded = program("  sub $4, %rdx\n  nop\n  nop\n  nop");
+    let (plain, folded) = x86_pair("differs_before_target", &plain, &folded, &[]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "f",
+    );
+    let same = program("  add $0x1352, %rdx");
+    let same = link(
+        &work_dir("differs_before_target_same"),
+        "gcc",
+        "same.s",
+        &same,
+        &[],
+    );
+    assert_passes(&plain, &same, Mode::All);
+}
