@@ -110,6 +110,15 @@
 //!   `_ZN…17h<16 hex>E`, v0 `_R…`): rustc makes every function
 //!   `unnamed_addr`, Rust does not promise distinct functions distinct
 //!   addresses, and icf's safe mode merges them.
+//!   On x86-64 a `lea` of data makes its address a value only if the
+//!   address escapes: a forward scan within the basic block follows the
+//!   registers holding it (64-bit register copies included); used only as
+//!   the base or index of memory operands until overwritten (or clobbered
+//!   by a call in `rax`/`r10`/`r11`, or dead at a `ret` outside
+//!   `rax`/`rdx`), it is an access, not observed (clang's `.llvm_addrsig`
+//!   leaves out a table the code only loads from). Any other read (stored,
+//!   compared, an argument, returned), a branch, or anything the scan
+//!   cannot follow counts as escaping. Pointers in data stay observed.
 //!   Unnamed read-only data ends at the first known bound of either
 //!   image: the next symbol, kept label (`.LC0`), relocated offset (a jump
 //!   table after a string), place reached code references, or place a

@@ -120,10 +120,12 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
     let mut out = Vec::with_capacity(starts.len() + 1);
     let mut instr = Instruction::default();
     let kept_relocs = image.has_emitted_relocs();
+    let mut instructions = Vec::with_capacity(starts.len() + 1);
     let mut cursor = ip;
     for &start in starts {
         if start > cursor {
             out.push(data_run(image, bytes, ip, cursor, start));
+            instructions.push(None);
         }
         if decoder.set_position((start - ip) as usize).is_err() {
             break;
@@ -131,12 +133,125 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
         decoder.set_ip(start);
         let (decoded, len) = decode_next(image, &mut decoder, bytes, kept_relocs, &mut instr);
         out.push(decoded);
+        instructions.push((!instr.is_invalid()).then_some(instr));
         cursor = cursor.max(start + len as u64);
     }
     if cursor < end {
         out.push(data_run(image, bytes, ip, cursor, end));
+        instructions.push(None);
     }
+    local_data_addresses(image, &mut out, &instructions);
     out
+}
+
+/// A `lea` of data whose address does not escape only accesses that data:
+/// its RIP-relative reference becomes [`Use::Access`], so the address is
+/// not observed (clang's `.llvm_addrsig` leaves out a table the code only
+/// loads from, and icf merges it with its twin). See [`address_escapes`].
+fn local_data_addresses(image: &Image, out: &mut [Decoded], instructions: &[Option<Instruction>]) {
+    let mut factory = iced_x86::InstructionInfoFactory::new();
+    for at in 0..out.len() {
+        let Some(lea) = instructions[at] else {
+            continue;
+        };
+        if lea.mnemonic() != Mnemonic::Lea || !lea.is_ip_rel_memory_operand() {
+            continue;
+        }
+        let target = lea.ip_rel_memory_address();
+        if image.is_code(target) || !lea.op0_register().is_gpr64() {
+            continue;
+        }
+        if address_escapes(&mut factory, &instructions[at + 1..], lea.op0_register()) {
+            continue;
+        }
+        for reference in &mut out[at].refs {
+            if reference.address == target && reference.use_ == Use::Address {
+                reference.use_ = Use::Access;
+            }
+        }
+    }
+}
+
+/// Whether the address a `lea` put in `register` escapes in the
+/// `following` instructions (in address order, `None` for data): a forward
+/// scan within the basic block tracks the registers holding it (copies by
+/// `mov` between 64-bit registers included). It does not escape while it
+/// is only the base or index of memory operands (not of a `lea`) until
+/// every register holding it is overwritten (a 32- or 64-bit write), at a
+/// call when only `rax`, `r10` or `r11` (clobbered, not arguments) hold it,
+/// or at a `ret` when neither `rax` nor `rdx` does. Anything else
+/// escapes: any other read (a store of the register, a comparison, an
+/// argument, a push), a branch or the end of the decoded code, data, an
+/// instruction the scan cannot follow, or more than 64 instructions.
+fn address_escapes(
+    factory: &mut iced_x86::InstructionInfoFactory,
+    following: &[Option<Instruction>],
+    register: Register,
+) -> bool {
+    use iced_x86::{FlowControl, OpAccess};
+    let mut held = vec![register.full_register()];
+    let mut end = None;
+    for instruction in following.iter().take(64) {
+        let Some(instruction) = instruction else {
+            return true;
+        };
+        // Only the next instruction in address order is the fall-through.
+        if end.is_some_and(|e| e != instruction.ip()) {
+            return true;
+        }
+        end = Some(instruction.next_ip());
+        let base = instruction.memory_base().full_register();
+        let index = instruction.memory_index().full_register();
+        let addresses_memory = instruction.mnemonic() != Mnemonic::Lea
+            && (0..instruction.op_count()).any(|i| instruction.op_kind(i) == OpKind::Memory);
+        let copy = (instruction.mnemonic() == Mnemonic::Mov
+            && instruction.op_count() == 2
+            && instruction.op0_kind() == OpKind::Register
+            && instruction.op1_kind() == OpKind::Register
+            && instruction.op0_register().is_gpr64()
+            && held.contains(&instruction.op1_register()))
+        .then(|| instruction.op0_register());
+        let info = factory.info(instruction);
+        let mut written = Vec::new();
+        for used in info.used_registers() {
+            let full = used.register().full_register();
+            let reads = matches!(
+                used.access(),
+                OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+            );
+            if reads && held.contains(&full) {
+                let through_memory = addresses_memory && (full == base || full == index);
+                if !through_memory && copy.is_none() {
+                    return true;
+                }
+            }
+            if used.access() == OpAccess::Write
+                && (used.register().is_gpr64() || used.register().is_gpr32())
+            {
+                written.push(full);
+            }
+        }
+        match instruction.flow_control() {
+            FlowControl::Next => {}
+            FlowControl::Return => {
+                return held.contains(&Register::RAX) || held.contains(&Register::RDX);
+            }
+            FlowControl::Call => {
+                return !held
+                    .iter()
+                    .all(|r| matches!(r, Register::RAX | Register::R10 | Register::R11));
+            }
+            _ => return true,
+        }
+        held.retain(|r| !written.contains(r));
+        if let Some(copy) = copy {
+            held.push(copy);
+        }
+        if held.is_empty() {
+            return false;
+        }
+    }
+    true
 }
 
 /// The bytes `[from, to)` of `bytes` (loaded at `ip`) as data: fields a

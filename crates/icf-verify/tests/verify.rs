@@ -759,3 +759,78 @@ fn code_that_differs_before_a_branch_target_is_reported_as_differing_code() {
     );
     assert_passes(&plain, &same, Mode::All);
 }
+
+/// Two equal tables and a function `lookup_<t>` per table reading through
+/// `body` (with `TABLE` standing for the table the function reads); in
+/// FOLDED, `tab_b` is `tab_a` and `lookup_b` reads `tab_a`.
+fn tables(body: &str, folded: bool) -> String {
+    let mut data = String::from(
+        ".section .rodata\n.globl tab_a\n.type tab_a,@object\n\
+         tab_a: .long 1, 2, 3, 4, 5, 6, 7, 8\n.size tab_a, 32\n",
+    );
+    if folded {
+        data.push_str(".globl tab_b\n.type tab_b,@object\n.set tab_b, tab_a\n.size tab_b, 32\n");
+    } else {
+        data.push_str(
+            ".globl tab_b\n.type tab_b,@object\ntab_b: .long 1, 2, 3, 4, 5, 6, 7, 8\n.size tab_b, 32\n",
+        );
+    }
+    data.push_str(".bss\n.globl out\nout: .quad 0\n");
+    let b_table = if folded { "tab_a" } else { "tab_b" };
+    let code = function("lookup_a", &body.replace("TABLE", "tab_a"))
+        + &function("lookup_b", &body.replace("TABLE", b_table));
+    x86_program(&format!("{data}{code}"), &["lookup_a", "lookup_b"])
+}
+
+#[test]
+fn a_table_whose_address_is_only_loaded_through_has_no_identity() {
+    // clang: `lea table(%rip),%rax; mov (%rax,%rdi,4),%eax`; the address
+    // is overwritten before it could escape.
+    let load = "  and $7, %edi\n  lea TABLE(%rip), %rax\n  mov (%rax,%rdi,4), %eax\n  ret";
+    let (plain, folded) = x86_pair("load_only", &tables(load, false), &tables(load, true), &[]);
+    assert_passes(&plain, &folded, Mode::Safe);
+    // Copied to another register and only loaded through: still local.
+    let copied = "  and $7, %edi\n  lea TABLE(%rip), %rcx\n  mov %rcx, %rsi\n  mov (%rsi,%rdi,4), %eax\n  mov (%rcx), %ecx\n  xor %esi, %esi\n  ret";
+    let (plain, folded) = x86_pair(
+        "load_copied",
+        &tables(copied, false),
+        &tables(copied, true),
+        &[],
+    );
+    assert_passes(&plain, &folded, Mode::Safe);
+    // The address escapes: stored, returned, compared, passed to a call.
+    for (name, body) in [
+        (
+            "stored",
+            "  lea TABLE(%rip), %rax\n  mov %rax, out(%rip)\n  mov (%rax), %eax\n  ret",
+        ),
+        (
+            "returned",
+            "  lea TABLE(%rip), %rax\n  mov (%rax), %ecx\n  ret",
+        ),
+        (
+            "compared",
+            "  lea TABLE(%rip), %rcx\n  cmp %rcx, %rdi\n  sete %al\n  movzbl %al, %eax\n  ret",
+        ),
+        (
+            "argument",
+            "  push %rbx\n  lea TABLE(%rip), %rdi\n  call lookup_c\n  pop %rbx\n  ret",
+        ),
+        (
+            "copied",
+            "  lea TABLE(%rip), %rcx\n  mov %rcx, %rax\n  mov (%rcx), %ecx\n  ret",
+        ),
+    ] {
+        let extra = function("lookup_c", "  mov (%rdi), %eax\n  ret");
+        let plain = tables(body, false) + &extra;
+        let folded = tables(body, true) + &extra;
+        let (plain, folded) = x86_pair(&format!("escapes_{name}"), &plain, &folded, &[]);
+        assert_caught(
+            &plain,
+            &folded,
+            Mode::Safe,
+            DifferenceKind::SignificantAddressesMerged,
+            "lookup_b",
+        );
+    }
+}
