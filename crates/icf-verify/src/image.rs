@@ -30,6 +30,9 @@ pub(crate) struct Section {
     /// Byte range in the file, `None` for `SHT_NOBITS`.
     pub file_range: Option<(usize, usize)>,
     pub alloc: bool,
+    /// Written at run time: `SHF_WRITE`, except `.data.rel.ro*`, which only
+    /// the loader writes (relocations) before making it read-only (RELRO):
+    /// constants with pointers, compared like read-only data.
     pub writable: bool,
     pub executable: bool,
     /// `SHF_MERGE | SHF_STRINGS`: NUL-terminated strings.
@@ -396,13 +399,14 @@ impl Image {
                 }
             };
             let synthesized = is_synthesized(&name, kind);
+            let relro_data = name.starts_with(".data.rel.ro");
             sections.push(Section {
                 name,
                 address: header.sh_addr(endian),
                 size,
                 file_range,
                 alloc: flags & SHF_ALLOC != 0,
-                writable: flags & SHF_WRITE != 0,
+                writable: flags & SHF_WRITE != 0 && !relro_data,
                 executable: flags & SHF_EXECINSTR != 0,
                 strings: flags & (SHF_MERGE | SHF_STRINGS) == SHF_MERGE | SHF_STRINGS,
                 merge_entry_size: if flags & SHF_MERGE != 0 {
@@ -639,6 +643,31 @@ impl Image {
                 Slot::Named(..) => None,
             }))
             .collect();
+        // Tables of 4-byte offsets from their start (rustc's tables of
+        // strings, jump tables): each run of kept relative relocations 4
+        // bytes apart outside code is one table whose entry at `P` names
+        // `T + S + A - P`, with `T` the run's start.
+        let mut run_start = None;
+        let mut previous = None;
+        for &place in &offset_places {
+            let Some(reloc) = emitted.get(&place) else {
+                continue;
+            };
+            let in_code = sections
+                .iter()
+                .any(|s| s.executable && (s.address..s.address + s.size).contains(&place));
+            if !is_relative_offset(arch, reloc.r_type) || in_code {
+                previous = None;
+                continue;
+            }
+            let table = match (previous, run_start) {
+                (Some(p), Some(t)) if p + 4 == place => t,
+                _ => place,
+            };
+            run_start = Some(table);
+            previous = Some(place);
+            pointer_targets.push(table.wrapping_add(reloc.value).wrapping_sub(place));
+        }
         pointer_targets.sort_unstable();
         pointer_targets.dedup();
 

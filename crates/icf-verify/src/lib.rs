@@ -53,7 +53,10 @@
 //!   (co-inductively: a pair is assumed equal while it is checked, so
 //!   recursion verifies), landing on the same instruction of the pair; or
 //!   both are read-only data of the same size whose bytes are equal, with
-//!   pointers inside compared as targets; writable data only by identity.
+//!   pointers inside compared as targets; writable data only by identity
+//!   (`.data.rel.ro*` is not writable here: only the loader writes it,
+//!   before making it read-only, so its constants compare as read-only
+//!   data).
 //!   A place between symbols is compared by its section's name: code as
 //!   unnamed code up to the next symbol, writable data by offset in the
 //!   section, read-only data by content (a jump table of 4-byte offsets from
@@ -123,7 +126,9 @@
 //!   image: the next symbol, kept label (`.LC0`), relocated offset (a jump
 //!   table after a string), place reached code references, or place a
 //!   pointer in data points to (a kept absolute relocation's `S + A`, a
-//!   relative dynamic relocation's address); at most 256 bytes. A NUL ends
+//!   relative dynamic relocation's address, an entry of a table of 4-byte
+//!   offsets with kept relocations: the table's start plus the entry); at
+//!   most 256 bytes. A NUL ends
 //!   it sooner only where it is a C string: in a mergeable-strings output
 //!   section, referenced by code that is not Rust (a Rust `&str` carries
 //!   its length and has no NUL, so rustc's strings, packed back to back,

@@ -834,3 +834,40 @@ fn a_table_whose_address_is_only_loaded_through_has_no_identity() {
         );
     }
 }
+
+/// `get` returns a constant in `.data.rel.ro` (a pointer to `target`)
+/// that has no symbol, after or before a named `pad`.
+fn relro_constant(pad_first: bool, target: &str) -> String {
+    let pad = ".globl pad\n.type pad,@object\npad: .quad 1\n.size pad, 8\n";
+    let constant = format!(".Lc: .quad {target}\n");
+    let (first, second) = if pad_first {
+        (pad.to_string(), constant)
+    } else {
+        (constant, pad.to_string())
+    };
+    let data = format!(".section .data.rel.ro,\"aw\"\n.p2align 3\n{first}{second}");
+    let code = function("get", "  lea .Lc(%rip), %rax\n  mov (%rax), %rax\n  ret")
+        + &function("one", "  mov $1, %eax\n  ret")
+        + &function("two", "  mov $2, %eax\n  ret");
+    x86_program(&format!("{data}{code}"), &["get", "one", "two"])
+}
+
+#[test]
+fn unnamed_relro_constants_compare_by_content_not_offset() {
+    // `.data.rel.ro` is read-only once relocated: a constant there without
+    // a name is the compiler's (rustc's vtables and tables), compared like
+    // unnamed read-only data wherever the link put it.
+    let plain = relro_constant(true, "one");
+    let folded = relro_constant(false, "one");
+    let (plain, folded) = x86_pair("relro", &plain, &folded, &[]);
+    assert_passes(&plain, &folded, Mode::Safe);
+    let wrong = relro_constant(false, "two");
+    let wrong = link(&work_dir("relro_wrong"), "gcc", "wrong.s", &wrong, &[]);
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "get",
+    );
+}
