@@ -464,11 +464,30 @@ fn resolve_archive_members_in_order<'data>(objects: &mut [LoadedObject<'data>]) 
     }
 }
 
-/// The definitions that some other loaded object references by name.
+/// The definitions that some other loaded object references by name and
+/// that no other loaded object defines: the names that keep an archive
+/// member in the link.
 fn needed_definitions(
     objects: &[LoadedObject<'_>],
     definitions: &targets::Definitions<'_>,
 ) -> rustc_hash::FxHashSet<(ObjectId, icf_object::SymbolIndex)> {
+    // A name defined by two loaded objects (a weak definition and a strong
+    // override, say) keeps neither in the link: without one, the other
+    // serves, and a linker that pulled an archive member in for other
+    // names need not pull it in for this one (mold ranks a command line's
+    // weak definition above a member's strong one).
+    let mut defined_by: HashMap<&[u8], u32> = HashMap::default();
+    for object in objects.iter().filter(|object| object.loaded) {
+        for symbol in &object.elf.symbols {
+            if symbol.binding != icf_object::Binding::Local
+                && symbol.is_defined()
+                && symbol.place != icf_object::SymbolPlace::Common
+                && !symbol.name.is_empty()
+            {
+                *defined_by.entry(symbol.name).or_default() += 1;
+            }
+        }
+    }
     let per_object: Vec<Vec<(ObjectId, icf_object::SymbolIndex)>> = objects
         .par_iter()
         .enumerate()
@@ -482,6 +501,7 @@ fn needed_definitions(
                     symbol.place == icf_object::SymbolPlace::Undefined
                         && symbol.binding != icf_object::Binding::Local
                         && !symbol.name.is_empty()
+                        && defined_by.get(symbol.name) == Some(&1)
                 })
                 .filter_map(|symbol| definitions.winner(symbol.name))
                 .filter(|(owner, _)| owner.index() != index)
