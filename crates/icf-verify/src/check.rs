@@ -1088,7 +1088,17 @@ impl<'a> Checker<'a> {
         };
         for (entry, width) in entry_of {
             let mut count = 0u64;
+            // The table ends where other data starts: the next place code
+            // references (another table), symbol or label.
+            let table_end = self.plain.data_end(p);
             loop {
+                // With kept relocations, also at its first word no
+                // relocation writes: what follows is other data, however
+                // its bytes read.
+                let at = p + width * count;
+                if at >= table_end || self.plain.relocated_word(at, width) == Some(false) {
+                    break;
+                }
                 let a = entry(self.plain, p, count)
                     .and_then(|a| instruction(plain_offsets, plain_fn, a));
                 let b = entry(self.folded, f, count)

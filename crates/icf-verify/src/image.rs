@@ -924,6 +924,21 @@ impl Image {
         &self.pointer_places[from..to]
     }
 
+    /// Whether a kept relocation (`-q`) writes the `width`-byte word at
+    /// `address` (a 4-byte offset or an 8-byte pointer); `None` when the
+    /// image kept none, so nothing can tell.
+    pub fn relocated_word(&self, address: u64, width: u64) -> Option<bool> {
+        if !self.has_emitted_relocs() {
+            return None;
+        }
+        let places = if width == 4 {
+            &self.offset_places
+        } else {
+            &self.pointer_places
+        };
+        Some(places.binary_search(&address).is_ok())
+    }
+
     /// Whether the image kept its link-time relocations (`-q`).
     pub fn has_emitted_relocs(&self) -> bool {
         !self.emitted.is_empty()
