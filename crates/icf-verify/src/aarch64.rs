@@ -127,6 +127,7 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
             refs,
         });
     }
+    local_data_addresses(&mut out);
     // An `adrp` nothing completed lets the page itself escape.
     for page in open {
         if !page.completed {
@@ -139,6 +140,112 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
         }
     }
     out
+}
+
+/// An `adrp` + `add` (or an `adr`, which lld relaxes the pair to) of an
+/// address that does not escape only accesses the
+/// data there: the reference becomes [`Use::Access`], as on x86-64 (clang's
+/// `.llvm_addrsig` leaves out a table the code only loads from). The scan
+/// follows the `add`'s destination register forward in straight-line code:
+/// it does not escape while it is only the base of loads and stores (never
+/// the value stored) until an instruction overwrites it without reading
+/// it. Anything else escapes: any other read of the register, a branch,
+/// call or return while it is live, a word that does not decode, or more
+/// than 64 instructions. A call or return ends the scan without
+/// an escape when the register is one of the temporaries x9-x15.
+fn local_data_addresses(out: &mut [Decoded]) {
+    for at in 0..out.len() {
+        let Key::Aarch64(A64Key(add)) = &out[at].key else {
+            continue;
+        };
+        if !matches!(add.opcode, Opcode::ADD | Opcode::ADR) {
+            continue;
+        }
+        let Some(register) = destination(add) else {
+            continue;
+        };
+        if !out[at].refs.iter().any(|r| r.use_ == Use::Address) || escapes(&out[at + 1..], register)
+        {
+            continue;
+        }
+        for reference in &mut out[at].refs {
+            if reference.use_ == Use::Address {
+                reference.use_ = Use::Access;
+            }
+        }
+    }
+}
+
+/// Whether the address in `register` escapes in the `following` words (see
+/// [`local_data_addresses`]).
+fn escapes(following: &[Decoded], register: u16) -> bool {
+    for decoded in following.iter().take(64) {
+        let Key::Aarch64(A64Key(instr)) = &decoded.key else {
+            return true;
+        };
+        let control = matches!(
+            instr.opcode,
+            Opcode::B
+                | Opcode::BL
+                | Opcode::BR
+                | Opcode::BLR
+                | Opcode::RET
+                | Opcode::Bcc(_)
+                | Opcode::CBZ
+                | Opcode::CBNZ
+                | Opcode::TBZ
+                | Opcode::TBNZ
+        );
+        let mut as_base = false;
+        let mut read = false;
+        let mut written = false;
+        for (index, operand) in instr.operands.iter().enumerate() {
+            match *operand {
+                Operand::RegPreIndex(base, _, writeback) if base == register => {
+                    as_base = true;
+                    read |= writeback;
+                }
+                Operand::RegRegOffset(base, index_register, ..) => {
+                    as_base |= base == register;
+                    read |= index_register == register;
+                }
+                Operand::RegPostIndex(base, _) | Operand::RegPostIndexReg(base, _)
+                    if base == register =>
+                {
+                    // The base is written back: the address moves on.
+                    read = true;
+                }
+                Operand::Register(_, r) | Operand::RegisterOrSP(_, r) if r == register => {
+                    if index == 0 && !reads_first_operand(instr.opcode) {
+                        written = true;
+                    } else {
+                        read = true;
+                    }
+                }
+                Operand::RegShift(_, _, _, r) if r == register => read = true,
+                _ => {}
+            }
+        }
+        let load_or_store = as_base && !read;
+        if read || (as_base && !load_or_store) {
+            return true;
+        }
+        if written && !as_base {
+            return false;
+        }
+        if written {
+            // Loaded into itself (`ldr x0, [x0]`): the address is gone.
+            return false;
+        }
+        if control {
+            // A call or return hands on only x0-x8 (AAPCS64
+            // arguments, results and the indirect-result register) and the
+            // callee-saved x19-x28; the temporaries x9-x15 are dead there.
+            let leaves = matches!(instr.opcode, Opcode::BL | Opcode::BLR | Opcode::RET);
+            return !(leaves && (9..=15).contains(&register));
+        }
+    }
+    true
 }
 
 /// If `instr` completes an open `adrp` (`add xd, xn, #lo12` or a load/store
@@ -239,4 +346,39 @@ pub(crate) fn disassemble(image: &Image, address: u64) -> Option<String> {
             None => format!(".word {word:#010x}"),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uses(words: &[u32]) -> Vec<Use> {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        decode(&bytes, 0x10000)
+            .iter()
+            .flat_map(|d| d.refs.iter().map(|r| r.use_))
+            .collect()
+    }
+
+    #[test]
+    fn a_table_only_loaded_from_is_accessed_not_observed() {
+        // adrp x9, page; add x9, x9, #0x10; ldr w0, [x9, w8, uxtw #2]; ret
+        let loaded = uses(&[0x9000_0009, 0x9100_4129, 0xb868_5920, 0xd65f_03c0]);
+        assert!(loaded.contains(&Use::Access), "{loaded:?}");
+        assert!(!loaded.contains(&Use::Address), "{loaded:?}");
+    }
+
+    #[test]
+    fn an_address_moved_into_the_result_register_escapes() {
+        // adr x9, .+0x100; mov x0, x9; ret
+        let returned = uses(&[0x1000_0809, 0xaa09_03e0, 0xd65f_03c0]);
+        assert_eq!(returned, vec![Use::Address]);
+        // adrp x9, page; add x9, x9, #0x10; ret: the address is dead at
+        // the return, but the same pair with x0 is the result.
+        let dead = uses(&[0x9000_0009, 0x9100_4129, 0xd65f_03c0]);
+        assert!(!dead.contains(&Use::Address), "{dead:?}");
+        // adrp x0, page; add x0, x0, #0x10; ret
+        let result = uses(&[0x9000_0000, 0x9100_4000, 0xd65f_03c0]);
+        assert!(result.contains(&Use::Address), "{result:?}");
+    }
 }
