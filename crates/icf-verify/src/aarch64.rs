@@ -216,7 +216,9 @@ fn escapes(following: &[Decoded], register: u16) -> bool {
                     read = true;
                 }
                 Operand::Register(_, r) | Operand::RegisterOrSP(_, r) if r == register => {
-                    if index == 0 && !reads_first_operand(instr.opcode) {
+                    // `movk` and `bfm` keep the rest of the register.
+                    let merges = matches!(instr.opcode, Opcode::MOVK | Opcode::BFM);
+                    if index == 0 && !reads_first_operand(instr.opcode) && !merges {
                         written = true;
                     } else {
                         read = true;
@@ -376,6 +378,10 @@ mod tests {
         // adrp x9, page; add x9, x9, #0x10; ret: the address is dead at
         // the return, but the same pair with x0 is the result.
         let dead = uses(&[0x9000_0009, 0x9100_4129, 0xd65f_03c0]);
+        // adrp x9, page; add x9, x9, #0x10; movk x9, #1, lsl #48; ret
+        // keeps the low bits: the movk reads the address.
+        let kept = uses(&[0x9000_0009, 0x9100_4129, 0xf2e0_0029, 0xd65f_03c0]);
+        assert!(kept.contains(&Use::Address), "{kept:?}");
         assert!(!dead.contains(&Use::Address), "{dead:?}");
         // adrp x0, page; add x0, x0, #0x10; ret
         let result = uses(&[0x9000_0000, 0x9100_4000, 0xd65f_03c0]);
