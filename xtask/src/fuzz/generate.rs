@@ -924,6 +924,17 @@ impl Generator {
         self.rng.range(3, 8) as usize
     }
 
+    /// What member `member` of a family refers to: the family's `default`,
+    /// or now and then (never for the first member) one of `alternatives`,
+    /// so that most members fold and a few must not.
+    fn member_target<T: Clone>(&mut self, member: usize, default: &T, alternatives: &[T]) -> T {
+        if member > 0 && self.rng.chance(30) {
+            self.rng.pick(alternatives).clone()
+        } else {
+            default.clone()
+        }
+    }
+
     /// Places a definition in `unit`, defining there any file-local array it reads.
     fn place(&mut self, unit: usize, definition: &str) {
         for local in &self.local_arrays {
@@ -1209,11 +1220,7 @@ impl Generator {
         let mut returned = Vec::new();
         for member in 0..members {
             let name = format!("p{family}_{member}");
-            let (array, index) = if member > 0 && self.rng.chance(30) {
-                self.rng.pick(&alternatives).clone()
-            } else {
-                default.clone()
-            };
+            let (array, index) = self.member_target(member, &default, &alternatives);
             let unit = self.random_linked_unit();
             let definition = format!(
                 "__attribute__((noinline)) const int *{name}(void) {{ return &{array}[{index}]; }}\n"
@@ -1256,11 +1263,7 @@ impl Generator {
         let members = self.member_count();
         for member in 0..members {
             let name = format!("m{family}_{member}");
-            let (array, index) = if member > 0 && self.rng.chance(30) {
-                self.rng.pick(&alternatives).clone()
-            } else {
-                default.clone()
-            };
+            let (array, index) = self.member_target(member, &default, &alternatives);
             let unit = self.random_linked_unit();
             let definition = format!(
                 "__attribute__((noinline)) int *{name}(void) {{ return &{array}[{index}]; }}\n"
