@@ -701,22 +701,30 @@ impl Image {
     }
 
     /// The symbol of this image that is `other`'s symbol `id` in `other_image`:
-    /// the same name in the same file at the same position, else (for a
-    /// global, or a local whose file this image has no locals of) the same
-    /// name at the same position among same-named symbols. A local of a file
-    /// this image knows has no counterpart when that file lost it (a local
+    /// the same name in the same file at the same position. A local of a file
+    /// this image names has no counterpart when that file lost it (a local
     /// folded into another unit's copy): another file's namesake is not it.
+    /// Failing that (a global, or a file named only in `other_image`, as when
+    /// the linker names an object without `STT_FILE` by its path, a
+    /// temporary one for icf's rewritten objects) the same name at the same
+    /// position among same-named symbols, if that symbol's file too is
+    /// named only here: a file that lost every named local is still not the
+    /// next one in line.
     pub fn counterpart(&self, other_image: &Image, id: SymbolId) -> Option<SymbolId> {
         let s = other_image.symbol(id);
-        let file_known = s.file.as_ref().is_some_and(|f| self.files.contains(f));
+        let only_here = |file: &Option<String>| match (file, &s.file) {
+            (None, None) => true,
+            (Some(mine), Some(theirs)) => {
+                !self.files.contains(theirs) && !other_image.files.contains(mine)
+            }
+            _ => false,
+        };
         self.by_file_key
             .get(&(s.name.clone(), s.file.clone(), s.ordinal_in_file))
             .or_else(|| {
-                if file_known {
-                    None
-                } else {
-                    self.by_name_key.get(&(s.name.clone(), s.ordinal_in_name))
-                }
+                self.by_name_key
+                    .get(&(s.name.clone(), s.ordinal_in_name))
+                    .filter(|&&found| only_here(&self.symbol(found).file))
             })
             .copied()
             .filter(|&found| self.symbol(found).kind == s.kind)

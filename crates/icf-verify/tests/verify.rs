@@ -871,3 +871,87 @@ fn unnamed_relro_constants_compare_by_content_not_offset() {
         "get",
     );
 }
+
+/// A unit `file` with a local `helper` returning `value` and a global
+/// `call_{file}` calling `callee` (the unit's own `helper` unless folded).
+fn unit(file: &str, value: u32, callee: &str, extra: &str) -> String {
+    format!(
+        ".file \"{file}.c\"\n{}{}{extra}.section .note.GNU-stack,\"\",@progbits\n",
+        function("helper", &format!("  mov ${value}, %eax\n  ret")),
+        format!(".globl call_{file}\n")
+            + &function(&format!("call_{file}"), &format!("  call {callee}\n  ret")),
+    )
+}
+
+#[test]
+fn a_local_whose_unit_lost_every_local_is_not_another_units_namesake() {
+    // Units b, a, c each have a local `helper`; a's is b's twin, c's is
+    // not. Folded, a's `helper` is gone and with it a's only local, so no
+    // FOLDED symbol is known to be a's: a's `helper` has no counterpart,
+    // and must not be paired with the next `helper` by position (c's).
+    let kept = ".globl __icf_helper\n.hidden __icf_helper\n".to_string()
+        + &alias("__icf_helper", "helper", 6);
+    let c_helper =
+        ".globl __c_helper\n.hidden __c_helper\n".to_string() + &alias("__c_helper", "helper", 6);
+    let main = x86_program("", &["call_a", "call_b", "call_c"]);
+    let dir = work_dir("lost_unit");
+    let build = |name: &str, units: [String; 3]| {
+        let mut args = Vec::new();
+        for (unit, source) in ["b", "a", "c"].iter().zip(units) {
+            let path = dir.join(format!("{name}_{unit}.s"));
+            std::fs::write(&path, source).expect("writing a unit");
+            args.push(path.to_string_lossy().into_owned());
+        }
+        let main_path = dir.join(format!("{name}_main.s"));
+        std::fs::write(&main_path, &main).expect("writing main");
+        args.push(main_path.to_string_lossy().into_owned());
+        let output = dir.join(name);
+        args.extend([
+            "-fuse-ld=bfd".into(),
+            "-o".into(),
+            output.to_string_lossy().into_owned(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run("gcc", &args);
+        output
+    };
+    let plain = build(
+        "plain",
+        [
+            unit("b", 7, "helper", ""),
+            unit("a", 7, "helper", ""),
+            unit("c", 8, "helper", ""),
+        ],
+    );
+    let a_folded = ".file \"a.c\"\n.globl call_a\n".to_string()
+        + &function("call_a", "  call __icf_helper\n  ret")
+        + ".section .note.GNU-stack,\"\",@progbits\n";
+    let folded = build(
+        "folded",
+        [
+            unit("b", 7, "helper", &kept),
+            a_folded,
+            unit("c", 8, "helper", &c_helper),
+        ],
+    );
+    assert_passes(&plain, &folded, Mode::Safe);
+    // Folded into c's `helper` instead, it is caught where it is called.
+    let a_wrong = ".file \"a.c\"\n.globl call_a\n".to_string()
+        + &function("call_a", "  call __c_helper\n  ret")
+        + ".section .note.GNU-stack,\"\",@progbits\n";
+    let wrong = build(
+        "wrong",
+        [
+            unit("b", 7, "helper", &kept),
+            a_wrong,
+            unit("c", 8, "helper", &c_helper),
+        ],
+    );
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::Safe,
+        DifferenceKind::InstructionsDiffer,
+        "call_a",
+    );
+}
