@@ -372,16 +372,80 @@ impl<'a> Checker<'a> {
         self.steps.len() - 1
     }
 
-    /// Does FOLDED's target stand for PLAIN's?
+    /// Does FOLDED's target stand for PLAIN's? An address one past the end
+    /// of a data object is two things at once: that end (its identity, and
+    /// what lies before it: a loop's bound) and the start of what follows
+    /// (what lies after it: a jump table placed right after an array). The
+    /// start is tried first. If it stands for the start but that start has
+    /// no identity (unnamed data) while the address is observed, it must
+    /// stand for the end too. If it does not stand for the start, it must
+    /// stand for the end, unless the start is the function's own jump table,
+    /// which the code certainly reads.
     fn check_target(&mut self, check: &TargetCheck) -> Result<(), Failure> {
-        let plain_places = classify(
+        let (ends, starts): (Vec<Place>, Vec<Place>) = classify(
             self.plain,
             self.folded,
             check.plain_target,
             check.plain_field,
-        );
+        )
+        .into_iter()
+        .partition(|place| {
+            matches!(*place, Place::Symbol(id, offset) if self.plain.symbol(id).ends_at_offset(offset))
+        });
+        let start = self.check_places(check, &starts);
+        if ends.is_empty() {
+            return start;
+        }
+        match start {
+            Ok(()) => {
+                let observed = matches!(check.use_, Use::Address | Use::VtableSlot);
+                let named = starts
+                    .iter()
+                    .any(|place| matches!(place, Place::Symbol(..)));
+                if observed && !named {
+                    self.check_places(check, &ends)
+                } else {
+                    Ok(())
+                }
+            }
+            Err(failure) if self.is_jump_table(check) => Err(failure),
+            // Both failing, the start's reason is the one to report, unless
+            // the end's is a merged address (the more telling one).
+            Err(failure) => self.check_places(check, &ends).map_err(|end| {
+                if end.local.kind == DifferenceKind::SignificantAddressesMerged {
+                    end
+                } else {
+                    failure
+                }
+            }),
+        }
+    }
+
+    /// Whether PLAIN's target is a jump table of the function holding the
+    /// site: its first entry (an offset from the table, or an address)
+    /// sends an indirect jump somewhere in that function.
+    fn is_jump_table(&self, check: &TargetCheck) -> bool {
+        let Some((function, _)) = check.functions else {
+            return false;
+        };
+        let table = check.plain_target;
+        let relative = self
+            .plain
+            .read_u32(table)
+            .map(|v| table.wrapping_add(v as i32 as i64 as u64));
+        let absolute = self.plain.read_u64(table);
+        let targets = self.plain.jump_targets_in(function.start, function.end);
+        [relative, absolute]
+            .into_iter()
+            .flatten()
+            .any(|target| targets.binary_search(&target).is_ok())
+    }
+
+    /// Whether FOLDED's target stands for one of `plain_places`, PLAIN's
+    /// interpretations of its target.
+    fn check_places(&mut self, check: &TargetCheck, plain_places: &[Place]) -> Result<(), Failure> {
         // The same symbol at the same offset.
-        for place in &plain_places {
+        for place in plain_places {
             if let Place::Symbol(id, offset) = *place
                 && let Some(counterpart) = self.folded.counterpart(self.plain, id)
                 && self.folded.symbol(counterpart).address.wrapping_add(offset)
@@ -406,7 +470,7 @@ impl<'a> Checker<'a> {
             check.folded_field,
         );
         let mut first_reason: Option<(DifferenceKind, String)> = None;
-        for plain_place in &plain_places {
+        for plain_place in plain_places {
             for folded_place in &folded_places {
                 match self.places_correspond(check, plain_place, folded_place)? {
                     None => return Ok(()),
@@ -531,7 +595,8 @@ impl<'a> Checker<'a> {
                 Ok(None)
             }
             (Place::Section(p, _), Place::Symbol(f, f_offset))
-                if !self.plain.sections[*p].executable
+                if *f_offset < self.folded.symbol(*f).size
+                    && !self.plain.sections[*p].executable
                     && !self.plain.sections[*p].writable
                     && self.plain.sections[*p].name
                         == self.folded.sections[self.folded.symbol(*f).section].name
@@ -1237,12 +1302,14 @@ fn classify(image: &Image, other: &Image, address: u64, field: u64) -> Vec<Place
     let data_ending = ending
         .into_iter()
         .filter(|id| image.symbol(*id).kind == SymbolKind::Object);
-    for id in containing.into_iter().chain(data_ending) {
+    for id in containing {
         let place = Place::Symbol(id, address - image.symbol(id).address);
         if !places.contains(&place) {
             places.push(place);
         }
     }
+    // What starts here comes before what ends here: reading on from the
+    // address reads what starts there.
     if !has_known_container {
         match section {
             Some(index) => places.push(Place::Section(
@@ -1250,6 +1317,12 @@ fn classify(image: &Image, other: &Image, address: u64, field: u64) -> Vec<Place
                 address - image.sections[index].address,
             )),
             None => places.push(Place::Outside(address)),
+        }
+    }
+    for id in data_ending {
+        let place = Place::Symbol(id, address - image.symbol(id).address);
+        if !places.contains(&place) {
+            places.push(place);
         }
     }
     places

@@ -134,6 +134,11 @@ impl Symbol {
         self.address.saturating_add(self.size)
     }
 
+    /// Whether `offset` from the symbol is one past its end (a sized symbol).
+    pub fn ends_at_offset(&self, offset: u64) -> bool {
+        self.size > 0 && offset == self.size
+    }
+
     /// A data object named by its compiler, not by the program: rustc's
     /// and LLVM's anonymous constants (`anon.<hash>.<n>`, with ThinLTO's
     /// `.llvm.<n>` suffix; `alloc_<hash>`), local labels (`.L*`, `$*`)
@@ -259,6 +264,9 @@ pub(crate) struct Image {
     /// x86-64: every non-code address a reached instruction references,
     /// sorted: where a piece of unnamed data (a table, a constant) starts.
     pub referenced_data: Vec<u64>,
+    /// x86-64: every place a jump table entry sends an indirect jump,
+    /// sorted (see `reach.rs`).
+    pub jump_targets: Vec<u64>,
     /// Whether the symbol table keeps bindings: some defined symbol is
     /// global or weak. mold makes every `.symtab` symbol of an executable
     /// local, so there a binding says nothing about linkage.
@@ -352,6 +360,7 @@ impl Image {
             let reached = crate::reach::reach(&image);
             image.instruction_starts = reached.instruction_starts;
             image.referenced_data = reached.referenced_data;
+            image.jump_targets = reached.jump_targets;
         }
         Ok(image)
     }
@@ -676,6 +685,7 @@ impl Image {
             code_entries,
             instruction_starts: Vec::new(),
             referenced_data: Vec::new(),
+            jump_targets: Vec::new(),
             bindings_kept,
             pointer_places,
             position_independent,
@@ -784,6 +794,13 @@ impl Image {
         let from = self.instruction_starts.partition_point(|&a| a < start);
         let to = self.instruction_starts.partition_point(|&a| a < end);
         &self.instruction_starts[from..to.max(from)]
+    }
+
+    /// The jump table targets in `[start, end)`.
+    pub fn jump_targets_in(&self, start: u64, end: u64) -> &[u64] {
+        let from = self.jump_targets.partition_point(|&a| a < start);
+        let to = self.jump_targets.partition_point(|&a| a < end);
+        &self.jump_targets[from..to.max(from)]
     }
 
     pub fn read_u32(&self, address: u64) -> Option<u32> {

@@ -152,6 +152,7 @@ mod eh;
 mod image;
 mod reach;
 mod x86;
+mod x86_escape;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -56,6 +56,8 @@ struct Walk<'a> {
     /// The tables' addresses, sorted (rebuilt when `tables` grows).
     table_starts: Vec<u64>,
     indirect_jumps: Vec<u64>,
+    /// Where the entries of the tables read so far send their jumps.
+    jump_targets: Vec<u64>,
 }
 
 impl Walk<'_> {
@@ -192,6 +194,7 @@ impl Walk<'_> {
                     let Some(index) = self.section(target) else {
                         break;
                     };
+                    self.jump_targets.push(target);
                     let section = &self.sections[index];
                     if section.is_start(target) {
                         continue;
@@ -220,11 +223,13 @@ impl Walk<'_> {
 }
 
 /// What the walk found: the start of every instruction some path reaches,
-/// and every non-code address a reached instruction references (where
-/// tables and constants start), both sorted.
+/// every non-code address a reached instruction references (where tables
+/// and constants start), and every place a jump table entry sends an
+/// indirect jump, all sorted.
 pub(crate) struct Reached {
     pub instruction_starts: Vec<u64>,
     pub referenced_data: Vec<u64>,
+    pub jump_targets: Vec<u64>,
 }
 
 /// Walks `image`'s code from every entry.
@@ -268,6 +273,7 @@ pub(crate) fn reach(image: &Image) -> Reached {
         tables: Vec::new(),
         table_starts: Vec::new(),
         indirect_jumps: Vec::new(),
+        jump_targets: Vec::new(),
     };
     let mut scanned = HashSet::new();
     loop {
@@ -290,8 +296,12 @@ pub(crate) fn reach(image: &Image) -> Reached {
     let mut referenced_data: Vec<u64> = walk.tables.iter().map(|&(_, t)| t).collect();
     referenced_data.sort_unstable();
     referenced_data.dedup();
+    let mut jump_targets = walk.jump_targets;
+    jump_targets.sort_unstable();
+    jump_targets.dedup();
     Reached {
         instruction_starts: starts,
         referenced_data,
+        jump_targets,
     }
 }

@@ -2,10 +2,11 @@
 //! comparison key (mnemonic, encoding class, legacy prefixes, EVEX fields,
 //! operands) with targets set apart: near branches, RIP-relative memory,
 //! and absolute immediates or displacements that are addresses. Main
-//! assumption: an immediate or base-less displacement is an address exactly
-//! when a kept relocation (`-q`) says so, or, in an image without kept
+//! assumption: an immediate or displacement is an address exactly when a
+//! kept relocation (`-q`) says so, or, in an image without kept
 //! relocations, when it is at least 4 bytes wide and points into an
-//! allocated section.
+//! allocated section (for a displacement with a base register, only in a
+//! position-dependent image).
 
 use iced_x86::{
     ConstantOffsets, Decoder, DecoderOptions, EncodingKind, Formatter, GasFormatter, Instruction,
@@ -14,6 +15,7 @@ use iced_x86::{
 
 use crate::code::{Decoded, Key, Reference, Use};
 use crate::image::{Image, is_absolute_address, x86_field_size};
+use crate::x86_escape::address_escapes;
 
 /// One operand with any target replaced by a placeholder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,7 +142,12 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
         out.push(data_run(image, bytes, ip, cursor, end));
         instructions.push(None);
     }
-    local_data_addresses(image, &mut out, &instructions);
+    local_data_addresses(
+        image,
+        &mut out,
+        &instructions,
+        image.jump_targets_in(ip, end),
+    );
     out
 }
 
@@ -148,8 +155,12 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
 /// its RIP-relative reference becomes [`Use::Access`], so the address is
 /// not observed (clang's `.llvm_addrsig` leaves out a table the code only
 /// loads from, and icf merges it with its twin). See [`address_escapes`].
-fn local_data_addresses(image: &Image, out: &mut [Decoded], instructions: &[Option<Instruction>]) {
-    let mut factory = iced_x86::InstructionInfoFactory::new();
+fn local_data_addresses(
+    image: &Image,
+    out: &mut [Decoded],
+    instructions: &[Option<Instruction>],
+    jump_targets: &[u64],
+) {
     for at in 0..out.len() {
         let Some(lea) = instructions[at] else {
             continue;
@@ -161,7 +172,7 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], instructions: &[Opti
         if image.is_code(target) || !lea.op0_register().is_gpr64() {
             continue;
         }
-        if address_escapes(&mut factory, &instructions[at + 1..], lea.op0_register()) {
+        if address_escapes(instructions, at, jump_targets) {
             continue;
         }
         for reference in &mut out[at].refs {
@@ -170,88 +181,6 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], instructions: &[Opti
             }
         }
     }
-}
-
-/// Whether the address a `lea` put in `register` escapes in the
-/// `following` instructions (in address order, `None` for data): a forward
-/// scan within the basic block tracks the registers holding it (copies by
-/// `mov` between 64-bit registers included). It does not escape while it
-/// is only the base or index of memory operands (not of a `lea`) until
-/// every register holding it is overwritten (a 32- or 64-bit write), at a
-/// call when only `rax`, `r10` or `r11` (clobbered, not arguments) hold it,
-/// or at a `ret` when neither `rax` nor `rdx` does. Anything else
-/// escapes: any other read (a store of the register, a comparison, an
-/// argument, a push), a branch or the end of the decoded code, data, an
-/// instruction the scan cannot follow, or more than 64 instructions.
-fn address_escapes(
-    factory: &mut iced_x86::InstructionInfoFactory,
-    following: &[Option<Instruction>],
-    register: Register,
-) -> bool {
-    use iced_x86::{FlowControl, OpAccess};
-    let mut held = vec![register.full_register()];
-    let mut end = None;
-    for instruction in following.iter().take(64) {
-        let Some(instruction) = instruction else {
-            return true;
-        };
-        // Only the next instruction in address order is the fall-through.
-        if end.is_some_and(|e| e != instruction.ip()) {
-            return true;
-        }
-        end = Some(instruction.next_ip());
-        let base = instruction.memory_base().full_register();
-        let index = instruction.memory_index().full_register();
-        let addresses_memory = instruction.mnemonic() != Mnemonic::Lea
-            && (0..instruction.op_count()).any(|i| instruction.op_kind(i) == OpKind::Memory);
-        let copy = (instruction.mnemonic() == Mnemonic::Mov
-            && instruction.op_count() == 2
-            && instruction.op0_kind() == OpKind::Register
-            && instruction.op1_kind() == OpKind::Register
-            && instruction.op0_register().is_gpr64()
-            && held.contains(&instruction.op1_register()))
-        .then(|| instruction.op0_register());
-        let info = factory.info(instruction);
-        let mut written = Vec::new();
-        for used in info.used_registers() {
-            let full = used.register().full_register();
-            let reads = matches!(
-                used.access(),
-                OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-            );
-            if reads && held.contains(&full) {
-                let through_memory = addresses_memory && (full == base || full == index);
-                if !through_memory && copy.is_none() {
-                    return true;
-                }
-            }
-            if used.access() == OpAccess::Write
-                && (used.register().is_gpr64() || used.register().is_gpr32())
-            {
-                written.push(full);
-            }
-        }
-        match instruction.flow_control() {
-            FlowControl::Next => {}
-            FlowControl::Return => {
-                return held.contains(&Register::RAX) || held.contains(&Register::RDX);
-            }
-            FlowControl::Call => {
-                return !held
-                    .iter()
-                    .all(|r| matches!(r, Register::RAX | Register::R10 | Register::R11));
-            }
-            _ => return true,
-        }
-        held.retain(|r| !written.contains(r));
-        if let Some(copy) = copy {
-            held.push(copy);
-        }
-        if held.is_empty() {
-            return false;
-        }
-    }
-    true
 }
 
 /// The bytes `[from, to)` of `bytes` (loaded at `ip`) as data: fields a
@@ -454,7 +383,13 @@ fn normalize(
                     None
                 } else {
                     let value = instr.memory_displacement64();
-                    if base == Register::None
+                    // With a base register, a displacement is an address
+                    // (an array's, indexed: `-fno-pic` code) only where one
+                    // can be absolute: said by a kept relocation, or in a
+                    // position-dependent image (elsewhere it is an offset).
+                    let absolute_possible =
+                        base == Register::None || kept_relocs || !image.position_independent;
+                    if absolute_possible
                         && offsets.has_displacement()
                         && is_address(displacement_field, offsets.displacement_size(), value)
                     {

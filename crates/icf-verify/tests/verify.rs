@@ -955,3 +955,50 @@ fn a_local_whose_unit_lost_every_local_is_not_another_units_namesake() {
         "call_a",
     );
 }
+
+/// Twin arrays `arr1` and `arr2` (or `arr2` an alias of `arr1`), and right
+/// after them the unnamed jump table of `sw`, whose entries are `cases`.
+fn array_then_jump_table(folded_arrays: bool, cases: [&str; 2]) -> String {
+    let arr2 = if folded_arrays {
+        ".globl arr2\n.type arr2,@object\n.set arr2, arr1\n.size arr2, 16\n".to_string()
+    } else {
+        ".globl arr2\n.type arr2,@object\narr2: .long 1, 2, 3, 4\n.size arr2, 16\n".to_string()
+    };
+    let data = format!(
+        ".section .rodata\n.p2align 4\n.globl arr1\n.type arr1,@object\narr1: .long 1, 2, 3, 4\n.size arr1, 16\n\
+         {arr2}.Lt: .long {}-.Lt, {}-.Lt\n",
+        cases[0], cases[1]
+    );
+    let code = function("get1", "  lea arr1(%rip), %rax\n  ret")
+        + &function(
+            "load2",
+            "  lea arr2(%rip), %rax\n  mov 4(%rax), %eax\n  ret",
+        )
+        + &function(
+            "sw",
+            "  and $1, %edi\n  lea .Lt(%rip), %rdx\n  movslq (%rdx,%rdi,4), %rax\n  add %rdx, %rax\n  jmp *%rax\n\
+             .Lc0: mov $10, %eax\n  ret\n.Lc1: mov $11, %eax\n  ret",
+        );
+    x86_program(&format!("{data}{code}"), &["get1", "load2", "sw"])
+}
+
+#[test]
+fn a_jump_table_right_after_an_array_is_compared_as_the_table() {
+    // The table's address is also one past the end of an array. Folded,
+    // arr2 (only loaded from) is arr1 (whose address is observed): the
+    // table's base is no observed end of arr2, so this fold is correct.
+    let plain = array_then_jump_table(false, [".Lc0", ".Lc1"]);
+    let folded = array_then_jump_table(true, [".Lc0", ".Lc1"]);
+    let (plain, folded) = x86_pair("table_after_array", &plain, &folded, &[]);
+    assert_passes(&plain, &folded, Mode::Safe);
+    // Entries swapped: the array's end still matches, the table does not.
+    let wrong = array_then_jump_table(false, [".Lc1", ".Lc0"]);
+    let wrong = link(
+        &work_dir("table_after_array_wrong"),
+        "gcc",
+        "wrong.s",
+        &wrong,
+        &[],
+    );
+    assert_caught(&plain, &wrong, Mode::All, DifferenceKind::DataDiffers, "sw");
+}

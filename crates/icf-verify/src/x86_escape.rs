@@ -1,0 +1,346 @@
+//! x86-64: whether the address a RIP-relative `lea` puts in a register is
+//! observed, or only used to reach the data behind it. Clang's
+//! `.llvm_addrsig` leaves out a table the code only loads from, and icf
+//! may merge it with its twin; the merge is invisible exactly when no path
+//! from the `lea` lets the address itself out.
+//!
+//! The scan follows every path through the decoded function (both ways at
+//! a conditional branch, loops until the set of registers holding the
+//! address repeats) and tracks the registers holding the address or a
+//! pointer derived from it. Main assumption: code reached from the `lea`
+//! is in the decoded function; anything it cannot follow (an indirect
+//! branch, a jump out of the function, data, a budget of steps) counts as
+//! an escape.
+
+use iced_x86::{
+    FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
+};
+use std::collections::HashSet;
+
+/// Instructions visited over all paths before the scan gives up.
+const STEP_BUDGET: usize = 2048;
+
+/// Registers a call may read as arguments (System V), and so observe.
+const ARGUMENTS: [Register; 6] = [
+    Register::RDI,
+    Register::RSI,
+    Register::RDX,
+    Register::RCX,
+    Register::R8,
+    Register::R9,
+];
+
+/// Registers a call clobbers that are not arguments.
+const CLOBBERED: [Register; 3] = [Register::RAX, Register::R10, Register::R11];
+
+/// Whether the address that `instructions[at]` (a `lea`) writes to its
+/// destination escapes on some path. `instructions` is the function in
+/// address order, `None` for bytes decoded as data; `jump_targets` are
+/// where its jump tables send its indirect jumps.
+///
+/// The address does not escape on a path while every read of a register
+/// holding it is the base or index of a memory operand (not of a `lea`),
+/// a copy (`mov` between 64-bit registers), or a derivation (`lea` with it
+/// as base, `add` or `sub` of something else to it, `add` of it to a
+/// register), whose destination then holds a derived pointer. The path
+/// ends when no register holds it (overwritten by a 32- or 64-bit write),
+/// at a call when none holds it in an argument register (the clobbered
+/// ones drop, the callee-saved ones stay), or at a `ret` when neither
+/// `rax` nor `rdx` holds it. A jump through a register (a jump table's
+/// dispatch) goes on at every jump table target; past it, what it leaves
+/// in `rdx` (the table's base: no source names it) is not a second return
+/// value, which every path would set. Anything else escapes: any other read (a
+/// store of the register, a comparison, a subtraction from another
+/// pointer, a push), another indirect branch, a jump out of the function,
+/// data, an instruction the scan cannot decode, or the step budget.
+pub(crate) fn address_escapes(
+    instructions: &[Option<Instruction>],
+    at: usize,
+    jump_targets: &[u64],
+) -> bool {
+    let Some(Some(lea)) = instructions.get(at) else {
+        return true;
+    };
+    let by_ip: Vec<(u64, usize)> = instructions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, instruction)| instruction.map(|x| (x.ip(), i)))
+        .collect();
+    let index_of = |ip: u64| {
+        by_ip
+            .binary_search_by_key(&ip, |&(ip, _)| ip)
+            .ok()
+            .map(|found| by_ip[found].1)
+    };
+    let mut factory = InstructionInfoFactory::new();
+    // (instruction, registers holding the address, past a jump table dispatch)
+    let mut seen: HashSet<(usize, Vec<Register>, bool)> = HashSet::new();
+    let mut work = vec![(
+        lea.next_ip(),
+        vec![lea.op0_register().full_register()],
+        false,
+    )];
+    let mut steps = 0;
+    while let Some((ip, held, dispatched)) = work.pop() {
+        let Some(index) = index_of(ip) else {
+            return true;
+        };
+        if !seen.insert((index, held.clone(), dispatched)) {
+            continue;
+        }
+        steps += 1;
+        if steps > STEP_BUDGET {
+            return true;
+        }
+        let Some(instruction) = &instructions[index] else {
+            return true;
+        };
+        let Some(after) = step(&mut factory, instruction, held) else {
+            return true;
+        };
+        let mut after = after;
+        after.sort_unstable();
+        after.dedup();
+        let indirect = instruction.flow_control() == FlowControl::IndirectBranch;
+        let successors = match instruction.flow_control() {
+            FlowControl::Next => vec![instruction.next_ip()],
+            FlowControl::ConditionalBranch if is_near_branch(instruction) => {
+                vec![instruction.next_ip(), instruction.near_branch_target()]
+            }
+            FlowControl::UnconditionalBranch if is_near_branch(instruction) => {
+                vec![instruction.near_branch_target()]
+            }
+            FlowControl::Return => {
+                if after.contains(&Register::RAX) || (after.contains(&Register::RDX) && !dispatched)
+                {
+                    return true;
+                }
+                continue;
+            }
+            // A jump through a register (a jump table's base plus an
+            // entry) shows the address to no one: where it lands is
+            // compared as code. The paths go on at every place the
+            // function's jump tables send it, with the registers still
+            // holding the address.
+            FlowControl::IndirectBranch
+                if instruction.op0_kind() == OpKind::Register && !jump_targets.is_empty() =>
+            {
+                jump_targets.to_vec()
+            }
+            FlowControl::Call => {
+                if after.iter().any(|r| ARGUMENTS.contains(r)) {
+                    return true;
+                }
+                after.retain(|r| !CLOBBERED.contains(r));
+                vec![instruction.next_ip()]
+            }
+            _ => return true,
+        };
+        if after.is_empty() {
+            continue;
+        }
+        for successor in successors {
+            work.push((successor, after.clone(), dispatched || indirect));
+        }
+    }
+    false
+}
+
+fn is_near_branch(instruction: &Instruction) -> bool {
+    matches!(
+        instruction.op0_kind(),
+        OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+    )
+}
+
+/// The registers holding the address after `instruction`, or `None` if the
+/// instruction lets it escape (its flow aside, which the caller judges).
+fn step(
+    factory: &mut InstructionInfoFactory,
+    instruction: &Instruction,
+    mut held: Vec<Register>,
+) -> Option<Vec<Register>> {
+    let mnemonic = instruction.mnemonic();
+    let holds = |r: Register| held.contains(&r.full_register());
+    let operand_register =
+        |i: u32| (instruction.op_kind(i) == OpKind::Register).then(|| instruction.op_register(i));
+    let gpr64_destination = operand_register(0).filter(|r| r.is_gpr64());
+    // A derived pointer: the destination holds it from now on, and the
+    // reads this instruction makes of held registers are accounted for.
+    let derived = match mnemonic {
+        Mnemonic::Mov => operand_register(1)
+            .filter(|&r| r.is_gpr64() && holds(r))
+            .and(gpr64_destination),
+        Mnemonic::Lea => {
+            let base = instruction.memory_base();
+            (holds(base) && !holds(instruction.memory_index()) && base.is_gpr64())
+                .then_some(gpr64_destination)
+                .flatten()
+        }
+        // held += something else (an offset), or other += held.
+        Mnemonic::Add => gpr64_destination.filter(|&d| {
+            let source_held = operand_register(1).is_some_and(holds);
+            !(holds(d) && source_held)
+                && (holds(d) || source_held)
+                && instruction.op_kind(1) != OpKind::Memory
+        }),
+        // held -= an offset (not a pointer difference: the source is not held).
+        Mnemonic::Sub => gpr64_destination.filter(|&d| {
+            holds(d)
+                && !operand_register(1).is_some_and(holds)
+                && instruction.op_kind(1) != OpKind::Memory
+        }),
+        _ => None,
+    };
+    let memory = mnemonic != Mnemonic::Lea
+        && (0..instruction.op_count()).any(|i| instruction.op_kind(i) == OpKind::Memory);
+    let base = instruction.memory_base().full_register();
+    let index = instruction.memory_index().full_register();
+    // iced reports one use of a register that is both the base of a memory
+    // operand and an explicit operand (`mov %r8, (%r8)` stores the
+    // address): with a memory operand, a held explicit register operand is
+    // a read, unless it is the destination of a load.
+    if memory
+        && (0..instruction.op_count()).any(|i| {
+            operand_register(i).is_some_and(|r| {
+                holds(r) && !(i == 0 && is_load(mnemonic) && instruction.op_count() == 2)
+            })
+        })
+    {
+        return None;
+    }
+    // A jump through a register: the caller follows the jump.
+    let jump = instruction.flow_control() == FlowControl::IndirectBranch
+        && instruction.op0_kind() == OpKind::Register;
+    let info = factory.info(instruction);
+    let mut written = Vec::new();
+    for used in info.used_registers() {
+        let full = used.register().full_register();
+        let reads = matches!(
+            used.access(),
+            OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        );
+        if reads
+            && held.contains(&full)
+            && derived.is_none()
+            && !jump
+            && !(memory && (full == base || full == index))
+        {
+            return None;
+        }
+        if matches!(
+            used.access(),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        ) && (used.register().is_gpr64() || used.register().is_gpr32())
+        {
+            written.push(full);
+        }
+    }
+    // A conditional write may leave the old value: it still holds it.
+    let conditional: Vec<Register> = info
+        .used_registers()
+        .iter()
+        .filter(|u| matches!(u.access(), OpAccess::CondWrite | OpAccess::ReadCondWrite))
+        .map(|u| u.register().full_register())
+        .collect();
+    held.retain(|r| !written.contains(r) || conditional.contains(r));
+    if let Some(destination) = derived {
+        held.push(destination.full_register());
+    }
+    Some(held)
+}
+
+/// A move from memory to its register operand 0, which it only writes.
+fn is_load(mnemonic: Mnemonic) -> bool {
+    matches!(
+        mnemonic,
+        Mnemonic::Mov | Mnemonic::Movzx | Mnemonic::Movsx | Mnemonic::Movsxd
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address_escapes;
+    use iced_x86::{Decoder, DecoderOptions};
+
+    /// Whether the `lea` at the start of `hex` (machine code at 0x1000)
+    /// lets its address escape.
+    fn escapes(hex: &str) -> bool {
+        escapes_with_jump_targets(hex, &[])
+    }
+
+    fn escapes_with_jump_targets(hex: &str, jump_targets: &[u64]) -> bool {
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
+        let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
+        address_escapes(&instructions, 0, jump_targets)
+    }
+
+    #[test]
+    fn loads_through_the_address_in_a_loop_do_not_let_it_escape() {
+        // lea t,%r8; xor %eax,%eax; xor %ecx,%ecx
+        // 1: add (%r8,%rcx,4),%eax; inc %rcx; cmp $4,%rcx; jne 1b; ret
+        assert!(!escapes(
+            "4c8d050000000031c031c94103048848ffc14883f90475f3c3"
+        ));
+    }
+
+    #[test]
+    fn a_store_of_the_address_lets_it_escape() {
+        assert!(escapes("4c8d05000000004c8907c3")); // mov %r8,(%rdi)
+        assert!(escapes("4c8d05000000004d8900c3")); // mov %r8,(%r8)
+    }
+
+    #[test]
+    fn a_comparison_on_one_path_of_a_branch_lets_it_escape() {
+        // test %edi,%edi; je 1f; mov (%rax),%eax; ret; 1: cmp %rax,%rsi; sete %al; ret
+        assert!(escapes("488d050000000085ff74038b00c34839c60f94c0c3"));
+    }
+
+    #[test]
+    fn calls_keep_callee_saved_registers_and_observe_arguments() {
+        // lea t,%rbx; call f; mov (%rbx),%eax; ret
+        assert!(!escapes("488d1d00000000e8000000008b03c3"));
+        // lea t,%rdi; call f; ret
+        assert!(escapes("488d3d00000000e800000000c3"));
+        // lea t,%r10; mov (%r10),%eax; call f; ret
+        assert!(!escapes("4c8d1500000000418b02e800000000c3"));
+        // lea t,%rdi; jmp f (a tail call passing it)
+        assert!(escapes("488d3d00000000e900000000"));
+    }
+
+    #[test]
+    fn derived_pointers_are_followed() {
+        // lea 8(%r8),%r9; add $4,%r9; mov (%r9),%eax; ret
+        assert!(!escapes("4c8d05000000004d8d48084983c104418b01c3"));
+        // add $16,%r8; cmp %r8,%rsi; sete %al; ret
+        assert!(escapes("4c8d05000000004983c0104c39c60f94c0c3"));
+        // sub %r8,%rsi; mov %rsi,%rax; ret (a pointer difference)
+        assert!(escapes("4c8d05000000004c29c64889f0c3"));
+    }
+
+    #[test]
+    fn an_overwritten_or_returned_address() {
+        // mov (%r8),%eax; xor %r8d,%r8d; mov %r8,(%rdi); ret
+        assert!(!escapes("4c8d0500000000418b004531c04c8907c3"));
+        // mov (%rax),%rax; ret
+        assert!(!escapes("488d0500000000488b00c3"));
+        // ret with the address in %rax
+        assert!(escapes("488d0500000000c3"));
+    }
+
+    #[test]
+    fn a_jump_table_dispatch_goes_on_at_the_tables_targets() {
+        // lea t,%rdx; movslq (%rdx,%rax,4),%rax; add %rdx,%rax; jmp *%rax
+        // 0x1010: mov $1,%eax; ret
+        // 0x1016: mov %rdx,(%rdi); ret (stores the table's address)
+        let code = "488d1500000000486304824801d0ffe0b801000000c3488917c3";
+        assert!(!escapes_with_jump_targets(code, &[0x1010]));
+        assert!(escapes_with_jump_targets(code, &[0x1010, 0x1016]));
+        // Without known targets the jump goes anywhere.
+        assert!(escapes(code));
+    }
+}
