@@ -127,6 +127,7 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
             refs,
         });
     }
+    fuse_address_pairs(&mut out, start);
     local_data_addresses(&mut out);
     // An `adrp` nothing completed lets the page itself escape.
     for page in open {
@@ -141,6 +142,72 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
     }
     out
 }
+
+/// Puts the three forms of one address materialization in one form:
+/// `adrp xd, page; add xd, xd, #lo` (as compiled), `nop; adr xd, target`
+/// (lld's relaxation when the target is near) and `adr xd, target; nop`
+/// (GNU ld's) all become `nop; adr xd, target`, the reference on the `adr`.
+/// The linkers relax only adjacent pairs, and the fold moves code, so
+/// PLAIN and FOLDED may hold different forms of the same code. Not when a
+/// direct branch lands between the two: then they are not one step.
+fn fuse_address_pairs(out: &mut [Decoded], start: u64) {
+    let decoder = InstDecoder::default();
+    let (Some(nop), Some(adr_x0)) = (
+        decode_word(&decoder, NOP.to_le_bytes()),
+        decode_word(&decoder, ADR_X0.to_le_bytes()),
+    ) else {
+        return;
+    };
+    let landing: std::collections::HashSet<u64> = out
+        .iter()
+        .flat_map(|d| d.refs.iter())
+        .filter(|r| matches!(r.use_, Use::Jump | Use::Call))
+        .map(|r| r.address)
+        .collect();
+    let adr = |register: u16| {
+        let mut instr = adr_x0;
+        instr.operands[0] = Operand::Register(yaxpeax_arm::armv8::a64::SizeCode::X, register);
+        instr
+    };
+    for i in 1..out.len() {
+        if landing.contains(&(start + u64::from(out[i].offset))) {
+            continue;
+        }
+        let (Key::Aarch64(A64Key(first)), Key::Aarch64(A64Key(second))) =
+            (&out[i - 1].key, &out[i].key)
+        else {
+            continue;
+        };
+        let register = match (first.opcode, second.opcode) {
+            (Opcode::ADRP, Opcode::ADD) => match (first.operands[0], second.operands) {
+                (
+                    Operand::Register(_, page),
+                    [
+                        Operand::RegisterOrSP(_, d),
+                        Operand::RegisterOrSP(_, n),
+                        Operand::Immediate(0),
+                        Operand::Nothing,
+                    ],
+                ) if page == d && d == n && out[i].refs.len() == 1 => d,
+                _ => continue,
+            },
+            (Opcode::ADR, _) if *second == nop => match first.operands[0] {
+                Operand::Register(_, d) => {
+                    let refs = std::mem::take(&mut out[i - 1].refs);
+                    out[i].refs = refs;
+                    d
+                }
+                _ => continue,
+            },
+            _ => continue,
+        };
+        out[i - 1].key = Key::Aarch64(A64Key(nop));
+        out[i].key = Key::Aarch64(A64Key(adr(register)));
+    }
+}
+
+const NOP: u32 = 0xd503_201f;
+const ADR_X0: u32 = 0x1000_0000;
 
 /// An `adrp` + `add` (or an `adr`, which lld relaxes the pair to) of an
 /// address that does not escape only accesses the
@@ -386,5 +453,40 @@ mod tests {
         // adrp x0, page; add x0, x0, #0x10; ret
         let result = uses(&[0x9000_0000, 0x9100_4000, 0xd65f_03c0]);
         assert!(result.contains(&Use::Address), "{result:?}");
+    }
+
+    /// The keys and reference targets of `words` decoded at 0x10000.
+    fn shape(words: &[u32]) -> Vec<(Key, Vec<u64>)> {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        decode(&bytes, 0x10000)
+            .into_iter()
+            .map(|d| (d.key, d.refs.iter().map(|r| r.address).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn the_linkers_relaxed_forms_of_an_address_are_one_form() {
+        // adrp x9, page; add x9, x9, #0x10; ret (the address is 0x10010)
+        let compiled = shape(&[0x9000_0009, 0x9100_4129, 0xd65f_03c0]);
+        // nop; adr x9, .+0xc; ret (lld)
+        let lld = shape(&[0xd503_201f, 0x1000_0069, 0xd65f_03c0]);
+        // adr x9, .+0x10; nop; ret (GNU ld)
+        let bfd = shape(&[0x1000_0089, 0xd503_201f, 0xd65f_03c0]);
+        assert_eq!(compiled, lld);
+        assert_eq!(compiled, bfd);
+        assert_eq!(compiled[1].1, vec![0x10010]);
+        // Another register, or another address, is another instruction.
+        let other = shape(&[0x9000_000a, 0x9100_414a, 0xd65f_03c0]);
+        assert_ne!(compiled[1].0, other[1].0);
+        let elsewhere = shape(&[0xd503_201f, 0x1000_0089, 0xd65f_03c0]);
+        assert_ne!(compiled[1].1, elsewhere[1].1);
+    }
+
+    #[test]
+    fn a_branch_between_the_two_keeps_them_apart() {
+        // adrp x9, page; add x9, x9, #0x10; ret; b .-8 (lands on the add)
+        let split = shape(&[0x9000_0009, 0x9100_4129, 0xd65f_03c0, 0x17ff_fffe]);
+        let fused = shape(&[0xd503_201f, 0x1000_0069, 0xd65f_03c0, 0x17ff_fffe]);
+        assert_ne!(split[1].0, fused[1].0);
     }
 }

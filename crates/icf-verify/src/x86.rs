@@ -73,6 +73,12 @@ impl X86Key {
 
 const ABSOLUTE_RELOCS: [u32; 3] = [1, 10, 11]; // R_X86_64_64, _32, _32S
 
+/// `R_X86_64_GOTPCREL`, `_GOTPCRELX`, `_REX_GOTPCRELX`: in an immediate, a
+/// load from the GOT the linker relaxed (`mov foo@GOTPCREL(%rip), %r` to
+/// `mov $foo, %r`, `sub foo@GOTPCREL(%rip), %r` to `sub $foo, %r`); the
+/// immediate is then the symbol's address.
+const RELAXED_GOT_RELOCS: [u32; 3] = [9, 41, 42];
+
 fn prefix_bits(bytes: &[u8]) -> u16 {
     let mut bits = 0u16;
     for &b in bytes {
@@ -308,14 +314,17 @@ fn normalize(
     let mut operands = [Operand::None; 5];
     let immediate_field = ip + offsets.immediate_offset() as u64;
     let displacement_field = ip + offsets.displacement_offset() as u64;
-    // An absolute address in a field: a kept relocation says so, or (without
+    // An absolute address in a field: a kept relocation says so (an
+    // absolute one, or in an immediate a relaxed GOT load's), or (without
     // any) a wide value pointing into the image.
     let is_address = |field: u64, field_size: usize, value: u64| -> bool {
         if kept_relocs {
-            image
-                .emitted
-                .get(&field)
-                .is_some_and(|r| ABSOLUTE_RELOCS.contains(&r.r_type))
+            image.emitted.get(&field).is_some_and(|r| {
+                ABSOLUTE_RELOCS.contains(&r.r_type)
+                    || (field == immediate_field
+                        && offsets.has_immediate()
+                        && RELAXED_GOT_RELOCS.contains(&r.r_type))
+            })
         } else {
             field_size >= 4 && value >= 0x1000 && image.is_mapped(value)
         }
