@@ -138,6 +138,9 @@ enum Place {
     GotNamed(String, i64),
     GotAddress(u64),
     Section(usize, u64),
+    /// One past the end of an allocated section (a `__stop_` bound, or the
+    /// end of a section a linker script names).
+    SectionEnd(usize),
     Outside(u64),
 }
 
@@ -609,6 +612,12 @@ impl<'a> Checker<'a> {
                     Some(reason) => Ok(Some((DifferenceKind::DataDiffers, reason))),
                     None => Ok(None),
                 }
+            }
+            // The fold changes a section's size, not which section ends.
+            (Place::SectionEnd(p), Place::SectionEnd(f))
+                if self.plain.sections[*p].name == self.folded.sections[*f].name =>
+            {
+                Ok(None)
             }
             (Place::Outside(a), Place::Outside(b)) if a == b => Ok(None),
             _ => differ("they are different kinds of places"),
@@ -1319,6 +1328,14 @@ fn classify(image: &Image, other: &Image, address: u64, field: u64) -> Vec<Place
             None => places.push(Place::Outside(address)),
         }
     }
+    places.extend(
+        image
+            .sections
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.alloc && s.size > 0 && s.address.saturating_add(s.size) == address)
+            .map(|(index, _)| Place::SectionEnd(index)),
+    );
     for id in data_ending {
         let place = Place::Symbol(id, address - image.symbol(id).address);
         if !places.contains(&place) {

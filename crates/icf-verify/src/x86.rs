@@ -4,9 +4,8 @@
 //! and absolute immediates or displacements that are addresses. Main
 //! assumption: an immediate or displacement is an address exactly when a
 //! kept relocation (`-q`) says so, or, in an image without kept
-//! relocations, when it is at least 4 bytes wide and points into an
-//! allocated section (for a displacement with a base register, only in a
-//! position-dependent image).
+//! relocations, when the image is position-dependent and the field at
+//! least 4 bytes wide and pointing into an allocated section.
 
 use iced_x86::{
     ConstantOffsets, Decoder, DecoderOptions, EncodingKind, Formatter, GasFormatter, Instruction,
@@ -326,7 +325,12 @@ fn normalize(
                         && RELAXED_GOT_RELOCS.contains(&r.r_type))
             })
         } else {
-            field_size >= 4 && value >= 0x1000 && image.is_mapped(value)
+            // A position-independent image has no absolute addresses in
+            // its code: a number there is a number.
+            !image.position_independent
+                && field_size >= 4
+                && value >= 0x1000
+                && image.is_mapped(value)
         }
     };
     for (i, slot) in operands
@@ -392,14 +396,9 @@ fn normalize(
                     None
                 } else {
                     let value = instr.memory_displacement64();
-                    // With a base register, a displacement is an address
-                    // (an array's, indexed: `-fno-pic` code) only where one
-                    // can be absolute: said by a kept relocation, or in a
-                    // position-dependent image (elsewhere it is an offset).
-                    let absolute_possible =
-                        base == Register::None || kept_relocs || !image.position_independent;
-                    if absolute_possible
-                        && offsets.has_displacement()
+                    // With a base register too, a displacement can be an
+                    // address (an array's, indexed: `-fno-pic` code).
+                    if offsets.has_displacement()
                         && is_address(displacement_field, offsets.displacement_size(), value)
                     {
                         refs.push(Reference {

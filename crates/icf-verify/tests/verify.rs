@@ -1002,3 +1002,144 @@ fn a_jump_table_right_after_an_array_is_compared_as_the_table() {
     );
     assert_caught(&plain, &wrong, Mode::All, DifferenceKind::DataDiffers, "sw");
 }
+
+/// Twin arrays `dup1` and `dup2` (or `dup2` an alias of `dup1`, which
+/// moves what follows), then `tab`, then functions with `body`.
+fn moved_table(folded: bool, body: &str) -> String {
+    let dup2 = if folded {
+        ".globl dup2\n.type dup2,@object\n.set dup2, dup1\n.size dup2, 16\n".to_string()
+    } else {
+        ".globl dup2\n.type dup2,@object\ndup2: .long 5, 6, 7, 8\n.size dup2, 16\n".to_string()
+    };
+    let data = format!(
+        ".section .rodata\n.p2align 4\n.globl dup1\n.type dup1,@object\ndup1: .long 5, 6, 7, 8\n.size dup1, 16\n\
+         {dup2}.globl tab\n.type tab,@object\ntab: .byte 1, 2, 3, 4\n.size tab, 4\n"
+    );
+    let code = function("get", body)
+        + &function(
+            "dup",
+            "  lea dup1(%rip), %rax\n  mov (%rax), %eax\n  lea dup2(%rip), %rcx\n  add (%rcx), %eax\n  ret",
+        );
+    x86_program(&format!("{data}{code}"), &["get", "dup"])
+}
+
+#[test]
+fn an_indexed_absolute_displacement_is_an_address() {
+    // -fno-pic code indexes an array by its absolute address; the fold of
+    // dup2 moves the array, so the displacement's value changes.
+    let flags = ["-no-pie"];
+    let (plain, folded) = x86_pair(
+        "indexed_absolute",
+        &moved_table(false, "  movsbl tab(%rdi), %eax\n  ret"),
+        &moved_table(true, "  movsbl tab(%rdi), %eax\n  ret"),
+        &flags,
+    );
+    assert_passes(&plain, &folded, Mode::All);
+    let wrong = moved_table(true, "  movsbl tab+1(%rdi), %eax\n  ret");
+    let wrong = link(
+        &work_dir("indexed_absolute_wrong"),
+        "gcc",
+        "wrong.s",
+        &wrong,
+        &flags,
+    );
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::TargetsDiffer,
+        "get",
+    );
+}
+
+#[test]
+fn a_got_load_the_linker_relaxed_to_an_immediate_is_an_address() {
+    // lld rewrites `sub tab@GOTPCREL(%rip), %rax` in a position-dependent
+    // executable to `sub $tab, %rax`, keeping the GOTPCRELX relocation.
+    let flags = [
+        "-no-pie",
+        "-fuse-ld=lld",
+        "-B/usr/lib/llvm-19/bin/",
+        "-Wl,-q",
+    ];
+    let body = "  mov %rdi, %rax\n  sub tab@GOTPCREL(%rip), %rax\n  ret";
+    let (plain, folded) = x86_pair(
+        "relaxed_got",
+        &moved_table(false, body),
+        &moved_table(true, body),
+        &flags,
+    );
+    let outcome = assert_passes(&plain, &folded, Mode::All);
+    assert_eq!(outcome.stats.aliases_followed, 0, "{}", outcome.stats);
+    let wrong = moved_table(
+        true,
+        "  mov %rdi, %rax\n  sub dup1@GOTPCREL(%rip), %rax\n  ret",
+    );
+    let wrong = link(
+        &work_dir("relaxed_got_wrong"),
+        "gcc",
+        "wrong.s",
+        &wrong,
+        &flags,
+    );
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::TargetsDiffer,
+        "get",
+    );
+}
+
+#[test]
+fn an_immediate_in_position_independent_code_is_a_number() {
+    // In a PIE, 0x1140 is also an address in .text (main+4), another place once
+    // the twins before it are folded: still only a number.
+    let twins = function("t1", "  mov $3, %eax\n  ret") + &function("t2", "  mov $3, %eax\n  ret");
+    let number = |value: &str| function("num", &format!("  imul ${value}, %edi, %eax\n  ret"));
+    let calls = ["t1", "t2", "num"];
+    let plain = x86_program(&format!("{twins}{}", number("0x1140")), &calls);
+    let folded_twins = function("t1", "  mov $3, %eax\n  ret") + &alias("t2", "t1", 6);
+    let folded = x86_program(&format!("{folded_twins}{}", number("0x1140")), &calls);
+    let (plain, folded) = x86_pair("pie_number", &plain, &folded, &["-pie"]);
+    assert_passes(&plain, &folded, Mode::All);
+    let wrong = x86_program(&format!("{folded_twins}{}", number("0x1141")), &calls);
+    let wrong = link(
+        &work_dir("pie_number_wrong"),
+        "gcc",
+        "wrong.s",
+        &wrong,
+        &["-pie"],
+    );
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "num",
+    );
+}
+
+#[test]
+fn the_end_of_a_section_is_that_sections_end() {
+    // `__stop_hot` bounds the section `hot`, which the fold shrinks.
+    let hot = |folded: bool| {
+        let second = if folded {
+            alias("h2", "h1", 6)
+        } else {
+            ".section hot,\"ax\",@progbits\n".to_string() + &function("h2", "  mov $4, %eax\n  ret")
+        };
+        format!(
+            ".section hot,\"ax\",@progbits\n.type h1,@function\nh1:\n  mov $4, %eax\n  ret\n.size h1, .-h1\n{second}\
+             .text\n.globl in_hot\n.type in_hot,@function\nin_hot:\n  lea __stop_hot(%rip), %rax\n  cmp %rax, %rdi\n  setb %al\n  movzbl %al, %eax\n  ret\n.size in_hot, .-in_hot\n"
+        )
+    };
+    let calls = ["h1", "h2", "in_hot"];
+    let (plain, folded) = x86_pair(
+        "section_end",
+        &x86_program(&hot(false), &calls),
+        &x86_program(&hot(true), &calls),
+        &[],
+    );
+    assert_passes(&plain, &folded, Mode::All);
+}
