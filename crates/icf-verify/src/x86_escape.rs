@@ -122,9 +122,13 @@ pub(crate) fn address_escapes(
             // compared as code. The paths go on at every place the
             // function's jump tables send it, with the registers still
             // holding the address.
+            // The jump's own register then holds where it landed, a code
+            // address, no longer the table's.
             FlowControl::IndirectBranch
                 if instruction.op0_kind() == OpKind::Register && !jump_targets.is_empty() =>
             {
+                let landed = instruction.op0_register().full_register();
+                after.retain(|&r| r != landed);
                 jump_targets.to_vec()
             }
             FlowControl::Call => {
@@ -337,8 +341,9 @@ mod tests {
         // lea t,%rdx; movslq (%rdx,%rax,4),%rax; add %rdx,%rax; jmp *%rax
         // 0x1010: mov $1,%eax; ret
         // 0x1016: mov %rdx,(%rdi); ret (stores the table's address)
-        let code = "488d1500000000486304824801d0ffe0b801000000c3488917c3";
-        assert!(!escapes_with_jump_targets(code, &[0x1010]));
+        // 0x101a: add $4,%rax; ret (%rax is where the jump landed)
+        let code = "488d1500000000486304824801d0ffe0b801000000c3488917c34883c004c3";
+        assert!(!escapes_with_jump_targets(code, &[0x1010, 0x101a]));
         assert!(escapes_with_jump_targets(code, &[0x1010, 0x1016]));
         // Without known targets the jump goes anywhere.
         assert!(escapes(code));
