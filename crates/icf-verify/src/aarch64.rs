@@ -338,9 +338,12 @@ fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<Re
         Operand::RegPreIndex(n, _, w) => Operand::RegPreIndex(n, 0, w),
         other => other,
     };
-    // The `add` or load writing its own base ends the page's life.
-    if destination(instr) == Some(base) && !reads_first_operand(instr.opcode) {
-        open.remove(page_index);
+    // The `add` or load writing its own base ends the page's life; writing
+    // another register ends the life of any page that register held.
+    if let Some(written) = destination(instr)
+        && !reads_first_operand(instr.opcode)
+    {
+        open.retain(|p| p.register != written);
     }
     Some(Reference {
         address,
@@ -488,5 +491,23 @@ mod tests {
         let split = shape(&[0x9000_0009, 0x9100_4129, 0xd65f_03c0, 0x17ff_fffe]);
         let fused = shape(&[0xd503_201f, 0x1000_0069, 0xd65f_03c0, 0x17ff_fffe]);
         assert_ne!(split[1].0, fused[1].0);
+    }
+
+    #[test]
+    fn a_register_overwritten_by_another_pages_add_no_longer_holds_its_page() {
+        // adrp x25, page; adrp x0, page; add x25, x0, #0x4e0;
+        // add x24, x25, #0x50; ret: the last add offsets an address, it
+        // completes no page.
+        let targets: Vec<u64> = shape(&[
+            0x9000_0019,
+            0x9000_0000,
+            0x9113_8019,
+            0x9101_4338,
+            0xd65f_03c0,
+        ])
+        .into_iter()
+        .flat_map(|(_, targets)| targets)
+        .collect();
+        assert_eq!(targets, vec![0x104e0]);
     }
 }
