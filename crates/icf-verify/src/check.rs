@@ -378,12 +378,10 @@ impl<'a> Checker<'a> {
     /// Does FOLDED's target stand for PLAIN's? An address one past the end
     /// of a data object is two things at once: that end (its identity, and
     /// what lies before it: a loop's bound) and the start of what follows
-    /// (what lies after it: a jump table placed right after an array). The
-    /// start is tried first. If it stands for the start but that start has
-    /// no identity (unnamed data) while the address is observed, it must
-    /// stand for the end too. If it does not stand for the start, it must
-    /// stand for the end, unless the start is the function's own jump table,
-    /// which the code certainly reads.
+    /// (what lies after it: a string, or a jump table placed right after an
+    /// array). A kept relocation naming the object settles it: the end.
+    /// Otherwise the start is tried first, then the end, unless the start
+    /// is the function's own jump table, which the code certainly reads.
     fn check_target(&mut self, check: &TargetCheck) -> Result<(), Failure> {
         let (ends, starts): (Vec<Place>, Vec<Place>) = classify(
             self.plain,
@@ -395,22 +393,20 @@ impl<'a> Checker<'a> {
         .partition(|place| {
             matches!(*place, Place::Symbol(id, offset) if self.plain.symbol(id).ends_at_offset(offset))
         });
-        let start = self.check_places(check, &starts);
         if ends.is_empty() {
-            return start;
+            return self.check_places(check, &starts);
         }
-        match start {
-            Ok(()) => {
-                let observed = matches!(check.use_, Use::Address | Use::VtableSlot);
-                let named = starts
-                    .iter()
-                    .any(|place| matches!(place, Place::Symbol(..)));
-                if observed && !named {
-                    self.check_places(check, &ends)
-                } else {
-                    Ok(())
-                }
-            }
+        let relocated_end = self
+            .plain
+            .emitted
+            .get(&check.plain_field)
+            .and_then(|reloc| reloc.symbol)
+            .is_some_and(|id| ends.contains(&Place::Symbol(id, self.plain.symbol(id).size)));
+        if relocated_end {
+            return self.check_places(check, &ends);
+        }
+        match self.check_places(check, &starts) {
+            Ok(()) => Ok(()),
             Err(failure) if self.is_jump_table(check) => Err(failure),
             // Both failing, the start's reason is the one to report, unless
             // the end's is a merged address (the more telling one).
