@@ -85,8 +85,17 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
             && let Operand::PCOffset(delta) = instr.operands[position]
         {
             instr.operands[position] = Operand::PCOffset(0);
-            if instr.opcode == Opcode::ADRP {
-                let page = (pc & !0xfff).wrapping_add(delta as u64);
+            let relaxed_page =
+                instr.opcode == Opcode::ADR && pc.wrapping_add(delta as u64) & 0xfff == 0;
+            if instr.opcode == Opcode::ADRP || relaxed_page {
+                // An `adr` of a page boundary is that page's `adrp` (GNU ld
+                // relaxes `adrp` to `adr` when the page is near): one value.
+                let page = if relaxed_page {
+                    instr.opcode = Opcode::ADRP;
+                    pc.wrapping_add(delta as u64)
+                } else {
+                    (pc & !0xfff).wrapping_add(delta as u64)
+                };
                 if let Some(register) = destination(&instr) {
                     open.retain(|p| p.register != register);
                     open.push(OpenPage {
@@ -509,5 +518,15 @@ mod tests {
         .flat_map(|(_, targets)| targets)
         .collect();
         assert_eq!(targets, vec![0x104e0]);
+    }
+
+    #[test]
+    fn an_adr_of_a_page_boundary_is_that_pages_adrp() {
+        // adrp x5, page(0x20000); ldr x5, [x5, #0xf88]; ret
+        let adrp = shape(&[0x9000_0085, 0xf947_c4a5, 0xd65f_03c0]);
+        // adr x5, 0x20000 (from 0x10000: +0x10000); ldr x5, [x5, #0xf88]; ret
+        let adr = shape(&[0x1008_0005, 0xf947_c4a5, 0xd65f_03c0]);
+        assert_eq!(adrp, adr);
+        assert_eq!(adrp[1].1, vec![0x20f88]);
     }
 }
