@@ -57,6 +57,10 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
     let decoder = InstDecoder::default();
     let mut out: Vec<Decoded> = Vec::with_capacity(bytes.len() / 4);
     let mut open: Vec<OpenPage> = Vec::new();
+    let words: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
     for (i, chunk) in bytes.chunks(4).enumerate() {
         let offset = (i * 4) as u32;
         let pc = start + u64::from(offset);
@@ -85,11 +89,17 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
             && let Operand::PCOffset(delta) = instr.operands[position]
         {
             instr.operands[position] = Operand::PCOffset(0);
-            let relaxed_page =
-                instr.opcode == Opcode::ADR && pc.wrapping_add(delta as u64) & 0xfff == 0;
+            // GNU ld's Cortex-A53 erratum 843419 fix turns an `adrp` into
+            // an `adr` of the page (the `add` or load after it unchanged):
+            // an `adr` of a page boundary that the next word completes, and
+            // no `nop` beside it (a relaxed `adrp`+`add`), is that `adrp`.
+            let relaxed_page = instr.opcode == Opcode::ADR
+                && pc.wrapping_add(delta as u64) & 0xfff == 0
+                && words.get(i.wrapping_sub(1)) != Some(&NOP)
+                && words.get(i + 1).is_some_and(|&next| {
+                    next != NOP && completes(&decoder, next, destination(&instr))
+                });
             if instr.opcode == Opcode::ADRP || relaxed_page {
-                // An `adr` of a page boundary is that page's `adrp` (GNU ld
-                // relaxes `adrp` to `adr` when the page is near): one value.
                 let page = if relaxed_page {
                     instr.opcode = Opcode::ADRP;
                     pc.wrapping_add(delta as u64)
@@ -361,6 +371,20 @@ fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<Re
     })
 }
 
+/// Whether `word` completes a page held in `register`: an `add` (immediate)
+/// or a load or store with it as base and an immediate offset.
+fn completes(decoder: &InstDecoder, word: u32, register: Option<u16>) -> bool {
+    let (Some(register), Some(instr)) = (register, decode_word(decoder, word.to_le_bytes())) else {
+        return false;
+    };
+    match (instr.opcode, instr.operands) {
+        (Opcode::ADD, [_, Operand::RegisterOrSP(_, n), Operand::Immediate(_), _]) => n == register,
+        (_, operands) => operands
+            .iter()
+            .any(|o| matches!(o, Operand::RegPreIndex(n, _, false) if *n == register)),
+    }
+}
+
 /// The general register an instruction writes first, if any.
 fn destination(instr: &Instruction) -> Option<u16> {
     match instr.operands[0] {
@@ -528,5 +552,9 @@ mod tests {
         let adr = shape(&[0x1008_0005, 0xf947_c4a5, 0xd65f_03c0]);
         assert_eq!(adrp, adr);
         assert_eq!(adrp[1].1, vec![0x20f88]);
+        // nop; adr x5, 0x20000; ldr ...: lld's relaxed adrp+add, whose
+        // target only happens to be a page boundary, stays an address.
+        let relaxed = shape(&[0xd503_201f, 0x1007_ffe5, 0xf947_c4a5, 0xd65f_03c0]);
+        assert_eq!(relaxed[1].1, vec![0x20000]);
     }
 }

@@ -1370,6 +1370,16 @@ fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
 }
 
 /// Decodes and compares one pair; pure, so pairs run in parallel.
+/// Whether two references are used alike: the same way, or one an access
+/// and the other an observed address of the same operand (see `compare_code`).
+fn same_use(a: Use, b: Use) -> bool {
+    a == b
+        || matches!(
+            (a, b),
+            (Use::Access, Use::Address) | (Use::Address, Use::Access)
+        )
+}
+
 fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool) -> PairResult {
     let p = task.plain;
     let mut f = code_extent(folded, task.folded_start);
@@ -1470,7 +1480,7 @@ fn compare_code(
                 .refs
                 .iter()
                 .zip(&right.refs)
-                .all(|(x, y)| x.use_ == y.use_);
+                .all(|(x, y)| same_use(x.use_, y.use_));
         if !same_shape {
             let detail = match (&left.key, &right.key) {
                 (Key::Data { .. }, _) | (_, Key::Data { .. }) => {
@@ -1532,10 +1542,18 @@ fn compare_code(
                 }
                 continue;
             }
+            // One image's escape scan may know less (a jump table it could
+            // not bound): an access in one and an address in the other is
+            // an address.
+            let use_ = if x.use_ == Use::Access {
+                y.use_
+            } else {
+                x.use_
+            };
             checks.push(TargetCheck {
                 plain_target: x.address,
                 folded_target: y.address,
-                use_: x.use_,
+                use_,
                 plain_field: x.field,
                 folded_field: y.field,
                 plain_site: a,
