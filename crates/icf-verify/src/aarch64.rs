@@ -7,7 +7,7 @@
 //! (a word no decoder knows is compared as bytes).
 
 use yaxpeax_arch::{Decoder, U8Reader};
-use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand};
+use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, SizeCode};
 
 use crate::code::{Decoded, Key, Reference, Use};
 use crate::image::Image;
@@ -147,7 +147,7 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
         });
     }
     fuse_address_pairs(&mut out, start);
-    local_data_addresses(&mut out);
+    local_data_addresses(&mut out, start);
     // An `adrp` nothing completed lets the page itself escape.
     for page in open {
         if !page.completed {
@@ -185,7 +185,7 @@ fn fuse_address_pairs(out: &mut [Decoded], start: u64) {
         .collect();
     let adr = |register: u16| {
         let mut instr = adr_x0;
-        instr.operands[0] = Operand::Register(yaxpeax_arm::armv8::a64::SizeCode::X, register);
+        instr.operands[0] = Operand::Register(SizeCode::X, register);
         instr
     };
     for i in 1..out.len() {
@@ -229,111 +229,150 @@ const NOP: u32 = 0xd503_201f;
 const ADR_X0: u32 = 0x1000_0000;
 
 /// An `adrp` + `add` (or an `adr`, which lld relaxes the pair to) of an
-/// address that does not escape only accesses the
-/// data there: the reference becomes [`Use::Access`], as on x86-64 (clang's
-/// `.llvm_addrsig` leaves out a table the code only loads from). The scan
-/// follows the `add`'s destination register forward in straight-line code:
-/// it does not escape while it is only the base of loads and stores (never
-/// the value stored) until an instruction overwrites it without reading
-/// it. Anything else escapes: any other read of the register, a branch,
-/// call or return while it is live, a word that does not decode, or more
-/// than 64 instructions. A call or return ends the scan without
-/// an escape when the register is one of the temporaries x9-x15.
-fn local_data_addresses(out: &mut [Decoded]) {
+/// address that does not escape only accesses the data there: the
+/// reference becomes [`Use::Access`], as on x86-64 (clang's `.llvm_addrsig`
+/// leaves out a table the code only loads from). A 64-bit load completing
+/// a page (a GOT slot's pointer, say) whose loaded pointer does not escape
+/// becomes [`Use::Deref`]. See [`escapes`].
+fn local_data_addresses(out: &mut [Decoded], start: u64) {
     for at in 0..out.len() {
-        let Key::Aarch64(A64Key(add)) = &out[at].key else {
+        let Key::Aarch64(A64Key(instr)) = &out[at].key else {
             continue;
         };
-        if !matches!(add.opcode, Opcode::ADD | Opcode::ADR) {
-            continue;
-        }
-        let Some(register) = destination(add) else {
+        let (from, to) = match instr.opcode {
+            Opcode::ADD | Opcode::ADR => (Use::Address, Use::Access),
+            Opcode::LDR if matches!(instr.operands[0], Operand::Register(SizeCode::X, _)) => {
+                (Use::Access, Use::Deref)
+            }
+            _ => continue,
+        };
+        let Some(register) = destination(instr) else {
             continue;
         };
-        if !out[at].refs.iter().any(|r| r.use_ == Use::Address) || escapes(&out[at + 1..], register)
-        {
+        if !out[at].refs.iter().any(|r| r.use_ == from) || escapes(out, start, at, register) {
             continue;
         }
         for reference in &mut out[at].refs {
-            if reference.use_ == Use::Address {
-                reference.use_ = Use::Access;
+            if reference.use_ == from {
+                reference.use_ = to;
             }
         }
     }
 }
 
-/// Whether the address in `register` escapes in the `following` words (see
-/// [`local_data_addresses`]).
-fn escapes(following: &[Decoded], register: u16) -> bool {
-    for decoded in following.iter().take(64) {
-        let Key::Aarch64(A64Key(instr)) = &decoded.key else {
+/// Whether the address that `out[at]` (decoded at `start`) writes to
+/// `register` escapes on some path through the function: both ways at a
+/// conditional branch, loops until an instruction repeats. It does not
+/// escape while it is only the base of loads and stores (never the value
+/// stored, no write-back) until an instruction overwrites it without
+/// reading it, or at a call or return in a temporary the call leaves dead
+/// (x9-x15); a call keeps it going in a callee-saved register (x19-x28).
+/// Anything else escapes: any other read of the register, any other
+/// register at a call or return (x0-x8 are arguments and results), an
+/// indirect branch, a branch out of the function, a word that does not
+/// decode, or more than 1024 steps.
+fn escapes(out: &[Decoded], start: u64, at: usize, register: u16) -> bool {
+    let index_of = |address: u64| {
+        let offset = address.checked_sub(start)?;
+        let index = usize::try_from(offset / 4).ok()?;
+        (offset % 4 == 0 && index < out.len()).then_some(index)
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut work = vec![at + 1];
+    while let Some(index) = work.pop() {
+        if !seen.insert(index) {
+            continue;
+        }
+        if seen.len() > 1024 {
+            return true;
+        }
+        let Some(Key::Aarch64(A64Key(instr))) = out.get(index).map(|d| &d.key) else {
             return true;
         };
-        let control = matches!(
-            instr.opcode,
-            Opcode::B
-                | Opcode::BL
-                | Opcode::BR
-                | Opcode::BLR
-                | Opcode::RET
-                | Opcode::Bcc(_)
-                | Opcode::CBZ
-                | Opcode::CBNZ
-                | Opcode::TBZ
-                | Opcode::TBNZ
-        );
-        let mut as_base = false;
-        let mut read = false;
-        let mut written = false;
-        for (index, operand) in instr.operands.iter().enumerate() {
-            match *operand {
-                Operand::RegPreIndex(base, _, writeback) if base == register => {
-                    as_base = true;
-                    read |= writeback;
+        match step(instr, register) {
+            Step::Escapes => return true,
+            Step::Gone => continue,
+            Step::Held => {}
+        }
+        let target = || {
+            out[index]
+                .refs
+                .iter()
+                .find(|r| r.use_ == Use::Jump)
+                .and_then(|r| index_of(r.address))
+        };
+        match instr.opcode {
+            Opcode::B => match target() {
+                Some(to) => work.push(to),
+                None => return true,
+            },
+            Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
+                match target() {
+                    Some(to) => work.extend([index + 1, to]),
+                    None => return true,
                 }
-                Operand::RegRegOffset(base, index_register, ..) => {
-                    as_base |= base == register;
-                    read |= index_register == register;
-                }
-                Operand::RegPostIndex(base, _) | Operand::RegPostIndexReg(base, _)
-                    if base == register =>
-                {
-                    // The base is written back: the address moves on.
-                    read = true;
-                }
-                Operand::Register(_, r) | Operand::RegisterOrSP(_, r) if r == register => {
-                    // `movk` and `bfm` keep the rest of the register.
-                    let merges = matches!(instr.opcode, Opcode::MOVK | Opcode::BFM);
-                    if index == 0 && !reads_first_operand(instr.opcode) && !merges {
-                        written = true;
-                    } else {
-                        read = true;
-                    }
-                }
-                Operand::RegShift(_, _, _, r) if r == register => read = true,
-                _ => {}
             }
-        }
-        let load_or_store = as_base && !read;
-        if read || (as_base && !load_or_store) {
-            return true;
-        }
-        if written && !as_base {
-            return false;
-        }
-        if written {
-            // Loaded into itself (`ldr x0, [x0]`): the address is gone.
-            return false;
-        }
-        if control {
-            // A call or return hands on only x0-x8 (AAPCS64
-            // arguments, results and the indirect-result register) and the
-            // callee-saved x19-x28; the temporaries x9-x15 are dead there.
-            let leaves = matches!(instr.opcode, Opcode::BL | Opcode::BLR | Opcode::RET);
-            return !(leaves && (9..=15).contains(&register));
+            Opcode::BL | Opcode::BLR => match register {
+                9..=15 => {}
+                19..=28 => work.push(index + 1),
+                _ => return true,
+            },
+            Opcode::RET => {
+                if !(9..=15).contains(&register) {
+                    return true;
+                }
+            }
+            _ if !A64Key(*instr).falls_through() => return true,
+            _ => work.push(index + 1),
         }
     }
-    true
+    false
+}
+
+/// What one instruction does to an address held in a register.
+enum Step {
+    /// It reads the address other than as a load or store base.
+    Escapes,
+    /// It overwrites the register: the address is gone.
+    Gone,
+    /// The register still holds it (unused, or used as a base).
+    Held,
+}
+
+fn step(instr: &Instruction, register: u16) -> Step {
+    let mut read = false;
+    let mut written = false;
+    for (index, operand) in instr.operands.iter().enumerate() {
+        match *operand {
+            Operand::RegPreIndex(base, _, writeback) if base == register => read |= writeback,
+            Operand::RegRegOffset(_, index_register, ..) => read |= index_register == register,
+            // The base is written back: the address moves on.
+            Operand::RegPostIndex(base, _) | Operand::RegPostIndexReg(base, _)
+                if base == register =>
+            {
+                read = true;
+            }
+            Operand::Register(_, r) | Operand::RegisterOrSP(_, r) if r == register => {
+                // `movk` and `bfm` keep the rest of the register.
+                let merges = matches!(instr.opcode, Opcode::MOVK | Opcode::BFM);
+                if index == 0 && !reads_first_operand(instr.opcode) && !merges {
+                    written = true;
+                } else {
+                    read = true;
+                }
+            }
+            Operand::RegShift(_, _, _, r) if r == register => read = true,
+            _ => {}
+        }
+    }
+    if read {
+        Step::Escapes
+    } else if written {
+        // Overwritten, or loaded into itself (`ldr x0, [x0]`).
+        Step::Gone
+    } else {
+        Step::Held
+    }
 }
 
 /// If `instr` completes an open `adrp` (`add xd, xn, #lo12` or a load/store
@@ -556,5 +595,23 @@ mod tests {
         // target only happens to be a page boundary, stays an address.
         let relaxed = shape(&[0xd503_201f, 0x1007_ffe5, 0xf947_c4a5, 0xd65f_03c0]);
         assert_eq!(relaxed[1].1, vec![0x20000]);
+    }
+
+    #[test]
+    fn a_pointer_loaded_and_only_loaded_through_in_a_loop_is_dereferenced() {
+        // adrp x9, page; ldr x9, [x9, #0xfd0] (a GOT slot, say);
+        // 1: ldr w12, [x9, w12, uxtw #2]; subs w8, w8, #1; b.ne 1b; ret
+        let body = [
+            0x9000_0009,
+            0xf947_e929,
+            0xb86c_592c,
+            0x7100_0508,
+            0x54ff_ffc1,
+        ];
+        let dereferenced = uses(&[&body[..], &[0xd65f_03c0]].concat());
+        assert_eq!(dereferenced, vec![Use::Deref, Use::Jump]);
+        // ... then mov x0, x9; ret: the pointer is the result.
+        let returned = uses(&[&body[..], &[0xaa09_03e0, 0xd65f_03c0]].concat());
+        assert_eq!(returned, vec![Use::Access, Use::Jump]);
     }
 }

@@ -550,6 +550,7 @@ impl<'a> Checker<'a> {
                 // except that a call or jump through it only runs it.
                 let use_ = match check.use_ {
                     Use::Call | Use::Jump => check.use_,
+                    Use::Deref => Use::Access,
                     _ => Use::Address,
                 };
                 self.queue.push(TargetCheck {
@@ -698,7 +699,7 @@ impl<'a> Checker<'a> {
         let observed = match check.use_ {
             Use::Address => !(function && self.mode == Mode::All),
             Use::VtableSlot => !function,
-            Use::Call | Use::Jump | Use::Access => false,
+            Use::Call | Use::Jump | Use::Access | Use::Deref => false,
         };
         if !observed {
             return Ok(());
@@ -1361,7 +1362,7 @@ fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
     let slot = decoded
         .iter()
         .flat_map(|d| d.refs.iter())
-        .find(|r| matches!(r.use_, Use::Access | Use::Jump))?
+        .find(|r| matches!(r.use_, Use::Access | Use::Deref | Use::Jump))?
         .address;
     match image.dynamic.get(&slot)? {
         image::Slot::Named(name, _) => Some(Place::Plt(name.clone())),
@@ -1369,17 +1370,28 @@ fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
     }
 }
 
-/// Decodes and compares one pair; pure, so pairs run in parallel.
-/// Whether two references are used alike: the same way, or one an access
-/// and the other an observed address of the same operand (see `compare_code`).
+/// Whether two references are used alike: the same way, or as an observed
+/// address, an access, or a dereferenced pointer load, which the escape
+/// scans tell apart and which one image's scan may know less about than
+/// the other's (see `compare_code`).
 fn same_use(a: Use, b: Use) -> bool {
-    a == b
-        || matches!(
-            (a, b),
-            (Use::Access, Use::Address) | (Use::Address, Use::Access)
-        )
+    let data = |u: Use| matches!(u, Use::Address | Use::Access | Use::Deref);
+    a == b || (data(a) && data(b))
 }
 
+/// Of two uses that are the same (see `same_use`), the one that observes
+/// more: an address, then an access (whose pointer load may be observed),
+/// then a dereferenced pointer load.
+fn observing_more(a: Use, b: Use) -> Use {
+    let rank = |u: Use| match u {
+        Use::Address => 2,
+        Use::Access => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+/// Decodes and compares one pair; pure, so pairs run in parallel.
 fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool) -> PairResult {
     let p = task.plain;
     let mut f = code_extent(folded, task.folded_start);
@@ -1524,7 +1536,7 @@ fn compare_code(
         for (x, y) in left.refs.iter().zip(&right.refs) {
             let inside = p.contains(x.address) && f.contains(y.address);
             let own_start_observed =
-                x.address == p.start && matches!(x.use_, Use::Address | Use::Access);
+                x.address == p.start && matches!(x.use_, Use::Address | Use::Access | Use::Deref);
             if inside && !own_start_observed {
                 let i = offset_index(&offsets.plain_offsets, x.address - p.start);
                 let j = offset_index(&offsets.folded_offsets, y.address - f.start);
@@ -1545,11 +1557,7 @@ fn compare_code(
             // One image's escape scan may know less (a jump table it could
             // not bound): an access in one and an address in the other is
             // an address.
-            let use_ = if x.use_ == Use::Access {
-                y.use_
-            } else {
-                x.use_
-            };
+            let use_ = observing_more(x.use_, y.use_);
             checks.push(TargetCheck {
                 plain_target: x.address,
                 folded_target: y.address,

@@ -21,6 +21,10 @@ pub(crate) enum Use {
     Address,
     /// A load or store through the address (or an indirect jump through it).
     Access,
+    /// A load of a pointer (from a GOT slot, say) that the code then only
+    /// loads and stores through: an access of the slot, and of whatever the
+    /// pointer points to, whose address is not observed either.
+    Deref,
     /// A pointer in a C++ vtable (`_ZTV*`, `_ZTC*`): an observed address
     /// when it points to data (typeinfo), not when it points to code, since
     /// C++ gives no way to compare a virtual function's address (a pointer

@@ -159,7 +159,10 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
 /// A `lea` of data whose address does not escape only accesses that data:
 /// its RIP-relative reference becomes [`Use::Access`], so the address is
 /// not observed (clang's `.llvm_addrsig` leaves out a table the code only
-/// loads from, and icf merges it with its twin). See [`address_escapes`].
+/// loads from, and icf merges it with its twin). Likewise a 64-bit load of
+/// a pointer (`mov foo@GOTPCREL(%rip), %rax`) that does not escape is only
+/// dereferenced: its reference becomes [`Use::Deref`]. See
+/// [`address_escapes`].
 fn local_data_addresses(
     image: &Image,
     out: &mut [Decoded],
@@ -167,22 +170,27 @@ fn local_data_addresses(
     jump_targets: &[u64],
 ) {
     for at in 0..out.len() {
-        let Some(lea) = instructions[at] else {
+        let Some(instruction) = instructions[at] else {
             continue;
         };
-        if lea.mnemonic() != Mnemonic::Lea || !lea.is_ip_rel_memory_operand() {
+        let (from, to) = match instruction.mnemonic() {
+            Mnemonic::Lea => (Use::Address, Use::Access),
+            Mnemonic::Mov if instruction.op_count() == 2 => (Use::Access, Use::Deref),
+            _ => continue,
+        };
+        if !instruction.is_ip_rel_memory_operand()
+            || instruction.op0_kind() != OpKind::Register
+            || !instruction.op0_register().is_gpr64()
+        {
             continue;
         }
-        let target = lea.ip_rel_memory_address();
-        if image.is_code(target) || !lea.op0_register().is_gpr64() {
-            continue;
-        }
-        if address_escapes(instructions, at, jump_targets) {
+        let target = instruction.ip_rel_memory_address();
+        if image.is_code(target) || address_escapes(instructions, at, jump_targets) {
             continue;
         }
         for reference in &mut out[at].refs {
-            if reference.address == target && reference.use_ == Use::Address {
-                reference.use_ = Use::Access;
+            if reference.address == target && reference.use_ == from {
+                reference.use_ = to;
             }
         }
     }

@@ -58,6 +58,7 @@ pub(crate) fn address_escapes(
     at: usize,
     jump_targets: &[u64],
 ) -> bool {
+    // The `lea` (or pointer load) writing the register.
     let Some(Some(lea)) = instructions.get(at) else {
         return true;
     };
@@ -200,15 +201,16 @@ fn step(
         && (0..instruction.op_count()).any(|i| instruction.op_kind(i) == OpKind::Memory);
     let base = instruction.memory_base().full_register();
     let index = instruction.memory_index().full_register();
+    let info = factory.info(instruction);
     // iced reports one use of a register that is both the base of a memory
     // operand and an explicit operand (`mov %r8, (%r8)` stores the
     // address): with a memory operand, a held explicit register operand is
-    // a read, unless it is the destination of a load.
+    // a read, unless it is a destination only written (`mov (%r8), %r8`,
+    // `imul $3, 12(%r9), %r9d`).
     if memory
         && (0..instruction.op_count()).any(|i| {
-            operand_register(i).is_some_and(|r| {
-                holds(r) && !(i == 0 && is_load(mnemonic) && instruction.op_count() == 2)
-            })
+            operand_register(i)
+                .is_some_and(|r| holds(r) && !(i == 0 && info.op0_access() == OpAccess::Write))
         })
     {
         return None;
@@ -216,7 +218,6 @@ fn step(
     // A jump through a register: the caller follows the jump.
     let jump = instruction.flow_control() == FlowControl::IndirectBranch
         && instruction.op0_kind() == OpKind::Register;
-    let info = factory.info(instruction);
     let mut written = Vec::new();
     for used in info.used_registers() {
         let full = used.register().full_register();
@@ -252,14 +253,6 @@ fn step(
         held.push(destination.full_register());
     }
     Some(held)
-}
-
-/// A move from memory to its register operand 0, which it only writes.
-fn is_load(mnemonic: Mnemonic) -> bool {
-    matches!(
-        mnemonic,
-        Mnemonic::Mov | Mnemonic::Movzx | Mnemonic::Movsx | Mnemonic::Movsxd
-    )
 }
 
 #[cfg(test)]
@@ -332,6 +325,8 @@ mod tests {
         assert!(!escapes("4c8d0500000000418b004531c04c8907c3"));
         // mov (%rax),%rax; ret
         assert!(!escapes("488d0500000000488b00c3"));
+        // imul $-45,0xc(%r9),%r9d; ret
+        assert!(!escapes("4c8d0d00000000456b490cd3c3"));
         // ret with the address in %rax
         assert!(escapes("488d0500000000c3"));
     }
