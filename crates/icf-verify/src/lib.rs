@@ -46,7 +46,11 @@
 //!   `81 /0 id` or `05 id` compare equal, and a different register,
 //!   immediate value, operand size, prefix or mnemonic does not.
 //!   On AArch64 an `adrp` and the `add`/load/store completing it (tracked by
-//!   register through the function) form one address.
+//!   register through the function) form one address, and the forms the
+//!   linkers relax it to depending on distance, which a fold changes, are
+//!   one form: `adrp`+`add`, lld's `nop`+`adr` and GNU ld's `adr`+`nop`
+//!   (unless a branch lands between the two), and GNU ld's erratum-843419
+//!   `adr` of a page that the next word completes, which is that `adrp`.
 //! - **Targets** (branch targets, RIP-relative and absolute addresses,
 //!   `adr`/`adrp` pairs) correspond when they are the same symbol at the same
 //!   offset; or both are code whose functions verify equal in turn
@@ -72,9 +76,13 @@
 //! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
 //!   symbol a relocation names is the preferred owner of a target (so a
 //!   one-past-the-end pointer belongs to its array, not to the next one),
-//!   absolute relocations say which immediates and data words are
-//!   addresses. Without them, an immediate or base-less displacement of at
-//!   least 4 bytes pointing into the image is an address, and data words are
+//!   absolute relocations say which immediates and displacements (with or
+//!   without base and index registers) are addresses, and so does a GOT
+//!   load's relocation in an immediate (lld and GNU ld relax `sub
+//!   foo@GOTPCREL(%rip), %rax` to `sub $foo, %rax`). Without them, an
+//!   immediate or displacement of at least 4 bytes pointing into a
+//!   position-dependent image is an address (in position-independent code
+//!   one is always a number), and data words are
 //!   pointers where the dynamic relocations say so (PIE, shared objects), or
 //!   in an image where nothing marks them (no relocations at all, or a
 //!   position-dependent executable, whose dynamic relocations only fill slots
@@ -96,7 +104,9 @@
 //!   FOLDED no longer names (folded into another unit's copy) is not a
 //!   root: nothing outside its unit could name it, and every use of it is a
 //!   reference checked in turn. A local is never paired with another file's
-//!   namesake when FOLDED still has locals of its file.
+//!   namesake: by position among same-named symbols only when neither
+//!   file is named in the other image (the linker names an object without
+//!   `STT_FILE` by its path, a temporary one for icf's rewritten objects).
 //! - **Observed addresses.** Every use that makes an address a value (`lea`,
 //!   `adr`, `adrp`+`add`, absolute immediates, pointers in data, exported
 //!   functions) records which FOLDED address stands for which PLAIN one.
@@ -113,15 +123,32 @@
 //!   `_ZN…17h<16 hex>E`, v0 `_R…`): rustc makes every function
 //!   `unnamed_addr`, Rust does not promise distinct functions distinct
 //!   addresses, and icf's safe mode merges them.
-//!   On x86-64 a `lea` of data makes its address a value only if the
-//!   address escapes: a forward scan within the basic block follows the
-//!   registers holding it (64-bit register copies included); used only as
-//!   the base or index of memory operands until overwritten (or clobbered
-//!   by a call in `rax`/`r10`/`r11`, or dead at a `ret` outside
-//!   `rax`/`rdx`), it is an access, not observed (clang's `.llvm_addrsig`
-//!   leaves out a table the code only loads from). Any other read (stored,
-//!   compared, an argument, returned), a branch, or anything the scan
-//!   cannot follow counts as escaping. Pointers in data stay observed.
+//!   A `lea` (x86-64), `adr` or `adrp`+`add` (AArch64) of data makes its
+//!   address a value only if the address escapes on some path through the
+//!   function: the scan follows both ways at every conditional branch and
+//!   around loops, and on x86-64 into every target of the function's jump
+//!   tables, tracking the registers holding the address (copies, and
+//!   pointers derived by `lea`, `add` or `sub` of an offset). Used only as
+//!   the base or index of memory operands until overwritten, clobbered by
+//!   a call (`rax`, `r10`, `r11`; x9-x15) or dead at a return, it is an
+//!   access, not observed (clang's `.llvm_addrsig` leaves out a table the
+//!   code only loads from); a callee-saved register carries it across a
+//!   call. Any other read (stored, compared, subtracted from another
+//!   pointer, an argument register at a call, a result register at a
+//!   return), an indirect branch other than a jump table's dispatch, or
+//!   anything the scan cannot follow counts as escaping. A pointer loaded
+//!   from memory (a GOT slot) and only dereferenced the same way is
+//!   a dereference: what it points to is not observed either. When
+//!   the two images' scans disagree (one could not bound a jump table),
+//!   the use that observes more is checked. Pointers in data stay observed.
+//! - **One past the end.** An address one past a data object's end is also
+//!   the start of what follows it (a string, or the function's own jump
+//!   table placed right after an array). A kept relocation naming the
+//!   object makes it that end; otherwise FOLDED's target must stand for
+//!   what starts there, or failing that for the end, except that a jump
+//!   table of the referencing function must always compare as that table.
+//!   One past a section's end is that section's end (a `__stop_` bound,
+//!   which a fold moves).
 //!   Unnamed read-only data ends at the first known bound of either
 //!   image: the next symbol, kept label (`.LC0`), relocated offset (a jump
 //!   table after a string), place reached code references, or place a
@@ -138,6 +165,14 @@
 //!   compared as a place in its section.
 //!
 //! # What is not
+//!
+//! The calling convention is taken at its widest: an address left in `rdx`
+//! at a return, or in an argument register (`rdi`..`r9`, x0-x8) at a call,
+//! is observed, since the image does not say whether the function returns
+//! a pair or how many arguments the callee takes. A fold merging such an
+//! address with another observed one is reported although the program may
+//! never read it (generated programs hit this in about one in a hundred
+//! links: clang leaves a table's address in `rdx` after a loop).
 //!
 //! Code reached only through computed addresses the decoder cannot see (a
 //! pointer built arithmetically) is still compared as a root but its
