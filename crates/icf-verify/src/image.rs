@@ -796,6 +796,14 @@ impl Image {
         &self.instruction_starts[from..to.max(from)]
     }
 
+    /// Whether a sized data object ends at `address`.
+    pub fn ends_object(&self, address: u64) -> bool {
+        let (_, ending) = self.symbols_around(address);
+        ending
+            .iter()
+            .any(|&id| self.symbol(id).kind == SymbolKind::Object && self.symbol(id).size > 0)
+    }
+
     /// The jump table targets in `[start, end)`.
     pub fn jump_targets_in(&self, start: u64, end: u64) -> &[u64] {
         let from = self.jump_targets.partition_point(|&a| a < start);
