@@ -338,6 +338,17 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         self.old_to_out = old_to_out;
         for new in &self.edits.new_symbols {
             self.new_to_out.push(self.symbols.len());
+            // A new symbol on replaced contents (an alias of a COMDAT
+            // instance that another class made a thunk) covers only them.
+            let size = match new.definition {
+                Some((section, value)) => match self.edits.replaced.get(&section) {
+                    Some(contents) => new
+                        .size
+                        .min((contents.bytes.len() as u64).saturating_sub(value)),
+                    None => new.size,
+                },
+                None => new.size,
+            };
             self.symbols.push(OutSymbol {
                 name: &new.name,
                 st_info: raw_st_info(new.binding, new.kind),
@@ -345,7 +356,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 section: new.definition.map(|(section, _)| section),
                 special: elf::SHN_UNDEF.0,
                 value: new.definition.map_or(0, |(_, value)| value),
-                size: new.size,
+                size,
             });
         }
         for (old, new) in now_defined {
@@ -893,5 +904,72 @@ fn write_uleb128(out: &mut Vec<u8>, mut value: u64) {
             break;
         }
         out.push(byte | 0x80);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// An x86-64 object assembled from `source` (GNU as, as installed by
+    /// `cargo xtask test`).
+    fn assemble(name: &str, source: &str) -> Vec<u8> {
+        let dir = std::env::temp_dir().join(format!("icf-rewrite-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("creating a test directory");
+        let (s, o) = (dir.join("in.s"), dir.join("in.o"));
+        std::fs::write(&s, source).expect("writing the source");
+        let status = Command::new("as")
+            .arg(&s)
+            .arg("-o")
+            .arg(&o)
+            .status()
+            .expect("running as");
+        assert!(status.success(), "as failed");
+        std::fs::read(&o).expect("reading the object")
+    }
+
+    #[test]
+    fn a_new_symbol_on_replaced_contents_covers_only_them() {
+        let data = assemble(
+            "new_on_replaced",
+            ".section .text.f,\"ax\",@progbits\n.globl f\n.type f,@function\nf:\n  .fill 32, 1, 0x90\n  ret\n.size f, 33\n",
+        );
+        let object = ElfObject::parse(&data).expect("a valid object");
+        let section = SectionIndex(
+            object
+                .sections
+                .iter()
+                .position(|s| s.name == b".text.f")
+                .expect("the section") as u32,
+        );
+        let mut edits = Edits::default();
+        edits.replaced.insert(
+            section,
+            NewContents {
+                bytes: vec![0xe9, 0, 0, 0, 0],
+                relocs: Vec::new(),
+                align: 1,
+            },
+        );
+        edits.new_symbols.push(NewSymbol {
+            name: b"alias_of_f".to_vec(),
+            definition: Some((section, 0)),
+            size: 33,
+            binding: Binding::Global,
+            kind: SymbolKind::Func,
+            other: elf::STV_HIDDEN.0,
+        });
+        let out = rewrite(&object, &edits).expect("rewriting");
+        let out = ElfObject::parse(&out).expect("a valid output");
+        let size_of = |name: &[u8]| {
+            out.symbols
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| s.size)
+                .expect("the symbol")
+        };
+        assert_eq!(size_of(b"f"), 5);
+        assert_eq!(size_of(b"alias_of_f"), 5);
     }
 }

@@ -221,6 +221,12 @@ impl<'a> Checker<'a> {
                 self.stats.locals_without_symbol += 1;
                 continue;
             }
+            if counterpart.is_none() && !self.plain.exports(&symbol.name) {
+                // Likewise a function the link does not export: once the
+                // fold sent every use to its twin, `--gc-sections` drops it.
+                self.stats.unexported_without_symbol += 1;
+                continue;
+            }
             let root = self.roots.len();
             self.roots.push(Root {
                 name: symbol.name.clone(),
@@ -777,6 +783,12 @@ impl<'a> Checker<'a> {
                     // unit's uses were folded away or now name another copy):
                     // every use of it is checked where it is made.
                     self.stats.locals_without_symbol += 1;
+                    continue;
+                }
+                if !self.plain.exports(&symbol.name) {
+                    // An object the link does not export, which
+                    // `--gc-sections` dropped once no use was left.
+                    self.stats.unexported_without_symbol += 1;
                     continue;
                 }
                 return Err(self.fail(

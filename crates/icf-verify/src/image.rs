@@ -242,6 +242,8 @@ pub(crate) struct Image {
     pub dynamic: HashMap<u64, Slot>,
     /// Function symbols this image exports (`.dynsym`, defined).
     pub exported_functions: Vec<String>,
+    /// Every symbol `.dynsym` defines: what another module can name.
+    pub exported_names: HashSet<String>,
     /// Places holding pointers (dynamic relocations, kept absolute
     /// relocations), sorted.
     pointer_places: Vec<u64>,
@@ -617,6 +619,13 @@ impl Image {
             }
         }
 
+        let exported_names: HashSet<String> = dynsym
+            .symbols()
+            .iter()
+            .filter(|s| s.st_shndx(endian).index().is_some())
+            .filter_map(|s| dynsym.symbol_name(endian, s).ok())
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect();
         let exported_functions = dynsym
             .symbols()
             .iter()
@@ -703,6 +712,7 @@ impl Image {
             emitted,
             dynamic,
             exported_functions,
+            exported_names,
         })
     }
 
@@ -794,6 +804,11 @@ impl Image {
         let from = self.instruction_starts.partition_point(|&a| a < start);
         let to = self.instruction_starts.partition_point(|&a| a < end);
         &self.instruction_starts[from..to.max(from)]
+    }
+
+    /// Whether the image exports a definition of `name` (`.dynsym`).
+    pub fn exports(&self, name: &str) -> bool {
+        self.exported_names.contains(name)
     }
 
     /// Whether a sized data object ends at `address`.

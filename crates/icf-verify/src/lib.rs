@@ -103,7 +103,9 @@
 //! - **Locals the fold removed.** A local function or object of PLAIN that
 //!   FOLDED no longer names (folded into another unit's copy) is not a
 //!   root: nothing outside its unit could name it, and every use of it is a
-//!   reference checked in turn. A local is never paired with another file's
+//!   reference checked in turn. The same holds for a global function or
+//!   object the link does not export (`.dynsym`): `--gc-sections` drops it
+//!   once the fold sent its last use to a twin. A local is never paired with another file's
 //!   namesake: by position among same-named symbols only when neither
 //!   file is named in the other image (the linker names an object without
 //!   `STT_FILE` by its path, a temporary one for icf's rewritten objects).
@@ -245,6 +247,10 @@ pub struct Stats {
     /// PLAIN local functions and objects FOLDED has no symbol for (folded
     /// into another unit's copy): checked only where they are used.
     pub locals_without_symbol: usize,
+    /// PLAIN global functions and objects the link does not export that
+    /// FOLDED lacks (`--gc-sections` dropped them once the fold left them
+    /// unused): checked only where they are used.
+    pub unexported_without_symbol: usize,
 }
 
 /// Why two programs differ.
@@ -376,6 +382,13 @@ impl fmt::Display for Stats {
                 f,
                 ", {} locals without a FOLDED symbol (checked where used)",
                 self.locals_without_symbol
+            )?;
+        }
+        if self.unexported_without_symbol > 0 {
+            write!(
+                f,
+                ", {} unexported globals FOLDED dropped (checked where used)",
+                self.unexported_without_symbol
             )?;
         }
         Ok(())
