@@ -716,17 +716,20 @@ impl<'a> Checker<'a> {
             return Ok(());
         }
         let site = check.root;
-        if let Some(&(other_plain, _)) = self.folded_to_plain.get(&folded)
+        if let Some(&(other_plain, other_site)) = self.folded_to_plain.get(&folded)
             && other_plain != plain
         {
             return Err(self.fail(
                 check,
                 DifferenceKind::SignificantAddressesMerged,
                 format!(
-                    "{} and {} have distinct addresses in PLAIN that are observed, but both are {} in FOLDED",
+                    "{} and {} have distinct addresses in PLAIN that are observed, but both are {} in FOLDED (the first observed from {})",
                     self.plain.describe(other_plain),
                     self.plain.describe(plain),
-                    self.folded.describe(folded)
+                    self.folded.describe(folded),
+                    self.roots
+                        .get(other_site)
+                        .map_or("another root", |root| root.name.as_str())
                 ),
             ));
         }

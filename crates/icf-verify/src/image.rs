@@ -228,6 +228,9 @@ pub(crate) struct Image {
     alloc_by_address: Vec<usize>,
     by_file_key: HashMap<(String, Option<String>, u32), SymbolId>,
     by_name_key: HashMap<(String, u32), SymbolId>,
+    /// How many symbols share each (name, file), and each name.
+    file_counts: HashMap<(String, Option<String>), u32>,
+    name_counts: HashMap<String, u32>,
     /// The `STT_FILE` names that hold local symbols.
     files: HashSet<String>,
     /// Addresses of every symbol in allocated data, sized or not (`.LC0`
@@ -706,6 +709,8 @@ impl Image {
             alloc_by_address,
             by_file_key,
             by_name_key,
+            file_counts,
+            name_counts,
             files,
             labels,
             offset_places,
@@ -729,9 +734,15 @@ impl Image {
     /// temporary one for icf's rewritten objects) the same name at the same
     /// position among same-named symbols, if that symbol's file too is
     /// named only here: a file that lost every named local is still not the
-    /// next one in line.
+    /// next one in line. Positions pair only where both images hold as
+    /// many such symbols: when the fold removed one of several namesakes
+    /// (objects without `STT_FILE` all fall under the previous file's
+    /// name), which one is unknown, and none has a counterpart; their uses
+    /// are still checked where they are made.
     pub fn counterpart(&self, other_image: &Image, id: SymbolId) -> Option<SymbolId> {
         let s = other_image.symbol(id);
+        let file_key = (s.name.clone(), s.file.clone());
+        let same_count = |mine: Option<&u32>, theirs: Option<&u32>| mine == theirs;
         let only_here = |file: &Option<String>| match (file, &s.file) {
             (None, None) => true,
             (Some(mine), Some(theirs)) => {
@@ -739,11 +750,25 @@ impl Image {
             }
             _ => false,
         };
-        self.by_file_key
-            .get(&(s.name.clone(), s.file.clone(), s.ordinal_in_file))
+        let by_file = same_count(
+            self.file_counts.get(&file_key),
+            other_image.file_counts.get(&file_key),
+        )
+        .then(|| {
+            self.by_file_key
+                .get(&(s.name.clone(), s.file.clone(), s.ordinal_in_file))
+        })
+        .flatten();
+        by_file
             .or_else(|| {
-                self.by_name_key
-                    .get(&(s.name.clone(), s.ordinal_in_name))
+                let known_here = self.file_counts.contains_key(&file_key);
+                let counts_agree = same_count(
+                    self.name_counts.get(&s.name),
+                    other_image.name_counts.get(&s.name),
+                );
+                (!known_here && counts_agree)
+                    .then(|| self.by_name_key.get(&(s.name.clone(), s.ordinal_in_name)))
+                    .flatten()
                     .filter(|&&found| only_here(&self.symbol(found).file))
             })
             .copied()

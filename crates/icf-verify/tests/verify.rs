@@ -1143,3 +1143,84 @@ fn the_end_of_a_section_is_that_sections_end() {
     );
     assert_passes(&plain, &folded, Mode::All);
 }
+
+#[test]
+fn an_unexported_global_the_folded_link_dropped_is_checked_where_used() {
+    // Folded, every call of g2 goes to its twin g1 and the link (with
+    // --gc-sections) dropped g2: nothing can name it any more.
+    let g1 = ".globl g1\n".to_string() + &function("g1", "  mov $7, %eax\n  ret");
+    let g2 = ".globl g2\n".to_string() + &function("g2", "  mov $7, %eax\n  ret");
+    let plain = x86_program(&format!("{g1}{g2}"), &["g1", "g2"]);
+    let folded = x86_program(&g1, &["g1", "g1"]);
+    let (plain_exe, folded_exe) = x86_pair("dropped_global", &plain, &folded, &[]);
+    let outcome = assert_passes(&plain_exe, &folded_exe, Mode::Safe);
+    assert_eq!(
+        outcome.stats.unexported_without_symbol, 1,
+        "{}",
+        outcome.stats
+    );
+    // Exported (-rdynamic), another module may name g2: it must be there.
+    let flags = ["-rdynamic"];
+    let (plain_exe, folded_exe) = x86_pair("dropped_export", &plain, &folded, &flags);
+    let outcome = check(&plain_exe, &folded_exe, Mode::Safe);
+    let difference = outcome
+        .difference
+        .expect("a missing export is a difference");
+    assert_eq!(difference.kind, DifferenceKind::MissingInFolded);
+    assert_eq!(difference.function, "g2");
+}
+
+#[test]
+fn namesakes_without_a_file_pair_only_when_none_was_removed() {
+    // The same three units without `STT_FILE`, linked by lld (which names
+    // no file for them): their `helper`s all fall under the previous
+    // file's name. Folded, a's is gone; which of three it was is unknown,
+    // so none is paired by position, and each is checked where used.
+    let no_file = |source: String| source.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n";
+    let kept = ".globl __icf_helper\n.hidden __icf_helper\n".to_string()
+        + &alias("__icf_helper", "helper", 6);
+    let main = x86_program("", &["call_a", "call_b", "call_c"]);
+    let dir = work_dir("no_file_namesakes");
+    let build = |name: &str, units: [String; 3]| {
+        let mut args = Vec::new();
+        for (unit, source) in ["b", "a", "c"].iter().zip(units) {
+            let path = dir.join(format!("{name}_{unit}.s"));
+            std::fs::write(&path, no_file(source)).expect("writing a unit");
+            args.push(path.to_string_lossy().into_owned());
+        }
+        let main_path = dir.join(format!("{name}_main.s"));
+        std::fs::write(&main_path, &main).expect("writing main");
+        args.push(main_path.to_string_lossy().into_owned());
+        let output = dir.join(name);
+        args.extend([
+            "-fuse-ld=lld".into(),
+            "-B/usr/lib/llvm-19/bin/".into(),
+            "-o".into(),
+            output.to_string_lossy().into_owned(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run("gcc", &args);
+        output
+    };
+    let plain = build(
+        "plain",
+        [
+            unit("b", 7, "helper", ""),
+            unit("a", 7, "helper", ""),
+            unit("c", 8, "helper", ""),
+        ],
+    );
+    let a_folded = ".file \"a.c\"\n.globl call_a\n".to_string()
+        + &function("call_a", "  call __icf_helper\n  ret")
+        + ".section .note.GNU-stack,\"\",@progbits\n";
+    let folded = build(
+        "folded",
+        [
+            unit("b", 7, "helper", &kept),
+            a_folded,
+            unit("c", 8, "helper", ""),
+        ],
+    );
+    let outcome = assert_passes(&plain, &folded, Mode::Safe);
+    assert_eq!(outcome.stats.locals_without_symbol, 3, "{}", outcome.stats);
+}
