@@ -1040,12 +1040,16 @@ fn verify_folds(prepared: &Prepared, icf: &Path, rows: &mut [Row]) {
             continue;
         }
         eprintln!("    icf verify: {}", row.variant.label);
+        // opt_lite is C++ (LLVM's libraries): inline functions are one
+        // function in every unit, whichever copy a link keeps.
+        let assume_odr = prepared.name.starts_with("llvm");
         match peer::verify_link(
             &prepared.corpus,
             &prepared.scratch,
             icf,
             mode,
             row.variant.linker,
+            assume_odr,
         ) {
             Ok(summary) => eprintln!("    {summary}"),
             Err(error) => {

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 
 use crate::code::{self, Decoded, Key, Use};
-use crate::image::{self, Image, SymbolId, SymbolKind};
+use crate::image::{self, Image, Symbol, SymbolId, SymbolKind};
 use crate::{Difference, DifferenceKind, Location, Mode, Site, Stats, VerifyOptions};
 
 /// A range of code: a function's extent, or an unnamed run of code.
@@ -426,6 +426,25 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// With [`VerifyOptions::assume_odr`]: whether `ps` and `fs` are one
+    /// unit's and another's internal constant of the same name (libstdc++'s
+    /// `std::piecewise_construct` before C++17), referenced from C++ code. An
+    /// inline function that names it is one function in every unit, by the
+    /// one-definition rule, whichever unit's copy the linker keeps: PLAIN's
+    /// and FOLDED's links may keep different ones, so the constant they name
+    /// is the same entity, its address no identity of its own.
+    fn odr_namesakes(&self, check: &TargetCheck, ps: &Symbol, fs: &Symbol) -> bool {
+        self.assume_odr
+            && ps.name == fs.name
+            && ps.file.is_some()
+            && fs.file.is_some()
+            && check.functions.is_some_and(|(function, _)| {
+                self.plain
+                    .function_starting_at(function.start)
+                    .is_some_and(|id| self.plain.symbol(id).name.starts_with("_Z"))
+            })
+    }
+
     /// Whether PLAIN's target is a jump table of the function holding the
     /// site: its first entry (an offset from the table, or an address)
     /// sends an indirect jump somewhere in that function.
@@ -529,7 +548,28 @@ impl<'a> Checker<'a> {
                         if self.plain.sections[ps.section].writable
                             || self.folded.sections[fs.section].writable
                         {
-                            return differ("writable data must be the same object");
+                            // The same object: a namesake local of the same
+                            // size and initial contents, which PLAIN's could
+                            // not be paired with by name (several in one
+                            // file), bound one to one from here on.
+                            let namesake = self.folded.counterpart(self.plain, *p).is_none()
+                                && ps.name == fs.name
+                                && ps.size == fs.size
+                                && p_offset == f_offset
+                                && ps.file.is_some()
+                                && fs.file.is_some()
+                                && self.plain.sections[ps.section].writable
+                                && self.folded.sections[fs.section].writable;
+                            if !namesake {
+                                return differ("writable data must be the same object");
+                            }
+                            if let Some(reason) =
+                                self.compare_data(check, ps.address, fs.address, ps.size)
+                            {
+                                return Ok(Some((DifferenceKind::DataDiffers, reason)));
+                            }
+                            self.bind(check, ps.address, fs.address)?;
+                            return Ok(None);
                         }
                         if p_offset != f_offset || ps.size != fs.size {
                             return differ("different offsets or sizes of read-only data");
@@ -541,7 +581,7 @@ impl<'a> Checker<'a> {
                         }
                         // A compiler's anonymous constant has no address
                         // identity (see `Symbol::is_anonymous_constant`).
-                        if !ps.is_anonymous_constant() {
+                        if !ps.is_anonymous_constant() && !self.odr_namesakes(check, ps, fs) {
                             self.record(check, ps.address, fs.address, false)?;
                         }
                         Ok(None)
@@ -715,6 +755,12 @@ impl<'a> Checker<'a> {
         if !observed {
             return Ok(());
         }
+        self.bind(check, plain, folded)
+    }
+
+    /// Binds PLAIN's address `plain` to FOLDED's `folded` for good, and
+    /// fails when that merges two addresses PLAIN keeps apart or splits one.
+    fn bind(&mut self, check: &TargetCheck, plain: u64, folded: u64) -> Result<(), Failure> {
         let site = check.root;
         if let Some(&(other_plain, other_site)) = self.folded_to_plain.get(&folded)
             && other_plain != plain

@@ -735,10 +735,10 @@ impl Image {
     /// position among same-named symbols, if that symbol's file too is
     /// named only here: a file that lost every named local is still not the
     /// next one in line. Positions pair only where both images hold as
-    /// many such symbols: when the fold removed one of several namesakes
-    /// (objects without `STT_FILE` all fall under the previous file's
-    /// name), which one is unknown, and none has a counterpart; their uses
-    /// are still checked where they are made.
+    /// many such symbols, and locals only where their file has one of that
+    /// name: several are objects without `STT_FILE`, which lld lists under
+    /// the previous file's name, in an order a fold may change. Those have
+    /// no counterpart; their uses are still checked where they are made.
     pub fn counterpart(&self, other_image: &Image, id: SymbolId) -> Option<SymbolId> {
         let s = other_image.symbol(id);
         let file_key = (s.name.clone(), s.file.clone());
@@ -750,10 +750,14 @@ impl Image {
             }
             _ => false,
         };
-        let by_file = same_count(
-            self.file_counts.get(&file_key),
-            other_image.file_counts.get(&file_key),
-        )
+        // Several locals of one name in one file are several objects the
+        // linker named no file for: which is which is unknown.
+        let ambiguous = s.file.is_some() && other_image.file_counts.get(&file_key) > Some(&1);
+        let by_file = (!ambiguous
+            && same_count(
+                self.file_counts.get(&file_key),
+                other_image.file_counts.get(&file_key),
+            ))
         .then(|| {
             self.by_file_key
                 .get(&(s.name.clone(), s.file.clone(), s.ordinal_in_file))
@@ -766,7 +770,7 @@ impl Image {
                     self.name_counts.get(&s.name),
                     other_image.name_counts.get(&s.name),
                 );
-                (!known_here && counts_agree)
+                (!known_here && counts_agree && !ambiguous)
                     .then(|| self.by_name_key.get(&(s.name.clone(), s.ordinal_in_name)))
                     .flatten()
                     .filter(|&&found| only_here(&self.symbol(found).file))

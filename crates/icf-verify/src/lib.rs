@@ -223,7 +223,12 @@ pub struct VerifyOptions {
     /// correct under the rule (every definition of an inline function
     /// behaves alike), but not provable from the two images, whose
     /// instances may be compiled differently. Such thunks are counted in
-    /// [`Stats::thunks_assumed_by_odr`]; everything else is checked as
+    /// [`Stats::thunks_assumed_by_odr`]. By the same rule, a C++
+    /// function's reference to one unit's internal constant stands for
+    /// another unit's constant of the same name and content (libstdc++'s
+    /// `std::piecewise_construct` before C++17, named from inline functions
+    /// whose kept copy the two links may take from different units): no
+    /// address identity is recorded for it. Everything else is checked as
     /// without the option. Off by default (`icf verify --assume-odr`).
     pub assume_odr: bool,
 }

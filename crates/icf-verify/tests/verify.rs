@@ -1224,3 +1224,71 @@ fn namesakes_without_a_file_pair_only_when_none_was_removed() {
     let outcome = assert_passes(&plain, &folded, Mode::Safe);
     assert_eq!(outcome.stats.locals_without_symbol, 3, "{}", outcome.stats);
 }
+
+#[test]
+fn namesake_writable_locals_without_a_file_bind_one_to_one() {
+    // Two units, each with a local `counter` that its `bump_*` increments,
+    // without `STT_FILE`, linked by lld in one order and then the other:
+    // which `counter` is which follows from the code, one to one.
+    let unit = |name: &str, target: &str, extra: &str| {
+        format!(
+            ".data\n.p2align 2\n.type counter,@object\ncounter: .long 0\n.size counter, 4\n{extra}\
+             .text\n.globl bump_{name}\n.type bump_{name},@function\nbump_{name}:\n  addl $1, {target}(%rip)\n  mov {target}(%rip), %eax\n  ret\n.size bump_{name}, .-bump_{name}\n\
+             .section .note.GNU-stack,\"\",@progbits\n"
+        )
+    };
+    let main = x86_program("", &["bump_a", "bump_b", "bump_a"]);
+    let dir = work_dir("writable_namesakes");
+    let build = |name: &str, units: &[(&str, String)]| {
+        let mut args = Vec::new();
+        for (unit, source) in units {
+            let path = dir.join(format!("{name}_{unit}.s"));
+            std::fs::write(&path, source).expect("writing a unit");
+            args.push(path.to_string_lossy().into_owned());
+        }
+        let main_path = dir.join(format!("{name}_main.s"));
+        std::fs::write(&main_path, &main).expect("writing main");
+        args.push(main_path.to_string_lossy().into_owned());
+        let output = dir.join(name);
+        args.extend([
+            "-fuse-ld=lld".into(),
+            "-B/usr/lib/llvm-19/bin/".into(),
+            "-o".into(),
+            output.to_string_lossy().into_owned(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run("gcc", &args);
+        output
+    };
+    let plain = build(
+        "plain",
+        &[
+            ("a", unit("a", "counter", "")),
+            ("b", unit("b", "counter", "")),
+        ],
+    );
+    let swapped = build(
+        "swapped",
+        &[
+            ("b", unit("b", "counter", "")),
+            ("a", unit("a", "counter", "")),
+        ],
+    );
+    assert_passes(&plain, &swapped, Mode::Safe);
+    // bump_b increments a's counter: two counters became one.
+    let shared = ".globl other_counter\n.hidden other_counter\n.set other_counter, counter\n";
+    let wrong = build(
+        "wrong",
+        &[
+            ("a", unit("a", "counter", shared)),
+            ("b", unit("b", "other_counter", "")),
+        ],
+    );
+    let outcome = check(&plain, &wrong, Mode::Safe);
+    let difference = outcome.difference.expect("two counters made one");
+    assert_eq!(
+        difference.kind,
+        DifferenceKind::SignificantAddressesMerged,
+        "{difference}"
+    );
+}
