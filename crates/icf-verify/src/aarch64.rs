@@ -52,19 +52,50 @@ struct OpenPage {
     completed: bool,
 }
 
+/// Decodes `bytes` of `image` loaded at `start`: a branch to an erratum
+/// 843419 patch (which the linker writes where an `adrp` sits in a page's
+/// last two words, so folding moves it) is the instruction it displaced.
+pub(crate) fn decode_in(image: &Image, bytes: &[u8], start: u64) -> Vec<Decoded> {
+    decode_patched(bytes, start, |target| {
+        image
+            .erratum_patches
+            .binary_search(&target)
+            .is_ok()
+            .then(|| image.read_u32(target))
+            .flatten()
+    })
+}
+
 /// Decodes `bytes` loaded at `start`.
+#[cfg(test)]
 pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
+    decode_patched(bytes, start, |_| None)
+}
+
+/// Decodes `bytes` loaded at `start`, a `b` to a place `patch` knows read
+/// as the word it returns there.
+fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) -> Vec<Decoded> {
     let decoder = InstDecoder::default();
     let mut out: Vec<Decoded> = Vec::with_capacity(bytes.len() / 4);
     let mut open: Vec<OpenPage> = Vec::new();
     let words: Vec<u32> = bytes
         .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .enumerate()
+        .map(|(i, c)| {
+            let word = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            if word & 0xfc00_0000 != 0x1400_0000 {
+                return word;
+            }
+            // imm26, sign-extended, times 4.
+            let delta = (((word & 0x03ff_ffff) << 6) as i32 >> 4) as i64;
+            let target = (start + 4 * i as u64).wrapping_add(delta as u64);
+            patch(target).unwrap_or(word)
+        })
         .collect();
     for (i, chunk) in bytes.chunks(4).enumerate() {
         let offset = (i * 4) as u32;
         let pc = start + u64::from(offset);
-        let Ok(word) = <[u8; 4]>::try_from(chunk) else {
+        let Some(&word) = words.get(i) else {
             out.push(Decoded {
                 offset,
                 key: Key::Bytes(chunk.to_vec()),
@@ -72,10 +103,10 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
             });
             continue;
         };
-        let Some(mut instr) = decode_word(&decoder, word) else {
+        let Some(mut instr) = decode_word(&decoder, word.to_le_bytes()) else {
             out.push(Decoded {
                 offset,
-                key: Key::Bytes(word.to_vec()),
+                key: Key::Bytes(word.to_le_bytes().to_vec()),
                 refs: Vec::new(),
             });
             continue;
@@ -613,5 +644,24 @@ mod tests {
         // ... then mov x0, x9; ret: the pointer is the result.
         let returned = uses(&[&body[..], &[0xaa09_03e0, 0xd65f_03c0]].concat());
         assert_eq!(returned, vec![Use::Access, Use::Jump]);
+    }
+
+    #[test]
+    fn a_branch_to_an_erratum_patch_is_the_instruction_it_displaced() {
+        // adrp x9, page(0x20000); ldr x9, [x9, #0xfd0]; ret
+        let plain = shape(&[0x9000_0089, 0xf947_e929, 0xd65f_03c0]);
+        // adrp x9, page; b 0x18000 (the patch: ldr x9, [x9, #0xfd0]; b back); ret
+        let bytes: Vec<u8> = [0x9000_0089u32, 0x1400_1fff, 0xd65f_03c0]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let patched: Vec<(Key, Vec<u64>)> = decode_patched(&bytes, 0x10000, |target| {
+            (target == 0x18000).then_some(0xf947_e929)
+        })
+        .into_iter()
+        .map(|d| (d.key, d.refs.iter().map(|r| r.address).collect()))
+        .collect();
+        assert_eq!(plain, patched);
+        assert_eq!(plain[1].1, vec![0x20fd0]);
     }
 }

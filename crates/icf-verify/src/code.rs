@@ -84,7 +84,7 @@ pub(crate) fn decode(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>
     let bytes = image.bytes(start, end.checked_sub(start)?)?;
     Some(match image.arch {
         Arch::X86_64 => x86::decode(image, bytes, start),
-        Arch::Aarch64 => aarch64::decode(bytes, start),
+        Arch::Aarch64 => aarch64::decode_in(image, bytes, start),
     })
 }
 
@@ -94,7 +94,7 @@ pub(crate) fn decode_function(image: &Image, start: u64, end: u64) -> Option<Vec
     let bytes = image.bytes(start, end.checked_sub(start)?)?;
     Some(match image.arch {
         Arch::X86_64 => x86::decode_reachable(image, bytes, start),
-        Arch::Aarch64 => aarch64::decode(bytes, start),
+        Arch::Aarch64 => aarch64::decode_in(image, bytes, start),
     })
 }
 
@@ -137,7 +137,7 @@ fn decode_one(image: &Image, address: u64) -> Option<Decoded> {
         .or_else(|| image.bytes_to_section_end(address))?;
     let decoded = match image.arch {
         Arch::X86_64 => x86::decode(image, bytes, address),
-        Arch::Aarch64 => aarch64::decode(bytes, address),
+        Arch::Aarch64 => aarch64::decode_in(image, bytes, address),
     };
     decoded.into_iter().next()
 }

@@ -272,6 +272,10 @@ pub(crate) struct Image {
     /// x86-64: every place a jump table entry sends an indirect jump,
     /// sorted (see `reach.rs`).
     pub jump_targets: Vec<u64>,
+    /// AArch64: the patches the linkers' Cortex-A53 erratum 843419 fix
+    /// branches to (GNU ld's `e843419@*`, lld's `__CortexA53843419_*`),
+    /// sorted: each holds the instruction it displaced, then a branch back.
+    pub erratum_patches: Vec<u64>,
     /// Whether the symbol table keeps bindings: some defined symbol is
     /// global or weak. mold makes every `.symtab` symbol of an executable
     /// local, so there a binding says nothing about linkage.
@@ -448,6 +452,7 @@ impl Image {
 
         let mut symbols = Vec::new();
         let mut labels = Vec::new();
+        let mut erratum_patches = Vec::new();
         let mut elf_index_to_symbol: HashMap<u32, SymbolId> = HashMap::new();
         let mut section_symbol_address: HashMap<u32, u64> = HashMap::new();
         let mut bindings_kept = false;
@@ -484,6 +489,9 @@ impl Image {
                 && matches!(st_type, STT_FUNC | STT_NOTYPE | STT_GNU_IFUNC)
             {
                 code_entries.push(sym.st_value(endian));
+                if name.starts_with("e843419@") || name.starts_with("__CortexA53843419_") {
+                    erratum_patches.push(sym.st_value(endian));
+                }
             }
             let kind = match st_type {
                 STT_FUNC => SymbolKind::Function,
@@ -518,6 +526,7 @@ impl Image {
 
         labels.sort_unstable();
         labels.dedup();
+        erratum_patches.sort_unstable();
         let mut by_file_key = HashMap::with_capacity(symbols.len());
         let mut by_name_key = HashMap::with_capacity(symbols.len());
         let files: HashSet<String> = symbols.iter().filter_map(|s| s.file.clone()).collect();
@@ -698,6 +707,7 @@ impl Image {
             instruction_starts: Vec::new(),
             referenced_data: Vec::new(),
             jump_targets: Vec::new(),
+            erratum_patches,
             bindings_kept,
             pointer_places,
             position_independent,
