@@ -1,8 +1,10 @@
 //! AArch64: decodes 4-byte words with yaxpeax-arm and reduces each to its
 //! comparison key, the decoded instruction with pc-relative offsets (and the
 //! low 12 bits completing an `adrp`) zeroed, targets set apart. An `adrp`'s
-//! register is tracked linearly through the function: the `add` (immediate)
-//! or load/store based on it forms one address, page plus offset. Main
+//! register is tracked along every path through the function (a
+//! must-analysis: a page holds where every path that reaches brings it):
+//! the `add` (immediate) or load/store based on it forms one address, page
+//! plus offset. Main
 //! assumption: the code between a function's start and end is instructions
 //! (a word no decoder knows is compared as bytes).
 
@@ -53,7 +55,7 @@ struct OpenPage {
 }
 
 /// Decodes `bytes` of `image` loaded at `start`: a branch to an erratum
-/// 843419 patch (which the linker writes where an `adrp` sits in a page's
+/// 843419 patch (which the linker writes where an `adrp` sits at a page's
 /// last two words, so folding moves it) is the instruction it displaced.
 pub(crate) fn decode_in(image: &Image, bytes: &[u8], start: u64) -> Vec<Decoded> {
     decode_patched(bytes, start, |target| {
@@ -73,11 +75,10 @@ pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
 }
 
 /// Decodes `bytes` loaded at `start`, a `b` to a place `patch` knows read
-/// as the word it returns there.
+/// as the word it returns.
 fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) -> Vec<Decoded> {
     let decoder = InstDecoder::default();
     let mut out: Vec<Decoded> = Vec::with_capacity(bytes.len() / 4);
-    let mut open: Vec<OpenPage> = Vec::new();
     let words: Vec<u32> = bytes
         .chunks_exact(4)
         .enumerate()
@@ -92,10 +93,18 @@ fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) 
             patch(target).unwrap_or(word)
         })
         .collect();
+    let raw: Vec<Option<Instruction>> = words
+        .iter()
+        .map(|w| decode_word(&decoder, w.to_le_bytes()))
+        .collect();
+    let pages = page_definitions(&decoder, &words, &raw, start);
+    let entry = pages_at_entry(&raw, &pages, start);
+    let mut completed = vec![false; raw.len()];
+    let mut escaped = vec![false; raw.len()];
     for (i, chunk) in bytes.chunks(4).enumerate() {
         let offset = (i * 4) as u32;
         let pc = start + u64::from(offset);
-        let Some(&word) = words.get(i) else {
+        let Ok(word) = <[u8; 4]>::try_from(chunk) else {
             out.push(Decoded {
                 offset,
                 key: Key::Bytes(chunk.to_vec()),
@@ -103,10 +112,10 @@ fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) 
             });
             continue;
         };
-        let Some(mut instr) = decode_word(&decoder, word.to_le_bytes()) else {
+        let Some(mut instr) = raw.get(i).copied().flatten() else {
             out.push(Decoded {
                 offset,
-                key: Key::Bytes(word.to_le_bytes().to_vec()),
+                key: Key::Bytes(word.to_vec()),
                 refs: Vec::new(),
             });
             continue;
@@ -120,32 +129,8 @@ fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) 
             && let Operand::PCOffset(delta) = instr.operands[position]
         {
             instr.operands[position] = Operand::PCOffset(0);
-            // GNU ld's Cortex-A53 erratum 843419 fix turns an `adrp` into
-            // an `adr` of the page (the `add` or load after it unchanged):
-            // an `adr` of a page boundary that the next word completes, and
-            // no `nop` beside it (a relaxed `adrp`+`add`), is that `adrp`.
-            let relaxed_page = instr.opcode == Opcode::ADR
-                && pc.wrapping_add(delta as u64) & 0xfff == 0
-                && words.get(i.wrapping_sub(1)) != Some(&NOP)
-                && words.get(i + 1).is_some_and(|&next| {
-                    next != NOP && completes(&decoder, next, destination(&instr))
-                });
-            if instr.opcode == Opcode::ADRP || relaxed_page {
-                let page = if relaxed_page {
-                    instr.opcode = Opcode::ADRP;
-                    pc.wrapping_add(delta as u64)
-                } else {
-                    (pc & !0xfff).wrapping_add(delta as u64)
-                };
-                if let Some(register) = destination(&instr) {
-                    open.retain(|p| p.register != register);
-                    open.push(OpenPage {
-                        register,
-                        page,
-                        index: out.len(),
-                        completed: false,
-                    });
-                }
+            if pages[i].is_some() {
+                instr.opcode = Opcode::ADRP;
             } else {
                 let use_ = match instr.opcode {
                     Opcode::BL => Use::Call,
@@ -164,12 +149,32 @@ fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) 
                     field: pc,
                 });
             }
-        } else if let Some(page) = complete_page(&mut instr, &mut open) {
-            refs.push(page);
-        } else if let Some(register) = destination(&instr)
-            && !reads_first_operand(instr.opcode)
-        {
-            open.retain(|p| p.register != register);
+        } else {
+            let mut open: Vec<OpenPage> = entry[i]
+                .iter()
+                .filter(|&&(_, page, _)| page != UNDEFINED)
+                .map(|&(register, page, index)| OpenPage {
+                    register,
+                    page,
+                    index,
+                    completed: false,
+                })
+                .collect();
+            let completion = complete_page(&mut instr, &mut open);
+            if let Some((reference, adrp)) = completion {
+                refs.push(reference);
+                completed[adrp] = true;
+            }
+            // A page read any other way (a base with a register offset,
+            // an operand, an argument or result) is a value of its own.
+            for &(register, page, adrp) in &entry[i] {
+                if page != UNDEFINED
+                    && completion.is_none_or(|(_, done)| done != adrp)
+                    && reads_page_register(&instr, register)
+                {
+                    escaped[adrp] = true;
+                }
+            }
         }
         out.push(Decoded {
             offset,
@@ -179,18 +184,293 @@ fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) 
     }
     fuse_address_pairs(&mut out, start);
     local_data_addresses(&mut out, start);
-    // An `adrp` nothing completed lets the page itself escape.
-    for page in open {
-        if !page.completed {
-            let field = start + u64::from(out[page.index].offset);
-            out[page.index].refs.push(Reference {
-                address: page.page,
+    // An `adrp` nothing completed and something read lets the page itself
+    // escape.
+    for (index, page) in pages.iter().enumerate() {
+        if let Some((_, page)) = page
+            && !completed[index]
+            && escaped[index]
+            && let Some(decoded) = out.get_mut(index)
+        {
+            decoded.refs.push(Reference {
+                address: *page,
                 use_: Use::Address,
-                field,
+                field: start + u64::from(decoded.offset),
             });
         }
     }
     out
+}
+
+/// For each word, the (register, page) it opens: an `adrp`, or GNU ld's
+/// Cortex-A53 erratum 843419 fix, an `adr` of the page that the next word
+/// completes with no `nop` beside it (a relaxed `adrp`+`add` is not one).
+fn page_definitions(
+    decoder: &InstDecoder,
+    words: &[u32],
+    raw: &[Option<Instruction>],
+    start: u64,
+) -> Vec<Option<(u16, u64)>> {
+    raw.iter()
+        .enumerate()
+        .map(|(i, instr)| {
+            let instr = instr.as_ref()?;
+            let Operand::PCOffset(delta) = instr.operands[1] else {
+                return None;
+            };
+            let pc = start + (i as u64) * 4;
+            let register = destination(instr)?;
+            match instr.opcode {
+                Opcode::ADRP => Some((register, (pc & !0xfff).wrapping_add(delta as u64))),
+                Opcode::ADR => {
+                    let target = pc.wrapping_add(delta as u64);
+                    let relaxed = target & 0xfff == 0
+                        && words.get(i.wrapping_sub(1)) != Some(&NOP)
+                        && words.get(i + 1).is_some_and(|&next| {
+                            next != NOP && completes(decoder, next, Some(register))
+                        });
+                    relaxed.then_some((register, target))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// A register known to hold a page on every path: (register, page, index
+/// of the `adrp` that opened it).
+type HeldPage = (u16, u64, usize);
+
+/// For each word, the pages its registers hold on every path that reaches
+/// it from the start of the range (both ways at a conditional branch, no
+/// way past an unconditional one): a forward must-analysis to a fixpoint.
+/// A register leaves when written (a load, an `add`, a write-back, a call's
+/// clobber of x0-x18 and x30).
+fn pages_at_entry(
+    raw: &[Option<Instruction>],
+    pages: &[Option<(u16, u64)>],
+    start: u64,
+) -> Vec<Vec<HeldPage>> {
+    let mut entry: Vec<Option<Vec<HeldPage>>> = vec![None; raw.len()];
+    if raw.is_empty() {
+        return Vec::new();
+    }
+    let mut steps = 0usize;
+    // Code no path from the start reaches (a jump table's cases, entered
+    // through `br`) starts with nothing known, after the rest is settled.
+    for seed in 0..raw.len() {
+        let block_start = seed == 0
+            || raw[seed - 1]
+                .as_ref()
+                .is_none_or(|previous| ends_path(previous.opcode));
+        if entry[seed].is_some() || !block_start {
+            continue;
+        }
+        // At the function's start the callee-saved registers hold the
+        // caller's values, which compiled code never uses before writing
+        // (it only saves them): undefined, like a call's clobbers. Code
+        // only a `br` reaches (a jump table's cases) knows nothing of the
+        // registers: all undefined, the paths that also reach it decide.
+        let undefined = |registers: &[u16]| {
+            registers
+                .iter()
+                .map(|&r| (r, UNDEFINED, usize::MAX))
+                .collect::<Vec<_>>()
+        };
+        entry[seed] = Some(if seed == 0 {
+            undefined(&CALLEE_SAVED)
+        } else {
+            undefined(&(0..=30).collect::<Vec<u16>>())
+        });
+        flow_pages(raw, pages, start, &mut entry, seed, &mut steps);
+    }
+    entry.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// Propagates the entry states from `seed` to a fixpoint (see
+/// [`pages_at_entry`]); `steps` bounds the work over all seeds.
+fn flow_pages(
+    raw: &[Option<Instruction>],
+    pages: &[Option<(u16, u64)>],
+    start: u64,
+    entry: &mut [Option<Vec<HeldPage>>],
+    seed: usize,
+    steps: &mut usize,
+) {
+    let mut work = vec![seed];
+    while let Some(i) = work.pop() {
+        *steps += 1;
+        if *steps > 1024 * raw.len() + 4096 {
+            break;
+        }
+        let Some(state) = entry[i].clone() else {
+            continue;
+        };
+        let Some(instr) = raw[i].as_ref() else {
+            continue;
+        };
+        let mut after = state;
+        for written in written_registers(instr) {
+            after.retain(|&(r, _, _)| r != written);
+        }
+        // A call does not end a page: gcc keeps one in a register the
+        // callee is known not to touch (-fipa-ra). A register it may
+        // clobber that held no page is undefined after it: compiled code
+        // never reads it before writing it, so code after a call that uses
+        // it as a page (after `bl __stack_chk_fail`, which does not
+        // return) is reached only along the other paths.
+        if matches!(instr.opcode, Opcode::BL | Opcode::BLR) {
+            for register in CALL_CLOBBERS {
+                if !after.iter().any(|&(r, _, _)| r == register) {
+                    after.push((register, UNDEFINED, usize::MAX));
+                }
+            }
+        }
+        if let Some((register, page)) = pages[i] {
+            after.retain(|&(r, _, _)| r != register);
+            after.push((register, page, i));
+        }
+        after.sort_unstable();
+        for next in successors(instr, i, raw.len(), start) {
+            let merged = match &entry[next] {
+                None => after.clone(),
+                Some(old) => merge_pages(old, &after),
+            };
+            if entry[next].as_ref() != Some(&merged) {
+                entry[next] = Some(merged);
+                work.push(next);
+            }
+        }
+    }
+}
+
+/// A register a call left undefined (see [`flow_pages`]).
+const UNDEFINED: u64 = u64::MAX;
+
+/// The registers a call may clobber (AAPCS64): x0-x18 and x30.
+const CALL_CLOBBERS: [u16; 20] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 30,
+];
+
+/// The registers a function keeps for its caller (AAPCS64): x19-x28.
+const CALLEE_SAVED: [u16; 10] = [19, 20, 21, 22, 23, 24, 25, 26, 27, 28];
+
+/// What two paths agree on: a register that holds the same page on both,
+/// whichever `adrp` opened it (the first stands for them), or a page on one
+/// and undefined on the other.
+fn merge_pages(old: &[HeldPage], new: &[HeldPage]) -> Vec<HeldPage> {
+    let mut merged: Vec<HeldPage> = old
+        .iter()
+        .filter_map(|&(register, page, adrp)| {
+            let &(_, other_page, other_adrp) = new.iter().find(|&&(r, _, _)| r == register)?;
+            if page == UNDEFINED {
+                Some((register, other_page, other_adrp))
+            } else if other_page == UNDEFINED || other_page == page {
+                Some((register, page, adrp.min(other_adrp)))
+            } else {
+                None
+            }
+        })
+        .collect();
+    merged.sort_unstable();
+    merged
+}
+
+/// The words execution may go to after word `i` of `len`.
+fn successors(instr: &Instruction, i: usize, len: usize, start: u64) -> Vec<usize> {
+    let target = || {
+        instr.operands.iter().find_map(|o| match o {
+            Operand::PCOffset(delta) => {
+                let address = (start + (i as u64) * 4).wrapping_add(*delta as u64);
+                let offset = address.checked_sub(start)?;
+                (offset % 4 == 0 && offset / 4 < len as u64).then_some((offset / 4) as usize)
+            }
+            _ => None,
+        })
+    };
+    let next = (i + 1 < len).then_some(i + 1);
+    match instr.opcode {
+        Opcode::B => target().into_iter().collect(),
+        Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
+            next.into_iter().chain(target()).collect()
+        }
+        _ if ends_path(instr.opcode) => Vec::new(),
+        _ => next.into_iter().collect(),
+    }
+}
+
+/// The general registers `instr` writes: its destination (both of a load
+/// pair) and a written-back base.
+fn written_registers(instr: &Instruction) -> Vec<u16> {
+    let mut written = Vec::new();
+    if let Some(register) = destination(instr)
+        && !reads_first_operand(instr.opcode)
+    {
+        written.push(register);
+    }
+    if matches!(
+        instr.opcode,
+        Opcode::LDP | Opcode::LDPSW | Opcode::LDNP | Opcode::LDXP | Opcode::LDAXP
+    ) && let Operand::Register(_, r) = instr.operands[1]
+    {
+        written.push(r);
+    }
+    for operand in &instr.operands {
+        match *operand {
+            Operand::RegPreIndex(base, _, true)
+            | Operand::RegPostIndex(base, _)
+            | Operand::RegPostIndexReg(base, _) => written.push(base),
+            _ => {}
+        }
+    }
+    written
+}
+
+/// Whether `instr` reads `register` (holding a page) other than as the
+/// destination it writes: as any operand, or as an argument or result at a
+/// call or return (x0-x8).
+fn reads_page_register(instr: &Instruction, register: u16) -> bool {
+    let passes = match instr.opcode {
+        Opcode::BL | Opcode::BLR | Opcode::RET | Opcode::B | Opcode::BR => register <= 8,
+        _ => false,
+    };
+    passes
+        || instr
+            .operands
+            .iter()
+            .enumerate()
+            .any(|(index, operand)| match *operand {
+                Operand::Register(_, r) | Operand::RegisterOrSP(_, r) => {
+                    r == register && (index != 0 || reads_first_operand(instr.opcode))
+                }
+                Operand::RegPreIndex(r, _, _)
+                | Operand::RegPostIndex(r, _)
+                | Operand::RegPostIndexReg(r, _)
+                | Operand::RegShift(_, _, _, r) => r == register,
+                Operand::RegRegOffset(base, index_register, ..) => {
+                    base == register || index_register == register
+                }
+                _ => false,
+            })
+}
+
+/// An unconditional branch, return or trap: nothing falls through it.
+fn ends_path(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::B
+            | Opcode::BR
+            | Opcode::RET
+            | Opcode::RETAA
+            | Opcode::RETAB
+            | Opcode::BRAA
+            | Opcode::BRAAZ
+            | Opcode::BRAB
+            | Opcode::BRABZ
+            | Opcode::ERET
+            | Opcode::BRK
+            | Opcode::UDF
+    )
 }
 
 /// Puts the three forms of one address materialization in one form:
@@ -408,7 +688,7 @@ fn step(instr: &Instruction, register: u16) -> Step {
 
 /// If `instr` completes an open `adrp` (`add xd, xn, #lo12` or a load/store
 /// `[xn, #lo12]`), zeroes the low part and returns the full address.
-fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<Reference> {
+fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<(Reference, usize)> {
     let (base, operand_index, low, use_) = match (instr.opcode, instr.operands) {
         (Opcode::ADD, [_, Operand::RegisterOrSP(_, n), Operand::Immediate(low), _]) => {
             (n, 2, i64::from(low), Use::Address)
@@ -421,6 +701,7 @@ fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<Re
     let page_index = open.iter().position(|p| p.register == base)?;
     let page = &mut open[page_index];
     page.completed = true;
+    let adrp = page.index;
     let address = page.page.wrapping_add(low as u64);
     instr.operands[operand_index] = match instr.operands[operand_index] {
         Operand::Immediate(_) => Operand::Immediate(0),
@@ -434,11 +715,14 @@ fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<Re
     {
         open.retain(|p| p.register != written);
     }
-    Some(Reference {
-        address,
-        use_,
-        field: 0,
-    })
+    Some((
+        Reference {
+            address,
+            use_,
+            field: 0,
+        },
+        adrp,
+    ))
 }
 
 /// Whether `word` completes a page held in `register`: an `add` (immediate)
@@ -645,7 +929,6 @@ mod tests {
         let returned = uses(&[&body[..], &[0xaa09_03e0, 0xd65f_03c0]].concat());
         assert_eq!(returned, vec![Use::Access, Use::Jump]);
     }
-
     #[test]
     fn a_branch_to_an_erratum_patch_is_the_instruction_it_displaced() {
         // adrp x9, page(0x20000); ldr x9, [x9, #0xfd0]; ret
@@ -663,5 +946,25 @@ mod tests {
         .collect();
         assert_eq!(plain, patched);
         assert_eq!(plain[1].1, vec![0x20fd0]);
+    }
+
+    #[test]
+    fn a_page_is_held_along_paths_not_in_address_order() {
+        // cbnz w0, 3f; add x9, x8, #0x10; b 6f
+        // 3: adrp x9, page(0x20000); ldr q0, [x9, #0x9b0]; ret
+        // 6: strb w10, [x9, #8]; ret
+        // The strb is reached only with x9 = x8 + 0x10: no page there.
+        let decoded = shape(&[
+            0x3500_0060,
+            0x9100_4109,
+            0x1400_0004,
+            0x9000_0089,
+            0x3dc2_6d20,
+            0xd65f_03c0,
+            0x3900_212a,
+            0xd65f_03c0,
+        ]);
+        assert_eq!(decoded[4].1, vec![0x209b0]);
+        assert!(decoded[6].1.is_empty(), "{:?}", decoded[6]);
     }
 }

@@ -45,8 +45,12 @@
 //!   encoding: so `jmp rel8` and `jmp rel32`, `add $-1, %eax` as `83 /0 ib`,
 //!   `81 /0 id` or `05 id` compare equal, and a different register,
 //!   immediate value, operand size, prefix or mnemonic does not.
-//!   On AArch64 an `adrp` and the `add`/load/store completing it (tracked by
-//!   register through the function) form one address, and the forms the
+//!   On AArch64 an `adrp` and the `add`/load/store completing it form one
+//!   address; the page is tracked by register along every path (it holds
+//!   where all paths reaching an instruction bring it: a call keeps it, as
+//!   gcc's `-fipa-ra` relies on, and a register a call may clobber, or one
+//!   a jump table's case starts with, is undefined there, so only the
+//!   other paths decide), and the forms the
 //!   linkers relax it to depending on distance, which a fold changes, are
 //!   one form: `adrp`+`add`, lld's `nop`+`adr` and GNU ld's `adr`+`nop`
 //!   (unless a branch lands between the two), and GNU ld's erratum-843419
