@@ -20,23 +20,7 @@ pub(crate) struct A64Key(Instruction);
 
 impl A64Key {
     pub(crate) fn falls_through(&self) -> bool {
-        !matches!(
-            self.0.opcode,
-            Opcode::B
-                | Opcode::BR
-                | Opcode::RET
-                | Opcode::BL
-                | Opcode::BLR
-                | Opcode::BRK
-                | Opcode::UDF
-                | Opcode::ERET
-                | Opcode::RETAA
-                | Opcode::RETAB
-                | Opcode::BRAA
-                | Opcode::BRAAZ
-                | Opcode::BRAB
-                | Opcode::BRABZ
-        )
+        !(ends_path(self.0.opcode) || matches!(self.0.opcode, Opcode::BL | Opcode::BLR))
     }
 }
 

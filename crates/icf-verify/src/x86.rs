@@ -14,7 +14,7 @@ use iced_x86::{
 
 use crate::code::{Decoded, Key, Reference, Use};
 use crate::image::{Image, is_absolute_address, x86_field_size};
-use crate::x86_escape::address_escapes;
+use crate::x86_escape::{Body, address_escapes};
 
 /// One operand with any target replaced by a placeholder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +169,7 @@ fn local_data_addresses(
     instructions: &[Option<Instruction>],
     jump_targets: &[u64],
 ) {
+    let body = Body::new(instructions, jump_targets);
     for at in 0..out.len() {
         let Some(instruction) = instructions[at] else {
             continue;
@@ -185,7 +186,7 @@ fn local_data_addresses(
             continue;
         }
         let target = instruction.ip_rel_memory_address();
-        if image.is_code(target) || address_escapes(instructions, at, jump_targets) {
+        if image.is_code(target) || address_escapes(&body, at) {
             continue;
         }
         for reference in &mut out[at].refs {

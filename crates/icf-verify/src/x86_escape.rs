@@ -33,6 +33,41 @@ const ARGUMENTS: [Register; 6] = [
 /// Registers a call clobbers that are not arguments.
 const CLOBBERED: [Register; 3] = [Register::RAX, Register::R10, Register::R11];
 
+/// One function's decoded instructions, indexed by address once for
+/// every scan of its `lea`s.
+pub(crate) struct Body<'a> {
+    /// In address order; `None` where the bytes do not decode.
+    instructions: &'a [Option<Instruction>],
+    /// Where the function's jump tables send its dispatch.
+    jump_targets: &'a [u64],
+    /// (address, index into `instructions`), sorted by address.
+    by_ip: Vec<(u64, usize)>,
+}
+
+impl<'a> Body<'a> {
+    pub(crate) fn new(instructions: &'a [Option<Instruction>], jump_targets: &'a [u64]) -> Self {
+        let mut by_ip: Vec<(u64, usize)> = instructions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, instruction)| instruction.map(|x| (x.ip(), i)))
+            .collect();
+        by_ip.sort_unstable();
+        Body {
+            instructions,
+            jump_targets,
+            by_ip,
+        }
+    }
+
+    /// The index of the instruction starting at `ip`, if one does.
+    fn index_of(&self, ip: u64) -> Option<usize> {
+        self.by_ip
+            .binary_search_by_key(&ip, |&(ip, _)| ip)
+            .ok()
+            .map(|found| self.by_ip[found].1)
+    }
+}
+
 /// Whether the address that `instructions[at]` (a `lea`) writes to its
 /// destination escapes on some path. `instructions` is the function in
 /// address order, `None` for bytes decoded as data; `jump_targets` are
@@ -53,25 +88,16 @@ const CLOBBERED: [Register; 3] = [Register::RAX, Register::R10, Register::R11];
 /// store of the register, a comparison, a subtraction from another
 /// pointer, a push), another indirect branch, a jump out of the function,
 /// data, an instruction the scan cannot decode, or the step budget.
-pub(crate) fn address_escapes(
-    instructions: &[Option<Instruction>],
-    at: usize,
-    jump_targets: &[u64],
-) -> bool {
+pub(crate) fn address_escapes(body: &Body, at: usize) -> bool {
+    let Body {
+        instructions,
+        jump_targets,
+        ..
+    } = *body;
+    let index_of = |ip: u64| body.index_of(ip);
     // The `lea` (or pointer load) writing the register.
     let Some(Some(lea)) = instructions.get(at) else {
         return true;
-    };
-    let by_ip: Vec<(u64, usize)> = instructions
-        .iter()
-        .enumerate()
-        .filter_map(|(i, instruction)| instruction.map(|x| (x.ip(), i)))
-        .collect();
-    let index_of = |ip: u64| {
-        by_ip
-            .binary_search_by_key(&ip, |&(ip, _)| ip)
-            .ok()
-            .map(|found| by_ip[found].1)
     };
     let mut factory = InstructionInfoFactory::new();
     // (instruction, registers holding the address, past a jump table dispatch)
@@ -257,7 +283,7 @@ fn step(
 
 #[cfg(test)]
 mod tests {
-    use super::address_escapes;
+    use super::{Body, address_escapes};
     use iced_x86::{Decoder, DecoderOptions};
 
     /// Whether the `lea` at the start of `hex` (machine code at 0x1000)
@@ -273,7 +299,7 @@ mod tests {
             .collect();
         let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
         let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
-        address_escapes(&instructions, 0, jump_targets)
+        address_escapes(&Body::new(&instructions, jump_targets), 0)
     }
 
     #[test]

@@ -872,6 +872,35 @@ fn unnamed_relro_constants_compare_by_content_not_offset() {
     );
 }
 
+/// Links the assembly `units` (name, source) and `main`, in that order,
+/// with gcc and `linker_flags`, into `dir/name`.
+fn link_units(
+    dir: &Path,
+    name: &str,
+    units: &[(&str, String)],
+    main: &str,
+    linker_flags: &[&str],
+) -> PathBuf {
+    let mut args = Vec::new();
+    for (unit, source) in units
+        .iter()
+        .map(|(unit, source)| (*unit, source.as_str()))
+        .chain([("main", main)])
+    {
+        let path = dir.join(format!("{name}_{unit}.s"));
+        std::fs::write(&path, source).expect("writing a unit");
+        args.push(path.to_string_lossy().into_owned());
+    }
+    let output = dir.join(name);
+    args.extend(linker_flags.iter().map(|flag| flag.to_string()));
+    args.extend(["-o".into(), output.to_string_lossy().into_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run("gcc", &args);
+    output
+}
+
+const LLD: [&str; 2] = ["-fuse-ld=lld", "-B/usr/lib/llvm-19/bin/"];
+
 /// A unit `file` with a local `helper` returning `value` and a global
 /// `call_{file}` calling `callee` (the unit's own `helper` unless folded).
 fn unit(file: &str, value: u32, callee: &str, extra: &str) -> String {
@@ -895,25 +924,9 @@ fn a_local_whose_unit_lost_every_local_is_not_another_units_namesake() {
         ".globl __c_helper\n.hidden __c_helper\n".to_string() + &alias("__c_helper", "helper", 6);
     let main = x86_program("", &["call_a", "call_b", "call_c"]);
     let dir = work_dir("lost_unit");
-    let build = |name: &str, units: [String; 3]| {
-        let mut args = Vec::new();
-        for (unit, source) in ["b", "a", "c"].iter().zip(units) {
-            let path = dir.join(format!("{name}_{unit}.s"));
-            std::fs::write(&path, source).expect("writing a unit");
-            args.push(path.to_string_lossy().into_owned());
-        }
-        let main_path = dir.join(format!("{name}_main.s"));
-        std::fs::write(&main_path, &main).expect("writing main");
-        args.push(main_path.to_string_lossy().into_owned());
-        let output = dir.join(name);
-        args.extend([
-            "-fuse-ld=bfd".into(),
-            "-o".into(),
-            output.to_string_lossy().into_owned(),
-        ]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        run("gcc", &args);
-        output
+    let build = |name: &str, [b, a, c]: [String; 3]| {
+        let units = [("b", b), ("a", a), ("c", c)];
+        link_units(&dir, name, &units, &main, &["-fuse-ld=bfd"])
     };
     let plain = build(
         "plain",
@@ -1181,26 +1194,9 @@ fn namesakes_without_a_file_pair_only_when_none_was_removed() {
         + &alias("__icf_helper", "helper", 6);
     let main = x86_program("", &["call_a", "call_b", "call_c"]);
     let dir = work_dir("no_file_namesakes");
-    let build = |name: &str, units: [String; 3]| {
-        let mut args = Vec::new();
-        for (unit, source) in ["b", "a", "c"].iter().zip(units) {
-            let path = dir.join(format!("{name}_{unit}.s"));
-            std::fs::write(&path, no_file(source)).expect("writing a unit");
-            args.push(path.to_string_lossy().into_owned());
-        }
-        let main_path = dir.join(format!("{name}_main.s"));
-        std::fs::write(&main_path, &main).expect("writing main");
-        args.push(main_path.to_string_lossy().into_owned());
-        let output = dir.join(name);
-        args.extend([
-            "-fuse-ld=lld".into(),
-            "-B/usr/lib/llvm-19/bin/".into(),
-            "-o".into(),
-            output.to_string_lossy().into_owned(),
-        ]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        run("gcc", &args);
-        output
+    let build = |name: &str, [b, a, c]: [String; 3]| {
+        let units = [("b", no_file(b)), ("a", no_file(a)), ("c", no_file(c))];
+        link_units(&dir, name, &units, &main, &LLD)
     };
     let plain = build(
         "plain",
@@ -1239,27 +1235,7 @@ fn namesake_writable_locals_without_a_file_bind_one_to_one() {
     };
     let main = x86_program("", &["bump_a", "bump_b", "bump_a"]);
     let dir = work_dir("writable_namesakes");
-    let build = |name: &str, units: &[(&str, String)]| {
-        let mut args = Vec::new();
-        for (unit, source) in units {
-            let path = dir.join(format!("{name}_{unit}.s"));
-            std::fs::write(&path, source).expect("writing a unit");
-            args.push(path.to_string_lossy().into_owned());
-        }
-        let main_path = dir.join(format!("{name}_main.s"));
-        std::fs::write(&main_path, &main).expect("writing main");
-        args.push(main_path.to_string_lossy().into_owned());
-        let output = dir.join(name);
-        args.extend([
-            "-fuse-ld=lld".into(),
-            "-B/usr/lib/llvm-19/bin/".into(),
-            "-o".into(),
-            output.to_string_lossy().into_owned(),
-        ]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        run("gcc", &args);
-        output
-    };
+    let build = |name: &str, units: &[(&str, String)]| link_units(&dir, name, units, &main, &LLD);
     let plain = build(
         "plain",
         &[
