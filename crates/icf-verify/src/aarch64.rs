@@ -4,13 +4,18 @@
 //! register is tracked along every path through the function (a
 //! must-analysis: a page holds where every path that reaches brings it):
 //! the `add` (immediate) or load/store based on it forms one address, page
-//! plus offset. Main
+//! plus offset; a register copy (`mov xd, xs`) carries the page along.
+//! Main
 //! assumption: the code between a function's start and end is instructions
 //! (a word no decoder knows is compared as bytes).
 
 use yaxpeax_arch::{Decoder, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, SizeCode};
 
+use crate::aarch64_flow::{
+    Held, Surroundings, destination, ends_path, holdings_at_entry, reads_first_operand,
+    register_copy,
+};
 use crate::code::{Decoded, Key, Reference, Use};
 use crate::image::Image;
 
@@ -42,25 +47,25 @@ struct OpenPage {
 /// 843419 patch (which the linker writes where an `adrp` sits at a page's
 /// last two words, so folding moves it) is the instruction it displaced.
 pub(crate) fn decode_in(image: &Image, bytes: &[u8], start: u64) -> Vec<Decoded> {
-    decode_patched(bytes, start, |target| {
+    let patch = |target| {
         image
             .erratum_patches
             .binary_search(&target)
             .is_ok()
             .then(|| image.read_u32(target))
             .flatten()
-    })
-}
-
-/// Decodes `bytes` loaded at `start`.
-#[cfg(test)]
-pub(crate) fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
-    decode_patched(bytes, start, |_| None)
+    };
+    decode_patched(bytes, start, patch, image)
 }
 
 /// Decodes `bytes` loaded at `start`, a `b` to a place `patch` knows read
-/// as the word it returns.
-fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) -> Vec<Decoded> {
+/// as the word it returns; `around` holds the jump tables and landing pads.
+fn decode_patched(
+    bytes: &[u8],
+    start: u64,
+    patch: impl Fn(u64) -> Option<u32>,
+    around: &dyn Surroundings,
+) -> Vec<Decoded> {
     let decoder = InstDecoder::default();
     let mut out: Vec<Decoded> = Vec::with_capacity(bytes.len() / 4);
     let words: Vec<u32> = bytes
@@ -82,7 +87,7 @@ fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) 
         .map(|w| decode_word(&decoder, w.to_le_bytes()))
         .collect();
     let pages = page_definitions(&decoder, &words, &raw, start);
-    let entry = pages_at_entry(&raw, &pages, start);
+    let entry = holdings_at_entry(&raw, &pages, start, around);
     let mut completed = vec![false; raw.len()];
     let mut escaped = vec![false; raw.len()];
     for (i, chunk) in bytes.chunks(4).enumerate() {
@@ -136,12 +141,14 @@ fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) 
         } else {
             let mut open: Vec<OpenPage> = entry[i]
                 .iter()
-                .filter(|&&(_, page, _)| page != UNDEFINED)
-                .map(|&(register, page, index)| OpenPage {
-                    register,
-                    page,
-                    index,
-                    completed: false,
+                .filter_map(|holding| match holding.held {
+                    Held::Page(page) => Some(OpenPage {
+                        register: holding.register,
+                        page,
+                        index: holding.origin,
+                        completed: false,
+                    }),
+                    _ => None,
                 })
                 .collect();
             let completion = complete_page(&mut instr, &mut open);
@@ -150,13 +157,16 @@ fn decode_patched(bytes: &[u8], start: u64, patch: impl Fn(u64) -> Option<u32>) 
                 completed[adrp] = true;
             }
             // A page read any other way (a base with a register offset,
-            // an operand, an argument or result) is a value of its own.
-            for &(register, page, adrp) in &entry[i] {
-                if page != UNDEFINED
-                    && completion.is_none_or(|(_, done)| done != adrp)
-                    && reads_page_register(&instr, register)
+            // an operand, an argument or result) is a value of its own. A
+            // copy is not such a read: the copy's uses are checked.
+            let copy_source = register_copy(&instr).map(|(_, from)| from);
+            for holding in &entry[i] {
+                if matches!(holding.held, Held::Page(_))
+                    && completion.is_none_or(|(_, done)| done != holding.origin)
+                    && copy_source != Some(holding.register)
+                    && reads_page_register(&instr, holding.register)
                 {
-                    escaped[adrp] = true;
+                    escaped[holding.origin] = true;
                 }
             }
         }
@@ -221,195 +231,6 @@ fn page_definitions(
         .collect()
 }
 
-/// A register known to hold a page on every path: (register, page, index
-/// of the `adrp` that opened it).
-type HeldPage = (u16, u64, usize);
-
-/// For each word, the pages its registers hold on every path that reaches
-/// it from the start of the range (both ways at a conditional branch, no
-/// way past an unconditional one): a forward must-analysis to a fixpoint.
-/// A register leaves when written (a load, an `add`, a write-back, a call's
-/// clobber of x0-x18 and x30).
-fn pages_at_entry(
-    raw: &[Option<Instruction>],
-    pages: &[Option<(u16, u64)>],
-    start: u64,
-) -> Vec<Vec<HeldPage>> {
-    let mut entry: Vec<Option<Vec<HeldPage>>> = vec![None; raw.len()];
-    if raw.is_empty() {
-        return Vec::new();
-    }
-    let mut steps = 0usize;
-    // Code no path from the start reaches (a jump table's cases, entered
-    // through `br`) starts with nothing known, after the rest is settled.
-    for seed in 0..raw.len() {
-        let block_start = seed == 0
-            || raw[seed - 1]
-                .as_ref()
-                .is_none_or(|previous| ends_path(previous.opcode));
-        if entry[seed].is_some() || !block_start {
-            continue;
-        }
-        // At the function's start the callee-saved registers hold the
-        // caller's values, which compiled code never uses before writing
-        // (it only saves them): undefined, like a call's clobbers. Code
-        // only a `br` reaches (a jump table's cases) knows nothing of the
-        // registers: all undefined, the paths that also reach it decide.
-        let undefined = |registers: &[u16]| {
-            registers
-                .iter()
-                .map(|&r| (r, UNDEFINED, usize::MAX))
-                .collect::<Vec<_>>()
-        };
-        entry[seed] = Some(if seed == 0 {
-            undefined(&CALLEE_SAVED)
-        } else {
-            undefined(&(0..=30).collect::<Vec<u16>>())
-        });
-        flow_pages(raw, pages, start, &mut entry, seed, &mut steps);
-    }
-    entry.into_iter().map(Option::unwrap_or_default).collect()
-}
-
-/// Propagates the entry states from `seed` to a fixpoint (see
-/// [`pages_at_entry`]); `steps` bounds the work over all seeds.
-fn flow_pages(
-    raw: &[Option<Instruction>],
-    pages: &[Option<(u16, u64)>],
-    start: u64,
-    entry: &mut [Option<Vec<HeldPage>>],
-    seed: usize,
-    steps: &mut usize,
-) {
-    let mut work = vec![seed];
-    while let Some(i) = work.pop() {
-        *steps += 1;
-        if *steps > 1024 * raw.len() + 4096 {
-            break;
-        }
-        let Some(state) = entry[i].clone() else {
-            continue;
-        };
-        let Some(instr) = raw[i].as_ref() else {
-            continue;
-        };
-        let mut after = state;
-        for written in written_registers(instr) {
-            after.retain(|&(r, _, _)| r != written);
-        }
-        // A call does not end a page: gcc keeps one in a register the
-        // callee is known not to touch (-fipa-ra). A register it may
-        // clobber that held no page is undefined after it: compiled code
-        // never reads it before writing it, so code after a call that uses
-        // it as a page (after `bl __stack_chk_fail`, which does not
-        // return) is reached only along the other paths.
-        if matches!(instr.opcode, Opcode::BL | Opcode::BLR) {
-            for register in CALL_CLOBBERS {
-                if !after.iter().any(|&(r, _, _)| r == register) {
-                    after.push((register, UNDEFINED, usize::MAX));
-                }
-            }
-        }
-        if let Some((register, page)) = pages[i] {
-            after.retain(|&(r, _, _)| r != register);
-            after.push((register, page, i));
-        }
-        after.sort_unstable();
-        for next in successors(instr, i, raw.len(), start) {
-            let merged = match &entry[next] {
-                None => after.clone(),
-                Some(old) => merge_pages(old, &after),
-            };
-            if entry[next].as_ref() != Some(&merged) {
-                entry[next] = Some(merged);
-                work.push(next);
-            }
-        }
-    }
-}
-
-/// A register a call left undefined (see [`flow_pages`]).
-const UNDEFINED: u64 = u64::MAX;
-
-/// The registers a call may clobber (AAPCS64): x0-x18 and x30.
-const CALL_CLOBBERS: [u16; 20] = [
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 30,
-];
-
-/// The registers a function keeps for its caller (AAPCS64): x19-x28.
-const CALLEE_SAVED: [u16; 10] = [19, 20, 21, 22, 23, 24, 25, 26, 27, 28];
-
-/// What two paths agree on: a register that holds the same page on both,
-/// whichever `adrp` opened it (the first stands for them), or a page on one
-/// and undefined on the other.
-fn merge_pages(old: &[HeldPage], new: &[HeldPage]) -> Vec<HeldPage> {
-    let mut merged: Vec<HeldPage> = old
-        .iter()
-        .filter_map(|&(register, page, adrp)| {
-            let &(_, other_page, other_adrp) = new.iter().find(|&&(r, _, _)| r == register)?;
-            if page == UNDEFINED {
-                Some((register, other_page, other_adrp))
-            } else if other_page == UNDEFINED || other_page == page {
-                Some((register, page, adrp.min(other_adrp)))
-            } else {
-                None
-            }
-        })
-        .collect();
-    merged.sort_unstable();
-    merged
-}
-
-/// The words execution may go to after word `i` of `len`.
-fn successors(instr: &Instruction, i: usize, len: usize, start: u64) -> Vec<usize> {
-    let target = || {
-        instr.operands.iter().find_map(|o| match o {
-            Operand::PCOffset(delta) => {
-                let address = (start + (i as u64) * 4).wrapping_add(*delta as u64);
-                let offset = address.checked_sub(start)?;
-                (offset % 4 == 0 && offset / 4 < len as u64).then_some((offset / 4) as usize)
-            }
-            _ => None,
-        })
-    };
-    let next = (i + 1 < len).then_some(i + 1);
-    match instr.opcode {
-        Opcode::B => target().into_iter().collect(),
-        Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
-            next.into_iter().chain(target()).collect()
-        }
-        _ if ends_path(instr.opcode) => Vec::new(),
-        _ => next.into_iter().collect(),
-    }
-}
-
-/// The general registers `instr` writes: its destination (both of a load
-/// pair) and a written-back base.
-fn written_registers(instr: &Instruction) -> Vec<u16> {
-    let mut written = Vec::new();
-    if let Some(register) = destination(instr)
-        && !reads_first_operand(instr.opcode)
-    {
-        written.push(register);
-    }
-    if matches!(
-        instr.opcode,
-        Opcode::LDP | Opcode::LDPSW | Opcode::LDNP | Opcode::LDXP | Opcode::LDAXP
-    ) && let Operand::Register(_, r) = instr.operands[1]
-    {
-        written.push(r);
-    }
-    for operand in &instr.operands {
-        match *operand {
-            Operand::RegPreIndex(base, _, true)
-            | Operand::RegPostIndex(base, _)
-            | Operand::RegPostIndexReg(base, _) => written.push(base),
-            _ => {}
-        }
-    }
-    written
-}
-
 /// Whether `instr` reads `register` (holding a page) other than as the
 /// destination it writes: as any operand, or as an argument or result at a
 /// call or return (x0-x8).
@@ -436,25 +257,6 @@ fn reads_page_register(instr: &Instruction, register: u16) -> bool {
                 }
                 _ => false,
             })
-}
-
-/// An unconditional branch, return or trap: nothing falls through it.
-fn ends_path(opcode: Opcode) -> bool {
-    matches!(
-        opcode,
-        Opcode::B
-            | Opcode::BR
-            | Opcode::RET
-            | Opcode::RETAA
-            | Opcode::RETAB
-            | Opcode::BRAA
-            | Opcode::BRAAZ
-            | Opcode::BRAB
-            | Opcode::BRABZ
-            | Opcode::ERET
-            | Opcode::BRK
-            | Opcode::UDF
-    )
 }
 
 /// Puts the three forms of one address materialization in one form:
@@ -723,44 +525,6 @@ fn completes(decoder: &InstDecoder, word: u32, register: Option<u16>) -> bool {
     }
 }
 
-/// The general register an instruction writes first, if any.
-fn destination(instr: &Instruction) -> Option<u16> {
-    match instr.operands[0] {
-        Operand::Register(_, r) | Operand::RegisterOrSP(_, r) => Some(r),
-        _ => None,
-    }
-}
-
-/// Instructions whose first register operand is read, not written
-/// (stores, register-testing branches).
-fn reads_first_operand(opcode: Opcode) -> bool {
-    matches!(
-        opcode,
-        Opcode::STR
-            | Opcode::STRB
-            | Opcode::STRH
-            | Opcode::STRW
-            | Opcode::STP
-            | Opcode::STNP
-            | Opcode::STUR
-            | Opcode::STURB
-            | Opcode::STURH
-            | Opcode::STLR
-            | Opcode::STLRB
-            | Opcode::STLRH
-            | Opcode::STLUR
-            | Opcode::STLURB
-            | Opcode::STLURH
-            | Opcode::STTR
-            | Opcode::STTRB
-            | Opcode::STTRH
-            | Opcode::CBZ
-            | Opcode::CBNZ
-            | Opcode::TBZ
-            | Opcode::TBNZ
-    )
-}
-
 const BTI_MASK: u32 = 0xffff_ff3f;
 const BTI: u32 = 0xd503_241f;
 
@@ -794,6 +558,47 @@ pub(crate) fn disassemble(image: &Image, address: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Memory around a function under test: (address, bytes) pieces,
+    /// landing pads and functions that never return.
+    #[derive(Default)]
+    struct Memory {
+        pieces: Vec<(u64, Vec<u8>)>,
+        pads: Vec<u64>,
+        noreturn: Vec<u64>,
+    }
+
+    impl Surroundings for Memory {
+        fn bytes(&self, address: u64, len: u64) -> Option<&[u8]> {
+            self.pieces.iter().find_map(|(at, bytes)| {
+                let from = usize::try_from(address.checked_sub(*at)?).ok()?;
+                bytes.get(from..from + usize::try_from(len).ok()?)
+            })
+        }
+
+        fn is_landing_pad(&self, address: u64) -> bool {
+            self.pads.contains(&address)
+        }
+
+        fn never_returns(&self, target: u64) -> bool {
+            self.noreturn.contains(&target)
+        }
+    }
+
+    /// Decodes `bytes` loaded at `start`, with nothing around.
+    fn decode(bytes: &[u8], start: u64) -> Vec<Decoded> {
+        decode_patched(bytes, start, |_| None, &Memory::default())
+    }
+
+    /// The keys and reference targets of `words` decoded at 0x10000 with
+    /// `around`.
+    fn shape_in(words: &[u32], around: &Memory) -> Vec<(Key, Vec<u64>)> {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        decode_patched(&bytes, 0x10000, |_| None, around)
+            .into_iter()
+            .map(|d| (d.key, d.refs.iter().map(|r| r.address).collect()))
+            .collect()
+    }
 
     fn uses(words: &[u32]) -> Vec<Use> {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -922,12 +727,12 @@ mod tests {
             .iter()
             .flat_map(|w| w.to_le_bytes())
             .collect();
-        let patched: Vec<(Key, Vec<u64>)> = decode_patched(&bytes, 0x10000, |target| {
-            (target == 0x18000).then_some(0xf947_e929)
-        })
-        .into_iter()
-        .map(|d| (d.key, d.refs.iter().map(|r| r.address).collect()))
-        .collect();
+        let patch = |target| (target == 0x18000).then_some(0xf947_e929);
+        let patched: Vec<(Key, Vec<u64>)> =
+            decode_patched(&bytes, 0x10000, patch, &Memory::default())
+                .into_iter()
+                .map(|d| (d.key, d.refs.iter().map(|r| r.address).collect()))
+                .collect();
         assert_eq!(plain, patched);
         assert_eq!(plain[1].1, vec![0x20fd0]);
     }
@@ -950,5 +755,141 @@ mod tests {
         ]);
         assert_eq!(decoded[4].1, vec![0x209b0]);
         assert!(decoded[6].1.is_empty(), "{:?}", decoded[6]);
+    }
+
+    /// Two dispatches: a jump table (at 0x30010, its cases at words 13
+    /// and 15) while x23 holds page 0x20000, and a `br x11` after x23 was
+    /// overwritten.
+    const TWO_DISPATCHES: [u32; 18] = [
+        0x9000_0097, // adrp x23, page(0x20000)
+        0x9000_011a, // adrp x26, page(0x30000)
+        0x9100_435a, // add x26, x26, #0x10
+        0xb500_00e1, // cbnz x1, 2f
+        0x7100_051f, // cmp w8, #1
+        0x5400_0188, // b.hi 3f
+        0x1000_00e9, // adr x9, 4f
+        0x3868_6b4a, // ldrb w10, [x26, x8]
+        0x8b0a_0929, // add x9, x9, x10, lsl #2
+        0xd61f_0120, // br x9
+        0xaa00_03f7, // 2: mov x23, x0
+        0x1000_00cb, // adr x11, 3f
+        0xd61f_0160, // br x11
+        0xf944_82f8, // 4: ldr x24, [x23, #0x900]
+        0xd65f_03c0, // ret
+        0xf944_86f8, // ldr x24, [x23, #0x908]
+        0xd65f_03c0, // ret
+        0xd65f_03c0, // 3: ret
+    ];
+
+    #[test]
+    fn a_jump_tables_cases_hold_the_pages_held_at_its_dispatch() {
+        let table = Memory {
+            pieces: vec![(0x30010, vec![0, 2])],
+            ..Memory::default()
+        };
+        let decoded = shape_in(&TWO_DISPATCHES, &table);
+        assert_eq!(decoded[13].1, vec![0x20900]);
+        assert_eq!(decoded[15].1, vec![0x20908]);
+        // An entry outside the function: no table, and the cases start
+        // with what both dispatches agree on, which x23 is not.
+        let outside = Memory {
+            pieces: vec![(0x30010, vec![0, 200])],
+            ..Memory::default()
+        };
+        let decoded = shape_in(&TWO_DISPATCHES, &outside);
+        assert!(decoded[13].1.is_empty(), "{:?}", decoded[13]);
+        // Unreadable: likewise.
+        let decoded = shape_in(&TWO_DISPATCHES, &Memory::default());
+        assert!(decoded[13].1.is_empty(), "{:?}", decoded[13]);
+    }
+
+    #[test]
+    fn a_jump_table_of_unknown_length_goes_no_lower_than_its_base() {
+        // Two dispatches on unbounded byte entries (an enum's switch with
+        // no default): the cases of the first (word 9) lie before the
+        // base of the second (word 17), where x23 no longer holds a page.
+        let words = [
+            0x9000_0097, // adrp x23, page(0x20000)
+            0x9000_011a, // adrp x26, page(0x30000)
+            0x9100_435a, // add x26, x26, #0x10
+            0xb500_0101, // cbnz x1, 2f
+            0x3940_0008, // ldrb w8, [x0]
+            0x1000_0089, // adr x9, 1f
+            0x3868_6b4a, // ldrb w10, [x26, x8]
+            0x8b0a_0929, // add x9, x9, x10, lsl #2
+            0xd61f_0120, // br x9
+            0xf944_82f8, // 1: ldr x24, [x23, #0x900]
+            0xd65f_03c0, // ret
+            0xaa00_03f7, // 2: mov x23, x0
+            0x3940_0008, // ldrb w8, [x0]
+            0x1000_0089, // adr x9, 3f
+            0x3868_6b4a, // ldrb w10, [x26, x8]
+            0x8b0a_0929, // add x9, x9, x10, lsl #2
+            0xd61f_0120, // br x9
+            0xd65f_03c0, // 3: ret
+        ];
+        let decoded = shape_in(&words, &Memory::default());
+        assert_eq!(decoded[9].1, vec![0x20900]);
+    }
+
+    #[test]
+    fn nothing_falls_through_a_call_that_never_returns() {
+        let words = [
+            0x9000_0094, // adrp x20, page(0x20000)
+            0xb500_0060, // cbnz x0, 1f
+            0x9109_4294, // add x20, x20, #0x250
+            0x9400_1ffd, // bl __stack_chk_fail (0x18000)
+            0x9109_4281, // 1: add x1, x20, #0x250
+            0xd65f_03c0, // ret
+        ];
+        let noreturn = Memory {
+            noreturn: vec![0x18000],
+            ..Memory::default()
+        };
+        assert_eq!(shape_in(&words, &noreturn)[4].1, vec![0x20250]);
+        // A call that returns brings x20 = page + 0x250 there too.
+        let decoded = shape_in(&words, &Memory::default());
+        assert!(decoded[4].1.is_empty(), "{:?}", decoded[4]);
+    }
+
+    #[test]
+    fn a_landing_pad_holds_the_pages_held_at_every_call() {
+        let words = [
+            0x9000_0097, // adrp x23, page(0x20000)
+            0xb500_0061, // cbnz x1, 1f
+            0x97ff_fffe, // bl 0
+            0xd65f_03c0, // ret
+            0xaa00_03f7, // 1: mov x23, x0
+            0xd61f_02e0, // br x23
+            0xf944_82f8, // pad: ldr x24, [x23, #0x900]
+            0xd65f_03c0, // ret
+        ];
+        let pad = Memory {
+            pads: vec![0x10018],
+            ..Memory::default()
+        };
+        assert_eq!(shape_in(&words, &pad)[6].1, vec![0x20900]);
+        // Not known as a pad, it may be where the `br` goes.
+        let decoded = shape_in(&words, &Memory::default());
+        assert!(decoded[6].1.is_empty(), "{:?}", decoded[6]);
+    }
+
+    #[test]
+    fn a_copy_of_a_page_register_holds_the_page() {
+        // adrp x27, page(0x20000); mov x21, x27; bl 0; mov x27, x0;
+        // mov x27, x21; ldrb w8, [x27, #0x908]; ret
+        let decoded = shape(&[
+            0x9000_009b,
+            0xaa1b_03f5,
+            0x9400_0000,
+            0xaa00_03fb,
+            0xaa15_03fb,
+            0x3964_2368,
+            0xd65f_03c0,
+        ]);
+        assert_eq!(decoded[5].1, vec![0x20908]);
+        // The copy itself is no use of the page.
+        assert!(decoded[1].1.is_empty(), "{:?}", decoded[1]);
+        assert!(decoded[0].1.is_empty(), "{:?}", decoded[0]);
     }
 }

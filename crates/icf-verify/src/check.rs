@@ -1420,19 +1420,9 @@ fn in_rust_function(image: &Image, address: u64) -> bool {
         .any(|&id| image.symbol(id).is_rust_function())
 }
 
-/// The symbol a PLT entry jumps to: the GOT slot its indirect jump reads,
-/// named by the slot's dynamic relocation.
+/// The symbol a PLT entry jumps to (see [`code::plt_slot`]).
 fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
-    let s = &image.sections[section];
-    let entry = s.address + (address - s.address) / 16 * 16;
-    let end = (entry + 16).min(s.address + s.size);
-    let decoded = code::decode(image, entry, end)?;
-    let slot = decoded
-        .iter()
-        .flat_map(|d| d.refs.iter())
-        .find(|r| matches!(r.use_, Use::Access | Use::Deref | Use::Jump))?
-        .address;
-    match image.dynamic.get(&slot)? {
+    match code::plt_slot(image, section, address)? {
         image::Slot::Named(name, _) => Some(Place::Plt(name.clone())),
         image::Slot::Address(a) => Some(Place::GotAddress(*a)),
     }

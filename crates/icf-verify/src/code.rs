@@ -6,7 +6,7 @@
 //! their keys are equal and their targets correspond, so encodings that only
 //! differ in size (rel8/rel32, imm8/imm32) compare equal.
 
-use crate::image::{Arch, Image};
+use crate::image::{Arch, Image, Slot};
 use crate::{aarch64, x86};
 
 /// How an instruction uses a target.
@@ -86,6 +86,22 @@ pub(crate) fn decode(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>
         Arch::X86_64 => x86::decode(image, bytes, start),
         Arch::Aarch64 => aarch64::decode_in(image, bytes, start),
     })
+}
+
+/// What the PLT entry holding `address` (in section `section`) jumps to:
+/// the GOT slot its indirect jump reads, as its dynamic relocation fills
+/// it.
+pub(crate) fn plt_slot(image: &Image, section: usize, address: u64) -> Option<&Slot> {
+    let s = &image.sections[section];
+    let entry = s.address + (address - s.address) / 16 * 16;
+    let end = (entry + 16).min(s.address + s.size);
+    let decoded = decode(image, entry, end)?;
+    let slot = decoded
+        .iter()
+        .flat_map(|d| d.refs.iter())
+        .find(|r| matches!(r.use_, Use::Access | Use::Deref | Use::Jump))?
+        .address;
+    image.dynamic.get(&slot)
 }
 
 /// Decodes `[start, end)` of `image` as the checker compares it: by

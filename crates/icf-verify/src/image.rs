@@ -272,6 +272,11 @@ pub(crate) struct Image {
     /// x86-64: every place a jump table entry sends an indirect jump,
     /// sorted (see `reach.rs`).
     pub jump_targets: Vec<u64>,
+    /// Where the unwinder enters code (`eh.rs`), sorted.
+    pub landing_pads: Vec<u64>,
+    /// Where calls go to functions that never return (`noreturn.rs`),
+    /// sorted.
+    pub noreturn_entries: Vec<u64>,
     /// AArch64: the patches the linkers' Cortex-A53 erratum 843419 fix
     /// branches to (GNU ld's `e843419@*`, lld's `__CortexA53843419_*`),
     /// sorted: each holds the instruction it displaced, then a branch back.
@@ -365,6 +370,11 @@ impl Image {
         let data =
             std::fs::read(path).map_err(|e| Error::new(path, format!("cannot read: {e}")))?;
         let mut image = Image::parse(path, data)?;
+        let mut landing_pads = crate::eh::landing_pads(&image);
+        landing_pads.sort_unstable();
+        landing_pads.dedup();
+        image.landing_pads = landing_pads;
+        image.noreturn_entries = crate::noreturn::noreturn_entries(&image);
         if image.arch == Arch::X86_64 {
             let reached = crate::reach::reach(&image);
             image.instruction_starts = reached.instruction_starts;
@@ -707,6 +717,8 @@ impl Image {
             instruction_starts: Vec::new(),
             referenced_data: Vec::new(),
             jump_targets: Vec::new(),
+            landing_pads: Vec::new(),
+            noreturn_entries: Vec::new(),
             erratum_patches,
             bindings_kept,
             pointer_places,

@@ -48,9 +48,11 @@
 //!   On AArch64 an `adrp` and the `add`/load/store completing it form one
 //!   address; the page is tracked by register along every path (it holds
 //!   where all paths reaching an instruction bring it: a call keeps it, as
-//!   gcc's `-fipa-ra` relies on, and a register a call may clobber, or one
-//!   a jump table's case starts with, is undefined there, so only the
-//!   other paths decide), and the forms the
+//!   gcc's `-fipa-ra` relies on, and a register a call may clobber is
+//!   undefined there, so only the other paths decide; a copy carries it;
+//!   paths go into a jump table's cases from its dispatch, read from the
+//!   table where a `cmp` bounds it, into landing pads from every call,
+//!   and not past a call of a function that never returns), and the forms the
 //!   linkers relax it to depending on distance, which a fold changes, are
 //!   one form: `adrp`+`add`, lld's `nop`+`adr` and GNU ld's `adr`+`nop`
 //!   (unless a branch lands between the two), and GNU ld's erratum-843419
@@ -187,10 +189,12 @@
 //! compared as bytes (equal when the code is laid out alike).
 
 mod aarch64;
+mod aarch64_flow;
 mod check;
 mod code;
 mod eh;
 mod image;
+mod noreturn;
 mod reach;
 mod x86;
 mod x86_escape;

@@ -250,7 +250,7 @@ pub(crate) fn reach(image: &Image) -> Reached {
         .collect();
     sections.sort_by_key(|s| s.start);
     let mut work = image.code_entries.clone();
-    work.extend(crate::eh::landing_pads(image));
+    work.extend(&image.landing_pads);
     work.extend(
         image
             .emitted

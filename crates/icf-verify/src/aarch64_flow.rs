@@ -1,0 +1,805 @@
+//! AArch64: the paths through one function and what its registers hold
+//! along them, for resolving `adrp` pages. A forward must-analysis to a
+//! fixpoint: a register holds a page (`adrp`) or a complete address
+//! (`adrp` + `add`, `adr`) where every path that reaches brings the same
+//! one. Paths follow fall-through and direct branches, the cases of the
+//! jump tables the analysis recognises (a `br` of a base plus an entry
+//! loaded from a table whose bound a `cmp` checks just before), not past a
+//! call of a function that never returns, and enter landing pads with what
+//! every call leaves. Code no path reaches (the
+//! cases of a dispatch it does not recognise) starts with what every
+//! unrecognised `br` leaves.
+//!
+//! Main assumption: compiled code never reads a register the caller or a
+//! callee left (a callee-saved register at entry, a clobbered one after a
+//! call) before writing it, so such a register is undefined and agrees
+//! with any value another path brings.
+
+use std::collections::HashMap;
+
+use yaxpeax_arm::armv8::a64::{Instruction, Opcode, Operand, ShiftStyle, SizeCode};
+
+use crate::image::Image;
+
+/// What the analysis knows a register holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Held {
+    /// A value compiled code does not read (see the module's assumption).
+    Undefined,
+    /// The page an `adrp` opened.
+    Page(u64),
+    /// A complete address: a page plus an `add`ed offset, or an `adr`.
+    Address(u64),
+}
+
+/// One register's value where every path agrees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Holding {
+    pub register: u16,
+    pub held: Held,
+    /// The word whose `adrp` opened a page (the first, where several
+    /// paths open the same page); `usize::MAX` for anything else.
+    pub origin: usize,
+}
+
+/// What the analysis needs of the image around a function.
+pub(crate) trait Surroundings {
+    /// `len` bytes loaded at `address` (a jump table).
+    fn bytes(&self, address: u64, len: u64) -> Option<&[u8]>;
+    /// Whether the unwinder enters code at `address`.
+    fn is_landing_pad(&self, address: u64) -> bool;
+    /// Whether a call to `target` never returns (`noreturn.rs`).
+    fn never_returns(&self, target: u64) -> bool;
+}
+
+impl Surroundings for Image {
+    fn bytes(&self, address: u64, len: u64) -> Option<&[u8]> {
+        Image::bytes(self, address, len)
+    }
+
+    fn is_landing_pad(&self, address: u64) -> bool {
+        self.landing_pads.binary_search(&address).is_ok()
+    }
+
+    fn never_returns(&self, target: u64) -> bool {
+        self.noreturn_entries.binary_search(&target).is_ok()
+    }
+}
+
+/// The registers a call may clobber (AAPCS64): x0-x18 and x30.
+const CALL_CLOBBERS: [u16; 20] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 30,
+];
+
+/// The registers a function keeps for its caller (AAPCS64): x19-x28.
+const CALLEE_SAVED: [u16; 10] = [19, 20, 21, 22, 23, 24, 25, 26, 27, 28];
+
+/// Jump tables with more entries are not read.
+const MAX_TABLE_ENTRIES: u64 = 4096;
+
+/// How far back from a dispatch its steps are looked for.
+const DISPATCH_WINDOW: usize = 16;
+
+/// For each word of the function `raw` (decoded words loaded at `start`;
+/// `pages` the page each opens, if any), what its registers hold on every
+/// path that reaches it.
+pub(crate) fn holdings_at_entry(
+    raw: &[Option<Instruction>],
+    pages: &[Option<(u16, u64)>],
+    start: u64,
+    around: &dyn Surroundings,
+) -> Vec<Vec<Holding>> {
+    if raw.is_empty() {
+        return Vec::new();
+    }
+    let entered = branch_targets(raw, start);
+    let mut flow = Flow::new(raw, pages, start, around, HashMap::new());
+    flow.run();
+    // The tables are read with what holds when every dispatch may go
+    // anywhere no direct path goes: that holds on the real paths too.
+    let tables: HashMap<usize, Dispatch> = (0..raw.len())
+        .filter_map(|i| Some((i, jump_table(raw, &flow.entry, &entered, i, start, around)?)))
+        .collect();
+    if !tables.is_empty() {
+        flow = Flow::new(raw, pages, start, around, tables);
+        flow.run();
+    }
+    flow.entry
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect()
+}
+
+/// Where a `br` of a jump table goes, as far as known.
+#[derive(Clone, Debug, PartialEq)]
+enum Dispatch {
+    /// To these words: the table was read.
+    Cases(Vec<usize>),
+    /// To some of these words, each the start of a block no direct path
+    /// reaches: the table's base and entry width are known, not its
+    /// length.
+    Within(std::ops::Range<usize>),
+}
+
+/// Every register in `registers`, undefined.
+fn undefined(registers: impl IntoIterator<Item = u16>) -> Vec<Holding> {
+    registers
+        .into_iter()
+        .map(|register| Holding {
+            register,
+            held: Held::Undefined,
+            origin: usize::MAX,
+        })
+        .collect()
+}
+
+/// The state of the analysis over one function.
+struct Flow<'a> {
+    raw: &'a [Option<Instruction>],
+    pages: &'a [Option<(u16, u64)>],
+    start: u64,
+    around: &'a dyn Surroundings,
+    /// The recognised jump tables, by dispatch word.
+    tables: HashMap<usize, Dispatch>,
+    /// What holds on entry to each word, once a path reached it.
+    entry: Vec<Option<Vec<Holding>>>,
+    /// What holds after every call seen so far: where a landing pad starts.
+    called: Option<Vec<Holding>>,
+    /// What holds after each `br` (of a table not read) seen so far:
+    /// where the code no path reaches that it may go to starts.
+    dispatched: HashMap<usize, Vec<Holding>>,
+    steps: usize,
+}
+
+impl<'a> Flow<'a> {
+    fn new(
+        raw: &'a [Option<Instruction>],
+        pages: &'a [Option<(u16, u64)>],
+        start: u64,
+        around: &'a dyn Surroundings,
+        tables: HashMap<usize, Dispatch>,
+    ) -> Self {
+        Flow {
+            raw,
+            pages,
+            start,
+            around,
+            tables,
+            entry: vec![None; raw.len()],
+            called: None,
+            dispatched: HashMap::new(),
+            steps: 0,
+        }
+    }
+
+    fn over_budget(&self) -> bool {
+        self.steps > 1024 * self.raw.len() + 4096
+    }
+
+    fn run(&mut self) {
+        // At the function's start the callee-saved registers hold the
+        // caller's values: undefined, like a call's clobbers.
+        self.enter(0, &undefined(CALLEE_SAVED));
+        let pads: Vec<usize> = (0..self.raw.len())
+            .filter(|&i| self.around.is_landing_pad(self.start + 4 * i as u64))
+            .collect();
+        let orphans: Vec<usize> = (1..self.raw.len())
+            .filter(|&i| self.entry[i].is_none() && !pads.contains(&i) && !self.continues(i - 1))
+            .collect();
+        loop {
+            let before = (self.called.clone(), self.dispatched.clone());
+            // Without a call (or a dispatch), nothing is known.
+            let called = self.called.clone().unwrap_or_else(|| undefined(0..=30));
+            for &pad in &pads {
+                self.enter(pad, &called);
+            }
+            for &orphan in &orphans {
+                let dispatched = self.dispatched_to(orphan);
+                self.enter(orphan, &dispatched);
+            }
+            if (&self.called, &self.dispatched) == (&before.0, &before.1) || self.over_budget() {
+                break;
+            }
+        }
+    }
+
+    /// Whether execution goes on from word `i` to the next: it decodes,
+    /// and is neither an unconditional branch, return or trap nor a call
+    /// of a function that never returns.
+    fn continues(&self, i: usize) -> bool {
+        let Some(instr) = self.raw[i].as_ref() else {
+            return false;
+        };
+        if ends_path(instr.opcode) {
+            return false;
+        }
+        match (instr.opcode, instr.operands[0]) {
+            (Opcode::BL, Operand::PCOffset(delta)) => {
+                let target = (self.start + 4 * i as u64).wrapping_add(delta as u64);
+                !self.around.never_returns(target)
+            }
+            _ => true,
+        }
+    }
+
+    /// What holds where code no path reaches starts at word `orphan`:
+    /// what every `br` that may go there leaves.
+    fn dispatched_to(&self, orphan: usize) -> Vec<Holding> {
+        let mut states =
+            self.dispatched
+                .iter()
+                .filter(|&(dispatch, _)| match self.tables.get(dispatch) {
+                    Some(Dispatch::Within(words)) => words.contains(&orphan),
+                    Some(Dispatch::Cases(_)) => false,
+                    None => true,
+                });
+        let Some((_, first)) = states.next() else {
+            return undefined(0..=30);
+        };
+        states.fold(first.clone(), |state, (_, other)| merge(&state, other))
+    }
+
+    /// Merges `state` into word `at`'s entry and propagates what changes
+    /// to a fixpoint.
+    fn enter(&mut self, at: usize, state: &[Holding]) {
+        let merged = match &self.entry[at] {
+            None => state.to_vec(),
+            Some(old) => merge(old, state),
+        };
+        if self.entry[at].as_ref() == Some(&merged) {
+            return;
+        }
+        self.entry[at] = Some(merged);
+        let mut work = vec![at];
+        while let Some(i) = work.pop() {
+            self.steps += 1;
+            if self.over_budget() {
+                break;
+            }
+            let (Some(state), Some(instr)) = (&self.entry[i], self.raw[i].as_ref()) else {
+                continue;
+            };
+            let after = transfer(instr, i, self.start, state, self.pages[i]);
+            let call = matches!(instr.opcode, Opcode::BL | Opcode::BLR);
+            if call {
+                merge_into(&mut self.called, &after);
+            }
+            let cases: &[usize] = match self.tables.get(&i) {
+                Some(Dispatch::Cases(cases)) => cases,
+                _ => &[],
+            };
+            if is_register_branch(instr.opcode) && cases.is_empty() {
+                let mut state = self.dispatched.remove(&i);
+                merge_into(&mut state, &after);
+                self.dispatched.extend(state.map(|state| (i, state)));
+            }
+            let cases = cases.iter().copied();
+            let falls = self.continues(i);
+            let next: Vec<usize> = successors(instr, i, self.raw.len(), self.start)
+                .into_iter()
+                .filter(|&next| falls || next != i + 1)
+                .chain(cases)
+                .collect();
+            for next in next {
+                let merged = match &self.entry[next] {
+                    None => after.clone(),
+                    Some(old) => merge(old, &after),
+                };
+                if self.entry[next].as_ref() != Some(&merged) {
+                    self.entry[next] = Some(merged);
+                    work.push(next);
+                }
+            }
+        }
+    }
+}
+
+/// Merges `state` into `into` (nothing yet: `state`).
+fn merge_into(into: &mut Option<Vec<Holding>>, state: &[Holding]) {
+    *into = Some(match into {
+        None => state.to_vec(),
+        Some(old) => merge(old, state),
+    });
+}
+
+/// What holds after `instr`, word `index` of a function loaded at `start`
+/// (which opens `page`, if any), given `state` before it.
+fn transfer(
+    instr: &Instruction,
+    index: usize,
+    start: u64,
+    state: &[Holding],
+    page: Option<(u16, u64)>,
+) -> Vec<Holding> {
+    let held = |register: u16| {
+        state
+            .iter()
+            .find(|h| h.register == register)
+            .map(|h| (h.held, h.origin))
+    };
+    let made = if let Some((register, page)) = page {
+        Some((register, Held::Page(page), index))
+    } else if let Some((to, from)) = register_copy(instr) {
+        // A copy holds what its source holds (compilers move a page into
+        // a callee-saved register and back).
+        held(from).map(|(value, origin)| (to, value, origin))
+    } else {
+        match (instr.opcode, instr.operands) {
+            (
+                Opcode::ADD,
+                [
+                    Operand::RegisterOrSP(SizeCode::X, to),
+                    Operand::RegisterOrSP(SizeCode::X, from),
+                    Operand::Immediate(offset),
+                    _,
+                ],
+            ) if to != 31 && from != 31 => match held(from) {
+                Some((Held::Page(base) | Held::Address(base), _)) => Some((
+                    to,
+                    Held::Address(base.wrapping_add(u64::from(offset))),
+                    usize::MAX,
+                )),
+                _ => None,
+            },
+            (
+                Opcode::ADR,
+                [
+                    Operand::Register(SizeCode::X, to),
+                    Operand::PCOffset(delta),
+                    ..,
+                ],
+            ) => {
+                let pc = start + 4 * index as u64;
+                Some((to, Held::Address(pc.wrapping_add(delta as u64)), usize::MAX))
+            }
+            _ => None,
+        }
+    };
+    let mut after = state.to_vec();
+    for written in written_registers(instr) {
+        after.retain(|h| h.register != written);
+    }
+    // A call does not end a page: gcc keeps one in a register the callee
+    // is known not to touch (-fipa-ra). A register it may clobber that
+    // held no page is undefined after it: compiled code never reads it
+    // before writing it, so code after a call that uses it as a page
+    // (after `bl __stack_chk_fail`, which does not return) is reached only
+    // along the other paths.
+    if matches!(instr.opcode, Opcode::BL | Opcode::BLR) {
+        for register in CALL_CLOBBERS {
+            if !after.iter().any(|h| h.register == register) {
+                after.extend(undefined([register]));
+            }
+        }
+    }
+    if let Some((register, held, origin)) = made {
+        after.retain(|h| h.register != register);
+        after.push(Holding {
+            register,
+            held,
+            origin,
+        });
+    }
+    after.sort_unstable();
+    after
+}
+
+/// What two paths agree on: a register that holds the same value on both
+/// (a page: whichever `adrp` opened it, the first stands for them), or a
+/// value on one and undefined on the other.
+fn merge(old: &[Holding], new: &[Holding]) -> Vec<Holding> {
+    let mut merged: Vec<Holding> = old
+        .iter()
+        .filter_map(|&mine| {
+            let &other = new.iter().find(|h| h.register == mine.register)?;
+            if mine.held == Held::Undefined {
+                Some(other)
+            } else if other.held == Held::Undefined || other.held == mine.held {
+                Some(Holding {
+                    origin: mine.origin.min(other.origin),
+                    ..mine
+                })
+            } else {
+                None
+            }
+        })
+        .collect();
+    merged.sort_unstable();
+    merged
+}
+
+/// The words execution may go to after word `i` of `len`, by falling
+/// through or a direct branch.
+fn successors(instr: &Instruction, i: usize, len: usize, start: u64) -> Vec<usize> {
+    let next = (i + 1 < len).then_some(i + 1);
+    let target = || branch_target(instr, i, len, start);
+    match instr.opcode {
+        Opcode::B => target().into_iter().collect(),
+        Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
+            next.into_iter().chain(target()).collect()
+        }
+        _ if ends_path(instr.opcode) => Vec::new(),
+        _ => next.into_iter().collect(),
+    }
+}
+
+/// The word of `len` a direct branch (or any pc-relative operand) at word
+/// `i` names, if inside the function.
+fn branch_target(instr: &Instruction, i: usize, len: usize, start: u64) -> Option<usize> {
+    instr.operands.iter().find_map(|o| match o {
+        Operand::PCOffset(delta) => {
+            let address = (start + (i as u64) * 4).wrapping_add(*delta as u64);
+            let offset = address.checked_sub(start)?;
+            (offset % 4 == 0 && offset / 4 < len as u64).then_some((offset / 4) as usize)
+        }
+        _ => None,
+    })
+}
+
+/// For each word, whether a direct branch of the function lands on it.
+fn branch_targets(raw: &[Option<Instruction>], start: u64) -> Vec<bool> {
+    let mut entered = vec![false; raw.len()];
+    for (i, instr) in raw.iter().enumerate() {
+        let Some(instr) = instr else {
+            continue;
+        };
+        if matches!(
+            instr.opcode,
+            Opcode::B | Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ
+        ) && let Some(target) = branch_target(instr, i, raw.len(), start)
+        {
+            entered[target] = true;
+        }
+    }
+    entered
+}
+
+/// The cases of the jump table dispatched by the `br` at word `i`, if
+/// recognised: `add xT, xB, xE, <extend> #s; br xT`, where `xB` holds an
+/// address (an `adr` of the cases' base, or the table itself), `xE` an
+/// entry loaded (`ldrb`, `ldrh`, `ldrsb`, `ldrsh`, `ldrsw`, `ldr w`) from a
+/// table whose address a register holds, at an index a `cmp #n; b.hi`
+/// (or `b.hs`) or an `and` with a mask bounds just before, with no other
+/// way in between. Every
+/// entry must land on a word of the function, or the table is not
+/// recognised.
+fn jump_table(
+    raw: &[Option<Instruction>],
+    entry: &[Option<Vec<Holding>>],
+    entered: &[bool],
+    i: usize,
+    start: u64,
+    around: &dyn Surroundings,
+) -> Option<Dispatch> {
+    let dispatch = raw[i].as_ref()?;
+    let (Opcode::BR, Operand::Register(SizeCode::X, target)) =
+        (dispatch.opcode, dispatch.operands[0])
+    else {
+        return None;
+    };
+    let add_at = last_writer(raw, entered, i, target)?;
+    let add = raw[add_at].as_ref()?;
+    let (
+        Opcode::ADD,
+        Operand::Register(SizeCode::X, base) | Operand::RegisterOrSP(SizeCode::X, base),
+        Operand::RegShift(extend, shift, _, loaded),
+    ) = (add.opcode, add.operands[1], add.operands[2])
+    else {
+        return None;
+    };
+    let base = address_held(entry[add_at].as_deref()?, base)?;
+    let load_at = last_writer(raw, entered, add_at, loaded)?;
+    let load = raw[load_at].as_ref()?;
+    let (width, signed) = match (load.opcode, load.operands[0]) {
+        (Opcode::LDRB, _) => (1, false),
+        (Opcode::LDRH, _) => (2, false),
+        (Opcode::LDRSB, _) => (1, true),
+        (Opcode::LDRSH, _) => (2, true),
+        (Opcode::LDRSW, _) => (4, true),
+        (Opcode::LDR, Operand::Register(SizeCode::W, _)) => (4, false),
+        _ => return None,
+    };
+    let loaded_is_w = matches!(load.operands[0], Operand::Register(SizeCode::W, _));
+    let Operand::RegRegOffset(table, index, _, _, scale) = load.operands[1] else {
+        return None;
+    };
+    if u32::from(scale) != (width as u32).trailing_zeros() && !(width == 1 && scale == 0) {
+        return None;
+    }
+    // The entry as the register holds it once loaded.
+    let loaded = |bytes: &[u8]| {
+        let mut value = bytes
+            .iter()
+            .rev()
+            .fold(0u64, |value, &byte| (value << 8) | u64::from(byte));
+        if signed {
+            let unused = 64 - 8 * width as u32;
+            value = (((value << unused) as i64) >> unused) as u64;
+        }
+        if loaded_is_w {
+            value &= 0xffff_ffff;
+        }
+        value
+    };
+    let len = raw.len() as u64;
+    let word = |case: u64| {
+        let offset = case.checked_sub(start)?;
+        (offset % 4 == 0 && offset / 4 < len).then_some((offset / 4) as usize)
+    };
+    let read = || -> Option<Vec<usize>> {
+        let table = address_held(entry[load_at].as_deref()?, table)?;
+        let (count, exact) = bound(raw, entered, load_at, index)?;
+        let cases: Vec<usize> = (0..count)
+            .map(|k| {
+                let bytes = around.bytes(table.wrapping_add(k * width), width)?;
+                word(base.wrapping_add(extended(extend, shift, loaded(bytes))?))
+            })
+            .collect::<Option<_>>()?;
+        // A zero extension is no bound where the default cannot happen (a
+        // switch over an enum's values): the table may end before it, and
+        // what follows would send paths into the middle of blocks. Such a
+        // table is read only if every entry starts a block. (Extra paths
+        // are sound, only less precise; missing ones are not.)
+        let starts_block = |case: usize| {
+            case == 0 || entered[case] || raw[case - 1].as_ref().is_none_or(|p| ends_path(p.opcode))
+        };
+        (exact || cases.iter().all(|&case| starts_block(case))).then_some(cases)
+    };
+    if let Some(cases) = read() {
+        return Some(Dispatch::Cases(cases));
+    }
+    // Unread, the entries still bound where the cases are: the extremes
+    // of what the entry's bits can make (each piece of the value's range
+    // between them is monotonic).
+    let bits = 8 * width as u32;
+    let mut lowest = i128::MAX;
+    let mut highest = i128::MIN;
+    for raw_value in [
+        0,
+        (1u64 << (bits - 1)) - 1,
+        1u64 << (bits - 1),
+        u64::MAX >> (64 - bits),
+    ] {
+        let bytes = raw_value.to_le_bytes();
+        let offset = extended(extend, shift, loaded(&bytes[..width as usize]))? as i64;
+        let case = i128::from(base) + i128::from(offset);
+        lowest = lowest.min(case);
+        highest = highest.max(case);
+    }
+    // An extension narrower than the entry takes any of its values.
+    let narrow = match extend {
+        ShiftStyle::UXTB | ShiftStyle::SXTB => 8 < bits,
+        ShiftStyle::UXTH | ShiftStyle::SXTH => 16 < bits,
+        _ => false,
+    };
+    if narrow {
+        return None;
+    }
+    // The words from the first at or after `lowest` to the last at or
+    // before `highest`, inside the function.
+    let first = (((lowest - i128::from(start)).max(0) + 3) / 4).min(len as i128);
+    let end = ((highest - i128::from(start)).div_euclid(4) + 1).clamp(first, len as i128);
+    Some(Dispatch::Within(
+        usize::try_from(first).ok()?..usize::try_from(end).ok()?,
+    ))
+}
+
+/// `value` extended (or shifted) as an `add`'s register operand does.
+fn extended(extend: ShiftStyle, shift: u8, value: u64) -> Option<u64> {
+    let value = match extend {
+        ShiftStyle::LSL | ShiftStyle::UXTX | ShiftStyle::SXTX => value,
+        ShiftStyle::UXTB => value & 0xff,
+        ShiftStyle::UXTH => value & 0xffff,
+        ShiftStyle::UXTW => value & 0xffff_ffff,
+        ShiftStyle::SXTB => value as u8 as i8 as u64,
+        ShiftStyle::SXTH => value as u16 as i16 as u64,
+        ShiftStyle::SXTW => value as u32 as i32 as u64,
+        _ => return None,
+    };
+    value.checked_shl(u32::from(shift))
+}
+
+/// The address `register` holds in `state`, if one.
+fn address_held(state: &[Holding], register: u16) -> Option<u64> {
+    match state.iter().find(|h| h.register == register)?.held {
+        Held::Address(address) => Some(address),
+        _ => None,
+    }
+}
+
+/// The word last writing `register` before word `at`, on the one straight
+/// path that reaches `at` (no branch lands in between), within
+/// [`DISPATCH_WINDOW`] words.
+fn last_writer(
+    raw: &[Option<Instruction>],
+    entered: &[bool],
+    at: usize,
+    register: u16,
+) -> Option<usize> {
+    if entered[at] {
+        return None;
+    }
+    for k in (at.saturating_sub(DISPATCH_WINDOW)..at).rev() {
+        let instr = raw[k].as_ref()?;
+        if ends_path(instr.opcode) || matches!(instr.opcode, Opcode::BL | Opcode::BLR) {
+            return None;
+        }
+        if written_registers(instr).contains(&register) {
+            return Some(k);
+        }
+        if entered[k] {
+            return None;
+        }
+    }
+    None
+}
+
+/// How many entries the index in `index` may select at the load at word
+/// `at`: a `cmp index, #n` and `b.hi` (n + 1 entries) or `b.hs` (n)
+/// before it on the one straight path, `index` unchanged since; or the
+/// `and index, x, #mask` that wrote it (mask + 1; not exact for a mask of
+/// 0xff or 0xffff, see [`jump_table`]). Whether the count is exact comes
+/// with it.
+fn bound(
+    raw: &[Option<Instruction>],
+    entered: &[bool],
+    at: usize,
+    index: u16,
+) -> Option<(u64, bool)> {
+    if entered[at] {
+        return None;
+    }
+    for k in (at.saturating_sub(DISPATCH_WINDOW).max(1)..at).rev() {
+        let instr = raw[k].as_ref()?;
+        if let Opcode::Bcc(condition) = instr.opcode {
+            let cmp = raw[k - 1].as_ref()?;
+            let compared = match (cmp.opcode, cmp.operands) {
+                (
+                    Opcode::SUBS,
+                    [
+                        Operand::Register(_, 31),
+                        Operand::Register(_, r) | Operand::RegisterOrSP(_, r),
+                        Operand::Immediate(n),
+                        _,
+                    ],
+                ) if r == index && !entered[k] => u64::from(n),
+                _ => return None,
+            };
+            let count = match condition {
+                HI => compared + 1,
+                HS => compared,
+                _ => return None,
+            };
+            return (count <= MAX_TABLE_ENTRIES).then_some((count, true));
+        }
+        if ends_path(instr.opcode) || matches!(instr.opcode, Opcode::BL | Opcode::BLR) {
+            return None;
+        }
+        if written_registers(instr).contains(&index) {
+            // `and index, x, #mask`: at most mask + 1 entries.
+            let mask = match (instr.opcode, instr.operands[2]) {
+                (Opcode::AND, Operand::Immediate(mask)) => u64::from(mask),
+                (Opcode::AND, Operand::Imm64(mask)) => mask,
+                _ => return None,
+            };
+            // A byte's or halfword's mask is a zero extension, more often
+            // than a bound.
+            let exact = mask != 0xff && mask != 0xffff;
+            return (mask < MAX_TABLE_ENTRIES).then_some((mask + 1, exact));
+        }
+        if entered[k] {
+            return None;
+        }
+    }
+    None
+}
+
+/// Condition codes: unsigned higher, and higher or same.
+const HI: u8 = 8;
+const HS: u8 = 2;
+
+/// A 64-bit register copy, `mov xd, xs` (an `orr` of the zero register
+/// and `xs`): `(d, s)`.
+pub(crate) fn register_copy(instr: &Instruction) -> Option<(u16, u16)> {
+    if instr.opcode != Opcode::ORR || !matches!(instr.operands[1], Operand::Register(_, 31)) {
+        return None;
+    }
+    let Operand::Register(SizeCode::X, to) = instr.operands[0] else {
+        return None;
+    };
+    let from = match instr.operands[2] {
+        Operand::Register(SizeCode::X, from)
+        | Operand::RegShift(ShiftStyle::LSL, 0, SizeCode::X, from) => from,
+        _ => return None,
+    };
+    (to != 31 && from != 31).then_some((to, from))
+}
+
+/// The general registers `instr` writes: its destination (both of a load
+/// pair) and a written-back base.
+fn written_registers(instr: &Instruction) -> Vec<u16> {
+    let mut written = Vec::new();
+    if let Some(register) = destination(instr)
+        && !reads_first_operand(instr.opcode)
+    {
+        written.push(register);
+    }
+    if matches!(
+        instr.opcode,
+        Opcode::LDP | Opcode::LDPSW | Opcode::LDNP | Opcode::LDXP | Opcode::LDAXP
+    ) && let Operand::Register(_, r) = instr.operands[1]
+    {
+        written.push(r);
+    }
+    for operand in &instr.operands {
+        match *operand {
+            Operand::RegPreIndex(base, _, true)
+            | Operand::RegPostIndex(base, _)
+            | Operand::RegPostIndexReg(base, _) => written.push(base),
+            _ => {}
+        }
+    }
+    written
+}
+
+/// A branch to a register's address (`br`, or with pointer
+/// authentication): a jump table's dispatch or a tail call.
+fn is_register_branch(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::BR | Opcode::BRAA | Opcode::BRAAZ | Opcode::BRAB | Opcode::BRABZ
+    )
+}
+
+/// An unconditional branch, return or trap: nothing falls through it.
+pub(crate) fn ends_path(opcode: Opcode) -> bool {
+    is_register_branch(opcode)
+        || matches!(
+            opcode,
+            Opcode::B
+                | Opcode::RET
+                | Opcode::RETAA
+                | Opcode::RETAB
+                | Opcode::ERET
+                | Opcode::BRK
+                | Opcode::UDF
+        )
+}
+
+/// The general register an instruction writes first, if any.
+pub(crate) fn destination(instr: &Instruction) -> Option<u16> {
+    match instr.operands[0] {
+        Operand::Register(_, r) | Operand::RegisterOrSP(_, r) => Some(r),
+        _ => None,
+    }
+}
+
+/// Instructions whose first register operand is read, not written
+/// (stores, register-testing branches).
+pub(crate) fn reads_first_operand(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::STR
+            | Opcode::STRB
+            | Opcode::STRH
+            | Opcode::STRW
+            | Opcode::STP
+            | Opcode::STNP
+            | Opcode::STUR
+            | Opcode::STURB
+            | Opcode::STURH
+            | Opcode::STLR
+            | Opcode::STLRB
+            | Opcode::STLRH
+            | Opcode::STLUR
+            | Opcode::STLURB
+            | Opcode::STLURH
+            | Opcode::STTR
+            | Opcode::STTRB
+            | Opcode::STTRH
+            | Opcode::CBZ
+            | Opcode::CBNZ
+            | Opcode::TBZ
+            | Opcode::TBNZ
+    )
+}
