@@ -17,7 +17,8 @@ use crate::aarch64_flow::{
     register_copy,
 };
 use crate::code::{Decoded, Key, Reference, Use};
-use crate::image::Image;
+use crate::image::{Image, SymbolKind};
+use rayon::prelude::*;
 
 /// What must be equal between two AArch64 instructions, targets apart.
 #[derive(Clone, Debug, PartialEq)]
@@ -523,6 +524,39 @@ fn completes(decoder: &InstDecoder, word: u32, register: Option<u16>) -> bool {
             .iter()
             .any(|o| matches!(o, Operand::RegPreIndex(n, _, false) if *n == register)),
     }
+}
+
+/// Every data address the code of `image`'s functions references (an
+/// `adr`, an `adrp` and what completes it, a literal load), sorted: where a
+/// piece of unnamed data (a string, a constant) starts, as `reach.rs` finds
+/// on x86-64. GNU ld merges `.rodata.str*` into `.rodata` without its
+/// string flags, so this, not a NUL, is where such a string ends.
+pub(crate) fn referenced_data(image: &Image) -> Vec<u64> {
+    let mut functions: Vec<(u64, u64)> = image
+        .symbols
+        .iter()
+        .filter(|s| s.kind == SymbolKind::Function && s.size > 0 && image.is_code(s.address))
+        .map(|s| (s.address, s.size))
+        .collect();
+    functions.sort_unstable();
+    functions.dedup();
+    let mut referenced: Vec<u64> = functions
+        .par_iter()
+        .flat_map_iter(|&(start, size)| {
+            let decoded = image
+                .bytes(start, size)
+                .map(|bytes| decode_in(image, bytes, start))
+                .unwrap_or_default();
+            decoded
+                .into_iter()
+                .flat_map(|d| d.refs)
+                .filter(|r| !matches!(r.use_, Use::Call | Use::Jump) && !image.is_code(r.address))
+                .map(|r| r.address)
+        })
+        .collect();
+    referenced.sort_unstable();
+    referenced.dedup();
+    referenced
 }
 
 const BTI_MASK: u32 = 0xffff_ff3f;

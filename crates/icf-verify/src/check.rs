@@ -1104,15 +1104,25 @@ impl<'a> Checker<'a> {
         let c_string = check
             .functions
             .is_none_or(|(plain_fn, _)| !in_rust_function(self.plain, plain_fn.start));
-        let len = if section.strings && c_string {
-            // (lld marks a whole `.rodata` mergeable strings when its inputs
-            // are: the string ends at its NUL or at the next symbol.)
-            let bytes = self.plain.bytes_to_section_end(p)?;
+        let bytes = self.plain.bytes_to_section_end(p)?;
+        let through_nul = || {
             (bytes
                 .iter()
                 .position(|&b| b == 0)
                 .map_or(bytes.len(), |n| n + 1) as u64)
                 .min(to_next_symbol)
+        };
+        let len = if section.strings && c_string {
+            // (lld marks a whole `.rodata` mergeable strings when its inputs
+            // are: the string ends at its NUL or at the next symbol.)
+            through_nul()
+        } else if c_string && is_text(bytes) {
+            // GNU ld merges `.rodata.str*` into `.rodata` and drops the
+            // string flags: what C code references that reads as text up
+            // to a NUL is taken for a string, which the program reads to
+            // its NUL. (An array of such bytes read past its first zero
+            // is compared only that far.)
+            through_nul()
         } else if section.merge_entry_size > 0 && !section.strings {
             section.merge_entry_size.min(to_next_symbol)
         } else {
@@ -1426,6 +1436,18 @@ fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
         image::Slot::Named(name, _) => Some(Place::Plt(name.clone())),
         image::Slot::Address(a) => Some(Place::GotAddress(*a)),
     }
+}
+
+/// Whether `bytes` start with text ended by a NUL: printable ASCII,
+/// whitespace or UTF-8 bytes, at least one.
+fn is_text(bytes: &[u8]) -> bool {
+    let Some(nul) = bytes.iter().position(|&b| b == 0) else {
+        return false;
+    };
+    nul > 0
+        && bytes[..nul]
+            .iter()
+            .all(|&b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e | 0x80..))
 }
 
 /// Whether two references are used alike: the same way, or as an observed

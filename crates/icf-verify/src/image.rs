@@ -266,8 +266,9 @@ pub(crate) struct Image {
     /// `reach.rs`), sorted; bytes of code no path reaches are data. Empty
     /// on AArch64, whose fixed-width words are decoded linearly.
     pub instruction_starts: Vec<u64>,
-    /// x86-64: every non-code address a reached instruction references,
-    /// sorted: where a piece of unnamed data (a table, a constant) starts.
+    /// Every non-code address an instruction references (x86-64: a reached
+    /// one; AArch64: one in a function), sorted: where a piece of unnamed
+    /// data (a table, a constant, a string) starts.
     pub referenced_data: Vec<u64>,
     /// x86-64: every place a jump table entry sends an indirect jump,
     /// sorted (see `reach.rs`).
@@ -380,6 +381,8 @@ impl Image {
             image.instruction_starts = reached.instruction_starts;
             image.referenced_data = reached.referenced_data;
             image.jump_targets = reached.jump_targets;
+        } else {
+            image.referenced_data = crate::aarch64::referenced_data(&image);
         }
         Ok(image)
     }

@@ -186,7 +186,11 @@
 //! pointer built arithmetically) is still compared as a root but its
 //! address uses are not recorded; pointers stored unaligned in data are
 //! compared as bytes; AArch64 jump tables of byte or halfword offsets are
-//! compared as bytes (equal when the code is laid out alike).
+//! compared as bytes (equal when the code is laid out alike). Unnamed
+//! read-only data C or C++ code references that reads as text up to a NUL
+//! is taken for a C string and compared through its NUL (GNU ld keeps no
+//! string flags on the `.rodata` it merges strings into): an array of such
+//! bytes read past its first zero is compared only that far.
 
 mod aarch64;
 mod aarch64_flow;

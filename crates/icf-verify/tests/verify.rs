@@ -327,6 +327,65 @@ fn aarch64_load_and_store_through_adrp_differ() {
     );
 }
 
+/// AArch64 code reading unnamed read-only data, as GNU ld lays out
+/// strings and constants in one `.rodata`: a string `greet`, a string no
+/// code reads, a table (of non-text bytes) and an 8-byte constant after
+/// `align` bytes of alignment.
+fn unnamed_rodata(greet: &str, unread: &str, align: u32) -> String {
+    let getter = |name: &str, label: &str, load: &str| {
+        format!(
+            ".globl {name}\n.type {name},%function\n{name}:\n  adrp x0, {label}\n  {load}\n  ret\n.size {name}, .-{name}\n"
+        )
+    };
+    format!(
+        ".section .rodata\n.Lgreet: .asciz \"{greet}\"\n.Lunread: .asciz \"{unread}\"\n\
+         .Ltable: .byte 1, 2, 3\n.balign {align}\n.Lnumber: .quad 42\n.text\n{}{}{}\
+         .globl main\n.type main,%function\nmain:\n  stp x29, x30, [sp, -16]!\n  bl greet\n  bl table\n  bl number\n  ldp x29, x30, [sp], 16\n  ret\n.size main, .-main\n\
+         .section .note.GNU-stack,\"\",%progbits\n",
+        getter("greet", ".Lgreet", "add x0, x0, :lo12:.Lgreet"),
+        getter("table", ".Ltable", "add x0, x0, :lo12:.Ltable"),
+        getter("number", ".Lnumber", "ldr x0, [x0, :lo12:.Lnumber]"),
+    )
+}
+
+#[test]
+fn unnamed_aarch64_data_ends_at_the_next_referenced_place_or_a_strings_nul() {
+    // FOLDED lays the same data out with another unread string and more
+    // padding: what the code reads is equal.
+    let dir = work_dir("aarch64_unnamed_rodata");
+    let flags = ["-fuse-ld=bfd"];
+    let plain = link(
+        &dir,
+        "aarch64-linux-gnu-gcc",
+        "plain.s",
+        &unnamed_rodata("hello", "unused", 8),
+        &flags,
+    );
+    let folded = link(
+        &dir,
+        "aarch64-linux-gnu-gcc",
+        "folded.s",
+        &unnamed_rodata("hello", "unused!!", 16),
+        &flags,
+    );
+    assert_passes(&plain, &folded, Mode::Safe);
+    // A different string is caught.
+    let wrong = link(
+        &dir,
+        "aarch64-linux-gnu-gcc",
+        "wrong.s",
+        &unnamed_rodata("hellp", "unused", 8),
+        &flags,
+    );
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::Safe,
+        DifferenceKind::DataDiffers,
+        "greet",
+    );
+}
+
 /// A C program with identical functions, recursion, a switch and a
 /// function-pointer table, linked plain and with lld's `--icf=all`.
 const C_PROGRAM: &str = r#"
