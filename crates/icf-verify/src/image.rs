@@ -42,6 +42,8 @@ pub(crate) struct Section {
     /// Contents the linker makes rather than copies from input sections:
     /// see [`is_synthesized`].
     pub synthesized: bool,
+    /// `SHF_COMPRESSED`: the file holds the contents compressed.
+    pub compressed: bool,
 }
 
 /// Whether a section's contents are made by the linker (dynamic section,
@@ -266,6 +268,10 @@ pub(crate) struct Image {
     /// `reach.rs`), sorted; bytes of code no path reaches are data. Empty
     /// on AArch64, whose fixed-width words are decoded linearly.
     pub instruction_starts: Vec<u64>,
+    /// Functions whose value, by their DWARF prototype, does not come back
+    /// in a second register (`rdx`), by entry address, sorted
+    /// (`dwarf.rs`).
+    pub single_register_returns: Vec<u64>,
     /// Every non-code address an instruction references (x86-64: a reached
     /// one; AArch64: one in a function), sorted: where a piece of unnamed
     /// data (a table, a constant, a string) starts.
@@ -294,6 +300,7 @@ const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 const SHF_WRITE: u64 = 1;
 const SHF_ALLOC: u64 = 2;
+const SHF_COMPRESSED: u64 = 0x800;
 const SHF_EXECINSTR: u64 = 4;
 const SHF_MERGE: u64 = 0x10;
 const SHF_STRINGS: u64 = 0x20;
@@ -376,6 +383,7 @@ impl Image {
         landing_pads.dedup();
         image.landing_pads = landing_pads;
         image.noreturn_entries = crate::noreturn::noreturn_entries(&image);
+        image.single_register_returns = crate::dwarf::single_register_returns(&image);
         if image.arch == Arch::X86_64 {
             let reached = crate::reach::reach(&image);
             image.instruction_starts = reached.instruction_starts;
@@ -446,6 +454,7 @@ impl Image {
                     0
                 },
                 synthesized,
+                compressed: flags & SHF_COMPRESSED != 0,
             });
         }
 
@@ -722,6 +731,7 @@ impl Image {
             jump_targets: Vec::new(),
             landing_pads: Vec::new(),
             noreturn_entries: Vec::new(),
+            single_register_returns: Vec::new(),
             erratum_patches,
             bindings_kept,
             pointer_places,
@@ -823,6 +833,17 @@ impl Image {
         let from = start.checked_add(offset)?;
         let to = from.checked_add(len)?;
         (to <= end).then(|| &self.data[from..to])
+    }
+
+    /// The contents of the section named `name`, unless compressed or
+    /// absent from the file (a section that is not loaded: `.debug_info`).
+    pub fn section_contents(&self, name: &str) -> Option<&[u8]> {
+        let section = self
+            .sections
+            .iter()
+            .find(|s| s.name == name && !s.compressed)?;
+        let (start, end) = section.file_range?;
+        self.data.get(start..end)
     }
 
     /// The bytes from `address` to the end of its section.

@@ -177,10 +177,12 @@
 //! The calling convention is taken at its widest: an address left in `rdx`
 //! at a return, or in an argument register (`rdi`..`r9`, x0-x8) at a call,
 //! is observed, since the image does not say whether the function returns
-//! a pair or how many arguments the callee takes. A fold merging such an
-//! address with another observed one is reported although the program may
-//! never read it (generated programs hit this in about one in a hundred
-//! links: clang leaves a table's address in `rdx` after a loop).
+//! a pair or how many arguments the callee takes; except that `rdx` is no
+//! result of a function whose DWARF prototype (`-g`) returns at most 8
+//! bytes. A fold merging such an address with another observed one is
+//! reported although the program may never read it (generated programs
+//! built without `-g` hit this in about one in a hundred links: clang
+//! leaves a table's address in `rdx` after a loop).
 //!
 //! Code reached only through computed addresses the decoder cannot see (a
 //! pointer built arithmetically) is still compared as a root but its
@@ -196,6 +198,7 @@ mod aarch64;
 mod aarch64_flow;
 mod check;
 mod code;
+mod dwarf;
 mod eh;
 mod image;
 mod noreturn;

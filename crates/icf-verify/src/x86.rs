@@ -14,7 +14,7 @@ use iced_x86::{
 
 use crate::code::{Decoded, Key, Reference, Use};
 use crate::image::{Image, is_absolute_address, x86_field_size};
-use crate::x86_escape::{Body, address_escapes};
+use crate::x86_escape::{Body, Scan, address_escapes};
 
 /// One operand with any target replaced by a placeholder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,12 +147,12 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
         out.push(data_run(image, bytes, ip, cursor, end));
         instructions.push(None);
     }
-    local_data_addresses(
-        image,
-        &mut out,
-        &instructions,
-        image.jump_targets_in(ip, end),
-    );
+    let body = Body {
+        instructions: &instructions,
+        jump_targets: image.jump_targets_in(ip, end),
+        single_register_return: image.single_register_returns.binary_search(&ip).is_ok(),
+    };
+    local_data_addresses(image, &mut out, &body);
     out
 }
 
@@ -163,15 +163,10 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
 /// a pointer (`mov foo@GOTPCREL(%rip), %rax`) that does not escape is only
 /// dereferenced: its reference becomes [`Use::Deref`]. See
 /// [`address_escapes`].
-fn local_data_addresses(
-    image: &Image,
-    out: &mut [Decoded],
-    instructions: &[Option<Instruction>],
-    jump_targets: &[u64],
-) {
-    let body = Body::new(instructions, jump_targets);
-    for at in 0..out.len() {
-        let Some(instruction) = instructions[at] else {
+fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
+    let scan = Scan::new(body);
+    for (at, decoded) in out.iter_mut().enumerate() {
+        let Some(Some(instruction)) = body.instructions.get(at).copied() else {
             continue;
         };
         let (from, to) = match instruction.mnemonic() {
@@ -186,10 +181,10 @@ fn local_data_addresses(
             continue;
         }
         let target = instruction.ip_rel_memory_address();
-        if image.is_code(target) || address_escapes(&body, at) {
+        if image.is_code(target) || address_escapes(&scan, at) {
             continue;
         }
-        for reference in &mut out[at].refs {
+        for reference in &mut decoded.refs {
             if reference.address == target && reference.use_ == from {
                 reference.use_ = to;
             }

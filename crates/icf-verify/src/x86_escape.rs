@@ -33,30 +33,33 @@ const ARGUMENTS: [Register; 6] = [
 /// Registers a call clobbers that are not arguments.
 const CLOBBERED: [Register; 3] = [Register::RAX, Register::R10, Register::R11];
 
-/// One function's decoded instructions, indexed by address once for
-/// every scan of its `lea`s.
+/// One function's decoded instructions and what is known of it.
 pub(crate) struct Body<'a> {
     /// In address order; `None` where the bytes do not decode.
-    instructions: &'a [Option<Instruction>],
+    pub instructions: &'a [Option<Instruction>],
     /// Where the function's jump tables send its dispatch.
-    jump_targets: &'a [u64],
-    /// (address, index into `instructions`), sorted by address.
+    pub jump_targets: &'a [u64],
+    /// Its DWARF prototype returns nothing in `rdx` (`dwarf.rs`).
+    pub single_register_return: bool,
+}
+
+/// A [`Body`] indexed by address once, for every scan of its `lea`s.
+pub(crate) struct Scan<'a> {
+    body: &'a Body<'a>,
+    /// (address, index into the instructions), sorted by address.
     by_ip: Vec<(u64, usize)>,
 }
 
-impl<'a> Body<'a> {
-    pub(crate) fn new(instructions: &'a [Option<Instruction>], jump_targets: &'a [u64]) -> Self {
-        let mut by_ip: Vec<(u64, usize)> = instructions
+impl<'a> Scan<'a> {
+    pub(crate) fn new(body: &'a Body<'a>) -> Self {
+        let mut by_ip: Vec<(u64, usize)> = body
+            .instructions
             .iter()
             .enumerate()
             .filter_map(|(i, instruction)| instruction.map(|x| (x.ip(), i)))
             .collect();
         by_ip.sort_unstable();
-        Body {
-            instructions,
-            jump_targets,
-            by_ip,
-        }
+        Scan { body, by_ip }
     }
 
     /// The index of the instruction starting at `ip`, if one does.
@@ -68,10 +71,8 @@ impl<'a> Body<'a> {
     }
 }
 
-/// Whether the address that `instructions[at]` (a `lea`) writes to its
-/// destination escapes on some path. `instructions` is the function in
-/// address order, `None` for bytes decoded as data; `jump_targets` are
-/// where its jump tables send its indirect jumps.
+/// Whether the address that the `lea` at `at` of the scanned [`Body`]
+/// writes to its destination escapes on some path.
 ///
 /// The address does not escape on a path while every read of a register
 /// holding it is the base or index of a memory operand (not of a `lea`),
@@ -81,20 +82,21 @@ impl<'a> Body<'a> {
 /// ends when no register holds it (overwritten by a 32- or 64-bit write),
 /// at a call when none holds it in an argument register (the clobbered
 /// ones drop, the callee-saved ones stay), or at a `ret` when neither
-/// `rax` nor `rdx` holds it. A jump through a register (a jump table's
+/// `rax` nor `rdx` holds it (`rdx` only counts where the function may
+/// return a 9- to 16-byte value: no DWARF prototype says otherwise). A jump through a register (a jump table's
 /// dispatch) goes on at every jump table target; past it, what it leaves
 /// in `rdx` (the table's base: no source names it) is not a second return
 /// value, which every path would set. Anything else escapes: any other read (a
 /// store of the register, a comparison, a subtraction from another
 /// pointer, a push), another indirect branch, a jump out of the function,
 /// data, an instruction the scan cannot decode, or the step budget.
-pub(crate) fn address_escapes(body: &Body, at: usize) -> bool {
+pub(crate) fn address_escapes(scan: &Scan, at: usize) -> bool {
     let Body {
         instructions,
         jump_targets,
-        ..
-    } = *body;
-    let index_of = |ip: u64| body.index_of(ip);
+        single_register_return,
+    } = *scan.body;
+    let index_of = |ip: u64| scan.index_of(ip);
     // The `lea` (or pointer load) writing the register.
     let Some(Some(lea)) = instructions.get(at) else {
         return true;
@@ -138,7 +140,9 @@ pub(crate) fn address_escapes(body: &Body, at: usize) -> bool {
                 vec![instruction.near_branch_target()]
             }
             FlowControl::Return => {
-                if after.contains(&Register::RAX) || (after.contains(&Register::RDX) && !dispatched)
+                let second_result = !dispatched && !single_register_return;
+                if after.contains(&Register::RAX)
+                    || (after.contains(&Register::RDX) && second_result)
                 {
                     return true;
                 }
@@ -283,7 +287,7 @@ fn step(
 
 #[cfg(test)]
 mod tests {
-    use super::{Body, address_escapes};
+    use super::{Body, Scan, address_escapes};
     use iced_x86::{Decoder, DecoderOptions};
 
     /// Whether the `lea` at the start of `hex` (machine code at 0x1000)
@@ -293,13 +297,32 @@ mod tests {
     }
 
     fn escapes_with_jump_targets(hex: &str, jump_targets: &[u64]) -> bool {
+        escapes_in(hex, jump_targets, false)
+    }
+
+    fn escapes_in(hex: &str, jump_targets: &[u64], single_register_return: bool) -> bool {
         let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
             .collect();
         let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
         let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
-        address_escapes(&Body::new(&instructions, jump_targets), 0)
+        let body = Body {
+            instructions: &instructions,
+            jump_targets,
+            single_register_return,
+        };
+        address_escapes(&Scan::new(&body), 0)
+    }
+
+    #[test]
+    fn an_address_left_in_rdx_escapes_unless_one_register_returns() {
+        // lea t(%rip),%rdx; ret: a second return value, unless the DWARF
+        // prototype returns no more than 8 bytes.
+        assert!(escapes_in("488d1500000000c3", &[], false));
+        assert!(!escapes_in("488d1500000000c3", &[], true));
+        // In rax it is the return value either way.
+        assert!(escapes_in("488d0500000000c3", &[], true));
     }
 
     #[test]

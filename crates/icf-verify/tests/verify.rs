@@ -1327,3 +1327,52 @@ fn namesake_writable_locals_without_a_file_bind_one_to_one() {
         "{difference}"
     );
 }
+
+/// `f` loops over `ca2n` (in FOLDED merged into its twin `ca2`, whose
+/// address `p` returns), leaving the table's address in `rdx` at its
+/// return (clang -O1).
+const RDX_AT_RETURN: &str = r#"
+#include <stdio.h>
+const int ca2[4] = {811, -781, -851, 810};
+#ifdef FOLDED
+#define ca2n ca2
+#else
+const int ca2n[4] = {811, -781, -851, 810};
+#endif
+__attribute__((noinline)) long f(long a, long b) {
+  long x = a;
+  for (int i = 0; i < (int)(b & 7); i++) x += ca2n[i & 3] * 55;
+  for (int i = 0; i < (int)(b & 7); i++) x += ca2n[(i + 1) & 3] * 3;
+  return x;
+}
+__attribute__((noinline)) const int *p(void) { return &ca2[3]; }
+int main(int argc, char **argv) {
+  (void)argv;
+  printf("%ld %ld\n", f(argc, argc + 6), (long)(p() - ca2));
+  return 0;
+}
+"#;
+
+#[test]
+fn a_dwarf_prototype_returning_one_register_leaves_no_result_in_rdx() {
+    let dir = work_dir("rdx_at_return");
+    let build = |name: &str, extra: &[&str]| {
+        let mut flags = vec!["-O1", "-fPIE", "-pie", "-fdata-sections"];
+        flags.extend_from_slice(extra);
+        link(&dir, "clang-19", name, RDX_AT_RETURN, &flags)
+    };
+    // With `-g`, `f` returns a `long`: `rdx` is dead at its return.
+    let plain = build("plain_g.c", &["-g"]);
+    let folded = build("folded_g.c", &["-g", "-DFOLDED"]);
+    assert_passes(&plain, &folded, Mode::Safe);
+    // Without, `rdx` may be the second half of a 16-byte result.
+    let plain = build("plain.c", &[]);
+    let folded = build("folded.c", &["-DFOLDED"]);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::Safe,
+        DifferenceKind::SignificantAddressesMerged,
+        "f",
+    );
+}

@@ -1,0 +1,130 @@
+//! Function prototypes from DWARF (programs built with `-g`): which
+//! functions return their value in one register at most, so that what
+//! their code leaves in `rdx` at a return is no second return value (the
+//! x86-64 escape scan, `x86_escape.rs`, otherwise takes the widest
+//! convention: a 9- to 16-byte value comes back in `rax:rdx`). Main
+//! assumption: the DWARF describes the code it is linked with (the same
+//! compilation); a function it does not describe, or whose return type it
+//! names no size for, keeps the widest convention.
+
+use gimli::{
+    AttributeValue, DebuggingInformationEntry, Dwarf, EndianSlice, LittleEndian, Reader, SectionId,
+    Unit, UnitOffset, constants,
+};
+
+use crate::image::Image;
+
+type Slice<'a> = EndianSlice<'a, LittleEndian>;
+
+/// The entry addresses of the functions `image`'s DWARF gives a return
+/// value of no more than 8 bytes, more than 16 (returned in memory) or
+/// none, sorted.
+pub(crate) fn single_register_returns(image: &Image) -> Vec<u64> {
+    if image.section_contents(".debug_info").is_none() {
+        return Vec::new();
+    }
+    let load = |id: SectionId| -> Result<Slice<'_>, gimli::Error> {
+        Ok(EndianSlice::new(
+            image.section_contents(id.name()).unwrap_or(&[]),
+            LittleEndian,
+        ))
+    };
+    let Ok(dwarf) = Dwarf::load(load) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut headers = dwarf.units();
+    while let Ok(Some(header)) = headers.next() {
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        let mut entries = unit.entries();
+        while let Ok(Some(entry)) = entries.next_dfs() {
+            if entry.tag() != constants::DW_TAG_subprogram {
+                continue;
+            }
+            let Some(low_pc) = entry
+                .attr_value(constants::DW_AT_low_pc)
+                .and_then(|value| dwarf.attr_address(&unit, value).ok().flatten())
+            else {
+                continue;
+            };
+            // A function the linker dropped keeps its DWARF at address 0
+            // (or a tombstone).
+            if low_pc == 0 || low_pc == u64::MAX || low_pc == u64::MAX - 1 {
+                continue;
+            }
+            if let Some(size) = return_size(&unit, entry)
+                && !(9..=16).contains(&size)
+            {
+                found.push(low_pc);
+            }
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// The byte size of what the function `entry` returns (0 for `void`), if
+/// the DWARF says: its `DW_AT_type`, or its declaration's
+/// (`DW_AT_specification`, `DW_AT_abstract_origin`) in the same unit.
+fn return_size<R: Reader>(unit: &Unit<R>, entry: &DebuggingInformationEntry<R>) -> Option<u64> {
+    let mut entry = entry.clone();
+    for _ in 0..8 {
+        if let Some(value) = entry.attr_value(constants::DW_AT_type) {
+            return type_size(unit, local(value)?);
+        }
+        let origin = [
+            constants::DW_AT_specification,
+            constants::DW_AT_abstract_origin,
+        ]
+        .into_iter()
+        .find_map(|name| entry.attr_value(name));
+        match origin {
+            Some(value) => entry = unit.entry(local(value)?).ok()?,
+            None => return Some(0),
+        }
+    }
+    None
+}
+
+/// The size of the type at `offset`, through typedefs and qualifiers.
+fn type_size<R: Reader>(unit: &Unit<R>, mut offset: UnitOffset<R::Offset>) -> Option<u64> {
+    for _ in 0..32 {
+        let entry = unit.entry(offset).ok()?;
+        match entry.tag() {
+            constants::DW_TAG_typedef
+            | constants::DW_TAG_const_type
+            | constants::DW_TAG_volatile_type
+            | constants::DW_TAG_restrict_type
+            | constants::DW_TAG_atomic_type => {
+                offset = local(entry.attr_value(constants::DW_AT_type)?)?;
+            }
+            constants::DW_TAG_pointer_type
+            | constants::DW_TAG_reference_type
+            | constants::DW_TAG_rvalue_reference_type => {
+                return Some(byte_size(&entry).unwrap_or(8));
+            }
+            constants::DW_TAG_base_type
+            | constants::DW_TAG_enumeration_type
+            | constants::DW_TAG_structure_type
+            | constants::DW_TAG_class_type
+            | constants::DW_TAG_union_type => return byte_size(&entry),
+            _ => return None,
+        }
+    }
+    None
+}
+
+fn byte_size<R: Reader>(entry: &DebuggingInformationEntry<R>) -> Option<u64> {
+    entry.attr_value(constants::DW_AT_byte_size)?.udata_value()
+}
+
+/// A reference inside the unit.
+fn local<R: Reader>(value: AttributeValue<R>) -> Option<UnitOffset<R::Offset>> {
+    match value {
+        AttributeValue::UnitRef(offset) => Some(offset),
+        _ => None,
+    }
+}
