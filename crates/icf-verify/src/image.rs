@@ -129,6 +129,8 @@ pub(crate) struct Symbol {
     /// `STB_WEAK`: a vague-linkage definition (C++ inline functions and
     /// template instances) when the name is mangled.
     pub weak: bool,
+    /// Not `STB_LOCAL` (mold makes every symbol of an executable local).
+    pub global: bool,
 }
 
 impl Symbol {
@@ -541,6 +543,7 @@ impl Image {
                 kind,
                 section,
                 weak: sym.st_bind().0 == STB_WEAK,
+                global: sym.st_bind().0 != STB_LOCAL,
             });
             *in_file += 1;
             *in_name += 1;

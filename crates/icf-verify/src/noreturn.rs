@@ -74,12 +74,13 @@ fn is_std_throw(name: &str) -> bool {
 }
 
 /// The places in `image` a call goes to a function that never returns
-/// (its symbol, or a PLT entry binding its name), sorted.
+/// (its global symbol, or a PLT entry binding its name), sorted.
 pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
     let mut entries: Vec<u64> = image
         .symbols
         .iter()
-        .filter(|s| s.kind == SymbolKind::Function && never_returns(&s.name))
+        // A program's own static function may take one of these names.
+        .filter(|s| s.kind == SymbolKind::Function && s.global && never_returns(&s.name))
         .map(|s| s.address)
         .collect();
     for (index, section) in image.sections.iter().enumerate() {
