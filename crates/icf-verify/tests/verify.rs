@@ -353,30 +353,21 @@ fn unnamed_aarch64_data_ends_at_the_next_referenced_place_or_a_strings_nul() {
     // FOLDED lays the same data out with another unread string and more
     // padding: what the code reads is equal.
     let dir = work_dir("aarch64_unnamed_rodata");
-    let flags = ["-fuse-ld=bfd"];
-    let plain = link(
-        &dir,
-        "aarch64-linux-gnu-gcc",
-        "plain.s",
-        &unnamed_rodata("hello", "unused", 8),
-        &flags,
-    );
-    let folded = link(
-        &dir,
-        "aarch64-linux-gnu-gcc",
-        "folded.s",
-        &unnamed_rodata("hello", "unused!!", 16),
-        &flags,
-    );
+    let build = |name: &str, greet: &str, unread: &str, align: u32| {
+        let source = unnamed_rodata(greet, unread, align);
+        link(
+            &dir,
+            "aarch64-linux-gnu-gcc",
+            name,
+            &source,
+            &["-fuse-ld=bfd"],
+        )
+    };
+    let plain = build("plain.s", "hello", "unused", 8);
+    let folded = build("folded.s", "hello", "unused!!", 16);
     assert_passes(&plain, &folded, Mode::Safe);
     // A different string is caught.
-    let wrong = link(
-        &dir,
-        "aarch64-linux-gnu-gcc",
-        "wrong.s",
-        &unnamed_rodata("hellp", "unused", 8),
-        &flags,
-    );
+    let wrong = build("wrong.s", "hellp", "unused", 8);
     assert_caught(
         &plain,
         &wrong,
