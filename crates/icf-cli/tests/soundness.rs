@@ -650,6 +650,38 @@ fn programs_the_generator_found() {
         ],
         ..Case::x86("weak_resolved_to_unextracted_member", &[])
     });
+    // A weak definition whose twin lives in an archive member, while a
+    // member the link skips defines the same name: the name stays defined
+    // where it was, or mold loads the skipped member and runs its code.
+    let source = "fuzz_found/weak_moved_into_an_archive_twin.c";
+    let unit = |flags, archive| Unit {
+        source,
+        flags,
+        archive,
+    };
+    check(&Case {
+        cflags: &[],
+        link_args: &["-pie"],
+        units: &[
+            unit(
+                &["-Os", "-fPIC", "-ffunction-sections", "-DPART_MAIN"],
+                None,
+            ),
+            unit(
+                &["-Os", "-fPIC", "-ffunction-sections", "-DPART_WEAK"],
+                None,
+            ),
+            unit(
+                &["-Os", "-fPIC", "-ffunction-sections", "-DPART_KEPT"],
+                Some("libtwin.a"),
+            ),
+            unit(
+                &["-Os", "-fPIC", "-ffunction-sections", "-DPART_SKIPPED"],
+                Some("libtwin.a"),
+            ),
+        ],
+        ..Case::x86("weak_moved_into_an_archive_twin", &[])
+    });
     // A strong definition overriding a weak one keeps the address
     // significance the weak one's references give it.
     let source = "fuzz_found/significance_of_weak_override.c";

@@ -701,7 +701,8 @@ impl<'data> Analysis<'_, 'data> {
 
     /// Whether the global symbols of `candidate` may move, with its body, to
     /// another object: each must be the definition the link resolves its name
-    /// to, and the object must stay in the link without them. A plain object
+    /// to, no skipped archive member may define it, and the object must stay
+    /// in the link without them. A plain object
     /// or a whole archive always does; an archive member does while another
     /// object still needs one of the symbols it keeps (`anchors` counts those
     /// per member, and is spent here).
@@ -716,9 +717,15 @@ impl<'data> Analysis<'_, 'data> {
         if globals.is_empty() {
             return true;
         }
+        // Each stays the definition its name resolves to; and no archive
+        // member the link skips defines it: once the name is undefined in
+        // this object, a linker resolving it before it reaches the kept copy
+        // (mold, or a kept copy later on the command line) would load that
+        // member instead, and its other definitions would take over too.
         let winners = globals.iter().all(|&s| {
             let symbol = object.elf.symbol(s);
             self.program.definitions.winner(symbol.name) == Some((info.object, s))
+                && !self.program.definitions.defined_lazily(symbol.name)
         });
         if !winners {
             return false;

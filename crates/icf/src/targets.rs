@@ -213,6 +213,9 @@ pub struct Definitions<'data> {
     winners: HashMap<&'data [u8], (ObjectId, SymbolIndex)>,
     /// Names with a common symbol somewhere: the linker merges those itself.
     common: rustc_hash::FxHashSet<&'data [u8]>,
+    /// Names an archive member the link does not load defines: a link that
+    /// finds such a name undefined may load that member for it.
+    lazy: rustc_hash::FxHashSet<&'data [u8]>,
 }
 
 impl<'data> Definitions<'data> {
@@ -220,6 +223,14 @@ impl<'data> Definitions<'data> {
         let mut definitions = Definitions::default();
         for (index, object) in objects.iter().enumerate() {
             if !object.loaded {
+                definitions.lazy.extend(
+                    object
+                        .elf
+                        .symbols
+                        .iter()
+                        .filter(|s| s.binding != Binding::Local && s.is_defined())
+                        .map(|s| s.name),
+                );
                 continue;
             }
             for (symbol_index, symbol) in object.elf.symbols.iter().enumerate() {
@@ -250,6 +261,11 @@ impl<'data> Definitions<'data> {
             }
         }
         definitions
+    }
+
+    /// Whether an archive member the link does not load defines `name`.
+    pub fn defined_lazily(&self, name: &[u8]) -> bool {
+        self.lazy.contains(name)
     }
 
     /// The definition `name` resolves to, if a loaded object defines it.
