@@ -156,7 +156,8 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
     out
 }
 
-/// A `lea` of data whose address does not escape only accesses that data:
+/// A `lea` of data (or a `mov $sym, %reg`, its position-dependent form)
+/// whose address does not escape only accesses that data:
 /// its RIP-relative reference becomes [`Use::Access`], so the address is
 /// not observed (clang's `.llvm_addrsig` leaves out a table the code only
 /// loads from, and icf merges it with its twin). Likewise a 64-bit load of
@@ -169,18 +170,30 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
         let Some(Some(instruction)) = body.instructions.get(at).copied() else {
             continue;
         };
-        let (from, to) = match instruction.mnemonic() {
-            Mnemonic::Lea => (Use::Address, Use::Access),
-            Mnemonic::Mov if instruction.op_count() == 2 => (Use::Access, Use::Deref),
-            _ => continue,
-        };
-        if !instruction.is_ip_rel_memory_operand()
-            || instruction.op0_kind() != OpKind::Register
-            || !instruction.op0_register().is_gpr64()
-        {
+        if instruction.op_count() != 2 || instruction.op0_kind() != OpKind::Register {
             continue;
         }
-        let target = instruction.ip_rel_memory_address();
+        let register = instruction.op0_register();
+        let rip_relative = instruction.is_ip_rel_memory_operand() && register.is_gpr64();
+        let (from, to, target) = match (instruction.mnemonic(), instruction.op1_kind()) {
+            (Mnemonic::Lea, _) if rip_relative => (
+                Use::Address,
+                Use::Access,
+                instruction.ip_rel_memory_address(),
+            ),
+            (Mnemonic::Mov, _) if rip_relative => {
+                (Use::Access, Use::Deref, instruction.ip_rel_memory_address())
+            }
+            // `mov $sym, %reg` is a `lea` of position-dependent code (or a
+            // GOT load the linker relaxed to one).
+            (
+                Mnemonic::Mov,
+                OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64,
+            ) if register.is_gpr64() || register.is_gpr32() => {
+                (Use::Address, Use::Access, instruction.immediate(1))
+            }
+            _ => continue,
+        };
         if image.is_code(target) || address_escapes(&scan, at) {
             continue;
         }

@@ -1367,3 +1367,38 @@ fn a_dwarf_prototype_returning_one_register_leaves_no_result_in_rdx() {
         "f",
     );
 }
+
+#[test]
+fn an_absolute_address_loaded_only_to_read_through_is_not_observed() {
+    // Position-dependent code takes `tab2`'s address as an immediate
+    // (`mov $tab2, %ecx`, or a GOT load GNU ld relaxed to one) only to read
+    // through it: FOLDED reading the equal `tab1` instead is no merge of
+    // observed addresses, though `p` returns `tab1`'s.
+    let data = ".section .rodata\n.globl tab1\n.type tab1,@object\ntab1: .long 5, 6\n.size tab1, 8\n\
+                .globl tab2\n.type tab2,@object\ntab2: .long 5, 6\n.size tab2, 8\n";
+    let reader = |name: &str, table: &str| {
+        format!(".globl {name}\n")
+            + &function(
+                name,
+                &format!("  mov ${table}, %ecx\n  mov 4(%rcx), %eax\n  ret"),
+            )
+    };
+    let getter = ".globl p\n".to_string() + &function("p", "  mov $tab1, %eax\n  ret");
+    let program = |second: &str| {
+        x86_program(
+            &format!(
+                "{data}{}{}{getter}",
+                reader("r1", "tab1"),
+                reader("r2", second)
+            ),
+            &["r1", "r2", "p"],
+        )
+    };
+    let (plain, folded) = x86_pair(
+        "absolute_read_only",
+        &program("tab2"),
+        &program("tab1"),
+        &["-no-pie"],
+    );
+    assert_passes(&plain, &folded, Mode::Safe);
+}
