@@ -483,6 +483,7 @@ impl Image {
         let mut file: Option<String> = None;
         let mut file_counts: HashMap<(String, Option<String>), u32> = HashMap::new();
         let mut name_counts: HashMap<String, u32> = HashMap::new();
+        let mut globals_seen: HashMap<(String, u64, u64), SymbolId> = HashMap::new();
         for (index, sym) in source.symbols().iter().enumerate() {
             let st_type = sym.st_type().0;
             let name = source
@@ -529,10 +530,21 @@ impl Image {
             let file = (sym.st_bind().0 == STB_LOCAL)
                 .then(|| file.clone())
                 .flatten();
+            // mold may write a global twice (an alias icf made and the
+            // definition it stands for): one symbol.
+            let global = sym.st_bind().0 != STB_LOCAL;
+            let key = (name.clone(), sym.st_value(endian), size);
+            if global && let Some(&id) = globals_seen.get(&key) {
+                elf_index_to_symbol.insert(index as u32, id);
+                continue;
+            }
             let in_file = file_counts.entry((name.clone(), file.clone())).or_insert(0);
             let in_name = name_counts.entry(name.clone()).or_insert(0);
             let id = SymbolId(symbols.len() as u32);
             elf_index_to_symbol.insert(index as u32, id);
+            if global {
+                globals_seen.insert(key, id);
+            }
             symbols.push(Symbol {
                 name,
                 file,
@@ -543,7 +555,7 @@ impl Image {
                 kind,
                 section,
                 weak: sym.st_bind().0 == STB_WEAK,
-                global: sym.st_bind().0 != STB_LOCAL,
+                global,
             });
             *in_file += 1;
             *in_name += 1;
