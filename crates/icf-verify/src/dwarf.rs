@@ -16,12 +16,24 @@ use crate::image::Image;
 
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
 
-/// The entry addresses of the functions `image`'s DWARF gives a return
-/// value of no more than 8 bytes, more than 16 (returned in memory) or
-/// none, sorted.
-pub(crate) fn single_register_returns(image: &Image) -> Vec<u64> {
+/// What `image`'s DWARF says of its functions' calling conventions.
+#[derive(Default)]
+pub(crate) struct Prototypes {
+    /// Entry addresses of the functions whose return value has no more
+    /// than 8 bytes, more than 16 (returned in memory) or none, sorted.
+    pub single_register_returns: Vec<u64>,
+    /// (entry address, how many argument registers it may read), sorted,
+    /// for functions with a fixed list of parameters of at most 8 bytes
+    /// each, declared in the source as compiled (not a compiler's clone,
+    /// whose parameters may differ from what the DWARF names).
+    pub argument_registers: Vec<(u64, u8)>,
+}
+
+/// The prototypes `image`'s DWARF gives (none without `.debug_info`).
+pub(crate) fn prototypes(image: &Image) -> Prototypes {
+    let mut found = Prototypes::default();
     if image.section_contents(".debug_info").is_none() {
-        return Vec::new();
+        return found;
     }
     let load = |id: SectionId| -> Result<Slice<'_>, gimli::Error> {
         Ok(EndianSlice::new(
@@ -30,9 +42,8 @@ pub(crate) fn single_register_returns(image: &Image) -> Vec<u64> {
         ))
     };
     let Ok(dwarf) = Dwarf::load(load) else {
-        return Vec::new();
+        return found;
     };
-    let mut found = Vec::new();
     let mut headers = dwarf.units();
     while let Ok(Some(header)) = headers.next() {
         let Ok(unit) = dwarf.unit(header) else {
@@ -57,13 +68,62 @@ pub(crate) fn single_register_returns(image: &Image) -> Vec<u64> {
             if let Some(size) = return_size(&unit, entry)
                 && !(9..=16).contains(&size)
             {
-                found.push(low_pc);
+                found.single_register_returns.push(low_pc);
+            }
+            if let Some(count) = argument_registers(&unit, entry) {
+                found.argument_registers.push((low_pc, count));
             }
         }
     }
-    found.sort_unstable();
-    found.dedup();
+    found.single_register_returns.sort_unstable();
+    found.single_register_returns.dedup();
+    found.argument_registers.sort_unstable();
+    // An address two prototypes claim says nothing.
+    let claimed_twice: Vec<u64> = found
+        .argument_registers
+        .windows(2)
+        .filter(|pair| pair[0].0 == pair[1].0)
+        .map(|pair| pair[0].0)
+        .collect();
     found
+        .argument_registers
+        .retain(|(address, _)| !claimed_twice.contains(address));
+    found
+}
+
+/// How many argument registers the function `entry` reads: one per
+/// parameter, each of at most 8 bytes; `None` for a variadic function, a
+/// larger parameter, or a definition that refers to another DIE (an
+/// out-of-line or cloned instance, whose parameters the compiler may have
+/// changed).
+fn argument_registers<R: Reader>(
+    unit: &Unit<R>,
+    entry: &DebuggingInformationEntry<R>,
+) -> Option<u8> {
+    if entry.attr_value(constants::DW_AT_abstract_origin).is_some()
+        || entry.attr_value(constants::DW_AT_specification).is_some()
+    {
+        return None;
+    }
+    let mut tree = unit.entries_tree(Some(entry.offset())).ok()?;
+    let root = tree.root().ok()?;
+    let mut children = root.children();
+    let mut count = 0u8;
+    while let Ok(Some(child)) = children.next() {
+        let child = child.entry();
+        match child.tag() {
+            constants::DW_TAG_formal_parameter => {
+                let size = type_size(unit, local(child.attr_value(constants::DW_AT_type)?)?)?;
+                if size == 0 || size > 8 {
+                    return None;
+                }
+                count = count.checked_add(1)?;
+            }
+            constants::DW_TAG_unspecified_parameters => return None,
+            _ => {}
+        }
+    }
+    Some(count)
 }
 
 /// The byte size of what the function `entry` returns (0 for `void`), if

@@ -274,6 +274,9 @@ pub(crate) struct Image {
     /// in a second register (`rdx`), by entry address, sorted
     /// (`dwarf.rs`).
     pub single_register_returns: Vec<u64>,
+    /// (entry address, how many argument registers the function reads),
+    /// sorted, where its DWARF prototype says (`dwarf.rs`).
+    pub argument_registers: Vec<(u64, u8)>,
     /// Every non-code address an instruction references (x86-64: a reached
     /// one; AArch64: one in a function), sorted: where a piece of unnamed
     /// data (a table, a constant, a string) starts.
@@ -385,7 +388,9 @@ impl Image {
         landing_pads.dedup();
         image.landing_pads = landing_pads;
         image.noreturn_entries = crate::noreturn::noreturn_entries(&image);
-        image.single_register_returns = crate::dwarf::single_register_returns(&image);
+        let prototypes = crate::dwarf::prototypes(&image);
+        image.single_register_returns = prototypes.single_register_returns;
+        image.argument_registers = prototypes.argument_registers;
         if image.arch == Arch::X86_64 {
             let reached = crate::reach::reach(&image);
             image.instruction_starts = reached.instruction_starts;
@@ -747,6 +752,7 @@ impl Image {
             landing_pads: Vec::new(),
             noreturn_entries: Vec::new(),
             single_register_returns: Vec::new(),
+            argument_registers: Vec::new(),
             erratum_patches,
             bindings_kept,
             pointer_places,

@@ -177,9 +177,10 @@
 //! The calling convention is taken at its widest: an address left in `rdx`
 //! at a return, or in an argument register (`rdi`..`r9`, x0-x8) at a call,
 //! is observed, since the image does not say whether the function returns
-//! a pair or how many arguments the callee takes; except that `rdx` is no
-//! result of a function whose DWARF prototype (`-g`) returns at most 8
-//! bytes. A fold merging such an address with another observed one is
+//! a pair or how many arguments the callee takes; except where DWARF
+//! prototypes (`-g`) say: `rdx` is no result of a function returning at
+//! most 8 bytes, and a direct call reads only as many argument registers
+//! as its callee has parameters (not for a compiler's clones). A fold merging such an address with another observed one is
 //! reported although the program may never read it (generated programs
 //! built without `-g` hit this in about one in a hundred links: clang
 //! leaves a table's address in `rdx` after a loop).

@@ -151,6 +151,7 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
         instructions: &instructions,
         jump_targets: image.jump_targets_in(ip, end),
         single_register_return: image.single_register_returns.binary_search(&ip).is_ok(),
+        argument_registers: &image.argument_registers,
     };
     local_data_addresses(image, &mut out, &body);
     out

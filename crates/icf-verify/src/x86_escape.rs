@@ -41,6 +41,9 @@ pub(crate) struct Body<'a> {
     pub jump_targets: &'a [u64],
     /// Its DWARF prototype returns nothing in `rdx` (`dwarf.rs`).
     pub single_register_return: bool,
+    /// (entry address, argument registers read) of the functions whose
+    /// DWARF prototype says, sorted (`Image::argument_registers`).
+    pub argument_registers: &'a [(u64, u8)],
 }
 
 /// A [`Body`] indexed by address once, for every scan of its `lea`s.
@@ -80,8 +83,9 @@ impl<'a> Scan<'a> {
 /// as base, `add` or `sub` of something else to it, `add` of it to a
 /// register), whose destination then holds a derived pointer. The path
 /// ends when no register holds it (overwritten by a 32- or 64-bit write),
-/// at a call when none holds it in an argument register (the clobbered
-/// ones drop, the callee-saved ones stay), or at a `ret` when neither
+/// at a call when none holds it in an argument register the callee may
+/// read (all six, unless a DWARF prototype of a direct callee says fewer;
+/// the clobbered ones drop, the callee-saved ones stay), or at a `ret` when neither
 /// `rax` nor `rdx` holds it (`rdx` only counts where the function may
 /// return a 9- to 16-byte value: no DWARF prototype says otherwise). A jump through a register (a jump table's
 /// dispatch) goes on at every jump table target; past it, what it leaves
@@ -95,6 +99,7 @@ pub(crate) fn address_escapes(scan: &Scan, at: usize) -> bool {
         instructions,
         jump_targets,
         single_register_return,
+        argument_registers,
     } = *scan.body;
     let index_of = |ip: u64| scan.index_of(ip);
     // The `lea` (or pointer load) writing the register.
@@ -163,10 +168,22 @@ pub(crate) fn address_escapes(scan: &Scan, at: usize) -> bool {
                 jump_targets.to_vec()
             }
             FlowControl::Call => {
-                if after.iter().any(|r| ARGUMENTS.contains(r)) {
+                // A direct call of a function whose prototype says reads
+                // only its parameters' registers; it clobbers the rest.
+                let read = match is_near_branch(instruction)
+                    .then(|| instruction.near_branch_target())
+                    .and_then(|target| {
+                        argument_registers
+                            .binary_search_by_key(&target, |&(address, _)| address)
+                            .ok()
+                    }) {
+                    Some(found) => usize::from(argument_registers[found].1).min(ARGUMENTS.len()),
+                    None => ARGUMENTS.len(),
+                };
+                if after.iter().any(|r| ARGUMENTS[..read].contains(r)) {
                     return true;
                 }
-                after.retain(|r| !CLOBBERED.contains(r));
+                after.retain(|r| !CLOBBERED.contains(r) && !ARGUMENTS[read..].contains(r));
                 vec![instruction.next_ip()]
             }
             _ => return true,
@@ -301,6 +318,15 @@ mod tests {
     }
 
     fn escapes_in(hex: &str, jump_targets: &[u64], single_register_return: bool) -> bool {
+        escapes_with(hex, jump_targets, single_register_return, &[])
+    }
+
+    fn escapes_with(
+        hex: &str,
+        jump_targets: &[u64],
+        single_register_return: bool,
+        argument_registers: &[(u64, u8)],
+    ) -> bool {
         let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
@@ -311,8 +337,19 @@ mod tests {
             instructions: &instructions,
             jump_targets,
             single_register_return,
+            argument_registers,
         };
         address_escapes(&Scan::new(&body), 0)
+    }
+
+    #[test]
+    fn a_call_reads_only_the_argument_registers_its_prototype_names() {
+        // lea t(%rip),%rdx; call 0x2000; ret: rdx is the third argument,
+        // unless the callee's DWARF prototype takes two.
+        let code = "488d1500000000e8f40f0000c3";
+        assert!(escapes_with(code, &[], true, &[]));
+        assert!(escapes_with(code, &[], true, &[(0x2000, 3)]));
+        assert!(!escapes_with(code, &[], true, &[(0x2000, 2)]));
     }
 
     #[test]
