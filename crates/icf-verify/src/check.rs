@@ -1460,15 +1460,18 @@ fn same_use(a: Use, b: Use) -> bool {
 }
 
 /// Of two uses that are the same (see `same_use`), the one that observes
-/// more: an address, then an access (whose pointer load may be observed),
-/// then a dereferenced pointer load.
-fn observing_more(a: Use, b: Use) -> Use {
+/// less: a dereferenced pointer load, then an access, then an address.
+/// Each image's escape scan over-approximates what its code observes, and
+/// the pair's code is the same (instruction by instruction, targets
+/// corresponding, or the pair does not verify), so what either scan
+/// proves unobserved is unobserved in both.
+fn observing_less(a: Use, b: Use) -> Use {
     let rank = |u: Use| match u {
         Use::Address => 2,
         Use::Access => 1,
         _ => 0,
     };
-    if rank(b) > rank(a) { b } else { a }
+    if rank(b) < rank(a) { b } else { a }
 }
 
 /// Decodes and compares one pair; pure, so pairs run in parallel.
@@ -1635,9 +1638,9 @@ fn compare_code(
                 continue;
             }
             // One image's escape scan may know less (a jump table it could
-            // not bound): an access in one and an address in the other is
-            // an address.
-            let use_ = observing_more(x.use_, y.use_);
+            // not bound, a callee without a DWARF prototype): an access in
+            // one and an address in the other is an access.
+            let use_ = observing_less(x.use_, y.use_);
             checks.push(TargetCheck {
                 plain_target: x.address,
                 folded_target: y.address,

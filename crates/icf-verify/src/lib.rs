@@ -147,8 +147,11 @@
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
 //!   a dereference: what it points to is not observed either. When
-//!   the two images' scans disagree (one could not bound a jump table),
-//!   the use that observes more is checked. Pointers in data stay observed.
+//!   the two images' scans disagree (one could not bound a jump table, or
+//!   has no DWARF prototype of a callee), the use that observes less is
+//!   checked: each scan over-approximates, and the pair's code is proved
+//!   the same, so what one proves unobserved is unobserved in both.
+//!   Pointers in data stay observed.
 //! - **One past the end.** An address one past a data object's end is also
 //!   the start of what follows it (a string, or the function's own jump
 //!   table placed right after an array). A kept relocation naming the
