@@ -682,6 +682,40 @@ fn programs_the_generator_found() {
         ],
         ..Case::x86("weak_moved_into_an_archive_twin", &[])
     });
+    // A function whose jump table shares `.rodata` with an array that
+    // stays keeps its body: the table cannot go with it.
+    let source = "fuzz_found/jump_table_sharing_rodata_with_an_array.c";
+    let unit = |flags, archive| Unit {
+        source,
+        flags,
+        archive,
+    };
+    check(&Case {
+        compilers: &[Compiler::Gcc],
+        cflags: &[],
+        link_args: &["-no-pie"],
+        units: &[
+            unit(
+                &["-O2", "-fno-pic", "-ffunction-sections", "-DPART_MAIN"],
+                None,
+            ),
+            unit(
+                &[
+                    "-O2",
+                    "-fno-pic",
+                    "-ffunction-sections",
+                    "-fdata-sections",
+                    "-DPART_B",
+                ],
+                None,
+            ),
+            unit(
+                &["-O2", "-fno-pic", "-ffunction-sections", "-DPART_A"],
+                Some("libpick.a"),
+            ),
+        ],
+        ..Case::x86("jump_table_sharing_rodata_with_an_array", &[])
+    });
     // A strong definition overriding a weak one keeps the address
     // significance the weak one's references give it.
     let source = "fuzz_found/significance_of_weak_override.c";

@@ -119,6 +119,20 @@ impl<'data> Analysis<'_, 'data> {
         let entered = self.entered();
         let mut anchors = self.load_anchors();
         let groups = self.comdat_instances();
+        // A function whose jump table may not fold (it shares its section
+        // with data that stays) keeps its body: its table folds with it or
+        // not at all.
+        let table_stays: HashSet<CandidateId> = self
+            .owner
+            .iter()
+            .enumerate()
+            .filter_map(|(table, owner)| {
+                let owner = (*owner)?;
+                let info = &self.candidates[table];
+                let section = self.program.object(info.object).elf.section(info.section);
+                section_ineligibility(section, info.start, info.end).map(|_| owner)
+            })
+            .collect();
         let mut classes = Vec::new();
         for members in self.partition.groups() {
             let mut facts: Vec<MemberFacts> = members
@@ -129,7 +143,13 @@ impl<'data> Analysis<'_, 'data> {
                         candidate,
                         size: info.size(),
                         significant: self.significant_in_mode(candidate, &significance),
-                        must_keep: self.must_keep(candidate, &keep_unique),
+                        must_keep: self.must_keep(candidate, &keep_unique).or_else(|| {
+                            table_stays.contains(&candidate).then(|| {
+                                KeepReason::Ineligible(
+                                    "its jump table shares its section with other data".to_string(),
+                                )
+                            })
+                        }),
                         thunk_size: self.thunk_size(candidate, &entered),
                         preference: self.preference(candidate),
                         object: info.object.0,
