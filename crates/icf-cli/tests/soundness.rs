@@ -47,6 +47,15 @@ struct Unit<'a> {
     archive: Option<&'a str>,
 }
 
+/// One unit of `source`, compiled with `flags`, in `archive` if any.
+fn unit<'a>(source: &'a str, flags: &'a [&'a str], archive: Option<&'a str>) -> Unit<'a> {
+    Unit {
+        source,
+        flags,
+        archive,
+    }
+}
+
 /// One program and the matrix it is built with.
 struct Case<'a> {
     name: &'a str,
@@ -569,19 +578,16 @@ fn prefixes_and_immediates_compare_by_meaning() {
 #[test]
 fn a_name_resolves_to_the_archive_member_the_linker_picks() {
     let source = "soundness/archive_member_choice.c";
-    let unit = |flags, archive| Unit {
-        source,
-        flags,
-        archive,
-    };
     check(&Case {
         units: &[
-            unit(&["-O2", "-ffunction-sections", "-DPART_MAIN"], None),
+            unit(source, &["-O2", "-ffunction-sections", "-DPART_MAIN"], None),
             unit(
+                source,
                 &["-O2", "-ffunction-sections", "-DPART_WEAK"],
                 Some("libpick.a"),
             ),
             unit(
+                source,
                 &["-O2", "-ffunction-sections", "-DPART_STRONG"],
                 Some("libpick.a"),
             ),
@@ -597,17 +603,13 @@ fn programs_the_generator_found() {
     // A weak definition in an extracted archive member, and a strong one in
     // a member no linker extracts: the weak one is what runs.
     let source = "fuzz_found/weak_resolved_to_unextracted_member.c";
-    let unit = |flags, archive| Unit {
-        source,
-        flags,
-        archive,
-    };
     check(&Case {
         compilers: &[Compiler::Gcc],
         linkers: &[Linker::Bfd, Linker::Lld, Linker::Mold],
         link_args: &["-pie", "-rdynamic"],
         units: &[
             unit(
+                source,
                 &[
                     "-O3",
                     "-fPIE",
@@ -618,6 +620,7 @@ fn programs_the_generator_found() {
                 None,
             ),
             unit(
+                source,
                 &[
                     "-O3",
                     "-fPIE",
@@ -628,6 +631,7 @@ fn programs_the_generator_found() {
                 None,
             ),
             unit(
+                source,
                 &[
                     "-O3",
                     "-fPIE",
@@ -638,6 +642,7 @@ fn programs_the_generator_found() {
                 Some("libfz.a"),
             ),
             unit(
+                source,
                 &[
                     "-O3",
                     "-fPIE",
@@ -654,28 +659,27 @@ fn programs_the_generator_found() {
     // member the link skips defines the same name: the name stays defined
     // where it was, or mold loads the skipped member and runs its code.
     let source = "fuzz_found/weak_moved_into_an_archive_twin.c";
-    let unit = |flags, archive| Unit {
-        source,
-        flags,
-        archive,
-    };
     check(&Case {
         cflags: &[],
         link_args: &["-pie"],
         units: &[
             unit(
+                source,
                 &["-Os", "-fPIC", "-ffunction-sections", "-DPART_MAIN"],
                 None,
             ),
             unit(
+                source,
                 &["-Os", "-fPIC", "-ffunction-sections", "-DPART_WEAK"],
                 None,
             ),
             unit(
+                source,
                 &["-Os", "-fPIC", "-ffunction-sections", "-DPART_KEPT"],
                 Some("libtwin.a"),
             ),
             unit(
+                source,
                 &["-Os", "-fPIC", "-ffunction-sections", "-DPART_SKIPPED"],
                 Some("libtwin.a"),
             ),
@@ -685,21 +689,18 @@ fn programs_the_generator_found() {
     // A function whose jump table shares `.rodata` with an array that
     // stays keeps its body: the table cannot go with it.
     let source = "fuzz_found/jump_table_sharing_rodata_with_an_array.c";
-    let unit = |flags, archive| Unit {
-        source,
-        flags,
-        archive,
-    };
     check(&Case {
         compilers: &[Compiler::Gcc],
         cflags: &[],
         link_args: &["-no-pie"],
         units: &[
             unit(
+                source,
                 &["-O2", "-fno-pic", "-ffunction-sections", "-DPART_MAIN"],
                 None,
             ),
             unit(
+                source,
                 &[
                     "-O2",
                     "-fno-pic",
@@ -710,6 +711,7 @@ fn programs_the_generator_found() {
                 None,
             ),
             unit(
+                source,
                 &["-O2", "-fno-pic", "-ffunction-sections", "-DPART_A"],
                 Some("libpick.a"),
             ),
@@ -719,31 +721,38 @@ fn programs_the_generator_found() {
     // A strong definition overriding a weak one keeps the address
     // significance the weak one's references give it.
     let source = "fuzz_found/significance_of_weak_override.c";
-    let unit = |flags| Unit {
-        source,
-        flags,
-        archive: None,
-    };
     check(&Case {
         compilers: &[Compiler::Gcc],
         linkers: &[Linker::Gold, Linker::Lld],
         link_args: &["-pie", "-Wl,--keep-unique=f15_0"],
         units: &[
-            unit(&["-O3", "-fPIE", "-fdata-sections", "-DPART_MAIN"]),
-            unit(&[
-                "-O3",
-                "-fPIE",
-                "-ffunction-sections",
-                "-fdata-sections",
-                "-DPART_U1",
-            ]),
-            unit(&[
-                "-O3",
-                "-fPIE",
-                "-ffunction-sections",
-                "-fdata-sections",
-                "-DPART_U2",
-            ]),
+            unit(
+                source,
+                &["-O3", "-fPIE", "-fdata-sections", "-DPART_MAIN"],
+                None,
+            ),
+            unit(
+                source,
+                &[
+                    "-O3",
+                    "-fPIE",
+                    "-ffunction-sections",
+                    "-fdata-sections",
+                    "-DPART_U1",
+                ],
+                None,
+            ),
+            unit(
+                source,
+                &[
+                    "-O3",
+                    "-fPIE",
+                    "-ffunction-sections",
+                    "-fdata-sections",
+                    "-DPART_U2",
+                ],
+                None,
+            ),
         ],
         ..Case::x86("significance_of_weak_override", &[])
     });
