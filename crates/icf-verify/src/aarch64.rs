@@ -137,6 +137,7 @@ fn decode_patched(
                     address: pc.wrapping_add(delta as u64),
                     use_,
                     field: pc,
+                    width: 0,
                 });
             }
         } else {
@@ -191,6 +192,7 @@ fn decode_patched(
                 address: *page,
                 use_: Use::Address,
                 field: start + u64::from(decoded.offset),
+                width: 0,
             });
         }
     }
@@ -507,6 +509,7 @@ fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<(R
             address,
             use_,
             field: 0,
+            width: 0,
         },
         adrp,
     ))

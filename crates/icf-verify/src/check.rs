@@ -84,6 +84,9 @@ struct TargetCheck {
     folded_field: u64,
     plain_site: u64,
     folded_site: u64,
+    /// How many bytes an access reads there, exactly (see
+    /// [`Reference::width`]); 0 when unknown.
+    width: u64,
     /// The functions holding the sites (for jump tables), if code.
     functions: Option<(Extent, Extent)>,
     via: Option<StepId>,
@@ -162,7 +165,8 @@ pub(crate) struct Checker<'a> {
     mode: Mode,
     assume_odr: bool,
     pairs: HashMap<(u64, u64), PairState>,
-    data_done: HashSet<(u64, u64)>,
+    /// Data pairs compared so far, with how many bytes.
+    data_done: HashMap<(u64, u64), u64>,
     /// Address uses seen: PLAIN identity -> FOLDED identity, and back.
     plain_to_folded: HashMap<u64, (u64, usize)>,
     folded_to_plain: HashMap<u64, (u64, usize)>,
@@ -182,7 +186,7 @@ impl<'a> Checker<'a> {
             mode: options.mode,
             assume_odr: options.assume_odr,
             pairs: HashMap::new(),
-            data_done: HashSet::new(),
+            data_done: HashMap::new(),
             plain_to_folded: HashMap::new(),
             folded_to_plain: HashMap::new(),
             steps: Vec::new(),
@@ -386,8 +390,10 @@ impl<'a> Checker<'a> {
     /// what lies before it: a loop's bound) and the start of what follows
     /// (what lies after it: a string, or a jump table placed right after an
     /// array). A kept relocation naming the object settles it: the end.
-    /// Otherwise the start is tried first, then the end, unless the start
-    /// is the function's own jump table, which the code certainly reads.
+    /// So does a jump table of another function starting there (no code
+    /// but its own reads a function's jump table). Otherwise the start is
+    /// tried first, then the end, unless the start is the function's own
+    /// jump table, which the code certainly reads.
     fn check_target(&mut self, check: &TargetCheck) -> Result<(), Failure> {
         let (ends, starts): (Vec<Place>, Vec<Place>) = classify(
             self.plain,
@@ -408,7 +414,16 @@ impl<'a> Checker<'a> {
             .get(&check.plain_field)
             .and_then(|reloc| reloc.symbol)
             .is_some_and(|id| ends.contains(&Place::Symbol(id, self.plain.symbol(id).size)));
-        if relocated_end {
+        // Only its own function reads a jump table: an address that starts
+        // another function's table and ends an object is that end.
+        let readers = self.plain.jump_table_at(check.plain_target);
+        let foreign_table = !readers.is_empty()
+            && readers.iter().all(|t| {
+                check
+                    .functions
+                    .is_none_or(|(function, _)| t.function != function.start)
+            });
+        if relocated_end || foreign_table {
             return self.check_places(check, &ends);
         }
         match self.check_places(check, &starts) {
@@ -605,6 +620,7 @@ impl<'a> Checker<'a> {
                     use_,
                     plain_field: 0,
                     folded_field: 0,
+                    width: 0,
                     ..*check
                 });
                 Ok(None)
@@ -631,7 +647,7 @@ impl<'a> Checker<'a> {
                     self.record(check, check.plain_target, check.folded_target, false)?;
                     return Ok(None);
                 }
-                if let Some(reason) = self.compare_unnamed_data(check, u64::MAX) {
+                if let Some(reason) = self.compare_unnamed_data(check, access_limit(check)) {
                     return Ok(Some((DifferenceKind::DataDiffers, reason)));
                 }
                 // Read-only data without a name is the compiler's (string
@@ -655,7 +671,12 @@ impl<'a> Checker<'a> {
             {
                 // Unnamed read-only data (no address identity) kept as a
                 // named object's copy: equal bytes, up to that object's end.
-                let limit = self.folded.symbol(*f).size.saturating_sub(*f_offset);
+                let limit = self
+                    .folded
+                    .symbol(*f)
+                    .size
+                    .saturating_sub(*f_offset)
+                    .min(access_limit(check));
                 match self.compare_unnamed_data(check, limit) {
                     Some(reason) => Ok(Some((DifferenceKind::DataDiffers, reason))),
                     None => Ok(None),
@@ -821,6 +842,7 @@ impl<'a> Checker<'a> {
                 folded_field: 0,
                 plain_site: symbol.address,
                 folded_site: 0,
+                width: 0,
                 functions: None,
                 via: None,
                 root,
@@ -906,6 +928,7 @@ impl<'a> Checker<'a> {
                 folded_field: 0,
                 plain_site: symbol.address,
                 folded_site: folded_address,
+                width: 0,
                 functions: None,
                 via: None,
                 root,
@@ -925,9 +948,11 @@ impl<'a> Checker<'a> {
         folded: u64,
         size: u64,
     ) -> Option<String> {
-        if !self.data_done.insert((plain, folded)) {
-            return None;
+        match self.data_done.get(&(plain, folded)) {
+            Some(&done) if done >= size => return None,
+            _ => {}
         }
+        self.data_done.insert((plain, folded), size);
         let plain_bytes = self.plain.bytes(plain, size);
         let folded_bytes = self.folded.bytes(folded, size);
         let (plain_bytes, folded_bytes) = match (plain_bytes, folded_bytes) {
@@ -1015,6 +1040,7 @@ impl<'a> Checker<'a> {
                 folded_field: f_at,
                 plain_site: p_at,
                 folded_site: f_at,
+                width: 0,
                 functions: None,
                 via,
                 root: check.root,
@@ -1192,6 +1218,7 @@ impl<'a> Checker<'a> {
                 folded_field: f_at,
                 plain_site: p_at,
                 folded_site: f_at,
+                width: 0,
                 functions: None,
                 via,
                 root: check.root,
@@ -1233,17 +1260,24 @@ impl<'a> Checker<'a> {
                 .then(|| offset_index(offsets, address - extent.start))
                 .flatten()
         };
+        // The range check before the function's load says how many
+        // entries there are; without one, the table ends where other data
+        // starts: the next place code references (another table), symbol
+        // or label.
+        let entries = self.plain.jump_table_entries(p);
         for (entry, width) in entry_of {
             let mut count = 0u64;
-            // The table ends where other data starts: the next place code
-            // references (another table), symbol or label.
             let table_end = self.plain.data_end(p);
             loop {
                 // With kept relocations, also at its first word no
                 // relocation writes: what follows is other data, however
                 // its bytes read.
                 let at = p + width * count;
-                if at >= table_end || self.plain.relocated_word(at, width) == Some(false) {
+                let past_end = match entries {
+                    Some(entries) => count >= entries,
+                    None => at >= table_end || self.plain.relocated_word(at, width) == Some(false),
+                };
+                if past_end {
                     break;
                 }
                 let a = entry(self.plain, p, count)
@@ -1252,7 +1286,7 @@ impl<'a> Checker<'a> {
                     .and_then(|b| instruction(folded_offsets, folded_fn, b));
                 match (a, b) {
                     (Some(i), Some(j)) if i == j => {}
-                    (None, _) => break,
+                    (None, _) if entries.is_none() || count == 0 => break,
                     // A first entry that does not land alike may just mean
                     // this is no table, unless PLAIN's function jumps there.
                     _ if count == 0 && !self.is_jump_table(check) => break,
@@ -1418,6 +1452,16 @@ fn classify(image: &Image, other: &Image, address: u64, field: u64) -> Vec<Place
         }
     }
     places
+}
+
+/// How far an unnamed piece of data may be compared for `check`: the bytes
+/// its access reads when that is known exactly, else without a limit.
+fn access_limit(check: &TargetCheck) -> u64 {
+    if check.use_ == Use::Access && check.width > 0 {
+        check.width
+    } else {
+        u64::MAX
+    }
 }
 
 /// Whether `address` starts or lies in a Rust function of `image` (see
@@ -1649,6 +1693,12 @@ fn compare_code(
                 folded_field: y.field,
                 plain_site: a,
                 folded_site: b,
+                // The keys are equal: so are the operands' sizes.
+                width: if use_ == Use::Access {
+                    x.width.min(y.width)
+                } else {
+                    0
+                },
                 functions: Some((p, f)),
                 via: task.via,
                 root: task.root,
@@ -1668,6 +1718,7 @@ fn compare_code(
             folded_field: 0,
             plain_site: p.start + u64::from(left.offset),
             folded_site: f.start + u64::from(right.offset),
+            width: 0,
             functions: Some((p, f)),
             via: task.via,
             root: task.root,

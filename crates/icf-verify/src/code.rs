@@ -40,6 +40,10 @@ pub(crate) struct Reference {
     /// The address of the instruction field holding it (for the relocation a
     /// `-q` link kept there), 0 when unknown.
     pub field: u64,
+    /// For an [`Use::Access`] through a pc-relative operand that no register
+    /// can offset (x86-64 `addsd .LC0(%rip),%xmm0`): how many bytes it reads
+    /// or writes, exactly; 0 when unknown or not such an access.
+    pub width: u64,
 }
 
 /// What must be equal between two instructions, targets apart.

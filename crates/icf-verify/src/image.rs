@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::Error;
+use crate::reach::JumpTable;
 
 /// The instruction set of an image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -284,6 +285,8 @@ pub(crate) struct Image {
     /// x86-64: every place a jump table entry sends an indirect jump,
     /// sorted (see `reach.rs`).
     pub jump_targets: Vec<u64>,
+    /// x86-64: the jump tables reached functions read, sorted by table.
+    pub jump_tables: Vec<JumpTable>,
     /// Where the unwinder enters code (`eh.rs`), sorted.
     pub landing_pads: Vec<u64>,
     /// Where calls go to functions that never return (`noreturn.rs`),
@@ -396,6 +399,7 @@ impl Image {
             image.instruction_starts = reached.instruction_starts;
             image.referenced_data = reached.referenced_data;
             image.jump_targets = reached.jump_targets;
+            image.jump_tables = reached.jump_tables;
         } else {
             image.referenced_data = crate::aarch64::referenced_data(&image);
         }
@@ -749,6 +753,7 @@ impl Image {
             instruction_starts: Vec::new(),
             referenced_data: Vec::new(),
             jump_targets: Vec::new(),
+            jump_tables: Vec::new(),
             landing_pads: Vec::new(),
             noreturn_entries: Vec::new(),
             single_register_returns: Vec::new(),
@@ -916,6 +921,22 @@ impl Image {
     }
 
     /// The jump table targets in `[start, end)`.
+    /// The records of the jump table at `table` (one per function reading it).
+    pub fn jump_table_at(&self, table: u64) -> &[JumpTable] {
+        let from = self.jump_tables.partition_point(|t| t.table < table);
+        let to = self.jump_tables.partition_point(|t| t.table <= table);
+        &self.jump_tables[from..to]
+    }
+
+    /// How many entries the jump table at `table` has, as the range check
+    /// of a function reading it says.
+    pub fn jump_table_entries(&self, table: u64) -> Option<u64> {
+        self.jump_table_at(table)
+            .iter()
+            .filter_map(|t| t.entries)
+            .max()
+    }
+
     pub fn jump_targets_in(&self, start: u64, end: u64) -> &[u64] {
         let from = self.jump_targets.partition_point(|&a| a < start);
         let to = self.jump_targets.partition_point(|&a| a < end);

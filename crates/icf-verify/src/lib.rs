@@ -209,6 +209,7 @@ mod noreturn;
 mod reach;
 mod x86;
 mod x86_escape;
+mod x86_table;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -12,11 +12,12 @@
 //! function and not inside one of its instructions) when the function
 //! holds an indirect jump.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::code::Use;
 use crate::image::{Image, SymbolKind, is_absolute_address};
 use crate::x86;
+use crate::x86_table::{self, TableBound};
 
 /// Reads entry `i` of a table: its place, width and the address it names.
 type EntryReader<'a> = dyn Fn(u64) -> Option<(u64, u64, u64)> + 'a;
@@ -58,6 +59,13 @@ struct Walk<'a> {
     indirect_jumps: Vec<u64>,
     /// Where the entries of the tables read so far send their jumps.
     jump_targets: Vec<u64>,
+    /// Where the direct jumps and conditional branches of reached code go.
+    branch_targets: Vec<u64>,
+    /// The range check found for each (instruction, table) examined.
+    bounds: HashMap<(u64, u64), Option<TableBound>>,
+    /// The tables read so far: (table, the function reading it, its
+    /// bound from the range check before the load, if one was found).
+    read_tables: Vec<(u64, u64, Option<TableBound>)>,
 }
 
 impl Walk<'_> {
@@ -113,6 +121,9 @@ impl Walk<'_> {
                     if matches!(reference.use_, Use::Call | Use::Jump) {
                         self.work.push(target);
                     }
+                    if reference.use_ == Use::Jump {
+                        self.branch_targets.push(target);
+                    }
                 } else if self.image.is_mapped(target) {
                     self.tables.push((address, target));
                 }
@@ -146,69 +157,141 @@ impl Walk<'_> {
 
     /// Follows the entries of the jump tables reached functions read, each
     /// entry's code decoded before the next entry is read (so an entry past
-    /// the table's end lands inside a decoded instruction and ends it); a
-    /// table also ends at the next table a reached instruction references,
-    /// at the next data label, and (with `-q`) at the first entry without a
-    /// kept relocation. True when any entry was new.
+    /// the table's end lands inside a decoded instruction and ends it).
+    /// Tables whose dispatch and range check were recognized
+    /// (`x86_table.rs`) come first and are read to their bound; only when
+    /// none is left is one other candidate read, which ends at the next
+    /// table a reached instruction references, at the next data label, and
+    /// (with `-q`) at the first entry without a kept relocation: by then
+    /// the recognized tables' code is decoded, so an array the function
+    /// indexes, taken for a table, stops at its first entry that lands
+    /// inside an instruction. True when a table was read.
     fn scan_tables(&mut self, scanned: &mut HashSet<(u64, u64)>) -> bool {
-        let image = self.image;
-        let mut added = false;
+        self.indirect_jumps.sort_unstable();
+        self.indirect_jumps.dedup();
+        let mut unbounded = Vec::new();
+        let mut read = false;
         let mut next = 0;
         while next < self.tables.len() {
             let (instruction, table) = self.tables[next];
             next += 1;
-            self.indirect_jumps.sort_unstable();
-            self.indirect_jumps.dedup();
             let Some((start, end)) = self.function_extent(instruction) else {
                 continue;
             };
             let i = self.indirect_jumps.partition_point(|&a| a < start);
             if self.indirect_jumps.get(i).is_none_or(|&a| a >= end)
-                || !scanned.insert((instruction, table))
+                || scanned.contains(&(instruction, table))
             {
                 continue;
             }
-            let relative = |i: u64| {
-                let place = table + 4 * i;
-                image
-                    .read_u32(place)
-                    .map(|v| (place, 4, table.wrapping_add(v as i32 as i64 as u64)))
-            };
-            let absolute = |i: u64| {
-                let place = table + 8 * i;
-                image.read_pointer(place).map(|v| (place, 8, v))
-            };
-            let readers: [&EntryReader; 2] = [&relative, &absolute];
-            for entry in readers {
-                for i in 0.. {
-                    let Some((place, width, target)) = entry(i) else {
-                        break;
-                    };
-                    let bound = self.next_table(table).min(image.next_label(table));
-                    if place + width > bound
-                        || !(start..end).contains(&target)
-                        || (image.has_emitted_relocs() && !image.emitted.contains_key(&place))
-                    {
-                        break;
-                    }
-                    let Some(index) = self.section(target) else {
-                        break;
-                    };
-                    self.jump_targets.push(target);
-                    let section = &self.sections[index];
-                    if section.is_start(target) {
-                        continue;
-                    }
-                    if section.is_covered(target) {
-                        break;
-                    }
-                    self.work.push(target);
-                    self.drain();
-                    added = true;
+            let bound = match self.bounds.get(&(instruction, table)) {
+                Some(&bound) => bound,
+                None => {
+                    let before = self.starts_before(instruction, start);
+                    let bound = x86_table::table_bound(self.image, instruction, table, &before);
+                    self.bounds.insert((instruction, table), bound);
+                    bound
                 }
+            };
+            match bound {
+                Some(bound) => {
+                    scanned.insert((instruction, table));
+                    self.read_table(table, (start, end), Some(bound));
+                    read = true;
+                }
+                None => unbounded.push((instruction, table, start, end)),
             }
         }
-        added
+        if read {
+            return true;
+        }
+        let known = self.tables.len();
+        for (instruction, table, start, end) in unbounded {
+            scanned.insert((instruction, table));
+            self.read_table(table, (start, end), None);
+            read = true;
+            // New references first go through the recognized tables.
+            if self.tables.len() > known {
+                break;
+            }
+        }
+        read
+    }
+
+    /// Reads the entries of the table at `table` of the function spanning
+    /// `function`, decoding the code each sends the jump to.
+    fn read_table(&mut self, table: u64, function: (u64, u64), bound: Option<TableBound>) {
+        let image = self.image;
+        let (start, end) = function;
+        let relative = |i: u64| {
+            let place = table + 4 * i;
+            image
+                .read_u32(place)
+                .map(|v| (place, 4, table.wrapping_add(v as i32 as i64 as u64)))
+        };
+        let absolute = |i: u64| {
+            let place = table + 8 * i;
+            image.read_pointer(place).map(|v| (place, 8, v))
+        };
+        let readers: [&EntryReader; 2] = [&relative, &absolute];
+        let mut read_any = false;
+        for entry in readers {
+            for i in 0.. {
+                let Some((place, width, target)) = entry(i) else {
+                    break;
+                };
+                // The range check bounds the table; without one, it ends
+                // where something else is known to start.
+                let past_end = match bound {
+                    Some(bound) => i >= bound.entries,
+                    None => place + width > self.next_table(table).min(image.next_label(table)),
+                };
+                if past_end
+                    || !(start..end).contains(&target)
+                    || (image.has_emitted_relocs() && !image.emitted.contains_key(&place))
+                {
+                    break;
+                }
+                let Some(index) = self.section(target) else {
+                    break;
+                };
+                read_any = true;
+                self.jump_targets.push(target);
+                let section = &self.sections[index];
+                if section.is_start(target) {
+                    continue;
+                }
+                if section.is_covered(target) {
+                    break;
+                }
+                self.work.push(target);
+                self.drain();
+            }
+        }
+        if read_any {
+            self.read_tables.push((table, start, bound));
+        }
+    }
+
+    /// The reached instruction starts of the function starting at
+    /// `function_start` that come before `address`, the nearest
+    /// [`x86_table::CHECK_DISTANCE`] of them, in address order.
+    fn starts_before(&self, address: u64, function_start: u64) -> Vec<u64> {
+        let mut starts = Vec::new();
+        let Some(index) = self.section(address) else {
+            return starts;
+        };
+        let section = &self.sections[index];
+        let lowest = function_start.max(section.start);
+        let mut at = address;
+        while at > lowest && starts.len() < x86_table::CHECK_DISTANCE {
+            at -= 1;
+            if section.is_start(at) {
+                starts.push(at);
+            }
+        }
+        starts.reverse();
+        starts
     }
 
     /// The first table a reached instruction references after `table`.
@@ -230,6 +313,19 @@ pub(crate) struct Reached {
     pub instruction_starts: Vec<u64>,
     pub referenced_data: Vec<u64>,
     pub jump_targets: Vec<u64>,
+    pub jump_tables: Vec<JumpTable>,
+}
+
+/// A jump table a reached function reads, at least one entry of which
+/// sends its indirect jump into the function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JumpTable {
+    pub table: u64,
+    /// The start of the function reading it.
+    pub function: u64,
+    /// How many entries the function's range check lets it select, when
+    /// a check was recognized and nothing jumps past it (`x86_table.rs`).
+    pub entries: Option<u64>,
 }
 
 /// Walks `image`'s code from every entry.
@@ -274,6 +370,9 @@ pub(crate) fn reach(image: &Image) -> Reached {
         table_starts: Vec::new(),
         indirect_jumps: Vec::new(),
         jump_targets: Vec::new(),
+        branch_targets: Vec::new(),
+        bounds: HashMap::new(),
+        read_tables: Vec::new(),
     };
     let mut scanned = HashSet::new();
     loop {
@@ -299,9 +398,31 @@ pub(crate) fn reach(image: &Image) -> Reached {
     let mut jump_targets = walk.jump_targets;
     jump_targets.sort_unstable();
     jump_targets.dedup();
+    let mut entered = walk.branch_targets;
+    entered.extend(&jump_targets);
+    entered.sort_unstable();
+    entered.dedup();
+    // A bound holds only if nothing jumps past its range check.
+    let bypassed = |bound: &TableBound| {
+        let (check, load) = bound.guarded;
+        let i = entered.partition_point(|&a| a <= check);
+        entered.get(i).is_some_and(|&a| a <= load)
+    };
+    let mut jump_tables: Vec<JumpTable> = walk
+        .read_tables
+        .into_iter()
+        .map(|(table, function, bound)| JumpTable {
+            table,
+            function,
+            entries: bound.filter(|b| !bypassed(b)).map(|b| b.entries),
+        })
+        .collect();
+    jump_tables.sort_unstable_by_key(|t| (t.table, t.function, t.entries));
+    jump_tables.dedup();
     Reached {
         instruction_starts: starts,
         referenced_data,
         jump_targets,
+        jump_tables,
     }
 }

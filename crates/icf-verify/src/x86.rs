@@ -238,6 +238,7 @@ fn data_run(image: &Image, bytes: &[u8], ip: u64, from: u64, to: u64) -> Decoded
                 address,
                 use_,
                 field: at,
+                width: 0,
             });
         }
     }
@@ -369,6 +370,7 @@ fn normalize(
                     address: instr.near_branch_target(),
                     use_,
                     field: immediate_field_or_end(instr, offsets),
+                    width: 0,
                 });
                 Operand::Target
             }
@@ -388,6 +390,7 @@ fn normalize(
                         address: value,
                         use_: Use::Address,
                         field: immediate_field,
+                        width: 0,
                     });
                     Operand::Target
                 } else {
@@ -406,10 +409,18 @@ fn normalize(
                     _ => Use::Access,
                 };
                 let displacement = if instr.is_ip_rel_memory_operand() {
+                    // No register offsets a RIP-relative operand: an access
+                    // reads or writes exactly the operand's bytes.
+                    let width = if use_ == Use::Access {
+                        instr.memory_size().size() as u64
+                    } else {
+                        0
+                    };
                     refs.push(Reference {
                         address: instr.ip_rel_memory_address(),
                         use_,
                         field: displacement_field,
+                        width,
                     });
                     None
                 } else {
@@ -423,6 +434,7 @@ fn normalize(
                             address: value,
                             use_,
                             field: displacement_field,
+                            width: 0,
                         });
                         None
                     } else {

@@ -1406,3 +1406,96 @@ fn an_absolute_address_loaded_only_to_read_through_is_not_observed() {
     );
     assert_passes(&plain, &folded, Mode::Safe);
 }
+
+/// `s` dispatching on `%edi` below 2 through `.Lt_s`; what follows the
+/// table in `.rodata` is `after`, which nothing reached references.
+fn guarded_switch(after: &str, second_case: &str) -> String {
+    function(
+        "s",
+        "  cmp $1, %edi\n  ja .Ld_s\n  lea .Lt_s(%rip), %rdx\n  movslq (%rdx,%rdi,4), %rax\n  add %rdx, %rax\n  jmp *%rax\n.La_s:\n  mov $1, %eax\n  ret\n.Lb_s:\n  mov $2, %eax\n  ret\n.Ld_s:\n  xor %eax, %eax\n  ret",
+    ) + &format!(
+        ".section .rodata\n.p2align 2\n.Lt_s:\n  .long .La_s-.Lt_s\n  .long {second_case}-.Lt_s\n{after}\n"
+    )
+}
+
+#[test]
+fn a_jump_table_ends_where_its_range_check_says() {
+    // PLAIN's table is followed by what reads as a third entry landing in
+    // `s` (a table of a weak copy the link did not keep reads so); FOLDED's
+    // by other bytes. `cmp $1; ja` says the table has two entries.
+    let plain = x86_program(&guarded_switch("  .long .Ld_s-.Lt_s", ".Lb_s"), &["s"]);
+    let folded = x86_program(&guarded_switch("  .long 0x7fff0000", ".Lb_s"), &["s"]);
+    let wrong = x86_program(&guarded_switch("  .long 0x7fff0000", ".La_s"), &["s"]);
+    let dir = work_dir("range_checked_table");
+    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
+    let folded = link(&dir, "gcc", "folded.s", &folded, &[]);
+    let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
+    assert_passes(&plain, &folded, Mode::All);
+    // FOLDED's second case is never reached: data there, code in PLAIN.
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "s",
+    );
+}
+
+/// `name` dispatching on `%edi` through an absolute table `.Lt_{name}` (in
+/// `.rodata`, right where `place` puts it) to cases returning `values`.
+fn absolute_switch(name: &str, values: [u32; 2]) -> (String, String) {
+    let code = function(
+        name,
+        &format!(
+            "  cmp $1, %edi\n  ja .Ld_{name}\n  mov %edi, %edi\n  jmp *.Lt_{name}(,%rdi,8)\n.La_{name}:\n  mov ${}, %eax\n  ret\n.Lb_{name}:\n  mov ${}, %eax\n  ret\n.Ld_{name}:\n  xor %eax, %eax\n  ret",
+            values[0], values[1]
+        ),
+    );
+    let table = format!(".p2align 3\n.Lt_{name}:\n  .quad .La_{name}\n  .quad .Lb_{name}\n");
+    (code, table)
+}
+
+#[test]
+fn an_address_ending_an_array_is_not_the_start_of_another_function_s_jump_table() {
+    // `end` returns one past `tab`, which PLAIN follows with `s`'s jump
+    // table and FOLDED (another layout) with `t`'s: `end` never reads a
+    // table of another function, so the address is `tab`'s end in both.
+    let (s, s_table) = absolute_switch("s", [1, 2]);
+    let (t, t_table) = absolute_switch("t", [3, 4]);
+    let array = ".globl tab\n.type tab,@object\ntab: .quad 7, 8\n.size tab, 16\n";
+    let end = function("end", "  mov $tab+16, %eax\n  ret");
+    let calls = ["s", "t", "end"];
+    let plain = x86_program(
+        &format!("{s}{t}{end}.section .rodata\n{array}{s_table}{t_table}"),
+        &calls,
+    );
+    let folded = x86_program(
+        &format!("{s}{t}{end}.section .rodata\n{s_table}{array}{t_table}"),
+        &calls,
+    );
+    let (plain, folded) = x86_pair("array_end_before_a_table", &plain, &folded, &["-no-pie"]);
+    assert_passes(&plain, &folded, Mode::All);
+}
+
+#[test]
+fn a_rip_relative_load_compares_only_the_bytes_it_reads() {
+    // `d` adds the double at `.Lc`; the quad after it is nobody's, and
+    // differs between the images.
+    let program = |value: &str, after: &str| {
+        x86_program(
+            &(function(
+                "d",
+                "  cvtsi2sd %edi, %xmm0\n  addsd .Lc(%rip), %xmm0\n  cvttsd2si %xmm0, %eax\n  ret",
+            ) + &format!(
+                ".section .rodata\n.p2align 3\n.Lc: .double {value}\n  .quad {after}\n"
+            )),
+            &["d"],
+        )
+    };
+    let dir = work_dir("rip_relative_width");
+    let plain = link(&dir, "gcc", "plain.s", &program("1.5", "0x30"), &[]);
+    let folded = link(&dir, "gcc", "folded.s", &program("1.5", "0x80"), &[]);
+    let wrong = link(&dir, "gcc", "wrong.s", &program("2.5", "0x30"), &[]);
+    assert_passes(&plain, &folded, Mode::All);
+    assert_caught(&plain, &wrong, Mode::All, DifferenceKind::DataDiffers, "d");
+}

@@ -1,0 +1,309 @@
+//! x86-64: how many entries a jump table has, read from the range check
+//! the compiler puts before the indexed load that reads it.
+//!
+//! Without a bound, a table is taken to run until the next thing known to
+//! start (a symbol, a label, another referenced table), which overruns it
+//! when what follows is known to nothing: the table of a weak function's
+//! copy the link did not keep, whose code no path reaches. Read relative to
+//! the wrong table, its entries land at arbitrary places, sometimes inside
+//! the function, and the verifier then compares or decodes what no jump
+//! ever reaches.
+//!
+//! The shapes recognized are the ones GCC and Clang emit:
+//!
+//! ```text
+//! cmp $N,%eax ; ja default     and $M,%ecx           cmp $N,%edi ; ja default
+//! lea T(%rip),%rdx             lea T(%rip),%rdx     mov %edi,%edi
+//! movslq (%rdx,%rax,4),%rax    movslq (%rdx,%rcx,4) jmp *T(,%rdi,8)
+//! ```
+//!
+//! giving N+1 (`ja`), N (`jae`) or M+1 entries, when the entry loaded goes
+//! straight to an indirect jump (`add %rdx,%rax ; jmp *%rax`): an indexed
+//! load that does not reads an array. Main assumption: the check
+//! and the load are one straight-line run that nothing jumps into; the
+//! walk (`reach.rs`) drops a bound when a branch or a table entry lands
+//! inside the run. Anything else gives no bound, and the table is bounded
+//! as before.
+
+use iced_x86::{
+    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess,
+    OpKind, Register,
+};
+
+use crate::image::Image;
+
+/// How many instructions may lie between a table's address and its load.
+const LOAD_DISTANCE: usize = 3;
+/// How many instructions the range check may lie before the table's address.
+pub(crate) const CHECK_DISTANCE: usize = 10;
+/// Larger bounds are not a compiler's jump table: no bound.
+const MAX_ENTRIES: u64 = 1 << 16;
+
+/// A jump table's size, as the code before its load guarantees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TableBound {
+    /// How many entries the index can select.
+    pub entries: u64,
+    /// The run from the range check (exclusive) to the load (inclusive):
+    /// a jump into it would bypass the check.
+    pub guarded: (u64, u64),
+}
+
+fn decode_at(image: &Image, address: u64) -> Option<Instruction> {
+    let bytes = image.bytes_to_section_end(address)?;
+    let bytes = &bytes[..bytes.len().min(15)];
+    let mut decoder = Decoder::with_ip(64, bytes, address, DecoderOptions::NONE);
+    let instruction = decoder.decode();
+    (!instruction.is_invalid()).then_some(instruction)
+}
+
+fn writes(
+    factory: &mut InstructionInfoFactory,
+    instruction: &Instruction,
+    register: Register,
+) -> bool {
+    factory
+        .info(instruction)
+        .used_registers()
+        .iter()
+        .any(|used| {
+            used.register().full_register() == register
+                && matches!(
+                    used.access(),
+                    OpAccess::Write
+                        | OpAccess::ReadWrite
+                        | OpAccess::CondWrite
+                        | OpAccess::ReadCondWrite
+                )
+        })
+}
+
+/// `mov %e?x,%e?x`: zero-extends a 32-bit index, keeping its bound.
+fn zero_extends(instruction: &Instruction, register: Register) -> bool {
+    instruction.mnemonic() == Mnemonic::Mov
+        && instruction.op_count() == 2
+        && instruction.op0_kind() == OpKind::Register
+        && instruction.op1_kind() == OpKind::Register
+        && instruction.op0_register() == instruction.op1_register()
+        && instruction.op0_register().is_gpr32()
+        && instruction.op0_register().full_register() == register
+}
+
+/// A small non-negative immediate second operand, if `instruction` has one.
+fn small_immediate(instruction: &Instruction) -> Option<u64> {
+    if instruction.op_count() != 2 {
+        return None;
+    }
+    match instruction.op1_kind() {
+        OpKind::Immediate8
+        | OpKind::Immediate16
+        | OpKind::Immediate32
+        | OpKind::Immediate8to16
+        | OpKind::Immediate8to32
+        | OpKind::Immediate8to64
+        | OpKind::Immediate32to64 => {
+            let value = instruction.immediate(1) as i64;
+            (0..MAX_ENTRIES as i64)
+                .contains(&value)
+                .then_some(value as u64)
+        }
+        _ => None,
+    }
+}
+
+/// The register `instruction` applies an immediate to, by its full name,
+/// when it is a whole 32- or 64-bit register (`and $7,%cl` leaves the rest
+/// of `%rcx` unbounded).
+fn immediate_target(instruction: &Instruction) -> Option<Register> {
+    let register = instruction.op0_register();
+    (instruction.op_count() == 2
+        && instruction.op0_kind() == OpKind::Register
+        && (register.is_gpr32() || register.is_gpr64()))
+    .then(|| register.full_register())
+}
+
+/// Whether the entry `load` reads goes straight to an indirect jump: the
+/// load is the jump (`jmp *T(,%rax,8)`), or its register is jumped through,
+/// after adding the table's address (`base`) to it when the entries are
+/// offsets. An indexed load that does not is reading an array, not a jump
+/// table.
+fn dispatches(image: &Image, load: &Instruction, base: Option<Register>) -> bool {
+    let indirect_jump = |i: &Instruction, register: Register| {
+        i.mnemonic() == Mnemonic::Jmp
+            && i.op0_kind() == OpKind::Register
+            && i.op0_register().full_register() == register
+    };
+    if load.mnemonic() == Mnemonic::Jmp {
+        return load.op0_kind() == OpKind::Memory;
+    }
+    if !matches!(load.mnemonic(), Mnemonic::Mov | Mnemonic::Movsxd)
+        || load.op0_kind() != OpKind::Register
+    {
+        return false;
+    }
+    let entry = load.op0_register().full_register();
+    let Some(next) = decode_at(image, load.next_ip()) else {
+        return false;
+    };
+    match base {
+        None => indirect_jump(&next, entry),
+        Some(base) => {
+            let adds_base = next.mnemonic() == Mnemonic::Add
+                && next.op_count() == 2
+                && next.op0_kind() == OpKind::Register
+                && next.op1_kind() == OpKind::Register
+                && ((next.op0_register().full_register() == entry
+                    && next.op1_register().full_register() == base)
+                    || (next.op0_register().full_register() == base
+                        && next.op1_register().full_register() == entry));
+            if !adds_base {
+                return false;
+            }
+            let sum = next.op0_register().full_register();
+            decode_at(image, next.next_ip()).is_some_and(|jump| indirect_jump(&jump, sum))
+        }
+    }
+}
+
+/// The indexed load of the table at `table`, starting the search at the
+/// instruction at `at` (which references the table): its address and its
+/// index register.
+fn indexed_load(
+    image: &Image,
+    factory: &mut InstructionInfoFactory,
+    at: u64,
+    table: u64,
+) -> Option<(u64, Register)> {
+    let first = decode_at(image, at)?;
+    // `jmp *T(,%rax,8)`, `mov T(,%rax,8),%rax`: the reference is the load.
+    let absolute_index = |i: &Instruction| {
+        (0..i.op_count()).any(|n| i.op_kind(n) == OpKind::Memory)
+            && i.memory_base() == Register::None
+            && i.memory_index() != Register::None
+            && matches!(i.memory_index_scale(), 4 | 8)
+            && i.memory_displacement64() == table
+    };
+    if absolute_index(&first) && dispatches(image, &first, None) {
+        return Some((at, first.memory_index().full_register()));
+    }
+    // `lea T(%rip),%rdx` or `mov $T,%edx`, then a load based on it.
+    let base = match first.mnemonic() {
+        Mnemonic::Lea
+            if first.is_ip_rel_memory_operand() && first.ip_rel_memory_address() == table =>
+        {
+            first.op0_register().full_register()
+        }
+        Mnemonic::Mov
+            if first.op0_kind() == OpKind::Register
+                && small_immediate(&first).is_none()
+                && matches!(
+                    first.op1_kind(),
+                    OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
+                )
+                && first.immediate(1) == table =>
+        {
+            first.op0_register().full_register()
+        }
+        _ => return None,
+    };
+    let mut address = first.next_ip();
+    let mut between = Vec::new();
+    for _ in 0..LOAD_DISTANCE {
+        let instruction = decode_at(image, address)?;
+        if instruction.flow_control() != FlowControl::Next {
+            return None;
+        }
+        let is_load = (0..instruction.op_count()).any(|n| instruction.op_kind(n) == OpKind::Memory)
+            && instruction.memory_base().full_register() == base
+            && instruction.memory_index() != Register::None
+            && matches!(instruction.memory_index_scale(), 4 | 8)
+            && instruction.memory_displacement64() == 0;
+        if is_load {
+            let index = instruction.memory_index().full_register();
+            // Between the table's address and the load, the index may only
+            // be zero-extended.
+            if between
+                .iter()
+                .any(|w| writes(factory, w, index) && !zero_extends(w, index))
+            {
+                return None;
+            }
+            return dispatches(image, &instruction, Some(base)).then_some((address, index));
+        }
+        if writes(factory, &instruction, base) {
+            return None;
+        }
+        between.push(instruction);
+        address = instruction.next_ip();
+    }
+    None
+}
+
+/// The bound of the table at `table` referenced by the instruction at
+/// `at`; `before` lists the reached instruction starts of the function
+/// before `at`, in address order.
+pub(crate) fn table_bound(
+    image: &Image,
+    at: u64,
+    table: u64,
+    before: &[u64],
+) -> Option<TableBound> {
+    let mut factory = InstructionInfoFactory::new();
+    let (load, index) = indexed_load(image, &mut factory, at, table)?;
+    // Instructions between the reference and the load may not write the
+    // index (checked by `indexed_load` unless they zero-extend it).
+    let mut pending_branch: Option<Mnemonic> = None;
+    let mut expected_next = at;
+    for &address in before.iter().rev().take(CHECK_DISTANCE) {
+        let instruction = decode_at(image, address)?;
+        // A straight-line run: each instruction ends where the next starts.
+        if instruction.next_ip() != expected_next {
+            return None;
+        }
+        expected_next = address;
+        if let Some(branch) = pending_branch {
+            // The instruction right before `ja`/`jae` must be the check.
+            if instruction.mnemonic() != Mnemonic::Cmp
+                || immediate_target(&instruction) != Some(index)
+            {
+                return None;
+            }
+            let limit = small_immediate(&instruction)?;
+            let entries = if branch == Mnemonic::Ja {
+                limit + 1
+            } else {
+                limit
+            };
+            return Some(TableBound {
+                entries,
+                guarded: (address, load),
+            });
+        }
+        match instruction.flow_control() {
+            FlowControl::Next => {}
+            FlowControl::ConditionalBranch => {
+                if matches!(instruction.mnemonic(), Mnemonic::Ja | Mnemonic::Jae) {
+                    pending_branch = Some(instruction.mnemonic());
+                }
+                continue;
+            }
+            _ => return None,
+        }
+        if !writes(&mut factory, &instruction, index) {
+            continue;
+        }
+        if zero_extends(&instruction, index) {
+            continue;
+        }
+        if instruction.mnemonic() == Mnemonic::And && immediate_target(&instruction) == Some(index)
+        {
+            let mask = small_immediate(&instruction)?;
+            return Some(TableBound {
+                entries: mask + 1,
+                guarded: (address, load),
+            });
+        }
+        return None;
+    }
+    None
+}
