@@ -200,8 +200,10 @@ fn decode_patched(
 }
 
 /// For each word, the (register, page) it opens: an `adrp`, or GNU ld's
-/// Cortex-A53 erratum 843419 fix, an `adr` of the page that the next word
-/// completes with no `nop` beside it (a relaxed `adrp`+`add` is not one).
+/// Cortex-A53 erratum 843419 fix, an `adr` of the page with no `nop`
+/// beside it (a relaxed `adrp`+`add` is not one) that the next word
+/// completes, or that sits where the erratum's sequence starts (a page's
+/// last two words) and that a word two or three on completes.
 fn page_definitions(
     decoder: &InstDecoder,
     words: &[u32],
@@ -221,11 +223,22 @@ fn page_definitions(
                 Opcode::ADRP => Some((register, (pc & !0xfff).wrapping_add(delta as u64))),
                 Opcode::ADR => {
                     let target = pc.wrapping_add(delta as u64);
+                    let completed_at = |at: usize| {
+                        words
+                            .get(at)
+                            .is_some_and(|&word| completes(decoder, word, Some(register)))
+                    };
+                    // The erratum's sequence: the `adrp` in one of a page's
+                    // last two words, a load or store, maybe one more
+                    // instruction, then the access through the page.
+                    let erratum_sequence = pc & 0xfff >= 0xff8
+                        && words.get(i + 1).is_some_and(|&next| next != NOP)
+                        && (completed_at(i + 2) || completed_at(i + 3));
                     let relaxed = target & 0xfff == 0
                         && words.get(i.wrapping_sub(1)) != Some(&NOP)
-                        && words.get(i + 1).is_some_and(|&next| {
-                            next != NOP && completes(decoder, next, Some(register))
-                        });
+                        && (words.get(i + 1).is_some_and(|&next| next != NOP)
+                            && completed_at(i + 1)
+                            || erratum_sequence);
                     relaxed.then_some((register, target))
                 }
                 _ => None,

@@ -422,6 +422,17 @@ impl Image {
             return Err(bad("not a linked executable or shared library"));
         }
         let position_independent = header.e_type(endian) == elf::ET_DYN;
+        // An executable (a PIE included: it asks for an interpreter) comes
+        // first in the dynamic linker's lookup scope: a name it defines
+        // binds to its own definition, which no library can preempt.
+        let is_program = header.e_type(endian) == elf::ET_EXEC
+            || header
+                .program_headers(endian, data.as_slice())
+                .is_ok_and(|headers| {
+                    headers
+                        .iter()
+                        .any(|h| h.p_type.get(endian) == elf::PT_INTERP)
+                });
         let mut code_entries = vec![header.e_entry(endian)];
         let table = header
             .sections(endian, data.as_slice())
@@ -664,7 +675,9 @@ impl Image {
                             .symbol_name(endian, sym)
                             .map(|n| String::from_utf8_lossy(n).into_owned())
                             .unwrap_or_default();
-                        if sym.st_shndx(endian).index().is_some() && sym.st_bind().0 == STB_LOCAL {
+                        let defined = sym.st_shndx(endian).index().is_some()
+                            && sym.st_type() != elf::STT_GNU_IFUNC;
+                        if defined && (sym.st_bind().0 == STB_LOCAL || is_program) {
                             Slot::Address(sym.st_value(endian).wrapping_add(addend as u64))
                         } else {
                             Slot::Named(name, addend)
@@ -882,6 +895,27 @@ impl Image {
     pub fn read_u64(&self, address: u64) -> Option<u64> {
         let b = self.bytes(address, 8)?;
         Some(u64::from_le_bytes(b.try_into().ok()?))
+    }
+
+    /// The address the GOT slot at `slot` holds whatever the loader does,
+    /// when the link fixed it: a `RELATIVE` relocation's (the address of
+    /// something in this image), or, in a position-dependent image, the
+    /// word itself when no dynamic relocation writes it and it points into
+    /// the image. Loading such a slot is taking that address (what a
+    /// linker that relaxes the load writes instead: `lea`, `mov $sym`).
+    /// `None` for a slot the loader binds by name (which another module
+    /// may define) and for anything but `.got`.
+    pub fn got_constant(&self, slot: u64) -> Option<u64> {
+        let section = &self.sections[self.section_at(slot)?];
+        if section.name != ".got" {
+            return None;
+        }
+        match self.dynamic.get(&slot) {
+            Some(Slot::Address(address)) => Some(*address),
+            Some(Slot::Named(..)) => None,
+            None if self.position_independent => None,
+            None => self.read_u64(slot).filter(|&a| self.is_mapped(a)),
+        }
     }
 
     /// The address the word at `at` holds once loaded: what a dynamic

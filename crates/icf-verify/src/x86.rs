@@ -183,7 +183,13 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
                 instruction.ip_rel_memory_address(),
             ),
             (Mnemonic::Mov, _) if rip_relative => {
-                (Use::Access, Use::Deref, instruction.ip_rel_memory_address())
+                let slot = instruction.ip_rel_memory_address();
+                match image.got_constant(slot) {
+                    // A load from a fixed GOT slot is a `lea` of its
+                    // address (see `address_materialized`).
+                    Some(address) => (Use::Address, Use::Access, address),
+                    None => (Use::Access, Use::Deref, slot),
+                }
             }
             // `mov $sym, %reg` is a `lea` of position-dependent code (or a
             // GOT load the linker relaxed to one).
@@ -473,7 +479,69 @@ fn normalize(
         evex,
         operands,
     };
+    if key.prefixes == 0
+        && let Some((register, address)) = address_materialized(image, instr, &refs)
+    {
+        let field = refs.first().map_or(0, |r| r.field);
+        let reference = Reference {
+            address,
+            use_: Use::Address,
+            field,
+            width: 0,
+        };
+        return (address_key(register), vec![reference]);
+    }
     (key, refs)
+}
+
+/// The one key of every way to put an address in a register.
+fn address_key(register: Register) -> X86Key {
+    let mut operands = [Operand::None; 5];
+    operands[0] = Operand::Register(register);
+    operands[1] = Operand::Target;
+    X86Key {
+        mnemonic: Mnemonic::Lea,
+        encoding: EncodingKind::Legacy,
+        prefixes: 0,
+        evex: 0,
+        operands,
+    }
+}
+
+/// `lea sym(%rip),%r64`, `mov $sym,%r` (a 32-bit immediate zero- or
+/// sign-extends to the same small address) and a load from a GOT slot the
+/// link fixed ([`Image::got_constant`]) all put `sym`'s address in the
+/// register, and a linker picks among them by the symbol the instruction
+/// binds (it relaxes a GOT load when the symbol is local): after a fold
+/// changes that symbol, PLAIN may load from the GOT where FOLDED has a
+/// `lea`. The register (by its 64-bit name) and the address.
+fn address_materialized(
+    image: &Image,
+    instr: &Instruction,
+    refs: &[Reference],
+) -> Option<(Register, u64)> {
+    if instr.op_count() != 2 || instr.op0_kind() != OpKind::Register {
+        return None;
+    }
+    let register = instr.op0_register();
+    let rip_relative = instr.op1_kind() == OpKind::Memory && instr.is_ip_rel_memory_operand();
+    let address = match instr.mnemonic() {
+        Mnemonic::Lea if rip_relative && register.is_gpr64() => instr.ip_rel_memory_address(),
+        Mnemonic::Mov if rip_relative && register.is_gpr64() => {
+            image.got_constant(instr.ip_rel_memory_address())?
+        }
+        Mnemonic::Mov
+            if matches!(
+                instr.op1_kind(),
+                OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
+            ) && (register.is_gpr32() || register.is_gpr64())
+                && refs.len() == 1 =>
+        {
+            refs[0].address
+        }
+        _ => return None,
+    };
+    Some((register.full_register(), address))
 }
 
 /// The bits of an immediate the instruction uses: iced sign-extends

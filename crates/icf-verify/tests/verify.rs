@@ -1499,3 +1499,144 @@ fn a_rip_relative_load_compares_only_the_bytes_it_reads() {
     assert_passes(&plain, &folded, Mode::All);
     assert_caught(&plain, &wrong, Mode::All, DifferenceKind::DataDiffers, "d");
 }
+
+#[test]
+fn a_load_from_a_fixed_got_slot_is_the_lea_a_linker_relaxes_it_to() {
+    // PLAIN keeps its GOT load (`R_X86_64_GOTPCREL`, which lld does not
+    // relax); FOLDED has the `lea` a relaxing linker writes once a fold
+    // changes the symbol.
+    let callee = |name: &str, value: u32| function(name, &format!("  mov ${value}, %eax\n  ret"));
+    let program = |load: &str| {
+        x86_program(
+            &format!(
+                "{}{}{}",
+                callee("f1", 1),
+                callee("f2", 2),
+                function("g", &format!("  {load}\n  call *%rax\n  ret"))
+            ),
+            &["g"],
+        )
+    };
+    let dir = work_dir("got_load_or_lea");
+    for flags in [&["-no-pie"][..], &["-pie", "-fPIE"][..]] {
+        let mut plain_flags = vec![
+            "-Wa,-mrelax-relocations=no",
+            "-fuse-ld=lld",
+            "-B/usr/lib/llvm-19/bin/",
+        ];
+        plain_flags.extend_from_slice(flags);
+        let plain = link(
+            &dir,
+            "gcc",
+            "plain.s",
+            &program("mov f1@GOTPCREL(%rip), %rax"),
+            &plain_flags,
+        );
+        let folded = link(
+            &dir,
+            "gcc",
+            "folded.s",
+            &program("lea f1(%rip), %rax"),
+            flags,
+        );
+        let wrong = link(
+            &dir,
+            "gcc",
+            "wrong.s",
+            &program("lea f2(%rip), %rax"),
+            flags,
+        );
+        assert_passes(&plain, &folded, Mode::All);
+        assert_caught(
+            &plain,
+            &wrong,
+            Mode::All,
+            DifferenceKind::InstructionsDiffer,
+            "main",
+        );
+    }
+}
+
+#[test]
+fn a_got_slot_an_executable_binds_by_name_holds_its_own_definition() {
+    // With `-rdynamic`, GNU ld binds the GOT slot of an exported function
+    // by name (`R_AARCH64_GLOB_DAT`); FOLDED names the kept copy's alias.
+    // An executable's own definition wins the lookup: the slots agree.
+    let source = |name: &str| {
+        format!(
+            ".text\n.globl f1, f2, f3\n.type f1,%function\nf1:\n  mov w0, 1\n  ret\n.size f1, .-f1\n\
+             .type f2,%function\n.set f2, f1\n.size f2, 8\n\
+             .type f3,%function\nf3:\n  mov w0, 3\n  ret\n.size f3, .-f3\n\
+             .type g,%function\ng:\n  adrp x0, :got:{name}\n  ldr x0, [x0, :got_lo12:{name}]\n  br x0\n.size g, .-g\n\
+             .globl main\n.type main,%function\nmain:\n  stp x29, x30, [sp, -16]!\n  bl g\n  ldp x29, x30, [sp], 16\n  ret\n.size main, .-main\n\
+             .section .note.GNU-stack,\"\",%progbits\n"
+        )
+    };
+    let dir = work_dir("aarch64_named_got");
+    let flags = ["-no-pie", "-rdynamic"];
+    let plain = link(
+        &dir,
+        "aarch64-linux-gnu-gcc",
+        "plain.s",
+        &source("f1"),
+        &flags,
+    );
+    let folded = link(
+        &dir,
+        "aarch64-linux-gnu-gcc",
+        "folded.s",
+        &source("f2"),
+        &flags,
+    );
+    let wrong = link(
+        &dir,
+        "aarch64-linux-gnu-gcc",
+        "wrong.s",
+        &source("f3"),
+        &flags,
+    );
+    assert_passes(&plain, &folded, Mode::All);
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "g",
+    );
+}
+
+#[test]
+fn an_adr_replacing_an_adrp_for_the_cortex_a53_erratum_is_a_page() {
+    // In FOLDED, `f` starts a page: its `adrp` sits in the page's last
+    // word with a store after it, the sequence erratum 843419 needs, and
+    // GNU ld (which fixes it by default on Debian) writes an `adr` of the
+    // page instead. In PLAIN a 4-byte `pad` before `f` moves the `adrp` to
+    // the next page's first word, where it stays.
+    let f = ".type f,%function\nf:\n  .rept 1022\n  nop\n  .endr\n  sub sp, sp, 16\n  adrp x2, tab\n  str x0, [sp, 8]\n  ldr x0, [x2, :lo12:tab]\n  add sp, sp, 16\n  ret\n.size f, .-f\n";
+    let pad = ".type pad,%function\npad:\n  ret\n.size pad, .-pad\n";
+    let source = |text: &str| {
+        format!(
+            ".data\n.p2align 12\n.globl tab\n.type tab,%object\ntab: .quad 5\n.size tab, 8\n\
+             .text\n.p2align 12\n{text}\
+             .globl main\n.type main,%function\nmain:\n  stp x29, x30, [sp, -16]!\n  bl pad\n  bl f\n  ldp x29, x30, [sp], 16\n  ret\n.size main, .-main\n\
+             .section .note.GNU-stack,\"\",%progbits\n"
+        )
+    };
+    let dir = work_dir("aarch64_erratum_adr");
+    let flags = ["-no-pie", "-Wl,--fix-cortex-a53-843419"];
+    let plain = link(
+        &dir,
+        "aarch64-linux-gnu-gcc",
+        "plain.s",
+        &source(&format!("{pad}{f}")),
+        &flags,
+    );
+    let folded = link(
+        &dir,
+        "aarch64-linux-gnu-gcc",
+        "folded.s",
+        &source(&format!("{f}{pad}")),
+        &flags,
+    );
+    assert_passes(&plain, &folded, Mode::All);
+}
