@@ -179,7 +179,7 @@ fn decode_patched(
         });
     }
     fuse_address_pairs(&mut out, start);
-    local_data_addresses(&mut out, start);
+    local_data_addresses(&mut out, start, around);
     // An `adrp` nothing completed and something read lets the page itself
     // escape.
     for (index, page) in pages.iter().enumerate() {
@@ -347,7 +347,7 @@ const ADR_X0: u32 = 0x1000_0000;
 /// leaves out a table the code only loads from). A 64-bit load completing
 /// a page (a GOT slot's pointer, say) whose loaded pointer does not escape
 /// becomes [`Use::Deref`]. See [`escapes`].
-fn local_data_addresses(out: &mut [Decoded], start: u64) {
+fn local_data_addresses(out: &mut [Decoded], start: u64, around: &dyn Surroundings) {
     for at in 0..out.len() {
         let Key::Aarch64(A64Key(instr)) = &out[at].key else {
             continue;
@@ -362,7 +362,8 @@ fn local_data_addresses(out: &mut [Decoded], start: u64) {
         let Some(register) = destination(instr) else {
             continue;
         };
-        if !out[at].refs.iter().any(|r| r.use_ == from) || escapes(out, start, at, register) {
+        if !out[at].refs.iter().any(|r| r.use_ == from) || escapes(out, start, at, register, around)
+        {
             continue;
         }
         for reference in &mut out[at].refs {
@@ -379,12 +380,21 @@ fn local_data_addresses(out: &mut [Decoded], start: u64) {
 /// escape while it is only the base of loads and stores (never the value
 /// stored, no write-back) until an instruction overwrites it without
 /// reading it, or at a call or return in a temporary the call leaves dead
-/// (x9-x15); a call keeps it going in a callee-saved register (x19-x28).
-/// Anything else escapes: any other read of the register, any other
-/// register at a call or return (x0-x8 are arguments and results), an
-/// indirect branch, a branch out of the function, a word that does not
-/// decode, or more than 1024 steps.
-fn escapes(out: &[Decoded], start: u64, at: usize, register: u16) -> bool {
+/// (x9-x15), in an argument register beyond those the callee's DWARF
+/// prototype reads, or at a return in x2-x15 (x0 and x1 carry results; x1
+/// none when the prototype returns one register at most); a call keeps it
+/// going in a callee-saved register (x19-x28). Anything else escapes: any
+/// other read of the register, any other register at a call or return
+/// (x8 carries the address of a result returned in memory), an indirect
+/// branch, a branch out of the function, a word that does not decode, or
+/// more than 1024 steps.
+fn escapes(
+    out: &[Decoded],
+    start: u64,
+    at: usize,
+    register: u16,
+    around: &dyn Surroundings,
+) -> bool {
     let index_of = |address: u64| {
         let offset = address.checked_sub(start)?;
         let index = usize::try_from(offset / 4).ok()?;
@@ -425,13 +435,28 @@ fn escapes(out: &[Decoded], start: u64, at: usize, register: u16) -> bool {
                     None => return true,
                 }
             }
-            Opcode::BL | Opcode::BLR => match register {
-                9..=15 => {}
-                19..=28 => work.push(index + 1),
-                _ => return true,
-            },
+            Opcode::BL | Opcode::BLR => {
+                let callee = out[index]
+                    .refs
+                    .iter()
+                    .find(|r| r.use_ == Use::Call)
+                    .map(|r| r.address);
+                let unread_argument = instr.opcode == Opcode::BL
+                    && register < 8
+                    && callee
+                        .and_then(|callee| around.arguments_read(callee))
+                        .is_some_and(|read| register >= u16::from(read));
+                match register {
+                    9..=15 => {}
+                    19..=28 => work.push(index + 1),
+                    _ if unread_argument => {}
+                    _ => return true,
+                }
+            }
             Opcode::RET => {
-                if !(9..=15).contains(&register) {
+                let result =
+                    register == 0 || (register == 1 && !around.returns_one_register(start));
+                if result || !(0..=15).contains(&register) {
                     return true;
                 }
             }

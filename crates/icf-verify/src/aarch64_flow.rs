@@ -50,6 +50,16 @@ pub(crate) trait Surroundings {
     fn is_landing_pad(&self, address: u64) -> bool;
     /// Whether a call to `target` never returns (`noreturn.rs`).
     fn never_returns(&self, target: u64) -> bool;
+    /// How many argument registers the function at `entry` reads, where
+    /// its DWARF prototype says (`dwarf.rs`).
+    fn arguments_read(&self, _entry: u64) -> Option<u8> {
+        None
+    }
+    /// Whether the function at `entry` returns one register at most, by
+    /// its DWARF prototype (`dwarf.rs`).
+    fn returns_one_register(&self, _entry: u64) -> bool {
+        false
+    }
 }
 
 impl Surroundings for Image {
@@ -63,6 +73,18 @@ impl Surroundings for Image {
 
     fn never_returns(&self, target: u64) -> bool {
         self.noreturn_entries.binary_search(&target).is_ok()
+    }
+
+    fn arguments_read(&self, entry: u64) -> Option<u8> {
+        let found = self
+            .argument_registers
+            .binary_search_by_key(&entry, |&(address, _)| address)
+            .ok()?;
+        Some(self.argument_registers[found].1)
+    }
+
+    fn returns_one_register(&self, entry: u64) -> bool {
+        self.single_register_returns.binary_search(&entry).is_ok()
     }
 }
 

@@ -70,7 +70,14 @@ pub(crate) fn prototypes(image: &Image) -> Prototypes {
             {
                 found.single_register_returns.push(low_pc);
             }
-            if let Some(count) = argument_registers(&unit, entry) {
+            // A value returned in memory comes back through a pointer the
+            // caller passes: in the first argument register on x86-64
+            // (the parameters move up one), in x8 on AArch64 (counted
+            // here too, to stay on the side of reading more).
+            let hidden_result_pointer = returns_in_memory(&unit, entry);
+            if let Some(count) = argument_registers(&unit, entry)
+                .and_then(|count| count.checked_add(u8::from(hidden_result_pointer)))
+            {
                 found.argument_registers.push((low_pc, count));
             }
         }
@@ -127,13 +134,39 @@ fn argument_registers<R: Reader>(
 }
 
 /// The byte size of what the function `entry` returns (0 for `void`), if
-/// the DWARF says: its `DW_AT_type`, or its declaration's
-/// (`DW_AT_specification`, `DW_AT_abstract_origin`) in the same unit.
+/// the DWARF says.
 fn return_size<R: Reader>(unit: &Unit<R>, entry: &DebuggingInformationEntry<R>) -> Option<u64> {
+    match return_type(unit, entry)? {
+        Some(offset) => type_size(unit, offset),
+        None => Some(0),
+    }
+}
+
+/// Whether the function `entry` may return its value in memory, through a
+/// pointer its caller passes: a value of more than 16 bytes, a structure,
+/// class or union of any size (C++ returns one that is not trivially
+/// copyable that way), or a return type the DWARF does not make known.
+fn returns_in_memory<R: Reader>(unit: &Unit<R>, entry: &DebuggingInformationEntry<R>) -> bool {
+    let Some(returned) = return_type(unit, entry) else {
+        return true;
+    };
+    let Some(offset) = returned else {
+        return false;
+    };
+    type_size(unit, offset).is_none_or(|size| size > 16) || is_composite(unit, offset)
+}
+
+/// The type the function `entry` returns (`Some(None)` for `void`): its
+/// `DW_AT_type`, or its declaration's (`DW_AT_specification`,
+/// `DW_AT_abstract_origin`) in the same unit.
+fn return_type<R: Reader>(
+    unit: &Unit<R>,
+    entry: &DebuggingInformationEntry<R>,
+) -> Option<Option<UnitOffset<R::Offset>>> {
     let mut entry = entry.clone();
     for _ in 0..8 {
         if let Some(value) = entry.attr_value(constants::DW_AT_type) {
-            return type_size(unit, local(value)?);
+            return Some(Some(local(value)?));
         }
         let origin = [
             constants::DW_AT_specification,
@@ -143,10 +176,37 @@ fn return_size<R: Reader>(unit: &Unit<R>, entry: &DebuggingInformationEntry<R>) 
         .find_map(|name| entry.attr_value(name));
         match origin {
             Some(value) => entry = unit.entry(local(value)?).ok()?,
-            None => return Some(0),
+            None => return Some(None),
         }
     }
     None
+}
+
+/// Whether the type at `offset` is, through typedefs and qualifiers, a
+/// structure, class or union (`true` when the chain cannot be followed).
+fn is_composite<R: Reader>(unit: &Unit<R>, mut offset: UnitOffset<R::Offset>) -> bool {
+    for _ in 0..32 {
+        let Ok(entry) = unit.entry(offset) else {
+            return true;
+        };
+        match entry.tag() {
+            constants::DW_TAG_typedef
+            | constants::DW_TAG_const_type
+            | constants::DW_TAG_volatile_type
+            | constants::DW_TAG_restrict_type
+            | constants::DW_TAG_atomic_type => {
+                match entry.attr_value(constants::DW_AT_type).and_then(local) {
+                    Some(next) => offset = next,
+                    None => return true,
+                }
+            }
+            constants::DW_TAG_structure_type
+            | constants::DW_TAG_class_type
+            | constants::DW_TAG_union_type => return true,
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// The size of the type at `offset`, through typedefs and qualifiers.

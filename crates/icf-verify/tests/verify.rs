@@ -1640,3 +1640,99 @@ fn an_adr_replacing_an_adrp_for_the_cortex_a53_erratum_is_a_page() {
     );
     assert_passes(&plain, &folded, Mode::All);
 }
+
+#[test]
+fn a_function_returning_in_memory_reads_one_more_argument_register() {
+    // `make` returns 32 bytes through the pointer its caller passes in
+    // %rdi, so its one parameter `p` comes in %rsi: passing `tab_b` there
+    // lets its address out, and FOLDED, which passes `tab_a`, merges two
+    // observed addresses. (Counting only the parameters DWARF lists, %rsi
+    // would be unread and the address unobserved.)
+    let source = |passed: &str| {
+        format!(
+            "struct big {{ long a[4]; }};\n\
+             const int tab_a[4] = {{1, 2, 3, 4}};\n\
+             const int tab_b[4] = {{1, 2, 3, 4}};\n\
+             __attribute__((noipa)) struct big make(const int *p) {{\n\
+               struct big r = {{{{p == tab_a, p[1], 0, 0}}}};\n\
+               return r;\n\
+             }}\n\
+             __attribute__((noipa)) const int *get_a(void) {{ return tab_a; }}\n\
+             int main(void) {{ return (int)make({passed}).a[0] + *get_a(); }}\n"
+        )
+    };
+    let dir = work_dir("memory_return_arguments");
+    let flags = ["-O2", "-g", "-fno-pie", "-no-pie"];
+    let plain = link(&dir, "gcc", "plain.c", &source("tab_b"), &flags);
+    let folded = link(&dir, "gcc", "folded.c", &source("tab_a"), &flags);
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::Safe,
+        DifferenceKind::SignificantAddressesMerged,
+        "get_a",
+    );
+}
+
+#[test]
+fn an_aarch64_argument_register_the_callee_does_not_read_keeps_no_address() {
+    // `user` loads through x7 and calls `called`. `callee`'s DWARF
+    // prototype reads x0 only: the address in x7 dies at the call,
+    // unobserved, so FOLDED may read `tab_a`'s equal bytes instead of
+    // `tab_b`'s. `callee8` reads x7 as its eighth parameter: there the
+    // address is observed, and merging it with `tab_a`'s is caught.
+    let source = |table: &str, called: &str| {
+        format!(
+            "const int tab_a[4] = {{1, 2, 3, 4}};\n\
+             const int tab_b[4] = {{1, 2, 3, 4}};\n\
+             __attribute__((noipa)) int callee(int x) {{ return x + 1; }}\n\
+             __attribute__((noipa)) int callee8(int a, int b, int c, int d, int e, int f, int g,\n\
+                                                const int *h) {{ return a + (h == tab_a); }}\n\
+             __attribute__((noipa)) const int *get_a(void) {{ return tab_a; }}\n\
+             int user(void);\n\
+             __asm__(\".text\\n.globl user\\n.type user,%function\\nuser:\\n\
+               stp x29, x30, [sp, -16]!\\n  adrp x7, {table}\\n  add x7, x7, :lo12:{table}\\n\
+               ldr w0, [x7]\\n  bl {called}\\n  ldp x29, x30, [sp], 16\\n  ret\\n.size user, .-user\\n\");\n\
+             int main(void) {{ return user() + *get_a(); }}\n"
+        )
+    };
+    let dir = work_dir("aarch64_unread_argument");
+    let flags = ["-O2", "-g", "-no-pie"];
+    let compiler = "aarch64-linux-gnu-gcc";
+    let plain = link(
+        &dir,
+        compiler,
+        "plain.c",
+        &source("tab_b", "callee"),
+        &flags,
+    );
+    let folded = link(
+        &dir,
+        compiler,
+        "folded.c",
+        &source("tab_a", "callee"),
+        &flags,
+    );
+    assert_passes(&plain, &folded, Mode::Safe);
+    let plain = link(
+        &dir,
+        compiler,
+        "plain8.c",
+        &source("tab_b", "callee8"),
+        &flags,
+    );
+    let folded = link(
+        &dir,
+        compiler,
+        "folded8.c",
+        &source("tab_a", "callee8"),
+        &flags,
+    );
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::Safe,
+        DifferenceKind::SignificantAddressesMerged,
+        "callee8",
+    );
+}
