@@ -128,6 +128,8 @@ pub struct BuildConfig {
     /// Further compiler flags shared by every file.
     pub extra_cflags: Vec<String>,
     pub gc_sections: bool,
+    /// `-Wl,-q`: the link keeps its relocations.
+    pub keep_relocs: bool,
     pub export_dynamic: bool,
     /// `-T fz.ld`: a script that puts `.text.fzhot` in an output section of its own (GNU ld and lld).
     pub linker_script: bool,
@@ -223,12 +225,21 @@ fn choose_config(rng: &mut Rng, arch: Arch) -> BuildConfig {
         );
     }
     let gc_sections = rng.chance(30);
-    // DWARF (which does not change the code) gives `icf verify` each
+    let pie = matches!(pic, Pic::Pie | Pic::SharedCodePie);
+    // The relocations kept in the output (`-q`) tell `icf verify`
+    // addresses from numbers (an immediate that happens to fall in the
+    // image); DWARF (which does not change the code) gives it each
     // function's prototype: whether `rdx` at a return is a second return
-    // value. icf's handling of debug sections is exercised with it. Not
-    // for mold with --gc-sections: it fails an assertion emitting `-q`
-    // relocations of debug sections that name dropped ones.
-    if !(linker == Linker::Mold && gc_sections) {
+    // value, which argument registers a call reads. icf's handling of debug
+    // sections is exercised with it. gold 1.16 fails with an internal error
+    // on -q with --gc-sections, and mold fails an assertion emitting `-q`
+    // relocations of debug sections that name dropped ones: there a PIE
+    // (whose code holds no absolute addresses) goes without `-q`, other
+    // code without DWARF.
+    let mold_gc = linker == Linker::Mold && gc_sections;
+    let gold_gc = linker == Linker::Gold && gc_sections;
+    let keep_relocs = !(gold_gc || (mold_gc && pie));
+    if !(mold_gc && keep_relocs) {
         extra_cflags.push("-g".to_string());
     }
     BuildConfig {
@@ -239,6 +250,7 @@ fn choose_config(rng: &mut Rng, arch: Arch) -> BuildConfig {
         pic,
         extra_cflags,
         gc_sections,
+        keep_relocs,
         export_dynamic: rng.chance(20),
         linker_script: matches!(linker, Linker::Bfd | Linker::Lld) && rng.chance(20),
         keep_unique: Vec::new(),

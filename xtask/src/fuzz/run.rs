@@ -235,10 +235,7 @@ impl Plan {
             link.push(format!("-fuse-ld={}", config.linker.name()));
         }
         link.push("-B/usr/lib/llvm-19/bin/".into());
-        // The relocations kept in the output tell `icf verify` addresses
-        // from numbers (an immediate that happens to fall in the image).
-        // gold 1.16 fails with an internal error on -q with --gc-sections.
-        if !(config.linker == Linker::Gold && config.gc_sections) {
+        if config.keep_relocs {
             link.push("-Wl,-q".into());
         }
         link.push(
