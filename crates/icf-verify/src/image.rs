@@ -248,6 +248,9 @@ pub(crate) struct Image {
     pub emitted: HashMap<u64, EmittedReloc>,
     /// Dynamic relocations by slot address.
     pub dynamic: HashMap<u64, Slot>,
+    /// Slots other dynamic relocations fill (`IRELATIVE`, TLS): what they
+    /// hold is known only at run time.
+    pub runtime_slots: HashSet<u64>,
     /// Function symbols this image exports (`.dynsym`, defined).
     pub exported_functions: Vec<String>,
     /// Every symbol `.dynsym` defines: what another module can name.
@@ -607,6 +610,7 @@ impl Image {
 
         let mut emitted = HashMap::new();
         let mut dynamic = HashMap::new();
+        let mut runtime_slots = HashSet::new();
         for (section_index, header) in table.iter().enumerate() {
             if header.sh_type(endian).0 != SHT_RELA {
                 continue;
@@ -683,6 +687,7 @@ impl Image {
                             Slot::Named(name, addend)
                         }
                     } else {
+                        runtime_slots.insert(place);
                         continue;
                     };
                     dynamic.insert(place, slot);
@@ -790,6 +795,7 @@ impl Image {
             offset_places,
             emitted,
             dynamic,
+            runtime_slots,
             exported_functions,
             exported_names,
         })
@@ -904,10 +910,14 @@ impl Image {
     /// the image. Loading such a slot is taking that address (what a
     /// linker that relaxes the load writes instead: `lea`, `mov $sym`).
     /// `None` for a slot the loader binds by name (which another module
-    /// may define) and for anything but `.got`.
+    /// may define) or fills at run time (an `IRELATIVE` resolver's result,
+    /// a TLS offset), and for anything but `.got`.
     pub fn got_constant(&self, slot: u64) -> Option<u64> {
         let section = &self.sections[self.section_at(slot)?];
         if section.name != ".got" {
+            return None;
+        }
+        if self.runtime_slots.contains(&slot) {
             return None;
         }
         match self.dynamic.get(&slot) {
