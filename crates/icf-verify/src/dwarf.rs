@@ -184,33 +184,38 @@ fn return_type<R: Reader>(
 
 /// Whether the type at `offset` is, through typedefs and qualifiers, a
 /// structure, class or union (`true` when the chain cannot be followed).
-fn is_composite<R: Reader>(unit: &Unit<R>, mut offset: UnitOffset<R::Offset>) -> bool {
-    for _ in 0..32 {
-        let Ok(entry) = unit.entry(offset) else {
-            return true;
-        };
-        match entry.tag() {
-            constants::DW_TAG_typedef
-            | constants::DW_TAG_const_type
-            | constants::DW_TAG_volatile_type
-            | constants::DW_TAG_restrict_type
-            | constants::DW_TAG_atomic_type => {
-                match entry.attr_value(constants::DW_AT_type).and_then(local) {
-                    Some(next) => offset = next,
-                    None => return true,
-                }
-            }
+fn is_composite<R: Reader>(unit: &Unit<R>, offset: UnitOffset<R::Offset>) -> bool {
+    underlying(unit, offset).is_none_or(|entry| {
+        matches!(
+            entry.tag(),
             constants::DW_TAG_structure_type
-            | constants::DW_TAG_class_type
-            | constants::DW_TAG_union_type => return true,
-            _ => return false,
-        }
-    }
-    true
+                | constants::DW_TAG_class_type
+                | constants::DW_TAG_union_type
+        )
+    })
 }
 
 /// The size of the type at `offset`, through typedefs and qualifiers.
-fn type_size<R: Reader>(unit: &Unit<R>, mut offset: UnitOffset<R::Offset>) -> Option<u64> {
+fn type_size<R: Reader>(unit: &Unit<R>, offset: UnitOffset<R::Offset>) -> Option<u64> {
+    let entry = underlying(unit, offset)?;
+    match entry.tag() {
+        constants::DW_TAG_pointer_type
+        | constants::DW_TAG_reference_type
+        | constants::DW_TAG_rvalue_reference_type => Some(byte_size(&entry).unwrap_or(8)),
+        constants::DW_TAG_base_type
+        | constants::DW_TAG_enumeration_type
+        | constants::DW_TAG_structure_type
+        | constants::DW_TAG_class_type
+        | constants::DW_TAG_union_type => byte_size(&entry),
+        _ => None,
+    }
+}
+
+/// The type at `offset` with typedefs and qualifiers looked through.
+fn underlying<R: Reader>(
+    unit: &Unit<R>,
+    mut offset: UnitOffset<R::Offset>,
+) -> Option<DebuggingInformationEntry<R>> {
     for _ in 0..32 {
         let entry = unit.entry(offset).ok()?;
         match entry.tag() {
@@ -221,17 +226,7 @@ fn type_size<R: Reader>(unit: &Unit<R>, mut offset: UnitOffset<R::Offset>) -> Op
             | constants::DW_TAG_atomic_type => {
                 offset = local(entry.attr_value(constants::DW_AT_type)?)?;
             }
-            constants::DW_TAG_pointer_type
-            | constants::DW_TAG_reference_type
-            | constants::DW_TAG_rvalue_reference_type => {
-                return Some(byte_size(&entry).unwrap_or(8));
-            }
-            constants::DW_TAG_base_type
-            | constants::DW_TAG_enumeration_type
-            | constants::DW_TAG_structure_type
-            | constants::DW_TAG_class_type
-            | constants::DW_TAG_union_type => return byte_size(&entry),
-            _ => return None,
+            _ => return Some(entry),
         }
     }
     None

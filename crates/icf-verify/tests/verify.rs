@@ -104,6 +104,17 @@ fn alias(name: &str, target: &str, size: u32) -> String {
     format!(".type {name},@function\n.set {name}, {target}\n.size {name}, {size}\n")
 }
 
+/// PLAIN, a correct FOLDED and a wrong FOLDED x86-64 executable from
+/// three assembly sources.
+fn x86_triple(test: &str, sources: [&str; 3], flags: &[&str]) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = work_dir(test);
+    (
+        link(&dir, "gcc", "plain.s", sources[0], flags),
+        link(&dir, "gcc", "good.s", sources[1], flags),
+        link(&dir, "gcc", "wrong.s", sources[2], flags),
+    )
+}
+
 /// PLAIN and FOLDED x86-64 executables from two assembly sources.
 fn x86_pair(test: &str, plain: &str, folded: &str, flags: &[&str]) -> (PathBuf, PathBuf) {
     let dir = work_dir(test);
@@ -284,10 +295,7 @@ fn jump_tables_must_land_in_their_own_copy() {
     let plain = x86_program(&format!("{s1}{s2}"), &calls);
     let good = x86_program(&format!("{s1}{}", alias("s2", "s1", 28)), &calls);
     let wrong = x86_program(&format!("{s1}{s2_wrong}"), &calls);
-    let dir = work_dir("jump_table");
-    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
-    let good = link(&dir, "gcc", "good.s", &good, &[]);
-    let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
+    let (plain, good, wrong) = x86_triple("jump_table", [&plain, &good, &wrong], &[]);
     assert_passes(&plain, &good, Mode::Safe);
     // FOLDED's s2 never reaches its own cases: they are data there, code
     // in PLAIN.
@@ -585,10 +593,7 @@ fn code_reached_only_through_a_jump_table_is_compared_as_code() {
         &format!("{cases}{t1}{}", switch_to("t2", ["h1", "h1"])),
         &calls,
     );
-    let dir = work_dir("jump_table_only_code");
-    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
-    let good = link(&dir, "gcc", "good.s", &good, &[]);
-    let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
+    let (plain, good, wrong) = x86_triple("jump_table_only_code", [&plain, &good, &wrong], &[]);
     assert_passes(&plain, &good, Mode::Safe);
     assert_caught(
         &plain,
@@ -1426,10 +1431,7 @@ fn a_jump_table_ends_where_its_range_check_says() {
     let plain = x86_program(&guarded_switch("  .long .Ld_s-.Lt_s", ".Lb_s"), &["s"]);
     let folded = x86_program(&guarded_switch("  .long 0x7fff0000", ".Lb_s"), &["s"]);
     let wrong = x86_program(&guarded_switch("  .long 0x7fff0000", ".La_s"), &["s"]);
-    let dir = work_dir("range_checked_table");
-    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
-    let folded = link(&dir, "gcc", "folded.s", &folded, &[]);
-    let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
+    let (plain, folded, wrong) = x86_triple("range_checked_table", [&plain, &folded, &wrong], &[]);
     assert_passes(&plain, &folded, Mode::All);
     // FOLDED's second case is never reached: data there, code in PLAIN.
     assert_caught(
@@ -1574,27 +1576,11 @@ fn a_got_slot_an_executable_binds_by_name_holds_its_own_definition() {
     };
     let dir = work_dir("aarch64_named_got");
     let flags = ["-no-pie", "-rdynamic"];
-    let plain = link(
-        &dir,
-        "aarch64-linux-gnu-gcc",
-        "plain.s",
-        &source("f1"),
-        &flags,
-    );
-    let folded = link(
-        &dir,
-        "aarch64-linux-gnu-gcc",
-        "folded.s",
-        &source("f2"),
-        &flags,
-    );
-    let wrong = link(
-        &dir,
-        "aarch64-linux-gnu-gcc",
-        "wrong.s",
-        &source("f3"),
-        &flags,
-    );
+    let cross =
+        |name: &str, source: &str| link(&dir, "aarch64-linux-gnu-gcc", name, source, &flags);
+    let plain = cross("plain.s", &source("f1"));
+    let folded = cross("folded.s", &source("f2"));
+    let wrong = cross("wrong.s", &source("f3"));
     assert_passes(&plain, &folded, Mode::All);
     assert_caught(
         &plain,
@@ -1624,20 +1610,10 @@ fn an_adr_replacing_an_adrp_for_the_cortex_a53_erratum_is_a_page() {
     };
     let dir = work_dir("aarch64_erratum_adr");
     let flags = ["-no-pie", "-Wl,--fix-cortex-a53-843419"];
-    let plain = link(
-        &dir,
-        "aarch64-linux-gnu-gcc",
-        "plain.s",
-        &source(&format!("{pad}{f}")),
-        &flags,
-    );
-    let folded = link(
-        &dir,
-        "aarch64-linux-gnu-gcc",
-        "folded.s",
-        &source(&format!("{f}{pad}")),
-        &flags,
-    );
+    let cross =
+        |name: &str, source: &str| link(&dir, "aarch64-linux-gnu-gcc", name, source, &flags);
+    let plain = cross("plain.s", &source(&format!("{pad}{f}")));
+    let folded = cross("folded.s", &source(&format!("{f}{pad}")));
     assert_passes(&plain, &folded, Mode::All);
 }
 
