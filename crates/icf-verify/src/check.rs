@@ -1260,11 +1260,13 @@ impl<'a> Checker<'a> {
                 .then(|| offset_index(offsets, address - extent.start))
                 .flatten()
         };
-        // The range check before the function's load says how many
-        // entries there are; without one, the table ends where other data
-        // starts: the next place code references (another table), symbol
-        // or label.
-        let entries = self.plain.jump_table_entries(p);
+        // An exact range check before the function's load says how many
+        // entries there are; otherwise the table ends where other data
+        // starts (the next place code references: another table; a symbol
+        // or label), and within a mask's bound.
+        let size = self.plain.jump_table_size(p);
+        let exact = size.filter(|s| s.exact).map(|s| s.entries);
+        let at_most = size.map_or(u64::MAX, |s| s.entries);
         for (entry, width) in entry_of {
             let mut count = 0u64;
             let table_end = self.plain.data_end(p);
@@ -1273,9 +1275,13 @@ impl<'a> Checker<'a> {
                 // relocation writes: what follows is other data, however
                 // its bytes read.
                 let at = p + width * count;
-                let past_end = match entries {
+                let past_end = match exact {
                     Some(entries) => count >= entries,
-                    None => at >= table_end || self.plain.relocated_word(at, width) == Some(false),
+                    None => {
+                        count >= at_most
+                            || at >= table_end
+                            || self.plain.relocated_word(at, width) == Some(false)
+                    }
                 };
                 if past_end {
                     break;
@@ -1286,7 +1292,7 @@ impl<'a> Checker<'a> {
                     .and_then(|b| instruction(folded_offsets, folded_fn, b));
                 match (a, b) {
                     (Some(i), Some(j)) if i == j => {}
-                    (None, _) if entries.is_none() || count == 0 => break,
+                    (None, _) if exact.is_none() || count == 0 => break,
                     // A first entry that does not land alike may just mean
                     // this is no table, unless PLAIN's function jumps there.
                     _ if count == 0 && !self.is_jump_table(check) => break,

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use crate::Error;
 use crate::reach::JumpTable;
+use crate::x86_table::TableSize;
 
 /// The instruction set of an image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -973,12 +974,13 @@ impl Image {
     }
 
     /// How many entries the jump table at `table` has, as the range check
-    /// of a function reading it says.
-    pub fn jump_table_entries(&self, table: u64) -> Option<u64> {
+    /// of a function reading it says: an exact size if one says so, else
+    /// the largest bound.
+    pub fn jump_table_size(&self, table: u64) -> Option<TableSize> {
         self.jump_table_at(table)
             .iter()
-            .filter_map(|t| t.entries)
-            .max()
+            .filter_map(|t| t.size)
+            .max_by_key(|size| (size.exact, size.entries))
     }
 
     pub fn jump_targets_in(&self, start: u64, end: u64) -> &[u64] {

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use crate::code::Use;
 use crate::image::{Image, SymbolKind, is_absolute_address};
 use crate::x86;
-use crate::x86_table::{self, TableBound};
+use crate::x86_table::{self, TableBound, TableSize};
 
 /// Reads entry `i` of a table: its place, width and the address it names.
 type EntryReader<'a> = dyn Fn(u64) -> Option<(u64, u64, u64)> + 'a;
@@ -240,11 +240,18 @@ impl Walk<'_> {
                 let Some((place, width, target)) = entry(i) else {
                     break;
                 };
-                // The range check bounds the table; without one, it ends
-                // where something else is known to start.
-                let past_end = match bound {
-                    Some(bound) => i >= bound.entries,
-                    None => place + width > self.next_table(table).min(image.next_label(table)),
+                // An exact range check sizes the table; otherwise it ends
+                // where something else is known to start, and within a
+                // mask's bound.
+                let mut known_end =
+                    || place + width > self.next_table(table).min(image.next_label(table));
+                let past_end = match bound.map(|b| b.size) {
+                    Some(TableSize {
+                        entries,
+                        exact: true,
+                    }) => i >= entries,
+                    Some(TableSize { entries, .. }) => i >= entries || known_end(),
+                    None => known_end(),
                 };
                 if past_end
                     || !(start..end).contains(&target)
@@ -325,7 +332,7 @@ pub struct JumpTable {
     pub function: u64,
     /// How many entries the function's range check lets it select, when
     /// a check was recognized and nothing jumps past it (`x86_table.rs`).
-    pub entries: Option<u64>,
+    pub size: Option<TableSize>,
 }
 
 /// Walks `image`'s code from every entry.
@@ -414,10 +421,10 @@ pub(crate) fn reach(image: &Image) -> Reached {
         .map(|(table, function, bound)| JumpTable {
             table,
             function,
-            entries: bound.filter(|b| !bypassed(b)).map(|b| b.entries),
+            size: bound.filter(|b| !bypassed(b)).map(|b| b.size),
         })
         .collect();
-    jump_tables.sort_unstable_by_key(|t| (t.table, t.function, t.entries));
+    jump_tables.sort_unstable_by_key(|t| (t.table, t.function, t.size));
     jump_tables.dedup();
     Reached {
         instruction_starts: starts,

@@ -17,7 +17,8 @@
 //! movslq (%rdx,%rax,4),%rax    movslq (%rdx,%rcx,4) jmp *T(,%rdi,8)
 //! ```
 //!
-//! giving N+1 (`ja`), N (`jae`) or M+1 entries, when the entry loaded goes
+//! giving N+1 (`ja`), N (`jae`) or at most M+1 entries (see [`TableSize`]),
+//! when the entry loaded goes
 //! straight to an indirect jump (`add %rdx,%rax ; jmp *%rax`): an indexed
 //! load that does not reads an array. Main assumption: the check
 //! and the load are one straight-line run that nothing jumps into; the
@@ -39,11 +40,22 @@ pub(crate) const CHECK_DISTANCE: usize = 10;
 /// Larger bounds are not a compiler's jump table: no bound.
 const MAX_ENTRIES: u64 = 1 << 16;
 
+/// How many entries a jump table has, by its range check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TableSize {
+    /// How many entries the index can select.
+    pub entries: u64,
+    /// `cmp`/`ja`: exactly that many (every larger index goes elsewhere).
+    /// A mask (`and $7`) only bounds the index: the compiler may know it
+    /// smaller (a pointer's two tag bits under a mask of three) and lay
+    /// the next table right after the entries it can reach.
+    pub exact: bool,
+}
+
 /// A jump table's size, as the code before its load guarantees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TableBound {
-    /// How many entries the index can select.
-    pub entries: u64,
+    pub size: TableSize,
     /// The run from the range check (exclusive) to the load (inclusive):
     /// a jump into it would bypass the check.
     pub guarded: (u64, u64),
@@ -275,7 +287,10 @@ pub(crate) fn table_bound(
                 limit
             };
             return Some(TableBound {
-                entries,
+                size: TableSize {
+                    entries,
+                    exact: true,
+                },
                 guarded: (address, load),
             });
         }
@@ -299,7 +314,10 @@ pub(crate) fn table_bound(
         {
             let mask = small_immediate(&instruction)?;
             return Some(TableBound {
-                entries: mask + 1,
+                size: TableSize {
+                    entries: mask + 1,
+                    exact: false,
+                },
                 guarded: (address, load),
             });
         }

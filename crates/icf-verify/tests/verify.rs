@@ -1443,6 +1443,41 @@ fn a_jump_table_ends_where_its_range_check_says() {
     );
 }
 
+/// `name` dispatching on `%edi & 3` through a table `.Lt_{name}` of two
+/// entries (the caller promises an index below 2, as a pointer's tag bits
+/// do), and the table, to be placed in `.rodata`.
+fn masked_switch(name: &str) -> (String, String) {
+    let code = function(
+        name,
+        &format!(
+            "  mov %edi, %edx\n  and $3, %edx\n  lea .Lt_{name}(%rip), %rsi\n  movslq (%rsi,%rdx,4), %rdx\n  add %rsi, %rdx\n  jmp *%rdx\n.La_{name}:\n  mov $1, %eax\n  ret\n.Lb_{name}:\n  mov $2, %eax\n  ret"
+        ),
+    );
+    let table = format!(
+        ".p2align 2\n.Lt_{name}:\n  .long .La_{name}-.Lt_{name}\n  .long .Lb_{name}-.Lt_{name}\n"
+    );
+    (code, table)
+}
+
+#[test]
+fn a_mask_only_bounds_a_jump_table_that_ends_where_the_next_one_starts() {
+    // `and $3` lets `s` select four entries, but its table has two: `t`'s
+    // follows in PLAIN, other bytes in FOLDED.
+    let (s, s_table) = masked_switch("s");
+    let (t, t_table) = masked_switch("t");
+    let program =
+        |rodata: &str| x86_program(&format!("{s}{t}.section .rodata\n{rodata}"), &["s", "t"]);
+    let (plain, folded) = x86_pair(
+        "masked_table",
+        &program(&format!("{s_table}{t_table}")),
+        &program(&format!(
+            "{t_table}{s_table}  .long 0x7fff0000, 0x7fff0000\n"
+        )),
+        &[],
+    );
+    assert_passes(&plain, &folded, Mode::All);
+}
+
 /// `name` dispatching on `%edi` through an absolute table `.Lt_{name}` (in
 /// `.rodata`, right where `place` puts it) to cases returning `values`.
 fn absolute_switch(name: &str, values: [u32; 2]) -> (String, String) {
