@@ -1267,7 +1267,12 @@ impl<'a> Checker<'a> {
         let size = self.plain.jump_table_size(p);
         let exact = size.filter(|s| s.exact).map(|s| s.entries);
         let at_most = size.map_or(u64::MAX, |s| s.entries);
-        for (entry, width) in entry_of {
+        let entry_of = match size.map(|s| s.relative) {
+            Some(true) => &entry_of[..1],
+            Some(false) => &entry_of[1..],
+            None => &entry_of[..],
+        };
+        for &(entry, width) in entry_of {
             let mut count = 0u64;
             let table_end = self.plain.data_end(p);
             loop {
@@ -1286,10 +1291,19 @@ impl<'a> Checker<'a> {
                 if past_end {
                     break;
                 }
-                let a = entry(self.plain, p, count)
-                    .and_then(|a| instruction(plain_offsets, plain_fn, a));
-                let b = entry(self.folded, f, count)
-                    .and_then(|b| instruction(folded_offsets, folded_fn, b));
+                let plain_target = entry(self.plain, p, count);
+                let folded_target = entry(self.folded, f, count);
+                // A case the compiler knows unreachable jumps to the
+                // function's end, in both.
+                if exact.is_some()
+                    && plain_target == Some(plain_fn.end)
+                    && folded_target == Some(folded_fn.end)
+                {
+                    count += 1;
+                    continue;
+                }
+                let a = plain_target.and_then(|a| instruction(plain_offsets, plain_fn, a));
+                let b = folded_target.and_then(|b| instruction(folded_offsets, folded_fn, b));
                 match (a, b) {
                     (Some(i), Some(j)) if i == j => {}
                     (None, _) if exact.is_none() || count == 0 => break,

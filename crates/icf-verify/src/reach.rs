@@ -233,7 +233,13 @@ impl Walk<'_> {
             let place = table + 8 * i;
             image.read_pointer(place).map(|v| (place, 8, v))
         };
-        let readers: [&EntryReader; 2] = [&relative, &absolute];
+        // The load says how wide the entries are, when it was recognized.
+        let readers: Vec<&EntryReader> = match bound.map(|b| b.size.relative) {
+            Some(true) => vec![&relative],
+            Some(false) => vec![&absolute],
+            None => vec![&relative, &absolute],
+        };
+        let exact = bound.is_some_and(|b| b.size.exact);
         let mut read_any = false;
         for entry in readers {
             for i in 0.. {
@@ -249,12 +255,21 @@ impl Walk<'_> {
                     Some(TableSize {
                         entries,
                         exact: true,
+                        ..
                     }) => i >= entries,
                     Some(TableSize { entries, .. }) => i >= entries || known_end(),
                     None => known_end(),
                 };
-                if past_end
-                    || !(start..end).contains(&target)
+                if past_end {
+                    break;
+                }
+                // In a table of known size, an entry at the function's end
+                // is a case the compiler knows unreachable
+                // (`__builtin_unreachable`): the others still count.
+                if exact && target == end {
+                    continue;
+                }
+                if !(start..end).contains(&target)
                     || (image.has_emitted_relocs() && !image.emitted.contains_key(&place))
                 {
                     break;

@@ -50,6 +50,8 @@ pub struct TableSize {
     /// smaller (a pointer's two tag bits under a mask of three) and lay
     /// the next table right after the entries it can reach.
     pub exact: bool,
+    /// 4-byte offsets from the table's start (else 8-byte addresses).
+    pub relative: bool,
 }
 
 /// A jump table's size, as the code before its load guarantees it.
@@ -178,14 +180,15 @@ fn dispatches(image: &Image, load: &Instruction, base: Option<Register>) -> bool
 }
 
 /// The indexed load of the table at `table`, starting the search at the
-/// instruction at `at` (which references the table): its address and its
-/// index register.
+/// instruction at `at` (which references the table): its address, its
+/// index register, and whether the entries are offsets from the table
+/// (else addresses).
 fn indexed_load(
     image: &Image,
     factory: &mut InstructionInfoFactory,
     at: u64,
     table: u64,
-) -> Option<(u64, Register)> {
+) -> Option<(u64, Register, bool)> {
     let first = decode_at(image, at)?;
     // `jmp *T(,%rax,8)`, `mov T(,%rax,8),%rax`: the reference is the load.
     let absolute_index = |i: &Instruction| {
@@ -196,7 +199,7 @@ fn indexed_load(
             && i.memory_displacement64() == table
     };
     if absolute_index(&first) && dispatches(image, &first, None) {
-        return Some((at, first.memory_index().full_register()));
+        return Some((at, first.memory_index().full_register(), false));
     }
     // `lea T(%rip),%rdx` or `mov $T,%edx`, then a load based on it.
     let base = match first.mnemonic() {
@@ -240,7 +243,7 @@ fn indexed_load(
             {
                 return None;
             }
-            return dispatches(image, &instruction, Some(base)).then_some((address, index));
+            return dispatches(image, &instruction, Some(base)).then_some((address, index, true));
         }
         if writes(factory, &instruction, base) {
             return None;
@@ -261,7 +264,7 @@ pub(crate) fn table_bound(
     before: &[u64],
 ) -> Option<TableBound> {
     let mut factory = InstructionInfoFactory::new();
-    let (load, index) = indexed_load(image, &mut factory, at, table)?;
+    let (load, index, relative) = indexed_load(image, &mut factory, at, table)?;
     // Instructions between the reference and the load may not write the
     // index (checked by `indexed_load` unless they zero-extend it).
     let mut pending_branch: Option<Mnemonic> = None;
@@ -290,6 +293,7 @@ pub(crate) fn table_bound(
                 size: TableSize {
                     entries,
                     exact: true,
+                    relative,
                 },
                 guarded: (address, load),
             });
@@ -317,6 +321,7 @@ pub(crate) fn table_bound(
                 size: TableSize {
                     entries: mask + 1,
                     exact: false,
+                    relative,
                 },
                 guarded: (address, load),
             });

@@ -1443,6 +1443,49 @@ fn a_jump_table_ends_where_its_range_check_says() {
     );
 }
 
+/// `s` dispatching on `%edi` below 3 through a table whose entries name
+/// `cases` (`.Lend_s` is the function's end: an unreachable case), followed
+/// in `.rodata` by `after`.
+fn switch_with_unreachable_case(cases: [&str; 3], after: &str) -> String {
+    function(
+        "s",
+        "  cmp $2, %edi\n  ja .Ld_s\n  lea .Lt_s(%rip), %rdx\n  movslq (%rdx,%rdi,4), %rax\n  add %rdx, %rax\n  jmp *%rax\n.La_s:\n  mov $1, %eax\n  ret\n.Lb_s:\n  mov $2, %eax\n  ret\n.Ld_s:\n  xor %eax, %eax\n  ret\n.Lend_s:",
+    ) + &format!(
+        ".section .rodata\n.p2align 2\n.Lt_s:\n  .long {}-.Lt_s\n  .long {}-.Lt_s\n  .long {}-.Lt_s\n{after}\n",
+        cases[0], cases[1], cases[2]
+    )
+}
+
+#[test]
+fn a_jump_table_entry_at_the_function_s_end_is_an_unreachable_case() {
+    // `cmp $2; ja` sizes the table at three entries; the second is a case
+    // the compiler knows unreachable (it jumps to where `s` ends). The third
+    // is still compared: FOLDED's wrong one sends it to the first case.
+    let cases = [".La_s", ".Lend_s", ".Lb_s"];
+    let plain = x86_program(
+        &switch_with_unreachable_case(cases, "  .long .Ld_s-.Lt_s"),
+        &["s"],
+    );
+    let good = x86_program(
+        &switch_with_unreachable_case(cases, "  .long 0x7fff0000"),
+        &["s"],
+    );
+    let wrong_cases = [".La_s", ".Lend_s", ".La_s"];
+    let wrong = x86_program(
+        &switch_with_unreachable_case(wrong_cases, "  .long 0x7fff0000"),
+        &["s"],
+    );
+    let (plain, good, wrong) = x86_triple("unreachable_case", [&plain, &good, &wrong], &[]);
+    assert_passes(&plain, &good, Mode::All);
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "s",
+    );
+}
+
 /// `name` dispatching on `%edi & 3` through a table `.Lt_{name}` of two
 /// entries (the caller promises an index below 2, as a pointer's tag bits
 /// do), and the table, to be placed in `.rodata`.
