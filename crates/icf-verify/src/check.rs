@@ -1274,6 +1274,7 @@ impl<'a> Checker<'a> {
         };
         for &(entry, width) in entry_of {
             let mut count = 0u64;
+            let mut outside = Vec::new();
             let table_end = self.plain.data_end(p);
             loop {
                 // With kept relocations, also at its first word no
@@ -1302,6 +1303,17 @@ impl<'a> Checker<'a> {
                     count += 1;
                     continue;
                 }
+                // In a table of known size, a case outside the function
+                // (GCC's `f.cold` part) is a jump there, in both.
+                if exact.is_some()
+                    && let (Some(a), Some(b)) = (plain_target, folded_target)
+                    && !plain_fn.contains(a)
+                    && !folded_fn.contains(b)
+                {
+                    outside.push((a, b, p + width * count, f + width * count));
+                    count += 1;
+                    continue;
+                }
                 let a = plain_target.and_then(|a| instruction(plain_offsets, plain_fn, a));
                 let b = folded_target.and_then(|b| instruction(folded_offsets, folded_fn, b));
                 match (a, b) {
@@ -1321,6 +1333,22 @@ impl<'a> Checker<'a> {
                 count += 1;
             }
             if count > 0 {
+                let via = (!outside.is_empty()).then(|| self.step(check));
+                for (a, b, p_at, f_at) in outside {
+                    self.queue.push(TargetCheck {
+                        plain_target: a,
+                        folded_target: b,
+                        use_: Use::Jump,
+                        plain_field: p_at,
+                        folded_field: f_at,
+                        plain_site: p_at,
+                        folded_site: f_at,
+                        width: 0,
+                        functions: None,
+                        via,
+                        root: check.root,
+                    });
+                }
                 return Some(None);
             }
         }

@@ -265,8 +265,10 @@ impl Walk<'_> {
                 }
                 // In a table of known size, an entry at the function's end
                 // is a case the compiler knows unreachable
-                // (`__builtin_unreachable`): the others still count.
-                if exact && target == end {
+                // (`__builtin_unreachable`), one elsewhere a jump to
+                // another part of it (GCC's `f.cold`, entered at its own
+                // symbol): the other entries still count.
+                if exact && !(start..end).contains(&target) {
                     continue;
                 }
                 if !(start..end).contains(&target)

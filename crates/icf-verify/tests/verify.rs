@@ -1486,6 +1486,36 @@ fn a_jump_table_entry_at_the_function_s_end_is_an_unreachable_case() {
     );
 }
 
+#[test]
+fn a_jump_table_entry_into_the_cold_part_is_a_jump_there() {
+    // GCC moves rare cases to `s.cold` in `.text.unlikely`: the entry lands
+    // outside `s`, and the entries after it still count. FOLDED's wrong
+    // table sends that case to another cold part.
+    let cold = |name: &str, value: u32| {
+        ".section .text.unlikely,\"ax\",@progbits\n".to_string()
+            + &function(name, &format!("  mov ${value}, %eax\n  ret"))
+    };
+    let parts = cold("s.cold", 7) + &cold("t.cold", 8);
+    let program = |cases: [&str; 3], after: &str| {
+        x86_program(
+            &format!("{parts}{}", switch_with_unreachable_case(cases, after)),
+            &["s", "t.cold"],
+        )
+    };
+    let plain = program([".La_s", "s.cold", ".Lb_s"], "  .long .Ld_s-.Lt_s");
+    let good = program([".La_s", "s.cold", ".Lb_s"], "  .long 0x7fff0000");
+    let wrong = program([".La_s", "t.cold", ".Lb_s"], "  .long 0x7fff0000");
+    let (plain, good, wrong) = x86_triple("cold_case", [&plain, &good, &wrong], &[]);
+    assert_passes(&plain, &good, Mode::All);
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "s",
+    );
+}
+
 /// `name` dispatching on `%edi & 3` through a table `.Lt_{name}` of two
 /// entries (the caller promises an index below 2, as a pointer's tag bits
 /// do), and the table, to be placed in `.rodata`.
