@@ -28,11 +28,16 @@
 //!   symbols in code, the entry point, landing pads from `.eh_frame` and
 //!   the LSDAs, addresses kept (`-q`) or dynamic relocations store) that
 //!   follows direct branches, calls, fall-through, and the entries of the
-//!   jump tables a function with an indirect jump reads (each entry's
-//!   code decoded before the next entry is read; a table ends at an entry
-//!   outside its function or inside a decoded instruction, at the next
-//!   table, at a data label, and with `-q` at an entry without a kept
-//!   relocation). Bytes of a function no path reaches are data (`lea
+//!   jump tables a function with an indirect jump reads. A table whose
+//!   dispatch is recognized (`movslq (base,idx,4); add base; jmp *` or
+//!   `jmp *T(,idx,8)`) after a range check (`cmp $N; ja`: exactly N+1
+//!   entries, where one at the function's end is an unreachable case and
+//!   one outside it a jump to a cold part; `and $M`: at most M+1) is read
+//!   first and to that bound (`x86_table.rs`); any other is read entry by
+//!   entry, each entry's code decoded before the next is read, and ends at
+//!   an entry outside its function or inside a decoded instruction, at the
+//!   next table, at a data label, and with `-q` at an entry without a kept
+//!   relocation. Bytes of a function no path reaches are data (`lea
 //!   1f(%rip); jmp 2f; 1: .long -49; 2:`): each run is compared as bytes,
 //!   fields a kept relocation writes apart, compared as targets. So such
 //!   bytes never become a bogus branch into another function. AArch64
@@ -78,7 +83,13 @@
 //!   object's copy is compared by content up to that object's end.
 //!   PLT entries are the symbol their GOT slot's relocation binds;
 //!   GOT slots are the symbol or address the loader writes there (an
-//!   address use, unless the instruction only calls or jumps through it).
+//!   address use, unless the instruction only calls or jumps through it;
+//!   an executable's slot bound by a name it defines holds its own
+//!   definition). An x86-64 load from a GOT slot the link fixed, `lea
+//!   sym(%rip)` and `mov $sym` are one instruction (linkers relax one into
+//!   another by the symbol they bind), and a RIP-relative access compares
+//!   only the bytes it reads. An address that ends an object and starts
+//!   another function's jump table is that end.
 //! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
 //!   symbol a relocation names is the preferred owner of a target (so a
 //!   one-past-the-end pointer belongs to its array, not to the next one),
@@ -181,9 +192,13 @@
 //! at a return, or in an argument register (`rdi`..`r9`, x0-x8) at a call,
 //! is observed, since the image does not say whether the function returns
 //! a pair or how many arguments the callee takes; except where DWARF
-//! prototypes (`-g`) say: `rdx` is no result of a function returning at
-//! most 8 bytes, and a direct call reads only as many argument registers
-//! as its callee has parameters (not for a compiler's clones). A fold merging such an address with another observed one is
+//! prototypes (`-g`) say: `rdx` (x1) is no result of a function returning
+//! at most 8 bytes, and a direct call reads only as many argument
+//! registers as its callee has parameters, one more when it returns in
+//! memory (more than 16 bytes, or any structure: C++ returns one that is
+//! not trivially copyable through a pointer in the first argument
+//! register); not for a compiler's clones. On AArch64 x2-x15 are dead at a
+//! return. A fold merging such an address with another observed one is
 //! reported although the program may never read it (generated programs
 //! built without `-g` hit this in about one in a hundred links: clang
 //! leaves a table's address in `rdx` after a loop).
