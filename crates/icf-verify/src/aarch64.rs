@@ -380,8 +380,9 @@ fn local_data_addresses(out: &mut [Decoded], start: u64, around: &dyn Surroundin
 /// escape while it is only the base of loads and stores (never the value
 /// stored, no write-back) until an instruction overwrites it without
 /// reading it, or at a call or return in a temporary the call leaves dead
-/// (x9-x15), in an argument register beyond those the callee's DWARF
-/// prototype reads, or at a return in x2-x15 (x0 and x1 carry results; x1
+/// (x9-x18: on Linux x16-x18 are temporaries too, which clang uses), in an
+/// argument register beyond those the callee's DWARF prototype reads, or
+/// at a return in x2-x18 (x0 and x1 carry results; x1
 /// none when the prototype returns one register at most); a call keeps it
 /// going in a callee-saved register (x19-x28). Anything else escapes: any
 /// other read of the register, any other register at a call or return
@@ -447,7 +448,7 @@ fn escapes(
                         .and_then(|callee| around.arguments_read(callee))
                         .is_some_and(|read| register >= u16::from(read));
                 match register {
-                    9..=15 => {}
+                    9..=18 => {}
                     19..=28 => work.push(index + 1),
                     _ if unread_argument => {}
                     _ => return true,
@@ -456,7 +457,7 @@ fn escapes(
             Opcode::RET => {
                 let result =
                     register == 0 || (register == 1 && !around.returns_one_register(start));
-                if result || !(0..=15).contains(&register) {
+                if result || !(0..=18).contains(&register) {
                     return true;
                 }
             }

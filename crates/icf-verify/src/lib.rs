@@ -149,7 +149,7 @@
 //!   tables, tracking the registers holding the address (copies, and
 //!   pointers derived by `lea`, `add` or `sub` of an offset). Used only as
 //!   the base or index of memory operands until overwritten, clobbered by
-//!   a call (`rax`, `r10`, `r11`; x9-x15) or dead at a return, it is an
+//!   a call (`rax`, `r10`, `r11`; x9-x18) or dead at a return, it is an
 //!   access, not observed (clang's `.llvm_addrsig` leaves out a table the
 //!   code only loads from); a callee-saved register carries it across a
 //!   call. Any other read (stored, compared, subtracted from another

@@ -1820,3 +1820,28 @@ fn an_aarch64_argument_register_the_callee_does_not_read_keeps_no_address() {
         "callee8",
     );
 }
+
+#[test]
+fn an_aarch64_address_in_x18_dies_at_a_return() {
+    // On Linux x18 is a temporary (clang uses it): `user` loads `tab_b`'s
+    // address from the GOT into it, reads through it and returns, so the
+    // address is never observed and FOLDED may read `tab_a`'s equal bytes.
+    let source = |table: &str| {
+        format!(
+            "const int tab_a[4] = {{1, 2, 3, 4}};\n\
+             const int tab_b[4] = {{1, 2, 3, 4}};\n\
+             __attribute__((noipa)) const int *get_a(void) {{ return tab_a; }}\n\
+             int user(void);\n\
+             __asm__(\".text\\n.globl user\\n.type user,%function\\nuser:\\n\
+               adrp x18, :got:{table}\\n  ldr x18, [x18, :got_lo12:{table}]\\n\
+               ldr w0, [x18, 4]\\n  ret\\n.size user, .-user\\n\");\n\
+             int main(void) {{ return user() + *get_a(); }}\n"
+        )
+    };
+    let dir = work_dir("aarch64_x18");
+    let flags = ["-O2", "-no-pie"];
+    let compiler = "aarch64-linux-gnu-gcc";
+    let plain = link(&dir, compiler, "plain.c", &source("tab_b"), &flags);
+    let folded = link(&dir, compiler, "folded.c", &source("tab_a"), &flags);
+    assert_passes(&plain, &folded, Mode::Safe);
+}
