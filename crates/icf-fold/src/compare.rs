@@ -2,7 +2,7 @@
 //! carried over to machine code. One `cmp_*` per aspect, in a fixed order;
 //! the first that is not equal decides.
 //!
-//! | step here | MergeFunctions (shared/reference/mergefunctions.md) |
+//! | step here | LLVM MergeFunctions (`llvm/lib/Transforms/Utils/FunctionComparator.cpp`) |
 //! |---|---|
 //! | [`cmp_attrs`]: kind, arch, output-section class, unwind description, layout sensitivity, personality and LSDA | `compare()` step 1: attributes, GC, section, var-args, calling convention |
 //! | [`cmp_walk`]: block count, then block by block in walk order | `compare()`: the CFG-ordered walk from the entry, successors in terminator order |

@@ -2,7 +2,7 @@
 //!
 //! A candidate is a lifted function or a read-only data piece (an IR function
 //! holding one opaque run) with its [`Attrs`]. [`hash`] buckets candidates by
-//! structure, [`compare`] is the total order of DESIGN.md (MergeFunctions'
+//! structure, [`compare`] is the total order of docs/design.md (MergeFunctions'
 //! comparator on machine code), and [`partition`] refines buckets to the
 //! coarsest stable partition, so recursive and mutually recursive functions
 //! fold too.

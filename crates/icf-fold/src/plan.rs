@@ -2,7 +2,7 @@
 //! whether it becomes an alias of the kept body, a thunk that jumps to it, or
 //! stays as it is.
 //!
-//! Rules (DESIGN.md, "The fold plan"): the kept copy is chosen by a key the
+//! Rules (docs/design.md, "The plan"): the kept copy is chosen by a key the
 //! caller computes (not interposable, not in a COMDAT group, strongest
 //! binding, first on the command line). A member that must stay
 //! (`--keep-unique`, an ifunc, an ineligible section) keeps its body. The

@@ -2,7 +2,7 @@
 //!
 //! Leaders are the entry, the targets of branches inside the function, the
 //! offsets something outside jumps to, and every instruction after a
-//! terminator. Blocks are ordered by the walk of DESIGN.md (MergeFunctions'
+//! terminator. Blocks are ordered by the walk of docs/design.md (MergeFunctions'
 //! worklist: pop a block, push its unvisited successors in terminator order),
 //! and the blocks the walk does not reach follow in address order: at machine
 //! level nothing may silently drop out of a comparison.

@@ -254,7 +254,7 @@ impl Places {
 impl<'p, 'data> Analysis<'p, 'data> {
     /// Builds, lifts, partitions and plans every candidate of `program`.
     ///
-    /// The soundness rule (DESIGN.md): two candidates may fold only if
+    /// The soundness rule (docs/design.md): two candidates may fold only if
     /// every pair of corresponding references lands on the same address in
     /// the output, or on places that behave alike where the address cannot
     /// be observed. A class is a promise that its members are
