@@ -279,6 +279,22 @@ struct SyntheticInfo {
     inputs: Vec<PathBuf>,
 }
 
+/// The real-world corpora (ripgrep, opt_lite for x86-64 and AArch64), built
+/// on first use, by name: what `cargo xtask fingerprint` folds.
+pub(crate) fn real_corpora() -> Result<Vec<(String, Corpus)>> {
+    check_tools()?;
+    let root = corpus::workspace_root()?.join("target/bench");
+    fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    Ok([
+        ripgrep(&root)?,
+        llvm(&root, Machine::X86_64)?,
+        llvm(&root, Machine::Aarch64)?,
+    ]
+    .into_iter()
+    .map(|prepared| (prepared.name, prepared.corpus))
+    .collect())
+}
+
 /// How a linked binary's behaviour is observed.
 #[derive(Debug, Clone)]
 enum Check {
@@ -1616,11 +1632,9 @@ fn total_size(paths: &[PathBuf]) -> Result<u64> {
         .sum()
 }
 
-/// FNV-1a: a stable fingerprint for cache stamps.
+/// FNV-1a of `text`: a stable fingerprint for cache stamps.
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    crate::process::fnv1a(text.as_bytes())
 }
 
 fn ms(duration: Duration) -> String {

@@ -7,6 +7,7 @@
 mod bench;
 mod corpus;
 mod deps;
+mod fingerprint;
 mod fuzz;
 mod fuzz_parse;
 mod peer;
@@ -62,6 +63,9 @@ enum Task {
     FuzzParse(fuzz_parse::FuzzParseArgs),
     /// Differential fuzzing: generated C programs linked plain and through icf must behave alike.
     Fuzz(fuzz::FuzzArgs),
+    /// Hash what `icf fold` writes (outputs and reports, both modes) for the fixtures and the
+    /// real corpora, to save, or to check that a change left every output the same.
+    Fingerprint(fingerprint::FingerprintArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
         Task::Bench(args) => bench::run(&args),
         Task::Fuzz(args) => fuzz::run(&args),
         Task::FuzzParse(args) => fuzz_parse::run(&args),
+        Task::Fingerprint(args) => fingerprint::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
