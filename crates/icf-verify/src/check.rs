@@ -1208,12 +1208,23 @@ impl<'a> Checker<'a> {
             }
             i += 1;
         }
+        self.queue_words(check, entries, Use::Address);
+        Some(None)
+    }
+
+    /// Queues the targets that words of data reached from `check` name:
+    /// (PLAIN target, FOLDED target, PLAIN place, FOLDED place), each used
+    /// as `use_`.
+    fn queue_words(&mut self, check: &TargetCheck, words: Vec<(u64, u64, u64, u64)>, use_: Use) {
+        if words.is_empty() {
+            return;
+        }
         let via = Some(self.step(check));
-        for (a, b, p_at, f_at) in entries {
+        for (a, b, p_at, f_at) in words {
             self.queue.push(TargetCheck {
                 plain_target: a,
                 folded_target: b,
-                use_: Use::Address,
+                use_,
                 plain_field: p_at,
                 folded_field: f_at,
                 plain_site: p_at,
@@ -1224,7 +1235,6 @@ impl<'a> Checker<'a> {
                 root: check.root,
             });
         }
-        Some(None)
     }
 
     /// `Some(None)`: a jump table whose entries correspond; `Some(Some(_))`: a
@@ -1333,22 +1343,7 @@ impl<'a> Checker<'a> {
                 count += 1;
             }
             if count > 0 {
-                let via = (!outside.is_empty()).then(|| self.step(check));
-                for (a, b, p_at, f_at) in outside {
-                    self.queue.push(TargetCheck {
-                        plain_target: a,
-                        folded_target: b,
-                        use_: Use::Jump,
-                        plain_field: p_at,
-                        folded_field: f_at,
-                        plain_site: p_at,
-                        folded_site: f_at,
-                        width: 0,
-                        functions: None,
-                        via,
-                        root: check.root,
-                    });
-                }
+                self.queue_words(check, outside, Use::Jump);
                 return Some(None);
             }
         }
