@@ -642,6 +642,7 @@ mod tests {
         pieces: Vec<(u64, Vec<u8>)>,
         pads: Vec<u64>,
         noreturn: Vec<u64>,
+        integer_returns: Vec<u64>,
     }
 
     impl Surroundings for Memory {
@@ -659,6 +660,35 @@ mod tests {
         fn never_returns(&self, target: u64) -> bool {
             self.noreturn.contains(&target)
         }
+
+        fn returns_in_x0(&self, entry: u64) -> bool {
+            self.integer_returns.contains(&entry)
+        }
+    }
+
+    #[test]
+    fn a_call_returning_a_pointer_leaves_no_page_in_x0() {
+        // adrp x0, page; add x27, x0, #0x10; bl callee; ldr w2, [x0, #8];
+        // ret; nop; callee: ret. gcc keeps a page across a call in a
+        // register the callee does not touch (-fipa-ra), but a callee that
+        // returns a pointer writes x0: the ldr reads through its result.
+        let words = [
+            0x9000_0000,
+            0x9100_401b,
+            0x9400_0004,
+            0xb940_0802,
+            0xd65f_03c0,
+            0xd503_201f,
+            0xd65f_03c0,
+        ];
+        let kept_across = shape_in(&words, &Memory::default());
+        assert_eq!(kept_across[3].1, vec![0x10008], "{kept_across:?}");
+        let around = Memory {
+            integer_returns: vec![0x10018],
+            ..Memory::default()
+        };
+        let overwritten = shape_in(&words, &around);
+        assert!(overwritten[3].1.is_empty(), "{overwritten:?}");
     }
 
     /// Decodes `bytes` loaded at `start`, with nothing around.

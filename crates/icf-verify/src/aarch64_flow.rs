@@ -60,6 +60,11 @@ pub(crate) trait Surroundings {
     fn returns_one_register(&self, _entry: u64) -> bool {
         false
     }
+    /// Whether a call to `entry` writes x0: its DWARF prototype returns an
+    /// integer or a pointer (`dwarf.rs`).
+    fn returns_in_x0(&self, _entry: u64) -> bool {
+        false
+    }
 }
 
 impl Surroundings for Image {
@@ -85,6 +90,10 @@ impl Surroundings for Image {
 
     fn returns_one_register(&self, entry: u64) -> bool {
         self.single_register_returns.binary_search(&entry).is_ok()
+    }
+
+    fn returns_in_x0(&self, entry: u64) -> bool {
+        self.integer_returns.binary_search(&entry).is_ok()
     }
 }
 
@@ -281,7 +290,16 @@ impl<'a> Flow<'a> {
             let (Some(state), Some(instr)) = (&self.entry[i], self.raw[i].as_ref()) else {
                 continue;
             };
-            let after = transfer(instr, i, self.start, state, self.pages[i]);
+            let mut after = transfer(instr, i, self.start, state, self.pages[i]);
+            // A call to a function returning an integer or pointer leaves
+            // its result in x0, whatever x0 held before.
+            if let (Opcode::BL, Operand::PCOffset(delta)) = (instr.opcode, instr.operands[0])
+                && self
+                    .around
+                    .returns_in_x0((self.start + 4 * i as u64).wrapping_add(delta as u64))
+            {
+                after.retain(|h| h.register != 0);
+            }
             let call = matches!(instr.opcode, Opcode::BL | Opcode::BLR);
             if call {
                 merge_into(&mut self.called, &after);

@@ -27,6 +27,10 @@ pub(crate) struct Prototypes {
     /// each, declared in the source as compiled (not a compiler's clone,
     /// whose parameters may differ from what the DWARF names).
     pub argument_registers: Vec<(u64, u8)>,
+    /// Entry addresses of the functions that return an integer, pointer or
+    /// enumeration of at most 8 bytes: in the first integer register,
+    /// which a call to them therefore writes, sorted.
+    pub integer_returns: Vec<u64>,
 }
 
 /// The prototypes `image`'s DWARF gives (none without `.debug_info`).
@@ -70,6 +74,9 @@ pub(crate) fn prototypes(image: &Image) -> Prototypes {
             {
                 found.single_register_returns.push(low_pc);
             }
+            if returns_integer(&unit, entry) {
+                found.integer_returns.push(low_pc);
+            }
             // A value returned in memory comes back through a pointer the
             // caller passes: in the first argument register on x86-64
             // (the parameters move up one), in x8 on AArch64 (counted
@@ -84,6 +91,8 @@ pub(crate) fn prototypes(image: &Image) -> Prototypes {
     }
     found.single_register_returns.sort_unstable();
     found.single_register_returns.dedup();
+    found.integer_returns.sort_unstable();
+    found.integer_returns.dedup();
     found.argument_registers.sort_unstable();
     // An address two prototypes claim says nothing.
     let claimed_twice: Vec<u64> = found
@@ -180,6 +189,39 @@ fn return_type<R: Reader>(
         }
     }
     None
+}
+
+/// Whether the function `entry` returns an integer, pointer or enumeration
+/// of at most 8 bytes (not a floating-point value, which comes back in a
+/// vector register, nor a structure).
+fn returns_integer<R: Reader>(unit: &Unit<R>, entry: &DebuggingInformationEntry<R>) -> bool {
+    let Some(Some(offset)) = return_type(unit, entry) else {
+        return false;
+    };
+    let Some(returned) = underlying(unit, offset) else {
+        return false;
+    };
+    let small = byte_size(&returned).is_none_or(|size| size <= 8);
+    match returned.tag() {
+        constants::DW_TAG_pointer_type
+        | constants::DW_TAG_reference_type
+        | constants::DW_TAG_rvalue_reference_type => small,
+        constants::DW_TAG_enumeration_type => small && byte_size(&returned).is_some(),
+        constants::DW_TAG_base_type => {
+            let integer = matches!(
+                returned.attr_value(constants::DW_AT_encoding),
+                Some(AttributeValue::Encoding(
+                    constants::DW_ATE_signed
+                        | constants::DW_ATE_unsigned
+                        | constants::DW_ATE_signed_char
+                        | constants::DW_ATE_unsigned_char
+                        | constants::DW_ATE_boolean
+                ))
+            );
+            integer && small && byte_size(&returned).is_some()
+        }
+        _ => false,
+    }
 }
 
 /// Whether the type at `offset` is, through typedefs and qualifiers, a

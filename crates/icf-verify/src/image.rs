@@ -279,6 +279,9 @@ pub(crate) struct Image {
     /// in a second register (`rdx`), by entry address, sorted
     /// (`dwarf.rs`).
     pub single_register_returns: Vec<u64>,
+    /// Functions that, by their DWARF prototype, return an integer or
+    /// pointer in the first integer register, by entry address, sorted.
+    pub integer_returns: Vec<u64>,
     /// (entry address, how many argument registers the function reads),
     /// sorted, where its DWARF prototype says (`dwarf.rs`).
     pub argument_registers: Vec<(u64, u8)>,
@@ -397,6 +400,7 @@ impl Image {
         image.noreturn_entries = crate::noreturn::noreturn_entries(&image);
         let prototypes = crate::dwarf::prototypes(&image);
         image.single_register_returns = prototypes.single_register_returns;
+        image.integer_returns = prototypes.integer_returns;
         image.argument_registers = prototypes.argument_registers;
         if image.arch == Arch::X86_64 {
             let reached = crate::reach::reach(&image);
@@ -776,6 +780,7 @@ impl Image {
             landing_pads: Vec::new(),
             noreturn_entries: Vec::new(),
             single_register_returns: Vec::new(),
+            integer_returns: Vec::new(),
             argument_registers: Vec::new(),
             erratum_patches,
             bindings_kept,
