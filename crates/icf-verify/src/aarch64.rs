@@ -87,7 +87,7 @@ fn decode_patched(
         .iter()
         .map(|w| decode_word(&decoder, w.to_le_bytes()))
         .collect();
-    let pages = page_definitions(&decoder, &words, &raw, start);
+    let pages = page_definitions(&decoder, &words, &raw, start, around);
     let entry = holdings_at_entry(&raw, &pages, start, around);
     let mut completed = vec![false; raw.len()];
     let mut escaped = vec![false; raw.len()];
@@ -200,7 +200,7 @@ fn decode_patched(
 }
 
 /// For each word, the (register, page) it opens: an `adrp`, or GNU ld's
-/// Cortex-A53 erratum 843419 fix, an `adr` of the page with no `nop`
+/// Cortex-A53 erratum 843419 fix, an `adr` of a data page with no `nop`
 /// beside it (a relaxed `adrp`+`add` is not one) that the next word
 /// completes, or that sits where the erratum's sequence starts (a page's
 /// last two words) and that a word two or three on completes.
@@ -209,6 +209,7 @@ fn page_definitions(
     words: &[u32],
     raw: &[Option<Instruction>],
     start: u64,
+    around: &dyn Surroundings,
 ) -> Vec<Option<(u16, u64)>> {
     raw.iter()
         .enumerate()
@@ -234,7 +235,10 @@ fn page_definitions(
                     let erratum_sequence = pc & 0xfff >= 0xff8
                         && words.get(i + 1).is_some_and(|&next| next != NOP)
                         && (completed_at(i + 2) || completed_at(i + 3));
+                    // A data page: an `adr` of a label in code (a table
+                    // of the function's own) is itself, wherever it sits.
                     let relaxed = target & 0xfff == 0
+                        && !around.is_code(target)
                         && words.get(i.wrapping_sub(1)) != Some(&NOP)
                         && (words.get(i + 1).is_some_and(|&next| next != NOP)
                             && completed_at(i + 1)
@@ -643,6 +647,7 @@ mod tests {
         pads: Vec<u64>,
         noreturn: Vec<u64>,
         integer_returns: Vec<u64>,
+        code: Option<std::ops::Range<u64>>,
     }
 
     impl Surroundings for Memory {
@@ -664,6 +669,34 @@ mod tests {
         fn returns_in_x0(&self, entry: u64) -> bool {
             self.integer_returns.contains(&entry)
         }
+
+        fn is_code(&self, address: u64) -> bool {
+            self.code
+                .as_ref()
+                .is_some_and(|range| range.contains(&address))
+        }
+    }
+
+    #[test]
+    fn only_an_adr_of_a_data_page_where_the_erratum_strikes_opens_a_page() {
+        // At a page's last-but-one word: adr x2, .+8; str x0, [sp, #8];
+        // ldr x0, [x2, #8]; ret. GNU ld writes this for an adrp of a data
+        // page (erratum 843419); an adr of a label in code is itself.
+        let words: [u32; 4] = [0x1000_0042, 0xf900_07e0, 0xf940_0440, 0xd65f_03c0];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let opcode = |around: &Memory| {
+            let decoded = decode_patched(&bytes, 0x10ff8, |_| None, around);
+            match &decoded[0].key {
+                Key::Aarch64(A64Key(instr)) => instr.opcode,
+                other => panic!("not an instruction: {other:?}"),
+            }
+        };
+        assert_eq!(opcode(&Memory::default()), Opcode::ADRP);
+        let code = Memory {
+            code: Some(0x10000..0x12000),
+            ..Memory::default()
+        };
+        assert_eq!(opcode(&code), Opcode::ADR);
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub(crate) trait Surroundings {
     fn returns_in_x0(&self, _entry: u64) -> bool {
         false
     }
+    /// Whether `address` is in an executable section.
+    fn is_code(&self, _address: u64) -> bool {
+        false
+    }
 }
 
 impl Surroundings for Image {
@@ -94,6 +98,10 @@ impl Surroundings for Image {
 
     fn returns_in_x0(&self, entry: u64) -> bool {
         self.integer_returns.binary_search(&entry).is_ok()
+    }
+
+    fn is_code(&self, address: u64) -> bool {
+        Image::is_code(self, address)
     }
 }
 
