@@ -53,7 +53,8 @@
 //!   On AArch64 an `adrp` and the `add`/load/store completing it form one
 //!   address; the page is tracked by register along every path (it holds
 //!   where all paths reaching an instruction bring it: a call keeps it, as
-//!   gcc's `-fipa-ra` relies on, and a register a call may clobber is
+//!   gcc's `-fipa-ra` relies on, except in x0 when the callee's DWARF
+//!   prototype returns an integer or pointer there; a register a call may clobber is
 //!   undefined there, so only the other paths decide; a copy carries it;
 //!   paths go into a jump table's cases from its dispatch, read from the
 //!   table where a `cmp` bounds it, into landing pads from every call,
@@ -61,7 +62,9 @@
 //!   linkers relax it to depending on distance, which a fold changes, are
 //!   one form: `adrp`+`add`, lld's `nop`+`adr` and GNU ld's `adr`+`nop`
 //!   (unless a branch lands between the two), and GNU ld's erratum-843419
-//!   `adr` of a page that the next word completes, which is that `adrp`.
+//!   `adr` of a data page that the next word completes, or that sits in
+//!   a page's last two words with a word two or three on completing it,
+//!   which is that `adrp`.
 //! - **Targets** (branch targets, RIP-relative and absolute addresses,
 //!   `adr`/`adrp` pairs) correspond when they are the same symbol at the same
 //!   offset; or both are code whose functions verify equal in turn
