@@ -197,3 +197,36 @@ fn markdown_against_a_baseline_and_the_size_gate() {
         &[],
     );
 }
+
+#[test]
+fn a_thunk_counts_its_landing_pad_and_is_made_only_where_it_is_smaller() {
+    // Under IBT a thunk is `endbr64; jmp` (9 bytes): `tiny_b` (7 bytes,
+    // address taken like its twin) keeps its body rather than grow.
+    let build = Build {
+        function_sections: true,
+        extra_flags: vec!["-fcf-protection=full".to_string()],
+        ..Build::new(Compiler::Gcc)
+    };
+    let object = icf_fixtures::object(Path::new("c/tiny_twins.c"), &build);
+    let path = object.to_str().expect("utf-8 path");
+    let report: serde_json::Value =
+        serde_json::from_slice(&icf(&["report", "--format", "json", path], &[]).stdout)
+            .expect("a JSON report");
+    let members: Vec<&serde_json::Value> = report["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .flat_map(|group| group["members"].as_array().expect("members"))
+        .collect();
+    let tiny_b = members
+        .iter()
+        .find(|member| member["name"] == "tiny_b")
+        .unwrap_or_else(|| panic!("tiny_b is in no group: {report:#}"));
+    assert_eq!(tiny_b["action"], "keep", "{report:#}");
+    assert!(
+        tiny_b["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("a thunk would not be smaller")),
+        "{report:#}"
+    );
+}

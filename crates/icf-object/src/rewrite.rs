@@ -291,16 +291,20 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             }
             let (section, value, size) = match self.fates[index] {
                 SymbolFate::Drop => continue,
-                // A symbol on replaced contents (a thunk) covers only what is left.
+                // A symbol on replaced contents (a thunk) covers only what is
+                // left; one that covered the section from its start covers
+                // the new contents whole, even where they are longer.
                 SymbolFate::Keep => {
                     match symbol.section().and_then(|s| self.edits.replaced.get(&s)) {
-                        Some(contents) => (
-                            symbol.section(),
-                            symbol.value,
-                            symbol
-                                .size
-                                .min((contents.bytes.len() as u64).saturating_sub(symbol.value)),
-                        ),
+                        Some(contents) => {
+                            let len = contents.bytes.len() as u64;
+                            let size = if symbol.value == 0 && symbol.size > 0 {
+                                len
+                            } else {
+                                symbol.size.min(len.saturating_sub(symbol.value))
+                            };
+                            (symbol.section(), symbol.value, size)
+                        }
                         None => (symbol.section(), symbol.value, symbol.size),
                     }
                 }

@@ -792,12 +792,19 @@ impl<'data> Analysis<'_, 'data> {
         if !info.is_code() || entered[candidate.index()] {
             return None;
         }
-        Some(match self.program.object(info.object).elf.arch {
-            // jmp rel32
-            Arch::X86_64 => 5,
-            // b imm26
-            Arch::Aarch64 => 4,
-        })
+        let elf = &self.program.object(info.object).elf;
+        // Under IBT or BTI the thunk starts with a landing pad (`endbr64`,
+        // `bti c`: 4 bytes), as `fold.rs` writes it.
+        let landing_pad = if elf.feature_1_and() & 1 != 0 { 4 } else { 0 };
+        Some(
+            landing_pad
+                + match elf.arch {
+                    // jmp rel32
+                    Arch::X86_64 => 5,
+                    // b imm26
+                    Arch::Aarch64 => 4,
+                },
+        )
     }
 
     /// Lower is preferred as the kept copy: not replaceable, not in a COMDAT
