@@ -305,8 +305,12 @@ fn fuse_address_pairs(out: &mut [Decoded], start: u64) {
         instr.operands[0] = Operand::Register(SizeCode::X, register);
         instr
     };
+    // Pairs are read left to right, each word in one pair at most: in
+    // lld's `nop; adr x4; nop; adr x3` the `adr x4; nop` in the middle is
+    // no GNU ld pair.
+    let mut paired_until = 0; // words before this one are in a pair
     for i in 1..out.len() {
-        if landing.contains(&(start + u64::from(out[i].offset))) {
+        if i - 1 < paired_until || landing.contains(&(start + u64::from(out[i].offset))) {
             continue;
         }
         let (Key::Aarch64(A64Key(first)), Key::Aarch64(A64Key(second))) =
@@ -314,6 +318,11 @@ fn fuse_address_pairs(out: &mut [Decoded], start: u64) {
         else {
             continue;
         };
+        if *first == nop && second.opcode == Opcode::ADR {
+            // Already `nop; adr`: lld's relaxed pair.
+            paired_until = i + 1;
+            continue;
+        }
         let register = match (first.opcode, second.opcode) {
             (Opcode::ADRP, Opcode::ADD) => match (first.operands[0], second.operands) {
                 (
@@ -339,6 +348,7 @@ fn fuse_address_pairs(out: &mut [Decoded], start: u64) {
         };
         out[i - 1].key = Key::Aarch64(A64Key(nop));
         out[i].key = Key::Aarch64(A64Key(adr(register)));
+        paired_until = i + 1;
     }
 }
 
@@ -798,6 +808,30 @@ mod tests {
         assert_ne!(compiled[1].0, other[1].0);
         let elsewhere = shape(&[0xd503_201f, 0x1000_0089, 0xd65f_03c0]);
         assert_ne!(compiled[1].1, elsewhere[1].1);
+    }
+
+    #[test]
+    fn lld_pairs_side_by_side_are_not_read_as_a_gnu_ld_pair() {
+        // nop; adr x4, .+0x100; nop; adr x3, .+0x14; ret (lld relaxed both)
+        // against nop; adr x4, .+0x100; adrp x3, page; add x3, x3, #0x20;
+        // ret (the second pair out of range): the `adr x4; nop` in the
+        // middle of the first is no GNU ld `adr; nop`.
+        let both = shape(&[
+            0xd503_201f,
+            0x1000_0804,
+            0xd503_201f,
+            0x1000_00a3,
+            0xd65f_03c0,
+        ]);
+        let one = shape(&[
+            0xd503_201f,
+            0x1000_0804,
+            0x9000_0003,
+            0x9100_8063,
+            0xd65f_03c0,
+        ]);
+        assert_eq!(both, one);
+        assert_eq!(both[3].1, vec![0x10020]);
     }
 
     #[test]
