@@ -60,7 +60,7 @@ pub fn dump_functions(object: &Path, label: &str, functions: &[&str]) -> String 
 pub fn ir_without_offsets(program: &icf::Program<'_>, function: &icf::FunctionInfo) -> String {
     let lifted = program.lift(function);
     let names = |target, addend| program.describe_target(target, addend);
-    let syntax = icf_lift::syntax(lifted.arch);
+    let syntax = icf_arch::syntax(lifted.arch);
     let mut out = String::new();
     for block in &lifted.blocks {
         out.push_str(&format!("{:?} {}\n", block.succs.as_slice(), block.reached));

@@ -6,7 +6,6 @@
 
 use crate::eh_frame::{self, Fde};
 use crate::error::{Error, Result};
-use crate::reloc;
 use icf_ir::Arch;
 use object::LittleEndian as LE;
 use object::elf;
@@ -528,7 +527,7 @@ impl<'data> ElfObject<'data> {
                         ),
                     )));
                 }
-                let info = reloc::info(self.arch, r_type).ok_or_else(|| {
+                let info = icf_arch::of(self.arch).elf_reloc(r_type).ok_or_else(|| {
                     located(self.section_error(
                         rela_index,
                         format!("relocation {n}: unsupported relocation type {r_type}"),
@@ -696,10 +695,7 @@ impl ElfObject<'_> {
     /// The `GNU_PROPERTY_*_FEATURE_1_AND` bits of `.note.gnu.property`
     /// (x86-64: IBT = 1, SHSTK = 2; AArch64: BTI = 1, PAC = 2), 0 when absent.
     pub fn feature_1_and(&self) -> u32 {
-        let wanted = match self.arch {
-            Arch::X86_64 => 0xc000_0002u32,
-            Arch::Aarch64 => 0xc000_0000u32,
-        };
+        let wanted = icf_arch::of(self.arch).gnu_feature_1_and();
         let Some(section) = self
             .sections
             .iter()
@@ -772,10 +768,9 @@ fn check_ident(data: &[u8]) -> Result<Arch> {
         other => return Err(Error::new(format!("bad ELF data encoding {}", other.0)).at_offset(5)),
     }
     let machine = u16::from_le_bytes([data[18], data[19]]);
-    match elf::Machine(machine) {
-        elf::EM_X86_64 => Ok(Arch::X86_64),
-        elf::EM_AARCH64 => Ok(Arch::Aarch64),
-        _ => Err(Error::new(format!(
+    match icf_arch::from_elf_machine(machine) {
+        Some(architecture) => Ok(architecture.arch()),
+        None => Err(Error::new(format!(
             "unsupported machine {machine} (icf folds x86-64 and AArch64)"
         ))
         .at_offset(18)),

@@ -10,7 +10,6 @@
 //! one piece.
 
 use crate::elf::{Binding, ElfObject, Reloc, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
-use icf_ir::Arch;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
@@ -165,12 +164,12 @@ impl<'data> ElfObject<'data> {
     }
 
     /// How far past its field a PC-relative reference in section `from`
-    /// points when its addend is zero: an x86-64 field in code is taken to
-    /// end its instruction (true for branches and most RIP-relative
-    /// operands); anywhere else the place is the field itself.
+    /// points when its addend is zero: in code, where the architecture
+    /// counts from (an x86-64 field is taken to end its instruction);
+    /// anywhere else the place is the field itself.
     pub fn field_end(&self, from: SectionIndex, reloc: &Reloc) -> i64 {
-        if reloc.pc_relative && self.arch == Arch::X86_64 && self.section(from).is_executable() {
-            i64::from(reloc.size)
+        if reloc.pc_relative && self.section(from).is_executable() {
+            icf_arch::of(self.arch).code_field_end(reloc.size)
         } else {
             0
         }

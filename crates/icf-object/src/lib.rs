@@ -15,7 +15,6 @@ mod error;
 mod functions;
 mod input;
 mod per_section;
-pub mod reloc;
 mod rewrite;
 
 pub use eh_frame::Fde;

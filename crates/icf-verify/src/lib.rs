@@ -6,7 +6,7 @@
 //! (`.symtab`, else `.dynsym`) that say where functions and data objects
 //! start and end.
 //!
-//! This crate deliberately does not depend on `icf` or `icf-lift`: it
+//! This crate deliberately does not depend on `icf` or `icf-arch`: it
 //! decodes with iced-x86 and yaxpeax-arm directly, so a bug in icf's own
 //! normalization cannot hide itself here.
 //!

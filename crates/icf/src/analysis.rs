@@ -309,7 +309,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             } else {
                 Body::of(&function)
             };
-            icf_lift::recycle(function);
+            icf_arch::recycle(function);
             body
         });
         let lift_time = started.elapsed();
@@ -1018,7 +1018,7 @@ impl Narrower<'_, '_> {
             .take_while(|r| r.offset < end)
         {
             let start = (reloc.offset - candidate.start) as usize;
-            if let Some(info) = icf_object::reloc::info(elf.arch, reloc.r_type) {
+            if let Some(info) = icf_arch::of(elf.arch).elf_reloc(reloc.r_type) {
                 info.clear_field(&mut bytes, start);
             }
             let symbol = object.symbol_refs[reloc.symbol.index()];
@@ -1081,7 +1081,8 @@ fn references_from_data<'data>(
             for reloc in &section.relocs {
                 let in_vtable = in_vtable(&object.elf, symbols, reloc.offset);
                 if (!other_data && !in_vtable)
-                    || (section.is_executable() && is_direct_branch(object.elf.arch, reloc.r_type))
+                    || (section.is_executable()
+                        && icf_arch::of(object.elf.arch).is_direct_branch(reloc.r_type))
                 {
                     continue;
                 }
@@ -1135,17 +1136,6 @@ fn resolved_place(
     match elf.reloc_place(&object.anchors, from, reloc) {
         Some((_, place)) => own.wrapping_add(place.wrapping_sub(local)),
         None => addend,
-    }
-}
-
-/// Whether relocation type `r_type` only ever patches a direct call or jump.
-fn is_direct_branch(arch: icf_ir::Arch, r_type: u32) -> bool {
-    use object::elf;
-    match arch {
-        icf_ir::Arch::X86_64 => r_type == elf::R_X86_64_PLT32.0,
-        icf_ir::Arch::Aarch64 => {
-            r_type == elf::R_AARCH64_CALL26.0 || r_type == elf::R_AARCH64_JUMP26.0
-        }
     }
 }
 

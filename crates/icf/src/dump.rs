@@ -34,7 +34,7 @@ pub fn dump(program: &Program<'_>, options: &DumpOptions) -> anyhow::Result<Stri
     for (info, function) in selected.iter().zip(&lifted) {
         write_header(program, info, &mut out);
         let names = |target, addend| program.describe_target(target, addend);
-        icf_ir::print::print_function(function, icf_lift::syntax(function.arch), &names, &mut out);
+        icf_ir::print::print_function(function, icf_arch::syntax(function.arch), &names, &mut out);
         out.push('\n');
     }
     Ok(out)

@@ -304,54 +304,24 @@ fn fnv1a(bytes: impl Iterator<Item = u8>) -> u64 {
     })
 }
 
-/// The alignment a thunk keeps: its function's. A program may look at a
-/// function address's low bits (a declared `aligned(256)`, tagged
-/// pointers), so the thunk that stands in for the function's address
-/// keeps them as they were, whatever that costs in padding. At least what
-/// a jump needs: AArch64 instructions are 4 bytes, and x86-64 function
-/// addresses stay even (the Itanium C++ ABI marks virtual member-function
-/// pointers with bit 0).
-fn thunk_align(arch: Arch, function_align: u64) -> u64 {
-    let jump = match arch {
-        Arch::X86_64 => 2,
-        Arch::Aarch64 => 4,
-    };
-    function_align.max(jump)
-}
-
-/// A jump to `symbol`: `jmp rel32` (after `endbr64` under IBT) or AArch64
-/// `b` (after `bti c` under BTI), aligned as its function was (`align`).
+/// A jump to `symbol` (after the architecture's landing pad when the object
+/// is built for IBT or BTI), aligned as its function was (`align`): a
+/// program may look at a function address's low bits (a declared
+/// `aligned(256)`, tagged pointers), so the thunk that stands in for the
+/// function's address keeps them as they were, whatever that costs in
+/// padding, and at least what a jump target needs.
 fn thunk(arch: Arch, branch_protection: bool, symbol: SymbolRef, align: u64) -> NewContents {
-    use object::elf;
-    let (mut bytes, r_type, addend) = match arch {
-        Arch::X86_64 => (vec![0xe9, 0, 0, 0, 0], elf::R_X86_64_PLT32.0, -4),
-        Arch::Aarch64 => (
-            0x1400_0000u32.to_le_bytes().to_vec(),
-            elf::R_AARCH64_JUMP26.0,
-            0,
-        ),
-    };
-    let landing: &[u8] = match arch {
-        Arch::X86_64 => &[0xf3, 0x0f, 0x1e, 0xfa],
-        Arch::Aarch64 => &[0x5f, 0x24, 0x03, 0xd5],
-    };
-    let mut offset = match arch {
-        Arch::X86_64 => 1,
-        Arch::Aarch64 => 0,
-    };
-    if branch_protection {
-        bytes.splice(0..0, landing.iter().copied());
-        offset += landing.len() as u64;
-    }
+    let thunk = icf_arch::of(arch).thunk();
+    let (bytes, offset) = thunk.bytes(branch_protection);
     NewContents {
         bytes,
         relocs: vec![NewReloc {
             offset,
-            r_type,
+            r_type: thunk.r_type,
             symbol,
-            addend,
+            addend: thunk.addend,
         }],
-        align: thunk_align(arch, align),
+        align: align.max(thunk.min_align),
     }
 }
 

@@ -22,7 +22,8 @@ impl Program<'_> {
             .map(|r| {
                 let symbol = object.symbol_refs[r.symbol.index()];
                 // The reader accepted only relocation types the table knows.
-                let mask = icf_object::reloc::info(object.elf.arch, r.r_type)
+                let mask = icf_arch::of(object.elf.arch)
+                    .elf_reloc(r.r_type)
                     .map_or(u64::MAX, |info| info.mask);
                 CodeReloc {
                     offset: (r.offset - start) as u32,
@@ -57,7 +58,7 @@ impl Program<'_> {
             own_section: self.targets.section(function.object, extent.section),
             data_in_code: &data_in_code,
         };
-        icf_lift::lift(&input)
+        icf_arch::lift(&input)
     }
 
     /// Offsets inside a function piece that something outside it refers to:

@@ -26,7 +26,6 @@ use crate::program::{LoadedObject, ObjectId};
 use crate::targets::Target;
 use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
 use icf_fold::{CandidateId, ClassId};
-use icf_ir::Arch;
 use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -793,18 +792,10 @@ impl<'data> Analysis<'_, 'data> {
             return None;
         }
         let elf = &self.program.object(info.object).elf;
-        // Under IBT or BTI the thunk starts with a landing pad (`endbr64`,
-        // `bti c`: 4 bytes), as `fold.rs` writes it.
-        let landing_pad = if elf.feature_1_and() & 1 != 0 { 4 } else { 0 };
-        Some(
-            landing_pad
-                + match elf.arch {
-                    // jmp rel32
-                    Arch::X86_64 => 5,
-                    // b imm26
-                    Arch::Aarch64 => 4,
-                },
-        )
+        // Under IBT or BTI the thunk starts with a landing pad, as `fold.rs`
+        // writes it.
+        let landing_pad = elf.feature_1_and() & 1 != 0;
+        Some(icf_arch::of(elf.arch).thunk().size(landing_pad))
     }
 
     /// Lower is preferred as the kept copy: not replaceable, not in a COMDAT

@@ -297,7 +297,7 @@ impl Analysis<'_, '_> {
             };
             let mut out = String::new();
             let names = |target, addend| self.describe_target(target, addend);
-            icf_ir::print::print_inst(f, inst, icf_lift::syntax(f.arch), &names, &mut out);
+            icf_ir::print::print_inst(f, inst, icf_arch::syntax(f.arch), &names, &mut out);
             out
         };
         let (la, ra) = (&self.attrs[left.index()], &self.attrs[right.index()]);

@@ -31,6 +31,7 @@
 //! branch the assembler resolved to a place outside the function is kept as
 //! a reference: equal bytes there would name different targets.
 
+use super::fields::{IMM14, IMM19, IMM21, IMM26};
 use crate::cfg::{self, Decoded, Flow};
 use crate::opaque;
 use icf_ir::print::Syntax;
@@ -42,13 +43,6 @@ use object::elf;
 use smallvec::SmallVec;
 use yaxpeax_arch::{Decoder, U8Reader};
 use yaxpeax_arm::armv8::a64::{self, InstDecoder};
-
-/// Instruction fields, as bit masks of the word.
-const IMM26: u32 = 0x03ff_ffff;
-const IMM19: u32 = 0x00ff_ffe0;
-const IMM14: u32 = 0x0007_ffe0;
-/// `adr`/`adrp`: immlo in bits 29..31, immhi in 5..24.
-const IMM21: u32 = 0x60ff_ffe0;
 
 /// Opcode layout: the decoder's operation in bits 0..16, the relocation type in 16..32.
 const RELOC_SHIFT: u32 = 16;
@@ -710,8 +704,8 @@ mod tests {
     }
 
     fn reloc(offset: u32, r_type: elf::RelocationType, target: u32) -> CodeReloc {
-        let info = icf_object::reloc::info(icf_ir::Arch::Aarch64, r_type.0)
-            .expect("a relocation type the reader knows");
+        let info =
+            super::super::elf_reloc::info(r_type.0).expect("a relocation type the reader knows");
         CodeReloc {
             offset,
             size: info.size,

@@ -33,7 +33,7 @@ pub(crate) fn whole_function_with(
         };
         let r = f.push_ref(Ref {
             target: reloc.target,
-            // Modulo 2^64 like the linker's S + A - P (see `x86_64.rs`,
+            // Modulo 2^64 like the linker's S + A - P (see `x86_64/lift.rs`,
             // `push_reloc_ref`): an absolute symbol's value is any address.
             addend: reloc.addend.wrapping_add(rebase),
             kind: RefKind(reloc.r_type),

@@ -1,0 +1,85 @@
+//! AArch64: the lifter (yaxpeax-arm, `lift.rs`), the ELF relocation table
+//! (`elf_reloc.rs`) and the instruction fields both mask, branches, thunks
+//! and the property note.
+
+mod elf_reloc;
+mod lift;
+
+use crate::{Architecture, RelocInfo, Thunk};
+use icf_ir::print::Syntax;
+use icf_ir::{Arch, CodeInput, Function};
+use object::elf;
+
+/// AArch64 (A64 instructions, little-endian).
+#[derive(Debug)]
+pub struct Aarch64;
+
+/// Fields of A64 instruction words, as bit masks of the word.
+pub mod fields {
+    /// `b`, `bl`: imm26.
+    pub const IMM26: u32 = 0x03ff_ffff;
+    /// `b.cond`, `cbz`, `ldr` (literal): imm19.
+    pub const IMM19: u32 = 0x00ff_ffe0;
+    /// `tbz`, `tbnz`: imm14.
+    pub const IMM14: u32 = 0x0007_ffe0;
+    /// `adr`/`adrp`: immlo in bits 29..31, immhi in 5..24.
+    pub const IMM21: u32 = 0x60ff_ffe0;
+    /// `add`, `ldr`, `str` (unsigned offset): imm12.
+    pub const IMM12: u32 = 0x003f_fc00;
+    /// `movz`, `movk`: imm16.
+    pub const IMM16: u32 = 0x001f_ffe0;
+    /// A signed MOVW group: the linker turns the instruction into `movz`
+    /// or `movn` by the value's sign, rewriting bits 29..31 too.
+    pub const IMM16_AND_OPC: u32 = 0x601f_ffe0;
+}
+
+/// `bti c`, then `b imm26`.
+static THUNK: Thunk = Thunk {
+    landing_pad: &[0x5f, 0x24, 0x03, 0xd5],
+    jump: &0x1400_0000u32.to_le_bytes(),
+    field: 0,
+    r_type: elf::R_AARCH64_JUMP26.0,
+    addend: 0,
+    // Instructions are 4 bytes.
+    min_align: 4,
+};
+
+impl Architecture for Aarch64 {
+    fn arch(&self) -> Arch {
+        Arch::Aarch64
+    }
+
+    fn elf_machine(&self) -> u16 {
+        elf::EM_AARCH64.0
+    }
+
+    fn elf_reloc(&self, r_type: u32) -> Option<RelocInfo> {
+        elf_reloc::info(r_type)
+    }
+
+    fn is_direct_branch(&self, r_type: u32) -> bool {
+        r_type == elf::R_AARCH64_CALL26.0 || r_type == elf::R_AARCH64_JUMP26.0
+    }
+
+    /// PC-relative values count from the instruction, which is the field.
+    fn code_field_end(&self, _field_size: u8) -> i64 {
+        0
+    }
+
+    /// `GNU_PROPERTY_AARCH64_FEATURE_1_AND` (BTI = 1, PAC = 2).
+    fn gnu_feature_1_and(&self) -> u32 {
+        0xc000_0000
+    }
+
+    fn thunk(&self) -> &'static Thunk {
+        &THUNK
+    }
+
+    fn lift(&self, input: &CodeInput<'_>) -> Function {
+        lift::lift(input)
+    }
+
+    fn syntax(&self) -> &'static dyn Syntax {
+        &lift::Aarch64Syntax
+    }
+}

@@ -1,0 +1,68 @@
+//! x86-64: the lifter (iced-x86, `lift.rs`), the ELF relocation table
+//! (`elf_reloc.rs`), branches, thunks and the property note.
+
+mod elf_reloc;
+mod lift;
+
+use crate::{Architecture, RelocInfo, Thunk};
+use icf_ir::print::Syntax;
+use icf_ir::{Arch, CodeInput, Function};
+use object::elf;
+
+/// x86-64.
+#[derive(Debug)]
+pub struct X86_64;
+
+/// `endbr64`, then `jmp rel32`.
+static THUNK: Thunk = Thunk {
+    landing_pad: &[0xf3, 0x0f, 0x1e, 0xfa],
+    jump: &[0xe9, 0, 0, 0, 0],
+    field: 1,
+    r_type: elf::R_X86_64_PLT32.0,
+    // The field is 4 bytes before the place the jump counts from.
+    addend: -4,
+    // Function addresses stay even: the Itanium C++ ABI marks virtual
+    // member-function pointers with bit 0.
+    min_align: 2,
+};
+
+impl Architecture for X86_64 {
+    fn arch(&self) -> Arch {
+        Arch::X86_64
+    }
+
+    fn elf_machine(&self) -> u16 {
+        elf::EM_X86_64.0
+    }
+
+    fn elf_reloc(&self, r_type: u32) -> Option<RelocInfo> {
+        elf_reloc::info(r_type)
+    }
+
+    fn is_direct_branch(&self, r_type: u32) -> bool {
+        r_type == elf::R_X86_64_PLT32.0
+    }
+
+    /// A field in code is taken to end its instruction (true for branches
+    /// and most RIP-relative operands).
+    fn code_field_end(&self, field_size: u8) -> i64 {
+        i64::from(field_size)
+    }
+
+    /// `GNU_PROPERTY_X86_FEATURE_1_AND` (IBT = 1, SHSTK = 2).
+    fn gnu_feature_1_and(&self) -> u32 {
+        0xc000_0002
+    }
+
+    fn thunk(&self) -> &'static Thunk {
+        &THUNK
+    }
+
+    fn lift(&self, input: &CodeInput<'_>) -> Function {
+        lift::lift(input)
+    }
+
+    fn syntax(&self) -> &'static dyn Syntax {
+        &lift::X86Syntax
+    }
+}
