@@ -27,6 +27,7 @@ mod x86_64;
 
 pub use aarch64::Aarch64;
 pub use aarch64::fields as a64_fields;
+pub use opaque::{OpaqueField, opaque_run};
 pub use reloc::RelocInfo;
 pub use x86_64::X86_64;
 

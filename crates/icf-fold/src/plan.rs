@@ -27,6 +27,14 @@
 
 use crate::{CandidateId, ClassId};
 
+/// A function's identity across the instances of its COMDAT group, as a
+/// number: the caller numbers identities in an order it keeps the same in
+/// every run (icf: by group signature, then section name), and equal
+/// identities are one function under the one-definition rule. The planner
+/// only compares them.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Identity(pub u32);
+
 /// Whether address significance restricts folding.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub enum Mode {
@@ -110,7 +118,7 @@ pub struct MemberFacts {
     /// every instance (group signature and section name): any instance the
     /// link keeps is equivalent to this body under the one-definition rule.
     /// `None` where some loaded instance lacks the section, or for data.
-    pub odr_key: Option<Vec<u8>>,
+    pub identity: Option<Identity>,
 }
 
 /// One member's fate.
@@ -133,7 +141,7 @@ pub struct ClassPlan {
     /// its identity: thunks jump to whichever instance of it the link keeps
     /// (see the module header). `None` when the kept body is sure to be
     /// linked and members reach it directly.
-    pub odr_key: Option<Vec<u8>>,
+    pub identity: Option<Identity>,
 }
 
 impl ClassPlan {
@@ -202,7 +210,7 @@ pub fn plan_class(class: ClassId, members: &[MemberFacts]) -> ClassPlan {
         class,
         kept: kept.candidate,
         decisions,
-        odr_key: None,
+        identity: None,
     }
 }
 
@@ -231,7 +239,7 @@ fn plan_through_name(class: ClassId, order: &[&MemberFacts]) -> ClassPlan {
     let kept = order
         .iter()
         .filter(|m| m.must_keep.is_none())
-        .filter_map(|m| Some((m.odr_key.as_ref()?, *m)))
+        .filter_map(|m| Some((m.identity?, *m)))
         .min_by(|(a, x), (b, y)| (a, &x.preference).cmp(&(b, &y.preference)));
     let Some((key, kept)) = kept else {
         let decisions = order
@@ -246,7 +254,7 @@ fn plan_through_name(class: ClassId, order: &[&MemberFacts]) -> ClassPlan {
             class,
             kept: order[0].candidate,
             decisions,
-            odr_key: None,
+            identity: None,
         };
     };
     let mut decisions = vec![Decision {
@@ -257,9 +265,7 @@ fn plan_through_name(class: ClassId, order: &[&MemberFacts]) -> ClassPlan {
     for member in order.iter().filter(|m| m.candidate != kept.candidate) {
         let action = if let Some(reason) = &member.must_keep {
             Action::Keep(reason.clone())
-        } else if member.floating_group == kept.floating_group
-            || member.odr_key.as_ref() == Some(key)
-        {
+        } else if member.floating_group == kept.floating_group || member.identity == Some(key) {
             Action::Keep(KeepReason::InstanceOfKeptGroup)
         } else {
             match member.thunk_size {
@@ -273,7 +279,7 @@ fn plan_through_name(class: ClassId, order: &[&MemberFacts]) -> ClassPlan {
         class,
         kept: kept.candidate,
         decisions,
-        odr_key: Some(key.clone()),
+        identity: Some(key),
     }
 }
 
@@ -296,7 +302,7 @@ mod tests {
             global_symbols: false,
             floating_group: None,
             kept_eligible: true,
-            odr_key: None,
+            identity: None,
         }
     }
 
@@ -478,13 +484,19 @@ mod tests {
         );
     }
 
-    /// An instance of floating group `group` whose instances differ, with identity `name`.
+    /// An instance of floating group `group` whose instances differ, with
+    /// identity `name` (identities are numbered in name order).
     fn differing_instance(index: u32, object: u32, group: u32, name: &str) -> MemberFacts {
         MemberFacts {
             kept_eligible: false,
-            odr_key: Some(name.as_bytes().to_vec()),
+            identity: Some(identity(name)),
             ..instance(index, object, group)
         }
+    }
+
+    /// The identity of a one-letter name, numbered in name order.
+    fn identity(name: &str) -> Identity {
+        Identity(u32::from(name.as_bytes()[0]))
     }
 
     #[test]
@@ -502,7 +514,7 @@ mod tests {
         ];
         let plan = plan_class(ClassId(0), &members);
         assert_eq!(plan.kept, CandidateId(1));
-        assert_eq!(plan.odr_key.as_deref(), Some(&b"f"[..]));
+        assert_eq!(plan.identity, Some(identity("f")));
         let by_candidate = |c: u32| {
             plan.decisions
                 .iter()
@@ -533,14 +545,11 @@ mod tests {
                 differing_instance(1, unit as u32, group(b), b),
             ];
             let plan = plan_class(ClassId(0), &members);
-            let to = plan.odr_key.clone().expect("folds through an identity");
+            let to = plan.identity.expect("folds through an identity");
             for decision in &plan.decisions {
                 if let Action::Thunk(_) = decision.action {
-                    let from = members[decision.candidate.index()].odr_key.clone();
-                    assert!(
-                        Some(&to) < from.as_ref(),
-                        "unit {unit}: {from:?} jumps to {to:?}"
-                    );
+                    let from = members[decision.candidate.index()].identity;
+                    assert!(Some(to) < from, "unit {unit}: {from:?} jumps to {to:?}");
                     thunks += 1;
                 }
             }

@@ -25,6 +25,75 @@ pub struct Fde {
     pub lsda: Option<usize>,
 }
 
+impl Fde {
+    /// The CIE's and the FDE's bytes as two functions' unwind descriptions
+    /// compare them (`section` is `.eh_frame`): every relocated field
+    /// zeroed (what it names is compared as a reference, see
+    /// [`Fde::references`]), and nothing that depends on where the entry or
+    /// the function sits: the CIE pointer (a distance within this section),
+    /// the address range (the body's size, which the body comparison
+    /// covers), the length fields and the trailing `DW_CFA_nop` padding
+    /// (entries are padded with zeros to the address size; CFA instructions
+    /// delimit themselves, so two valid sequences that differ only in
+    /// trailing zeros differ only in nops).
+    pub fn description(&self, section: &Section<'_>) -> (Vec<u8>, Vec<u8>) {
+        let bytes_of = |start: u64, size: u64| -> Vec<u8> {
+            let mut bytes = section
+                .data
+                .get(start as usize..(start + size) as usize)
+                .unwrap_or_default()
+                .to_vec();
+            let first = section.relocs.partition_point(|r| r.offset < start);
+            for reloc in section.relocs[first..]
+                .iter()
+                .take_while(|r| r.offset < start + size)
+            {
+                let at = (reloc.offset - start) as usize;
+                icf_ir::clear_field(&mut bytes, at, reloc.size, u64::MAX);
+            }
+            bytes
+        };
+        let mut cie = bytes_of(self.cie_offset, self.cie_size);
+        let mut fde = bytes_of(self.offset, self.size);
+        if let Some(pointer) = fde.get_mut(4..8) {
+            pointer.fill(0);
+        }
+        if let Some(pc_begin) = self.pc_begin {
+            let field = usize::from(section.relocs[pc_begin].size);
+            let range_start = (section.relocs[pc_begin].offset - self.offset) as usize + field;
+            if let Some(range) = fde.get_mut(range_start..range_start + field) {
+                range.fill(0);
+            }
+        }
+        for entry in [&mut cie, &mut fde] {
+            if let Some(length) = entry.get_mut(0..4) {
+                length.fill(0);
+            }
+            let end = entry
+                .iter()
+                .rposition(|&b| b != 0)
+                .map_or(0, |last| last + 1);
+            entry.truncate(end);
+        }
+        (cie, fde)
+    }
+
+    /// The relocations (indices into `section.relocs`) whose targets the
+    /// description names: the CIE's (its personality routine), then the
+    /// FDE's LSDA.
+    pub fn references(&self, section: &Section<'_>) -> impl Iterator<Item = usize> {
+        let cie_first = section
+            .relocs
+            .partition_point(|r| r.offset < self.cie_offset);
+        let cie_end = self.cie_offset + self.cie_size;
+        let cie_count = section.relocs[cie_first..]
+            .iter()
+            .take_while(|r| r.offset < cie_end)
+            .count();
+        (cie_first..cie_first + cie_count).chain(self.lsda)
+    }
+}
+
 /// Parses every FDE of `section`. The caller adds the section to errors.
 pub fn parse(section: &Section<'_>) -> Result<Vec<Fde>> {
     let eh_frame = EhFrame::new(section.data, gimli::LittleEndian);

@@ -3,7 +3,8 @@
 //! reference whose targets are in different classes, the explanation follows
 //! the two targets, recursively, until it reaches the difference that started it.
 
-use crate::analysis::{Analysis, Origin};
+use crate::analysis::Analysis;
+use crate::candidates::Origin;
 use icf_fold::CandidateId;
 use rustc_hash::FxHashSet as HashSet;
 use std::fmt::Write;

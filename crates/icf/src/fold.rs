@@ -48,8 +48,9 @@ impl Analysis<'_, '_> {
             {
                 continue;
             }
-            if let Some(key) = &class.odr_key {
-                self.fold_through_identity(class, key, &groups, &mut edits, &mut alias_in);
+            if let Some(identity) = class.identity {
+                let name = &plan.identity_names[identity.0 as usize];
+                self.fold_through_identity(class, name, &groups, &mut edits, &mut alias_in);
                 continue;
             }
             let kept = &self.candidates[class.kept.index()];

@@ -9,9 +9,13 @@
 //! context (`reading libfoo.a(bar.o): section 12 '.text': ...`).
 
 mod analysis;
+mod attributes;
+mod candidates;
+mod data_uses;
 mod dump;
 mod explain;
 mod fold;
+mod keys;
 mod lift;
 mod link;
 mod link_command;
@@ -19,12 +23,15 @@ mod linker_script;
 mod live;
 mod memory;
 mod names;
+mod narrow;
 mod plan;
 mod program;
 mod report;
 mod targets;
 
-pub use analysis::{Analysis, CandidateInfo, Origin, Timings, output_section_class};
+pub use analysis::{Analysis, Timings};
+pub use attributes::output_section_class;
+pub use candidates::{CandidateInfo, Origin};
 pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
 pub use fold::{FoldedFile, OutputKind, write_atomically, write_outputs};
 pub use icf_fold::plan::Mode;

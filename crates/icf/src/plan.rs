@@ -21,10 +21,11 @@
 //! and for what `--export-dynamic`, a dynamic list or a version script
 //! exports, every exported function is significant: `dlsym` may compare it.
 
-use crate::analysis::{Analysis, Origin};
+use crate::analysis::Analysis;
+use crate::candidates::Origin;
 use crate::program::{LoadedObject, ObjectId};
 use crate::targets::Target;
-use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
+use icf_fold::plan::{Action, ClassPlan, Identity, KeepReason, MemberFacts, Mode, plan_class};
 use icf_fold::{CandidateId, ClassId};
 use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -82,6 +83,9 @@ pub struct Plan {
     pub classes: Vec<ClassPlan>,
     /// Per candidate, why its address is significant (safe mode facts, also computed in mode all).
     pub significance: Vec<Option<Significance>>,
+    /// The name of each [`Identity`] a class folds through: a COMDAT
+    /// group's signature and a section name (see [`IdentityNames`]).
+    pub identity_names: Vec<Vec<u8>>,
 }
 
 impl Plan {
@@ -91,6 +95,7 @@ impl Plan {
             mode,
             classes: Vec::new(),
             significance: Vec::new(),
+            identity_names: Vec::new(),
         }
     }
 
@@ -132,9 +137,12 @@ impl<'data> Analysis<'_, 'data> {
                 section_ineligibility(section, info.start, info.end).map(|_| owner)
             })
             .collect();
-        let mut classes = Vec::new();
+        // Every class's member facts first: identities are numbered across
+        // all classes before any class is planned.
+        let mut class_facts: Vec<(ClassId, Vec<MemberFacts>)> = Vec::new();
+        let mut identities = IdentityNames::default();
         for members in self.partition.groups() {
-            let mut facts: Vec<MemberFacts> = members
+            let facts: Vec<MemberFacts> = members
                 .iter()
                 .map(|&candidate| {
                     let info = &self.candidates[candidate.index()];
@@ -163,20 +171,27 @@ impl<'data> Analysis<'_, 'data> {
                         global_symbols: false,
                         floating_group: groups.floating(self, candidate),
                         kept_eligible: groups.kept_eligible(self, candidate),
-                        odr_key: None,
+                        identity: None,
                     }
                 })
                 .collect();
             // A class without a member sure to be linked folds through
             // identities (see `icf_fold::plan`).
             if facts.iter().all(|f| !f.kept_eligible) {
-                for fact in &mut facts {
-                    fact.odr_key = self.odr_key(fact.candidate, &groups);
+                for (member, fact) in facts.iter().enumerate() {
+                    if let Some(name) = self.identity_name(fact.candidate, &groups) {
+                        identities.named.push((class_facts.len(), member, name));
+                    }
                 }
             }
+            class_facts.push((ClassId(members[0].0), facts));
+        }
+        let identity_names = identities.number(&mut class_facts);
+        let mut classes = Vec::new();
+        for (class_id, mut facts) in class_facts {
             // First as if every global symbol could move with its body; then
             // pin the members aliased into another object whose globals cannot.
-            let optimistic = plan_class(ClassId(members[0].0), &facts);
+            let optimistic = plan_class(class_id, &facts);
             let kept_object = self.candidates[optimistic.kept.index()].object;
             // A kept copy the link may discard with its group can take no symbols.
             let kept_floats = groups.floating(self, optimistic.kept).is_some();
@@ -224,7 +239,7 @@ impl<'data> Analysis<'_, 'data> {
             }
             let pinned_any = !pinned.is_empty();
             let mut class = if pinned_any {
-                plan_class(ClassId(members[0].0), &facts)
+                plan_class(class_id, &facts)
             } else {
                 optimistic
             };
@@ -243,6 +258,7 @@ impl<'data> Analysis<'_, 'data> {
             mode: options.mode,
             classes,
             significance,
+            identity_names,
         }
     }
 
@@ -480,7 +496,7 @@ impl<'data> Analysis<'_, 'data> {
     /// name). A function that also answers to a name no vtable uses (gcc's
     /// `-fipa-icf` makes such aliases) may have that name's address compared.
     fn virtual_functions(&self) -> HashSet<CandidateId> {
-        use crate::analysis::VtableName;
+        use crate::data_uses::VtableName;
         let mut entries: HashMap<CandidateId, HashSet<VtableName<'_>>> = HashMap::default();
         for &(candidate, through) in &self.vtable_entries {
             entries.entry(candidate).or_default().insert(through);
@@ -521,7 +537,7 @@ impl<'data> Analysis<'_, 'data> {
     }
 
     /// The symbols that name a candidate (see [`candidate_symbols`]).
-    fn symbols_of(&self, info: &crate::analysis::CandidateInfo) -> Vec<SymbolIndex> {
+    fn symbols_of(&self, info: &crate::candidates::CandidateInfo) -> Vec<SymbolIndex> {
         candidate_symbols(
             self.program.object(info.object),
             info.section,
@@ -587,7 +603,7 @@ impl<'data> Analysis<'_, 'data> {
     /// The per-instance part of [`Analysis::group_may_move`].
     fn every_instance_may_leave(
         &self,
-        info: &crate::analysis::CandidateInfo,
+        info: &crate::candidates::CandidateInfo,
         instances: &[(ObjectId, u32)],
         groups: &ComdatInstances<'_>,
         significance: &[Option<Significance>],
@@ -670,12 +686,16 @@ impl<'data> Analysis<'_, 'data> {
         true
     }
 
-    /// The identity of a function in a floating COMDAT group (see
+    /// The name of a function's identity in a floating COMDAT group (see
     /// `icf_fold::plan`): its group's signature and its section's name, the
     /// same in every instance. Only for a whole-section code member, and only
     /// when every loaded instance of the group holds that section, where a
     /// jump to it can land.
-    fn odr_key(&self, candidate: CandidateId, groups: &ComdatInstances<'data>) -> Option<Vec<u8>> {
+    fn identity_name(
+        &self,
+        candidate: CandidateId,
+        groups: &ComdatInstances<'data>,
+    ) -> Option<Vec<u8>> {
         let info = &self.candidates[candidate.index()];
         let elf = &self.program.object(info.object).elf;
         let section = elf.section(info.section);
@@ -918,6 +938,32 @@ fn section_ineligibility(
     None
 }
 
+/// The names of the identities classes fold through, numbered in byte
+/// order: the planner compares [`Identity`] numbers, and the smallest
+/// identity of a class is the smallest name, in every run and every class
+/// alike.
+#[derive(Debug, Default)]
+struct IdentityNames {
+    /// (class, member, name) of every member that has one.
+    named: Vec<(usize, usize, Vec<u8>)>,
+}
+
+impl IdentityNames {
+    /// Numbers the names and gives each member its [`Identity`]; returns
+    /// the names by number.
+    fn number(self, classes: &mut [(ClassId, Vec<MemberFacts>)]) -> Vec<Vec<u8>> {
+        let mut names: Vec<Vec<u8>> = self.named.iter().map(|(_, _, n)| n.clone()).collect();
+        names.sort_unstable();
+        names.dedup();
+        for (class, member, name) in self.named {
+            if let Ok(number) = names.binary_search(&name) {
+                classes[class].1[member].identity = Some(Identity(number as u32));
+            }
+        }
+        names
+    }
+}
+
 /// Every loaded instance of each COMDAT group signature: the link keeps one
 /// instance per signature, and icf cannot always tell which.
 #[derive(Debug, Default)]
@@ -944,7 +990,7 @@ pub(crate) enum Question {
     AllInOneClass,
     /// The group may move whole (see `Analysis::group_may_move`).
     GroupMayMove,
-    /// Every instance holds the section (see `Analysis::odr_key`).
+    /// Every instance holds the section (see `Analysis::identity_name`).
     EveryInstanceHasIt,
 }
 
@@ -1010,7 +1056,7 @@ impl<'data> ComdatInstances<'data> {
     pub(crate) fn instance_section(
         &self,
         analysis: &Analysis<'_, '_>,
-        info: &crate::analysis::CandidateInfo,
+        info: &crate::candidates::CandidateInfo,
         instance: (ObjectId, u32),
     ) -> Option<CandidateId> {
         let section = self.instance_section_index(analysis, info, instance)?;
@@ -1021,7 +1067,7 @@ impl<'data> ComdatInstances<'data> {
     pub(crate) fn instance_section_index(
         &self,
         analysis: &Analysis<'_, '_>,
-        info: &crate::analysis::CandidateInfo,
+        info: &crate::candidates::CandidateInfo,
         (object, group): (ObjectId, u32),
     ) -> Option<SectionIndex> {
         let name = analysis.section_of(info).name;

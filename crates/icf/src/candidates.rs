@@ -1,0 +1,285 @@
+//! Phase 1 of the analysis: the candidates. Every function piece, then every
+//! read-only data piece (`-fdata-sections` pieces, jump tables, constant
+//! pools, exception tables), each a place in an object, in the sections a
+//! `--gc-sections` link keeps; and the places of every section references
+//! narrow to ([`Places`]): the candidates, and the elements of mergeable
+//! sections, each named by a target.
+
+use crate::program::{ObjectId, Program};
+use crate::targets::{ExtendedTargets, Target};
+use icf_fold::CandidateId;
+use icf_ir::TargetId;
+use icf_object::{ElfObject, PerSection, Section, SectionIndex};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
+
+/// Where a candidate comes from.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Origin {
+    /// Index into [`Program::functions`].
+    Function(usize),
+    /// A whole read-only data section.
+    Data,
+}
+
+/// One candidate: a place in an object.
+#[derive(Clone, Debug)]
+pub struct CandidateInfo {
+    pub origin: Origin,
+    pub object: ObjectId,
+    pub section: SectionIndex,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl CandidateInfo {
+    pub fn size(&self) -> u64 {
+        self.end - self.start
+    }
+
+    pub fn is_code(&self) -> bool {
+        matches!(self.origin, Origin::Function(_))
+    }
+}
+
+/// A candidate's place in its section: (start, end, candidate).
+pub(crate) type Piece = (u64, u64, CandidateId);
+
+/// The places of every section that references can be narrowed to, per
+/// object and section (a section per function is common).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Places {
+    /// Candidates of each object per section, sorted.
+    pieces: Vec<PerSection<Piece>>,
+    /// Elements of mergeable sections: (start, constant) per section, sorted.
+    constants: Vec<PerSection<(u64, TargetId)>>,
+    /// The target naming each candidate.
+    pub(crate) candidate_targets: Vec<TargetId>,
+}
+
+impl Places {
+    /// The places of `candidates` and of every mergeable section's
+    /// elements, each named by a target interned in `targets`.
+    pub(crate) fn new<'data>(
+        program: &Program<'data>,
+        candidates: &[CandidateInfo],
+        targets: &mut ExtendedTargets<'_, 'data>,
+    ) -> Places {
+        let mut pieces: Vec<Vec<(SectionIndex, Piece)>> = vec![Vec::new(); program.objects.len()];
+        let mut candidate_targets = Vec::with_capacity(candidates.len());
+        for (index, candidate) in candidates.iter().enumerate() {
+            candidate_targets.push(targets.intern(Target::Candidate(index as u32)));
+            pieces[candidate.object.index()].push((
+                candidate.section,
+                (candidate.start, candidate.end, CandidateId(index as u32)),
+            ));
+        }
+        let sections = |object: usize| program.objects[object].elf.sections.len();
+        let pieces = pieces
+            .into_iter()
+            .enumerate()
+            .map(|(object, mut list)| {
+                list.sort_unstable();
+                PerSection::new(sections(object), list)
+            })
+            .collect();
+        let mut constants = Vec::with_capacity(program.objects.len());
+        for (index, object) in program.objects.iter().enumerate() {
+            let mut list = Vec::new();
+            for (section_index, section) in object.elf.sections.iter().enumerate() {
+                if let Some(elements) = merge_elements(section, targets) {
+                    let section = SectionIndex(section_index as u32);
+                    list.extend(elements.into_iter().map(|element| (section, element)));
+                }
+            }
+            constants.push(PerSection::new(sections(index), list));
+        }
+        Places {
+            pieces,
+            constants,
+            candidate_targets,
+        }
+    }
+
+    pub(crate) fn pieces(&self, object: ObjectId, section: SectionIndex) -> &[Piece] {
+        self.pieces
+            .get(object.index())
+            .map_or(&[], |lists| lists.get(section))
+    }
+
+    pub(crate) fn constants(&self, object: ObjectId, section: SectionIndex) -> &[(u64, TargetId)] {
+        self.constants
+            .get(object.index())
+            .map_or(&[], |lists| lists.get(section))
+    }
+}
+
+/// `f` of every candidate, in order, computed one object at a time per
+/// thread; each object's input pages are given back once its run of
+/// candidates is done (candidates come in runs by object: functions, then
+/// data), so the inputs need not all be resident at once.
+pub(crate) fn map_by_object<T: Send>(
+    program: &Program<'_>,
+    candidates: &[CandidateInfo],
+    f: impl Fn(usize, &CandidateInfo) -> T + Sync,
+) -> Vec<T> {
+    let runs: Vec<std::ops::Range<usize>> = candidates
+        .chunk_by(|a, b| a.object == b.object)
+        .scan(0, |start, run| {
+            let range = *start..*start + run.len();
+            *start = range.end;
+            Some(range)
+        })
+        .collect();
+    runs.into_par_iter()
+        .flat_map_iter(|run| {
+            let object = candidates[run.start].object;
+            let mapped: Vec<T> = run.map(|index| f(index, &candidates[index])).collect();
+            program.release_object_pages(object);
+            mapped
+        })
+        .collect()
+}
+
+/// Every function piece of the loaded objects, then every read-only data
+/// piece, each in object order, in the sections `live` says the link keeps
+/// (all, without `--gc-sections`).
+pub(crate) fn collect_candidates(
+    program: &Program<'_>,
+    live: Option<&[Vec<bool>]>,
+) -> Vec<CandidateInfo> {
+    let kept = |object: ObjectId, section: SectionIndex| {
+        live.is_none_or(|live| live[object.index()][section.index()])
+    };
+    let mut candidates: Vec<CandidateInfo> = program
+        .functions
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| program.object(f.object).loaded && kept(f.object, f.extent.section))
+        .map(|(index, f)| CandidateInfo {
+            origin: Origin::Function(index),
+            object: f.object,
+            section: f.extent.section,
+            start: f.extent.start,
+            end: f.extent.end,
+        })
+        .collect();
+    for (index, object) in program.objects.iter().enumerate() {
+        if !object.loaded {
+            continue;
+        }
+        let splits = data_split_points(&object.elf);
+        for (section_index, section) in object.elf.sections.iter().enumerate() {
+            let section_index = SectionIndex(section_index as u32);
+            if !is_read_only_data(section) || !kept(ObjectId(index as u32), section_index) {
+                continue;
+            }
+            let mut points: Vec<u64> = splits.get(&section_index).cloned().unwrap_or_default();
+            points.extend([0, section.size]);
+            points.retain(|&p| p <= section.size);
+            points.sort_unstable();
+            points.dedup();
+            for piece in points.windows(2) {
+                candidates.push(CandidateInfo {
+                    origin: Origin::Data,
+                    object: ObjectId(index as u32),
+                    section: section_index,
+                    start: piece[0],
+                    end: piece[1],
+                });
+            }
+        }
+    }
+    candidates.shrink_to_fit();
+    candidates
+}
+
+/// Where read-only data sections split into pieces: at the start and end of
+/// every symbol (a table, a constant), and at every LSDA an FDE names, so
+/// that data sharing one section (no `-fdata-sections`, one
+/// `.gcc_except_table` for all functions) still compares piece by piece.
+fn data_split_points(elf: &ElfObject<'_>) -> HashMap<SectionIndex, Vec<u64>> {
+    let mut points: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
+    for symbol in &elf.symbols {
+        if let Some(section) = symbol.section()
+            && !matches!(
+                symbol.kind,
+                icf_object::SymbolKind::Section | icf_object::SymbolKind::File
+            )
+        {
+            let entry = points.entry(section).or_default();
+            entry.push(symbol.value);
+            if symbol.size > 0 {
+                entry.push(symbol.value.saturating_add(symbol.size));
+            }
+        }
+    }
+    if let Some((eh_frame, fdes)) = &elf.eh_frame {
+        for lsda in fdes.iter().filter_map(|fde| fde.lsda) {
+            let reloc = &elf.section(*eh_frame).relocs[lsda];
+            let symbol = elf.symbol(reloc.symbol);
+            if let Some(section) = symbol.section() {
+                let place = symbol.value as i64 + reloc.addend;
+                if let Ok(place) = u64::try_from(place) {
+                    points.entry(section).or_default().push(place);
+                }
+            }
+        }
+    }
+    points
+}
+
+/// Read-only data a fold can share: allocated, not writable, not code, not
+/// mergeable (the linker merges those by content itself), not thread-local,
+/// and not `.eh_frame` (unwind entries are attributes of functions).
+pub(crate) fn is_read_only_data(section: &Section<'_>) -> bool {
+    use object::elf;
+    section.sh_type == elf::SHT_PROGBITS.0
+        && section.is_alloc()
+        && !section.is_writable()
+        && !section.is_executable()
+        && section.flags & (elf::SHF_MERGE.0 | elf::SHF_TLS.0) == 0
+        && section.size > 0
+        && section.name != b".eh_frame"
+}
+
+/// The elements of a mergeable section, each interned as a constant target by content.
+fn merge_elements<'data>(
+    section: &Section<'data>,
+    targets: &mut ExtendedTargets<'_, 'data>,
+) -> Option<Vec<(u64, TargetId)>> {
+    use object::elf;
+    let entsize_field = u32::try_from(section.entsize).ok()?;
+    if section.flags & elf::SHF_MERGE.0 == 0 || entsize_field == 0 || section.data.is_empty() {
+        return None;
+    }
+    let entsize = entsize_field as usize;
+    let strings = section.flags & elf::SHF_STRINGS.0 != 0;
+    let mut elements = Vec::new();
+    let mut start = 0;
+    while start < section.data.len() {
+        let end = if strings {
+            // A string ends with an entsize-wide zero, aligned to entsize.
+            let mut end = start;
+            loop {
+                let chunk = section.data.get(end..end + entsize);
+                end += entsize;
+                if chunk.is_none_or(|c| c.iter().all(|&b| b == 0)) {
+                    break;
+                }
+            }
+            end.min(section.data.len())
+        } else {
+            (start + entsize).min(section.data.len())
+        };
+        let content = &section.data[start..end];
+        let target = targets.intern(Target::Constant {
+            entsize: entsize_field,
+            strings,
+            content,
+        });
+        elements.push((start as u64, target));
+        start = end;
+    }
+    Some(elements)
+}

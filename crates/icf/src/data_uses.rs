@@ -1,0 +1,120 @@
+//! Phase 2 of the analysis, beside the candidates' own references: what
+//! refers to a candidate from sections that are not candidates (writable
+//! data, `.init_array`, vtables), and which vtable entries point to which
+//! candidate through which name. Both feed address significance.
+
+use crate::candidates::is_read_only_data;
+use crate::narrow::{Narrower, Reach, resolved_place};
+use crate::program::{ObjectId, Program};
+use icf_fold::CandidateId;
+use icf_object::SectionIndex;
+
+/// A reference to a candidate from a section that is not one: (candidate,
+/// referring object, referring section).
+pub type DataReference = (CandidateId, ObjectId, SectionIndex);
+
+/// Every reference to a candidate from an allocated section that is neither
+/// code nor a candidate: function pointers in writable data, `.init_array`,
+/// vtables in `.data.rel.ro`. Exception tables and `.eh_frame` hold no
+/// addresses a program can observe. Also, from every data section, each
+/// vtable entry's candidate with the name the entry uses (see
+/// [`VtableEntry`]).
+pub(crate) fn references_from_data<'data>(
+    program: &Program<'data>,
+    narrower: &Narrower<'_, '_>,
+    live: Option<&[Vec<bool>]>,
+) -> (Vec<DataReference>, Vec<VtableEntry<'data>>) {
+    let mut references = Vec::new();
+    let mut vtable_entries = Vec::new();
+    for (index, object) in program.objects.iter().enumerate() {
+        let id = ObjectId(index as u32);
+        for (section_index, section) in object.elf.sections.iter().enumerate() {
+            let from = SectionIndex(section_index as u32);
+            // Code and read-only data the link is taken to drop are not
+            // candidates: if it keeps them after all, any reference they
+            // hold but a direct branch may take an address.
+            let dropped = live.is_some_and(|live| !live[index][from.index()]);
+            if !section.is_alloc()
+                || (section.is_executable() && !dropped)
+                || section.name == b".eh_frame"
+                || section.name.starts_with(b".gcc_except_table")
+            {
+                continue;
+            }
+            let other_data = !is_read_only_data(section) || dropped;
+            let symbols = object.section_symbols.get(from);
+            for reloc in &section.relocs {
+                let in_vtable = in_vtable(&object.elf, symbols, reloc.offset);
+                if (!other_data && !in_vtable)
+                    || (section.is_executable()
+                        && icf_arch::of(object.elf.arch).is_direct_branch(reloc.r_type))
+                {
+                    continue;
+                }
+                let symbol = object.symbol_refs[reloc.symbol.index()];
+                // Past the field, whichever object defines the symbol.
+                let addend = symbol
+                    .base
+                    .wrapping_add(reloc.addend)
+                    .wrapping_add(object.elf.field_end(from, reloc));
+                let place = resolved_place(object, from, reloc, addend);
+                let (target, _) = narrower.narrow(symbol.target, addend, place, Reach::Data);
+                let Some(candidate) = narrower.targets_candidate(target) else {
+                    continue;
+                };
+                if other_data {
+                    references.push((candidate, id, from));
+                }
+                if in_vtable {
+                    let named = object.elf.symbol(reloc.symbol);
+                    let through = if named.kind == icf_object::SymbolKind::Section {
+                        VtableName::Section
+                    } else if named.binding == icf_object::Binding::Local {
+                        VtableName::Local(id, named.name)
+                    } else {
+                        VtableName::Global(named.name)
+                    };
+                    vtable_entries.push((candidate, through));
+                }
+            }
+        }
+    }
+    (references, vtable_entries)
+}
+
+/// A vtable entry: the candidate it points to, and how it names it.
+pub type VtableEntry<'data> = (CandidateId, VtableName<'data>);
+
+/// The symbol a vtable entry goes through.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum VtableName<'data> {
+    Global(&'data [u8]),
+    /// A local symbol, of the object holding the vtable.
+    Local(ObjectId, &'data [u8]),
+    /// The section symbol: the entry names no function.
+    Section,
+}
+
+/// Whether a C++ vtable (`_ZTV`, or a construction vtable `_ZTC`) holds
+/// offset `offset` of a section whose named symbols are `symbols` (sorted by
+/// value). A function a vtable points to is virtual, and C++ gives no way to
+/// compare a virtual function's address (a pointer to a virtual member holds
+/// its vtable slot; a speculative devirtualization that compares a vtable
+/// slot with it runs the same code either way): clang marks virtual
+/// functions `unnamed_addr`, which keeps them out of `.llvm_addrsig`
+/// whatever their uses.
+pub(crate) fn in_vtable(
+    elf: &icf_object::ElfObject<'_>,
+    symbols: &[(u64, u64, icf_object::SymbolIndex)],
+    offset: u64,
+) -> bool {
+    let after = symbols.partition_point(|&(value, _, _)| value <= offset);
+    symbols[..after].iter().rev().any(|&(value, size, index)| {
+        offset < value + size && is_vtable_name(elf.symbol(index).name)
+    })
+}
+
+/// An Itanium C++ ABI vtable or construction vtable name.
+pub(crate) fn is_vtable_name(name: &[u8]) -> bool {
+    name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC")
+}
