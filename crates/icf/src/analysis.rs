@@ -12,8 +12,9 @@
 //!    owners; the references through which an address escapes.
 //! 4. `significance.rs`: whose address is significant, and why.
 //! 5. here: references that need their target's very address pinned, the
-//!    partition (`icf-fold`), the plan (`plan.rs`) and its audit, again
-//!    until the plan breaks no reference.
+//!    partition (`icf-fold`), the plan (`member_facts.rs` gathers each
+//!    member's facts, `comdat.rs` those of COMDAT groups, `icf-fold`
+//!    decides) and its audit, again until the plan breaks no reference.
 //!
 //! The result, [`Analysis`], is what reports, explanations and the fold's
 //! edits (`fold.rs`) read.
@@ -21,9 +22,10 @@
 use crate::candidates::{CandidateInfo, Origin, Places, collect_candidates};
 use crate::data_uses::{DataReference, VtableEntry, references_from_data};
 use crate::keys::{self, Keys};
+use crate::member_facts::{Plan, PlanOptions};
 use crate::narrow::Narrower;
-use crate::plan::{Plan, PlanOptions, Significance};
 use crate::program::Program;
+use crate::significance::{Significance, Uses};
 use crate::targets::{ExtendedTargets, Target};
 use icf_fold::body::Body;
 use icf_fold::partition::Partition;
@@ -187,7 +189,15 @@ impl<'p, 'data> Analysis<'p, 'data> {
                 ..Timings::default()
             },
         };
-        analysis.significance = analysis.significance();
+        analysis.significance = Uses {
+            program,
+            candidates: &analysis.candidates,
+            targets: &analysis.targets,
+            escaping_references: &analysis.escaping_references,
+            data_references: &analysis.data_references,
+            vtable_entries: &analysis.vtable_entries,
+        }
+        .significance();
         analysis.keep_unique = analysis.keep_unique_candidates();
         analysis.attrs = attrs;
         let mut plan_time = Duration::ZERO;

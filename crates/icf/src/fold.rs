@@ -11,7 +11,7 @@
 //! a temporary name and renamed, so a failure never leaves half a file.
 
 use crate::analysis::Analysis;
-use crate::plan::Plan;
+use crate::member_facts::Plan;
 use crate::program::{ObjectId, Program};
 use anyhow::Context;
 use icf_fold::CandidateId;
@@ -223,7 +223,7 @@ impl Analysis<'_, '_> {
         &self,
         class: &icf_fold::plan::ClassPlan,
         key: &[u8],
-        groups: &crate::plan::ComdatInstances<'_>,
+        groups: &crate::comdat::ComdatInstances<'_>,
         edits: &mut HashMap<ObjectId, Edits>,
         alias_in: &mut HashMap<(ObjectId, String), usize>,
     ) {

@@ -1,0 +1,519 @@
+//! Phase 5 of the analysis, the plan: for each class of the partition, the
+//! facts each member brings from the objects (whose address is significant
+//! in this mode, who must keep its body, which copy to prefer as the kept
+//! one, how big a thunk would be, whether its global symbols may move to
+//! another object), handed to `icf-fold`'s planner, which decides keep,
+//! alias or thunk per member. Jump tables then follow their functions.
+
+use crate::analysis::Analysis;
+use crate::candidates::Origin;
+use crate::comdat::IdentityNames;
+use crate::program::ObjectId;
+use crate::significance::{Significance, candidate_symbols, symbols_of};
+use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
+use icf_fold::{CandidateId, ClassId};
+use icf_object::{Binding, SymbolIndex, SymbolKind};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+/// What the user asked of the plan.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    pub mode: Mode,
+    /// Symbols (mangled or demangled) that must keep their own body.
+    pub keep_unique: Vec<String>,
+    /// Read-only data may share an address with its twins even where the
+    /// address is significant (lld's `--ignore-data-address-equality`);
+    /// otherwise data keeps its address in every mode.
+    pub ignore_data_address_equality: bool,
+}
+
+/// The plan for every class with more than one member.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub mode: Mode,
+    pub classes: Vec<ClassPlan>,
+    /// Per candidate, why its address is significant (safe mode facts, also computed in mode all).
+    pub significance: Vec<Option<Significance>>,
+    /// The name of each [`Identity`] a class folds through: a COMDAT
+    /// group's signature and a section name (see [`IdentityNames`]).
+    pub identity_names: Vec<Vec<u8>>,
+}
+
+impl Plan {
+    /// A plan that folds nothing.
+    pub fn empty(mode: Mode) -> Plan {
+        Plan {
+            mode,
+            classes: Vec::new(),
+            significance: Vec::new(),
+            identity_names: Vec::new(),
+        }
+    }
+
+    pub fn saved(&self) -> u64 {
+        self.classes.iter().map(ClassPlan::saved).sum()
+    }
+
+    /// How many members become aliases, and how many thunks.
+    pub fn aliases_and_thunks(&self) -> (usize, usize) {
+        let decisions = self.classes.iter().flat_map(|c| &c.decisions);
+        decisions.fold((0, 0), |(aliases, thunks), d| match d.action {
+            Action::Alias => (aliases + 1, thunks),
+            Action::Thunk(_) => (aliases, thunks + 1),
+            Action::Kept | Action::Keep(_) => (aliases, thunks),
+        })
+    }
+}
+
+impl<'data> Analysis<'_, 'data> {
+    /// Decides keep / alias / thunk for every member of every class of the
+    /// current partition, with `significance` from [`Analysis::significance`].
+    pub(crate) fn plan_classes(&self, significance: Vec<Option<Significance>>) -> Plan {
+        let options = &self.options;
+        let keep_unique: HashSet<&str> = options.keep_unique.iter().map(String::as_str).collect();
+        let entered = self.entered();
+        let mut anchors = self.load_anchors();
+        let groups = self.comdat_instances();
+        // A function whose jump table may not fold (it shares its section
+        // with data that stays) keeps its body: its table folds with it or
+        // not at all.
+        let table_stays: HashSet<CandidateId> = self
+            .owner
+            .iter()
+            .enumerate()
+            .filter_map(|(table, owner)| {
+                let owner = (*owner)?;
+                let info = &self.candidates[table];
+                let section = self.program.object(info.object).elf.section(info.section);
+                section_ineligibility(section, info.start, info.end).map(|_| owner)
+            })
+            .collect();
+        // Every class's member facts first: identities are numbered across
+        // all classes before any class is planned.
+        let mut class_facts: Vec<(ClassId, Vec<MemberFacts>)> = Vec::new();
+        let mut identities = IdentityNames::default();
+        for members in self.partition.groups() {
+            let facts: Vec<MemberFacts> = members
+                .iter()
+                .map(|&candidate| {
+                    let info = &self.candidates[candidate.index()];
+                    MemberFacts {
+                        candidate,
+                        size: info.size(),
+                        significant: self.significant_in_mode(candidate, &significance),
+                        must_keep: self.must_keep(candidate, &keep_unique).or_else(|| {
+                            table_stays.contains(&candidate).then(|| {
+                                KeepReason::Ineligible(
+                                    "its jump table shares its section with other data".to_string(),
+                                )
+                            })
+                        }),
+                        thunk_size: self.thunk_size(candidate, &entered),
+                        preference: self.preference(candidate),
+                        object: info.object.0,
+                        loaded: self.program.object(info.object).loaded,
+                        pinned_in_comdat: self.in_comdat(candidate)
+                            && !self.group_may_move(
+                                candidate,
+                                &groups,
+                                &significance,
+                                options.mode,
+                            ),
+                        global_symbols: false,
+                        floating_group: groups.floating(self, candidate),
+                        kept_eligible: groups.kept_eligible(self, candidate),
+                        identity: None,
+                    }
+                })
+                .collect();
+            // A class without a member sure to be linked folds through
+            // identities (see `icf_fold::plan`).
+            if facts.iter().all(|f| !f.kept_eligible) {
+                for (member, fact) in facts.iter().enumerate() {
+                    if let Some(name) = self.identity_name(fact.candidate, &groups) {
+                        identities.named.push((class_facts.len(), member, name));
+                    }
+                }
+            }
+            class_facts.push((ClassId(members[0].0), facts));
+        }
+        let identity_names = identities.number(&mut class_facts);
+        let mut classes = Vec::new();
+        for (class_id, mut facts) in class_facts {
+            // First as if every global symbol could move with its body; then
+            // pin the members aliased into another object whose globals cannot.
+            let optimistic = plan_class(class_id, &facts);
+            let kept_object = self.candidates[optimistic.kept.index()].object;
+            // A kept copy the link may discard with its group can take no symbols.
+            let kept_floats = groups.floating(self, optimistic.kept).is_some();
+            let mut pinned = Vec::new();
+            // COMDAT groups moving whole: all instances or none.
+            let mut group_verdicts: HashMap<u32, bool> = HashMap::default();
+            for decision in &optimistic.decisions {
+                // Only an alias moves symbols (and spends anchors).
+                if decision.action != Action::Alias {
+                    continue;
+                }
+                let info = &self.candidates[decision.candidate.index()];
+                let moving_group = self.in_comdat(decision.candidate);
+                let cannot_move = if kept_floats {
+                    !self.global_symbols(decision.candidate).is_empty()
+                } else if moving_group {
+                    let Some((id, instances)) = groups.instances_of(self, decision.candidate)
+                    else {
+                        continue;
+                    };
+                    !*group_verdicts.entry(id).or_insert_with(|| {
+                        self.group_globals_can_move(
+                            decision.candidate,
+                            instances,
+                            kept_object,
+                            &mut anchors,
+                        )
+                    })
+                } else {
+                    info.object != kept_object
+                        && !self.globals_can_move(decision.candidate, &mut anchors)
+                };
+                if cannot_move {
+                    pinned.push(decision.candidate);
+                }
+            }
+            // A group that cannot move pins every instance in the class.
+            for fact in &mut facts {
+                let group_pinned = groups
+                    .instances_of(self, fact.candidate)
+                    .is_some_and(|(id, _)| group_verdicts.get(&id) == Some(&false));
+                if pinned.contains(&fact.candidate) || group_pinned {
+                    fact.global_symbols = true;
+                }
+            }
+            let pinned_any = !pinned.is_empty();
+            let mut class = if pinned_any {
+                plan_class(class_id, &facts)
+            } else {
+                optimistic
+            };
+            // The link keeps one instance of each COMDAT group, the first in
+            // link order as a rule: the bytes of the others were never going
+            // to be linked, so removing them saves nothing.
+            for decision in &mut class.decisions {
+                if decision.saved > 0 && !groups.first_instance(self, decision.candidate) {
+                    decision.saved = 0;
+                }
+            }
+            classes.push(class);
+        }
+        self.tables_follow_their_functions(&mut classes);
+        Plan {
+            mode: options.mode,
+            classes,
+            significance,
+            identity_names,
+        }
+    }
+
+    /// A jump table folds with its function or not at all
+    /// ([`Analysis::owner`]): in a class of tables, the table of the
+    /// functions' kept copy is kept, a table whose function became an
+    /// alias of that copy becomes an alias of it, and every other table
+    /// keeps its body (its function still jumps through it).
+    fn tables_follow_their_functions(&self, classes: &mut [ClassPlan]) {
+        let mut fate: HashMap<CandidateId, (CandidateId, bool)> = HashMap::default();
+        for class in classes.iter() {
+            for decision in &class.decisions {
+                let aliased = matches!(decision.action, Action::Kept | Action::Alias);
+                fate.insert(decision.candidate, (class.kept, aliased));
+            }
+        }
+        // A function alone in its class is its own kept copy.
+        let kept_of = |function: CandidateId| fate.get(&function).map_or((function, true), |&f| f);
+        for class in classes.iter_mut() {
+            if !class
+                .decisions
+                .iter()
+                .any(|d| self.owner[d.candidate.index()].is_some())
+            {
+                continue;
+            }
+            let Some(first_owner) = class
+                .decisions
+                .iter()
+                .find_map(|d| self.owner[d.candidate.index()])
+            else {
+                continue;
+            };
+            let (kept_function, _) = kept_of(first_owner);
+            let kept_table = class
+                .decisions
+                .iter()
+                .map(|d| d.candidate)
+                .find(|&c| self.owner[c.index()] == Some(kept_function));
+            let sizes: HashMap<CandidateId, u64> = class
+                .decisions
+                .iter()
+                .map(|d| (d.candidate, self.candidates[d.candidate.index()].size()))
+                .collect();
+            for decision in &mut class.decisions {
+                let table = decision.candidate;
+                decision.action = match (kept_table, self.owner[table.index()]) {
+                    (Some(kept), _) if kept == table => Action::Kept,
+                    (Some(_), Some(function)) if kept_of(function) == (kept_function, true) => {
+                        Action::Alias
+                    }
+                    _ => Action::Keep(KeepReason::TableOfUnfoldedFunction),
+                };
+                decision.saved = if decision.action == Action::Alias {
+                    sizes[&table]
+                } else {
+                    0
+                };
+            }
+            class.kept = kept_table.unwrap_or(class.kept);
+            // The kept copy first, as everywhere.
+            class.decisions.sort_by_key(|d| d.action != Action::Kept);
+        }
+    }
+
+    /// Whether a candidate's address must stay its own in this plan's mode:
+    /// a function's in safe mode, read-only data's in both modes unless
+    /// `--ignore-data-address-equality` (as lld).
+    fn significant_in_mode(
+        &self,
+        candidate: CandidateId,
+        significance: &[Option<Significance>],
+    ) -> bool {
+        let relaxed = if self.candidates[candidate.index()].is_code() {
+            self.options.mode == Mode::All
+        } else {
+            self.options.ignore_data_address_equality
+        };
+        !relaxed && significance[candidate.index()].is_some()
+    }
+
+    /// The candidates that something enters past their start: an inner
+    /// symbol, a jump from another section, a jump table's entry. Such a
+    /// function cannot become a thunk: those places would land in the jump.
+    fn entered(&self) -> Vec<bool> {
+        let mut entered: Vec<bool> = self
+            .candidates
+            .iter()
+            .map(|info| match info.origin {
+                Origin::Function(index) => !self
+                    .program
+                    .entry_points(&self.program.functions[index])
+                    .is_empty(),
+                Origin::Data => false,
+            })
+            .collect();
+        for (index, attrs) in self.attrs.iter().enumerate() {
+            // Made layout-sensitive by a reference from another candidate.
+            if attrs.layout_sensitive && self.candidates[index].is_code() {
+                entered[index] = true;
+            }
+        }
+        entered
+    }
+
+    /// The candidates `--keep-unique` names (mangled or demangled).
+    pub(crate) fn keep_unique_candidates(&self) -> Vec<bool> {
+        let keep_unique: HashSet<&str> = self
+            .options
+            .keep_unique
+            .iter()
+            .map(String::as_str)
+            .collect();
+        if keep_unique.is_empty() {
+            return vec![false; self.candidates.len()];
+        }
+        (0..self.candidates.len() as u32)
+            .map(|index| {
+                self.must_keep(CandidateId(index), &keep_unique) == Some(KeepReason::KeepUnique)
+            })
+            .collect()
+    }
+
+    /// Why a candidate must keep its own body whatever the mode.
+    fn must_keep(&self, candidate: CandidateId, keep_unique: &HashSet<&str>) -> Option<KeepReason> {
+        let info = &self.candidates[candidate.index()];
+        let elf = &self.program.object(info.object).elf;
+        let section = elf.section(info.section);
+        let symbols = symbols_of(self.program, info);
+        for &index in &symbols {
+            let symbol = elf.symbol(index);
+            // Demangling is costly: only when some name is asked for.
+            if !keep_unique.is_empty()
+                && (keep_unique.contains(symbol.name_lossy().as_str())
+                    || keep_unique.contains(crate::demangle(symbol.name).as_str()))
+            {
+                return Some(KeepReason::KeepUnique);
+            }
+            if symbol.kind == SymbolKind::Ifunc {
+                return Some(KeepReason::Ineligible("an ifunc resolver".to_string()));
+            }
+        }
+        section_ineligibility(section, info.start, info.end).map(KeepReason::Ineligible)
+    }
+
+    /// The global symbols a candidate defines (they move with its body to another object).
+    pub fn global_symbols(&self, candidate: CandidateId) -> Vec<SymbolIndex> {
+        let info = &self.candidates[candidate.index()];
+        let object = self.program.object(info.object);
+        candidate_symbols(object, info.section, info.start, info.end, info.is_code())
+            .into_iter()
+            .filter(|&s| object.elf.symbol(s).binding != Binding::Local)
+            .collect()
+    }
+
+    /// Whether the global symbols of `candidate` may move, with its body, to
+    /// another object: each must be the definition the link resolves its name
+    /// to, no skipped archive member may define it, and the object must stay
+    /// in the link without them. A plain object
+    /// or a whole archive always does; an archive member does while another
+    /// object still needs one of the symbols it keeps (`anchors` counts those
+    /// per member, and is spent here).
+    fn globals_can_move(
+        &self,
+        candidate: CandidateId,
+        anchors: &mut HashMap<ObjectId, usize>,
+    ) -> bool {
+        let info = &self.candidates[candidate.index()];
+        let object = self.program.object(info.object);
+        let globals = self.global_symbols(candidate);
+        if globals.is_empty() {
+            return true;
+        }
+        // Each stays the definition its name resolves to; and no archive
+        // member the link skips defines it: once the name is undefined in
+        // this object, a linker resolving it before it reaches the kept copy
+        // (mold, or a kept copy later on the command line) would load that
+        // member instead, and its other definitions would take over too.
+        let winners = globals.iter().all(|&s| {
+            let symbol = object.elf.symbol(s);
+            self.program.definitions.winner(symbol.name) == Some((info.object, s))
+                && !self.program.definitions.defined_lazily(symbol.name)
+        });
+        if !winners {
+            return false;
+        }
+        let Some(remaining) = anchors.get_mut(&info.object) else {
+            // Not an archive member: it is linked whatever it defines.
+            return true;
+        };
+        let needed: usize = globals
+            .iter()
+            .filter(|s| self.program.needed.contains(&(info.object, **s)))
+            .count();
+        if *remaining <= needed {
+            return false;
+        }
+        *remaining -= needed;
+        true
+    }
+
+    /// For each archive member (not whole-archive), how many of its symbols other objects need.
+    fn load_anchors(&self) -> HashMap<ObjectId, usize> {
+        let mut anchors: HashMap<ObjectId, usize> = HashMap::default();
+        for (index, object) in self.program.objects.iter().enumerate() {
+            let id = ObjectId(index as u32);
+            if object.loaded
+                && object.member.is_some()
+                && !self.program.options.whole_archive.contains(&object.file)
+            {
+                anchors.insert(id, 0);
+            }
+        }
+        for &(object, _) in &self.program.needed {
+            if let Some(count) = anchors.get_mut(&object) {
+                *count += 1;
+            }
+        }
+        anchors
+    }
+
+    /// The size of a thunk to the kept copy, `None` where there can be
+    /// none: for data, and for a function something enters past its start.
+    fn thunk_size(&self, candidate: CandidateId, entered: &[bool]) -> Option<u64> {
+        let info = &self.candidates[candidate.index()];
+        if !info.is_code() || entered[candidate.index()] {
+            return None;
+        }
+        let elf = &self.program.object(info.object).elf;
+        // Under IBT or BTI the thunk starts with a landing pad, as `fold.rs`
+        // writes it.
+        let landing_pad = elf.feature_1_and() & 1 != 0;
+        Some(icf_arch::of(elf.arch).thunk().size(landing_pad))
+    }
+
+    /// Lower is preferred as the kept copy: not replaceable, not in a COMDAT
+    /// group, strongest binding, first on the command line (candidates are
+    /// numbered in command-line order, so no two tie).
+    fn preference(&self, candidate: CandidateId) -> (u8, u8, u8, u32) {
+        let info = &self.candidates[candidate.index()];
+        let elf = &self.program.object(info.object).elf;
+        let symbols = symbols_of(self.program, info);
+        let best = symbols
+            .iter()
+            .map(|&s| match elf.symbol(s).binding {
+                Binding::Global | Binding::Unique => 0,
+                Binding::Weak => 1,
+                Binding::Local => 2,
+                Binding::Other(_) => 3,
+            })
+            .min()
+            .unwrap_or(3);
+        let replaceable = u8::from(
+            best == 1
+                || symbols
+                    .iter()
+                    .any(|&s| elf.symbol(s).kind == SymbolKind::Ifunc),
+        );
+        let in_comdat = u8::from(elf.section(info.section).group.is_some());
+        (replaceable, in_comdat, best, candidate.0)
+    }
+
+    /// The origin of a candidate as a function index, for callers that need the extent.
+    pub fn function_index(&self, candidate: CandidateId) -> Option<usize> {
+        match self.candidates[candidate.index()].origin {
+            Origin::Function(index) => Some(index),
+            Origin::Data => None,
+        }
+    }
+}
+
+/// Why a section may not be folded, `None` when it may.
+fn section_ineligibility(
+    section: &icf_object::Section<'_>,
+    start: u64,
+    end: u64,
+) -> Option<String> {
+    use object::elf;
+    let name = section.name_lossy();
+    if section.is_writable() {
+        return Some("writable section".to_string());
+    }
+    if section.flags & elf::SHF_LINK_ORDER.0 != 0 {
+        return Some("SHF_LINK_ORDER section".to_string());
+    }
+    if section.flags & elf::SHF_GNU_RETAIN.0 != 0 {
+        return Some("retained section (SHF_GNU_RETAIN)".to_string());
+    }
+    if [".init", ".fini", ".ctors", ".dtors"]
+        .iter()
+        .any(|s| name == *s || name.starts_with(&format!("{s}.")))
+    {
+        return Some(format!("{name} runs by its section"));
+    }
+    let c_identifier = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if c_identifier {
+        return Some(format!(
+            "section {name} may be delimited by __start_/__stop_ symbols"
+        ));
+    }
+    if start != 0 || end != section.size {
+        return Some("shares its section with other code".to_string());
+    }
+    None
+}
