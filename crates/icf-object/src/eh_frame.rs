@@ -3,8 +3,8 @@
 //! function and the LSDA come from the relocations on the FDE's fields, since
 //! in an object those fields hold zero until the linker patches them.
 
-use crate::elf::Section;
 use crate::error::{Error, Result};
+use crate::model::Section;
 use gimli::{BaseAddresses, CieOrFde, EhFrame, UnwindSection};
 
 /// One frame description entry.

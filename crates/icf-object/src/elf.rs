@@ -6,30 +6,14 @@
 
 use crate::eh_frame::{self, Fde};
 use crate::error::{Error, Result};
+use crate::model::{
+    Binding, ComdatGroup, Reloc, Section, SectionIndex, Symbol, SymbolIndex, SymbolKind,
+    SymbolPlace, Visibility,
+};
 use icf_ir::Arch;
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{FileHeader, Rela, SectionHeader, Sym};
-
-/// Index of a section in its object, as in the ELF section header table (0 is the null section).
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
-pub struct SectionIndex(pub u32);
-
-/// Index of a symbol in its object's symbol table (0 is the null symbol).
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
-pub struct SymbolIndex(pub u32);
-
-impl SectionIndex {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl SymbolIndex {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
 
 /// `SHT_LLVM_ADDRSIG`: the symbols whose address is significant.
 pub const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
@@ -49,141 +33,6 @@ pub const MAX_PLACE_MAGNITUDE: u64 = 1 << 60;
 /// ("sh_addralign is too large"), and the writer pads every section to its
 /// alignment.
 pub const MAX_SECTION_ALIGN: u64 = 1 << 31;
-
-/// A relocation, attached to the section it patches.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub struct Reloc {
-    /// Offset of the patched field in the section.
-    pub offset: u64,
-    pub r_type: u32,
-    /// `SymbolIndex(0)` when the relocation names no symbol.
-    pub symbol: SymbolIndex,
-    pub addend: i64,
-    /// Size of the patched field in bytes.
-    pub size: u8,
-    pub pc_relative: bool,
-}
-
-/// A section header with its contents.
-#[derive(Clone, Debug)]
-pub struct Section<'data> {
-    pub name: &'data [u8],
-    pub sh_type: u32,
-    pub flags: u64,
-    pub align: u64,
-    pub size: u64,
-    pub link: u32,
-    pub info: u32,
-    pub entsize: u64,
-    /// The bytes; empty for `SHT_NOBITS`.
-    pub data: &'data [u8],
-    /// Relocations patching this section, sorted by offset.
-    pub relocs: Vec<Reloc>,
-    /// The `SHT_RELA` or `SHT_CREL` section they came from.
-    pub reloc_section: Option<SectionIndex>,
-    /// The COMDAT group (index into [`ElfObject::groups`]) this section belongs to.
-    pub group: Option<u32>,
-}
-
-impl Section<'_> {
-    pub fn name_lossy(&self) -> String {
-        String::from_utf8_lossy(self.name).into_owned()
-    }
-
-    pub fn is_executable(&self) -> bool {
-        self.sh_type == elf::SHT_PROGBITS.0 && self.flags & elf::SHF_EXECINSTR.0 != 0
-    }
-
-    pub fn is_writable(&self) -> bool {
-        self.flags & elf::SHF_WRITE.0 != 0
-    }
-
-    pub fn is_alloc(&self) -> bool {
-        self.flags & elf::SHF_ALLOC.0 != 0
-    }
-}
-
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum Binding {
-    Local,
-    Global,
-    Weak,
-    /// `STB_GNU_UNIQUE`: one definition per process, like a COMDAT across shared objects.
-    Unique,
-    Other(u8),
-}
-
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum SymbolKind {
-    NoType,
-    Object,
-    Func,
-    Section,
-    File,
-    Common,
-    Tls,
-    /// `STT_GNU_IFUNC`: the symbol's value is a resolver, never folded.
-    Ifunc,
-    Other(u8),
-}
-
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum Visibility {
-    Default,
-    Internal,
-    Hidden,
-    Protected,
-}
-
-/// Where a symbol is defined.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum SymbolPlace {
-    Undefined,
-    Absolute,
-    Common,
-    Section(SectionIndex),
-}
-
-#[derive(Clone, Debug)]
-pub struct Symbol<'data> {
-    pub name: &'data [u8],
-    pub binding: Binding,
-    pub kind: SymbolKind,
-    pub visibility: Visibility,
-    /// The raw `st_other` byte (visibility plus machine-specific bits).
-    pub other: u8,
-    pub place: SymbolPlace,
-    pub value: u64,
-    pub size: u64,
-}
-
-impl Symbol<'_> {
-    pub fn name_lossy(&self) -> String {
-        String::from_utf8_lossy(self.name).into_owned()
-    }
-
-    pub fn section(&self) -> Option<SectionIndex> {
-        match self.place {
-            SymbolPlace::Section(index) => Some(index),
-            _ => None,
-        }
-    }
-
-    pub fn is_defined(&self) -> bool {
-        self.place != SymbolPlace::Undefined
-    }
-}
-
-/// A `SHT_GROUP` section: sections kept or discarded together.
-#[derive(Clone, Debug)]
-pub struct ComdatGroup {
-    /// The `SHT_GROUP` section itself.
-    pub section: SectionIndex,
-    pub signature: SymbolIndex,
-    /// `GRP_COMDAT`: the linker keeps one group per signature across all inputs.
-    pub is_comdat: bool,
-    pub members: Vec<SectionIndex>,
-}
 
 /// A parsed ELF relocatable object.
 #[derive(Clone, Debug)]

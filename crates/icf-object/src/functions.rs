@@ -9,7 +9,8 @@
 //! pieces of their own, so every byte of executable code belongs to exactly
 //! one piece.
 
-use crate::elf::{Binding, ElfObject, Reloc, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
+use crate::elf::ElfObject;
+use crate::model::{Binding, Reloc, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 

@@ -14,16 +14,18 @@ mod elf;
 mod error;
 mod functions;
 mod input;
+mod model;
 mod per_section;
 mod rewrite;
 
 pub use eh_frame::Fde;
-pub use elf::{
-    Binding, ComdatGroup, ElfObject, Reloc, SHT_LLVM_ADDRSIG, Section, SectionIndex, Symbol,
-    SymbolIndex, SymbolKind, SymbolPlace, Visibility, is_relocation_section,
-};
+pub use elf::{ElfObject, SHT_LLVM_ADDRSIG, is_relocation_section};
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
 pub use input::{FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, list_objects};
+pub use model::{
+    Binding, ComdatGroup, Reloc, Section, SectionIndex, Symbol, SymbolIndex, SymbolKind,
+    SymbolPlace, Visibility,
+};
 pub use per_section::PerSection;
 pub use rewrite::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef, rewrite};

@@ -15,8 +15,9 @@
 //! section keeps its symbols and alignment but holds a jump to the kept copy.
 
 use crate::eh_frame;
-use crate::elf::{Binding, ElfObject, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
+use crate::elf::ElfObject;
 use crate::error::{Error, Result};
+use crate::model::{Binding, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::FileHeader as _;

@@ -171,7 +171,7 @@ pub(crate) fn collect_candidates(
         let splits = data_split_points(&object.elf);
         for (section_index, section) in object.elf.sections.iter().enumerate() {
             let section_index = SectionIndex(section_index as u32);
-            if !is_read_only_data(section) || !kept(ObjectId(index as u32), section_index) {
+            if !section.is_read_only_data() || !kept(ObjectId(index as u32), section_index) {
                 continue;
             }
             let mut points: Vec<u64> = splits.get(&section_index).cloned().unwrap_or_default();
@@ -229,32 +229,17 @@ fn data_split_points(elf: &ElfObject<'_>) -> HashMap<SectionIndex, Vec<u64>> {
     points
 }
 
-/// Read-only data a fold can share: allocated, not writable, not code, not
-/// mergeable (the linker merges those by content itself), not thread-local,
-/// and not `.eh_frame` (unwind entries are attributes of functions).
-pub(crate) fn is_read_only_data(section: &Section<'_>) -> bool {
-    use object::elf;
-    section.sh_type == elf::SHT_PROGBITS.0
-        && section.is_alloc()
-        && !section.is_writable()
-        && !section.is_executable()
-        && section.flags & (elf::SHF_MERGE.0 | elf::SHF_TLS.0) == 0
-        && section.size > 0
-        && section.name != b".eh_frame"
-}
-
 /// The elements of a mergeable section, each interned as a constant target by content.
 fn merge_elements<'data>(
     section: &Section<'data>,
     targets: &mut ExtendedTargets<'_, 'data>,
 ) -> Option<Vec<(u64, TargetId)>> {
-    use object::elf;
     let entsize_field = u32::try_from(section.entsize).ok()?;
-    if section.flags & elf::SHF_MERGE.0 == 0 || entsize_field == 0 || section.data.is_empty() {
+    if !section.is_mergeable() || entsize_field == 0 || section.data.is_empty() {
         return None;
     }
     let entsize = entsize_field as usize;
-    let strings = section.flags & elf::SHF_STRINGS.0 != 0;
+    let strings = section.holds_strings();
     let mut elements = Vec::new();
     let mut start = 0;
     while start < section.data.len() {

@@ -3,7 +3,6 @@
 //! data, `.init_array`, vtables), and which vtable entries point to which
 //! candidate through which name. Both feed address significance.
 
-use crate::candidates::is_read_only_data;
 use crate::narrow::{Narrower, Reach, resolved_place};
 use crate::program::{ObjectId, Program};
 use icf_fold::CandidateId;
@@ -41,7 +40,7 @@ pub(crate) fn references_from_data<'data>(
             {
                 continue;
             }
-            let other_data = !is_read_only_data(section) || dropped;
+            let other_data = !section.is_read_only_data() || dropped;
             let symbols = object.section_symbols.get(from);
             for reloc in &section.relocs {
                 let in_vtable = in_vtable(&object.elf, symbols, reloc.offset);

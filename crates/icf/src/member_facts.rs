@@ -487,15 +487,14 @@ fn section_ineligibility(
     start: u64,
     end: u64,
 ) -> Option<String> {
-    use object::elf;
     let name = section.name_lossy();
     if section.is_writable() {
         return Some("writable section".to_string());
     }
-    if section.flags & elf::SHF_LINK_ORDER.0 != 0 {
+    if section.follows_its_link() {
         return Some("SHF_LINK_ORDER section".to_string());
     }
-    if section.flags & elf::SHF_GNU_RETAIN.0 != 0 {
+    if section.is_retained() {
         return Some("retained section (SHF_GNU_RETAIN)".to_string());
     }
     if [".init", ".fini", ".ctors", ".dtors"]

@@ -1,0 +1,231 @@
+//! The object model the pipeline works on: sections with their bytes and
+//! relocations, symbols, groups of sections kept or dropped together, and
+//! indices into them. Its shape is format-neutral; section types and flags
+//! use ELF's vocabulary (`SHT_*`, `SHF_*`), which the pipeline never reads
+//! directly: it asks the predicates here ([`Section::is_executable`],
+//! [`Section::is_read_only_data`], ...). `elf.rs` reads an ELF object into
+//! this model and `rewrite.rs` writes it back; another format is another
+//! reader and writer of the same model.
+
+use object::elf;
+
+/// Index of a section in its object, as in the ELF section header table (0 is the null section).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct SectionIndex(pub u32);
+
+/// Index of a symbol in its object's symbol table (0 is the null symbol).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct SymbolIndex(pub u32);
+
+impl SectionIndex {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl SymbolIndex {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A relocation, attached to the section it patches.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Reloc {
+    /// Offset of the patched field in the section.
+    pub offset: u64,
+    pub r_type: u32,
+    /// `SymbolIndex(0)` when the relocation names no symbol.
+    pub symbol: SymbolIndex,
+    pub addend: i64,
+    /// Size of the patched field in bytes.
+    pub size: u8,
+    pub pc_relative: bool,
+}
+
+/// A section header with its contents.
+#[derive(Clone, Debug)]
+pub struct Section<'data> {
+    pub name: &'data [u8],
+    pub sh_type: u32,
+    pub flags: u64,
+    pub align: u64,
+    pub size: u64,
+    pub link: u32,
+    pub info: u32,
+    pub entsize: u64,
+    /// The bytes; empty for `SHT_NOBITS`.
+    pub data: &'data [u8],
+    /// Relocations patching this section, sorted by offset.
+    pub relocs: Vec<Reloc>,
+    /// The `SHT_RELA` or `SHT_CREL` section they came from.
+    pub reloc_section: Option<SectionIndex>,
+    /// The COMDAT group (index into [`ElfObject::groups`]) this section belongs to.
+    pub group: Option<u32>,
+}
+
+impl Section<'_> {
+    pub fn name_lossy(&self) -> String {
+        String::from_utf8_lossy(self.name).into_owned()
+    }
+
+    pub fn is_executable(&self) -> bool {
+        self.sh_type == elf::SHT_PROGBITS.0 && self.flags & elf::SHF_EXECINSTR.0 != 0
+    }
+
+    pub fn is_writable(&self) -> bool {
+        self.flags & elf::SHF_WRITE.0 != 0
+    }
+
+    pub fn is_alloc(&self) -> bool {
+        self.flags & elf::SHF_ALLOC.0 != 0
+    }
+
+    /// Bytes from the file (not zero-filled like `.bss`), neither notes
+    /// nor any other special kind.
+    pub fn is_plain_data(&self) -> bool {
+        self.sh_type == elf::SHT_PROGBITS.0
+    }
+
+    /// Elements the linker merges by content itself (`SHF_MERGE`).
+    pub fn is_mergeable(&self) -> bool {
+        self.flags & elf::SHF_MERGE.0 != 0
+    }
+
+    /// A mergeable section's elements are zero-terminated strings
+    /// (`SHF_STRINGS`), not fixed-size entries.
+    pub fn holds_strings(&self) -> bool {
+        self.flags & elf::SHF_STRINGS.0 != 0
+    }
+
+    /// One copy per thread (`SHF_TLS`).
+    pub fn is_thread_local(&self) -> bool {
+        self.flags & elf::SHF_TLS.0 != 0
+    }
+
+    /// Placed in the output by the section it is linked to
+    /// (`SHF_LINK_ORDER`), and kept or dropped with it.
+    pub fn follows_its_link(&self) -> bool {
+        self.flags & elf::SHF_LINK_ORDER.0 != 0
+    }
+
+    /// Kept by a `--gc-sections` link whatever refers to it
+    /// (`SHF_GNU_RETAIN`).
+    pub fn is_retained(&self) -> bool {
+        self.flags & elf::SHF_GNU_RETAIN.0 != 0
+    }
+
+    /// A note (`SHT_NOTE`), which a `--gc-sections` link keeps.
+    pub fn is_note(&self) -> bool {
+        self.sh_type == elf::SHT_NOTE.0
+    }
+
+    /// Pointers the loader calls at start-up or exit (`.init_array`,
+    /// `.fini_array`, `.preinit_array` by type), which a `--gc-sections`
+    /// link keeps.
+    pub fn is_init_or_fini_array(&self) -> bool {
+        [
+            elf::SHT_INIT_ARRAY.0,
+            elf::SHT_FINI_ARRAY.0,
+            elf::SHT_PREINIT_ARRAY.0,
+        ]
+        .contains(&self.sh_type)
+    }
+
+    /// Read-only data a fold can share: allocated, not writable, not code,
+    /// not mergeable (the linker merges those by content itself), not
+    /// thread-local, not empty, and not `.eh_frame` (unwind entries are
+    /// attributes of functions).
+    pub fn is_read_only_data(&self) -> bool {
+        self.is_plain_data()
+            && self.is_alloc()
+            && !self.is_writable()
+            && !self.is_executable()
+            && !self.is_mergeable()
+            && !self.is_thread_local()
+            && self.size > 0
+            && self.name != b".eh_frame"
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Binding {
+    Local,
+    Global,
+    Weak,
+    /// `STB_GNU_UNIQUE`: one definition per process, like a COMDAT across shared objects.
+    Unique,
+    Other(u8),
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum SymbolKind {
+    NoType,
+    Object,
+    Func,
+    Section,
+    File,
+    Common,
+    Tls,
+    /// `STT_GNU_IFUNC`: the symbol's value is a resolver, never folded.
+    Ifunc,
+    Other(u8),
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Visibility {
+    Default,
+    Internal,
+    Hidden,
+    Protected,
+}
+
+/// Where a symbol is defined.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum SymbolPlace {
+    Undefined,
+    Absolute,
+    Common,
+    Section(SectionIndex),
+}
+
+#[derive(Clone, Debug)]
+pub struct Symbol<'data> {
+    pub name: &'data [u8],
+    pub binding: Binding,
+    pub kind: SymbolKind,
+    pub visibility: Visibility,
+    /// The raw `st_other` byte (visibility plus machine-specific bits).
+    pub other: u8,
+    pub place: SymbolPlace,
+    pub value: u64,
+    pub size: u64,
+}
+
+impl Symbol<'_> {
+    pub fn name_lossy(&self) -> String {
+        String::from_utf8_lossy(self.name).into_owned()
+    }
+
+    pub fn section(&self) -> Option<SectionIndex> {
+        match self.place {
+            SymbolPlace::Section(index) => Some(index),
+            _ => None,
+        }
+    }
+
+    pub fn is_defined(&self) -> bool {
+        self.place != SymbolPlace::Undefined
+    }
+}
+
+/// A `SHT_GROUP` section: sections kept or discarded together.
+#[derive(Clone, Debug)]
+pub struct ComdatGroup {
+    /// The `SHT_GROUP` section itself.
+    pub section: SectionIndex,
+    pub signature: SymbolIndex,
+    /// `GRP_COMDAT`: the linker keeps one group per signature across all inputs.
+    pub is_comdat: bool,
+    pub members: Vec<SectionIndex>,
+}
