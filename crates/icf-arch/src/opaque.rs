@@ -2,6 +2,7 @@
 //! bytes zeroed and each relocation kept as a reference at its offset. Equal
 //! bytes plus equal relocations always means equal behaviour.
 
+use crate::architecture::Architecture;
 use icf_ir::{
     Arch, Block, CodeInput, Function, OpaqueReason, OpaqueRun, Opcode, Operand, Ref, RefKind, Use,
 };
@@ -61,11 +62,11 @@ pub fn opaque_run(
 /// `input` as one opaque run, with `extra` references at the given offsets
 /// for places that matter without a relocation (branches the assembler resolved).
 pub(crate) fn whole_function_with(
+    architecture: &dyn Architecture,
     input: &CodeInput<'_>,
     reason: OpaqueReason,
     extra: &[(u32, Ref)],
 ) -> Function {
-    let architecture = crate::of(input.arch);
     let relocated = input.relocs.iter().map(|reloc| {
         // Without instruction boundaries a PC-relative field in code is
         // taken to end where the architecture counts from (an x86-64

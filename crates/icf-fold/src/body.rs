@@ -34,7 +34,7 @@ pub struct Body {
     pub arch: Arch,
     /// Size in bytes of the code the function was lifted from.
     pub size: u32,
-    /// [`crate::hash::structural_hash`] of the function.
+    /// [`structural_hash`] of the function.
     pub structural_hash: u64,
     /// Part of the function is compared byte-exactly.
     pub has_opaque: bool,
@@ -217,6 +217,14 @@ impl Writer {
     fn signed(&mut self, value: i64) {
         self.unsigned(((value << 1) ^ (value >> 63)) as u64);
     }
+}
+
+/// The structural hash of `f`: its architecture, block count, then per
+/// block in walk order the successors, whether the walk reached it, the
+/// instruction count and the opcodes. [`Body::of`] computes it on the walk
+/// that serializes the comparator key.
+pub fn structural_hash(f: &Function) -> u64 {
+    Body::of(f).structural_hash
 }
 
 #[cfg(test)]

@@ -352,7 +352,7 @@ fn target_key(target: TargetId, classes: &dyn TargetClasses) -> (bool, u32) {
 mod tests {
     use super::*;
     use crate::body::Body;
-    use crate::hash::structural_hash;
+    use crate::body::structural_hash;
     use crate::{Attrs, Kind};
     use icf_ir::{Arch, BlockId, Opcode, RefKind, Reg, Use};
     use proptest::prelude::*;

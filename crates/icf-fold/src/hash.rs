@@ -1,11 +1,12 @@
-//! The structural hash of identical-function-merging.tex: the block
-//! structure (successors in walk order) and the opcode sequence, no operands.
-//! `compare(F, G) == Equal` implies `hash(F) == hash(G)`; equal hashes with a
-//! different comparison are the near-duplicates ("the same modulo constants
-//! and call targets").
+//! The hash function of the structural hash and of code bytes. The
+//! structural hash of identical-function-merging.tex (the block structure,
+//! successors in walk order, and the opcode sequence, no operands) is mixed
+//! on the key's walk ([`crate::body::structural_hash`]): `compare(F, G) ==
+//! Equal` implies `hash(F) == hash(G)`; equal hashes with a different
+//! comparison are the near-duplicates ("the same modulo constants and call
+//! targets").
 
-use crate::body::Body;
-use icf_ir::{Arch, Function};
+use icf_ir::Arch;
 
 /// FxHash's mixing step: fast, and the same on every machine and every run.
 #[derive(Copy, Clone, Debug)]
@@ -24,14 +25,6 @@ impl Mixer {
     pub(crate) fn finish(self) -> u64 {
         self.0
     }
-}
-
-/// The structural hash of `f`: its architecture, block count, then per
-/// block in walk order the successors, whether the walk reached it, the
-/// instruction count and the opcodes. [`Body::of`] computes it on the walk
-/// that serializes the comparator key.
-pub fn structural_hash(f: &Function) -> u64 {
-    Body::of(f).structural_hash
 }
 
 /// A hash of `bytes` (a body's code), eight bytes at a time.

@@ -8,9 +8,10 @@
 //! when the campaign stopped on a time budget. A hang ends the campaign:
 //! its thread keeps running and would skew every later time limit.
 
+use crate::case::Target;
 use crate::case::{Case, RunOptions};
 use crate::mutate::{Mutable, mutate};
-use crate::oracle::{Finding, Outcome, Target, run_case};
+use crate::oracle::{Finding, Outcome, run_case};
 use crate::rng::SplitMix64;
 use crate::seeds::Seed;
 use std::path::{Path, PathBuf};

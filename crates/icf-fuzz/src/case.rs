@@ -5,9 +5,52 @@
 //! Assumption: cases are small (a few objects of a few KiB), so hex text is
 //! an acceptable way to keep them in git and read their notes in review.
 
-use crate::oracle::Target;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+/// A format icf reads, with the oracle that reads it.
+///
+/// To add a format (Mach-O): add a variant, give it its oracle in
+/// `Target::run` (`oracle.rs`), and seeds in `seeds.rs`; the mutator, the judging and
+/// the campaign need no change.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// An ELF relocatable object with RELA relocations.
+    ElfObject,
+    /// An ELF relocatable object with CREL relocations (`-Wa,--crel`).
+    CrelObject,
+    /// A System V / GNU archive of objects.
+    Archive,
+    /// A thin archive: its members are files beside it.
+    ThinArchive,
+    /// A linked executable, read by `icf verify` (`icf-verify`) against its
+    /// unmutated copy.
+    LinkedBinary,
+}
+
+impl Target {
+    pub const ALL: [Target; 5] = [
+        Target::ElfObject,
+        Target::CrelObject,
+        Target::Archive,
+        Target::ThinArchive,
+        Target::LinkedBinary,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::ElfObject => "elf-object",
+            Target::CrelObject => "crel-object",
+            Target::Archive => "archive",
+            Target::ThinArchive => "thin-archive",
+            Target::LinkedBinary => "linked-binary",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|target| target.name() == name)
+    }
+}
 
 /// Which link the pipeline assumes; part of a case so a finding replays exactly.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -21,6 +21,6 @@ pub mod rng;
 pub mod seeds;
 
 pub use campaign::{Budget, Campaign, CampaignReport, FindingRecord};
-pub use case::{Case, CaseFile, RunOptions};
-pub use oracle::{Finding, FindingKind, Outcome, Target, run_case};
+pub use case::{Case, CaseFile, RunOptions, Target};
+pub use oracle::{Finding, FindingKind, Outcome, run_case};
 pub use seeds::{Seed, build_seeds};

@@ -11,7 +11,7 @@
 //! allocation failure aborts the process; the campaign writes each case to
 //! `current.case` before running it so that such an input is not lost.
 
-use crate::case::{Case, RunOptions};
+use crate::case::{Case, RunOptions, Target};
 use std::backtrace::Backtrace;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -19,49 +19,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
-/// A format icf reads, with the oracle that reads it.
-///
-/// To add a format (Mach-O): add a variant, give it its oracle in
-/// [`Target::run`], and seeds in `seeds.rs`; the mutator, the judging and
-/// the campaign need no change.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Target {
-    /// An ELF relocatable object with RELA relocations.
-    ElfObject,
-    /// An ELF relocatable object with CREL relocations (`-Wa,--crel`).
-    CrelObject,
-    /// A System V / GNU archive of objects.
-    Archive,
-    /// A thin archive: its members are files beside it.
-    ThinArchive,
-    /// A linked executable, read by `icf verify` (`icf-verify`) against its
-    /// unmutated copy.
-    LinkedBinary,
-}
-
+/// `icf verify ORIGINAL MUTATED`: the first input is the mutated image, the
+/// second the unmutated one. A difference found is a fine outcome; only
+/// errors, panics and hangs are judged.
 impl Target {
-    pub const ALL: [Target; 5] = [
-        Target::ElfObject,
-        Target::CrelObject,
-        Target::Archive,
-        Target::ThinArchive,
-        Target::LinkedBinary,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::ElfObject => "elf-object",
-            Target::CrelObject => "crel-object",
-            Target::Archive => "archive",
-            Target::ThinArchive => "thin-archive",
-            Target::LinkedBinary => "linked-binary",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Target> {
-        Target::ALL.into_iter().find(|target| target.name() == name)
-    }
-
     /// Runs the code that reads this format on `inputs`, writing anything
     /// it writes under `out_dir`.
     fn run(self, inputs: &[PathBuf], out_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
@@ -74,9 +35,6 @@ impl Target {
     }
 }
 
-/// `icf verify ORIGINAL MUTATED`: the first input is the mutated image, the
-/// second the unmutated one. A difference found is a fine outcome; only
-/// errors, panics and hangs are judged.
 fn verify_against_original(inputs: &[PathBuf], options: RunOptions) -> anyhow::Result<()> {
     let [mutated, original] = inputs else {
         anyhow::bail!("a linked-binary case has two inputs, got {}", inputs.len());

@@ -8,7 +8,7 @@
 //! environment and panics with the command, like every fixture.
 
 use crate::case::CaseFile;
-use crate::oracle::Target;
+use crate::case::Target;
 use icf_fixtures::{Build, Compiler, Target as Arch};
 use std::path::{Path, PathBuf};
 use std::process::Command;

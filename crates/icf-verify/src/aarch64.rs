@@ -16,13 +16,9 @@ use crate::aarch64_flow::{
     Held, Surroundings, destination, ends_path, holdings_at_entry, reads_first_operand,
     register_copy,
 };
-use crate::code::{Decoded, Key, Reference, Use};
+use crate::code::{A64Key, Decoded, Key, Reference, Use};
 use crate::image::{Image, SymbolKind};
 use rayon::prelude::*;
-
-/// What must be equal between two AArch64 instructions, targets apart.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct A64Key(Instruction);
 
 impl A64Key {
     pub(crate) fn falls_through(&self) -> bool {

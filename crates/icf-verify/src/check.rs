@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 
 use crate::code::{self, Decoded, Key, Use};
+use crate::decode;
 use crate::image::{self, Image, Symbol, SymbolId, SymbolKind};
 use crate::{Difference, DifferenceKind, Location, Mode, Site, Stats, VerifyOptions};
 
@@ -1380,7 +1381,7 @@ impl<'a> Checker<'a> {
         let location = |image: &Image, address: u64| Location {
             address,
             place: image.describe(address),
-            instruction: code.then(|| code::disassemble(image, address)),
+            instruction: code.then(|| decode::disassemble(image, address)),
         };
         Site {
             plain: location(self.plain, plain),
@@ -1517,9 +1518,9 @@ fn in_rust_function(image: &Image, address: u64) -> bool {
         .any(|&id| image.symbol(id).is_rust_function())
 }
 
-/// The symbol a PLT entry jumps to (see [`code::plt_slot`]).
+/// The symbol a PLT entry jumps to (see [`decode::plt_slot`]).
 fn plt_entry(image: &Image, section: usize, address: u64) -> Option<Place> {
-    match code::plt_slot(image, section, address)? {
+    match decode::plt_slot(image, section, address)? {
         image::Slot::Named(name, _) => Some(Place::Plt(name.clone())),
         image::Slot::Address(a) => Some(Place::GotAddress(*a)),
     }
@@ -1566,10 +1567,10 @@ fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool
     let p = task.plain;
     let mut f = code_extent(folded, task.folded_start);
     let mut followed_thunk = false;
-    let plain_is_thunk = code::thunk_target(plain, p.start, p.end).is_some();
+    let plain_is_thunk = decode::thunk_target(plain, p.start, p.end).is_some();
     if assume_odr
         && !plain_is_thunk
-        && let Some(target) = code::thunk_target(folded, f.start, f.end)
+        && let Some(target) = decode::thunk_target(folded, f.start, f.end)
         && plain.vague_linkage_function_at(p.start)
         && folded.vague_linkage_function_at(f.start)
         && folded.vague_linkage_function_at(target)
@@ -1585,7 +1586,7 @@ fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool
     }
     if !plain_is_thunk {
         for _ in 0..8 {
-            match code::thunk_target(folded, f.start, f.end) {
+            match decode::thunk_target(folded, f.start, f.end) {
                 Some(target) => {
                     f = code_extent(folded, target);
                     followed_thunk = true;
@@ -1609,11 +1610,11 @@ fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool
         kind: DifferenceKind::InstructionsDiffer,
         detail: format!("{which} has no code bytes there"),
     };
-    let Some(plain_code) = code::decode_function(plain, p.start, p.end) else {
+    let Some(plain_code) = decode::decode_function(plain, p.start, p.end) else {
         result.outcome = Err(no_code(p.start, f.start, "PLAIN"));
         return result;
     };
-    let Some(folded_code) = code::decode_function(folded, f.start, f.end) else {
+    let Some(folded_code) = decode::decode_function(folded, f.start, f.end) else {
         result.outcome = Err(no_code(p.start, f.start, "FOLDED"));
         return result;
     };

@@ -5,9 +5,12 @@
 //! makes of them. Main assumption: two instructions are equal exactly when
 //! their keys are equal and their targets correspond, so encodings that only
 //! differ in size (rel8/rel32, imm8/imm32) compare equal.
+//!
+//! The keys of both architectures are defined here, their behaviour in
+//! `x86.rs` and `aarch64.rs`; `decode.rs` picks the decoder by architecture.
 
-use crate::image::{Arch, Image, Slot};
-use crate::{aarch64, x86};
+use iced_x86::{EncodingKind, MemorySize, Mnemonic, OpKind, Register};
+use yaxpeax_arm::armv8::a64::Instruction;
 
 /// How an instruction uses a target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,8 +52,8 @@ pub(crate) struct Reference {
 /// What must be equal between two instructions, targets apart.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Key {
-    X86(x86::X86Key),
-    Aarch64(aarch64::A64Key),
+    X86(X86Key),
+    Aarch64(A64Key),
     /// Bytes no decoder understood: compared exactly.
     Bytes(Vec<u8>),
     /// Bytes inside code that no path reaches (x86-64): data, compared
@@ -82,82 +85,40 @@ pub(crate) fn falls_through(last: &Decoded) -> bool {
     }
 }
 
-/// Decodes `[start, end)` of `image` linearly; `None` when the range has no
-/// file bytes.
-pub(crate) fn decode(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>> {
-    let bytes = image.bytes(start, end.checked_sub(start)?)?;
-    Some(match image.arch {
-        Arch::X86_64 => x86::decode(image, bytes, start),
-        Arch::Aarch64 => aarch64::decode_in(image, bytes, start),
-    })
+/// One operand with any target replaced by a placeholder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operand {
+    None,
+    Register(Register),
+    Immediate(u64),
+    /// A branch target, address immediate: the n-th reference.
+    Target,
+    Memory {
+        segment: Register,
+        base: Register,
+        index: Register,
+        scale: u32,
+        /// The displacement, or `None` when it is a target.
+        displacement: Option<u64>,
+        size: MemorySize,
+    },
+    /// String-instruction memory, far branches and the like: the kind says it all.
+    Other(OpKind, u64),
 }
 
-/// What the PLT entry holding `address` (in section `section`) jumps to:
-/// the GOT slot its indirect jump reads, as its dynamic relocation fills
-/// it.
-pub(crate) fn plt_slot(image: &Image, section: usize, address: u64) -> Option<&Slot> {
-    let s = &image.sections[section];
-    let entry = s.address + (address - s.address) / 16 * 16;
-    let end = (entry + 16).min(s.address + s.size);
-    let decoded = decode(image, entry, end)?;
-    let slot = decoded
-        .iter()
-        .flat_map(|d| d.refs.iter())
-        .find(|r| matches!(r.use_, Use::Access | Use::Deref | Use::Jump))?
-        .address;
-    image.dynamic.get(&slot)
+/// What must be equal between two x86-64 instructions, targets apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct X86Key {
+    pub mnemonic: Mnemonic,
+    pub encoding: EncodingKind,
+    /// Legacy prefix bytes present (bit per prefix: lock, rep, repne,
+    /// segment overrides incl. `notrack`, operand and address size).
+    pub prefixes: u16,
+    /// EVEX masking, broadcast, rounding and exception suppression.
+    pub evex: u32,
+    pub operands: [Operand; 5],
 }
 
-/// Decodes `[start, end)` of `image` as the checker compares it: by
-/// reachability on x86-64 (unreached bytes are data), linearly on AArch64.
-pub(crate) fn decode_function(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>> {
-    let bytes = image.bytes(start, end.checked_sub(start)?)?;
-    Some(match image.arch {
-        Arch::X86_64 => x86::decode_reachable(image, bytes, start),
-        Arch::Aarch64 => aarch64::decode_in(image, bytes, start),
-    })
-}
-
-/// If the code at `start` (up to `end`) is a lone direct jump, optionally
-/// after a landing pad (`endbr64`, `bti c`), the jump's target: the shape
-/// of an icf thunk.
-pub(crate) fn thunk_target(image: &Image, start: u64, end: u64) -> Option<u64> {
-    match image.arch {
-        Arch::X86_64 => x86::thunk_target(image, start, end),
-        Arch::Aarch64 => aarch64::thunk_target(image, start, end),
-    }
-}
-
-/// The instruction at `address`, disassembled, with its targets named.
-pub(crate) fn disassemble(image: &Image, address: u64) -> String {
-    let text = match image.arch {
-        Arch::X86_64 => x86::disassemble(image, address),
-        Arch::Aarch64 => aarch64::disassemble(image, address),
-    };
-    let Some(text) = text else {
-        return format!("<no code at {address:#x}>");
-    };
-    let targets: Vec<String> = decode_one(image, address)
-        .map(|d| d.refs.iter().map(|r| image.describe(r.address)).collect())
-        .unwrap_or_default();
-    if targets.is_empty() {
-        text
-    } else {
-        format!("{text}  <{}>", targets.join(", "))
-    }
-}
-
-fn decode_one(image: &Image, address: u64) -> Option<Decoded> {
-    let len = match image.arch {
-        Arch::X86_64 => 15,
-        Arch::Aarch64 => 4,
-    };
-    let bytes = image
-        .bytes(address, len)
-        .or_else(|| image.bytes_to_section_end(address))?;
-    let decoded = match image.arch {
-        Arch::X86_64 => x86::decode(image, bytes, address),
-        Arch::Aarch64 => aarch64::decode_in(image, bytes, address),
-    };
-    decoded.into_iter().next()
-}
+/// What must be equal between two AArch64 instructions, targets apart.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct A64Key(pub Instruction);

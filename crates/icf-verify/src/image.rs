@@ -12,9 +12,7 @@ use object::read::elf::{FileHeader, Rela, SectionHeader, Sym};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use crate::Error;
-use crate::reach::JumpTable;
-use crate::x86_table::TableSize;
+use crate::error::Error;
 
 /// The instruction set of an image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -387,31 +385,40 @@ pub(crate) fn x86_field_size(r_type: u32) -> u64 {
     }
 }
 
+/// A jump table a reached function reads, at least one entry of which
+/// sends its indirect jump into the function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JumpTable {
+    pub table: u64,
+    /// The start of the function reading it.
+    pub function: u64,
+    /// How many entries the function's range check lets it select, when
+    /// a check was recognized and nothing jumps past it (`x86_table.rs`).
+    pub size: Option<TableSize>,
+}
+
+/// How many entries a jump table has, by its range check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TableSize {
+    /// How many entries the index can select.
+    pub entries: u64,
+    /// `cmp`/`ja`: exactly that many (every larger index goes elsewhere).
+    /// A mask (`and $7`) only bounds the index: the compiler may know it
+    /// smaller (a pointer's two tag bits under a mask of three) and lay
+    /// the next table right after the entries it can reach.
+    pub exact: bool,
+    /// 4-byte offsets from the table's start (else 8-byte addresses).
+    pub relative: bool,
+}
+
 impl Image {
-    /// Reads and checks `path`.
+    /// Reads and checks `path`: its sections, symbols and relocations;
+    /// what the analyses find in it is filled in by the caller
+    /// (`read_image` in `lib.rs`).
     pub fn read(path: &Path) -> Result<Image, Error> {
         let data =
             std::fs::read(path).map_err(|e| Error::new(path, format!("cannot read: {e}")))?;
-        let mut image = Image::parse(path, data)?;
-        let mut landing_pads = crate::eh::landing_pads(&image);
-        landing_pads.sort_unstable();
-        landing_pads.dedup();
-        image.landing_pads = landing_pads;
-        image.noreturn_entries = crate::noreturn::noreturn_entries(&image);
-        let prototypes = crate::dwarf::prototypes(&image);
-        image.single_register_returns = prototypes.single_register_returns;
-        image.integer_returns = prototypes.integer_returns;
-        image.argument_registers = prototypes.argument_registers;
-        if image.arch == Arch::X86_64 {
-            let reached = crate::reach::reach(&image);
-            image.instruction_starts = reached.instruction_starts;
-            image.referenced_data = reached.referenced_data;
-            image.jump_targets = reached.jump_targets;
-            image.jump_tables = reached.jump_tables;
-        } else {
-            image.referenced_data = crate::aarch64::referenced_data(&image);
-        }
-        Ok(image)
+        Image::parse(path, data)
     }
 
     fn parse(path: &Path, data: Vec<u8>) -> Result<Image, Error> {

@@ -7,7 +7,7 @@
 //! Main assumption: a function of one of these names is the one the C, C++
 //! or Rust runtime defines.
 
-use crate::code;
+use crate::decode;
 use crate::image::{Image, Slot, SymbolKind};
 
 /// C and POSIX functions, and the C++ ABI's, that never return.
@@ -88,7 +88,7 @@ pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
             continue;
         }
         for entry in (section.address..section.address + section.size).step_by(16) {
-            if let Some(Slot::Named(name, _)) = code::plt_slot(image, index, entry)
+            if let Some(Slot::Named(name, _)) = decode::plt_slot(image, index, entry)
                 && never_returns(name)
             {
                 entries.push(entry);

@@ -15,9 +15,9 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::code::Use;
-use crate::image::{Image, SymbolKind, is_absolute_address};
+use crate::image::{Image, JumpTable, SymbolKind, TableSize, is_absolute_address};
 use crate::x86;
-use crate::x86_table::{self, TableBound, TableSize};
+use crate::x86_table::{self, TableBound};
 
 /// Reads entry `i` of a table: its place, width and the address it names.
 type EntryReader<'a> = dyn Fn(u64) -> Option<(u64, u64, u64)> + 'a;
@@ -338,18 +338,6 @@ pub(crate) struct Reached {
     pub referenced_data: Vec<u64>,
     pub jump_targets: Vec<u64>,
     pub jump_tables: Vec<JumpTable>,
-}
-
-/// A jump table a reached function reads, at least one entry of which
-/// sends its indirect jump into the function.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct JumpTable {
-    pub table: u64,
-    /// The start of the function reading it.
-    pub function: u64,
-    /// How many entries the function's range check lets it select, when
-    /// a check was recognized and nothing jumps past it (`x86_table.rs`).
-    pub size: Option<TableSize>,
 }
 
 /// Walks `image`'s code from every entry.

@@ -9,46 +9,12 @@
 
 use iced_x86::{
     ConstantOffsets, Decoder, DecoderOptions, EncodingKind, Formatter, GasFormatter, Instruction,
-    MemorySize, Mnemonic, OpKind, Register,
+    Mnemonic, OpKind, Register,
 };
 
-use crate::code::{Decoded, Key, Reference, Use};
+use crate::code::{Decoded, Key, Operand, Reference, Use, X86Key};
 use crate::image::{Image, is_absolute_address, x86_field_size};
 use crate::x86_escape::{Body, Scan, address_escapes};
-
-/// One operand with any target replaced by a placeholder.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Operand {
-    None,
-    Register(Register),
-    Immediate(u64),
-    /// A branch target, address immediate: the n-th reference.
-    Target,
-    Memory {
-        segment: Register,
-        base: Register,
-        index: Register,
-        scale: u32,
-        /// The displacement, or `None` when it is a target.
-        displacement: Option<u64>,
-        size: MemorySize,
-    },
-    /// String-instruction memory, far branches and the like: the kind says it all.
-    Other(OpKind, u64),
-}
-
-/// What must be equal between two x86-64 instructions, targets apart.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct X86Key {
-    mnemonic: Mnemonic,
-    encoding: EncodingKind,
-    /// Legacy prefix bytes present (bit per prefix: lock, rep, repne,
-    /// segment overrides incl. `notrack`, operand and address size).
-    prefixes: u16,
-    /// EVEX masking, broadcast, rounding and exception suppression.
-    evex: u32,
-    operands: [Operand; 5],
-}
 
 impl X86Key {
     pub(crate) fn falls_through(&self) -> bool {

@@ -31,7 +31,7 @@ use iced_x86::{
     OpKind, Register,
 };
 
-use crate::image::Image;
+use crate::image::{Image, TableSize};
 
 /// How many instructions may lie between a table's address and its load.
 const LOAD_DISTANCE: usize = 3;
@@ -39,20 +39,6 @@ const LOAD_DISTANCE: usize = 3;
 pub(crate) const CHECK_DISTANCE: usize = 10;
 /// Larger bounds are not a compiler's jump table: no bound.
 const MAX_ENTRIES: u64 = 1 << 16;
-
-/// How many entries a jump table has, by its range check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TableSize {
-    /// How many entries the index can select.
-    pub entries: u64,
-    /// `cmp`/`ja`: exactly that many (every larger index goes elsewhere).
-    /// A mask (`and $7`) only bounds the index: the compiler may know it
-    /// smaller (a pointer's two tag bits under a mask of three) and lay
-    /// the next table right after the entries it can reach.
-    pub exact: bool,
-    /// 4-byte offsets from the table's start (else 8-byte addresses).
-    pub relative: bool,
-}
 
 /// A jump table's size, as the code before its load guarantees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

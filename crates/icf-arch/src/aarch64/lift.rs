@@ -266,7 +266,7 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
     let mut pairs = pair_uses(input, &words);
     let decoder = InstDecoder::default();
     // Exact sizes: most words have no operand at all.
-    let mut f = crate::spare_function(input.arch, size);
+    let mut f = crate::lifting::spare_function(input.arch, size);
     f.insts.reserve_exact(words.len());
     f.blocks.reserve_exact(layout.blocks.len());
     let operands = words
@@ -296,7 +296,7 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
     }
     f.layout_sensitive = layout_sensitive;
     let last = decoded.last().map(|d: &Decoded| d.flow);
-    crate::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
+    crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
     Ok(f)
 }
 
@@ -389,7 +389,7 @@ fn lift_word(
         operands.push(resolved_target(f, input, layout, word, class, offset)?);
     }
     if let Some(marker) = word.marker.map(|i| &input.relocs[i]) {
-        operands.push(crate::marker_operand(f, marker));
+        operands.push(crate::lifting::marker_operand(f, marker));
     }
     let operation = match decoded {
         Some(instr) => u32::from(operation_number(&instr.opcode)),
@@ -617,8 +617,8 @@ fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Function {
     if size % 4 != 0 {
         last = Some(Flow::Next);
     }
-    let mut f = opaque::whole_function_with(input, reason, &extra);
-    crate::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
+    let mut f = opaque::whole_function_with(&super::Aarch64, input, reason, &extra);
+    crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
     f
 }
 

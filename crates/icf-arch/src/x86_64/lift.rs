@@ -118,11 +118,11 @@ fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Function {
             },
         ));
     }
-    let mut f = opaque::whole_function_with(input, reason, &extra);
+    let mut f = opaque::whole_function_with(&super::X86_64, input, reason, &extra);
     if !decoded_to_end {
         last = Some(Flow::Next);
     }
-    crate::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
+    crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
     f
 }
 
@@ -225,7 +225,7 @@ fn lift_with(
         .filter(|&e| e > 0 && e < size)
         .collect();
     let layout = cfg::layout(decoded, &entry_points)?;
-    let mut f = crate::spare_function(input.arch, size);
+    let mut f = crate::lifting::spare_function(input.arch, size);
     f.insts.reserve(raws.len());
     f.operands.reserve(raws.len() * 2);
     f.mems.reserve(raws.len() / 2);
@@ -253,7 +253,7 @@ fn lift_with(
         });
     }
     let last = decoded.last().map(|d| d.flow);
-    crate::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
+    crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
     Ok(f)
 }
 
@@ -391,7 +391,7 @@ fn lift_inst(
             continue;
         }
         if reloc.size == 0 {
-            operands.push(crate::marker_operand(f, reloc));
+            operands.push(crate::lifting::marker_operand(f, reloc));
             continue;
         }
         return Err(OpaqueReason::RelocationOutsideOperand { at: reloc.offset });

@@ -4,7 +4,8 @@
 mod elf_reloc;
 mod lift;
 
-use crate::{Architecture, RelocInfo, Thunk};
+use crate::architecture::{Architecture, Thunk};
+use crate::reloc::RelocInfo;
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
 use object::elf;

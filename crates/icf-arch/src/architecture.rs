@@ -1,0 +1,73 @@
+//! The [`Architecture`] trait: what the rest of icf asks of an instruction
+//! set, and the [`Thunk`] encoding it answers with. One implementation per
+//! architecture, in `x86_64/` and `aarch64/`.
+
+use crate::reloc::RelocInfo;
+use icf_ir::print::Syntax;
+use icf_ir::{Arch, CodeInput, Function};
+
+/// What icf knows about one architecture.
+pub trait Architecture: Sync {
+    /// The architecture this describes.
+    fn arch(&self) -> Arch;
+    /// Its ELF `e_machine`.
+    fn elf_machine(&self) -> u16;
+    /// Size, field and addressing of ELF relocation type `r_type`, `None`
+    /// when icf does not know the type (the reader rejects it).
+    fn elf_reloc(&self, r_type: u32) -> Option<RelocInfo>;
+    /// Whether ELF relocation type `r_type` only ever patches a direct call
+    /// or jump.
+    fn is_direct_branch(&self, r_type: u32) -> bool;
+    /// How far past its field a PC-relative reference from code points when
+    /// its addend is zero: where the processor takes the PC from.
+    fn code_field_end(&self, field_size: u8) -> i64;
+    /// The `pr_type` of `.note.gnu.property`'s feature bits
+    /// (`GNU_PROPERTY_*_FEATURE_1_AND`), whose bit 0 is IBT or BTI.
+    fn gnu_feature_1_and(&self) -> u32;
+    /// How a thunk jumps to the function it stands in for.
+    fn thunk(&self) -> &'static Thunk;
+    /// Lifts one function.
+    fn lift(&self, input: &CodeInput<'_>) -> Function;
+    /// Names of opcodes, registers and relocation kinds, for printing.
+    fn syntax(&self) -> &'static dyn Syntax;
+}
+
+/// A jump standing in for a function: an optional landing pad (when the
+/// object is built for IBT or BTI, an indirect call must land on one),
+/// then one direct jump whose target field a relocation fills.
+#[derive(Debug)]
+pub struct Thunk {
+    /// `endbr64` or `bti c`.
+    pub landing_pad: &'static [u8],
+    /// The jump, its target field zero.
+    pub jump: &'static [u8],
+    /// Where the target field starts in `jump`.
+    pub field: u64,
+    /// The ELF relocation type that fills the field.
+    pub r_type: u32,
+    /// The relocation's addend.
+    pub addend: i64,
+    /// The alignment a jump target needs at least: a function address the
+    /// thunk stands in for keeps it.
+    pub min_align: u64,
+}
+
+impl Thunk {
+    /// The thunk's size in bytes, with or without its landing pad.
+    pub fn size(&self, landing_pad: bool) -> u64 {
+        let pad = if landing_pad {
+            self.landing_pad.len()
+        } else {
+            0
+        };
+        (pad + self.jump.len()) as u64
+    }
+
+    /// The thunk's bytes, with or without its landing pad, and where in
+    /// them the target field starts.
+    pub fn bytes(&self, landing_pad: bool) -> (Vec<u8>, u64) {
+        let pad: &[u8] = if landing_pad { self.landing_pad } else { &[] };
+        let bytes = [pad, self.jump].concat();
+        (bytes, pad.len() as u64 + self.field)
+    }
+}

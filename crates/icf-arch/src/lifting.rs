@@ -1,0 +1,76 @@
+//! What both lifters share: buffers reused from one function to the next,
+//! marker relocations riding on their instruction, and where control goes
+//! when it runs off a function's end.
+
+use crate::cfg;
+use icf_ir::{Arch, CodeInput, CodeReloc, Function, Operand, Ref, RefKind, Use};
+
+thread_local! {
+    /// A function whose buffers the next lift on this thread reuses.
+    static SPARE: std::cell::RefCell<Option<Function>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Hands a function that is no longer needed back to the lifter, which
+/// reuses its buffers for the next function lifted on this thread: a
+/// program lifts tens of thousands of functions and keeps none of them.
+pub fn recycle(function: Function) {
+    SPARE.with(|spare| *spare.borrow_mut() = Some(function));
+}
+
+/// An empty function, reusing the buffers of the last one recycled.
+pub(crate) fn spare_function(arch: Arch, size: u32) -> Function {
+    match SPARE.with(|spare| spare.borrow_mut().take()) {
+        Some(mut function) => {
+            function.reset(arch, size);
+            function
+        }
+        None => Function::new(arch, size),
+    }
+}
+
+/// A marker relocation (`R_X86_64_TLSDESC_CALL`, `R_AARCH64_TLSDESC_CALL`):
+/// it patches nothing, and rides along on its instruction as a reference.
+pub(crate) fn marker_operand(f: &mut Function, reloc: &CodeReloc) -> Operand {
+    Operand::Ref(f.push_ref(Ref {
+        target: reloc.target,
+        addend: reloc.addend,
+        kind: RefKind(reloc.r_type),
+        use_: Use::Access,
+    }))
+}
+
+/// Records where control goes when it runs off the function's last
+/// instruction `last` (in address order): the place right after the
+/// function, as a jump of kind `kind`. Inside its section that is the next
+/// piece, compared like any jump target. Past the end of the section it is
+/// whatever the link puts there: a reference to that very place, equal to
+/// nothing else, unless the last instruction is a call, which at a
+/// section's end is taken not to return (`call abort`).
+pub(crate) fn fall_through(
+    f: &mut Function,
+    input: &CodeInput<'_>,
+    last: Option<cfg::Flow>,
+    kind: RefKind,
+) {
+    let Some(flow) = last else {
+        return;
+    };
+    if matches!(flow, cfg::Flow::Jump | cfg::Flow::Stop) {
+        return;
+    }
+    let end = input.section_offset + input.bytes.len() as u64;
+    let kind = if end < input.section_size {
+        kind
+    } else if flow == cfg::Flow::Call {
+        return;
+    } else {
+        RefKind::POSITION
+    };
+    let r = f.push_ref(Ref {
+        target: input.own_section,
+        addend: end as i64,
+        kind,
+        use_: Use::Jump,
+    });
+    f.fall_through = Some(r);
+}

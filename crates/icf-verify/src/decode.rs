@@ -1,0 +1,87 @@
+//! Decoding by architecture: the code of an image as [`Decoded`]
+//! instructions (`x86.rs`, `aarch64.rs`), a thunk's target, a PLT entry's
+//! slot, and an instruction disassembled for a report.
+
+use crate::code::{Decoded, Use};
+use crate::image::{Arch, Image, Slot};
+use crate::{aarch64, x86};
+
+/// Decodes `[start, end)` of `image` linearly; `None` when the range has no
+/// file bytes.
+pub(crate) fn decode(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>> {
+    let bytes = image.bytes(start, end.checked_sub(start)?)?;
+    Some(match image.arch {
+        Arch::X86_64 => x86::decode(image, bytes, start),
+        Arch::Aarch64 => aarch64::decode_in(image, bytes, start),
+    })
+}
+
+/// What the PLT entry holding `address` (in section `section`) jumps to:
+/// the GOT slot its indirect jump reads, as its dynamic relocation fills
+/// it.
+pub(crate) fn plt_slot(image: &Image, section: usize, address: u64) -> Option<&Slot> {
+    let s = &image.sections[section];
+    let entry = s.address + (address - s.address) / 16 * 16;
+    let end = (entry + 16).min(s.address + s.size);
+    let decoded = decode(image, entry, end)?;
+    let slot = decoded
+        .iter()
+        .flat_map(|d| d.refs.iter())
+        .find(|r| matches!(r.use_, Use::Access | Use::Deref | Use::Jump))?
+        .address;
+    image.dynamic.get(&slot)
+}
+
+/// Decodes `[start, end)` of `image` as the checker compares it: by
+/// reachability on x86-64 (unreached bytes are data), linearly on AArch64.
+pub(crate) fn decode_function(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>> {
+    let bytes = image.bytes(start, end.checked_sub(start)?)?;
+    Some(match image.arch {
+        Arch::X86_64 => x86::decode_reachable(image, bytes, start),
+        Arch::Aarch64 => aarch64::decode_in(image, bytes, start),
+    })
+}
+
+/// If the code at `start` (up to `end`) is a lone direct jump, optionally
+/// after a landing pad (`endbr64`, `bti c`), the jump's target: the shape
+/// of an icf thunk.
+pub(crate) fn thunk_target(image: &Image, start: u64, end: u64) -> Option<u64> {
+    match image.arch {
+        Arch::X86_64 => x86::thunk_target(image, start, end),
+        Arch::Aarch64 => aarch64::thunk_target(image, start, end),
+    }
+}
+
+/// The instruction at `address`, disassembled, with its targets named.
+pub(crate) fn disassemble(image: &Image, address: u64) -> String {
+    let text = match image.arch {
+        Arch::X86_64 => x86::disassemble(image, address),
+        Arch::Aarch64 => aarch64::disassemble(image, address),
+    };
+    let Some(text) = text else {
+        return format!("<no code at {address:#x}>");
+    };
+    let targets: Vec<String> = decode_one(image, address)
+        .map(|d| d.refs.iter().map(|r| image.describe(r.address)).collect())
+        .unwrap_or_default();
+    if targets.is_empty() {
+        text
+    } else {
+        format!("{text}  <{}>", targets.join(", "))
+    }
+}
+
+fn decode_one(image: &Image, address: u64) -> Option<Decoded> {
+    let len = match image.arch {
+        Arch::X86_64 => 15,
+        Arch::Aarch64 => 4,
+    };
+    let bytes = image
+        .bytes(address, len)
+        .or_else(|| image.bytes_to_section_end(address))?;
+    let decoded = match image.arch {
+        Arch::X86_64 => x86::decode(image, bytes, address),
+        Arch::Aarch64 => aarch64::decode_in(image, bytes, address),
+    };
+    decoded.into_iter().next()
+}

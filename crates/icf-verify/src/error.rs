@@ -1,0 +1,28 @@
+//! Bad input: a file that cannot be read or is not a linked ELF image.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A file that cannot be read or is not a linked ELF image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl Error {
+    pub(crate) fn new(path: &Path, message: String) -> Self {
+        Error {
+            path: path.to_path_buf(),
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
