@@ -41,6 +41,42 @@ pub fn display(command: &Command) -> String {
     words.join(" ")
 }
 
+/// `word` as one shell word: as it is when only safe characters make it up,
+/// else single-quoted.
+pub fn shell_quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `command` as one shell line to paste, its environment changes first
+/// (removed variables are left out), every word quoted as `shell_quote` does.
+pub fn shell_line(command: &Command) -> String {
+    let mut words: Vec<String> = command
+        .get_envs()
+        .filter_map(|(key, value)| {
+            Some(format!(
+                "{}={}",
+                key.to_string_lossy(),
+                shell_quote(&value?.to_string_lossy())
+            ))
+        })
+        .collect();
+    words.push(shell_quote(&command.get_program().to_string_lossy()));
+    words.extend(
+        command
+            .get_args()
+            .map(|arg| shell_quote(&arg.to_string_lossy())),
+    );
+    words.join(" ")
+}
+
 /// Runs `command` with inherited stdio and fails unless it exits successfully.
 pub fn run(command: &mut Command) -> Result<()> {
     let shown = display(command);
@@ -81,4 +117,28 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_are_stable() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn shell_lines_quote_only_what_needs_it() {
+        let mut command = Command::new("/usr/bin/ld.lld");
+        command
+            .args(["-o", "a b", "it's", "", "x=y:z,+@%", "é"])
+            .env("RUSTFLAGS", "-C x")
+            .env_remove("FOO");
+        assert_eq!(
+            shell_line(&command),
+            r"RUSTFLAGS='-C x' /usr/bin/ld.lld -o 'a b' 'it'\''s' '' x=y:z,+@% 'é'"
+        );
+    }
 }

@@ -18,6 +18,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::generate::{Arch, Compiler, FUNCTION_ADDRESS_PREFIX, Linker, Pic, Program};
+use crate::process::shell_quote;
 
 /// Which `--mode` a folded build used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -147,18 +148,6 @@ impl Step {
             })
             .collect::<Vec<_>>()
             .join(" ")
-    }
-}
-
-fn shell_quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=,+:@%".contains(&b))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
