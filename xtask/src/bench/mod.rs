@@ -1,0 +1,225 @@
+//! `cargo xtask bench`: icf against lld-19, gold, mold and GNU ld on real
+//! code, every figure measured in one run on the same objects.
+//!
+//! Corpora (inputs built once and cached):
+//!
+//! - `ripgrep`: ripgrep 15.2's recorded final link (`corpus.rs`, cached in
+//!   `target/corpus/ripgrep/`); behaviour: the searches of `peer.rs`.
+//! - `llvm`: `opt_lite` (`xtask/bench/llvm/opt_lite.cpp`, written to
+//!   `target/bench/llvm/`), a small `opt -O2 -S` on LLVM 14's new pass
+//!   manager, compiled by clang++-19 with `-O2 -ffunction-sections
+//!   -fdata-sections` and linked by `g++ -Wl,--gc-sections` statically
+//!   against Debian's llvm-14-dev archives (core, irreader, passes: most of
+//!   LLVM's transforms); behaviour: the optimized IR it prints for
+//!   `xtask/bench/llvm/sample.ll`.
+//! - `llvm-aarch64`: the same program built for AArch64: clang++-19
+//!   `--target=aarch64-linux-gnu`, linked by `aarch64-linux-gnu-g++` against
+//!   Debian's arm64 llvm-14-dev archives (downloaded once from the Debian
+//!   pool into `target/bench/llvm-aarch64/sysroot/`, the host package's
+//!   version), run under `qemu-aarch64`.
+//! - `synthetic`: generated objects of N functions (`synthetic.rs`, cached in
+//!   `target/bench/synthetic/nN-seedS/`), linked by `cc` without
+//!   `--gc-sections` so every function stays; behaviour: the checksum `main`
+//!   prints. One corpus per size (`--sizes`, default 10k to 80k).
+//!
+//! Each corpus is linked with lld (`--icf=none|safe|all`), gold (the same),
+//! mold (none, `--icf=all`; `--no-fork` so its time and memory are its own),
+//! GNU ld, and `icf link --mode safe|all` in front of lld and of GNU ld.
+//! Links run round-robin, `--runs` rounds (default 3), and the fastest wall
+//! time counts; the peak RSS (`/usr/bin/time -f %M`: the largest single
+//! process of the link: driver, linker or icf) is the largest over the rounds.
+//! Every output is then measured (`.text` from `size -A`, `strip -o` file
+//! size) and run: it must behave exactly like the plain lld link.
+//!
+//! The timed `icf link` runs write no report (naming every member costs
+//! time a user without `--report` does not spend); one more, untimed, run
+//! with `--report` gives icf's own phases (`timings_ms`: load, lift,
+//! partition, plan) and its fold counts. icf's overhead is its wall time
+//! minus the plain link with the same linker. On the synthetic corpora, icf's own peak RSS is measured
+//! once more without any linker: `icf fold` on the same inputs (the link
+//! folds every input there too).
+//!
+//! Targets (PASS/FAIL lines, never the exit status; see `targets`): safe mode
+//! saves at least the best peer's `--icf=all` on every corpus; `icf link` in
+//! front of lld within 1.25x of the plain lld link on ripgrep and llvm; on
+//! the synthetic corpora, icf link time grows at most 1.1x as fast as the
+//! function count (2.2 for a doubling), and icf's peak RSS stays under twice
+//! the input's code bytes plus `RSS_FIXED_OVERHEAD_MIB`.
+//!
+//! Results: `target/bench/results.md` (printed too) and
+//! `target/bench/results.json`. The command fails only when something
+//! breaks: a link fails (its command and output go to the corpus
+//! directory's `failures/`), or a binary behaves unlike the plain one (both
+//! outputs and the binary go to its `diff/`).
+//!
+//! Time taken on 2 cores: `--corpus all` with the default sizes about 2
+//! minutes once the corpora are cached (building ripgrep takes about a
+//! minute more the first time, opt_lite about 10 s). One million synthetic
+//! functions (`--corpus synthetic --sizes 1000000`) take about 10 minutes:
+//! 11 s to generate 1000 objects (384 MiB), then 13 links of about 150 MiB
+//! of `.text` three times (lld 1.9 s, GNU ld 16 s, gold --icf 13 s, icf
+//! link 9 s at 1.3 GiB peak RSS); its directory needs about 4 GiB of disk.
+//!
+//! This file holds the flags, `run` (the phases in order) and the tool
+//! check; each phase has its own file: `prepare` (building and caching the
+//! corpora), `measure` (the links, their sizes, behaviour and `icf verify`),
+//! `targets` (the PASS/FAIL lines) and `render` (results.md, results.json,
+//! the environment they record).
+
+mod measure;
+mod prepare;
+mod render;
+mod targets;
+
+use std::fs;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail, ensure};
+
+use crate::corpus;
+use crate::peer;
+use crate::process::find_program;
+use measure::{Behaviour, CorpusResult, measure};
+pub(crate) use prepare::real_corpora;
+use render::{Environment, icf_revision, load_average};
+use targets::targets;
+
+/// GNU time (Debian package `time`), for the peak RSS of a process tree.
+const GNU_TIME: &str = "/usr/bin/time";
+/// The largest synthetic corpus `--sizes` accepts.
+const MAX_SYNTHETIC: usize = 1_000_000;
+
+/// `cargo xtask bench` flags.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Which corpora to benchmark.
+    #[arg(long, value_enum, default_value_t = CorpusChoice::All)]
+    corpus: CorpusChoice,
+    /// Synthetic corpus sizes in functions, comma-separated, 1000 to 1000000 each
+    /// (1000000 takes about 10 minutes, 5 GiB of memory and 4 GiB of disk).
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000, 20_000, 40_000, 80_000])]
+    sizes: Vec<usize>,
+    /// Timed rounds of every link; the fastest counts.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Seed of the synthetic generator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CorpusChoice {
+    Ripgrep,
+    Llvm,
+    LlvmAarch64,
+    Synthetic,
+    All,
+}
+
+/// Runs the benchmark; see the module header. The phases, in order: check
+/// the flags and tools, build icf, prepare the chosen corpora, measure each,
+/// evaluate the targets, write and print the results, and fail if a link
+/// broke.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let started = Instant::now();
+    for &size in &args.sizes {
+        ensure!(
+            (1000..=MAX_SYNTHETIC).contains(&size),
+            "--sizes {size}: a synthetic corpus has 1000 to {MAX_SYNTHETIC} functions"
+        );
+    }
+    check_tools()?;
+    let root = corpus::workspace_root()?.join("target/bench");
+    fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    let icf = peer::build_icf()?;
+    let load_before = load_average();
+
+    let corpora = prepare::chosen_corpora(args, &root)?;
+
+    let mut results = Vec::new();
+    for prepared in &corpora {
+        eprintln!("==> bench {}: {}", prepared.name, prepared.description);
+        results.push(measure(prepared, &icf, args.runs)?);
+    }
+
+    let targets = targets(&results);
+    let elapsed = started.elapsed();
+    let environment = Environment {
+        icf_revision: icf_revision(),
+        load_before,
+        load_after: load_average(),
+        runs: args.runs,
+        elapsed,
+    };
+    render::write_and_print(&root, &results, &targets, &environment)?;
+
+    fail_on_broken_links(&results)
+}
+
+/// Fails, naming every one, if a link failed, a binary behaves unlike the
+/// plain link, or `icf fold` failed.
+fn fail_on_broken_links(results: &[CorpusResult]) -> Result<()> {
+    let mut broken: Vec<String> = results
+        .iter()
+        .flat_map(|result| {
+            result.rows.iter().filter_map(move |row| {
+                let problem = match (&row.failure, &row.behaviour) {
+                    (Some(failure), _) => failure.describe(),
+                    (None, Behaviour::Differs(why)) => why.clone(),
+                    (None, Behaviour::Same | Behaviour::Reference) => return None,
+                };
+                Some(format!(
+                    "{} / {}: {problem}",
+                    result.name, row.variant.label
+                ))
+            })
+        })
+        .collect();
+    broken.extend(results.iter().filter_map(|result| {
+        let error = result.fold_error.as_ref()?;
+        Some(format!("{} / icf fold: {error}", result.name))
+    }));
+    if !broken.is_empty() {
+        bail!(
+            "{} link(s) failed or behave unlike the plain link:\n  {}",
+            broken.len(),
+            broken.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// Fails early, naming the Debian package, when a tool the bench runs is missing.
+fn check_tools() -> Result<()> {
+    let tools = [
+        ("cc", "gcc"),
+        ("g++", "g++"),
+        ("clang++-19", "clang-19"),
+        ("ld.lld-19", "lld-19"),
+        ("ld.gold", "binutils"),
+        ("ld.bfd", "binutils"),
+        ("mold", "mold"),
+        ("strip", "binutils"),
+        ("size", "binutils"),
+        ("llvm-config-14", "llvm-14-dev"),
+        ("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu"),
+        ("aarch64-linux-gnu-strip", "binutils-aarch64-linux-gnu"),
+        ("qemu-aarch64", "qemu-user"),
+        ("curl", "curl"),
+    ];
+    let mut missing: Vec<String> = tools
+        .iter()
+        .filter(|(tool, _)| find_program(tool).is_none())
+        .map(|(tool, package)| format!("{tool} ({package})"))
+        .collect();
+    if !Path::new(GNU_TIME).is_file() {
+        missing.push(format!("{GNU_TIME} (time)"));
+    }
+    ensure!(
+        missing.is_empty(),
+        "missing tools: {}; `cargo xtask install-deps` installs them",
+        missing.join(", ")
+    );
+    Ok(())
+}

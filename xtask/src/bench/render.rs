@@ -1,0 +1,431 @@
+//! Rendering the results: `target/bench/results.md` (printed too) and
+//! `results.json`, the environment they record (icf's revision, load
+//! average, rounds, time taken), and the number formatting the other phases
+//! share (`ms`, `mib`, `human_bytes`).
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use super::measure::{Behaviour, CorpusResult, Kind, Row};
+use super::targets::{RSS_FIXED_OVERHEAD_MIB, Target};
+
+/// Where and under what conditions the bench ran.
+#[derive(Debug)]
+pub(super) struct Environment {
+    pub(super) icf_revision: String,
+    pub(super) load_before: String,
+    pub(super) load_after: String,
+    pub(super) runs: u32,
+    pub(super) elapsed: Duration,
+}
+
+/// Writes results.md and results.json under `root`, then prints the
+/// markdown, the target lines and where the results are.
+pub(super) fn write_and_print(
+    root: &Path,
+    results: &[CorpusResult],
+    targets: &[Target],
+    environment: &Environment,
+) -> Result<()> {
+    let markdown = render_markdown(results, targets, environment);
+    let json = render_json(results, targets, environment);
+    let md_path = root.join("results.md");
+    let json_path = root.join("results.json");
+    fs::write(&md_path, &markdown).with_context(|| format!("writing {}", md_path.display()))?;
+    let json_text = serde_json::to_string_pretty(&json).context("rendering results.json")? + "\n";
+    fs::write(&json_path, json_text).with_context(|| format!("writing {}", json_path.display()))?;
+
+    println!("{markdown}");
+    for target in targets {
+        println!("{}", target.line());
+    }
+    println!(
+        "\nbench took {:.1} s; results in {} and {}",
+        environment.elapsed.as_secs_f64(),
+        md_path.display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+/// `git describe`-like: the commit, and whether crates/ has uncommitted changes.
+pub(super) fn icf_revision() -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    match git(&["status", "--porcelain", "--", "crates"]) {
+        Some(changes) if !changes.is_empty() => {
+            format!("{commit} + uncommitted changes in crates/")
+        }
+        _ => commit,
+    }
+}
+
+/// `/proc/loadavg`'s three averages.
+pub(super) fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// results.md: the environment and a legend, then per corpus its links
+/// and icf's phases, then the synthetic scaling and the targets.
+fn render_markdown(
+    results: &[CorpusResult],
+    targets: &[Target],
+    environment: &Environment,
+) -> String {
+    let mut md = String::new();
+    write_preamble(&mut md, environment);
+    for result in results {
+        let _ = writeln!(md, "### {}\n\n{}\n", result.name, result.description);
+        write_links_table(&mut md, result);
+        write_icf_table(&mut md, result);
+        md.push('\n');
+    }
+    write_scaling_table(&mut md, results);
+    md.push_str("### targets\n\n");
+    for target in targets {
+        let _ = writeln!(md, "- {}", target.line());
+    }
+    md
+}
+
+/// The title, where and how the bench ran, and what the columns mean.
+fn write_preamble(md: &mut String, environment: &Environment) {
+    let _ = writeln!(md, "## icf benchmark\n");
+    let _ = writeln!(
+        md,
+        "icf {}; {} cores; best of {} rounds (round-robin); load average {} before, {} after; \
+         took {:.0} s.\n",
+        environment.icf_revision,
+        std::thread::available_parallelism().map_or(0, usize::from),
+        environment.runs,
+        environment.load_before,
+        environment.load_after,
+        environment.elapsed.as_secs_f64()
+    );
+    let _ = writeln!(
+        md,
+        "*saved*: `.text` saved against the same linker without ICF; *÷ best*: that saving \
+         divided by the best peer `--icf=all` saving (for `.text`) or the file size divided by \
+         the smallest stripped peer output; *÷ lld*: against the plain lld link. Peak RSS is the \
+         largest single process of the link (driver, linker or icf). icf's *overhead* is its \
+         link's wall time minus the plain link with the same linker; the *rest* of it is what \
+         its four phases leave out (resolving archives, folding, writing the rewritten copies).\n"
+    );
+}
+
+/// Every link of `result`: sizes, time, memory, behaviour; and the best
+/// peer `--icf=all`.
+fn write_links_table(md: &mut String, result: &CorpusResult) {
+    let best = result.best_peer_all();
+    let best_stripped = result.best_peer_stripped();
+    let lld = result.row("lld");
+    md.push_str(
+        "| link | .text bytes | saved | ÷ best | stripped bytes | ÷ best | wall ms | ÷ lld | peak RSS MiB | ÷ lld | behaviour |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for row in &result.rows {
+        if let Some(failure) = &row.failure {
+            let _ = writeln!(
+                md,
+                "| {} | link failed | | | | | | | | | `{}` |",
+                row.variant.label,
+                failure.summary.replace('|', "\\|").replace('`', "'")
+            );
+            continue;
+        }
+        let saved = result.saved_percent(row);
+        let saved_text = saved.map_or(String::new(), |s| format!("{s:.2}%"));
+        let versus_best = match (saved, best) {
+            (Some(s), Some((_, b))) if b > 0.0 => format!("{:.2}", s / b),
+            _ => String::new(),
+        };
+        let stripped_ratio = best_stripped.map_or(String::new(), |b| {
+            format!("{:.3}", row.stripped as f64 / b as f64)
+        });
+        let best_wall = row.best();
+        let time_ratio = match (best_wall, lld.and_then(Row::best)) {
+            (Some(t), Some(l)) => format!("{:.2}", t.as_secs_f64() / l.as_secs_f64()),
+            _ => String::new(),
+        };
+        let rss_ratio = lld.map_or(String::new(), |l| {
+            format!("{:.2}", row.rss_kib as f64 / l.rss_kib.max(1) as f64)
+        });
+        let behaviour = match &row.behaviour {
+            Behaviour::Reference => "reference".to_owned(),
+            Behaviour::Same => "same".to_owned(),
+            Behaviour::Differs(why) => format!("**DIFFERS**: {}", why.replace('|', "\\|")),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {saved_text} | {versus_best} | {} | {stripped_ratio} | {} | {time_ratio} | {:.1} | {rss_ratio} | {behaviour} |",
+            row.variant.label,
+            thousands(row.text),
+            thousands(row.stripped),
+            best_wall.map_or(String::new(), ms),
+            row.rss_kib as f64 / 1024.0,
+        );
+    }
+    if let Some((peer, saving)) = best {
+        let _ = writeln!(
+            md,
+            "\nBest peer `--icf=all`: {} ({saving:.2}% of .text).",
+            peer.variant.label
+        );
+    }
+}
+
+/// icf's phases, overhead and fold counts from each icf link's report; and
+/// icf's own peak RSS on a synthetic corpus.
+fn write_icf_table(md: &mut String, result: &CorpusResult) {
+    md.push_str(
+        "\n| icf | load ms | lift ms | partition ms | plan ms | icf link ms | plain link ms | overhead ms | overhead ÷ plain | rest of overhead ms | functions | code bytes | aliases | thunks | saved bytes |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for row in result.rows.iter().filter(|row| row.report.is_some()) {
+        let Some(report) = &row.report else { continue };
+        let phase = |name: &str| report["timings_ms"][name].as_f64().unwrap_or(f64::NAN);
+        let total = |name: &str| report["totals"][name].as_u64().unwrap_or(0);
+        let plain = result.row(row.variant.plain_label()).and_then(Row::best);
+        let phases = ["load", "lift", "partition", "plan"]
+            .map(phase)
+            .iter()
+            .sum::<f64>();
+        // What the phases leave out: archive resolution, folding, writing the copies.
+        let (overhead, ratio, rest) = match (row.best(), plain) {
+            (Some(t), Some(p)) => {
+                let overhead = t.as_secs_f64() - p.as_secs_f64();
+                (
+                    format!("{:.0}", overhead * 1e3),
+                    format!("{:.2}", overhead / p.as_secs_f64()),
+                    format!("{:.0}", overhead * 1e3 - phases),
+                )
+            }
+            _ => (String::new(), String::new(), String::new()),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} | {overhead} | {ratio} | {rest} | {} | {} | {} | {} | {} |",
+            row.variant.label,
+            phase("load"),
+            phase("lift"),
+            phase("partition"),
+            phase("plan"),
+            row.best().map_or(String::new(), ms),
+            plain.map_or(String::new(), ms),
+            thousands(total("functions")),
+            thousands(total("code_bytes")),
+            thousands(total("aliases")),
+            thousands(total("thunks")),
+            thousands(total("saved_bytes")),
+        );
+    }
+    if !result.fold_rss_kib.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nicf alone (`icf fold`, no linker), peak RSS: {}.",
+            result
+                .fold_rss_kib
+                .iter()
+                .map(|&(mode, rss)| format!("{mode} {}", mib(rss * 1024)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+}
+
+/// How the synthetic corpora's link times and icf's RSS grow with size
+/// (nothing without synthetic corpora).
+fn write_scaling_table(md: &mut String, results: &[CorpusResult]) {
+    let synthetic: Vec<&CorpusResult> = results.iter().filter(|r| r.synthetic.is_some()).collect();
+    if !synthetic.is_empty() {
+        md.push_str(
+            "### synthetic scaling\n\n\
+             | functions | code bytes | plain lld ms | icf safe + lld ms | × previous | icf all + lld ms | × previous | icf fold RSS MiB (safe / all) | RSS limit MiB |\n\
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        let mut previous: Option<&CorpusResult> = None;
+        for result in &synthetic {
+            let Some(info) = &result.synthetic else {
+                continue;
+            };
+            let time = |r: &CorpusResult, label: &str| r.row(label).and_then(Row::best);
+            let growth =
+                |label: &str| match (previous.and_then(|p| time(p, label)), time(result, label)) {
+                    (Some(a), Some(b)) => format!("{:.2}", b.as_secs_f64() / a.as_secs_f64()),
+                    _ => String::new(),
+                };
+            let fold = result
+                .fold_rss_kib
+                .iter()
+                .map(|&(_, rss)| format!("{:.0}", rss as f64 / 1024.0))
+                .collect::<Vec<_>>()
+                .join(" / ");
+            let limit =
+                (2 * info.code_bytes) as f64 / (1 << 20) as f64 + RSS_FIXED_OVERHEAD_MIB as f64;
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {fold} | {limit:.0} |",
+                thousands(info.functions as u64),
+                thousands(info.code_bytes),
+                time(result, "lld").map_or(String::new(), ms),
+                time(result, "icf safe + lld").map_or(String::new(), ms),
+                growth("icf safe + lld"),
+                time(result, "icf all + lld").map_or(String::new(), ms),
+                growth("icf all + lld"),
+            );
+            previous = Some(result);
+        }
+        md.push('\n');
+    }
+}
+
+/// results.json: the environment, every figure of every link, and the targets.
+fn render_json(results: &[CorpusResult], targets: &[Target], environment: &Environment) -> Value {
+    let corpora: Vec<Value> = results
+        .iter()
+        .map(|result| {
+            let best = result.best_peer_all();
+            let best_stripped = result.best_peer_stripped();
+            let lld = result.row("lld");
+            let rows: Vec<Value> = result
+                .rows
+                .iter()
+                .map(|row| {
+                    let saved = result.saved_percent(row);
+                    let ratio = |a: f64, b: Option<f64>| b.filter(|b| *b > 0.0).map(|b| a / b);
+                    let best_ms = row.best().map(|t| t.as_secs_f64() * 1e3);
+                    let lld_ms = lld.and_then(Row::best).map(|t| t.as_secs_f64() * 1e3);
+                    let plain_ms = result
+                        .row(row.variant.plain_label())
+                        .and_then(Row::best)
+                        .map(|t| t.as_secs_f64() * 1e3);
+                    json!({
+                        "variant": row.variant.label,
+                        "linker": row.variant.linker.name(),
+                        "icf": match row.variant.kind {
+                            Kind::Peer(flag) => json!({"tool": "linker", "flag": flag}),
+                            Kind::Icf(mode) => json!({"tool": "icf link", "mode": mode}),
+                        },
+                        "failure": row.failure.as_ref().map(|f| json!({"error": f.summary, "log": f.log})),
+                        "text_bytes": row.ok().then_some(row.text),
+                        "text_saved_percent": saved,
+                        "text_saved_vs_best_peer_all": saved.and_then(|s| ratio(s, best.map(|b| b.1))),
+                        "stripped_bytes": row.ok().then_some(row.stripped),
+                        "stripped_vs_best_peer": best_stripped.filter(|_| row.ok()).map(|b| row.stripped as f64 / b as f64),
+                        "wall_ms_best": best_ms,
+                        "wall_ms_rounds": row.walls.iter().map(|t| t.as_secs_f64() * 1e3).collect::<Vec<_>>(),
+                        "wall_vs_plain_lld": best_ms.and_then(|t| ratio(t, lld_ms)),
+                        "overhead_ms_vs_plain_same_linker": match row.variant.kind {
+                            Kind::Icf(_) => best_ms.zip(plain_ms).map(|(t, p)| t - p),
+                            Kind::Peer(_) => None,
+                        },
+                        "peak_rss_kib": row.ok().then_some(row.rss_kib),
+                        "peak_rss_vs_plain_lld": lld.filter(|_| row.ok()).map(|l| row.rss_kib as f64 / l.rss_kib.max(1) as f64),
+                        "behaviour": match &row.behaviour {
+                            Behaviour::Reference => json!("reference"),
+                            Behaviour::Same => json!("same"),
+                            Behaviour::Differs(why) => json!({"differs": why}),
+                        },
+                        "icf_timings_ms": row.report.as_ref().map(|r| r["timings_ms"].clone()),
+                        "icf_totals": row.report.as_ref().map(|r| r["totals"].clone()),
+                    })
+                })
+                .collect();
+            json!({
+                "name": result.name,
+                "description": result.description,
+                "best_peer_icf_all": best.map(|(row, saved)| json!({"variant": row.variant.label, "text_saved_percent": saved})),
+                "synthetic": result.synthetic.as_ref().map(|info| json!({
+                    "functions": info.functions,
+                    "objects": info.objects,
+                    "code_bytes": info.code_bytes,
+                    "copies": info.copies,
+                    "icf_fold_peak_rss_kib": result.fold_rss_kib.iter().map(|&(mode, rss)| (mode.to_owned(), json!(rss))).collect::<serde_json::Map<_, _>>(),
+                })),
+                "links": rows,
+            })
+        })
+        .collect();
+    json!({
+        "icf_revision": environment.icf_revision,
+        "finished_unix": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "cores": std::thread::available_parallelism().map_or(0, usize::from),
+        "rounds": environment.runs,
+        "load_average_before": environment.load_before,
+        "load_average_after": environment.load_after,
+        "elapsed_seconds": environment.elapsed.as_secs_f64(),
+        "rss_fixed_overhead_mib": RSS_FIXED_OVERHEAD_MIB,
+        "corpora": corpora,
+        "targets": targets.iter().map(|t| json!({
+            "corpus": t.corpus,
+            "target": t.name,
+            "pass": t.pass,
+            "detail": t.detail,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A duration in whole milliseconds.
+pub(super) fn ms(duration: Duration) -> String {
+    format!("{:.0}", duration.as_secs_f64() * 1e3)
+}
+
+/// Bytes in MiB, one decimal.
+pub(super) fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// Bytes in MiB from 1 MiB up, else in KiB.
+pub(super) fn human_bytes(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        mib(bytes)
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+}

@@ -1,0 +1,203 @@
+//! The performance targets, evaluated on what was measured: one PASS/FAIL
+//! line each (never the exit status). Safe mode saves at least the best
+//! peer's `--icf=all`; `icf link` in front of lld stays within
+//! `LINK_TIME_LIMIT` of plain lld on the real corpora; on the synthetic
+//! corpora icf's peak RSS stays under twice the code plus
+//! `RSS_FIXED_OVERHEAD_MIB`, and its link time grows at most
+//! `SCALING_SLACK` times as fast as the function count.
+
+use super::measure::{CorpusResult, Row, first_error};
+use super::prepare::SyntheticInfo;
+use super::render::{human_bytes, mib, ms};
+
+/// The fixed part of the synthetic RSS target: icf's peak RSS must stay under
+/// twice the input's code bytes plus this many MiB (the binary, thread
+/// stacks, allocator arenas, tables that do not grow with the input).
+pub(super) const RSS_FIXED_OVERHEAD_MIB: u64 = 100;
+/// `icf link` in front of lld may take this much longer than plain lld (ripgrep, llvm).
+const LINK_TIME_LIMIT: f64 = 1.25;
+/// On the synthetic corpora, time(b)/time(a) may be at most this times b/a.
+const SCALING_SLACK: f64 = 1.1;
+
+/// One PASS/FAIL line.
+#[derive(Debug)]
+pub(super) struct Target {
+    pub(super) corpus: String,
+    pub(super) name: &'static str,
+    pub(super) pass: bool,
+    pub(super) detail: String,
+}
+
+impl Target {
+    pub(super) fn line(&self) -> String {
+        format!(
+            "{} {}: {}: {}",
+            if self.pass { "PASS" } else { "FAIL" },
+            self.corpus,
+            self.name,
+            self.detail
+        )
+    }
+}
+
+/// Evaluates the targets of the module header on what was measured: per
+/// corpus, its savings, then its link times (real corpora) or icf's peak RSS
+/// (synthetic); then the scaling between consecutive synthetic sizes.
+pub(super) fn targets(results: &[CorpusResult]) -> Vec<Target> {
+    let mut targets = Vec::new();
+    for result in results {
+        targets.extend(safe_saving(result));
+        if result.synthetic.is_none() {
+            targets.extend(link_time(result));
+        }
+        if let Some(info) = &result.synthetic {
+            targets.push(fold_rss(result, info));
+        }
+    }
+    targets.extend(scaling(results));
+    targets
+}
+
+/// Safe mode saves at least the best peer's --icf=all (in front of lld and GNU ld).
+fn safe_saving(result: &CorpusResult) -> Vec<Target> {
+    let best = result.best_peer_all();
+    ["lld", "bfd"]
+        .into_iter()
+        .map(|linker| {
+            let label = format!("icf safe + {linker}");
+            let saved = result.row(&label).and_then(|row| result.saved_percent(row));
+            let (pass, detail) = match (saved, best) {
+                (Some(saved), Some((peer, best))) => (
+                    saved >= best,
+                    format!(
+                        "{label} saves {saved:.2}% of .text, best peer {} {best:.2}%",
+                        peer.variant.label
+                    ),
+                ),
+                (None, _) => (false, format!("{label} did not link")),
+                (_, None) => (false, "no peer --icf=all link succeeded".into()),
+            };
+            Target {
+                corpus: result.name.clone(),
+                name: "safe saves >= best peer --icf=all",
+                pass,
+                detail,
+            }
+        })
+        .collect()
+}
+
+/// icf link within LINK_TIME_LIMIT of plain lld, both modes (real corpora).
+fn link_time(result: &CorpusResult) -> Vec<Target> {
+    ["safe", "all"]
+        .into_iter()
+        .map(|mode| {
+            let label = format!("icf {mode} + lld");
+            let times = result
+                .row(&label)
+                .and_then(Row::best)
+                .zip(result.row("lld").and_then(Row::best));
+            let (pass, detail) = match times {
+                Some((icf, lld)) => {
+                    let ratio = icf.as_secs_f64() / lld.as_secs_f64();
+                    (
+                        ratio <= LINK_TIME_LIMIT,
+                        format!(
+                            "{label} {} vs plain lld {}: {ratio:.2}x (limit {LINK_TIME_LIMIT}x)",
+                            ms(icf),
+                            ms(lld)
+                        ),
+                    )
+                }
+                None if result.row(&label).is_none() => (false, format!("{label} did not link")),
+                None => (false, "the plain lld link failed".into()),
+            };
+            Target {
+                corpus: result.name.clone(),
+                name: "icf link time <= 1.25x plain lld",
+                pass,
+                detail,
+            }
+        })
+        .collect()
+}
+
+/// icf's own peak RSS (`icf fold` alone) on a synthetic corpus.
+fn fold_rss(result: &CorpusResult, info: &SyntheticInfo) -> Target {
+    let limit_kib = 2 * info.code_bytes / 1024 + RSS_FIXED_OVERHEAD_MIB * 1024;
+    let peak = result.fold_rss_kib.iter().map(|&(_, rss)| rss).max();
+    let (pass, detail) = match peak {
+        Some(peak) => (
+            peak <= limit_kib,
+            format!(
+                "icf fold peak RSS {} (safe/all: {}) vs limit 2 x {} code + {RSS_FIXED_OVERHEAD_MIB} MiB = {}",
+                mib(peak * 1024),
+                result
+                    .fold_rss_kib
+                    .iter()
+                    .map(|&(_, rss)| mib(rss * 1024))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+                human_bytes(info.code_bytes),
+                mib(limit_kib * 1024)
+            ),
+        ),
+        None => (
+            false,
+            match &result.fold_error {
+                Some(error) => format!("icf fold failed: {}", first_error(error)),
+                None => "icf fold was not measured".into(),
+            },
+        ),
+    };
+    Target {
+        corpus: result.name.clone(),
+        name: "icf peak RSS <= 2 x code + 100 MiB",
+        pass,
+        detail,
+    }
+}
+
+/// Scaling: icf link time between consecutive synthetic sizes, both modes.
+fn scaling(results: &[CorpusResult]) -> Vec<Target> {
+    let mut targets = Vec::new();
+    let synthetic: Vec<&CorpusResult> = results.iter().filter(|r| r.synthetic.is_some()).collect();
+    for pair in synthetic.windows(2) {
+        let (small, large) = (pair[0], pair[1]);
+        let (Some(a), Some(b)) = (&small.synthetic, &large.synthetic) else {
+            continue;
+        };
+        let growth = b.functions as f64 / a.functions as f64;
+        let limit = SCALING_SLACK * growth;
+        for mode in ["safe", "all"] {
+            let label = format!("icf {mode} + lld");
+            let times = small
+                .row(&label)
+                .and_then(Row::best)
+                .zip(large.row(&label).and_then(Row::best));
+            let (pass, detail) = match times {
+                Some((t_small, t_large)) => {
+                    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
+                    (
+                        ratio <= limit,
+                        format!(
+                            "{label}: {} functions {}, {} functions {}: {ratio:.2}x for {growth:.2}x the functions (limit {limit:.2}x)",
+                            a.functions,
+                            ms(t_small),
+                            b.functions,
+                            ms(t_large)
+                        ),
+                    )
+                }
+                None => (false, format!("{label} failed at one of the sizes")),
+            };
+            targets.push(Target {
+                corpus: format!("{}..{}", small.name, b.functions),
+                name: "icf link time scales linearly",
+                pass,
+                detail,
+            });
+        }
+    }
+    targets
+}
