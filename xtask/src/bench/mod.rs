@@ -52,20 +52,18 @@
 //! directory's `failures/`), or a binary behaves unlike the plain one (both
 //! outputs and the binary go to its `diff/`).
 //!
-//! Time taken on 2 cores: `--corpus all` with the default sizes about 2
-//! minutes once the corpora are cached (building ripgrep takes about a
-//! minute more the first time, opt_lite about 10 s). One million synthetic
-//! functions (`--corpus synthetic --sizes 1000000`) take about 10 minutes:
-//! 11 s to generate 1000 objects (384 MiB), then 13 links of about 150 MiB
-//! of `.text` three times (lld 1.9 s, GNU ld 16 s, gold --icf 13 s, icf
-//! link 9 s at 1.3 GiB peak RSS); its directory needs about 4 GiB of disk.
+//! How long a run takes and what it measured are in the results it writes
+//! (`results.md` records the time taken), not here. One million synthetic
+//! functions (`--corpus synthetic --sizes 1000000`) need about 4 GiB of
+//! disk.
 //!
 //! This file holds the flags, `run` (the phases in order) and the tool
 //! check; each phase has its own file: `prepare` (building and caching the
 //! corpora), `measure` (the links, their sizes, behaviour and `icf verify`),
-//! `targets` (the PASS/FAIL lines) and `render` (results.md, results.json,
-//! the environment they record).
+//! `targets` (the PASS/FAIL lines), `render` (results.md, results.json,
+//! the environment they record) and `format` (numbers).
 
+mod format;
 mod measure;
 mod prepare;
 mod render;

@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use super::render::{human_bytes, mib};
+use super::format::{human_bytes, mib};
 use super::{BenchArgs, CorpusChoice, check_tools};
 use crate::corpus::{self, Corpus};
 use crate::peer;

@@ -1,7 +1,6 @@
 //! Rendering the results: `target/bench/results.md` (printed too) and
 //! `results.json`, the environment they record (icf's revision, load
-//! average, rounds, time taken), and the number formatting the other phases
-//! share (`ms`, `mib`, `human_bytes`).
+//! average, rounds, time taken). Numbers are formatted by `format.rs`.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -10,6 +9,8 @@ use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+
+use super::format::{mib, ms, thousands};
 use serde_json::{Value, json};
 
 use super::measure::{Behaviour, CorpusResult, Kind, Row};
@@ -383,49 +384,4 @@ fn render_json(results: &[CorpusResult], targets: &[Target], environment: &Envir
             "detail": t.detail,
         })).collect::<Vec<_>>(),
     })
-}
-
-/// A duration in whole milliseconds.
-pub(super) fn ms(duration: Duration) -> String {
-    format!("{:.0}", duration.as_secs_f64() * 1e3)
-}
-
-/// Bytes in MiB, one decimal.
-pub(super) fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
-}
-
-/// Bytes in MiB from 1 MiB up, else in KiB.
-pub(super) fn human_bytes(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
-        mib(bytes)
-    } else {
-        format!("{:.1} KiB", bytes as f64 / 1024.0)
-    }
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-    }
 }

@@ -6,9 +6,9 @@
 //! `RSS_FIXED_OVERHEAD_MIB`, and its link time grows at most
 //! `SCALING_SLACK` times as fast as the function count.
 
+use super::format::{human_bytes, mib, ms};
 use super::measure::{CorpusResult, Row, first_error};
 use super::prepare::SyntheticInfo;
-use super::render::{human_bytes, mib, ms};
 
 /// The fixed part of the synthetic RSS target: icf's peak RSS must stay under
 /// twice the input's code bytes plus this many MiB (the binary, thread
