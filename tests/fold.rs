@@ -269,7 +269,7 @@ fn functions_rustc_made_fold_as_aliases_in_safe_mode() {
         analysis
             .data_references
             .iter()
-            .any(|&(candidate, _, _)| candidate == a[0])
+            .any(|reference| reference.candidate == a[0])
     );
     assert!(analysis.plan.significance[a[0].index()].is_none());
     assert!(analysis.plan.significance[b[0].index()].is_none());

@@ -461,7 +461,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
     pub fn name(&self, id: CandidateId) -> String {
         let info = &self.candidates[id.index()];
         match info.origin {
-            Origin::Function(index) => self.program.function_name(&self.program.functions[index]),
+            Origin::Function(index) => self.program.function_name(self.program.function(index)),
             Origin::Data => self.data_symbol(id).map_or_else(
                 || self.data_place(id),
                 |symbol| crate::demangle(self.program.object(info.object).elf.symbol(symbol).name),
@@ -473,9 +473,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
     pub fn raw_name(&self, id: CandidateId) -> String {
         let info = &self.candidates[id.index()];
         match info.origin {
-            Origin::Function(index) => self
-                .program
-                .function_raw_name(&self.program.functions[index]),
+            Origin::Function(index) => self.program.function_raw_name(self.program.function(index)),
             Origin::Data => self.data_symbol(id).map_or_else(
                 || self.data_place(id),
                 |symbol| {

@@ -136,8 +136,13 @@ pub(crate) fn attributes(
         .collect()
 }
 
-/// The CIE and FDE bytes of an unwind description, relocated fields zeroed.
-type UnwindKey = (Vec<u8>, Vec<u8>);
+/// The CIE and FDE bytes of an unwind description, as compared
+/// ([`icf_object::Fde::description`]).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct UnwindKey {
+    cie: Vec<u8>,
+    fde: Vec<u8>,
+}
 
 /// The unwind description of a function: the CIE and FDE bytes compared
 /// ([`icf_object::Fde::description`]), and the references they hold
@@ -166,7 +171,8 @@ fn unwind_description(
             }
         })
         .collect();
-    (fde.description(section), refs)
+    let (cie, fde) = fde.description(section);
+    (UnwindKey { cie, fde }, refs)
 }
 
 /// The output section the link puts a candidate's input section in: where

@@ -5,7 +5,7 @@
 //! narrow to ([`Places`]): the candidates, and the elements of mergeable
 //! sections, each named by a target.
 
-use crate::program::{ObjectId, Program};
+use crate::program::{FunctionId, ObjectId, Program};
 use crate::targets::{ExtendedTargets, Target};
 use icf_fold::CandidateId;
 use icf_ir::TargetId;
@@ -16,8 +16,8 @@ use rustc_hash::FxHashMap as HashMap;
 /// Where a candidate comes from.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Origin {
-    /// Index into [`Program::functions`].
-    Function(usize),
+    /// A function piece.
+    Function(FunctionId),
     /// A whole read-only data section.
     Data,
 }
@@ -42,8 +42,13 @@ impl CandidateInfo {
     }
 }
 
-/// A candidate's place in its section: (start, end, candidate).
-pub(crate) type Piece = (u64, u64, CandidateId);
+/// A candidate's place in its section.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) struct Piece {
+    pub start: u64,
+    pub end: u64,
+    pub candidate: CandidateId,
+}
 
 /// The places of every section that references can be narrowed to, per
 /// object and section (a section per function is common).
@@ -71,7 +76,11 @@ impl Places {
             candidate_targets.push(targets.intern(Target::Candidate(index as u32)));
             pieces[candidate.object.index()].push((
                 candidate.section,
-                (candidate.start, candidate.end, CandidateId(index as u32)),
+                Piece {
+                    start: candidate.start,
+                    end: candidate.end,
+                    candidate: CandidateId(index as u32),
+                },
             ));
         }
         let sections = |object: usize| program.objects[object].elf.sections.len();
@@ -157,7 +166,7 @@ pub(crate) fn collect_candidates(
         .enumerate()
         .filter(|(_, f)| program.object(f.object).loaded && kept(f.object, f.extent.section))
         .map(|(index, f)| CandidateInfo {
-            origin: Origin::Function(index),
+            origin: Origin::Function(FunctionId(index as u32)),
             object: f.object,
             section: f.extent.section,
             start: f.extent.start,

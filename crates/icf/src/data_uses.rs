@@ -8,9 +8,15 @@ use crate::program::{ObjectId, Program};
 use icf_fold::CandidateId;
 use icf_object::SectionIndex;
 
-/// A reference to a candidate from a section that is not one: (candidate,
-/// referring object, referring section).
-pub type DataReference = (CandidateId, ObjectId, SectionIndex);
+/// A reference to a candidate from a section that is not one.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct DataReference {
+    /// The candidate referred to.
+    pub candidate: CandidateId,
+    /// The referring object and section.
+    pub object: ObjectId,
+    pub section: SectionIndex,
+}
 
 /// Every reference to a candidate from an allocated section that is neither
 /// code nor a candidate: function pointers in writable data, `.init_array`,
@@ -62,7 +68,11 @@ pub(crate) fn references_from_data<'data>(
                     continue;
                 };
                 if other_data {
-                    references.push((candidate, id, from));
+                    references.push(DataReference {
+                        candidate,
+                        object: id,
+                        section: from,
+                    });
                 }
                 if in_vtable {
                     let named = object.elf.symbol(reloc.symbol);
@@ -73,7 +83,7 @@ pub(crate) fn references_from_data<'data>(
                     } else {
                         VtableName::Global(named.name)
                     };
-                    vtable_entries.push((candidate, through));
+                    vtable_entries.push(VtableEntry { candidate, through });
                 }
             }
         }
@@ -81,8 +91,14 @@ pub(crate) fn references_from_data<'data>(
     (references, vtable_entries)
 }
 
-/// A vtable entry: the candidate it points to, and how it names it.
-pub type VtableEntry<'data> = (CandidateId, VtableName<'data>);
+/// A vtable entry that points to a candidate.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct VtableEntry<'data> {
+    /// The candidate it points to.
+    pub candidate: CandidateId,
+    /// How it names it.
+    pub through: VtableName<'data>,
+}
 
 /// The symbol a vtable entry goes through.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]

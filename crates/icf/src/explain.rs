@@ -39,7 +39,7 @@ impl Analysis<'_, '_> {
                 match info.origin {
                     Origin::Function(index) => crate::dump::matches_name(
                         self.program,
-                        &self.program.functions[index],
+                        self.program.function(index),
                         Some(name),
                     ),
                     Origin::Data => self.raw_name(id) == name || self.name(id) == name,

@@ -43,8 +43,8 @@ fn owners(
             }
         }
     }
-    for &(to, _, _) in data_references {
-        referrer[to.index()] = Some(Err(()));
+    for reference in data_references {
+        referrer[reference.candidate.index()] = Some(Err(()));
     }
     candidates
         .iter()
@@ -102,7 +102,7 @@ pub(crate) fn make(
     let mut bodies: Vec<Body> = map_by_object(program, candidates, |_, candidate| {
         let function = narrower.lift(candidate);
         let entered = match candidate.origin {
-            Origin::Function(index) => !program.entry_points(&program.functions[index]).is_empty(),
+            Origin::Function(index) => !program.entry_points(program.function(index)).is_empty(),
             Origin::Data => false,
         };
         let body = if function.layout_sensitive || entered {

@@ -34,6 +34,7 @@ mod targets;
 pub use analysis::{Analysis, Timings};
 pub use attributes::output_section_class;
 pub use candidates::{CandidateInfo, Origin};
+pub use data_uses::{DataReference, VtableEntry, VtableName};
 pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
 pub use fold::{FoldedFile, OutputKind, write_atomically, write_outputs};
 pub use icf_fold::plan::Mode;
@@ -44,7 +45,9 @@ pub use linker_script::{Placement, ScriptMap};
 pub use live::{GcRoots, live_sections};
 pub use member_facts::{Plan, PlanOptions};
 pub use names::demangle;
-pub use program::{Exports, FunctionInfo, Inputs, LoadedObject, ObjectId, Options, Program};
+pub use program::{
+    Exports, FunctionId, FunctionInfo, Inputs, LoadedObject, ObjectId, Options, Program,
+};
 pub use report::{BinarySizes, Group, Member, NearDuplicate, REPORT_VERSION, Report, Totals};
 pub use significance::Significance;
 pub use targets::{ExtendedTargets, SymbolRef, Target, TargetTable};

@@ -301,7 +301,7 @@ impl<'data> Analysis<'_, 'data> {
             .map(|info| match info.origin {
                 Origin::Function(index) => !self
                     .program
-                    .entry_points(&self.program.functions[index])
+                    .entry_points(self.program.function(index))
                     .is_empty(),
                 Origin::Data => false,
             })
@@ -470,14 +470,6 @@ impl<'data> Analysis<'_, 'data> {
         );
         let in_comdat = u8::from(elf.section(info.section).group.is_some());
         (replaceable, in_comdat, best, candidate.0)
-    }
-
-    /// The origin of a candidate as a function index, for callers that need the extent.
-    pub fn function_index(&self, candidate: CandidateId) -> Option<usize> {
-        match self.candidates[candidate.index()].origin {
-            Origin::Function(index) => Some(index),
-            Origin::Data => None,
-        }
     }
 }
 

@@ -68,14 +68,16 @@ impl Narrower<'_, '_> {
             return (target, addend);
         };
         let pieces = self.places.pieces(object, section);
-        let named = |(start, _, candidate): Piece| {
-            let id = self.places.candidate_targets[candidate.index()];
-            (id, addend - start as i64)
+        let named = |piece: Piece| {
+            let id = self.places.candidate_targets[piece.candidate.index()];
+            (id, addend - piece.start as i64)
         };
         match pieces {
             [] => {}
-            &[piece @ (start, end, _)] => {
-                if u64::try_from(place).is_ok_and(|place| (start..=end).contains(&place)) {
+            &[piece] => {
+                if u64::try_from(place)
+                    .is_ok_and(|place| (piece.start..=piece.end).contains(&place))
+                {
                     return named(piece);
                 }
                 return (target, addend);
@@ -84,16 +86,17 @@ impl Narrower<'_, '_> {
                 let Ok(offset) = u64::try_from(place) else {
                     return (target, addend);
                 };
-                let at = pieces.partition_point(|&(start, _, _)| start <= offset);
+                let at = pieces.partition_point(|piece| piece.start <= offset);
                 let piece = at.checked_sub(1).map(|i| pieces[i]);
                 let owner = match reach {
                     // A jump-table entry's addend is its target plus its
                     // distance from the table: both must lie in the piece.
-                    Reach::Branch => piece.filter(|&(start, end, _)| {
-                        offset < end
-                            && u64::try_from(addend).is_ok_and(|a| (start..end).contains(&a))
+                    Reach::Branch => piece.filter(|piece| {
+                        offset < piece.end
+                            && u64::try_from(addend)
+                                .is_ok_and(|a| (piece.start..piece.end).contains(&a))
                     }),
-                    Reach::Unwind => piece.filter(|&(start, _, _)| start == offset),
+                    Reach::Unwind => piece.filter(|piece| piece.start == offset),
                     Reach::Data => None,
                 };
                 return owner.map_or((target, addend), named);
@@ -115,7 +118,7 @@ impl Narrower<'_, '_> {
     pub(crate) fn lift(&self, candidate: &CandidateInfo) -> Function {
         match candidate.origin {
             Origin::Function(index) => {
-                self.narrow_function(self.program.lift(&self.program.functions[index]))
+                self.narrow_function(self.program.lift(self.program.function(index)))
             }
             Origin::Data => self.lift_data(candidate),
         }

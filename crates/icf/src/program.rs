@@ -97,6 +97,10 @@ impl ObjectId {
     }
 }
 
+/// Index of a function piece in [`Program::functions`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct FunctionId(pub u32);
+
 /// Named symbols of each section as (value, size, symbol), sorted by value,
 /// larger extents first.
 pub type SectionSymbols = PerSection<(u64, u64, icf_object::SymbolIndex)>;
@@ -252,6 +256,10 @@ impl<'data> Program<'data> {
 
     pub fn object(&self, id: ObjectId) -> &LoadedObject<'data> {
         &self.objects[id.index()]
+    }
+
+    pub fn function(&self, id: FunctionId) -> &FunctionInfo {
+        &self.functions[id.0 as usize]
     }
 
     /// Drops the pages of one object's bytes from the resident set (see

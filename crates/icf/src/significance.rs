@@ -132,7 +132,12 @@ impl Uses<'_, '_, '_> {
                 _ => {}
             }
         }
-        for &(candidate, object, section) in self.data_references {
+        for &DataReference {
+            candidate,
+            object,
+            section,
+        } in self.data_references
+        {
             if !has_table(object) {
                 let name = program.object(object).elf.section(section).name_lossy();
                 inferred
@@ -194,7 +199,7 @@ impl Uses<'_, '_, '_> {
     /// `-fipa-icf` makes such aliases) may have that name's address compared.
     fn virtual_functions(&self) -> HashSet<CandidateId> {
         let mut entries: HashMap<CandidateId, HashSet<VtableName<'_>>> = HashMap::default();
-        for &(candidate, through) in self.vtable_entries {
+        for &VtableEntry { candidate, through } in self.vtable_entries {
             entries.entry(candidate).or_default().insert(through);
         }
         entries
