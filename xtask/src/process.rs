@@ -6,8 +6,6 @@
 
 use std::env;
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use anyhow::{Context, Result, bail};
@@ -17,18 +15,7 @@ pub fn cargo() -> Command {
     Command::new(env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")))
 }
 
-/// Finds `name` the way a shell's `command -v` does: the first executable
-/// regular file called `name` in a `PATH` directory.
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    let path = env::var_os("PATH")?;
-    env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| {
-            candidate
-                .metadata()
-                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        })
-}
+pub use icf_fixtures::find_program;
 
 /// Renders a command roughly as a shell would show it, for headers and errors.
 pub fn display(command: &Command) -> String {
