@@ -17,7 +17,7 @@
 use crate::eh_frame;
 use crate::elf::ElfObject;
 use crate::error::{Error, Result};
-use crate::model::{Binding, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
+use crate::model::{Binding, ComdatGroup, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::FileHeader as _;
@@ -112,6 +112,64 @@ type OutReloc = (u64, usize, u32, i64);
 enum Out {
     Section(SectionIndex),
     Relocations(SectionIndex),
+}
+
+/// Sections whose bytes or relocations the output changes, by input index.
+#[derive(Debug, Default)]
+struct ChangedContents {
+    /// New bytes: of thunks, `.eh_frame`, group sections and `.llvm_addrsig`.
+    data: HashMap<SectionIndex, Vec<u8>>,
+    /// New relocations: of thunks and `.eh_frame`. Those of a section that
+    /// keeps its contents are retargeted while they are written, not
+    /// gathered here first: in a large object they outnumber everything else.
+    relocs: HashMap<SectionIndex, Vec<OutReloc>>,
+}
+
+/// The output symbol table's order.
+#[derive(Debug)]
+struct SymbolOrder {
+    /// Positions in [`Rewriter::symbols`], in output order (after the null
+    /// symbol): locals, then globals.
+    order: Vec<usize>,
+    /// The index of the first global symbol (the symbol table's `sh_info`).
+    num_local: u32,
+    /// The output index of each position in [`Rewriter::symbols`].
+    out_index: Vec<u32>,
+}
+
+/// The output's sections in order, with what the writer reserved for each.
+#[derive(Debug)]
+struct OutputSections {
+    outs: Vec<Out>,
+    index_of: HashMap<Out, object::write::elf::SectionIndex>,
+    name_ids: HashMap<Out, StringId>,
+    /// Where each kept section's data starts in the file.
+    data_offsets: HashMap<SectionIndex, u64>,
+    /// Where the relocations of each target start in the file.
+    reloc_offsets: HashMap<SectionIndex, u64>,
+}
+
+impl OutputSections {
+    /// The output index of input section `old`; `None` when it is gone.
+    fn index(&self, old: SectionIndex) -> Option<u32> {
+        self.index_of.get(&Out::Section(old)).map(|i| i.0)
+    }
+
+    /// The input sections the output keeps, in output order.
+    fn kept(&self) -> impl Iterator<Item = SectionIndex> + '_ {
+        self.outs.iter().filter_map(|out| match *out {
+            Out::Section(old) => Some(old),
+            Out::Relocations(_) => None,
+        })
+    }
+
+    /// The sections whose relocations the output holds, in output order.
+    fn relocated(&self) -> impl Iterator<Item = SectionIndex> + '_ {
+        self.outs.iter().filter_map(|out| match *out {
+            Out::Relocations(target) => Some(target),
+            Out::Section(_) => None,
+        })
+    }
 }
 
 /// What happens to one old symbol.
@@ -436,67 +494,96 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         }
     }
 
+    /// The output file, in the writer's two passes: what changes and in
+    /// which order, then every part reserved, then every part written, in
+    /// the same order.
     fn write(&self) -> Result<Vec<u8>> {
-        let object = self.object;
-        let header = elf::FileHeader64::<LE>::parse(object.data)?;
-        let shstrndx = header.e_shstrndx(LE).0 as usize;
-        let symtab = object.symtab;
-        let symtab_strtab = symtab.map(|s| object.section(s).link as usize);
-        let is_regenerated = |index: usize, sh_type: u32| {
-            Some(SectionIndex(index as u32)) == symtab
-                || Some(index) == symtab_strtab
-                || index == shstrndx
-                || sh_type == elf::SHT_SYMTAB_SHNDX.0
-        };
+        let header = elf::FileHeader64::<LE>::parse(self.object.data)?;
+        let mut changed = self.changed_contents()?;
+        let symbols = self.symbol_order();
+        let outs = self.output_sections(header, &changed);
+        let rela_names = self.relocation_section_names(&outs);
 
-        // Contents that change: relocations, groups, addrsig, eh_frame, thunks.
-        // Relocations of a section that keeps its contents are retargeted
-        // while they are written, not gathered here first: in a large object
-        // they outnumber everything else.
-        let mut new_relocs: HashMap<SectionIndex, Vec<OutReloc>> = HashMap::default();
-        let mut new_data: HashMap<SectionIndex, Vec<u8>> = HashMap::default();
+        let mut buffer = Vec::with_capacity(self.object.data.len());
+        let mut writer = Writer::new(object::Endianness::Little, true, &mut buffer);
+        writer.reserve_file_header();
+        let mut sections = self.reserve_section_indices(&mut writer, outs, &rela_names);
+        self.regenerate_groups_and_addrsig(&sections, &symbols, &mut changed.data);
+        self.reserve_section_data(&mut writer, &mut sections, &changed);
+        let symbol_names = self.reserve_symbol_tables(&mut writer, &sections, &symbols)?;
+        self.reserve_relocation_sections(&mut writer, &mut sections, &changed);
+        writer.reserve_shstrtab_section_index();
+        writer.reserve_shstrtab()?;
+        writer.reserve_section_headers();
+
+        write_file_header(&mut writer, header)?;
+        self.write_section_data(&mut writer, &sections, &changed);
+        self.write_symbol_tables(&mut writer, &sections, &symbols, &symbol_names);
+        self.write_relocation_sections(&mut writer, &sections, &changed, &symbols)?;
+        writer.write_shstrtab();
+        self.write_section_headers(&mut writer, &sections, &changed, &symbols);
+        drop(writer);
+        Ok(buffer)
+    }
+
+    /// The new bytes and relocations of thunks and of `.eh_frame`. Group
+    /// and `.llvm_addrsig` contents come once output indices are known
+    /// ([`Rewriter::regenerate_groups_and_addrsig`]).
+    fn changed_contents(&self) -> Result<ChangedContents> {
+        let object = self.object;
+        let mut changed = ChangedContents::default();
         for (index, section) in object.sections.iter().enumerate() {
             let index = SectionIndex(index as u32);
             if self.dropped.contains(&index) || crate::elf::is_relocation_section(section.sh_type) {
                 continue;
             }
             if let Some(contents) = self.edits.replaced.get(&index) {
-                new_data.insert(index, contents.bytes.clone());
-                let relocs = contents
+                changed.data.insert(index, contents.bytes.clone());
+                changed
                     .relocs
-                    .iter()
-                    .map(|r| {
-                        let out = match r.symbol {
-                            SymbolRef::Existing(s) => {
-                                self.retarget(s, r.addend, false).map(|(o, _)| o)
-                            }
-                            SymbolRef::New(n) => Ok(self.new_to_out[n]),
-                        }?;
-                        Ok((r.offset, out, r.r_type, r.addend))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                new_relocs.insert(index, relocs);
+                    .insert(index, self.new_contents_relocations(contents)?);
                 continue;
             }
             if Some(index) == object.eh_frame.as_ref().map(|(s, _)| *s) {
                 let (bytes, relocs) = self.rewrite_eh_frame(index)?;
-                new_data.insert(index, bytes);
-                new_relocs.insert(index, relocs);
+                changed.data.insert(index, bytes);
+                changed.relocs.insert(index, relocs);
                 continue;
             }
         }
-        // How many relocations each output section gets.
-        let reloc_count = |target: SectionIndex| -> usize {
-            match new_relocs.get(&target) {
-                Some(relocs) => relocs.len(),
-                None if object.section(target).reloc_section.is_some() => {
-                    object.section(target).relocs.len()
-                }
-                None => 0,
-            }
-        };
+        Ok(changed)
+    }
 
-        // Output symbol order: null, locals, globals.
+    /// The relocations of new contents (a thunk's jump), their symbols as
+    /// positions in [`Rewriter::symbols`].
+    fn new_contents_relocations(&self, contents: &NewContents) -> Result<Vec<OutReloc>> {
+        contents
+            .relocs
+            .iter()
+            .map(|r| {
+                let out = match r.symbol {
+                    SymbolRef::Existing(s) => self.retarget(s, r.addend, false).map(|(o, _)| o),
+                    SymbolRef::New(n) => Ok(self.new_to_out[n]),
+                }?;
+                Ok((r.offset, out, r.r_type, r.addend))
+            })
+            .collect()
+    }
+
+    /// How many relocations the output gives section `target`: its new ones,
+    /// else the input's.
+    fn reloc_count(&self, changed: &ChangedContents, target: SectionIndex) -> usize {
+        match changed.relocs.get(&target) {
+            Some(relocs) => relocs.len(),
+            None if self.object.section(target).reloc_section.is_some() => {
+                self.object.section(target).relocs.len()
+            }
+            None => 0,
+        }
+    }
+
+    /// Output symbol order: null, locals, globals.
+    fn symbol_order(&self) -> SymbolOrder {
         let mut order: Vec<usize> = (0..self.symbols.len())
             .filter(|&i| self.symbols[i].is_local())
             .collect();
@@ -506,10 +593,33 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         for (position, &symbol) in order.iter().enumerate() {
             out_index[symbol] = position as u32 + 1;
         }
+        SymbolOrder {
+            order,
+            num_local,
+            out_index,
+        }
+    }
 
-        // The output's sections: every kept section in the original order, each
-        // relocation section right after its target (a new one where a thunk
-        // gained relocations), the regenerated tables at the end.
+    /// The output's sections: every kept section in the original order, each
+    /// relocation section right after its target (a new one where a thunk
+    /// gained relocations). The regenerated tables (symbols, their section
+    /// indices, strings, section names) are not among them: the writer adds
+    /// them at the end.
+    fn output_sections(
+        &self,
+        header: &elf::FileHeader64<LE>,
+        changed: &ChangedContents,
+    ) -> Vec<Out> {
+        let object = self.object;
+        let shstrndx = header.e_shstrndx(LE).0 as usize;
+        let symtab = object.symtab;
+        let symtab_strtab = symtab.map(|s| object.section(s).link as usize);
+        let is_regenerated = |index: usize, sh_type: u32| {
+            Some(SectionIndex(index as u32)) == symtab
+                || Some(index) == symtab_strtab
+                || index == shstrndx
+                || sh_type == elf::SHT_SYMTAB_SHNDX.0
+        };
         let mut outs: Vec<Out> = Vec::new();
         for (index, section) in object.sections.iter().enumerate().skip(1) {
             let old = SectionIndex(index as u32);
@@ -520,11 +630,18 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 continue;
             }
             outs.push(Out::Section(old));
-            if reloc_count(old) > 0 {
+            if self.reloc_count(changed, old) > 0 {
                 outs.push(Out::Relocations(old));
             }
         }
-        // Relocations are written as SHT_RELA, CREL ones too.
+        outs
+    }
+
+    /// The name of each relocation section of `outs`, by target: the
+    /// input's where it was `SHT_RELA`, else `.rela` and the target's name
+    /// (relocations are written as `SHT_RELA`, CREL ones too).
+    fn relocation_section_names(&self, outs: &[Out]) -> HashMap<SectionIndex, Vec<u8>> {
+        let object = self.object;
         let rela_name = |target: SectionIndex| -> Vec<u8> {
             match object.section(target).reloc_section {
                 Some(rela) if object.section(rela).sh_type == elf::SHT_RELA.0 => {
@@ -533,17 +650,25 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 _ => [&b".rela"[..], object.section(target).name].concat(),
             }
         };
-        let rela_names: HashMap<SectionIndex, Vec<u8>> = outs
-            .iter()
+        outs.iter()
             .filter_map(|out| match out {
                 Out::Relocations(target) => Some((*target, rela_name(*target))),
                 Out::Section(_) => None,
             })
-            .collect();
+            .collect()
+    }
 
-        let mut buffer = Vec::with_capacity(object.data.len());
-        let mut writer = Writer::new(object::Endianness::Little, true, &mut buffer);
-        writer.reserve_file_header();
+    /// Reserves an index for each output section in order, then a name for
+    /// each.
+    fn reserve_section_indices<'w>(
+        &self,
+        writer: &mut Writer<'w>,
+        outs: Vec<Out>,
+        rela_names: &'w HashMap<SectionIndex, Vec<u8>>,
+    ) -> OutputSections
+    where
+        'a: 'w,
+    {
         let mut index_of: HashMap<Out, object::write::elf::SectionIndex> = HashMap::default();
         let mut name_ids: HashMap<Out, StringId> = HashMap::default();
         for out in &outs {
@@ -551,69 +676,118 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         }
         for out in &outs {
             let name = match out {
-                Out::Section(old) => object.section(*old).name,
+                Out::Section(old) => self.object.section(*old).name,
                 Out::Relocations(target) => rela_names[target].as_slice(),
             };
             name_ids.insert(*out, writer.add_section_name(name));
         }
-        let section_index = |old: SectionIndex| index_of.get(&Out::Section(old)).map(|i| i.0);
+        OutputSections {
+            outs,
+            index_of,
+            name_ids,
+            data_offsets: HashMap::default(),
+            reloc_offsets: HashMap::default(),
+        }
+    }
 
-        // Group and addrsig contents need output section and symbol indices.
-        for out in &outs {
-            let Out::Section(old) = *out else { continue };
+    /// The contents of group sections and of `.llvm_addrsig`, into `data`:
+    /// both name output section and symbol indices.
+    fn regenerate_groups_and_addrsig(
+        &self,
+        sections: &OutputSections,
+        symbols: &SymbolOrder,
+        data: &mut HashMap<SectionIndex, Vec<u8>>,
+    ) {
+        let object = self.object;
+        for old in sections.kept() {
             let section = object.section(old);
             if section.sh_type == elf::SHT_GROUP.0 {
                 let Some(group) = object.groups.iter().find(|g| g.section == old) else {
                     continue;
                 };
-                let flags = if group.is_comdat {
-                    elf::GRP_COMDAT.0
-                } else {
-                    0
-                };
-                let mut bytes = flags.to_le_bytes().to_vec();
-                for member in group.members.iter().filter(|m| !self.dropped.contains(m)) {
-                    let member_section = object.section(*member);
-                    if crate::elf::is_relocation_section(member_section.sh_type) {
-                        continue;
-                    }
-                    for out in [Out::Section(*member), Out::Relocations(*member)] {
-                        if let Some(index) = index_of.get(&out) {
-                            bytes.extend_from_slice(&index.0.to_le_bytes());
-                        }
-                    }
-                }
-                new_data.insert(old, bytes);
+                data.insert(old, self.group_contents(group, sections));
             } else if section.sh_type == crate::elf::SHT_LLVM_ADDRSIG && object.addrsig.is_some() {
-                let mut bytes = Vec::new();
-                for symbol in object.addrsig.iter().flatten() {
-                    if let Some(out) = self.old_to_out[symbol.index()] {
-                        write_uleb128(&mut bytes, u64::from(out_index[out]));
-                    }
-                }
-                new_data.insert(old, bytes);
+                data.insert(old, self.addrsig_contents(symbols));
             }
         }
+    }
 
+    /// A group section's contents: its flags, then the output index of each
+    /// member that stays, each followed by its relocation section's.
+    fn group_contents(&self, group: &ComdatGroup, sections: &OutputSections) -> Vec<u8> {
+        let flags = if group.is_comdat {
+            elf::GRP_COMDAT.0
+        } else {
+            0
+        };
+        let mut bytes = flags.to_le_bytes().to_vec();
+        for member in group.members.iter().filter(|m| !self.dropped.contains(m)) {
+            let member_section = self.object.section(*member);
+            if crate::elf::is_relocation_section(member_section.sh_type) {
+                continue;
+            }
+            for out in [Out::Section(*member), Out::Relocations(*member)] {
+                if let Some(index) = sections.index_of.get(&out) {
+                    bytes.extend_from_slice(&index.0.to_le_bytes());
+                }
+            }
+        }
+        bytes
+    }
+
+    /// `.llvm_addrsig`'s contents: the output index of each
+    /// address-significant symbol that stays, as ULEB128.
+    fn addrsig_contents(&self, symbols: &SymbolOrder) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for symbol in self.object.addrsig.iter().flatten() {
+            if let Some(out) = self.old_to_out[symbol.index()] {
+                write_uleb128(&mut bytes, u64::from(symbols.out_index[out]));
+            }
+        }
+        bytes
+    }
+
+    /// Reserves the data of each kept section, aligned (see
+    /// [`Rewriter::file_offset_alignment`]), and records where it starts.
+    fn reserve_section_data(
+        &self,
+        writer: &mut Writer<'_>,
+        sections: &mut OutputSections,
+        changed: &ChangedContents,
+    ) {
         let mut data_offsets: HashMap<SectionIndex, u64> = HashMap::default();
-        for out in &outs {
-            let Out::Section(old) = *out else { continue };
-            let section = object.section(old);
-            let len = match new_data.get(&old) {
+        for old in sections.kept() {
+            let section = self.object.section(old);
+            let len = match changed.data.get(&old) {
                 Some(bytes) => bytes.len() as u64,
                 None if section.sh_type == elf::SHT_NOBITS.0 => 0,
                 None => section.data.len() as u64,
             };
             data_offsets.insert(old, writer.reserve(len, self.file_offset_alignment(old)));
         }
+        sections.data_offsets = data_offsets;
+    }
 
+    /// Reserves the symbol table in output order (each symbol's name in the
+    /// string table), `SHT_SYMTAB_SHNDX` where it is needed and the string
+    /// table. Returns the name of each output symbol, by position in
+    /// [`Rewriter::symbols`].
+    fn reserve_symbol_tables<'w>(
+        &self,
+        writer: &mut Writer<'w>,
+        sections: &OutputSections,
+        symbols: &SymbolOrder,
+    ) -> Result<Vec<Option<StringId>>>
+    where
+        'a: 'w,
+    {
         writer.reserve_null_symbol_index();
         let mut symbol_names: Vec<Option<StringId>> = vec![None; self.symbols.len()];
-        for &symbol in &order {
+        for &symbol in &symbols.order {
             let out = &self.symbols[symbol];
             let section = out
                 .section
-                .and_then(|s| index_of.get(&Out::Section(s)).copied());
+                .and_then(|s| sections.index_of.get(&Out::Section(s)).copied());
             writer.reserve_symbol_index(section);
             if !out.name.is_empty() {
                 symbol_names[symbol] = Some(writer.add_string(out.name));
@@ -627,42 +801,59 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         writer.reserve_symtab_shndx();
         writer.reserve_strtab_section_index();
         writer.reserve_strtab()?;
-        let mut reloc_offsets: HashMap<SectionIndex, u64> = HashMap::default();
-        for out in &outs {
-            if let Out::Relocations(target) = *out {
-                reloc_offsets.insert(
-                    target,
-                    writer.reserve_relocations(reloc_count(target), true),
-                );
-            }
-        }
-        writer.reserve_shstrtab_section_index();
-        writer.reserve_shstrtab()?;
-        writer.reserve_section_headers();
+        Ok(symbol_names)
+    }
 
-        // Write.
-        writer.write_file_header(&FileHeader {
-            os_abi: header.e_ident().os_abi,
-            abi_version: header.e_ident().abi_version,
-            e_type: header.e_type(LE),
-            e_machine: header.e_machine(LE),
-            e_entry: 0,
-            e_flags: header.e_flags(LE),
-        })?;
-        for out in &outs {
-            let Out::Section(old) = *out else { continue };
-            let section = object.section(old);
+    /// Reserves each relocation section of the output and records where it
+    /// starts, by target.
+    fn reserve_relocation_sections(
+        &self,
+        writer: &mut Writer<'_>,
+        sections: &mut OutputSections,
+        changed: &ChangedContents,
+    ) {
+        let mut reloc_offsets: HashMap<SectionIndex, u64> = HashMap::default();
+        for target in sections.relocated() {
+            reloc_offsets.insert(
+                target,
+                writer.reserve_relocations(self.reloc_count(changed, target), true),
+            );
+        }
+        sections.reloc_offsets = reloc_offsets;
+    }
+
+    /// Writes the data of each kept section, aligned as reserved: its new
+    /// contents where it has them, else the input's bytes.
+    fn write_section_data(
+        &self,
+        writer: &mut Writer<'_>,
+        sections: &OutputSections,
+        changed: &ChangedContents,
+    ) {
+        for old in sections.kept() {
+            let section = self.object.section(old);
             writer.write_align(self.file_offset_alignment(old));
-            match new_data.get(&old) {
+            match changed.data.get(&old) {
                 Some(bytes) => writer.write(bytes),
                 None if section.sh_type == elf::SHT_NOBITS.0 => {}
                 None => writer.write(section.data),
             }
         }
+    }
+
+    /// Writes the symbol table in output order, then `SHT_SYMTAB_SHNDX` and
+    /// the string table.
+    fn write_symbol_tables(
+        &self,
+        writer: &mut Writer<'_>,
+        sections: &OutputSections,
+        symbols: &SymbolOrder,
+        symbol_names: &[Option<StringId>],
+    ) {
         writer.write_null_symbol();
-        for &symbol in &order {
+        for &symbol in &symbols.order {
             let out = &self.symbols[symbol];
-            let section = out.section.and_then(section_index);
+            let section = out.section.and_then(|s| sections.index(s));
             writer.write_symbol(&Sym {
                 section,
                 st_name: writer.string_offset(symbol_names[symbol]),
@@ -675,93 +866,142 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         }
         writer.write_symtab_shndx();
         writer.write_strtab();
-        for out in &outs {
-            let Out::Relocations(target) = *out else {
-                continue;
-            };
+    }
+
+    /// Writes each relocation section of the output: new relocations as
+    /// they are, the input's retargeted on the way.
+    fn write_relocation_sections(
+        &self,
+        writer: &mut Writer<'_>,
+        sections: &OutputSections,
+        changed: &ChangedContents,
+        symbols: &SymbolOrder,
+    ) -> Result<()> {
+        for target in sections.relocated() {
             writer.write_align_relocation();
-            let mut write = |(offset, symbol, r_type, addend): OutReloc| {
-                writer.write_relocation(
-                    true,
-                    &Rel {
-                        r_offset: offset,
-                        r_sym: out_index[symbol],
-                        r_type: elf::RelocationType(r_type),
-                        r_addend: addend,
-                    },
-                );
-            };
-            match new_relocs.get(&target) {
-                Some(relocs) => relocs.iter().copied().for_each(write),
-                None => {
-                    let section = object.section(target);
-                    let clamp = !section.is_alloc();
-                    for r in &section.relocs {
-                        let (out, addend) =
-                            self.retarget(r.symbol, r.addend, clamp).map_err(|e| {
-                                object.section_error(target, e.message).at_offset(r.offset)
-                            })?;
-                        write((r.offset, out, r.r_type, addend));
+            match changed.relocs.get(&target) {
+                Some(relocs) => {
+                    for &reloc in relocs {
+                        write_relocation(writer, &symbols.out_index, reloc);
                     }
                 }
+                None => self.write_retargeted_relocations(writer, target, &symbols.out_index)?,
             }
         }
-        writer.write_shstrtab();
+        Ok(())
+    }
 
+    /// Writes the input's relocations of `target`, each through its output
+    /// symbol (see [`Rewriter::retarget`]; clamped in sections that are not
+    /// loaded, i.e. debug info).
+    fn write_retargeted_relocations(
+        &self,
+        writer: &mut Writer<'_>,
+        target: SectionIndex,
+        out_index: &[u32],
+    ) -> Result<()> {
+        let section = self.object.section(target);
+        let clamp = !section.is_alloc();
+        for r in &section.relocs {
+            let (out, addend) = self.retarget(r.symbol, r.addend, clamp).map_err(|e| {
+                self.object
+                    .section_error(target, e.message)
+                    .at_offset(r.offset)
+            })?;
+            write_relocation(writer, out_index, (r.offset, out, r.r_type, addend));
+        }
+        Ok(())
+    }
+
+    /// Writes the section headers: the null one, each output section's in
+    /// order, then the regenerated tables'.
+    fn write_section_headers(
+        &self,
+        writer: &mut Writer<'_>,
+        sections: &OutputSections,
+        changed: &ChangedContents,
+        symbols: &SymbolOrder,
+    ) {
         writer.write_null_section_header();
         let symtab_index = writer.symtab_index();
-        for out in &outs {
-            let name = writer.section_name_offset(name_ids.get(out).copied());
-            match *out {
+        for out in &sections.outs {
+            let name = writer.section_name_offset(sections.name_ids.get(out).copied());
+            let header = match *out {
                 Out::Relocations(target) => {
-                    let flags = match object.section(target).reloc_section {
-                        Some(rela) => object.section(rela).flags,
-                        None => {
-                            elf::SHF_INFO_LINK.0 | (object.section(target).flags & elf::SHF_GROUP.0)
-                        }
-                    };
-                    writer.write_section_header(&SectionHeader {
-                        sh_name: name,
-                        sh_type: elf::SHT_RELA,
-                        sh_flags: elf::SectionFlags(flags),
-                        sh_addr: 0,
-                        sh_offset: reloc_offsets[&target],
-                        sh_size: reloc_count(target) as u64 * 24,
-                        sh_link: symtab_index.0,
-                        sh_info: index_of[&Out::Section(target)].0,
-                        sh_addralign: 8,
-                        sh_entsize: 24,
-                    });
+                    self.relocation_section_header(target, name, symtab_index.0, sections, changed)
                 }
                 Out::Section(old) => {
-                    let section = object.section(old);
-                    let size = match new_data.get(&old) {
-                        Some(bytes) => bytes.len() as u64,
-                        None => section.size,
-                    };
-                    let (link, info) =
-                        self.link_and_info(old, &section_index, symtab_index.0, &out_index);
-                    writer.write_section_header(&SectionHeader {
-                        sh_name: name,
-                        sh_type: elf::SectionType(section.sh_type),
-                        sh_flags: elf::SectionFlags(section.flags),
-                        sh_addr: 0,
-                        sh_offset: data_offsets[&old],
-                        sh_size: size,
-                        sh_link: link,
-                        sh_info: info,
-                        sh_addralign: self.alignment(old),
-                        sh_entsize: section.entsize,
-                    });
+                    self.section_header(old, name, symtab_index.0, sections, changed, symbols)
                 }
-            }
+            };
+            writer.write_section_header(&header);
         }
-        writer.write_symtab_section_header(num_local);
+        writer.write_symtab_section_header(symbols.num_local);
         writer.write_symtab_shndx_section_header();
         writer.write_strtab_section_header();
         writer.write_shstrtab_section_header();
-        drop(writer);
-        Ok(buffer)
+    }
+
+    /// The header of the relocation section of `target`: `SHT_RELA`, with
+    /// the input's flags where it had one, else `SHF_INFO_LINK` and the
+    /// target's `SHF_GROUP`.
+    fn relocation_section_header(
+        &self,
+        target: SectionIndex,
+        name: u32,
+        symtab: u32,
+        sections: &OutputSections,
+        changed: &ChangedContents,
+    ) -> SectionHeader {
+        let object = self.object;
+        let flags = match object.section(target).reloc_section {
+            Some(rela) => object.section(rela).flags,
+            None => elf::SHF_INFO_LINK.0 | (object.section(target).flags & elf::SHF_GROUP.0),
+        };
+        SectionHeader {
+            sh_name: name,
+            sh_type: elf::SHT_RELA,
+            sh_flags: elf::SectionFlags(flags),
+            sh_addr: 0,
+            sh_offset: sections.reloc_offsets[&target],
+            sh_size: self.reloc_count(changed, target) as u64 * 24,
+            sh_link: symtab,
+            sh_info: sections.index_of[&Out::Section(target)].0,
+            sh_addralign: 8,
+            sh_entsize: 24,
+        }
+    }
+
+    /// The header of kept section `old`: the input's, with its size, file
+    /// offset, links and alignment as they are in the output.
+    fn section_header(
+        &self,
+        old: SectionIndex,
+        name: u32,
+        symtab: u32,
+        sections: &OutputSections,
+        changed: &ChangedContents,
+        symbols: &SymbolOrder,
+    ) -> SectionHeader {
+        let section = self.object.section(old);
+        let size = match changed.data.get(&old) {
+            Some(bytes) => bytes.len() as u64,
+            None => section.size,
+        };
+        let (link, info) =
+            self.link_and_info(old, &|s| sections.index(s), symtab, &symbols.out_index);
+        SectionHeader {
+            sh_name: name,
+            sh_type: elf::SectionType(section.sh_type),
+            sh_flags: elf::SectionFlags(section.flags),
+            sh_addr: 0,
+            sh_offset: sections.data_offsets[&old],
+            sh_size: size,
+            sh_link: link,
+            sh_info: info,
+            sh_addralign: self.alignment(old),
+            sh_entsize: section.entsize,
+        }
     }
 
     /// Where in the output file section `section`'s data may start: a
@@ -876,6 +1116,37 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         }
         Ok((bytes, relocs))
     }
+}
+
+/// Writes the output's file header: the input's OS ABI, type, machine and
+/// flags.
+fn write_file_header(writer: &mut Writer<'_>, header: &elf::FileHeader64<LE>) -> Result<()> {
+    writer.write_file_header(&FileHeader {
+        os_abi: header.e_ident().os_abi,
+        abi_version: header.e_ident().abi_version,
+        e_type: header.e_type(LE),
+        e_machine: header.e_machine(LE),
+        e_entry: 0,
+        e_flags: header.e_flags(LE),
+    })?;
+    Ok(())
+}
+
+/// Writes one relocation as `SHT_RELA`, naming its symbol by output index.
+fn write_relocation(
+    writer: &mut Writer<'_>,
+    out_index: &[u32],
+    (offset, symbol, r_type, addend): OutReloc,
+) {
+    writer.write_relocation(
+        true,
+        &Rel {
+            r_offset: offset,
+            r_sym: out_index[symbol],
+            r_type: elf::RelocationType(r_type),
+            r_addend: addend,
+        },
+    );
 }
 
 fn raw_st_info(binding: Binding, kind: SymbolKind) -> u8 {
