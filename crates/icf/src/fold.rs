@@ -11,14 +11,17 @@
 //! a temporary name and renamed, so a failure never leaves half a file.
 
 use crate::analysis::Analysis;
+use crate::candidates::CandidateInfo;
+use crate::comdat::ComdatInstances;
 use crate::member_facts::Plan;
 use crate::program::{ObjectId, Program};
 use anyhow::Context;
 use icf_fold::CandidateId;
-use icf_fold::plan::Action;
+use icf_fold::plan::{Action, ClassPlan};
 use icf_ir::Arch;
 use icf_object::{
-    Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolKind, SymbolRef,
+    Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SectionIndex, SymbolKind,
+    SymbolRef,
 };
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -36,181 +39,190 @@ pub struct FoldedFile {
 impl Analysis<'_, '_> {
     /// The edits `plan` makes to each object.
     pub fn object_edits(&self, plan: &Plan) -> HashMap<ObjectId, Edits> {
-        let mut edits: HashMap<ObjectId, Edits> = HashMap::default();
-        // Per object, the new symbol index of each alias name it uses.
-        let mut alias_in: HashMap<(ObjectId, String), usize> = HashMap::default();
+        let mut edits = EditsBuilder::default();
         let groups = self.comdat_instances();
-        for class in &plan.classes {
-            if !class
-                .decisions
-                .iter()
-                .any(|d| matches!(d.action, Action::Alias | Action::Thunk(_)))
-            {
-                continue;
-            }
-            if let Some(identity) = class.identity {
-                let name = &plan.identity_names[identity.0 as usize];
-                self.fold_through_identity(class, name, &groups, &mut edits, &mut alias_in);
-                continue;
-            }
-            let kept = &self.candidates[class.kept.index()];
-            let alias = self.alias_name(class.kept);
-            // Where the alias is defined: on the kept copy, and when its COMDAT
-            // group has several instances, on each of them (the planner made
-            // sure they are all in this class): whichever the link keeps
-            // defines it, and the discarded ones take their definition along.
-            let floating = groups.floating(self, class.kept).is_some();
-            let mut defined_in: HashMap<ObjectId, (icf_object::SectionIndex, u64)> =
-                HashMap::default();
-            defined_in.insert(kept.object, (kept.section, kept.start));
-            if floating && let Some((_, instances)) = groups.instances_of(self, class.kept) {
-                for &(object, group) in instances {
-                    if let Some(other) = groups.instance_section(self, kept, (object, group)) {
-                        let other = &self.candidates[other.index()];
-                        defined_in
-                            .entry(object)
-                            .or_insert((other.section, other.start));
-                    }
+        for class in plan.classes.iter().filter(|class| folds_anything(class)) {
+            match class.identity {
+                Some(identity) => {
+                    let name = &plan.identity_names[identity.0 as usize];
+                    self.fold_through_identity(class, name, &groups, &mut edits);
                 }
-            }
-            for &object in defined_in.keys() {
-                let definition = defined_in[&object];
-                let object_edits = edits.entry(object).or_default();
-                object_edits.new_symbols.push(NewSymbol {
-                    name: alias.clone().into_bytes(),
-                    definition: Some(definition),
-                    size: kept.size(),
-                    binding: Binding::Global,
-                    kind: if kept.is_code() {
-                        SymbolKind::Func
-                    } else {
-                        SymbolKind::Object
-                    },
-                    other: object::elf::STV_HIDDEN.0,
-                });
-                alias_in.insert((object, alias.clone()), object_edits.new_symbols.len() - 1);
-            }
-            let mut alias_symbol =
-                |object: ObjectId, edits: &mut HashMap<ObjectId, Edits>| -> usize {
-                    *alias_in.entry((object, alias.clone())).or_insert_with(|| {
-                        let definition: Option<(icf_object::SectionIndex, u64)> = None;
-                        let object_edits = edits.entry(object).or_default();
-                        object_edits.new_symbols.push(NewSymbol {
-                            name: alias.clone().into_bytes(),
-                            definition,
-                            size: if definition.is_some() { kept.size() } else { 0 },
-                            binding: Binding::Global,
-                            kind: match (definition, kept.is_code()) {
-                                (None, _) => SymbolKind::NoType,
-                                (Some(_), true) => SymbolKind::Func,
-                                (Some(_), false) => SymbolKind::Object,
-                            },
-                            other: object::elf::STV_HIDDEN.0,
-                        });
-                        object_edits.new_symbols.len() - 1
-                    })
-                };
-            // The kept copy takes the largest alignment of its class.
-            let kept_elf = &self.program.object(kept.object).elf;
-            let whole_section = kept.start == 0 && kept.end == kept_elf.section(kept.section).size;
-            let mut align = kept_elf.section(kept.section).align;
-            // Global names the kept copy's object defines for this class:
-            // members there keep theirs on the kept section; each name moved
-            // from elsewhere (every instance of a COMDAT group brings the
-            // same ones) is defined once.
-            let mut defined: HashSet<&[u8]> = HashSet::default();
-            for decision in &class.decisions {
-                let member = &self.candidates[decision.candidate.index()];
-                if decision.action == Action::Alias && member.object == kept.object && !floating {
-                    defined.extend(
-                        self.global_symbols(decision.candidate)
-                            .into_iter()
-                            .map(|s| kept_elf.symbol(s).name),
-                    );
-                }
-            }
-            for decision in &class.decisions {
-                let member = &self.candidates[decision.candidate.index()];
-                let elf = &self.program.object(member.object).elf;
-                match decision.action {
-                    Action::Alias => {
-                        align = align.max(elf.section(member.section).align);
-                        let destination =
-                            if member.object == kept.object && !floating {
-                                Destination::Local {
-                                    section: kept.section,
-                                    start: kept.start,
-                                    size: kept.size(),
-                                }
-                            } else {
-                                // Global symbols move with the body (the planner checked they may).
-                                let from_group = elf.section(member.section).group.is_some();
-                                for index in self.global_symbols(decision.candidate) {
-                                    let symbol = elf.symbol(index);
-                                    if !defined.insert(symbol.name) {
-                                        continue;
-                                    }
-                                    let offset = symbol.value.saturating_sub(member.start);
-                                    let size = if offset == 0 {
-                                        kept.size()
-                                    } else {
-                                        symbol.size
-                                    };
-                                    edits.entry(kept.object).or_default().new_symbols.push(
-                                        NewSymbol {
-                                            name: symbol.name.to_vec(),
-                                            definition: Some((kept.section, kept.start + offset)),
-                                            size,
-                                            // A name a COMDAT group defined stays weak: an
-                                            // instance left as a thunk may define it too.
-                                            binding: if from_group {
-                                                Binding::Weak
-                                            } else {
-                                                symbol.binding
-                                            },
-                                            kind: symbol.kind,
-                                            other: symbol.other,
-                                        },
-                                    );
-                                }
-                                let symbol = alias_symbol(member.object, &mut edits);
-                                Destination::External {
-                                    symbol,
-                                    size: kept.size(),
-                                }
-                            };
-                        edits
-                            .entry(member.object)
-                            .or_default()
-                            .moved
-                            .insert(member.section, destination);
-                    }
-                    Action::Thunk(_) => {
-                        let symbol = SymbolRef::New(alias_symbol(member.object, &mut edits));
-                        let thunk = thunk(
-                            elf.arch,
-                            elf.feature_1_and() & 1 != 0,
-                            symbol,
-                            elf.section(member.section).align,
-                        );
-                        edits
-                            .entry(member.object)
-                            .or_default()
-                            .replaced
-                            .insert(member.section, thunk);
-                    }
-                    Action::Kept | Action::Keep(_) => {}
-                }
-            }
-            if whole_section && align > kept_elf.section(kept.section).align {
-                edits
-                    .entry(kept.object)
-                    .or_default()
-                    .align
-                    .insert(kept.section, align);
+                None => self.fold_onto_kept_copy(class, &groups, &mut edits),
             }
         }
-        edits
+        edits.edits
+    }
+
+    /// Edits for a class folded onto its kept copy: the kept copy's hidden
+    /// alias, each aliased member moved onto the kept copy or (from another
+    /// object) to the alias, each thunk member's body replaced by a jump to
+    /// the alias, and the kept copy aligned as the most aligned member.
+    fn fold_onto_kept_copy(
+        &self,
+        class: &ClassPlan,
+        groups: &ComdatInstances<'_>,
+        edits: &mut EditsBuilder,
+    ) {
+        let kept = &self.candidates[class.kept.index()];
+        let alias = self.alias_name(class.kept);
+        let floating = groups.floating(self, class.kept).is_some();
+        let kind = if kept.is_code() {
+            SymbolKind::Func
+        } else {
+            SymbolKind::Object
+        };
+        let defined_in = self.alias_definitions(class.kept, groups, floating);
+        edits.define_alias(&alias, &defined_in, kept.size(), kind);
+        let kept_elf = &self.program.object(kept.object).elf;
+        // The kept copy takes the largest alignment of its class.
+        let mut align = kept_elf.section(kept.section).align;
+        let mut defined = self.names_defined_with_kept_copy(class, floating);
+        for decision in &class.decisions {
+            let member = &self.candidates[decision.candidate.index()];
+            let elf = &self.program.object(member.object).elf;
+            match decision.action {
+                Action::Alias => {
+                    align = align.max(elf.section(member.section).align);
+                    let destination = if member.object == kept.object && !floating {
+                        Destination::Local {
+                            section: kept.section,
+                            start: kept.start,
+                            size: kept.size(),
+                        }
+                    } else {
+                        self.move_global_symbols(decision.candidate, kept, &mut defined, edits);
+                        Destination::External {
+                            symbol: edits.alias_symbol(member.object, &alias),
+                            size: kept.size(),
+                        }
+                    };
+                    edits
+                        .of(member.object)
+                        .moved
+                        .insert(member.section, destination);
+                }
+                Action::Thunk(_) => self.replace_with_thunk(decision.candidate, &alias, edits),
+                Action::Kept | Action::Keep(_) => {}
+            }
+        }
+        self.raise_kept_alignment(kept, align, edits);
+    }
+
+    /// Where the alias of `kept` is defined, per object: on the kept copy,
+    /// and when it floats with a COMDAT group of several instances, on each
+    /// of them (the planner made sure they are all in this class):
+    /// whichever the link keeps defines it, and the discarded ones take
+    /// their definition along.
+    fn alias_definitions(
+        &self,
+        kept: CandidateId,
+        groups: &ComdatInstances<'_>,
+        floating: bool,
+    ) -> HashMap<ObjectId, (SectionIndex, u64)> {
+        let info = &self.candidates[kept.index()];
+        let mut defined_in: HashMap<ObjectId, (SectionIndex, u64)> = HashMap::default();
+        defined_in.insert(info.object, (info.section, info.start));
+        if floating && let Some((_, instances)) = groups.instances_of(self, kept) {
+            for &(object, group) in instances {
+                if let Some(other) = groups.instance_section(self, info, (object, group)) {
+                    let other = &self.candidates[other.index()];
+                    defined_in
+                        .entry(object)
+                        .or_insert((other.section, other.start));
+                }
+            }
+        }
+        defined_in
+    }
+
+    /// Global names the kept copy's object defines for `class` to begin
+    /// with: aliased members there keep theirs on the kept section (none
+    /// when the kept copy floats). Names moved in from elsewhere join them
+    /// (see [`Analysis::move_global_symbols`]).
+    fn names_defined_with_kept_copy(&self, class: &ClassPlan, floating: bool) -> HashSet<&[u8]> {
+        let kept = &self.candidates[class.kept.index()];
+        let kept_elf = &self.program.object(kept.object).elf;
+        let mut defined: HashSet<&[u8]> = HashSet::default();
+        for decision in &class.decisions {
+            let member = &self.candidates[decision.candidate.index()];
+            if decision.action == Action::Alias && member.object == kept.object && !floating {
+                defined.extend(
+                    self.global_symbols(decision.candidate)
+                        .into_iter()
+                        .map(|s| kept_elf.symbol(s).name),
+                );
+            }
+        }
+        defined
+    }
+
+    /// Defines the global names of `member`, aliased from another object,
+    /// on the kept copy in its object: global symbols move with the body
+    /// (the planner checked they may). Each name is defined once (`defined`
+    /// holds those defined there): every instance of a COMDAT group brings
+    /// the same ones.
+    fn move_global_symbols<'s>(
+        &'s self,
+        member: CandidateId,
+        kept: &CandidateInfo,
+        defined: &mut HashSet<&'s [u8]>,
+        edits: &mut EditsBuilder,
+    ) {
+        let info = &self.candidates[member.index()];
+        let elf = &self.program.object(info.object).elf;
+        let from_group = elf.section(info.section).group.is_some();
+        for index in self.global_symbols(member) {
+            let symbol = elf.symbol(index);
+            if !defined.insert(symbol.name) {
+                continue;
+            }
+            let offset = symbol.value.saturating_sub(info.start);
+            let size = if offset == 0 {
+                kept.size()
+            } else {
+                symbol.size
+            };
+            edits.of(kept.object).new_symbols.push(NewSymbol {
+                name: symbol.name.to_vec(),
+                definition: Some((kept.section, kept.start + offset)),
+                size,
+                // A name a COMDAT group defined stays weak: an
+                // instance left as a thunk may define it too.
+                binding: if from_group {
+                    Binding::Weak
+                } else {
+                    symbol.binding
+                },
+                kind: symbol.kind,
+                other: symbol.other,
+            });
+        }
+    }
+
+    /// Replaces the body of `member` (a whole section) with a thunk that
+    /// jumps to `alias`.
+    fn replace_with_thunk(&self, member: CandidateId, alias: &str, edits: &mut EditsBuilder) {
+        let info = &self.candidates[member.index()];
+        let elf = &self.program.object(info.object).elf;
+        let symbol = SymbolRef::New(edits.alias_symbol(info.object, alias));
+        let thunk = thunk(
+            elf.arch,
+            elf.feature_1_and() & 1 != 0,
+            symbol,
+            elf.section(info.section).align,
+        );
+        edits.of(info.object).replaced.insert(info.section, thunk);
+    }
+
+    /// Raises the alignment of the kept copy's section to `align`, its
+    /// class's largest, where the copy is the whole section and `align` is
+    /// more than the section's.
+    fn raise_kept_alignment(&self, kept: &CandidateInfo, align: u64, edits: &mut EditsBuilder) {
+        let section = self.program.object(kept.object).elf.section(kept.section);
+        let whole_section = kept.start == 0 && kept.end == section.size;
+        if whole_section && align > section.align {
+            edits.of(kept.object).align.insert(kept.section, align);
+        }
     }
 
     /// Edits for a class whose kept copy floats with a COMDAT group whose
@@ -221,11 +233,10 @@ impl Analysis<'_, '_> {
     /// the link load nothing, and a wrong guess fails the link loudly.
     fn fold_through_identity(
         &self,
-        class: &icf_fold::plan::ClassPlan,
+        class: &ClassPlan,
         key: &[u8],
-        groups: &crate::comdat::ComdatInstances<'_>,
-        edits: &mut HashMap<ObjectId, Edits>,
-        alias_in: &mut HashMap<(ObjectId, String), usize>,
+        groups: &ComdatInstances<'_>,
+        edits: &mut EditsBuilder,
     ) {
         let kept = &self.candidates[class.kept.index()];
         let alias = format!("__icf.odr.{:016x}", fnv1a(key.iter().copied()));
@@ -237,51 +248,15 @@ impl Analysis<'_, '_> {
                 continue;
             };
             let object = instance.0;
-            alias_in.entry((object, alias.clone())).or_insert_with(|| {
+            edits.alias_symbol_or_insert_with(object, &alias, || {
                 let size = self.program.object(object).elf.section(section).size;
-                let object_edits = edits.entry(object).or_default();
-                object_edits.new_symbols.push(NewSymbol {
-                    name: alias.clone().into_bytes(),
-                    definition: Some((section, 0)),
-                    size,
-                    binding: Binding::Global,
-                    kind: SymbolKind::Func,
-                    other: object::elf::STV_HIDDEN.0,
-                });
-                object_edits.new_symbols.len() - 1
+                hidden_alias(&alias, Some((section, 0)), size, SymbolKind::Func)
             });
         }
         for decision in &class.decisions {
-            if !matches!(decision.action, Action::Thunk(_)) {
-                continue;
+            if matches!(decision.action, Action::Thunk(_)) {
+                self.replace_with_thunk(decision.candidate, &alias, edits);
             }
-            let member = &self.candidates[decision.candidate.index()];
-            let elf = &self.program.object(member.object).elf;
-            let symbol = *alias_in
-                .entry((member.object, alias.clone()))
-                .or_insert_with(|| {
-                    let object_edits = edits.entry(member.object).or_default();
-                    object_edits.new_symbols.push(NewSymbol {
-                        name: alias.clone().into_bytes(),
-                        definition: None,
-                        size: 0,
-                        binding: Binding::Global,
-                        kind: SymbolKind::NoType,
-                        other: object::elf::STV_HIDDEN.0,
-                    });
-                    object_edits.new_symbols.len() - 1
-                });
-            let thunk = thunk(
-                elf.arch,
-                elf.feature_1_and() & 1 != 0,
-                SymbolRef::New(symbol),
-                elf.section(member.section).align,
-            );
-            edits
-                .entry(member.object)
-                .or_default()
-                .replaced
-                .insert(member.section, thunk);
         }
     }
 
@@ -295,6 +270,98 @@ impl Analysis<'_, '_> {
                 .chain(info.start.to_le_bytes()),
         );
         format!("__icf.{hash:016x}")
+    }
+}
+
+/// Whether `class` folds any member away (as an alias or a thunk).
+fn folds_anything(class: &ClassPlan) -> bool {
+    class
+        .decisions
+        .iter()
+        .any(|d| matches!(d.action, Action::Alias | Action::Thunk(_)))
+}
+
+/// The edits of every object while they are made, and the new symbol
+/// through which each object reaches each alias it uses.
+#[derive(Debug, Default)]
+struct EditsBuilder {
+    edits: HashMap<ObjectId, Edits>,
+    /// Per object, the new symbol index of each alias name it uses.
+    alias_in: HashMap<(ObjectId, String), usize>,
+}
+
+impl EditsBuilder {
+    /// The edits of `object` (none at first).
+    fn of(&mut self, object: ObjectId) -> &mut Edits {
+        self.edits.entry(object).or_default()
+    }
+
+    /// Defines `alias` in each object of `places`, where it says, as the
+    /// symbol through which that object reaches it.
+    fn define_alias(
+        &mut self,
+        alias: &str,
+        places: &HashMap<ObjectId, (SectionIndex, u64)>,
+        size: u64,
+        kind: SymbolKind,
+    ) {
+        for (&object, &definition) in places {
+            let symbol = hidden_alias(alias, Some(definition), size, kind);
+            let index = push_new_symbol(&mut self.edits, object, symbol);
+            self.alias_in.insert((object, alias.to_owned()), index);
+        }
+    }
+
+    /// The new symbol through which `object` reaches `alias`: the one it
+    /// has, else an undefined reference, added now.
+    fn alias_symbol(&mut self, object: ObjectId, alias: &str) -> usize {
+        self.alias_symbol_or_insert_with(object, alias, || {
+            hidden_alias(alias, None, 0, SymbolKind::NoType)
+        })
+    }
+
+    /// The new symbol through which `object` reaches `alias`: the one it
+    /// has, else `make()`, added now.
+    fn alias_symbol_or_insert_with(
+        &mut self,
+        object: ObjectId,
+        alias: &str,
+        make: impl FnOnce() -> NewSymbol,
+    ) -> usize {
+        let edits = &mut self.edits;
+        *self
+            .alias_in
+            .entry((object, alias.to_owned()))
+            .or_insert_with(|| push_new_symbol(edits, object, make()))
+    }
+}
+
+/// Adds `symbol` to the new symbols of `object` and returns its index there.
+fn push_new_symbol(
+    edits: &mut HashMap<ObjectId, Edits>,
+    object: ObjectId,
+    symbol: NewSymbol,
+) -> usize {
+    let object_edits = edits.entry(object).or_default();
+    object_edits.new_symbols.push(symbol);
+    object_edits.new_symbols.len() - 1
+}
+
+/// A hidden global symbol named `alias`: defined at `definition`, or
+/// without one an undefined reference.
+fn hidden_alias(
+    alias: &str,
+    definition: Option<(SectionIndex, u64)>,
+    size: u64,
+    kind: SymbolKind,
+) -> NewSymbol {
+    NewSymbol {
+        name: alias.as_bytes().to_vec(),
+        definition,
+        size,
+        binding: Binding::Global,
+        kind,
+        other: object::elf::STV_HIDDEN.0,
     }
 }
 
