@@ -20,11 +20,11 @@
 //! `analysis::references_from_data`), so no address that code may compare
 //! gets folded away.
 
-use crate::program::{ObjectId, Program};
+use crate::program::{LoadedObject, ObjectId, Program};
 use crate::targets::Target;
-use icf_object::{Binding, SectionIndex, SymbolPlace, Visibility};
+use icf_object::{Binding, ElfObject, Reloc, SectionIndex, SymbolPlace, Visibility};
 use object::elf;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// What the link command says about its roots.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,129 +38,136 @@ pub struct GcRoots {
 /// Per loaded object, per section: whether the link may keep it. Objects
 /// the link does not load have every section dead.
 pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
-    let mut live: Vec<Vec<bool>> = program
-        .objects
-        .iter()
-        .map(|o| vec![false; o.elf.sections.len()])
-        .collect();
-    let mut work: Vec<(ObjectId, SectionIndex)> = Vec::new();
-    let mut mark = |object: ObjectId, section: SectionIndex, work: &mut Vec<_>| {
-        if let Some(flag) = live[object.index()].get_mut(section.index())
+    let mut marking = Marking::new(program);
+    marking.mark_named_roots(program, roots);
+    let export_all = program.options.shared || roots.export_dynamic;
+    marking.mark_kept_and_exported(program, export_all);
+    let dependants = dependants(program);
+    let instances = comdat_group_instances(program);
+    marking.follow(program, &dependants, &instances);
+    marking.live
+}
+
+/// Per object, per section: the sections that live only with it.
+type Dependants = Vec<Vec<Vec<SectionIndex>>>;
+
+/// Every loaded instance of each COMDAT group, by signature: the object and
+/// the group's index in it.
+type GroupInstances<'p> = HashMap<&'p [u8], Vec<(ObjectId, u32)>>;
+
+/// The sections found live so far, and those of them still to follow.
+#[derive(Debug)]
+struct Marking {
+    /// Per object, per section: whether it is live.
+    live: Vec<Vec<bool>>,
+    /// Live sections whose dependants, COMDAT siblings and relocation
+    /// targets are still to mark.
+    work: Vec<(ObjectId, SectionIndex)>,
+}
+
+impl Marking {
+    /// Every section of `program` dead, nothing to follow.
+    fn new(program: &Program<'_>) -> Marking {
+        Marking {
+            live: program
+                .objects
+                .iter()
+                .map(|o| vec![false; o.elf.sections.len()])
+                .collect(),
+            work: Vec::new(),
+        }
+    }
+
+    /// Marks `section` of `object` live and to follow, unless it already is.
+    fn mark(&mut self, object: ObjectId, section: SectionIndex) {
+        if let Some(flag) = self.live[object.index()].get_mut(section.index())
             && !*flag
         {
             *flag = true;
-            work.push((object, section));
-        }
-    };
-    let export_all = program.options.shared || roots.export_dynamic;
-    let root_names: Vec<&[u8]> = roots
-        .symbols
-        .iter()
-        .map(|s| s.as_bytes())
-        .chain([&b"main"[..], b"_init", b"_fini"])
-        .collect();
-    for &name in &root_names {
-        if let Some((object, symbol)) = program.definitions.winner(name)
-            && let Some(section) = program.object(object).elf.symbol(symbol).section()
-        {
-            mark(object, section, &mut work);
-        }
-    }
-    for (index, object) in program.objects.iter().enumerate() {
-        if !object.loaded {
-            continue;
-        }
-        let id = ObjectId(index as u32);
-        for (section_index, section) in object.elf.sections.iter().enumerate() {
-            if is_root_section(section) {
-                mark(id, SectionIndex(section_index as u32), &mut work);
-            }
-        }
-        if export_all {
-            for symbol in &object.elf.symbols {
-                if symbol.binding != Binding::Local
-                    && symbol.visibility == Visibility::Default
-                    && let Some(section) = symbol.section()
-                {
-                    mark(id, section, &mut work);
-                }
-            }
+            self.work.push((object, section));
         }
     }
 
-    // Sections that live only with another one: SHF_LINK_ORDER dependants,
-    // and the LSDA and personality an FDE gives its function.
-    let mut dependants: Vec<Vec<Vec<SectionIndex>>> = program
-        .objects
-        .iter()
-        .map(|o| vec![Vec::new(); o.elf.sections.len()])
-        .collect();
-    for (index, object) in program.objects.iter().enumerate() {
-        if !object.loaded {
-            continue;
-        }
-        let elf = &object.elf;
-        for (section_index, section) in elf.sections.iter().enumerate() {
-            if section.flags & elf::SHF_LINK_ORDER.0 != 0
-                && let Some(list) = dependants[index].get_mut(section.link as usize)
+    /// Marks the sections that define the roots named by symbol: the entry
+    /// and `-u` symbols, `main`, `_init` and `_fini`, as the link resolves
+    /// them.
+    fn mark_named_roots(&mut self, program: &Program<'_>, roots: &GcRoots) {
+        let root_names: Vec<&[u8]> = roots
+            .symbols
+            .iter()
+            .map(|s| s.as_bytes())
+            .chain([&b"main"[..], b"_init", b"_fini"])
+            .collect();
+        for &name in &root_names {
+            if let Some((object, symbol)) = program.definitions.winner(name)
+                && let Some(section) = program.object(object).elf.symbol(symbol).section()
             {
-                list.push(SectionIndex(section_index as u32));
+                self.mark(object, section);
             }
         }
-        let Some((eh_frame, fdes)) = &elf.eh_frame else {
-            continue;
-        };
-        let relocs = &elf.section(*eh_frame).relocs;
-        for fde in fdes {
-            let Some(function) = fde
-                .pc_begin
-                .and_then(|r| elf.symbol(relocs[r].symbol).section())
-            else {
+    }
+
+    /// Marks, in each loaded object, the sections a linker keeps whatever
+    /// refers to them ([`is_root_section`]) and, when `export_all`, those
+    /// that define a default-visibility global.
+    fn mark_kept_and_exported(&mut self, program: &Program<'_>, export_all: bool) {
+        for (index, object) in program.objects.iter().enumerate() {
+            if !object.loaded {
                 continue;
-            };
-            // Relocations are sorted by offset: the CIE's are one run.
-            let cie_start = relocs.partition_point(|r| r.offset < fde.cie_offset);
-            let cie_relocs = relocs[cie_start..]
-                .iter()
-                .take_while(|r| r.offset < fde.cie_offset + fde.cie_size);
-            for reloc in fde.lsda.map(|r| &relocs[r]).into_iter().chain(cie_relocs) {
-                if let Some(section) = elf.symbol(reloc.symbol).section()
-                    && let Some(list) = dependants[index].get_mut(function.index())
-                {
-                    list.push(section);
+            }
+            let id = ObjectId(index as u32);
+            for (section_index, section) in object.elf.sections.iter().enumerate() {
+                if is_root_section(section) {
+                    self.mark(id, SectionIndex(section_index as u32));
+                }
+            }
+            if export_all {
+                for symbol in &object.elf.symbols {
+                    if symbol.binding != Binding::Local
+                        && symbol.visibility == Visibility::Default
+                        && let Some(section) = symbol.section()
+                    {
+                        self.mark(id, section);
+                    }
                 }
             }
         }
     }
 
-    // Every loaded instance of a COMDAT group, by signature: the link keeps
-    // one, but which one matters to folding (see `plan::ComdatInstances`),
-    // so a section lives in all instances as soon as it lives in one.
-    let mut instances: HashMap<&[u8], Vec<(ObjectId, u32)>> = HashMap::default();
-    for (index, object) in program.objects.iter().enumerate() {
-        if !object.loaded {
-            continue;
-        }
-        for (group_index, group) in object.elf.groups.iter().enumerate() {
-            if group.is_comdat {
-                let name = object.elf.symbol(group.signature).name;
-                instances
-                    .entry(name)
-                    .or_default()
-                    .push((ObjectId(index as u32), group_index as u32));
+    /// Follows each live section until none is left: its dependants, its
+    /// siblings in the other instances of its COMDAT group and the targets
+    /// of its relocations live too.
+    fn follow<'p>(
+        &mut self,
+        program: &'p Program<'_>,
+        dependants: &Dependants,
+        instances: &GroupInstances<'p>,
+    ) {
+        // A (signature, section name) is spread to every instance once: each
+        // instance it reaches would otherwise spread it again to all the others.
+        let mut spread: HashSet<(&[u8], &[u8])> = HashSet::default();
+        while let Some((object, section)) = self.work.pop() {
+            for &dependant in &dependants[object.index()][section.index()] {
+                self.mark(object, dependant);
             }
+            self.spread_to_instances(program, instances, &mut spread, object, section);
+            self.mark_relocation_targets(program, object, section);
         }
     }
 
-    // A (signature, section name) is spread to every instance once: each
-    // instance it reaches would otherwise spread it again to all the others.
-    let mut spread: rustc_hash::FxHashSet<(&[u8], &[u8])> = rustc_hash::FxHashSet::default();
-    while let Some((object, section)) = work.pop() {
-        let loaded = program.object(object);
-        let elf = &loaded.elf;
-        for &dependant in &dependants[object.index()][section.index()] {
-            mark(object, dependant, &mut work);
-        }
+    /// Marks the sections named as `section` in every other loaded instance
+    /// of its COMDAT group: the link keeps one instance, but which one
+    /// matters to folding (see `plan::ComdatInstances`). Once per signature
+    /// and section name (`spread`).
+    fn spread_to_instances<'p>(
+        &mut self,
+        program: &'p Program<'_>,
+        instances: &GroupInstances<'p>,
+        spread: &mut HashSet<(&'p [u8], &'p [u8])>,
+        object: ObjectId,
+        section: SectionIndex,
+    ) {
+        let elf = &program.object(object).elf;
         let this = elf.section(section);
         if let Some(group) = this.group.map(|g| &elf.groups[g as usize])
             && group.is_comdat
@@ -175,36 +182,133 @@ pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
                     .copied()
                     .find(|&m| other_elf.section(m).name == this.name);
                 if let Some(sibling) = sibling {
-                    mark(other, sibling, &mut work);
+                    self.mark(other, sibling);
                 }
-            }
-        }
-        for reloc in &elf.section(section).relocs {
-            // Loading resolved every symbol; only names it left to the
-            // dynamic linker (an ifunc, an interposable export) are looked up.
-            let resolved = loaded
-                .symbol_refs
-                .get(reloc.symbol.index())
-                .map(|r| program.targets.get(r.target));
-            let target = match resolved {
-                Some(Target::Section { object, section }) => Some((object, section)),
-                Some(Target::Symbol { name }) => {
-                    program.definitions.winner(name).and_then(|(o, s)| {
-                        let defined = program.object(o).elf.symbol(s);
-                        match defined.place {
-                            SymbolPlace::Section(section) => Some((o, section)),
-                            _ => None,
-                        }
-                    })
-                }
-                _ => None,
-            };
-            if let Some((o, s)) = target {
-                mark(o, s, &mut work);
             }
         }
     }
-    live
+
+    /// Marks the section each relocation of `section` reaches.
+    fn mark_relocation_targets(
+        &mut self,
+        program: &Program<'_>,
+        object: ObjectId,
+        section: SectionIndex,
+    ) {
+        let loaded = program.object(object);
+        for reloc in &loaded.elf.section(section).relocs {
+            if let Some((o, s)) = relocation_target(program, loaded, reloc) {
+                self.mark(o, s);
+            }
+        }
+    }
+}
+
+/// The section a relocation of `loaded` reaches. Loading resolved every
+/// symbol; only names it left to the dynamic linker (an ifunc, an
+/// interposable export) are looked up.
+fn relocation_target(
+    program: &Program<'_>,
+    loaded: &LoadedObject<'_>,
+    reloc: &Reloc,
+) -> Option<(ObjectId, SectionIndex)> {
+    let resolved = loaded
+        .symbol_refs
+        .get(reloc.symbol.index())
+        .map(|r| program.targets.get(r.target));
+    match resolved {
+        Some(Target::Section { object, section }) => Some((object, section)),
+        Some(Target::Symbol { name }) => program.definitions.winner(name).and_then(|(o, s)| {
+            let defined = program.object(o).elf.symbol(s);
+            match defined.place {
+                SymbolPlace::Section(section) => Some((o, section)),
+                _ => None,
+            }
+        }),
+        _ => None,
+    }
+}
+
+/// Sections that live only with another one, per loaded object: its
+/// `SHF_LINK_ORDER` dependants, and the LSDA and personality an FDE gives
+/// a function.
+fn dependants(program: &Program<'_>) -> Dependants {
+    let mut dependants: Dependants = program
+        .objects
+        .iter()
+        .map(|o| vec![Vec::new(); o.elf.sections.len()])
+        .collect();
+    for (index, object) in program.objects.iter().enumerate() {
+        if !object.loaded {
+            continue;
+        }
+        add_link_order_dependants(&object.elf, &mut dependants[index]);
+        add_unwind_dependants(&object.elf, &mut dependants[index]);
+    }
+    dependants
+}
+
+/// Adds each `SHF_LINK_ORDER` section of `elf` to the dependants of the
+/// section it links to.
+fn add_link_order_dependants(elf: &ElfObject<'_>, dependants: &mut [Vec<SectionIndex>]) {
+    for (section_index, section) in elf.sections.iter().enumerate() {
+        if section.flags & elf::SHF_LINK_ORDER.0 != 0
+            && let Some(list) = dependants.get_mut(section.link as usize)
+        {
+            list.push(SectionIndex(section_index as u32));
+        }
+    }
+}
+
+/// Adds to each function of `elf` with an FDE the sections its unwind
+/// information refers to: its LSDA and its CIE's personality.
+fn add_unwind_dependants(elf: &ElfObject<'_>, dependants: &mut [Vec<SectionIndex>]) {
+    let Some((eh_frame, fdes)) = &elf.eh_frame else {
+        return;
+    };
+    let relocs = &elf.section(*eh_frame).relocs;
+    for fde in fdes {
+        let Some(function) = fde
+            .pc_begin
+            .and_then(|r| elf.symbol(relocs[r].symbol).section())
+        else {
+            continue;
+        };
+        // Relocations are sorted by offset: the CIE's are one run.
+        let cie_start = relocs.partition_point(|r| r.offset < fde.cie_offset);
+        let cie_relocs = relocs[cie_start..]
+            .iter()
+            .take_while(|r| r.offset < fde.cie_offset + fde.cie_size);
+        for reloc in fde.lsda.map(|r| &relocs[r]).into_iter().chain(cie_relocs) {
+            if let Some(section) = elf.symbol(reloc.symbol).section()
+                && let Some(list) = dependants.get_mut(function.index())
+            {
+                list.push(section);
+            }
+        }
+    }
+}
+
+/// Every loaded instance of each COMDAT group, by signature: the link keeps
+/// one, but which one matters to folding (see `plan::ComdatInstances`), so
+/// a section lives in all instances as soon as it lives in one.
+fn comdat_group_instances<'p>(program: &'p Program<'_>) -> GroupInstances<'p> {
+    let mut instances: GroupInstances<'p> = HashMap::default();
+    for (index, object) in program.objects.iter().enumerate() {
+        if !object.loaded {
+            continue;
+        }
+        for (group_index, group) in object.elf.groups.iter().enumerate() {
+            if group.is_comdat {
+                let name = object.elf.symbol(group.signature).name;
+                instances
+                    .entry(name)
+                    .or_default()
+                    .push((ObjectId(index as u32), group_index as u32));
+            }
+        }
+    }
+    instances
 }
 
 /// Sections a linker keeps whatever refers to them.
