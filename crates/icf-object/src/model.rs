@@ -217,6 +217,13 @@ impl Symbol<'_> {
     pub fn is_defined(&self) -> bool {
         self.place != SymbolPlace::Undefined
     }
+
+    /// The flags besides binding, kind and visibility that a copy of this
+    /// symbol carries over (ELF: `st_other`'s machine bits, such as
+    /// `STO_AARCH64_VARIANT_PCS`).
+    pub fn flags(&self) -> u8 {
+        self.other & !0x3
+    }
 }
 
 /// A `SHT_GROUP` section: sections kept or discarded together.

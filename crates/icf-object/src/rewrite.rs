@@ -17,7 +17,9 @@
 use crate::eh_frame;
 use crate::elf::ElfObject;
 use crate::error::{Error, Result};
-use crate::model::{Binding, ComdatGroup, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
+use crate::model::{
+    Binding, ComdatGroup, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace, Visibility,
+};
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::FileHeader as _;
@@ -82,8 +84,10 @@ pub struct NewSymbol {
     pub size: u64,
     pub binding: Binding,
     pub kind: SymbolKind,
-    /// The raw `st_other` byte: visibility and machine bits.
-    pub other: u8,
+    pub visibility: Visibility,
+    /// The format's other flags, carried over from the symbol this one
+    /// copies ([`Symbol::flags`](crate::Symbol::flags)), else 0.
+    pub flags: u8,
 }
 
 /// Everything to change in one object.
@@ -415,7 +419,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             self.symbols.push(OutSymbol {
                 name: &new.name,
                 st_info: raw_st_info(new.binding, new.kind),
-                st_other: new.other,
+                st_other: st_visibility(new.visibility) | new.flags,
                 section: new.definition.map(|(section, _)| section),
                 special: elf::SHN_UNDEF.0,
                 value: new.definition.map_or(0, |(_, value)| value),
@@ -1183,6 +1187,17 @@ fn write_uleb128(out: &mut Vec<u8>, mut value: u64) {
     }
 }
 
+/// The `st_other` visibility bits of `visibility`.
+fn st_visibility(visibility: Visibility) -> u8 {
+    match visibility {
+        Visibility::Default => elf::STV_DEFAULT,
+        Visibility::Internal => elf::STV_INTERNAL,
+        Visibility::Hidden => elf::STV_HIDDEN,
+        Visibility::Protected => elf::STV_PROTECTED,
+    }
+    .0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1234,7 +1249,8 @@ mod tests {
             size: 33,
             binding: Binding::Global,
             kind: SymbolKind::Func,
-            other: elf::STV_HIDDEN.0,
+            visibility: Visibility::Hidden,
+            flags: 0,
         });
         let out = rewrite(&object, &edits).expect("rewriting");
         let out = ElfObject::parse(&out).expect("a valid output");

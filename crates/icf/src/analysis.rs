@@ -22,13 +22,14 @@
 use crate::candidates::{CandidateInfo, Origin, Places, collect_candidates};
 use crate::data_uses::{DataReference, VtableEntry, references_from_data};
 use crate::keys::{self, Keys};
-use crate::member_facts::{Plan, PlanOptions};
 use crate::narrow::Narrower;
+use crate::options::PlanOptions;
 use crate::program::Program;
 use crate::significance::{Significance, Uses};
 use crate::targets::{ExtendedTargets, Target};
 use icf_fold::body::Body;
 use icf_fold::partition::Partition;
+use icf_fold::plan::{Action, ClassPlan, Mode};
 use icf_fold::{Attrs, CandidateId, KeyedCandidate};
 use icf_ir::{Function, TargetId, Use};
 use rustc_hash::FxHashMap as HashMap;
@@ -88,6 +89,44 @@ pub struct Analysis<'p, 'data> {
     /// The plan for every class: alias, thunk or keep per member.
     pub plan: Plan,
     pub timings: Timings,
+}
+
+/// The plan for every class with more than one member.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub mode: Mode,
+    pub classes: Vec<ClassPlan>,
+    /// Per candidate, why its address is significant (safe mode facts, also computed in mode all).
+    pub significance: Vec<Option<Significance>>,
+    /// The name of each [`Identity`] a class folds through: a COMDAT
+    /// group's signature and a section name (see [`IdentityNames`]).
+    pub identity_names: Vec<Vec<u8>>,
+}
+
+impl Plan {
+    /// A plan that folds nothing.
+    pub fn empty(mode: Mode) -> Plan {
+        Plan {
+            mode,
+            classes: Vec::new(),
+            significance: Vec::new(),
+            identity_names: Vec::new(),
+        }
+    }
+
+    pub fn saved(&self) -> u64 {
+        self.classes.iter().map(ClassPlan::saved).sum()
+    }
+
+    /// How many members become aliases, and how many thunks.
+    pub fn aliases_and_thunks(&self) -> (usize, usize) {
+        let decisions = self.classes.iter().flat_map(|c| &c.decisions);
+        decisions.fold((0, 0), |(aliases, thunks), d| match d.action {
+            Action::Alias => (aliases + 1, thunks),
+            Action::Thunk(_) => (aliases, thunks + 1),
+            Action::Kept | Action::Keep(_) => (aliases, thunks),
+        })
+    }
 }
 
 /// How many times the partition is made again for targets the plan keeps
@@ -520,6 +559,24 @@ impl<'p, 'data> Analysis<'p, 'data> {
                 icf_ir::print::with_addend(&self.name(CandidateId(index)), addend)
             }
             other => self.program.describe(other, addend),
+        }
+    }
+}
+
+impl Analysis<'_, '_> {
+    /// Why a candidate's address is significant, in words. Names are
+    /// demangled only here: computing significance names nothing.
+    pub fn describe_significance(&self, why: &Significance) -> String {
+        match why {
+            Significance::AddrsigTable => "address-significant (.llvm_addrsig)".to_string(),
+            Significance::AddressTaken { by } => format!("address taken in {}", self.name(*by)),
+            Significance::ReferencedFromCandidate { by } => {
+                format!("referenced from data in {}", self.name(*by))
+            }
+            Significance::ReferencedFromData { section } => {
+                format!("referenced from data in {section}")
+            }
+            Significance::Exported => "exported to the dynamic symbol table".to_string(),
         }
     }
 }

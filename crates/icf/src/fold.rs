@@ -11,9 +11,9 @@
 //! a temporary name and renamed, so a failure never leaves half a file.
 
 use crate::analysis::Analysis;
+use crate::analysis::Plan;
 use crate::candidates::CandidateInfo;
 use crate::comdat::ComdatInstances;
-use crate::member_facts::Plan;
 use crate::program::{ObjectId, Program};
 use anyhow::Context;
 use icf_fold::CandidateId;
@@ -21,7 +21,7 @@ use icf_fold::plan::{Action, ClassPlan};
 use icf_ir::Arch;
 use icf_object::{
     Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SectionIndex, SymbolKind,
-    SymbolRef,
+    SymbolRef, Visibility,
 };
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -194,7 +194,8 @@ impl Analysis<'_, '_> {
                     symbol.binding
                 },
                 kind: symbol.kind,
-                other: symbol.other,
+                visibility: symbol.visibility,
+                flags: symbol.flags(),
             });
         }
     }
@@ -361,7 +362,8 @@ fn hidden_alias(
         size,
         binding: Binding::Global,
         kind,
-        other: object::elf::STV_HIDDEN.0,
+        visibility: Visibility::Hidden,
+        flags: 0,
     }
 }
 

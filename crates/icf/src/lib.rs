@@ -26,12 +26,15 @@ mod member_facts;
 mod memory;
 mod names;
 mod narrow;
+mod objects;
+mod options;
 mod program;
 mod report;
+mod resolution;
 mod significance;
 mod targets;
 
-pub use analysis::{Analysis, Timings};
+pub use analysis::{Analysis, Plan, Timings};
 pub use attributes::output_section_class;
 pub use candidates::{CandidateInfo, Origin};
 pub use data_uses::{DataReference, VtableEntry, VtableName};
@@ -42,12 +45,13 @@ pub use icf_fold::{CandidateId, ClassId};
 pub use link::{LinkOptions, LinkOutcome, link};
 pub use link_command::{LinkCommand, LinkInput, LinkerFlavor};
 pub use linker_script::{Placement, ScriptMap};
-pub use live::{GcRoots, live_sections};
-pub use member_facts::{Plan, PlanOptions};
+pub use live::live_sections;
 pub use names::demangle;
+pub use objects::SymbolRef;
+pub use options::PlanOptions;
 pub use program::{
-    Exports, FunctionId, FunctionInfo, Inputs, LoadedObject, ObjectId, Options, Program,
+    Exports, FunctionId, FunctionInfo, GcRoots, Inputs, LoadedObject, ObjectId, Options, Program,
 };
 pub use report::{BinarySizes, Group, Member, NearDuplicate, REPORT_VERSION, Report, Totals};
 pub use significance::Significance;
-pub use targets::{ExtendedTargets, SymbolRef, Target, TargetTable};
+pub use targets::{ExtendedTargets, Target, TargetTable};

@@ -11,7 +11,7 @@
 
 use crate::analysis::Analysis;
 use crate::link_command::{LinkCommand, LinkerFlavor};
-use crate::member_facts::PlanOptions;
+use crate::options::PlanOptions;
 use crate::program::{Inputs, Options, Program};
 use crate::report::Report;
 use anyhow::Context;

@@ -40,7 +40,7 @@ pub struct LinkCommand {
     pub gc_sections: bool,
     /// What keeps sections alive besides the defaults (see [`crate::live`]):
     /// `--export-dynamic`/`-rdynamic`, `-e`, `-u`.
-    pub gc_roots: crate::live::GcRoots,
+    pub gc_roots: crate::program::GcRoots,
     /// Symbols exported to the dynamic symbol table (`--export-dynamic`,
     /// `--export-dynamic-symbol`); the lists in `export_lists` add to them.
     pub exports: crate::program::Exports,
@@ -205,7 +205,7 @@ impl LinkCommand {
             shared: false,
             relocatable: false,
             gc_sections: false,
-            gc_roots: crate::live::GcRoots::default(),
+            gc_roots: crate::program::GcRoots::default(),
             exports: crate::program::Exports::default(),
             export_lists: Vec::new(),
             keep_unique: Vec::new(),

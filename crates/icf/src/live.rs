@@ -17,23 +17,13 @@
 //! icf misses (a symbol a shared library references, say) makes live code
 //! look dead. That only costs folds, because the analysis treats every
 //! reference from code it did not lift as an address use (see
-//! `analysis::references_from_data`), so no address that code may compare
+//! `data_uses::references_from_data`), so no address that code may compare
 //! gets folded away.
 
-use crate::program::{LoadedObject, ObjectId, Program};
+use crate::program::{GcRoots, LoadedObject, ObjectId, Program};
 use crate::targets::Target;
 use icf_object::{Binding, ElfObject, Reloc, SectionIndex, SymbolPlace, Visibility};
-use object::elf;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-
-/// What the link command says about its roots.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GcRoots {
-    /// `--export-dynamic` (or `-rdynamic`): every default-visibility global is a root.
-    pub export_dynamic: bool,
-    /// The entry symbol (`-e`) and `-u` symbols.
-    pub symbols: Vec<String>,
-}
 
 /// Per loaded object, per section: whether the link may keep it. Objects
 /// the link does not load have every section dead.
@@ -252,7 +242,7 @@ fn dependants(program: &Program<'_>) -> Dependants {
 /// section it links to.
 fn add_link_order_dependants(elf: &ElfObject<'_>, dependants: &mut [Vec<SectionIndex>]) {
     for (section_index, section) in elf.sections.iter().enumerate() {
-        if section.flags & elf::SHF_LINK_ORDER.0 != 0
+        if section.follows_its_link()
             && let Some(list) = dependants.get_mut(section.link as usize)
         {
             list.push(SectionIndex(section_index as u32));
@@ -316,13 +306,7 @@ fn is_root_section(section: &icf_object::Section<'_>) -> bool {
     if !section.is_alloc() {
         return false;
     }
-    if section.sh_type == elf::SHT_NOTE.0
-        || matches!(
-            section.sh_type,
-            t if t == elf::SHT_INIT_ARRAY.0 || t == elf::SHT_FINI_ARRAY.0 || t == elf::SHT_PREINIT_ARRAY.0
-        )
-        || section.flags & elf::SHF_GNU_RETAIN.0 != 0
-    {
+    if section.is_note() || section.is_init_or_fini_array() || section.is_retained() {
         return true;
     }
     let name = section.name;

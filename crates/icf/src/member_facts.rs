@@ -5,7 +5,7 @@
 //! another object), handed to `icf-fold`'s planner, which decides keep,
 //! alias or thunk per member. Jump tables then follow their functions.
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Plan};
 use crate::candidates::Origin;
 use crate::comdat::IdentityNames;
 use crate::program::ObjectId;
@@ -14,56 +14,6 @@ use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_clas
 use icf_fold::{CandidateId, ClassId};
 use icf_object::{Binding, SymbolIndex, SymbolKind};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-
-/// What the user asked of the plan.
-#[derive(Clone, Debug, Default)]
-pub struct PlanOptions {
-    pub mode: Mode,
-    /// Symbols (mangled or demangled) that must keep their own body.
-    pub keep_unique: Vec<String>,
-    /// Read-only data may share an address with its twins even where the
-    /// address is significant (lld's `--ignore-data-address-equality`);
-    /// otherwise data keeps its address in every mode.
-    pub ignore_data_address_equality: bool,
-}
-
-/// The plan for every class with more than one member.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    pub mode: Mode,
-    pub classes: Vec<ClassPlan>,
-    /// Per candidate, why its address is significant (safe mode facts, also computed in mode all).
-    pub significance: Vec<Option<Significance>>,
-    /// The name of each [`Identity`] a class folds through: a COMDAT
-    /// group's signature and a section name (see [`IdentityNames`]).
-    pub identity_names: Vec<Vec<u8>>,
-}
-
-impl Plan {
-    /// A plan that folds nothing.
-    pub fn empty(mode: Mode) -> Plan {
-        Plan {
-            mode,
-            classes: Vec::new(),
-            significance: Vec::new(),
-            identity_names: Vec::new(),
-        }
-    }
-
-    pub fn saved(&self) -> u64 {
-        self.classes.iter().map(ClassPlan::saved).sum()
-    }
-
-    /// How many members become aliases, and how many thunks.
-    pub fn aliases_and_thunks(&self) -> (usize, usize) {
-        let decisions = self.classes.iter().flat_map(|c| &c.decisions);
-        decisions.fold((0, 0), |(aliases, thunks), d| match d.action {
-            Action::Alias => (aliases + 1, thunks),
-            Action::Thunk(_) => (aliases, thunks + 1),
-            Action::Kept | Action::Keep(_) => (aliases, thunks),
-        })
-    }
-}
 
 impl<'data> Analysis<'_, 'data> {
     /// Decides keep / alias / thunk for every member of every class of the

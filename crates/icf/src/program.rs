@@ -1,67 +1,16 @@
 //! Loading: input files, the objects inside them, the shared target table,
 //! and the function pieces of every object.
 
-use crate::targets::{self, SymbolRef, TargetTable};
-use icf_object::{
-    ElfObject, FunctionExtent, InputFile, PerSection, SectionIndex, SkippedMember, SymbolKind,
+pub use crate::objects::{
+    FunctionId, FunctionInfo, LoadedObject, ObjectId, SectionSymbols, SymbolRef,
 };
+pub use crate::options::{Exports, GcRoots, Options};
+use crate::resolution::{self, Definitions};
+use crate::targets::TargetTable;
+use icf_object::{ElfObject, InputFile, PerSection, SkippedMember, SymbolKind};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
-
-/// How the objects will be linked, as far as it changes what references mean
-/// and which archive members are part of the link.
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    /// A `-shared` link: exported (default-visibility) globals may be interposed.
-    pub shared: bool,
-    /// GNU ld and gold search an archive only where it stands on the command
-    /// line; lld and mold (the default here) search every archive.
-    pub ordered_archives: bool,
-    /// mold: of the archive members defining a name, one that defines it
-    /// strongly is pulled in before one that defines it weakly.
-    pub strong_members_first: bool,
-    /// Input files (by index) inside `--whole-archive`: all their members are linked.
-    pub whole_archive: Vec<usize>,
-    /// A `--gc-sections` link, with the roots its command names: code it
-    /// drops is not lifted (see [`crate::live`]).
-    pub gc_sections: Option<crate::live::GcRoots>,
-    /// Symbols the link exports to the dynamic symbol table besides what
-    /// `-shared` exports: their addresses may be compared through `dlsym`.
-    pub exports: Exports,
-    /// The output sections the link command's linker scripts put input
-    /// sections in: `Err` with the reason when icf cannot tell (then no
-    /// two input sections fold together).
-    pub linker_scripts: Option<Result<crate::linker_script::ScriptMap, String>>,
-}
-
-/// What a link exports to the dynamic symbol table (`--export-dynamic`,
-/// `--export-dynamic-symbol`, `--dynamic-list`, version scripts).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Exports {
-    /// Every default-visibility global (`--export-dynamic`, or a list icf
-    /// could not read).
-    pub all: bool,
-    /// Names and glob patterns of exported symbols.
-    pub patterns: Vec<String>,
-}
-
-impl Exports {
-    /// Whether the global symbol `name` is exported.
-    pub fn exports(&self, name: &[u8]) -> bool {
-        if self.all {
-            return true;
-        }
-        let name = String::from_utf8_lossy(name);
-        self.patterns
-            .iter()
-            .any(|pattern| crate::linker_script::glob(pattern, &name))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        !self.all && self.patterns.is_empty()
-    }
-}
 
 /// The input files, memory-mapped. Everything else borrows from them.
 #[derive(Debug)]
@@ -87,55 +36,6 @@ impl Inputs {
     }
 }
 
-/// Index of an object in [`Program::objects`].
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct ObjectId(pub u32);
-
-impl ObjectId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-/// Index of a function piece in [`Program::functions`].
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct FunctionId(pub u32);
-
-/// Named symbols of each section as (value, size, symbol), sorted by value,
-/// larger extents first.
-pub type SectionSymbols = PerSection<(u64, u64, icf_object::SymbolIndex)>;
-
-/// One parsed object and what the pipeline derived from it.
-#[derive(Debug)]
-pub struct LoadedObject<'data> {
-    /// Index into [`Inputs::files`].
-    pub file: usize,
-    pub member: Option<String>,
-    pub elf: ElfObject<'data>,
-    /// Indexed by symbol index.
-    pub symbol_refs: Vec<SymbolRef>,
-    /// Offsets in executable sections that data refers to (jump-table entries).
-    pub code_references: HashMap<SectionIndex, Vec<u64>>,
-    /// Offsets in executable sections where data starts (`$d` mapping symbols).
-    pub data_in_code: HashMap<SectionIndex, Vec<u64>>,
-    /// Where jump tables and other referenced places start in each section.
-    pub anchors: icf_object::DataAnchors,
-    /// Named symbols per section, sorted by value: for naming places.
-    pub section_symbols: SectionSymbols,
-    /// The `STT_SECTION` symbol of each section, indexed by section index.
-    pub section_symbol: Vec<Option<icf_object::SymbolIndex>>,
-    /// Whether the link includes this object: a plain object always, an
-    /// archive member when it defines a symbol the link needs.
-    pub loaded: bool,
-}
-
-/// One function piece of one object.
-#[derive(Clone, Debug)]
-pub struct FunctionInfo {
-    pub object: ObjectId,
-    pub extent: FunctionExtent,
-}
-
 /// Every object of the inputs, ready to lift.
 #[derive(Debug)]
 pub struct Program<'data> {
@@ -147,7 +47,7 @@ pub struct Program<'data> {
     /// Archive members that are not ELF objects, per input file.
     pub skipped: Vec<(usize, SkippedMember)>,
     /// The definition each global name resolves to in the link.
-    pub definitions: targets::Definitions<'data>,
+    pub definitions: Definitions<'data>,
     /// Definitions that another loaded object refers to by name.
     pub needed: rustc_hash::FxHashSet<(ObjectId, icf_object::SymbolIndex)>,
 }
@@ -222,15 +122,15 @@ impl<'data> Program<'data> {
         }
 
         // References are normalized once the link's definitions are known.
-        let definitions = targets::Definitions::of(&objects);
+        let definitions = Definitions::of(&objects);
         let needed = needed_definitions(&objects, &definitions);
         let mut targets = TargetTable::with_sections(objects.iter().map(|o| o.elf.sections.len()));
         // Resolving is per object and in parallel; interning names is not.
-        let resolved: Vec<Vec<(targets::Target<'data>, i64)>> = (0..objects.len())
+        let resolved: Vec<Vec<(crate::targets::Target<'data>, i64)>> = (0..objects.len())
             .into_par_iter()
             .map(|index| {
                 let id = ObjectId(index as u32);
-                targets::symbol_refs(id, &objects, &definitions, &options)
+                resolution::symbol_refs(id, &objects, &definitions, &options)
             })
             .collect();
         for (index, symbols) in resolved.into_iter().enumerate() {
@@ -477,7 +377,7 @@ fn resolve_archive_members_in_order<'data>(objects: &mut [LoadedObject<'data>]) 
 /// member in the link.
 fn needed_definitions(
     objects: &[LoadedObject<'_>],
-    definitions: &targets::Definitions<'_>,
+    definitions: &Definitions<'_>,
 ) -> rustc_hash::FxHashSet<(ObjectId, icf_object::SymbolIndex)> {
     // A name defined by two loaded objects (a weak definition and a strong
     // override, say) keeps neither in the link: without one, the other

@@ -3,7 +3,7 @@
 //! `--print-icf-sections` lines.
 
 use crate::analysis::Analysis;
-use crate::member_facts::Plan;
+use crate::analysis::Plan;
 use icf_fold::CandidateId;
 use icf_fold::compare::{Difference, Step, first_difference};
 use icf_fold::plan::{Action, KeepReason, Mode};

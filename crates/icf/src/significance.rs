@@ -20,7 +20,6 @@
 //! and for what `--export-dynamic`, a dynamic list or a version script
 //! exports, every exported function is significant: `dlsym` may compare it.
 
-use crate::analysis::Analysis;
 use crate::candidates::CandidateInfo;
 use crate::data_uses::{DataReference, VtableEntry, VtableName};
 use crate::program::{LoadedObject, ObjectId, Program};
@@ -46,35 +45,17 @@ pub enum Significance {
     Exported,
 }
 
-impl Analysis<'_, '_> {
-    /// Why a candidate's address is significant, in words. Names are
-    /// demangled only here: computing significance names nothing.
-    pub fn describe_significance(&self, why: &Significance) -> String {
-        match why {
-            Significance::AddrsigTable => "address-significant (.llvm_addrsig)".to_string(),
-            Significance::AddressTaken { by } => format!("address taken in {}", self.name(*by)),
-            Significance::ReferencedFromCandidate { by } => {
-                format!("referenced from data in {}", self.name(*by))
-            }
-            Significance::ReferencedFromData { section } => {
-                format!("referenced from data in {section}")
-            }
-            Significance::Exported => "exported to the dynamic symbol table".to_string(),
-        }
-    }
-}
-
 /// What address significance is decided from: the candidates and every
 /// use the phases before found of them.
 pub(crate) struct Uses<'a, 'p, 'data> {
     pub program: &'p Program<'data>,
     pub candidates: &'a [CandidateInfo],
     pub targets: &'a ExtendedTargets<'p, 'data>,
-    /// See [`Analysis::escaping_references`].
+    /// See [`crate::Analysis::escaping_references`].
     pub escaping_references: &'a [(CandidateId, TargetId)],
-    /// See [`Analysis::data_references`].
+    /// See [`crate::Analysis::data_references`].
     pub data_references: &'a [DataReference],
-    /// See [`Analysis::vtable_entries`].
+    /// See [`crate::Analysis::vtable_entries`].
     pub vtable_entries: &'a [VtableEntry<'data>],
 }
 

@@ -1,6 +1,8 @@
-//! What a reference points at, shared by all objects of a program.
+//! What a reference points at, shared by all objects of a program: the
+//! table of targets, numbered, and the analysis's extension of it.
 //!
-//! A relocation through a symbol becomes the place the link resolves it to:
+//! A relocation through a symbol becomes the place the link resolves it to
+//! (`resolution.rs` decides which definition that is):
 //! the defining section plus the symbol's offset, so `f` and `.text.f+0` are
 //! one target, and a reference by name to `f` from another object is that
 //! same target. The link's resolution is known because icf sees every object
@@ -11,11 +13,10 @@
 //! link, which the executable may interpose. Local symbols of different
 //! objects are always different targets.
 
-use crate::program::{LoadedObject, ObjectId, Options};
+use crate::objects::ObjectId;
 use hashbrown::HashTable;
 use icf_ir::TargetId;
-use icf_object::{Binding, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility};
-use rustc_hash::FxHashMap as HashMap;
+use icf_object::SectionIndex;
 use std::hash::BuildHasher;
 
 /// Something outside a function that a reference names.
@@ -195,153 +196,6 @@ impl<'b, 'data> ExtendedTargets<'b, 'data> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-/// How a relocation through one symbol is normalized.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub struct SymbolRef {
-    pub target: TargetId,
-    /// Added to the relocation's addend: the symbol's offset in its section, or its absolute value.
-    pub base: i64,
-}
-
-/// The definition each global name resolves to in the link: among the
-/// objects the link loads, a strong definition before a weak one, the first
-/// on the command line before later ones (the first COMDAT group wins).
-#[derive(Clone, Debug, Default)]
-pub struct Definitions<'data> {
-    winners: HashMap<&'data [u8], (ObjectId, SymbolIndex)>,
-    /// Names with a common symbol somewhere: the linker merges those itself.
-    common: rustc_hash::FxHashSet<&'data [u8]>,
-    /// Names an archive member the link does not load defines: a link that
-    /// finds such a name undefined may load that member for it.
-    lazy: rustc_hash::FxHashSet<&'data [u8]>,
-}
-
-impl<'data> Definitions<'data> {
-    pub fn of(objects: &[LoadedObject<'data>]) -> Definitions<'data> {
-        let mut definitions = Definitions::default();
-        for (index, object) in objects.iter().enumerate() {
-            if !object.loaded {
-                definitions.lazy.extend(
-                    object
-                        .elf
-                        .symbols
-                        .iter()
-                        .filter(|s| s.binding != Binding::Local && s.is_defined())
-                        .map(|s| s.name),
-                );
-                continue;
-            }
-            for (symbol_index, symbol) in object.elf.symbols.iter().enumerate() {
-                if symbol.binding == Binding::Local
-                    || symbol.name.is_empty()
-                    || !symbol.is_defined()
-                {
-                    continue;
-                }
-                if symbol.place == SymbolPlace::Common {
-                    definitions.common.insert(symbol.name);
-                    continue;
-                }
-                let candidate = (ObjectId(index as u32), SymbolIndex(symbol_index as u32));
-                let weak = symbol.binding == Binding::Weak;
-                match definitions.winners.get(symbol.name) {
-                    None => {
-                        definitions.winners.insert(symbol.name, candidate);
-                    }
-                    Some(&(object, winner)) => {
-                        let winner_weak =
-                            objects[object.index()].elf.symbol(winner).binding == Binding::Weak;
-                        if winner_weak && !weak {
-                            definitions.winners.insert(symbol.name, candidate);
-                        }
-                    }
-                }
-            }
-        }
-        definitions
-    }
-
-    /// Whether an archive member the link does not load defines `name`.
-    pub fn defined_lazily(&self, name: &[u8]) -> bool {
-        self.lazy.contains(name)
-    }
-
-    /// The definition `name` resolves to, if a loaded object defines it.
-    pub fn winner(&self, name: &[u8]) -> Option<(ObjectId, SymbolIndex)> {
-        if self.common.contains(name) {
-            return None;
-        }
-        self.winners.get(name).copied()
-    }
-}
-
-/// What every symbol of object `id` refers to, as (target, value added to
-/// the addend), indexed by symbol index; independent of other objects' results.
-pub fn symbol_refs<'data>(
-    id: ObjectId,
-    objects: &[LoadedObject<'data>],
-    definitions: &Definitions<'data>,
-    options: &Options,
-) -> Vec<(Target<'data>, i64)> {
-    let object = &objects[id.index()].elf;
-    object
-        .symbols
-        .iter()
-        .map(|symbol| {
-            let (owner, definition) = match resolve(id, objects, definitions, symbol, options) {
-                Resolved::ByName => return (Target::Symbol { name: symbol.name }, 0),
-                Resolved::To(owner, definition) => (owner, definition),
-            };
-            match definition.place {
-                SymbolPlace::Section(section) => (
-                    Target::Section {
-                        object: owner,
-                        section,
-                    },
-                    definition.value as i64,
-                ),
-                SymbolPlace::Absolute => (Target::Absolute, definition.value as i64),
-                // The null symbol: the addend is the whole value.
-                SymbolPlace::Undefined | SymbolPlace::Common => (Target::Absolute, 0),
-            }
-        })
-        .collect()
-}
-
-enum Resolved<'a, 'data> {
-    /// Compared by name: resolved outside what icf sees, or replaceable at load time.
-    ByName,
-    /// The definition every reference through the symbol reaches, and its object.
-    To(ObjectId, &'a Symbol<'data>),
-}
-
-/// What a reference through `symbol` (of object `id`) reaches in the link.
-fn resolve<'a, 'data>(
-    id: ObjectId,
-    objects: &'a [LoadedObject<'data>],
-    definitions: &Definitions<'data>,
-    symbol: &'a Symbol<'data>,
-    options: &Options,
-) -> Resolved<'a, 'data> {
-    if symbol.binding == Binding::Local
-        || symbol.name.is_empty()
-        || symbol.kind == SymbolKind::Section
-    {
-        return Resolved::To(id, symbol);
-    }
-    let Some((owner, index)) = definitions.winner(symbol.name) else {
-        return Resolved::ByName;
-    };
-    let definition = objects[owner.index()].elf.symbol(index);
-    // An ifunc's value is its resolver; an exported symbol of a shared object
-    // may be interposed by the executable.
-    let interposable = options.shared && matches!(definition.visibility, Visibility::Default);
-    if definition.kind == SymbolKind::Ifunc || interposable {
-        return Resolved::ByName;
-    }
-    Resolved::To(owner, definition)
 }
 
 #[cfg(test)]
