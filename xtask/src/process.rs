@@ -98,12 +98,9 @@ pub fn succeeds_quietly(command: &mut Command) -> bool {
     command.output().is_ok_and(|output| output.status.success())
 }
 
-/// FNV-1a (64 bits): a stable fingerprint of bytes, the same on every run
-/// and machine (cache stamps, output fingerprints).
+/// 64-bit FNV-1a of `bytes` (icf's own, [`icf::fnv1a`]).
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    icf::fnv1a(bytes.iter().copied())
 }
 
 #[cfg(test)]

@@ -245,16 +245,9 @@ pub fn save(dir: &Path, case: &Case) -> std::io::Result<PathBuf> {
         .first()
         .map(|f| f.bytes.as_slice())
         .unwrap_or_default();
-    let stem = format!("crash-{:016x}", fnv1a(bytes));
+    let stem = format!("crash-{:016x}", icf::fnv1a(bytes.iter().copied()));
     let binary = dir.join(format!("{stem}.bin"));
     std::fs::write(&binary, bytes)?;
     std::fs::write(dir.join(format!("{stem}.case")), case.to_text())?;
     Ok(binary)
-}
-
-/// FNV-1a, 64 bits: a stable name for an input.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

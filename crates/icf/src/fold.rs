@@ -240,7 +240,10 @@ impl Analysis<'_, '_> {
         edits: &mut EditsBuilder,
     ) {
         let kept = &self.candidates[class.kept.index()];
-        let alias = format!("__icf.odr.{:016x}", fnv1a(key.iter().copied()));
+        let alias = format!(
+            "__icf.odr.{:016x}",
+            crate::names::fnv1a(key.iter().copied())
+        );
         let instances = groups
             .instances_of(self, class.kept)
             .map_or(&[][..], |(_, instances)| instances);
@@ -265,7 +268,7 @@ impl Analysis<'_, '_> {
     fn alias_name(&self, kept: CandidateId) -> String {
         let info = &self.candidates[kept.index()];
         let name = self.program.object_name(info.object);
-        let hash = fnv1a(
+        let hash = crate::names::fnv1a(
             name.bytes()
                 .chain(info.section.0.to_le_bytes())
                 .chain(info.start.to_le_bytes()),
@@ -365,13 +368,6 @@ fn hidden_alias(
         visibility: Visibility::Hidden,
         flags: 0,
     }
-}
-
-/// 64-bit FNV-1a: a stable hash for symbol names, the same in every run.
-fn fnv1a(bytes: impl Iterator<Item = u8>) -> u64 {
-    bytes.fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
-    })
 }
 
 /// A jump to `symbol` (after the architecture's landing pad when the object

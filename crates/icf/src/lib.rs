@@ -46,7 +46,7 @@ pub use link::{LinkOptions, LinkOutcome, link};
 pub use link_command::{LinkCommand, LinkInput, LinkerFlavor};
 pub use linker_script::{Placement, ScriptMap};
 pub use live::live_sections;
-pub use names::demangle;
+pub use names::{demangle, fnv1a};
 pub use objects::SymbolRef;
 pub use options::PlanOptions;
 pub use program::{

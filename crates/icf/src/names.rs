@@ -108,3 +108,12 @@ impl Program<'_> {
         }
     }
 }
+
+/// 64-bit FNV-1a: a stable hash, the same in every run and on every
+/// machine, for the names icf makes (`__icf.*` symbols) and for the names
+/// its tools give files (fuzzing findings, fingerprints, cache stamps).
+pub fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+    })
+}
