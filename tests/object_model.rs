@@ -11,9 +11,9 @@ use std::path::Path;
 fn reloc_target_section(
     elf: &ElfObject<'_>,
     section: SectionIndex,
-    reloc: usize,
+    reloc: icf_object::RelocIndex,
 ) -> Option<SectionIndex> {
-    let reloc = &elf.section(section).relocs[reloc];
+    let reloc = elf.section(section).reloc(reloc);
     elf.symbol(reloc.symbol).section()
 }
 
@@ -78,9 +78,7 @@ fn comdat_groups_and_address_significance_are_read() {
             assert!(group.is_comdat);
             for member in &group.members {
                 assert_eq!(
-                    elf.section(*member)
-                        .group
-                        .map(|g| elf.groups[g as usize].section),
+                    elf.section(*member).group.map(|g| elf.group(g).section),
                     Some(group.section)
                 );
             }

@@ -4,7 +4,7 @@
 //! in an object those fields hold zero until the linker patches them.
 
 use crate::error::{Error, Result};
-use crate::model::Section;
+use crate::model::{RelocIndex, Section};
 use gimli::{BaseAddresses, CieOrFde, EhFrame, UnwindSection};
 
 /// One frame description entry.
@@ -18,11 +18,11 @@ pub struct Fde {
     pub cie_offset: u64,
     pub cie_size: u64,
     /// Index, in the section's relocations, of the one that locates the function.
-    pub pc_begin: Option<usize>,
+    pub pc_begin: Option<RelocIndex>,
     /// Size of the described code, in bytes.
     pub pc_range: u64,
     /// Index of the relocation that locates the LSDA, when the FDE has one.
-    pub lsda: Option<usize>,
+    pub lsda: Option<RelocIndex>,
 }
 
 impl Fde {
@@ -59,8 +59,8 @@ impl Fde {
             pointer.fill(0);
         }
         if let Some(pc_begin) = self.pc_begin {
-            let field = usize::from(section.relocs[pc_begin].size);
-            let range_start = (section.relocs[pc_begin].offset - self.offset) as usize + field;
+            let field = usize::from(section.reloc(pc_begin).size);
+            let range_start = (section.reloc(pc_begin).offset - self.offset) as usize + field;
             if let Some(range) = fde.get_mut(range_start..range_start + field) {
                 range.fill(0);
             }
@@ -81,7 +81,7 @@ impl Fde {
     /// The relocations (indices into `section.relocs`) whose targets the
     /// description names: the CIE's (its personality routine), then the
     /// FDE's LSDA.
-    pub fn references(&self, section: &Section<'_>) -> impl Iterator<Item = usize> {
+    pub fn references(&self, section: &Section<'_>) -> impl Iterator<Item = RelocIndex> {
         let cie_first = section
             .relocs
             .partition_point(|r| r.offset < self.cie_offset);
@@ -90,7 +90,9 @@ impl Fde {
             .iter()
             .take_while(|r| r.offset < cie_end)
             .count();
-        (cie_first..cie_first + cie_count).chain(self.lsda)
+        (cie_first..cie_first + cie_count)
+            .map(|index| RelocIndex(index as u32))
+            .chain(self.lsda)
     }
 }
 
@@ -129,9 +131,9 @@ pub fn parse(section: &Section<'_>) -> Result<Vec<Fde>> {
                 let first = section.relocs.partition_point(|r| r.offset < offset);
                 let last = section.relocs.partition_point(|r| r.offset < offset + size);
                 let inside = first..last;
-                let pc_begin = (!inside.is_empty()).then_some(inside.start);
+                let pc_begin = (!inside.is_empty()).then_some(RelocIndex(inside.start as u32));
                 let lsda = if fde.lsda().is_some() && inside.len() >= 2 {
-                    Some(inside.start + 1)
+                    Some(RelocIndex(inside.start as u32 + 1))
                 } else {
                     None
                 };

@@ -7,8 +7,8 @@
 use crate::eh_frame::{self, Fde};
 use crate::error::{Error, Result};
 use crate::model::{
-    Binding, ComdatGroup, Reloc, Section, SectionIndex, Symbol, SymbolIndex, SymbolKind,
-    SymbolPlace, Visibility,
+    Binding, ComdatGroup, GroupIndex, Reloc, Section, SectionIndex, Symbol, SymbolIndex,
+    SymbolKind, SymbolPlace, Visibility,
 };
 use icf_ir::Arch;
 use object::LittleEndian as LE;
@@ -152,6 +152,10 @@ impl<'data> ElfObject<'data> {
 
     pub fn section(&self, index: SectionIndex) -> &Section<'data> {
         &self.sections[index.index()]
+    }
+
+    pub fn group(&self, index: GroupIndex) -> &ComdatGroup {
+        &self.groups[index.index()]
     }
 
     pub fn symbol(&self, index: SymbolIndex) -> &Symbol<'data> {
@@ -452,7 +456,7 @@ impl<'data> ElfObject<'data> {
                 }
                 members.push(SectionIndex(member));
             }
-            let group_number = self.groups.len() as u32;
+            let group_number = GroupIndex(self.groups.len() as u32);
             for member in &members {
                 self.sections[member.index()].group = Some(group_number);
             }

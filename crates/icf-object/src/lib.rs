@@ -24,8 +24,8 @@ pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
 pub use input::{FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, list_objects};
 pub use model::{
-    Binding, ComdatGroup, Reloc, Section, SectionIndex, Symbol, SymbolIndex, SymbolKind,
-    SymbolPlace, Visibility,
+    Binding, ComdatGroup, GroupIndex, Reloc, RelocIndex, Section, SectionIndex, Symbol,
+    SymbolIndex, SymbolKind, SymbolPlace, Visibility,
 };
 pub use per_section::PerSection;
 pub use rewrite::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef, rewrite};

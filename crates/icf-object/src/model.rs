@@ -17,6 +17,26 @@ pub struct SectionIndex(pub u32);
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct SymbolIndex(pub u32);
 
+/// Index of a group in its object's [`ElfObject::groups`](crate::ElfObject::groups).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct GroupIndex(pub u32);
+
+impl GroupIndex {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Index of a relocation in its section's [`Section::relocs`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct RelocIndex(pub u32);
+
+impl RelocIndex {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 impl SectionIndex {
     pub fn index(self) -> usize {
         self.0 as usize
@@ -60,13 +80,18 @@ pub struct Section<'data> {
     pub relocs: Vec<Reloc>,
     /// The `SHT_RELA` or `SHT_CREL` section they came from.
     pub reloc_section: Option<SectionIndex>,
-    /// The COMDAT group (index into [`ElfObject::groups`]) this section belongs to.
-    pub group: Option<u32>,
+    /// The group this section belongs to.
+    pub group: Option<GroupIndex>,
 }
 
 impl Section<'_> {
     pub fn name_lossy(&self) -> String {
         String::from_utf8_lossy(self.name).into_owned()
+    }
+
+    /// One of this section's relocations.
+    pub fn reloc(&self, index: RelocIndex) -> &Reloc {
+        &self.relocs[index.index()]
     }
 
     pub fn is_executable(&self) -> bool {

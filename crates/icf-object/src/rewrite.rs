@@ -1073,7 +1073,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             .iter()
             .filter(|fde| {
                 fde.pc_begin.is_some_and(|r| {
-                    let symbol = self.object.symbol(section.relocs[r].symbol);
+                    let symbol = self.object.symbol(section.reloc(r).symbol);
                     symbol.section().is_some_and(|s| self.unwound.contains(&s))
                 })
             })

@@ -38,7 +38,7 @@ pub(crate) fn attributes(
             let mut described: Vec<_> = fdes
                 .iter()
                 .filter_map(|fde| {
-                    let reloc = &elf.section(*eh_frame).relocs[fde.pc_begin?];
+                    let reloc = elf.section(*eh_frame).reloc(fde.pc_begin?);
                     let symbol = elf.symbol(reloc.symbol);
                     let start = (symbol.value as i64 + reloc.addend) as u64;
                     Some((symbol.section()?, start, *fde))
@@ -159,7 +159,7 @@ fn unwind_description(
     let refs = fde
         .references(section)
         .map(|index| {
-            let reloc = &section.relocs[index];
+            let reloc = section.reloc(index);
             let symbol = loaded.symbol_refs[reloc.symbol.index()];
             let addend = symbol.base.wrapping_add(reloc.addend);
             let (target, addend) = narrower.narrow(symbol.target, addend, addend, Reach::Unwind);

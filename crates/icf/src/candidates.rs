@@ -225,7 +225,7 @@ fn data_split_points(elf: &ElfObject<'_>) -> HashMap<SectionIndex, Vec<u64>> {
     }
     if let Some((eh_frame, fdes)) = &elf.eh_frame {
         for lsda in fdes.iter().filter_map(|fde| fde.lsda) {
-            let reloc = &elf.section(*eh_frame).relocs[lsda];
+            let reloc = elf.section(*eh_frame).reloc(lsda);
             let symbol = elf.symbol(reloc.symbol);
             if let Some(section) = symbol.section() {
                 let place = symbol.value as i64 + reloc.addend;

@@ -10,7 +10,7 @@ use crate::program::ObjectId;
 use crate::significance::Significance;
 use icf_fold::plan::{Identity, MemberFacts, Mode};
 use icf_fold::{CandidateId, ClassId};
-use icf_object::{Binding, SectionIndex};
+use icf_object::{Binding, GroupIndex, SectionIndex};
 use rustc_hash::FxHashMap as HashMap;
 
 impl<'data> Analysis<'_, 'data> {
@@ -49,7 +49,7 @@ impl<'data> Analysis<'_, 'data> {
     pub(crate) fn every_instance_may_leave(
         &self,
         info: &CandidateInfo,
-        instances: &[(ObjectId, u32)],
+        instances: &[(ObjectId, GroupIndex)],
         groups: &ComdatInstances<'_>,
         significance: &[Option<Significance>],
         mode: Mode,
@@ -63,7 +63,7 @@ impl<'data> Analysis<'_, 'data> {
             let sole_member = other_elf
                 .section(other_info.section)
                 .group
-                .map(|g| &other_elf.groups[g as usize])
+                .map(|g| other_elf.group(g))
                 .is_some_and(|group| {
                     group.members.iter().all(|&m| {
                         let member = other_elf.section(m);
@@ -83,7 +83,7 @@ impl<'data> Analysis<'_, 'data> {
     pub(crate) fn group_globals_can_move(
         &self,
         candidate: CandidateId,
-        instances: &[(ObjectId, u32)],
+        instances: &[(ObjectId, GroupIndex)],
         kept_object: ObjectId,
         anchors: &mut HashMap<ObjectId, usize>,
     ) -> bool {
@@ -109,7 +109,9 @@ impl<'data> Analysis<'_, 'data> {
                 continue;
             };
             let loaded = self.program.object(object);
-            let needed = loaded.elf.groups[group as usize]
+            let needed = loaded
+                .elf
+                .group(group)
                 .members
                 .iter()
                 .flat_map(|&m| loaded.section_symbols.get(m))
@@ -159,9 +161,7 @@ impl<'data> Analysis<'_, 'data> {
         if !every_instance_has_it {
             return None;
         }
-        let signature = elf
-            .symbol(elf.groups[section.group? as usize].signature)
-            .name;
+        let signature = elf.symbol(elf.group(section.group?).signature).name;
         Some([signature, b"\0", section.name].concat())
     }
 
@@ -170,7 +170,7 @@ impl<'data> Analysis<'_, 'data> {
         let elf = &self.program.object(info.object).elf;
         elf.section(info.section)
             .group
-            .is_some_and(|g| elf.groups[g as usize].is_comdat)
+            .is_some_and(|g| elf.group(g).is_comdat)
     }
 }
 
@@ -207,7 +207,7 @@ pub(crate) struct ComdatInstances<'data> {
     /// Signature id by name, in order of first appearance.
     ids: HashMap<&'data [u8], u32>,
     /// Instances (object, group index) by signature id.
-    instances: Vec<Vec<(ObjectId, u32)>>,
+    instances: Vec<Vec<(ObjectId, GroupIndex)>>,
     /// Whole-section candidates of grouped sections, by (object, section).
     grouped: HashMap<(ObjectId, SectionIndex), CandidateId>,
     /// Answers that hold for every instance of a group's section alike, by
@@ -293,7 +293,7 @@ impl<'data> ComdatInstances<'data> {
         &self,
         analysis: &Analysis<'_, '_>,
         info: &CandidateInfo,
-        instance: (ObjectId, u32),
+        instance: (ObjectId, GroupIndex),
     ) -> Option<CandidateId> {
         let section = self.instance_section_index(analysis, info, instance)?;
         self.grouped.get(&(instance.0, section)).copied()
@@ -304,11 +304,11 @@ impl<'data> ComdatInstances<'data> {
         &self,
         analysis: &Analysis<'_, '_>,
         info: &CandidateInfo,
-        (object, group): (ObjectId, u32),
+        (object, group): (ObjectId, GroupIndex),
     ) -> Option<SectionIndex> {
         let name = analysis.section_of(info).name;
         let elf = &analysis.program.object(object).elf;
-        elf.groups[group as usize]
+        elf.group(group)
             .members
             .iter()
             .copied()
@@ -333,10 +333,10 @@ impl<'data> ComdatInstances<'data> {
         &self,
         analysis: &Analysis<'_, '_>,
         candidate: CandidateId,
-    ) -> Option<(u32, &[(ObjectId, u32)])> {
+    ) -> Option<(u32, &[(ObjectId, GroupIndex)])> {
         let info = &analysis.candidates[candidate.index()];
         let elf = &analysis.program.object(info.object).elf;
-        let group = &elf.groups[elf.section(info.section).group? as usize];
+        let group = elf.group(elf.section(info.section).group?);
         if !group.is_comdat {
             return None;
         }
@@ -362,7 +362,8 @@ impl<'data> Analysis<'_, 'data> {
                 if id as usize == groups.instances.len() {
                     groups.instances.push(Vec::new());
                 }
-                groups.instances[id as usize].push((ObjectId(index as u32), group_index as u32));
+                groups.instances[id as usize]
+                    .push((ObjectId(index as u32), GroupIndex(group_index as u32)));
             }
         }
         for (index, info) in self.candidates.iter().enumerate() {

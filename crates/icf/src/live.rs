@@ -22,7 +22,7 @@
 
 use crate::program::{GcRoots, LoadedObject, ObjectId, Program};
 use crate::targets::Target;
-use icf_object::{Binding, ElfObject, Reloc, SectionIndex, SymbolPlace, Visibility};
+use icf_object::{Binding, ElfObject, GroupIndex, Reloc, SectionIndex, SymbolPlace, Visibility};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Per loaded object, per section: whether the link may keep it. Objects
@@ -43,7 +43,7 @@ type Dependants = Vec<Vec<Vec<SectionIndex>>>;
 
 /// Every loaded instance of each COMDAT group, by signature: the object and
 /// the group's index in it.
-type GroupInstances<'p> = HashMap<&'p [u8], Vec<(ObjectId, u32)>>;
+type GroupInstances<'p> = HashMap<&'p [u8], Vec<(ObjectId, GroupIndex)>>;
 
 /// The sections found live so far, and those of them still to follow.
 #[derive(Debug)]
@@ -159,14 +159,15 @@ impl Marking {
     ) {
         let elf = &program.object(object).elf;
         let this = elf.section(section);
-        if let Some(group) = this.group.map(|g| &elf.groups[g as usize])
+        if let Some(group) = this.group.map(|g| elf.group(g))
             && group.is_comdat
             && let signature = elf.symbol(group.signature).name
             && spread.insert((signature, this.name))
         {
             for &(other, other_group) in instances.get(signature).into_iter().flatten() {
                 let other_elf = &program.object(other).elf;
-                let sibling = other_elf.groups[other_group as usize]
+                let sibling = other_elf
+                    .group(other_group)
                     .members
                     .iter()
                     .copied()
@@ -260,7 +261,7 @@ fn add_unwind_dependants(elf: &ElfObject<'_>, dependants: &mut [Vec<SectionIndex
     for fde in fdes {
         let Some(function) = fde
             .pc_begin
-            .and_then(|r| elf.symbol(relocs[r].symbol).section())
+            .and_then(|r| elf.symbol(relocs[r.index()].symbol).section())
         else {
             continue;
         };
@@ -269,7 +270,12 @@ fn add_unwind_dependants(elf: &ElfObject<'_>, dependants: &mut [Vec<SectionIndex
         let cie_relocs = relocs[cie_start..]
             .iter()
             .take_while(|r| r.offset < fde.cie_offset + fde.cie_size);
-        for reloc in fde.lsda.map(|r| &relocs[r]).into_iter().chain(cie_relocs) {
+        for reloc in fde
+            .lsda
+            .map(|r| &relocs[r.index()])
+            .into_iter()
+            .chain(cie_relocs)
+        {
             if let Some(section) = elf.symbol(reloc.symbol).section()
                 && let Some(list) = dependants.get_mut(function.index())
             {
@@ -294,7 +300,7 @@ fn comdat_group_instances<'p>(program: &'p Program<'_>) -> GroupInstances<'p> {
                 instances
                     .entry(name)
                     .or_default()
-                    .push((ObjectId(index as u32), group_index as u32));
+                    .push((ObjectId(index as u32), GroupIndex(group_index as u32)));
             }
         }
     }
