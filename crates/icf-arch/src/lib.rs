@@ -10,8 +10,8 @@
 //! (`elf_reloc.rs`) and the trait's implementation (`mod.rs`). An
 //! AArch64-only change goes to `aarch64/`, and nowhere else.
 //!
-//! The architecture-neutral parts of lifting are [`cfg`] (finding blocks
-//! and ordering them by the walk) and `opaque` (the byte-exact fallback). A
+//! The architecture-neutral parts of lifting are `cfg.rs` (finding blocks
+//! and ordering them by the walk) and `opaque.rs` (the byte-exact fallback). A
 //! lifter never fails: whatever it cannot lift exactly is kept as an opaque
 //! run compared byte-exactly, with the reason.
 //!

@@ -86,7 +86,7 @@ struct TargetCheck {
     plain_site: u64,
     folded_site: u64,
     /// How many bytes an access reads there, exactly (see
-    /// [`Reference::width`]); 0 when unknown.
+    /// [`Reference::width`](crate::code::Reference::width)); 0 when unknown.
     width: u64,
     /// The functions holding the sites (for jump tables), if code.
     functions: Option<(Extent, Extent)>,

@@ -98,8 +98,8 @@ pub struct Plan {
     pub classes: Vec<ClassPlan>,
     /// Per candidate, why its address is significant (safe mode facts, also computed in mode all).
     pub significance: Vec<Option<Significance>>,
-    /// The name of each [`Identity`] a class folds through: a COMDAT
-    /// group's signature and a section name (see [`IdentityNames`]).
+    /// The name of each [`Identity`](icf_fold::plan::Identity) a class folds through: a COMDAT
+    /// group's signature and a section name (see `IdentityNames` in `comdat.rs`).
     pub identity_names: Vec<Vec<u8>>,
 }
 

@@ -5,7 +5,7 @@ use icf_ir::TargetId;
 use icf_object::{ElfObject, FunctionExtent, PerSection, SectionIndex};
 use rustc_hash::FxHashMap as HashMap;
 
-/// Index of an object in [`Program::objects`].
+/// Index of an object in [`Program::objects`](crate::Program::objects).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct ObjectId(pub u32);
 
@@ -15,7 +15,7 @@ impl ObjectId {
     }
 }
 
-/// Index of a function piece in [`Program::functions`].
+/// Index of a function piece in [`Program::functions`](crate::Program::functions).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct FunctionId(pub u32);
 
@@ -26,7 +26,7 @@ pub type SectionSymbols = PerSection<(u64, u64, icf_object::SymbolIndex)>;
 /// One parsed object and what the pipeline derived from it.
 #[derive(Debug)]
 pub struct LoadedObject<'data> {
-    /// Index into [`Inputs::files`].
+    /// Index into [`Inputs::files`](crate::Inputs::files).
     pub file: usize,
     pub member: Option<String>,
     pub elf: ElfObject<'data>,
