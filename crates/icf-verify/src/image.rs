@@ -421,365 +421,27 @@ impl Image {
         Image::parse(path, data)
     }
 
+    /// Reads the image in `data`, the bytes of `path`: its file header and
+    /// sections, its symbols and the lookups over them, the relocations a
+    /// `-q` link kept and the dynamic ones, what it exports, and where its
+    /// pointers and offsets are and point. The analyses' fields are empty.
     fn parse(path: &Path, data: Vec<u8>) -> Result<Image, Error> {
-        let bad = |what: &str| Error::new(path, what.to_string());
-        let header = elf::FileHeader64::<object::Endianness>::parse(data.as_slice())
-            .map_err(|e| bad(&format!("not a 64-bit ELF file: {e}")))?;
-        let endian = header
-            .endian()
-            .map_err(|e| bad(&format!("bad ELF header: {e}")))?;
-        let arch = match header.e_machine(endian) {
-            elf::EM_X86_64 => Arch::X86_64,
-            elf::EM_AARCH64 => Arch::Aarch64,
-            other => return Err(bad(&format!("unsupported machine {}", other.0))),
-        };
-        if !matches!(header.e_type(endian), elf::ET_EXEC | elf::ET_DYN) {
-            return Err(bad("not a linked executable or shared library"));
-        }
-        let position_independent = header.e_type(endian) == elf::ET_DYN;
-        // An executable (a PIE included: it asks for an interpreter) comes
-        // first in the dynamic linker's lookup scope: a name it defines
-        // binds to its own definition, which no library can preempt.
-        let is_program = header.e_type(endian) == elf::ET_EXEC
-            || header
-                .program_headers(endian, data.as_slice())
-                .is_ok_and(|headers| {
-                    headers
-                        .iter()
-                        .any(|h| h.p_type.get(endian) == elf::PT_INTERP)
-                });
-        let mut code_entries = vec![header.e_entry(endian)];
-        let table = header
-            .sections(endian, data.as_slice())
-            .map_err(|e| bad(&format!("bad section headers: {e}")))?;
-        let mut sections = Vec::with_capacity(table.len());
-        for header in table.iter() {
-            let name = table
-                .section_name(endian, header)
-                .map(|n| String::from_utf8_lossy(n).into_owned())
-                .unwrap_or_default();
-            let flags = header.sh_flags(endian).0;
-            let kind = header.sh_type(endian).0;
-            let size = header.sh_size(endian);
-            let file_range = if kind == SHT_NOBITS {
-                None
-            } else {
-                let start = usize::try_from(header.sh_offset(endian)).ok();
-                let end = start.and_then(|s| s.checked_add(usize::try_from(size).ok()?));
-                match (start, end) {
-                    (Some(start), Some(end)) if end <= data.len() => Some((start, end)),
-                    _ if flags & SHF_ALLOC != 0 && size > 0 => {
-                        return Err(bad(&format!("section {name} lies outside the file")));
-                    }
-                    _ => None,
-                }
-            };
-            let synthesized = is_synthesized(&name, kind);
-            let relro_data = name.starts_with(".data.rel.ro");
-            sections.push(Section {
-                name,
-                address: header.sh_addr(endian),
-                size,
-                file_range,
-                alloc: flags & SHF_ALLOC != 0,
-                writable: flags & SHF_WRITE != 0 && !relro_data,
-                executable: flags & SHF_EXECINSTR != 0,
-                strings: flags & (SHF_MERGE | SHF_STRINGS) == SHF_MERGE | SHF_STRINGS,
-                merge_entry_size: if flags & SHF_MERGE != 0 {
-                    header.sh_entsize(endian)
-                } else {
-                    0
-                },
-                synthesized,
-                compressed: flags & SHF_COMPRESSED != 0,
-            });
-        }
-
-        let symtab = table
-            .symbols(endian, data.as_slice(), elf::SHT_SYMTAB)
-            .map_err(|e| bad(&format!("bad .symtab: {e}")))?;
-        let dynsym = table
-            .symbols(endian, data.as_slice(), elf::SHT_DYNSYM)
-            .map_err(|e| bad(&format!("bad .dynsym: {e}")))?;
-        let use_dynsym = symtab.symbols().len() <= 1;
-        let source = if use_dynsym { &dynsym } else { &symtab };
-        if source.symbols().len() <= 1 {
-            return Err(bad(
-                "has no symbols (.symtab or .dynsym): cannot name functions",
-            ));
-        }
-
-        let mut symbols = Vec::new();
-        let mut labels = Vec::new();
-        let mut erratum_patches = Vec::new();
-        let mut elf_index_to_symbol: HashMap<u32, SymbolId> = HashMap::new();
-        let mut section_symbol_address: HashMap<u32, u64> = HashMap::new();
-        let mut bindings_kept = false;
-        let mut file: Option<String> = None;
-        let mut file_counts: HashMap<(String, Option<String>), u32> = HashMap::new();
-        let mut name_counts: HashMap<String, u32> = HashMap::new();
-        let mut globals_seen: HashMap<(String, u64, u64), SymbolId> = HashMap::new();
-        for (index, sym) in source.symbols().iter().enumerate() {
-            let st_type = sym.st_type().0;
-            let name = source
-                .symbol_name(endian, sym)
-                .map(|n| String::from_utf8_lossy(n).into_owned())
-                .unwrap_or_default();
-            if st_type == STT_FILE {
-                file = Some(name);
-                continue;
-            }
-            let Some(section) = sym.st_shndx(endian).index().map(usize::from) else {
-                continue;
-            };
-            if section >= sections.len() {
-                return Err(bad(&format!(
-                    "symbol {name} names section {section}, which does not exist"
-                )));
-            }
-            bindings_kept |= sym.st_bind().0 != STB_LOCAL;
-            if st_type == STT_SECTION {
-                section_symbol_address.insert(index as u32, sections[section].address);
-                continue;
-            }
-            if sections[section].alloc && !sections[section].executable {
-                labels.push(sym.st_value(endian));
-            }
-            if sections[section].executable
-                && matches!(st_type, STT_FUNC | STT_NOTYPE | STT_GNU_IFUNC)
-            {
-                code_entries.push(sym.st_value(endian));
-                if name.starts_with("e843419@") || name.starts_with("__CortexA53843419_") {
-                    erratum_patches.push(sym.st_value(endian));
-                }
-            }
-            let kind = match st_type {
-                STT_FUNC => SymbolKind::Function,
-                STT_OBJECT => SymbolKind::Object,
-                _ => continue,
-            };
-            let size = sym.st_size(endian);
-            if name.is_empty() || (size == 0 && kind == SymbolKind::Object) {
-                continue;
-            }
-            let file = (sym.st_bind().0 == STB_LOCAL)
-                .then(|| file.clone())
-                .flatten();
-            // mold may write a global twice (an alias icf made and the
-            // definition it stands for): one symbol.
-            let global = sym.st_bind().0 != STB_LOCAL;
-            let key = (name.clone(), sym.st_value(endian), size);
-            if global && let Some(&id) = globals_seen.get(&key) {
-                elf_index_to_symbol.insert(index as u32, id);
-                continue;
-            }
-            let in_file = file_counts.entry((name.clone(), file.clone())).or_insert(0);
-            let in_name = name_counts.entry(name.clone()).or_insert(0);
-            let id = SymbolId(symbols.len() as u32);
-            elf_index_to_symbol.insert(index as u32, id);
-            if global {
-                globals_seen.insert(key, id);
-            }
-            symbols.push(Symbol {
-                name,
-                file,
-                ordinal_in_file: *in_file,
-                ordinal_in_name: *in_name,
-                address: sym.st_value(endian),
-                size,
-                kind,
-                section,
-                weak: sym.st_bind().0 == STB_WEAK,
-                global,
-            });
-            *in_file += 1;
-            *in_name += 1;
-        }
-
-        labels.sort_unstable();
-        labels.dedup();
-        erratum_patches.sort_unstable();
-        let mut by_file_key = HashMap::with_capacity(symbols.len());
-        let mut by_name_key = HashMap::with_capacity(symbols.len());
-        let files: HashSet<String> = symbols.iter().filter_map(|s| s.file.clone()).collect();
-        for (i, s) in symbols.iter().enumerate() {
-            let id = SymbolId(i as u32);
-            by_file_key.insert((s.name.clone(), s.file.clone(), s.ordinal_in_file), id);
-            by_name_key.insert((s.name.clone(), s.ordinal_in_name), id);
-        }
-        let mut by_address: Vec<SymbolId> = (0..symbols.len() as u32)
-            .map(SymbolId)
-            .filter(|id| symbols[id.0 as usize].size > 0)
-            .collect();
-        by_address.sort_by_key(|id| {
-            let s = &symbols[id.0 as usize];
-            (s.address, std::cmp::Reverse(s.size), id.0)
-        });
-        let mut alloc_by_address: Vec<usize> = (0..sections.len())
-            .filter(|&i| sections[i].alloc && sections[i].size > 0)
-            .collect();
-        alloc_by_address.sort_by_key(|&i| sections[i].address);
-
-        let mut emitted = HashMap::new();
-        let mut dynamic = HashMap::new();
-        let mut runtime_slots = HashSet::new();
-        for (section_index, header) in table.iter().enumerate() {
-            if header.sh_type(endian).0 != SHT_RELA {
-                continue;
-            }
-            let Ok(Some((relas, link))) = header.rela(endian, data.as_slice()) else {
-                return Err(bad(&format!(
-                    "relocation section {} cannot be read",
-                    sections[section_index].name
-                )));
-            };
-            let link_type = table
-                .section(link)
-                .map(|s| s.sh_type(endian).0)
-                .unwrap_or(0);
-            let applies_to = header.sh_info(endian) as usize;
-            if link_type == SHT_SYMTAB && applies_to != 0 && !use_dynsym {
-                // Emitted relocations: places are virtual addresses (bfd, gold, lld).
-                let Some(target) = sections.get(applies_to) else {
-                    continue;
-                };
-                if !target.alloc {
-                    continue;
-                }
-                let (start, end) = (target.address, target.address.saturating_add(target.size));
-                for rela in relas {
-                    let mut place = rela.r_offset(endian);
-                    if !(start..end).contains(&place) && place < target.size {
-                        place += start;
-                    }
-                    let symbol_index = rela.r_sym(endian, false);
-                    let addend = rela.r_addend(endian);
-                    let (symbol, base) = if let Some(&id) = elf_index_to_symbol.get(&symbol_index) {
-                        (Some(id), symbols[id.0 as usize].address)
-                    } else if let Some(&address) = section_symbol_address.get(&symbol_index) {
-                        (None, address)
-                    } else {
-                        let base = symtab
-                            .symbol(object::SymbolIndex(symbol_index as usize))
-                            .map(|s| s.st_value(endian))
-                            .unwrap_or(0);
-                        (None, base)
-                    };
-                    emitted.insert(
-                        place,
-                        EmittedReloc {
-                            r_type: rela.r_type(endian, false).0,
-                            symbol,
-                            value: base.wrapping_add(addend as u64),
-                        },
-                    );
-                }
-            } else if link_type == SHT_DYNSYM || link.0 == 0 {
-                for rela in relas {
-                    let place = rela.r_offset(endian);
-                    let r_type = rela.r_type(endian, false).0;
-                    let addend = rela.r_addend(endian);
-                    let symbol_index = rela.r_sym(endian, false);
-                    let slot = if is_relative(arch, r_type) {
-                        Slot::Address(addend as u64)
-                    } else if is_symbol_word(arch, r_type) {
-                        let Ok(sym) = dynsym.symbol(object::SymbolIndex(symbol_index as usize))
-                        else {
-                            continue;
-                        };
-                        let name = dynsym
-                            .symbol_name(endian, sym)
-                            .map(|n| String::from_utf8_lossy(n).into_owned())
-                            .unwrap_or_default();
-                        let defined = sym.st_shndx(endian).index().is_some()
-                            && sym.st_type() != elf::STT_GNU_IFUNC;
-                        if defined && (sym.st_bind().0 == STB_LOCAL || is_program) {
-                            Slot::Address(sym.st_value(endian).wrapping_add(addend as u64))
-                        } else {
-                            Slot::Named(name, addend)
-                        }
-                    } else {
-                        runtime_slots.insert(place);
-                        continue;
-                    };
-                    dynamic.insert(place, slot);
-                }
-            }
-        }
-
-        let exported_names: HashSet<String> = dynsym
-            .symbols()
-            .iter()
-            .filter(|s| s.st_shndx(endian).index().is_some())
-            .filter_map(|s| dynsym.symbol_name(endian, s).ok())
-            .map(|n| String::from_utf8_lossy(n).into_owned())
-            .collect();
-        let exported_functions = dynsym
-            .symbols()
-            .iter()
-            .filter(|s| s.st_type().0 == STT_FUNC && s.st_shndx(endian).index().is_some())
-            .filter_map(|s| dynsym.symbol_name(endian, s).ok())
-            .map(|n| String::from_utf8_lossy(n).into_owned())
-            .collect();
-
-        let mut pointer_places: Vec<u64> = dynamic
-            .keys()
-            .copied()
-            .chain(
-                emitted
-                    .iter()
-                    .filter(|(_, r)| is_absolute_pointer(arch, r.r_type))
-                    .map(|(place, _)| *place),
-            )
-            .collect();
-        pointer_places.sort_unstable();
-        pointer_places.dedup();
-        let mut offset_places: Vec<u64> = emitted
-            .iter()
-            .filter(|(_, r)| !is_absolute_pointer(arch, r.r_type))
-            .map(|(place, _)| *place)
-            .collect();
-        offset_places.sort_unstable();
-        let mut pointer_targets: Vec<u64> = emitted
-            .values()
-            .filter(|r| is_absolute_pointer(arch, r.r_type))
-            .map(|r| r.value)
-            .chain(dynamic.values().filter_map(|slot| match slot {
-                Slot::Address(a) => Some(*a),
-                Slot::Named(..) => None,
-            }))
-            .collect();
-        // Tables of 4-byte offsets from their start (rustc's tables of
-        // strings, jump tables): each run of kept relative relocations 4
-        // bytes apart outside code is one table whose entry at `P` names
-        // `T + S + A - P`, with `T` the run's start.
-        let mut run_start = None;
-        let mut previous = None;
-        for &place in &offset_places {
-            let Some(reloc) = emitted.get(&place) else {
-                continue;
-            };
-            let in_code = sections
-                .iter()
-                .any(|s| s.executable && (s.address..s.address + s.size).contains(&place));
-            if !is_relative_offset(arch, reloc.r_type) || in_code {
-                previous = None;
-                continue;
-            }
-            let table = match (previous, run_start) {
-                (Some(p), Some(t)) if p + 4 == place => t,
-                _ => place,
-            };
-            run_start = Some(table);
-            previous = Some(place);
-            pointer_targets.push(table.wrapping_add(reloc.value).wrapping_sub(place));
-        }
-        pointer_targets.sort_unstable();
-        pointer_targets.dedup();
+        let file = LinkedFile::read(path, &data)?;
+        let sections = read_sections(path, &file)?;
+        let tables = SymbolTables::read(path, &file)?;
+        let symbol_facts = SymbolFacts::read(path, &file, &sections, tables.naming())?;
+        let lookups = SymbolLookups::new(&symbol_facts.symbols);
+        let alloc_by_address = alloc_by_address(&sections);
+        let relocations = Relocations::read(path, &file, &sections, &tables, &symbol_facts)?;
+        let exported_names = exported_names(&tables.dynsym, file.endian);
+        let exported_functions = exported_functions(&tables.dynsym, file.endian);
+        let pointer_places = pointer_places(file.arch, &relocations);
+        let offset_places = offset_places(file.arch, &relocations.emitted);
+        let pointer_targets = pointer_targets(file.arch, &sections, &relocations, &offset_places);
 
         Ok(Image {
             pointer_targets,
-            code_entries,
+            code_entries: symbol_facts.code_entries,
             instruction_starts: Vec::new(),
             referenced_data: Vec::new(),
             jump_targets: Vec::new(),
@@ -789,26 +451,26 @@ impl Image {
             single_register_returns: Vec::new(),
             integer_returns: Vec::new(),
             argument_registers: Vec::new(),
-            erratum_patches,
-            bindings_kept,
+            erratum_patches: symbol_facts.erratum_patches,
+            bindings_kept: symbol_facts.bindings_kept,
             pointer_places,
-            position_independent,
-            arch,
+            position_independent: file.position_independent,
+            arch: file.arch,
             data,
             sections,
-            symbols,
-            by_address,
+            symbols: symbol_facts.symbols,
+            by_address: lookups.by_address,
             alloc_by_address,
-            by_file_key,
-            by_name_key,
-            file_counts,
-            name_counts,
-            files,
-            labels,
+            by_file_key: lookups.by_file_key,
+            by_name_key: lookups.by_name_key,
+            file_counts: symbol_facts.file_counts,
+            name_counts: symbol_facts.name_counts,
+            files: lookups.files,
+            labels: symbol_facts.labels,
             offset_places,
-            emitted,
-            dynamic,
-            runtime_slots,
+            emitted: relocations.emitted,
+            dynamic: relocations.dynamic,
+            runtime_slots: relocations.runtime_slots,
             exported_functions,
             exported_names,
         })
@@ -1179,6 +841,734 @@ impl Image {
     pub fn is_mapped(&self, address: u64) -> bool {
         self.section_at(address).is_some()
     }
+}
+
+/// The ELF file header of a 64-bit image, either byte order.
+type Header = elf::FileHeader64<object::Endianness>;
+
+/// An image's section header table.
+type SectionTable<'data> = object::read::elf::SectionTable<'data, Header>;
+
+/// One of an image's symbol tables (`.symtab` or `.dynsym`).
+type SymbolTable<'data> = object::read::elf::SymbolTable<'data, Header>;
+
+/// One entry of a symbol table.
+type ElfSymbol = elf::Sym64<object::Endianness>;
+
+/// One relocation with an addend.
+type RelaEntry = elf::Rela64<object::Endianness>;
+
+/// A linked ELF file as far as its header goes: what the file header says
+/// about the image, and the section header table, borrowed from the bytes.
+struct LinkedFile<'data> {
+    data: &'data [u8],
+    endian: object::Endianness,
+    arch: Arch,
+    /// `ET_DYN` (PIE or shared object).
+    position_independent: bool,
+    /// An executable (a PIE included: it asks for an interpreter) comes
+    /// first in the dynamic linker's lookup scope: a name it defines
+    /// binds to its own definition, which no library can preempt.
+    is_program: bool,
+    /// The ELF entry point.
+    entry: u64,
+    /// The section header table.
+    table: SectionTable<'data>,
+}
+
+impl<'data> LinkedFile<'data> {
+    /// Checks the file header of `data` (64-bit ELF, x86-64 or AArch64, an
+    /// executable or shared library) and reads the section header table.
+    fn read(path: &Path, data: &'data [u8]) -> Result<LinkedFile<'data>, Error> {
+        let bad = |what: &str| Error::new(path, what.to_string());
+        let header =
+            Header::parse(data).map_err(|e| bad(&format!("not a 64-bit ELF file: {e}")))?;
+        let endian = header
+            .endian()
+            .map_err(|e| bad(&format!("bad ELF header: {e}")))?;
+        let arch = match header.e_machine(endian) {
+            elf::EM_X86_64 => Arch::X86_64,
+            elf::EM_AARCH64 => Arch::Aarch64,
+            other => return Err(bad(&format!("unsupported machine {}", other.0))),
+        };
+        if !matches!(header.e_type(endian), elf::ET_EXEC | elf::ET_DYN) {
+            return Err(bad("not a linked executable or shared library"));
+        }
+        let position_independent = header.e_type(endian) == elf::ET_DYN;
+        let is_program = header.e_type(endian) == elf::ET_EXEC
+            || header.program_headers(endian, data).is_ok_and(|headers| {
+                headers
+                    .iter()
+                    .any(|h| h.p_type.get(endian) == elf::PT_INTERP)
+            });
+        let entry = header.e_entry(endian);
+        let table = header
+            .sections(endian, data)
+            .map_err(|e| bad(&format!("bad section headers: {e}")))?;
+        Ok(LinkedFile {
+            data,
+            endian,
+            arch,
+            position_independent,
+            is_program,
+            entry,
+            table,
+        })
+    }
+}
+
+/// Every section of `file`, in section header order; an error for an
+/// allocated section whose contents lie outside the file.
+fn read_sections(path: &Path, file: &LinkedFile<'_>) -> Result<Vec<Section>, Error> {
+    let mut sections = Vec::with_capacity(file.table.len());
+    for header in file.table.iter() {
+        sections.push(read_section(path, file, header)?);
+    }
+    Ok(sections)
+}
+
+/// One section of `file` as [`Section`] holds it: its name, addresses,
+/// place in the file and what its flags say.
+fn read_section(
+    path: &Path,
+    file: &LinkedFile<'_>,
+    header: &elf::SectionHeader64<object::Endianness>,
+) -> Result<Section, Error> {
+    let endian = file.endian;
+    let name = file
+        .table
+        .section_name(endian, header)
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .unwrap_or_default();
+    let flags = header.sh_flags(endian).0;
+    let kind = header.sh_type(endian).0;
+    let size = header.sh_size(endian);
+    let file_range = section_file_range(path, file, header, &name)?;
+    let synthesized = is_synthesized(&name, kind);
+    let relro_data = name.starts_with(".data.rel.ro");
+    Ok(Section {
+        name,
+        address: header.sh_addr(endian),
+        size,
+        file_range,
+        alloc: flags & SHF_ALLOC != 0,
+        writable: flags & SHF_WRITE != 0 && !relro_data,
+        executable: flags & SHF_EXECINSTR != 0,
+        strings: flags & (SHF_MERGE | SHF_STRINGS) == SHF_MERGE | SHF_STRINGS,
+        merge_entry_size: if flags & SHF_MERGE != 0 {
+            header.sh_entsize(endian)
+        } else {
+            0
+        },
+        synthesized,
+        compressed: flags & SHF_COMPRESSED != 0,
+    })
+}
+
+/// Where the contents of section `name` lie in the file: `None` for
+/// `SHT_NOBITS`, and for an empty or unallocated section whose range is not
+/// in the file; an error for an allocated one with contents outside it.
+fn section_file_range(
+    path: &Path,
+    file: &LinkedFile<'_>,
+    header: &elf::SectionHeader64<object::Endianness>,
+    name: &str,
+) -> Result<Option<(usize, usize)>, Error> {
+    let endian = file.endian;
+    let flags = header.sh_flags(endian).0;
+    let size = header.sh_size(endian);
+    if header.sh_type(endian).0 == SHT_NOBITS {
+        return Ok(None);
+    }
+    let start = usize::try_from(header.sh_offset(endian)).ok();
+    let end = start.and_then(|s| s.checked_add(usize::try_from(size).ok()?));
+    match (start, end) {
+        (Some(start), Some(end)) if end <= file.data.len() => Ok(Some((start, end))),
+        _ if flags & SHF_ALLOC != 0 && size > 0 => Err(Error::new(
+            path,
+            format!("section {name} lies outside the file"),
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// The image's two symbol tables, and which of them names its symbols.
+struct SymbolTables<'data> {
+    symtab: SymbolTable<'data>,
+    dynsym: SymbolTable<'data>,
+    /// `.symtab` is empty (a stripped image): `.dynsym` names the symbols,
+    /// and no relocation section is read as one a `-q` link kept.
+    use_dynsym: bool,
+}
+
+impl<'data> SymbolTables<'data> {
+    /// Reads `.symtab` and `.dynsym` (either may be empty); an error when
+    /// neither holds a symbol.
+    fn read(path: &Path, file: &LinkedFile<'data>) -> Result<SymbolTables<'data>, Error> {
+        let bad = |what: &str| Error::new(path, what.to_string());
+        let symtab = file
+            .table
+            .symbols(file.endian, file.data, elf::SHT_SYMTAB)
+            .map_err(|e| bad(&format!("bad .symtab: {e}")))?;
+        let dynsym = file
+            .table
+            .symbols(file.endian, file.data, elf::SHT_DYNSYM)
+            .map_err(|e| bad(&format!("bad .dynsym: {e}")))?;
+        let tables = SymbolTables {
+            use_dynsym: symtab.symbols().len() <= 1,
+            symtab,
+            dynsym,
+        };
+        if tables.naming().symbols().len() <= 1 {
+            return Err(bad(
+                "has no symbols (.symtab or .dynsym): cannot name functions",
+            ));
+        }
+        Ok(tables)
+    }
+
+    /// The table the image's symbols are read from: `.symtab`, else `.dynsym`.
+    fn naming(&self) -> &SymbolTable<'data> {
+        if self.use_dynsym {
+            &self.dynsym
+        } else {
+            &self.symtab
+        }
+    }
+}
+
+/// What the symbol table says: the image's symbols, and the facts about
+/// places (labels, code entries) and ELF symbol indices read along the way.
+struct SymbolFacts {
+    /// Named functions, and named data objects with a size, each global
+    /// once.
+    symbols: Vec<Symbol>,
+    /// See [`Image::labels`]: sorted, without duplicates.
+    labels: Vec<u64>,
+    /// The entry point, then the address of every function, `NOTYPE` or
+    /// ifunc symbol in an executable section, in table order.
+    code_entries: Vec<u64>,
+    /// See [`Image::erratum_patches`]: sorted.
+    erratum_patches: Vec<u64>,
+    /// See [`Image::bindings_kept`].
+    bindings_kept: bool,
+    /// How many symbols share each (name, file), and each name.
+    file_counts: HashMap<(String, Option<String>), u32>,
+    name_counts: HashMap<String, u32>,
+    /// The symbol each ELF symbol index stands for.
+    elf_index_to_symbol: HashMap<u32, SymbolId>,
+    /// The address of the section each ELF section symbol stands for.
+    section_symbol_address: HashMap<u32, u64>,
+}
+
+impl SymbolFacts {
+    /// Reads every symbol of `table`, in order, against `sections`; an
+    /// error for a symbol in a section that does not exist.
+    fn read(
+        path: &Path,
+        file: &LinkedFile<'_>,
+        sections: &[Section],
+        table: &SymbolTable<'_>,
+    ) -> Result<SymbolFacts, Error> {
+        let mut reader = SymbolReader {
+            sections,
+            endian: file.endian,
+            file: None,
+            globals_seen: HashMap::new(),
+            facts: SymbolFacts {
+                symbols: Vec::new(),
+                labels: Vec::new(),
+                code_entries: vec![file.entry],
+                erratum_patches: Vec::new(),
+                bindings_kept: false,
+                file_counts: HashMap::new(),
+                name_counts: HashMap::new(),
+                elf_index_to_symbol: HashMap::new(),
+                section_symbol_address: HashMap::new(),
+            },
+        };
+        for (index, sym) in table.symbols().iter().enumerate() {
+            let name = table
+                .symbol_name(file.endian, sym)
+                .map(|n| String::from_utf8_lossy(n).into_owned())
+                .unwrap_or_default();
+            reader.read_symbol(path, index, sym, name)?;
+        }
+        let mut facts = reader.facts;
+        facts.labels.sort_unstable();
+        facts.labels.dedup();
+        facts.erratum_patches.sort_unstable();
+        Ok(facts)
+    }
+
+    /// The symbol a kept relocation names through ELF symbol
+    /// `symbol_index` (`None` for a section symbol or a symbol the image
+    /// does not keep), and the address it stands for.
+    fn relocation_symbol(
+        &self,
+        symtab: &SymbolTable<'_>,
+        endian: object::Endianness,
+        symbol_index: u32,
+    ) -> (Option<SymbolId>, u64) {
+        if let Some(&id) = self.elf_index_to_symbol.get(&symbol_index) {
+            (Some(id), self.symbols[id.0 as usize].address)
+        } else if let Some(&address) = self.section_symbol_address.get(&symbol_index) {
+            (None, address)
+        } else {
+            let base = symtab
+                .symbol(object::SymbolIndex(symbol_index as usize))
+                .map(|s| s.st_value(endian))
+                .unwrap_or(0);
+            (None, base)
+        }
+    }
+}
+
+/// Reads a symbol table in order into [`SymbolFacts`], keeping what one
+/// symbol tells about the next.
+struct SymbolReader<'a> {
+    sections: &'a [Section],
+    endian: object::Endianness,
+    /// The name of the last `STT_FILE` symbol: the file of the locals after it.
+    file: Option<String>,
+    /// Globals read so far, by (name, value, size): mold may write a global
+    /// twice (an alias icf made and the definition it stands for).
+    globals_seen: HashMap<(String, u64, u64), SymbolId>,
+    facts: SymbolFacts,
+}
+
+impl SymbolReader<'_> {
+    /// Reads ELF symbol `index`, named `name`: a file name, a section
+    /// symbol, a label or code entry, a function or data object.
+    fn read_symbol(
+        &mut self,
+        path: &Path,
+        index: usize,
+        sym: &ElfSymbol,
+        name: String,
+    ) -> Result<(), Error> {
+        let sections = self.sections;
+        let st_type = sym.st_type().0;
+        if st_type == STT_FILE {
+            self.file = Some(name);
+            return Ok(());
+        }
+        let Some(section) = sym.st_shndx(self.endian).index().map(usize::from) else {
+            return Ok(());
+        };
+        if section >= sections.len() {
+            return Err(Error::new(
+                path,
+                format!("symbol {name} names section {section}, which does not exist"),
+            ));
+        }
+        self.facts.bindings_kept |= sym.st_bind().0 != STB_LOCAL;
+        if st_type == STT_SECTION {
+            self.facts
+                .section_symbol_address
+                .insert(index as u32, sections[section].address);
+            return Ok(());
+        }
+        self.note_place(
+            &sections[section],
+            st_type,
+            &name,
+            sym.st_value(self.endian),
+        );
+        let kind = match st_type {
+            STT_FUNC => SymbolKind::Function,
+            STT_OBJECT => SymbolKind::Object,
+            _ => return Ok(()),
+        };
+        let size = sym.st_size(self.endian);
+        if name.is_empty() || (size == 0 && kind == SymbolKind::Object) {
+            return Ok(());
+        }
+        self.add_symbol(index, sym, name, kind, section);
+        Ok(())
+    }
+
+    /// Notes what a symbol of type `st_type` at `address` in `section`
+    /// marks: a data label, or an entry into code (and whether that entry
+    /// is a Cortex-A53 erratum patch).
+    fn note_place(&mut self, section: &Section, st_type: u8, name: &str, address: u64) {
+        if section.alloc && !section.executable {
+            self.facts.labels.push(address);
+        }
+        if section.executable && matches!(st_type, STT_FUNC | STT_NOTYPE | STT_GNU_IFUNC) {
+            self.facts.code_entries.push(address);
+            if name.starts_with("e843419@") || name.starts_with("__CortexA53843419_") {
+                self.facts.erratum_patches.push(address);
+            }
+        }
+    }
+
+    /// Adds a named function or sized data object as the next [`Symbol`],
+    /// numbered among those of its (name, file) and its name; a global
+    /// already read at the same value with the same size is that symbol.
+    fn add_symbol(
+        &mut self,
+        index: usize,
+        sym: &ElfSymbol,
+        name: String,
+        kind: SymbolKind,
+        section: usize,
+    ) {
+        let endian = self.endian;
+        let facts = &mut self.facts;
+        let size = sym.st_size(endian);
+        let file = (sym.st_bind().0 == STB_LOCAL)
+            .then(|| self.file.clone())
+            .flatten();
+        let global = sym.st_bind().0 != STB_LOCAL;
+        let key = (name.clone(), sym.st_value(endian), size);
+        if global && let Some(&id) = self.globals_seen.get(&key) {
+            facts.elf_index_to_symbol.insert(index as u32, id);
+            return;
+        }
+        let in_file = facts
+            .file_counts
+            .entry((name.clone(), file.clone()))
+            .or_insert(0);
+        let in_name = facts.name_counts.entry(name.clone()).or_insert(0);
+        let id = SymbolId(facts.symbols.len() as u32);
+        facts.elf_index_to_symbol.insert(index as u32, id);
+        if global {
+            self.globals_seen.insert(key, id);
+        }
+        facts.symbols.push(Symbol {
+            name,
+            file,
+            ordinal_in_file: *in_file,
+            ordinal_in_name: *in_name,
+            address: sym.st_value(endian),
+            size,
+            kind,
+            section,
+            weak: sym.st_bind().0 == STB_WEAK,
+            global,
+        });
+        *in_file += 1;
+        *in_name += 1;
+    }
+}
+
+/// The ways [`Image`] finds its symbols: by address, by (name, file,
+/// position) and by (name, position).
+struct SymbolLookups {
+    /// See [`Image::by_address`].
+    by_address: Vec<SymbolId>,
+    by_file_key: HashMap<(String, Option<String>, u32), SymbolId>,
+    by_name_key: HashMap<(String, u32), SymbolId>,
+    /// The `STT_FILE` names that hold local symbols.
+    files: HashSet<String>,
+}
+
+impl SymbolLookups {
+    /// Indexes `symbols`.
+    fn new(symbols: &[Symbol]) -> SymbolLookups {
+        let mut by_file_key = HashMap::with_capacity(symbols.len());
+        let mut by_name_key = HashMap::with_capacity(symbols.len());
+        let files: HashSet<String> = symbols.iter().filter_map(|s| s.file.clone()).collect();
+        for (i, s) in symbols.iter().enumerate() {
+            let id = SymbolId(i as u32);
+            by_file_key.insert((s.name.clone(), s.file.clone(), s.ordinal_in_file), id);
+            by_name_key.insert((s.name.clone(), s.ordinal_in_name), id);
+        }
+        let mut by_address: Vec<SymbolId> = (0..symbols.len() as u32)
+            .map(SymbolId)
+            .filter(|id| symbols[id.0 as usize].size > 0)
+            .collect();
+        by_address.sort_by_key(|id| {
+            let s = &symbols[id.0 as usize];
+            (s.address, std::cmp::Reverse(s.size), id.0)
+        });
+        SymbolLookups {
+            by_address,
+            by_file_key,
+            by_name_key,
+            files,
+        }
+    }
+}
+
+/// The allocated sections with a size, by address.
+fn alloc_by_address(sections: &[Section]) -> Vec<usize> {
+    let mut alloc_by_address: Vec<usize> = (0..sections.len())
+        .filter(|&i| sections[i].alloc && sections[i].size > 0)
+        .collect();
+    alloc_by_address.sort_by_key(|&i| sections[i].address);
+    alloc_by_address
+}
+
+/// The image's relocations: those a `-q` link kept, and the dynamic ones.
+#[derive(Default)]
+struct Relocations {
+    /// See [`Image::emitted`].
+    emitted: HashMap<u64, EmittedReloc>,
+    /// See [`Image::dynamic`].
+    dynamic: HashMap<u64, Slot>,
+    /// See [`Image::runtime_slots`].
+    runtime_slots: HashSet<u64>,
+}
+
+impl Relocations {
+    /// Reads every `SHT_RELA` section of `file`: one linked to `.symtab`
+    /// that applies to a section holds kept relocations, one linked to
+    /// `.dynsym` (or to nothing) dynamic ones; an error for one that cannot
+    /// be read.
+    fn read(
+        path: &Path,
+        file: &LinkedFile<'_>,
+        sections: &[Section],
+        tables: &SymbolTables<'_>,
+        symbols: &SymbolFacts,
+    ) -> Result<Relocations, Error> {
+        let endian = file.endian;
+        let mut relocations = Relocations::default();
+        for (section_index, header) in file.table.iter().enumerate() {
+            if header.sh_type(endian).0 != SHT_RELA {
+                continue;
+            }
+            let Ok(Some((relas, link))) = header.rela(endian, file.data) else {
+                return Err(Error::new(
+                    path,
+                    format!(
+                        "relocation section {} cannot be read",
+                        sections[section_index].name
+                    ),
+                ));
+            };
+            let link_type = file
+                .table
+                .section(link)
+                .map(|s| s.sh_type(endian).0)
+                .unwrap_or(0);
+            let applies_to = header.sh_info(endian) as usize;
+            if link_type == SHT_SYMTAB && applies_to != 0 && !tables.use_dynsym {
+                // Emitted relocations: places are virtual addresses (bfd, gold, lld).
+                let Some(target) = sections.get(applies_to) else {
+                    continue;
+                };
+                if !target.alloc {
+                    continue;
+                }
+                relocations.read_emitted(endian, target, relas, symbols, &tables.symtab);
+            } else if link_type == SHT_DYNSYM || link.0 == 0 {
+                relocations.read_dynamic(file, &tables.dynsym, relas);
+            }
+        }
+        Ok(relocations)
+    }
+
+    /// Records the relocations `relas` a `-q` link kept for allocated
+    /// section `target`, by place: the type, the symbol named and `S + A`.
+    fn read_emitted(
+        &mut self,
+        endian: object::Endianness,
+        target: &Section,
+        relas: &[RelaEntry],
+        symbols: &SymbolFacts,
+        symtab: &SymbolTable<'_>,
+    ) {
+        let (start, end) = (target.address, target.address.saturating_add(target.size));
+        for rela in relas {
+            let mut place = rela.r_offset(endian);
+            if !(start..end).contains(&place) && place < target.size {
+                place += start;
+            }
+            let symbol_index = rela.r_sym(endian, false);
+            let addend = rela.r_addend(endian);
+            let (symbol, base) = symbols.relocation_symbol(symtab, endian, symbol_index);
+            self.emitted.insert(
+                place,
+                EmittedReloc {
+                    r_type: rela.r_type(endian, false).0,
+                    symbol,
+                    value: base.wrapping_add(addend as u64),
+                },
+            );
+        }
+    }
+
+    /// Records what the dynamic relocations `relas` have the loader write
+    /// into each slot; a slot only the run time fills (`IRELATIVE`, TLS)
+    /// goes to the runtime slots.
+    fn read_dynamic(
+        &mut self,
+        file: &LinkedFile<'_>,
+        dynsym: &SymbolTable<'_>,
+        relas: &[RelaEntry],
+    ) {
+        let endian = file.endian;
+        for rela in relas {
+            let place = rela.r_offset(endian);
+            let r_type = rela.r_type(endian, false).0;
+            let addend = rela.r_addend(endian);
+            let symbol_index = rela.r_sym(endian, false);
+            let slot = if is_relative(file.arch, r_type) {
+                Slot::Address(addend as u64)
+            } else if is_symbol_word(file.arch, r_type) {
+                let Some(slot) = symbol_word_slot(file, dynsym, symbol_index, addend) else {
+                    continue;
+                };
+                slot
+            } else {
+                self.runtime_slots.insert(place);
+                continue;
+            };
+            self.dynamic.insert(place, slot);
+        }
+    }
+}
+
+/// What a dynamic relocation writing `S + A` through `.dynsym` symbol
+/// `symbol_index` puts in its slot: the address, when the symbol is
+/// defined here and no other module can preempt it (a local, or any
+/// definition of a program); else the name the loader looks up. `None`
+/// when there is no such symbol.
+fn symbol_word_slot(
+    file: &LinkedFile<'_>,
+    dynsym: &SymbolTable<'_>,
+    symbol_index: u32,
+    addend: i64,
+) -> Option<Slot> {
+    let endian = file.endian;
+    let sym = dynsym
+        .symbol(object::SymbolIndex(symbol_index as usize))
+        .ok()?;
+    let name = dynsym
+        .symbol_name(endian, sym)
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .unwrap_or_default();
+    let defined = sym.st_shndx(endian).index().is_some() && sym.st_type() != elf::STT_GNU_IFUNC;
+    Some(
+        if defined && (sym.st_bind().0 == STB_LOCAL || file.is_program) {
+            Slot::Address(sym.st_value(endian).wrapping_add(addend as u64))
+        } else {
+            Slot::Named(name, addend)
+        },
+    )
+}
+
+/// Every name `.dynsym` defines (see [`Image::exported_names`]).
+fn exported_names(dynsym: &SymbolTable<'_>, endian: object::Endianness) -> HashSet<String> {
+    dynsym
+        .symbols()
+        .iter()
+        .filter(|s| s.st_shndx(endian).index().is_some())
+        .filter_map(|s| dynsym.symbol_name(endian, s).ok())
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect()
+}
+
+/// The functions `.dynsym` defines, in table order.
+fn exported_functions(dynsym: &SymbolTable<'_>, endian: object::Endianness) -> Vec<String> {
+    dynsym
+        .symbols()
+        .iter()
+        .filter(|s| s.st_type().0 == STT_FUNC && s.st_shndx(endian).index().is_some())
+        .filter_map(|s| dynsym.symbol_name(endian, s).ok())
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect()
+}
+
+/// See [`Image::pointer_places`]: the slots of dynamic relocations and the
+/// places of kept absolute pointers, sorted, without duplicates.
+fn pointer_places(arch: Arch, relocations: &Relocations) -> Vec<u64> {
+    let mut pointer_places: Vec<u64> = relocations
+        .dynamic
+        .keys()
+        .copied()
+        .chain(
+            relocations
+                .emitted
+                .iter()
+                .filter(|(_, r)| is_absolute_pointer(arch, r.r_type))
+                .map(|(place, _)| *place),
+        )
+        .collect();
+    pointer_places.sort_unstable();
+    pointer_places.dedup();
+    pointer_places
+}
+
+/// See [`Image::offset_places`]: the places of kept relocations that are
+/// not absolute pointers, sorted.
+fn offset_places(arch: Arch, emitted: &HashMap<u64, EmittedReloc>) -> Vec<u64> {
+    let mut offset_places: Vec<u64> = emitted
+        .iter()
+        .filter(|(_, r)| !is_absolute_pointer(arch, r.r_type))
+        .map(|(place, _)| *place)
+        .collect();
+    offset_places.sort_unstable();
+    offset_places
+}
+
+/// See [`Image::pointer_targets`]: where kept absolute pointers and the
+/// loader's addresses point, and where the entries of tables of offsets
+/// point, sorted, without duplicates.
+fn pointer_targets(
+    arch: Arch,
+    sections: &[Section],
+    relocations: &Relocations,
+    offset_places: &[u64],
+) -> Vec<u64> {
+    let mut pointer_targets: Vec<u64> = relocations
+        .emitted
+        .values()
+        .filter(|r| is_absolute_pointer(arch, r.r_type))
+        .map(|r| r.value)
+        .chain(relocations.dynamic.values().filter_map(|slot| match slot {
+            Slot::Address(a) => Some(*a),
+            Slot::Named(..) => None,
+        }))
+        .collect();
+    pointer_targets.extend(offset_table_targets(
+        arch,
+        sections,
+        &relocations.emitted,
+        offset_places,
+    ));
+    pointer_targets.sort_unstable();
+    pointer_targets.dedup();
+    pointer_targets
+}
+
+/// Where the entries of tables of 4-byte offsets from their start point
+/// (rustc's tables of strings, jump tables): each run of kept relative
+/// relocations 4 bytes apart outside code is one table whose entry at `P`
+/// names `T + S + A - P`, with `T` the run's start. In the order of
+/// `offset_places`.
+fn offset_table_targets(
+    arch: Arch,
+    sections: &[Section],
+    emitted: &HashMap<u64, EmittedReloc>,
+    offset_places: &[u64],
+) -> Vec<u64> {
+    let mut targets = Vec::new();
+    let mut run_start = None;
+    let mut previous = None;
+    for &place in offset_places {
+        let Some(reloc) = emitted.get(&place) else {
+            continue;
+        };
+        let in_code = sections
+            .iter()
+            .any(|s| s.executable && (s.address..s.address + s.size).contains(&place));
+        if !is_relative_offset(arch, reloc.r_type) || in_code {
+            previous = None;
+            continue;
+        }
+        let table = match (previous, run_start) {
+            (Some(p), Some(t)) if p + 4 == place => t,
+            _ => place,
+        };
+        run_start = Some(table);
+        previous = Some(place);
+        targets.push(table.wrapping_add(reloc.value).wrapping_sub(place));
+    }
+    targets
 }
 
 /// `name+0x10`, or `name` at offset 0.
