@@ -18,7 +18,7 @@ use crate::eh_frame;
 use crate::elf::ElfObject;
 use crate::error::{Error, Result};
 use crate::model::{
-    Binding, ComdatGroup, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace, Visibility,
+    Binding, ComdatGroup, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility,
 };
 use object::LittleEndian as LE;
 use object::elf;
@@ -289,61 +289,95 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         self.unwound.extend(self.dropped.iter().copied());
     }
 
+    /// The output symbol table: what happens to each old symbol, the output
+    /// symbols (the old ones that stay, the new ones, then the section
+    /// symbols retargeted references need), and where each old and new
+    /// symbol lands in it.
     fn plan_symbols(&mut self) -> Result<()> {
+        self.fates = self.symbol_fates()?;
+        let defined_new = self.new_global_definitions();
+        let now_defined = self.add_old_symbols(&defined_new);
+        self.add_new_symbols();
+        self.point_references_at_new_definitions(now_defined);
+        self.add_destination_section_symbols();
+        Ok(())
+    }
+
+    /// What happens to each old symbol, in symbol table order.
+    fn symbol_fates(&self) -> Result<Vec<SymbolFate>> {
         let object = self.object;
         let mut fates = Vec::with_capacity(object.symbols.len());
         for (index, symbol) in object.symbols.iter().enumerate() {
-            let fate = match symbol.place {
-                SymbolPlace::Section(section) if self.dropped.contains(&section) => {
-                    match self.edits.moved.get(&section) {
-                        Some(Destination::Local {
-                            section,
-                            start,
-                            size,
-                        }) if symbol.kind != SymbolKind::Section => {
-                            let size = if symbol.value == 0 {
-                                *size
-                            } else {
-                                symbol.size
-                            };
-                            SymbolFate::Redefine {
-                                section: *section,
-                                value: start + symbol.value,
-                                size,
-                            }
-                        }
-                        _ if symbol.binding == Binding::Local => SymbolFate::Drop,
-                        Some(Destination::External { .. })
-                            if symbol.kind != SymbolKind::Section =>
-                        {
-                            SymbolFate::Undefine
-                        }
-                        _ => {
-                            return Err(Error::new(format!(
-                                "symbol {index} '{}' is global but its section is removed without a local copy",
-                                symbol.name_lossy()
-                            )));
-                        }
-                    }
-                }
-                _ => SymbolFate::Keep,
-            };
-            fates.push(fate);
+            fates.push(self.symbol_fate(index, symbol)?);
         }
-        self.fates = fates;
+        Ok(fates)
+    }
 
-        // A new definition of a name the object only referenced takes the
-        // reference's place: one symbol per name, never an undefined twin.
+    /// What happens to old symbol `index`: one in a removed section is
+    /// defined again in the section's local destination, dropped (a local),
+    /// or left undefined (a global whose body moved to another object); an
+    /// error for a global whose section is removed without a local copy.
+    /// Every other symbol is kept.
+    fn symbol_fate(&self, index: usize, symbol: &Symbol<'_>) -> Result<SymbolFate> {
+        let SymbolPlace::Section(section) = symbol.place else {
+            return Ok(SymbolFate::Keep);
+        };
+        if !self.dropped.contains(&section) {
+            return Ok(SymbolFate::Keep);
+        }
+        Ok(match self.edits.moved.get(&section) {
+            Some(Destination::Local {
+                section,
+                start,
+                size,
+            }) if symbol.kind != SymbolKind::Section => {
+                let size = if symbol.value == 0 {
+                    *size
+                } else {
+                    symbol.size
+                };
+                SymbolFate::Redefine {
+                    section: *section,
+                    value: start + symbol.value,
+                    size,
+                }
+            }
+            _ if symbol.binding == Binding::Local => SymbolFate::Drop,
+            Some(Destination::External { .. }) if symbol.kind != SymbolKind::Section => {
+                SymbolFate::Undefine
+            }
+            _ => {
+                return Err(Error::new(format!(
+                    "symbol {index} '{}' is global but its section is removed without a local copy",
+                    symbol.name_lossy()
+                )));
+            }
+        })
+    }
+
+    /// The names the edits define anew, not as locals, with the index of
+    /// each in [`Edits::new_symbols`]: a new definition of a name the
+    /// object only referenced takes the reference's place (one symbol per
+    /// name, never an undefined twin).
+    fn new_global_definitions(&self) -> HashMap<&'a [u8], usize> {
         let edits = self.edits;
-        let defined_new: rustc_hash::FxHashMap<&[u8], usize> = edits
+        edits
             .new_symbols
             .iter()
             .enumerate()
             .filter(|(_, new)| new.definition.is_some() && new.binding != Binding::Local)
             .map(|(index, new)| (new.name.as_slice(), index))
-            .collect();
+            .collect()
+    }
+
+    /// Adds an output symbol for each old symbol that stays, in order after
+    /// the null symbol, recording where each lands and the first section
+    /// symbol of each section. Returns the (old, new) pairs of undefined
+    /// references that a new definition in `defined_new` takes the place of.
+    fn add_old_symbols(&mut self, defined_new: &HashMap<&[u8], usize>) -> Vec<(usize, usize)> {
+        let object = self.object;
         let mut now_defined: Vec<(usize, usize)> = Vec::new();
-        let mut old_to_out = vec![None; object.symbols.len()];
+        self.old_to_out = vec![None; object.symbols.len()];
         for (index, symbol) in object.symbols.iter().enumerate().skip(1) {
             if symbol.place == SymbolPlace::Undefined
                 && symbol.binding != Binding::Local
@@ -352,45 +386,17 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 now_defined.push((index, new));
                 continue;
             }
-            let (section, value, size) = match self.fates[index] {
-                SymbolFate::Drop => continue,
-                // A symbol on replaced contents (a thunk) covers only what is
-                // left; one that covered the section from its start covers
-                // the new contents whole, even where they are longer.
-                SymbolFate::Keep => {
-                    match symbol.section().and_then(|s| self.edits.replaced.get(&s)) {
-                        Some(contents) => {
-                            let len = contents.bytes.len() as u64;
-                            let size = if symbol.value == 0 && symbol.size > 0 {
-                                len
-                            } else {
-                                symbol.size.min(len.saturating_sub(symbol.value))
-                            };
-                            (symbol.section(), symbol.value, size)
-                        }
-                        None => (symbol.section(), symbol.value, symbol.size),
-                    }
-                }
-                SymbolFate::Redefine {
-                    section,
-                    value,
-                    size,
-                } => (Some(section), value, size),
-                SymbolFate::Undefine => (None, 0, 0),
+            let fate = self.fates[index];
+            let Some((section, value, size)) = self.output_definition(symbol, fate) else {
+                continue;
             };
-            let special = match (symbol.place, self.fates[index]) {
-                (_, SymbolFate::Undefine) | (SymbolPlace::Undefined, _) => elf::SHN_UNDEF.0,
-                (SymbolPlace::Absolute, _) => elf::SHN_ABS.0,
-                (SymbolPlace::Common, _) => elf::SHN_COMMON.0,
-                (SymbolPlace::Section(_), _) => 0,
-            };
-            old_to_out[index] = Some(self.symbols.len());
+            self.old_to_out[index] = Some(self.symbols.len());
             self.symbols.push(OutSymbol {
                 name: symbol.name,
                 st_info: raw_st_info(symbol.binding, symbol.kind),
                 st_other: symbol.other,
                 section,
-                special,
+                special: special_section_index(symbol.place, fate),
                 value,
                 size,
             });
@@ -402,20 +408,50 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                     .or_insert(self.symbols.len() - 1);
             }
         }
-        self.old_to_out = old_to_out;
-        for new in &self.edits.new_symbols {
+        now_defined
+    }
+
+    /// Where an old symbol with `fate` is defined in the output: (section,
+    /// value, size), with no section when it is not defined in one; `None`
+    /// when it is dropped.
+    fn output_definition(
+        &self,
+        symbol: &Symbol<'_>,
+        fate: SymbolFate,
+    ) -> Option<(Option<SectionIndex>, u64, u64)> {
+        Some(match fate {
+            SymbolFate::Drop => return None,
+            // A symbol on replaced contents (a thunk) covers only what is
+            // left; one that covered the section from its start covers
+            // the new contents whole, even where they are longer.
+            SymbolFate::Keep => match symbol.section().and_then(|s| self.edits.replaced.get(&s)) {
+                Some(contents) => {
+                    let len = contents.bytes.len() as u64;
+                    let size = if symbol.value == 0 && symbol.size > 0 {
+                        len
+                    } else {
+                        symbol.size.min(len.saturating_sub(symbol.value))
+                    };
+                    (symbol.section(), symbol.value, size)
+                }
+                None => (symbol.section(), symbol.value, symbol.size),
+            },
+            SymbolFate::Redefine {
+                section,
+                value,
+                size,
+            } => (Some(section), value, size),
+            SymbolFate::Undefine => (None, 0, 0),
+        })
+    }
+
+    /// Adds an output symbol for each new symbol, after the old ones,
+    /// recording where each lands.
+    fn add_new_symbols(&mut self) {
+        let edits = self.edits;
+        for new in &edits.new_symbols {
             self.new_to_out.push(self.symbols.len());
-            // A new symbol on replaced contents (an alias of a COMDAT
-            // instance that another class made a thunk) covers only them.
-            let size = match new.definition {
-                Some((section, value)) => match self.edits.replaced.get(&section) {
-                    Some(contents) => new
-                        .size
-                        .min((contents.bytes.len() as u64).saturating_sub(value)),
-                    None => new.size,
-                },
-                None => new.size,
-            };
+            let size = self.new_symbol_size(new);
             self.symbols.push(OutSymbol {
                 name: &new.name,
                 st_info: raw_st_info(new.binding, new.kind),
@@ -426,10 +462,35 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 size,
             });
         }
+    }
+
+    /// The size of new symbol `new` in the output: a new symbol on replaced
+    /// contents (an alias of a COMDAT instance that another class made a
+    /// thunk) covers only them.
+    fn new_symbol_size(&self, new: &NewSymbol) -> u64 {
+        match new.definition {
+            Some((section, value)) => match self.edits.replaced.get(&section) {
+                Some(contents) => new
+                    .size
+                    .min((contents.bytes.len() as u64).saturating_sub(value)),
+                None => new.size,
+            },
+            None => new.size,
+        }
+    }
+
+    /// Makes each old reference in `now_defined`, (old, new), land on the
+    /// new symbol that defines its name.
+    fn point_references_at_new_definitions(&mut self, now_defined: Vec<(usize, usize)>) {
         for (old, new) in now_defined {
             self.old_to_out[old] = Some(self.new_to_out[new]);
         }
-        // Retargeted references need the section symbol of each local destination.
+    }
+
+    /// Adds a section symbol, after every other output symbol, for each
+    /// local destination of a moved section that has none: references
+    /// retargeted there name it.
+    fn add_destination_section_symbols(&mut self) {
         let mut destinations: Vec<SectionIndex> = self
             .edits
             .moved
@@ -455,7 +516,6 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 });
             }
         }
-        Ok(())
     }
 
     /// The output symbol and addend for a relocation through old symbol
@@ -1173,6 +1233,17 @@ fn raw_st_info(binding: Binding, kind: SymbolKind) -> u8 {
         SymbolKind::Other(other) => other,
     };
     (bind << 4) | (kind & 0xf)
+}
+
+/// The special section index of an old symbol at `place` with `fate`
+/// (`SHN_UNDEF`, `SHN_ABS`, `SHN_COMMON`), 0 for one defined in a section.
+fn special_section_index(place: SymbolPlace, fate: SymbolFate) -> u16 {
+    match (place, fate) {
+        (_, SymbolFate::Undefine) | (SymbolPlace::Undefined, _) => elf::SHN_UNDEF.0,
+        (SymbolPlace::Absolute, _) => elf::SHN_ABS.0,
+        (SymbolPlace::Common, _) => elf::SHN_COMMON.0,
+        (SymbolPlace::Section(_), _) => 0,
+    }
 }
 
 fn write_uleb128(out: &mut Vec<u8>, mut value: u64) {
