@@ -7,7 +7,7 @@
 
 use crate::analysis::{Analysis, Plan};
 use crate::candidates::Origin;
-use crate::comdat::IdentityNames;
+use crate::comdat::{ComdatInstances, IdentityNames};
 use crate::program::ObjectId;
 use crate::significance::{Significance, candidate_symbols, symbols_of};
 use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
@@ -24,11 +24,36 @@ impl<'data> Analysis<'_, 'data> {
         let entered = self.entered();
         let mut anchors = self.load_anchors();
         let groups = self.comdat_instances();
-        // A function whose jump table may not fold (it shares its section
-        // with data that stays) keeps its body: its table folds with it or
-        // not at all.
-        let table_stays: HashSet<CandidateId> = self
-            .owner
+        let table_stays = self.functions_whose_tables_stay();
+        let inputs = FactInputs {
+            significance: &significance,
+            keep_unique: &keep_unique,
+            entered: &entered,
+            groups: &groups,
+            table_stays: &table_stays,
+        };
+        // Every class's member facts first: identities are numbered across
+        // all classes before any class is planned.
+        let (mut class_facts, identities) = self.class_facts(&inputs);
+        let identity_names = identities.number(&mut class_facts);
+        let mut classes: Vec<ClassPlan> = class_facts
+            .into_iter()
+            .map(|(class_id, facts)| self.plan_one_class(class_id, facts, &groups, &mut anchors))
+            .collect();
+        self.tables_follow_their_functions(&mut classes);
+        Plan {
+            mode: options.mode,
+            classes,
+            significance,
+            identity_names,
+        }
+    }
+
+    /// The functions whose jump table may not fold (it shares its section
+    /// with data that stays): such a function keeps its body, for its
+    /// table folds with it or not at all.
+    fn functions_whose_tables_stay(&self) -> HashSet<CandidateId> {
+        self.owner
             .iter()
             .enumerate()
             .filter_map(|(table, owner)| {
@@ -37,129 +62,142 @@ impl<'data> Analysis<'_, 'data> {
                 let section = self.program.object(info.object).elf.section(info.section);
                 section_ineligibility(section, info.start, info.end).map(|_| owner)
             })
-            .collect();
-        // Every class's member facts first: identities are numbered across
-        // all classes before any class is planned.
+            .collect()
+    }
+
+    /// The member facts of every class of the partition, in partition
+    /// order, and the identity names of the members of each class without
+    /// a member sure to be linked, not numbered yet.
+    fn class_facts(
+        &self,
+        inputs: &FactInputs<'_, 'data>,
+    ) -> (Vec<(ClassId, Vec<MemberFacts>)>, IdentityNames) {
         let mut class_facts: Vec<(ClassId, Vec<MemberFacts>)> = Vec::new();
         let mut identities = IdentityNames::default();
         for members in self.partition.groups() {
             let facts: Vec<MemberFacts> = members
                 .iter()
-                .map(|&candidate| {
-                    let info = &self.candidates[candidate.index()];
-                    MemberFacts {
-                        candidate,
-                        size: info.size(),
-                        significant: self.significant_in_mode(candidate, &significance),
-                        must_keep: self.must_keep(candidate, &keep_unique).or_else(|| {
-                            table_stays.contains(&candidate).then(|| {
-                                KeepReason::Ineligible(
-                                    "its jump table shares its section with other data".to_string(),
-                                )
-                            })
-                        }),
-                        thunk_size: self.thunk_size(candidate, &entered),
-                        preference: self.preference(candidate),
-                        object: info.object.0,
-                        loaded: self.program.object(info.object).loaded,
-                        pinned_in_comdat: self.in_comdat(candidate)
-                            && !self.group_may_move(
-                                candidate,
-                                &groups,
-                                &significance,
-                                options.mode,
-                            ),
-                        global_symbols: false,
-                        floating_group: groups.floating(self, candidate),
-                        kept_eligible: groups.kept_eligible(self, candidate),
-                        identity: None,
-                    }
-                })
+                .map(|&candidate| self.member_facts(candidate, inputs))
                 .collect();
             // A class without a member sure to be linked folds through
             // identities (see `icf_fold::plan`).
             if facts.iter().all(|f| !f.kept_eligible) {
                 for (member, fact) in facts.iter().enumerate() {
-                    if let Some(name) = self.identity_name(fact.candidate, &groups) {
+                    if let Some(name) = self.identity_name(fact.candidate, inputs.groups) {
                         identities.named.push((class_facts.len(), member, name));
                     }
                 }
             }
             class_facts.push((ClassId(members[0].0), facts));
         }
-        let identity_names = identities.number(&mut class_facts);
-        let mut classes = Vec::new();
-        for (class_id, mut facts) in class_facts {
-            // First as if every global symbol could move with its body; then
-            // pin the members aliased into another object whose globals cannot.
-            let optimistic = plan_class(class_id, &facts);
-            let kept_object = self.candidates[optimistic.kept.index()].object;
-            // A kept copy the link may discard with its group can take no symbols.
-            let kept_floats = groups.floating(self, optimistic.kept).is_some();
-            let mut pinned = Vec::new();
-            // COMDAT groups moving whole: all instances or none.
-            let mut group_verdicts: HashMap<u32, bool> = HashMap::default();
-            for decision in &optimistic.decisions {
-                // Only an alias moves symbols (and spends anchors).
-                if decision.action != Action::Alias {
-                    continue;
-                }
-                let info = &self.candidates[decision.candidate.index()];
-                let moving_group = self.in_comdat(decision.candidate);
-                let cannot_move = if kept_floats {
-                    !self.global_symbols(decision.candidate).is_empty()
-                } else if moving_group {
-                    let Some((id, instances)) = groups.instances_of(self, decision.candidate)
-                    else {
-                        continue;
-                    };
-                    !*group_verdicts.entry(id).or_insert_with(|| {
-                        self.group_globals_can_move(
-                            decision.candidate,
-                            instances,
-                            kept_object,
-                            &mut anchors,
-                        )
-                    })
-                } else {
-                    info.object != kept_object
-                        && !self.globals_can_move(decision.candidate, &mut anchors)
-                };
-                if cannot_move {
-                    pinned.push(decision.candidate);
-                }
-            }
-            // A group that cannot move pins every instance in the class.
-            for fact in &mut facts {
-                let group_pinned = groups
-                    .instances_of(self, fact.candidate)
-                    .is_some_and(|(id, _)| group_verdicts.get(&id) == Some(&false));
-                if pinned.contains(&fact.candidate) || group_pinned {
-                    fact.global_symbols = true;
-                }
-            }
-            let pinned_any = !pinned.is_empty();
-            let mut class = if pinned_any {
-                plan_class(class_id, &facts)
-            } else {
-                optimistic
-            };
-            // The link keeps one instance of each COMDAT group, the first in
-            // link order as a rule: the bytes of the others were never going
-            // to be linked, so removing them saves nothing.
-            for decision in &mut class.decisions {
-                if decision.saved > 0 && !groups.first_instance(self, decision.candidate) {
-                    decision.saved = 0;
-                }
-            }
-            classes.push(class);
+        (class_facts, identities)
+    }
+
+    /// What `icf-fold`'s planner needs to know of one member, with its
+    /// global symbols not yet pinned and no identity yet.
+    fn member_facts(&self, candidate: CandidateId, inputs: &FactInputs<'_, 'data>) -> MemberFacts {
+        let info = &self.candidates[candidate.index()];
+        let groups = inputs.groups;
+        MemberFacts {
+            candidate,
+            size: info.size(),
+            significant: self.significant_in_mode(candidate, inputs.significance),
+            must_keep: self.must_keep(candidate, inputs.keep_unique).or_else(|| {
+                inputs.table_stays.contains(&candidate).then(|| {
+                    KeepReason::Ineligible(
+                        "its jump table shares its section with other data".to_string(),
+                    )
+                })
+            }),
+            thunk_size: self.thunk_size(candidate, inputs.entered),
+            preference: self.preference(candidate),
+            object: info.object.0,
+            loaded: self.program.object(info.object).loaded,
+            pinned_in_comdat: self.in_comdat(candidate)
+                && !self.group_may_move(candidate, groups, inputs.significance, self.options.mode),
+            global_symbols: false,
+            floating_group: groups.floating(self, candidate),
+            kept_eligible: groups.kept_eligible(self, candidate),
+            identity: None,
         }
-        self.tables_follow_their_functions(&mut classes);
-        Plan {
-            mode: options.mode,
-            classes,
-            significance,
-            identity_names,
+    }
+
+    /// Plans one class: first as if every global symbol could move with its
+    /// body; then, if some member aliased into another object has globals
+    /// that cannot, again with those members pinned. The link keeps one
+    /// instance of each COMDAT group, so removing any other saves nothing.
+    fn plan_one_class(
+        &self,
+        class_id: ClassId,
+        mut facts: Vec<MemberFacts>,
+        groups: &ComdatInstances<'data>,
+        anchors: &mut HashMap<ObjectId, usize>,
+    ) -> ClassPlan {
+        let optimistic = plan_class(class_id, &facts);
+        let pins = self.members_to_pin(&optimistic, groups, anchors);
+        pins.mark(self, groups, &mut facts);
+        let mut class = if pins.any() {
+            plan_class(class_id, &facts)
+        } else {
+            optimistic
+        };
+        self.zero_savings_of_other_instances(&mut class, groups);
+        class
+    }
+
+    /// The aliases of `optimistic` whose global symbols cannot move to the
+    /// kept copy's object, and the verdict on each COMDAT group moving whole
+    /// (all instances or none). Spends `anchors` as aliases move symbols,
+    /// in the order of the plan's decisions.
+    fn members_to_pin(
+        &self,
+        optimistic: &ClassPlan,
+        groups: &ComdatInstances<'data>,
+        anchors: &mut HashMap<ObjectId, usize>,
+    ) -> Pins {
+        let kept_object = self.candidates[optimistic.kept.index()].object;
+        // A kept copy the link may discard with its group can take no symbols.
+        let kept_floats = groups.floating(self, optimistic.kept).is_some();
+        let mut pins = Pins::default();
+        for decision in &optimistic.decisions {
+            // Only an alias moves symbols (and spends anchors).
+            if decision.action != Action::Alias {
+                continue;
+            }
+            let info = &self.candidates[decision.candidate.index()];
+            let moving_group = self.in_comdat(decision.candidate);
+            let cannot_move = if kept_floats {
+                !self.global_symbols(decision.candidate).is_empty()
+            } else if moving_group {
+                let Some((id, instances)) = groups.instances_of(self, decision.candidate) else {
+                    continue;
+                };
+                !*pins.group_verdicts.entry(id).or_insert_with(|| {
+                    self.group_globals_can_move(decision.candidate, instances, kept_object, anchors)
+                })
+            } else {
+                info.object != kept_object && !self.globals_can_move(decision.candidate, anchors)
+            };
+            if cannot_move {
+                pins.members.push(decision.candidate);
+            }
+        }
+        pins
+    }
+
+    /// Sets `saved` to 0 for each decision on a COMDAT instance other than
+    /// the first: the link keeps one instance of each group, the first in
+    /// link order as a rule, so the bytes of the others were never going to
+    /// be linked, and removing them saves nothing.
+    fn zero_savings_of_other_instances(
+        &self,
+        class: &mut ClassPlan,
+        groups: &ComdatInstances<'data>,
+    ) {
+        for decision in &mut class.decisions {
+            if decision.saved > 0 && !groups.first_instance(self, decision.candidate) {
+                decision.saved = 0;
+            }
         }
     }
 
@@ -420,6 +458,54 @@ impl<'data> Analysis<'_, 'data> {
         );
         let in_comdat = u8::from(elf.section(info.section).group.is_some());
         (replaceable, in_comdat, best, candidate.0)
+    }
+}
+
+/// What every member's facts are read against, gathered once for the plan.
+struct FactInputs<'p, 'data> {
+    significance: &'p [Option<Significance>],
+    /// The names `--keep-unique` asks for.
+    keep_unique: &'p HashSet<&'p str>,
+    /// See [`Analysis::entered`].
+    entered: &'p [bool],
+    groups: &'p ComdatInstances<'data>,
+    /// See [`Analysis::functions_whose_tables_stay`].
+    table_stays: &'p HashSet<CandidateId>,
+}
+
+/// The members of one class whose global symbols cannot move with their
+/// bodies, found on its optimistic plan.
+#[derive(Debug, Default)]
+struct Pins {
+    /// Aliases whose global symbols cannot move to the kept copy's object.
+    members: Vec<CandidateId>,
+    /// Whether each COMDAT group (by signature id) may move whole.
+    group_verdicts: HashMap<u32, bool>,
+}
+
+impl Pins {
+    /// Whether any member is pinned.
+    fn any(&self) -> bool {
+        !self.members.is_empty()
+    }
+
+    /// Marks in `facts` each member pinned, and every instance of a group
+    /// that cannot move (it pins every instance in the class), as having
+    /// global symbols that stay.
+    fn mark(
+        &self,
+        analysis: &Analysis<'_, '_>,
+        groups: &ComdatInstances<'_>,
+        facts: &mut [MemberFacts],
+    ) {
+        for fact in facts {
+            let group_pinned = groups
+                .instances_of(analysis, fact.candidate)
+                .is_some_and(|(id, _)| self.group_verdicts.get(&id) == Some(&false));
+            if self.members.contains(&fact.candidate) || group_pinned {
+                fact.global_symbols = true;
+            }
+        }
     }
 }
 
