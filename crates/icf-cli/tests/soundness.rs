@@ -473,6 +473,28 @@ fn thunks_keep_their_function_s_alignment() {
 }
 
 #[test]
+fn a_function_entered_past_its_start_keeps_its_body_where_it_cannot_be_an_alias() {
+    // In safe mode e2 cannot share e1's address and a thunk would have
+    // nothing at e2_inner: it must keep its body (the program would jump
+    // past the thunk otherwise). In mode all it is an alias.
+    let folds = &[("e1", "e2")];
+    check(&Case {
+        folds,
+        ..Case::x86(
+            "entered_inside",
+            &["entered_inside.s", "entered_inside_main.c"],
+        )
+    });
+    check(&Case {
+        folds,
+        ..Case::aarch64(
+            "entered_inside_aarch64",
+            &["entered_inside_aarch64.s", "entered_inside_main.c"],
+        )
+    });
+}
+
+#[test]
 fn exported_twins_keep_distinct_addresses() {
     let exported = |name, link_args| Case {
         link_args,
