@@ -495,6 +495,25 @@ fn a_function_entered_past_its_start_keeps_its_body_where_it_cannot_be_an_alias(
 }
 
 #[test]
+fn a_jump_into_a_function_s_interior_makes_its_layout_matter() {
+    let apart = &[("f1", "f2"), ("c1", "c2")];
+    check(&Case {
+        apart,
+        ..Case::x86(
+            "interior_jumps",
+            &["interior_jumps.s", "interior_jumps_main.c"],
+        )
+    });
+    check(&Case {
+        apart,
+        ..Case::aarch64(
+            "interior_jumps_aarch64",
+            &["interior_jumps_aarch64.s", "interior_jumps_main.c"],
+        )
+    });
+}
+
+#[test]
 fn exported_twins_keep_distinct_addresses() {
     let exported = |name, link_args| Case {
         link_args,
