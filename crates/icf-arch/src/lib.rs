@@ -28,7 +28,6 @@ mod reloc;
 mod x86_64;
 
 pub use aarch64::Aarch64;
-pub use aarch64::fields as a64_fields;
 pub use architecture::{Architecture, Thunk};
 pub use lifting::recycle;
 pub use opaque::{OpaqueField, opaque_run};

@@ -49,6 +49,10 @@ pub struct ElfObject<'data> {
     pub addrsig: Option<Vec<SymbolIndex>>,
     /// The `.eh_frame` section and its FDEs, when present.
     pub eh_frame: Option<(SectionIndex, Vec<Fde>)>,
+    /// The `GNU_PROPERTY_*_FEATURE_1_AND` bits of `.note.gnu.property`
+    /// (x86-64: IBT = 1, SHSTK = 2; AArch64: BTI = 1, PAC = 2), 0 when
+    /// absent. Read once: the planner asks for every thunk it sizes.
+    pub feature_1_and: u32,
 }
 
 impl<'data> ElfObject<'data> {
@@ -141,12 +145,14 @@ impl<'data> ElfObject<'data> {
             groups: Vec::new(),
             addrsig: None,
             eh_frame: None,
+            feature_1_and: 0,
         };
         object.read_symbols(&table)?;
         object.read_relocations(&table)?;
         object.read_groups()?;
         object.read_addrsig()?;
         object.read_eh_frame()?;
+        object.feature_1_and = object.read_feature_1_and();
         Ok(object)
     }
 
@@ -545,9 +551,9 @@ impl<'data> ElfObject<'data> {
 }
 
 impl ElfObject<'_> {
-    /// The `GNU_PROPERTY_*_FEATURE_1_AND` bits of `.note.gnu.property`
-    /// (x86-64: IBT = 1, SHSTK = 2; AArch64: BTI = 1, PAC = 2), 0 when absent.
-    pub fn feature_1_and(&self) -> u32 {
+    /// The feature bits of `.note.gnu.property` (see
+    /// [`ElfObject::feature_1_and`]), 0 when absent or unreadable.
+    fn read_feature_1_and(&self) -> u32 {
         let wanted = icf_arch::of(self.arch).gnu_feature_1_and();
         let Some(section) = self
             .sections

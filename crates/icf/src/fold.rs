@@ -208,7 +208,7 @@ impl Analysis<'_, '_> {
         let symbol = SymbolRef::New(edits.alias_symbol(info.object, alias));
         let thunk = thunk(
             elf.arch,
-            elf.feature_1_and() & 1 != 0,
+            elf.feature_1_and & 1 != 0,
             symbol,
             elf.section(info.section).align,
         );

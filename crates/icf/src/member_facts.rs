@@ -429,7 +429,7 @@ impl<'data> Analysis<'_, 'data> {
         let elf = &self.program.object(info.object).elf;
         // Under IBT or BTI the thunk starts with a landing pad, as `fold.rs`
         // writes it.
-        let landing_pad = elf.feature_1_and() & 1 != 0;
+        let landing_pad = elf.feature_1_and & 1 != 0;
         Some(icf_arch::of(elf.arch).thunk().size(landing_pad))
     }
 
