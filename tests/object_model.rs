@@ -3,13 +3,13 @@
 //! read, and archives list their ELF members and skip the rest.
 
 use icf_fixtures::{Build, Compiler};
-use icf_object::{ElfObject, SectionIndex};
+use icf_object::{Object, SectionIndex};
 use icf_tests::{load, open};
 use std::path::Path;
 
 /// The section a relocation in `section` at index `reloc` points into.
 fn reloc_target_section(
-    elf: &ElfObject<'_>,
+    elf: &Object<'_>,
     section: SectionIndex,
     reloc: icf_object::RelocIndex,
 ) -> Option<SectionIndex> {

@@ -2,6 +2,7 @@
 //! set, and the [`Thunk`] encoding it answers with. One implementation per
 //! architecture, in `x86_64/` and `aarch64/`.
 
+use crate::macho_reloc::{MachOFixup, MachOMeaning};
 use crate::reloc::RelocInfo;
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
@@ -15,6 +16,15 @@ pub trait Architecture: Sync {
     /// Size, field and addressing of ELF relocation type `r_type`, `None`
     /// when icf does not know the type (the reader rejects it).
     fn elf_reloc(&self, r_type: u32) -> Option<RelocInfo>;
+    /// Its Mach-O `cputype`.
+    fn macho_cpu_type(&self) -> u32;
+    /// What a Mach-O relocation entry means in the model's terms (its ELF
+    /// type, the addend the object states), or why icf cannot read it.
+    fn macho_reloc(&self, fixup: &MachOFixup) -> Result<MachOMeaning, String>;
+    /// The ELF type of a PC-relative data field of `size` bytes (4 or 8):
+    /// what a Mach-O difference `A - B` becomes when `B` is the field's own
+    /// place.
+    fn pc_relative_data(&self, size: u8) -> Option<u32>;
     /// Whether ELF relocation type `r_type` only ever patches a direct call
     /// or jump.
     fn is_direct_branch(&self, r_type: u32) -> bool;

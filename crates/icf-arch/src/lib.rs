@@ -7,7 +7,8 @@
 //! how its machine code lifts into the normalized IR of `icf-ir`. There is
 //! one implementation per architecture, each in a directory of its own
 //! (`x86_64/`, `aarch64/`): the lifter (`lift.rs`), the relocation table
-//! (`elf_reloc.rs`) and the trait's implementation (`mod.rs`). An
+//! (`elf_reloc.rs`), how its Mach-O relocations read as those ELF types
+//! (`macho_reloc.rs`) and the trait's implementation (`mod.rs`). An
 //! AArch64-only change goes to `aarch64/`, and nowhere else.
 //!
 //! The architecture-neutral parts of lifting are `cfg.rs` (finding blocks
@@ -23,6 +24,7 @@ mod aarch64;
 mod architecture;
 mod cfg;
 mod lifting;
+mod macho_reloc;
 mod opaque;
 mod reloc;
 mod x86_64;
@@ -30,6 +32,7 @@ mod x86_64;
 pub use aarch64::Aarch64;
 pub use architecture::{Architecture, Thunk};
 pub use lifting::recycle;
+pub use macho_reloc::{MachOFixup, MachOMeaning, MachOTranslation, SUBTRACTOR_MARKER};
 pub use opaque::{OpaqueField, opaque_run};
 pub use reloc::RelocInfo;
 pub use x86_64::X86_64;
@@ -50,6 +53,13 @@ pub fn from_elf_machine(machine: u16) -> Option<&'static dyn Architecture> {
     [of(Arch::X86_64), of(Arch::Aarch64)]
         .into_iter()
         .find(|a| a.elf_machine() == machine)
+}
+
+/// The architecture whose Mach-O `cputype` is `cpu_type`, if icf knows it.
+pub fn from_macho_cpu_type(cpu_type: u32) -> Option<&'static dyn Architecture> {
+    [of(Arch::X86_64), of(Arch::Aarch64)]
+        .into_iter()
+        .find(|a| a.macho_cpu_type() == cpu_type)
 }
 
 /// Lifts one function.

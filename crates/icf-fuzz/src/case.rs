@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
     /// An ELF relocatable object with RELA relocations.
-    ElfObject,
+    Object,
     /// An ELF relocatable object with CREL relocations (`-Wa,--crel`).
     CrelObject,
     /// A System V / GNU archive of objects.
@@ -30,7 +30,7 @@ pub enum Target {
 
 impl Target {
     pub const ALL: [Target; 5] = [
-        Target::ElfObject,
+        Target::Object,
         Target::CrelObject,
         Target::Archive,
         Target::ThinArchive,
@@ -39,7 +39,7 @@ impl Target {
 
     pub fn name(self) -> &'static str {
         match self {
-            Target::ElfObject => "elf-object",
+            Target::Object => "elf-object",
             Target::CrelObject => "crel-object",
             Target::Archive => "archive",
             Target::ThinArchive => "thin-archive",

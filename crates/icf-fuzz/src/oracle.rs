@@ -27,7 +27,7 @@ impl Target {
     /// it writes under `out_dir`.
     fn run(self, inputs: &[PathBuf], out_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
         match self {
-            Target::ElfObject | Target::CrelObject | Target::Archive | Target::ThinArchive => {
+            Target::Object | Target::CrelObject | Target::Archive | Target::ThinArchive => {
                 link_pipeline(inputs, out_dir, options)
             }
             Target::LinkedBinary => verify_against_original(inputs, options),

@@ -155,7 +155,7 @@ pub fn build_seeds(work_dir: &Path) -> Vec<Seed> {
             target: if spec.crel {
                 Target::CrelObject
             } else {
-                Target::ElfObject
+                Target::Object
             },
             files: vec![CaseFile {
                 name: file_name(spec.source),
@@ -169,7 +169,7 @@ pub fn build_seeds(work_dir: &Path) -> Vec<Seed> {
     let cross = |source: &str| icf_fixtures::object(Path::new(source), &Build::new(Gcc));
     seeds.push(Seed {
         label: "e2e/cross_{a,b,main}.c gcc-O2-fs (cross_a.o mutated)".to_owned(),
-        target: Target::ElfObject,
+        target: Target::Object,
         files: ["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"]
             .into_iter()
             .map(|source| CaseFile {

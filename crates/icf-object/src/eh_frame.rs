@@ -23,6 +23,24 @@ pub struct Fde {
     pub pc_range: u64,
     /// Index of the relocation that locates the LSDA, when the FDE has one.
     pub lsda: Option<RelocIndex>,
+    /// Which table the entry is in, and what it says besides its references.
+    pub kind: UnwindKind,
+}
+
+/// The table an unwind entry comes from.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum UnwindKind {
+    /// An FDE of `.eh_frame`, with its CIE.
+    EhFrame,
+    /// A 32-byte record of Mach-O's `__compact_unwind`: function, length,
+    /// encoding, personality, LSDA. `personality` is the relocation naming
+    /// the personality routine; `dwarf` says the encoding defers to an FDE
+    /// in `__eh_frame`, which icf does not compare (see [`Fde::description`]).
+    CompactUnwind {
+        encoding: u32,
+        personality: Option<RelocIndex>,
+        dwarf: bool,
+    },
 }
 
 impl Fde {
@@ -36,7 +54,23 @@ impl Fde {
     /// (entries are padded with zeros to the address size; CFA instructions
     /// delimit themselves, so two valid sequences that differ only in
     /// trailing zeros differ only in nops).
+    ///
+    /// A compact unwind record compares by its encoding; one whose encoding
+    /// defers to `__eh_frame` (DWARF mode) carries its own place, so that it
+    /// equals no other: icf does not read Mach-O FDEs, so such functions
+    /// never fold.
     pub fn description(&self, section: &Section<'_>) -> (Vec<u8>, Vec<u8>) {
+        if let UnwindKind::CompactUnwind {
+            encoding, dwarf, ..
+        } = self.kind
+        {
+            let mut record = encoding.to_le_bytes().to_vec();
+            if dwarf {
+                record.extend_from_slice(b"dwarf");
+                record.extend_from_slice(&self.offset.to_le_bytes());
+            }
+            return (Vec::new(), record);
+        }
         let bytes_of = |start: u64, size: u64| -> Vec<u8> {
             let mut bytes = section
                 .data
@@ -82,6 +116,10 @@ impl Fde {
     /// description names: the CIE's (its personality routine), then the
     /// FDE's LSDA.
     pub fn references(&self, section: &Section<'_>) -> impl Iterator<Item = RelocIndex> {
+        let personality = match self.kind {
+            UnwindKind::CompactUnwind { personality, .. } => personality,
+            UnwindKind::EhFrame => None,
+        };
         let cie_first = section
             .relocs
             .partition_point(|r| r.offset < self.cie_offset);
@@ -92,6 +130,7 @@ impl Fde {
             .count();
         (cie_first..cie_first + cie_count)
             .map(|index| RelocIndex(index as u32))
+            .chain(personality)
             .chain(self.lsda)
     }
 }
@@ -145,6 +184,7 @@ pub fn parse(section: &Section<'_>) -> Result<Vec<Fde>> {
                     pc_begin,
                     pc_range: fde.len(),
                     lsda,
+                    kind: UnwindKind::EhFrame,
                 });
             }
         }

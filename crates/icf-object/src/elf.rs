@@ -4,12 +4,13 @@
 //! `.eh_frame` links. Every index and offset read from the file is checked
 //! here, once, so later phases can index without fear of bad input.
 
-use crate::eh_frame::{self, Fde};
+use crate::eh_frame;
 use crate::error::{Error, Result};
 use crate::model::{
     Binding, ComdatGroup, GroupIndex, Reloc, Section, SectionIndex, Symbol, SymbolIndex,
     SymbolKind, SymbolPlace, Visibility,
 };
+use crate::object::{Format, Object};
 use icf_ir::Arch;
 use object::LittleEndian as LE;
 use object::elf;
@@ -34,30 +35,9 @@ pub const MAX_PLACE_MAGNITUDE: u64 = 1 << 60;
 /// alignment.
 pub const MAX_SECTION_ALIGN: u64 = 1 << 31;
 
-/// A parsed ELF relocatable object.
-#[derive(Clone, Debug)]
-pub struct ElfObject<'data> {
-    pub arch: Arch,
-    pub data: &'data [u8],
-    /// Indexed by [`SectionIndex`]; entry 0 is the null section.
-    pub sections: Vec<Section<'data>>,
-    /// Indexed by [`SymbolIndex`]; entry 0 is the null symbol.
-    pub symbols: Vec<Symbol<'data>>,
-    pub symtab: Option<SectionIndex>,
-    pub groups: Vec<ComdatGroup>,
-    /// `.llvm_addrsig`, when present and still valid (its `sh_link` names the symbol table).
-    pub addrsig: Option<Vec<SymbolIndex>>,
-    /// The `.eh_frame` section and its FDEs, when present.
-    pub eh_frame: Option<(SectionIndex, Vec<Fde>)>,
-    /// The `GNU_PROPERTY_*_FEATURE_1_AND` bits of `.note.gnu.property`
-    /// (x86-64: IBT = 1, SHSTK = 2; AArch64: BTI = 1, PAC = 2), 0 when
-    /// absent. Read once: the planner asks for every thunk it sizes.
-    pub feature_1_and: u32,
-}
-
-impl<'data> ElfObject<'data> {
-    /// Parses `data`. Errors carry the section and offset; the caller adds the file name.
-    pub fn parse(data: &'data [u8]) -> Result<ElfObject<'data>> {
+impl<'data> Object<'data> {
+    /// Parses ELF `data`. Errors carry the section and offset; the caller adds the file name.
+    pub(crate) fn parse_elf(data: &'data [u8]) -> Result<Object<'data>> {
         let arch = check_ident(data)?;
         let header = elf::FileHeader64::<LE>::parse(data)
             .map_err(|e| Error::new(e.to_string()).at_offset(0))?;
@@ -136,7 +116,8 @@ impl<'data> ElfObject<'data> {
             });
         }
 
-        let mut object = ElfObject {
+        let mut object = Object {
+            format: Format::Elf,
             arch,
             data,
             sections,
@@ -146,6 +127,7 @@ impl<'data> ElfObject<'data> {
             addrsig: None,
             eh_frame: None,
             feature_1_and: 0,
+            macho: None,
         };
         object.read_symbols(&table)?;
         object.read_relocations(&table)?;
@@ -154,28 +136,6 @@ impl<'data> ElfObject<'data> {
         object.read_eh_frame()?;
         object.feature_1_and = object.read_feature_1_and();
         Ok(object)
-    }
-
-    pub fn section(&self, index: SectionIndex) -> &Section<'data> {
-        &self.sections[index.index()]
-    }
-
-    pub fn group(&self, index: GroupIndex) -> &ComdatGroup {
-        &self.groups[index.index()]
-    }
-
-    pub fn symbol(&self, index: SymbolIndex) -> &Symbol<'data> {
-        &self.symbols[index.index()]
-    }
-
-    /// An error located in section `index`.
-    pub fn section_error(&self, index: SectionIndex, message: impl Into<String>) -> Error {
-        let name = self
-            .sections
-            .get(index.index())
-            .map(Section::name_lossy)
-            .unwrap_or_default();
-        Error::new(message).with_section(index.0, name)
     }
 
     fn read_symbols(
@@ -550,9 +510,9 @@ impl<'data> ElfObject<'data> {
     }
 }
 
-impl ElfObject<'_> {
+impl Object<'_> {
     /// The feature bits of `.note.gnu.property` (see
-    /// [`ElfObject::feature_1_and`]), 0 when absent or unreadable.
+    /// [`Object::feature_1_and`]), 0 when absent or unreadable.
     fn read_feature_1_and(&self) -> u32 {
         let wanted = icf_arch::of(self.arch).gnu_feature_1_and();
         let Some(section) = self

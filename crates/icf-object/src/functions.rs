@@ -9,8 +9,8 @@
 //! pieces of their own, so every byte of executable code belongs to exactly
 //! one piece.
 
-use crate::elf::ElfObject;
 use crate::model::{Binding, Reloc, SectionIndex, SymbolIndex, SymbolKind, SymbolPlace};
+use crate::object::Object;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
@@ -40,7 +40,7 @@ impl FunctionExtent {
     }
 }
 
-impl<'data> ElfObject<'data> {
+impl<'data> Object<'data> {
     /// Every executable section's pieces, in section and address order.
     pub fn functions(&self) -> Vec<FunctionExtent> {
         let mut by_section: HashMap<SectionIndex, Vec<(u64, u64, SymbolIndex)>> =
@@ -221,7 +221,7 @@ impl<'data> ElfObject<'data> {
     }
 }
 
-/// Offsets in each section that symbols or relocations name; see [`ElfObject::data_anchors`].
+/// Offsets in each section that symbols or relocations name; see [`Object::data_anchors`].
 #[derive(Clone, Debug, Default)]
 pub struct DataAnchors(HashMap<SectionIndex, Vec<u64>>);
 

@@ -116,7 +116,7 @@ impl FileKind {
     }
 }
 
-/// One ELF object inside an input: the file itself, or an archive member.
+/// One object inside an input: the file itself, or an archive member.
 #[derive(Clone, Debug)]
 pub struct ObjectSource<'data> {
     /// The archive member's name, `None` for a plain object file.
@@ -141,7 +141,7 @@ pub struct InputObjects<'data> {
     pub is_archive: bool,
 }
 
-/// Lists the ELF objects in `data`, read from `path`.
+/// Lists the objects (ELF or Mach-O) in `data`, read from `path`.
 pub fn list_objects<'data>(path: &Path, data: &'data [u8]) -> Result<InputObjects<'data>> {
     match FileKind::detect(data) {
         FileKind::Elf => Ok(InputObjects {
@@ -157,8 +157,13 @@ pub fn list_objects<'data>(path: &Path, data: &'data [u8]) -> Result<InputObject
         FileKind::Bitcode => {
             Err(Error::new("LLVM bitcode (LTO) cannot be folded: build without -flto").with_file(path))
         }
+        FileKind::MachO if crate::macho::is_macho(data) => Ok(InputObjects {
+            objects: vec![ObjectSource { member: None, data, file_offset: 0 }],
+            skipped: Vec::new(),
+            is_archive: false,
+        }),
         FileKind::MachO => Err(Error::new(
-            "a Mach-O file: icf reads ELF objects and archives only (Mach-O is not supported yet)",
+            "a universal (fat) or 32-bit Mach-O file: icf reads 64-bit objects; pass the single-architecture object (lipo -thin)",
         )
         .with_file(path)),
         FileKind::Unknown if data.len() < 4 => {
@@ -199,18 +204,22 @@ fn list_archive_members(data: &[u8]) -> Result<InputObjects<'_>> {
             continue;
         }
         match FileKind::detect(member_data) {
-            FileKind::Elf => result.objects.push(ObjectSource {
-                member: Some(name),
-                data: member_data,
-                file_offset: offset,
-            }),
+            FileKind::Elf | FileKind::MachO
+                if member_data.starts_with(b"\x7fELF") || crate::macho::is_macho(member_data) =>
+            {
+                result.objects.push(ObjectSource {
+                    member: Some(name),
+                    data: member_data,
+                    file_offset: offset,
+                })
+            }
             FileKind::Bitcode => result.skipped.push(SkippedMember {
                 member: name,
                 reason: "LLVM bitcode",
             }),
             _ => result.skipped.push(SkippedMember {
                 member: name,
-                reason: "not an ELF object",
+                reason: "not an ELF or 64-bit Mach-O object",
             }),
         }
     }

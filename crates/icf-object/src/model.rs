@@ -17,7 +17,7 @@ pub struct SectionIndex(pub u32);
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct SymbolIndex(pub u32);
 
-/// Index of a group in its object's [`ElfObject::groups`](crate::ElfObject::groups).
+/// Index of a group in its object's [`Object::groups`](crate::Object::groups).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct GroupIndex(pub u32);
 

@@ -15,11 +15,11 @@
 //! section keeps its symbols and alignment but holds a jump to the kept copy.
 
 use crate::eh_frame;
-use crate::elf::ElfObject;
 use crate::error::{Error, Result};
 use crate::model::{
     Binding, ComdatGroup, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility,
 };
+use crate::object::Object;
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::FileHeader as _;
@@ -212,12 +212,12 @@ impl OutSymbol<'_> {
 }
 
 /// Rewrites `object` with `edits`. The result is a complete ELF file.
-pub fn rewrite(object: &ElfObject<'_>, edits: &Edits) -> Result<Vec<u8>> {
+pub fn rewrite(object: &Object<'_>, edits: &Edits) -> Result<Vec<u8>> {
     Rewriter::new(object, edits)?.write()
 }
 
 struct Rewriter<'a, 'data> {
-    object: &'a ElfObject<'data>,
+    object: &'a Object<'data>,
     edits: &'a Edits,
     dropped: HashSet<SectionIndex>,
     /// FDE-less sections: removed or turned into thunks.
@@ -234,7 +234,7 @@ struct Rewriter<'a, 'data> {
 }
 
 impl<'a, 'data> Rewriter<'a, 'data> {
-    fn new(object: &'a ElfObject<'data>, edits: &'a Edits) -> Result<Rewriter<'a, 'data>> {
+    fn new(object: &'a Object<'data>, edits: &'a Edits) -> Result<Rewriter<'a, 'data>> {
         let mut rewriter = Rewriter {
             object,
             edits,
@@ -1100,7 +1100,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 let signature = self.old_to_out[section.info as usize].map_or(0, |o| out_index[o]);
                 (symtab, signature)
             }
-            // A stale table (`sh_link` 0, see `ElfObject::read_addrsig`) is
+            // A stale table (`sh_link` 0, see `Object::read_addrsig`) is
             // copied unchanged and stays stale: linked to the new symbol
             // table, its old indices would name other symbols.
             t if t == crate::elf::SHT_LLVM_ADDRSIG && self.object.addrsig.is_some() => (symtab, 0),
@@ -1297,7 +1297,7 @@ mod tests {
             "new_on_replaced",
             ".section .text.f,\"ax\",@progbits\n.globl f\n.type f,@function\nf:\n  .fill 32, 1, 0x90\n  ret\n.size f, 33\n",
         );
-        let object = ElfObject::parse(&data).expect("a valid object");
+        let object = Object::parse(&data).expect("a valid object");
         let section = SectionIndex(
             object
                 .sections
@@ -1324,7 +1324,7 @@ mod tests {
             flags: 0,
         });
         let out = rewrite(&object, &edits).expect("rewriting");
-        let out = ElfObject::parse(&out).expect("a valid output");
+        let out = Object::parse(&out).expect("a valid output");
         let size_of = |name: &[u8]| {
             out.symbols
                 .iter()

@@ -10,7 +10,7 @@ use crate::program::{ObjectId, Program};
 use icf_fold::body::Body;
 use icf_fold::{Attrs, Kind};
 use icf_ir::{Ref, RefKind, Use};
-use icf_object::{ElfObject, SectionIndex};
+use icf_object::{Object, SectionIndex};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
@@ -148,7 +148,7 @@ struct UnwindKey {
 /// ([`icf_object::Fde::description`]), and the references they hold
 /// (personality in the CIE, LSDA in the FDE) narrowed like operands.
 fn unwind_description(
-    elf: &ElfObject<'_>,
+    elf: &Object<'_>,
     eh_frame: SectionIndex,
     fde: &icf_object::Fde,
     narrower: &Narrower<'_, '_>,

@@ -9,7 +9,7 @@ use crate::program::{FunctionId, ObjectId, Program};
 use crate::targets::{ExtendedTargets, Target};
 use icf_fold::CandidateId;
 use icf_ir::TargetId;
-use icf_object::{ElfObject, PerSection, Section, SectionIndex};
+use icf_object::{Object, PerSection, Section, SectionIndex};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -207,7 +207,7 @@ pub(crate) fn collect_candidates(
 /// every symbol (a table, a constant), and at every LSDA an FDE names, so
 /// that data sharing one section (no `-fdata-sections`, one
 /// `.gcc_except_table` for all functions) still compares piece by piece.
-fn data_split_points(elf: &ElfObject<'_>) -> HashMap<SectionIndex, Vec<u64>> {
+fn data_split_points(elf: &Object<'_>) -> HashMap<SectionIndex, Vec<u64>> {
     let mut points: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
     for symbol in &elf.symbols {
         if let Some(section) = symbol.section()

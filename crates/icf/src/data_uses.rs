@@ -119,7 +119,7 @@ pub enum VtableName<'data> {
 /// functions `unnamed_addr`, which keeps them out of `.llvm_addrsig`
 /// whatever their uses.
 pub(crate) fn in_vtable(
-    elf: &icf_object::ElfObject<'_>,
+    elf: &icf_object::Object<'_>,
     symbols: &[(u64, u64, icf_object::SymbolIndex)],
     offset: u64,
 ) -> bool {

@@ -22,7 +22,7 @@
 
 use crate::program::{GcRoots, LoadedObject, ObjectId, Program};
 use crate::targets::Target;
-use icf_object::{Binding, ElfObject, GroupIndex, Reloc, SectionIndex, SymbolPlace, Visibility};
+use icf_object::{Binding, GroupIndex, Object, Reloc, SectionIndex, SymbolPlace, Visibility};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Per loaded object, per section: whether the link may keep it. Objects
@@ -107,7 +107,10 @@ impl Marking {
             }
             let id = ObjectId(index as u32);
             for (section_index, section) in object.elf.sections.iter().enumerate() {
-                if is_root_section(section) {
+                let delimited = object
+                    .elf
+                    .may_be_delimited(SectionIndex(section_index as u32));
+                if is_root_section(section, delimited) {
                     self.mark(id, SectionIndex(section_index as u32));
                 }
             }
@@ -241,7 +244,7 @@ fn dependants(program: &Program<'_>) -> Dependants {
 
 /// Adds each `SHF_LINK_ORDER` section of `elf` to the dependants of the
 /// section it links to.
-fn add_link_order_dependants(elf: &ElfObject<'_>, dependants: &mut [Vec<SectionIndex>]) {
+fn add_link_order_dependants(elf: &Object<'_>, dependants: &mut [Vec<SectionIndex>]) {
     for (section_index, section) in elf.sections.iter().enumerate() {
         if section.follows_its_link()
             && let Some(list) = dependants.get_mut(section.link as usize)
@@ -253,7 +256,7 @@ fn add_link_order_dependants(elf: &ElfObject<'_>, dependants: &mut [Vec<SectionI
 
 /// Adds to each function of `elf` with an FDE the sections its unwind
 /// information refers to: its LSDA and its CIE's personality.
-fn add_unwind_dependants(elf: &ElfObject<'_>, dependants: &mut [Vec<SectionIndex>]) {
+fn add_unwind_dependants(elf: &Object<'_>, dependants: &mut [Vec<SectionIndex>]) {
     let Some((eh_frame, fdes)) = &elf.eh_frame else {
         return;
     };
@@ -308,7 +311,7 @@ fn comdat_group_instances<'p>(program: &'p Program<'_>) -> GroupInstances<'p> {
 }
 
 /// Sections a linker keeps whatever refers to them.
-fn is_root_section(section: &icf_object::Section<'_>) -> bool {
+fn is_root_section(section: &icf_object::Section<'_>, may_be_delimited: bool) -> bool {
     if !section.is_alloc() {
         return false;
     }
@@ -333,7 +336,5 @@ fn is_root_section(section: &icf_object::Section<'_>) -> bool {
         return true;
     }
     // Reached through __start_NAME / __stop_NAME.
-    !name.is_empty()
-        && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        && !name[0].is_ascii_digit()
+    may_be_delimited
 }

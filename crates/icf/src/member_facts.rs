@@ -59,8 +59,10 @@ impl<'data> Analysis<'_, 'data> {
             .filter_map(|(table, owner)| {
                 let owner = (*owner)?;
                 let info = &self.candidates[table];
-                let section = self.program.object(info.object).elf.section(info.section);
-                section_ineligibility(section, info.start, info.end).map(|_| owner)
+                let elf = &self.program.object(info.object).elf;
+                let delimited = elf.may_be_delimited(info.section);
+                section_ineligibility(elf.section(info.section), delimited, info.start, info.end)
+                    .map(|_| owner)
             })
             .collect()
     }
@@ -340,7 +342,8 @@ impl<'data> Analysis<'_, 'data> {
                 return Some(KeepReason::Ineligible("an ifunc resolver".to_string()));
             }
         }
-        section_ineligibility(section, info.start, info.end).map(KeepReason::Ineligible)
+        let delimited = elf.may_be_delimited(info.section);
+        section_ineligibility(section, delimited, info.start, info.end).map(KeepReason::Ineligible)
     }
 
     /// The global symbols a candidate defines (they move with its body to another object).
@@ -512,6 +515,7 @@ impl Pins {
 /// Why a section may not be folded, `None` when it may.
 fn section_ineligibility(
     section: &icf_object::Section<'_>,
+    may_be_delimited: bool,
     start: u64,
     end: u64,
 ) -> Option<String> {
@@ -531,10 +535,7 @@ fn section_ineligibility(
     {
         return Some(format!("{name} runs by its section"));
     }
-    let c_identifier = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if c_identifier {
+    if may_be_delimited {
         return Some(format!(
             "section {name} may be delimited by __start_/__stop_ symbols"
         ));

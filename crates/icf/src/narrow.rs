@@ -191,7 +191,7 @@ impl Narrower<'_, '_> {
 /// The place a relocation of section `from` refers to, in the definition
 /// the link resolves its symbol to (whose offset `addend` includes): the
 /// object's own definition of a weak symbol another object overrides is
-/// not where the reference lands. [`icf_object::ElfObject::reloc_place`] says how far
+/// not where the reference lands. [`icf_object::Object::reloc_place`] says how far
 /// the place is from the symbol plus addend (a jump-table entry's distance
 /// from its table, an x86-64 field's distance to its instruction's end).
 pub(crate) fn resolved_place(

@@ -2,7 +2,7 @@
 //! name objects and function pieces, and what each symbol resolves to.
 
 use icf_ir::TargetId;
-use icf_object::{ElfObject, FunctionExtent, PerSection, SectionIndex};
+use icf_object::{FunctionExtent, Object, PerSection, SectionIndex};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Index of an object in [`Program::objects`](crate::Program::objects).
@@ -29,7 +29,7 @@ pub struct LoadedObject<'data> {
     /// Index into [`Inputs::files`](crate::Inputs::files).
     pub file: usize,
     pub member: Option<String>,
-    pub elf: ElfObject<'data>,
+    pub elf: Object<'data>,
     /// Indexed by symbol index.
     pub symbol_refs: Vec<SymbolRef>,
     /// Offsets in executable sections that data refers to (jump-table entries).

@@ -7,7 +7,7 @@ pub use crate::objects::{
 pub use crate::options::{Exports, GcRoots, Options};
 use crate::resolution::{self, Definitions};
 use crate::targets::TargetTable;
-use icf_object::{ElfObject, InputFile, PerSection, SkippedMember, SymbolKind};
+use icf_object::{InputFile, Object, PerSection, SkippedMember, SymbolKind};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
@@ -76,7 +76,7 @@ impl<'data> Program<'data> {
             .into_par_iter()
             .map(|(file, source)| {
                 let path = &inputs.files[file].path;
-                let elf = ElfObject::parse(source.data).map_err(|e| {
+                let elf = Object::parse(source.data).map_err(|e| {
                     let e = e.with_file(path);
                     match &source.member {
                         Some(member) => e.with_member(member.clone()),
@@ -185,7 +185,7 @@ impl<'data> Program<'data> {
 }
 
 /// Named symbols of each section, sorted by value, larger extents first.
-fn section_symbols(elf: &ElfObject<'_>) -> SectionSymbols {
+fn section_symbols(elf: &Object<'_>) -> SectionSymbols {
     let mut pairs = Vec::new();
     for (index, symbol) in elf.symbols.iter().enumerate() {
         if let Some(section) = symbol.section()
@@ -205,7 +205,7 @@ fn section_symbols(elf: &ElfObject<'_>) -> SectionSymbols {
 }
 
 /// The `STT_SECTION` symbol of each section.
-fn section_symbol_of(elf: &ElfObject<'_>) -> Vec<Option<icf_object::SymbolIndex>> {
+fn section_symbol_of(elf: &Object<'_>) -> Vec<Option<icf_object::SymbolIndex>> {
     let mut result = vec![None; elf.sections.len()];
     for (index, symbol) in elf.symbols.iter().enumerate() {
         if symbol.kind == SymbolKind::Section

@@ -258,7 +258,7 @@ pub(crate) fn candidate_symbols(
 }
 
 /// Whether rustc made the object: its `.comment` names rustc's version.
-fn made_by_rustc(elf: &icf_object::ElfObject<'_>) -> bool {
+fn made_by_rustc(elf: &icf_object::Object<'_>) -> bool {
     const RUSTC: &[u8] = b"rustc version ";
     elf.sections.iter().any(|section| {
         section.name == b".comment" && section.data.windows(RUSTC.len()).any(|w| w == RUSTC)

@@ -295,7 +295,7 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
         });
     }
     f.layout_sensitive = layout_sensitive;
-    let last = decoded.last().map(|d: &Decoded| d.flow);
+    let last = layout.reached_last_flow(&decoded);
     crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
     Ok(f)
 }

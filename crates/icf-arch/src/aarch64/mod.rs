@@ -4,9 +4,11 @@
 
 mod elf_reloc;
 mod lift;
+mod macho_reloc;
 
 use crate::architecture::{Architecture, Thunk};
-use crate::reloc::RelocInfo;
+use crate::macho_reloc::{MachOFixup, MachOMeaning, SUBTRACTOR_MARKER};
+use crate::reloc::{RelocInfo, abs};
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
 use object::elf;
@@ -55,7 +57,22 @@ impl Architecture for Aarch64 {
     }
 
     fn elf_reloc(&self, r_type: u32) -> Option<RelocInfo> {
+        if r_type == SUBTRACTOR_MARKER {
+            return abs(0);
+        }
         elf_reloc::info(r_type)
+    }
+
+    fn macho_cpu_type(&self) -> u32 {
+        object::macho::CPU_TYPE_ARM64.0
+    }
+
+    fn macho_reloc(&self, fixup: &MachOFixup) -> Result<MachOMeaning, String> {
+        macho_reloc::meaning(fixup)
+    }
+
+    fn pc_relative_data(&self, size: u8) -> Option<u32> {
+        macho_reloc::pc_relative_data(size)
     }
 
     fn is_direct_branch(&self, r_type: u32) -> bool {

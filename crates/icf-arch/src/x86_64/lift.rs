@@ -155,6 +155,10 @@ thread_local! {
 }
 
 fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
+    // Data inside the code (a Mach-O jump table in `__text`): not instructions.
+    if let Some(&target) = input.data_in_code.first() {
+        return Err(OpaqueReason::DataInCode { target });
+    }
     SCRATCH.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
         let (raws, decoded) = &mut *scratch;
@@ -252,7 +256,7 @@ fn lift_with(
             reached: laid.reached,
         });
     }
-    let last = decoded.last().map(|d| d.flow);
+    let last = layout.reached_last_flow(decoded);
     crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
     Ok(f)
 }

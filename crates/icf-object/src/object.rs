@@ -1,0 +1,91 @@
+//! The parsed object every later phase reads: one model ([`crate::model`])
+//! whatever the container. [`Object::parse`] picks the reader by the
+//! file's magic: `elf.rs` for ELF relocatable objects, `macho.rs` for
+//! Mach-O ones (each atom of a `MH_SUBSECTIONS_VIA_SYMBOLS` object is a
+//! model section, as a linker sees it).
+
+use crate::eh_frame::Fde;
+use crate::error::{Error, Result};
+use crate::macho::MachOLayout;
+use crate::model::{ComdatGroup, GroupIndex, Section, SectionIndex, Symbol, SymbolIndex};
+use icf_ir::Arch;
+
+/// The container an object was read from.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Format {
+    Elf,
+    MachO,
+}
+
+/// A parsed relocatable object.
+#[derive(Clone, Debug)]
+pub struct Object<'data> {
+    pub format: Format,
+    pub arch: Arch,
+    pub data: &'data [u8],
+    /// Indexed by [`SectionIndex`]; entry 0 is the null section.
+    pub sections: Vec<Section<'data>>,
+    /// Indexed by [`SymbolIndex`]; entry 0 is the null symbol.
+    pub symbols: Vec<Symbol<'data>>,
+    pub symtab: Option<SectionIndex>,
+    pub groups: Vec<ComdatGroup>,
+    /// The symbols whose address is significant (`.llvm_addrsig`,
+    /// `__llvm_addrsig`), when the object says and the table is still valid.
+    pub addrsig: Option<Vec<SymbolIndex>>,
+    /// The unwind table and its entries, when present: `.eh_frame`'s FDEs,
+    /// or the records of Mach-O's `__compact_unwind`.
+    pub eh_frame: Option<(SectionIndex, Vec<Fde>)>,
+    /// The `GNU_PROPERTY_*_FEATURE_1_AND` bits of `.note.gnu.property`
+    /// (x86-64: IBT = 1, SHSTK = 2; AArch64: BTI = 1, PAC = 2), 0 when
+    /// absent. Read once: the planner asks for every thunk it sizes.
+    pub feature_1_and: u32,
+    /// For a Mach-O object: where each model section lies in the file,
+    /// and what the writer carries over.
+    pub macho: Option<Box<MachOLayout>>,
+}
+
+impl<'data> Object<'data> {
+    /// Parses `data`, an ELF or Mach-O relocatable object. Errors carry the
+    /// section and offset; the caller adds the file name.
+    pub fn parse(data: &'data [u8]) -> Result<Object<'data>> {
+        if crate::macho::is_macho(data) {
+            Object::parse_macho(data)
+        } else {
+            Object::parse_elf(data)
+        }
+    }
+
+    pub fn section(&self, index: SectionIndex) -> &Section<'data> {
+        &self.sections[index.index()]
+    }
+
+    pub fn group(&self, index: GroupIndex) -> &ComdatGroup {
+        &self.groups[index.index()]
+    }
+
+    pub fn symbol(&self, index: SymbolIndex) -> &Symbol<'data> {
+        &self.symbols[index.index()]
+    }
+
+    /// Whether section `index` may be reached through `__start_NAME` and
+    /// `__stop_NAME` symbols, which ELF linkers define for any section whose
+    /// name is a C identifier (so the link keeps it and its contents must
+    /// stay in place). Mach-O has no such symbols.
+    pub fn may_be_delimited(&self, index: SectionIndex) -> bool {
+        let name = self.section(index).name;
+        self.format == Format::Elf
+            && !name.is_empty()
+            && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            && !name[0].is_ascii_digit()
+    }
+
+    /// An error located in section `index`.
+    pub fn section_error(&self, index: SectionIndex, message: impl Into<String>) -> Error {
+        let name = self
+            .sections
+            .get(index.index())
+            .map(Section::name_lossy)
+            .unwrap_or_default();
+        Error::new(message).with_section(index.0, name)
+    }
+}
