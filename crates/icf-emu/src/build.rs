@@ -227,12 +227,14 @@ pub fn runtime_object(target: Target, out_dir: &Path) -> PathBuf {
     compile(&runtime_dir().join("rt.c"), target, out_dir, &[])
 }
 
-/// Compiles `sources` and the runtime for `target` and links them into
-/// `out_dir/<first source's stem>.<target label>` with `link_args`.
+/// Compiles `sources` (with `cflags` added) and the runtime for `target`
+/// and links them into `out_dir/<first source's stem>.<target label>` with
+/// `link_args`.
 pub fn build_program(
     sources: &[PathBuf],
     target: Target,
     out_dir: &Path,
+    cflags: &[&str],
     link_args: &[&str],
 ) -> PathBuf {
     let first = sources.first().expect("a program has at least one source");
@@ -242,7 +244,7 @@ pub fn build_program(
         .unwrap_or_else(|| panic!("{}: no UTF-8 file name", first.display()));
     let mut objects: Vec<PathBuf> = sources
         .iter()
-        .map(|source| compile(source, target, out_dir, &[]))
+        .map(|source| compile(source, target, out_dir, cflags))
         .collect();
     objects.push(runtime_object(target, out_dir));
     link(

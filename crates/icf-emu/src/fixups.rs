@@ -38,6 +38,7 @@ pub(crate) fn check_dyld_info_binds(
             info.lazy_bind_size.get(endian),
         ),
     ];
+    let mut bound = Vec::new();
     for (what, offset, size) in streams {
         let bytes = usize::try_from(offset)
             .ok()
@@ -48,11 +49,19 @@ pub(crate) fn check_dyld_info_binds(
                     "{what} opcodes at {offset:#x}+{size:#x} are past the end of the file"
                 ))
             })?;
-        if let Some(symbol) = first_bound_symbol(bytes, what)? {
-            return Err(Error::Import { symbol });
-        }
+        bound_symbols(bytes, what, &mut bound)?;
     }
-    Ok(())
+    // `dyld_stub_binder` is bound only for the lazy binds' sake: name the
+    // symbol the program itself imports.
+    match bound.iter().find(|symbol| *symbol != "dyld_stub_binder") {
+        Some(symbol) => Err(Error::Import {
+            symbol: symbol.clone(),
+        }),
+        None => match bound.into_iter().next() {
+            Some(symbol) => Err(Error::Import { symbol }),
+            None => Ok(()),
+        },
+    }
 }
 
 // The bind opcodes (upper nibble; the lower one is an immediate operand).
@@ -71,9 +80,9 @@ const DO_BIND_ADD_ADDR_IMM_SCALED: u8 = 0xb0;
 const DO_BIND_ULEB_TIMES_SKIPPING_ULEB: u8 = 0xc0;
 const THREADED: u8 = 0xd0;
 
-/// The symbol of the first bind the opcodes perform, if any. The whole
+/// Appends the symbols the opcodes bind, in order, to `bound`. The whole
 /// stream is read: lazy binds end each entry with `DONE`.
-fn first_bound_symbol(bytes: &[u8], what: &str) -> Result<Option<String>, Error> {
+fn bound_symbols(bytes: &[u8], what: &str, bound: &mut Vec<String>) -> Result<(), Error> {
     let mut at = 0usize;
     let mut symbol: Option<String> = None;
     let truncated = |at: usize| Error::Malformed(format!("{what} opcodes truncated at {at:#x}"));
@@ -101,9 +110,25 @@ fn first_bound_symbol(bytes: &[u8], what: &str) -> Result<Option<String>, Error>
             | DO_BIND_ADD_ADDR_IMM_SCALED
             | DO_BIND_ULEB_TIMES_SKIPPING_ULEB
             | THREADED => {
-                return Ok(Some(
-                    symbol.unwrap_or_else(|| "<bind without a symbol>".to_owned()),
-                ));
+                bound.push(
+                    symbol
+                        .clone()
+                        .unwrap_or_else(|| "<bind without a symbol>".to_owned()),
+                );
+                match byte & 0xf0 {
+                    DO_BIND_ADD_ADDR_ULEB => {
+                        at = skip_leb(bytes, at).ok_or_else(|| truncated(at))?;
+                    }
+                    DO_BIND_ULEB_TIMES_SKIPPING_ULEB => {
+                        at = skip_leb(bytes, at).ok_or_else(|| truncated(at))?;
+                        at = skip_leb(bytes, at).ok_or_else(|| truncated(at))?;
+                    }
+                    THREADED if byte & 0x0f == 0 => {
+                        // THREADED_SET_BIND_ORDINAL_TABLE_SIZE_ULEB
+                        at = skip_leb(bytes, at).ok_or_else(|| truncated(at))?;
+                    }
+                    _ => {}
+                }
             }
             _ => {
                 return Err(Error::Malformed(format!(
@@ -113,7 +138,7 @@ fn first_bound_symbol(bytes: &[u8], what: &str) -> Result<Option<String>, Error>
             }
         }
     }
-    Ok(None)
+    Ok(())
 }
 
 /// The offset just past the (U or S)LEB128 number at `at`.

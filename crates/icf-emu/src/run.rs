@@ -299,8 +299,13 @@ fn x86_64_syscall(emu: &mut Emu<'_>) {
 
 fn arm64_exception(emu: &mut Emu<'_>, number: u32) {
     let pc = emu.pc_read().unwrap_or(0);
-    // The exception is taken after the instruction: pc is the next one.
-    let instruction_pc = pc.wrapping_sub(4);
+    // An svc is taken after the instruction (pc is the next one); brk and
+    // undefined instructions at it.
+    let instruction_pc = if number == EXCP_SWI {
+        pc.wrapping_sub(4)
+    } else {
+        pc
+    };
     let mut instruction = [0u8; 4];
     let is_svc_0x80 = number == EXCP_SWI
         && emu.mem_read(instruction_pc, &mut instruction).is_ok()
@@ -478,7 +483,7 @@ fn run_entry(
                 address: Some(address),
                 what: access_name(kind).to_owned(),
             },
-            None => fault(pc, format!("{error:?}")),
+            None => fault(pc, stop_reason(error)),
         });
     }
     if pc == SENTINEL {
@@ -491,6 +496,17 @@ fn run_entry(
             limits.max_instructions, limits.timeout
         ),
     })
+}
+
+/// What an error from `uc_emu_start` without a recorded bad access means.
+fn stop_reason(error: uc_error) -> String {
+    match error {
+        uc_error::INSN_INVALID => {
+            "invalid instruction (ud2 or __builtin_trap, or bytes that are not code)".to_owned()
+        }
+        uc_error::EXCEPTION => "unhandled CPU exception".to_owned(),
+        other => format!("emulation stopped with {other:?}"),
+    }
 }
 
 fn access_name(kind: MemType) -> &'static str {
