@@ -3,8 +3,9 @@
 //! rustfmt and clippy rustup components.
 //!
 //! Assumes a Debian-like system (apt-get, Debian package names). Every check is
-//! a `PATH` lookup or a `--version` probe, so when everything is present this
-//! is instant and never touches the network or needs privileges.
+//! a `PATH` lookup, a `--version` probe or a `pkg-config --exists`, so when
+//! everything is present this is instant and never touches the network or
+//! needs privileges.
 
 use std::process::Command;
 
@@ -19,6 +20,8 @@ const REQUIRED_TOOLS: &[&str] = &[
     "clang-19",
     "clang++-19",
     "ld.lld-19",
+    // icf-emu links the Mach-O test programs.
+    "ld64.lld-19",
     "mold",
     "ld.bfd",
     "ld.gold",
@@ -29,11 +32,19 @@ const REQUIRED_TOOLS: &[&str] = &[
     "llvm-config-14",
     "time",
     "curl",
+    // The unicorn-engine crate finds libunicorn through pkg-config.
+    "pkg-config",
 ];
 
-/// Debian packages providing `REQUIRED_TOOLS`, plus the AArch64 libc headers
-/// and libraries the cross compilers need to link programs (`time` is
-/// `/usr/bin/time`, which `cargo xtask bench` measures peak RSS with).
+/// Libraries that crates link (found with `pkg-config --exists`): unicorn,
+/// the CPU emulator icf-emu runs Mach-O programs in. Without it the
+/// unicorn-engine crate would try to build its bundled QEMU with cmake.
+const REQUIRED_LIBRARIES: &[&str] = &["unicorn"];
+
+/// Debian packages providing `REQUIRED_TOOLS` and `REQUIRED_LIBRARIES`, plus
+/// the AArch64 libc headers and libraries the cross compilers need to link
+/// programs (`time` is `/usr/bin/time`, which `cargo xtask bench` measures
+/// peak RSS with).
 const DEBIAN_PACKAGES: &[&str] = &[
     "gcc",
     "g++",
@@ -48,6 +59,8 @@ const DEBIAN_PACKAGES: &[&str] = &[
     "llvm-14-dev",
     "time",
     "curl",
+    "pkg-config",
+    "libunicorn-dev",
 ];
 
 /// Rustup components that `cargo xtask test` runs, with the cargo subcommand
@@ -65,6 +78,12 @@ fn install_system_tools() -> Result<()> {
         .iter()
         .copied()
         .filter(|tool| find_program(tool).is_none())
+        .chain(
+            REQUIRED_LIBRARIES
+                .iter()
+                .copied()
+                .filter(|library| !library_present(library)),
+        )
         .collect();
     if missing.is_empty() {
         return Ok(());
@@ -92,15 +111,27 @@ fn install_system_tools() -> Result<()> {
 
     let still_missing: Vec<&str> = missing
         .into_iter()
-        .filter(|tool| find_program(tool).is_none())
+        .filter(|name| {
+            if REQUIRED_LIBRARIES.contains(name) {
+                !library_present(name)
+            } else {
+                find_program(name).is_none()
+            }
+        })
         .collect();
     if !still_missing.is_empty() {
         bail!(
-            "after installing packages these tools are still not on PATH: {}",
+            "after installing packages these tools (on PATH) or libraries (for pkg-config) are \
+             still missing: {}",
             still_missing.join(", ")
         );
     }
     Ok(())
+}
+
+/// Whether pkg-config knows `library` (false when pkg-config itself is missing).
+fn library_present(library: &str) -> bool {
+    succeeds_quietly(Command::new("pkg-config").args(["--exists", library]))
 }
 
 /// An `apt-get` command, prefixed with `sudo` when we are not root and sudo exists.
