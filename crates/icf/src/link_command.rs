@@ -6,6 +6,12 @@
 //! Both compiler drivers (gcc, clang, cc, c++) and linkers (ld, ld.bfd,
 //! ld.gold, ld.lld, ld.mold, mold) are understood; `@file` response files are
 //! expanded. Anything not understood is passed to the real command unchanged.
+//!
+//! Apple-style (ld64) commands, for Mach-O, are read by [`ld64`]: ld64,
+//! ld64.lld, `lld -flavor darwin`, and drivers targeting an Apple platform.
+//! [`LinkCommand::format`] says which kind a command is.
+
+mod ld64;
 
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -13,13 +19,57 @@ use std::path::{Path, PathBuf};
 /// One input the fold may replace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkInput {
-    /// Index of the argument (after response-file expansion) that names it.
+    /// Index of the argument (after response-file expansion) that names it;
+    /// for an entry of a `-filelist`, the argument that names the list.
     pub argument: usize,
+    /// The file the linker reads (for an ld64 command: found through `-l`,
+    /// prefixed by a `-filelist`'s directory, or re-rooted under
+    /// `-syslibroot` as ld64.lld does).
     pub path: PathBuf,
-    /// Inside `--whole-archive`: every member is linked.
+    /// Inside `--whole-archive`, or `-force_load` or `-all_load`: every
+    /// member is linked.
     pub whole_archive: bool,
     /// Found through `-l`: the argument is replaced by the path.
     pub from_library_flag: bool,
+    /// The input is this comma-separated part of a `-Wl,` argument (1 is
+    /// the first part after `-Wl`), not the whole argument. Only ld64
+    /// commands have inputs inside `-Wl,` (`-Wl,-force_load,lib.a`).
+    pub wl_part: Option<usize>,
+    /// The input is an entry of one of [`LinkCommand::filelists`]; its
+    /// argument names the list, not the input.
+    pub filelist: Option<FilelistEntry>,
+}
+
+/// Where an input named by a `-filelist` stands.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FilelistEntry {
+    /// Index in [`LinkCommand::filelists`].
+    pub list: usize,
+    /// Index in that list's [`Filelist::entries`].
+    pub entry: usize,
+}
+
+/// An ld64 `-filelist <file>[,<dir>]`: a file naming inputs, one a line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filelist {
+    /// The argument holding `<file>[,<dir>]`, and its part inside `-Wl,`.
+    pub argument: usize,
+    pub wl_part: Option<usize>,
+    /// The list file.
+    pub path: PathBuf,
+    /// Every entry as the linker opens it, `<dir>/` prefixed, foldable or not.
+    pub entries: Vec<PathBuf>,
+}
+
+/// The object format a link command produces, as far as its program and
+/// options tell.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LinkFormat {
+    /// GNU-style linkers and drivers: ELF.
+    Elf,
+    /// ld64-style linkers (ld64, ld64.lld) and drivers targeting an Apple
+    /// platform: Mach-O.
+    MachO,
 }
 
 /// A parsed link command.
@@ -30,22 +80,36 @@ pub struct LinkCommand {
     pub args: Vec<String>,
     /// The program is a compiler driver (linker options arrive as `-Wl,`).
     pub is_driver: bool,
+    /// ELF (GNU-style command) or Mach-O (ld64-style command).
+    pub format: LinkFormat,
     pub inputs: Vec<LinkInput>,
+    /// The `-filelist`s of an ld64 command; their foldable entries are in
+    /// `inputs` with [`LinkInput::filelist`] set.
+    pub filelists: Vec<Filelist>,
     pub output: Option<PathBuf>,
+    /// `-shared`; for ld64, `-dylib` or `-bundle` (a driver's `-dynamiclib`).
     pub shared: bool,
     pub relocatable: bool,
     /// Which linker the command runs, as far as the command says (`-fuse-ld=`).
     pub linker: LinkerFlavor,
-    /// `--gc-sections` (the last of it and `--no-gc-sections` wins).
+    /// `--gc-sections` (the last of it and `--no-gc-sections` wins); for
+    /// ld64, `-dead_strip`.
     pub gc_sections: bool,
     /// What keeps sections alive besides the defaults (see [`crate::live`]):
-    /// `--export-dynamic`/`-rdynamic`, `-e`, `-u`.
+    /// `--export-dynamic`/`-rdynamic`, `-e`, `-u`; for ld64 `-export_dynamic`,
+    /// `-e`, `-u`, `-init` and the names `-exported_symbol(s_list)` give
+    /// without wildcards.
     pub gc_roots: crate::program::GcRoots,
     /// Symbols exported to the dynamic symbol table (`--export-dynamic`,
     /// `--export-dynamic-symbol`); the lists in `export_lists` add to them.
+    /// An ld64 link exports every global unless `-exported_symbol`,
+    /// `-exported_symbols_list` or `-no_exported_symbols` restrict it: then
+    /// the names and patterns they give (the lists are read while parsing;
+    /// one icf cannot read exports everything).
     pub exports: crate::program::Exports,
     /// Files naming exported symbols: `--dynamic-list`,
-    /// `--export-dynamic-symbol-list` and `--version-script`.
+    /// `--export-dynamic-symbol-list` and `--version-script` (GNU syntax;
+    /// never set for ld64 commands).
     pub export_lists: Vec<PathBuf>,
     /// `--keep-unique` symbols: the linker must not fold them.
     pub keep_unique: Vec<String>,
@@ -53,6 +117,10 @@ pub struct LinkCommand {
     pub ignore_data_address_equality: bool,
     /// Linker scripts: `-T`, `--script`, `-dT`, `--default-script`.
     pub scripts: Vec<PathBuf>,
+    /// ld64's `-ObjC`: archive members that define an Objective-C class or
+    /// category (or have Objective-C sections) are loaded whether or not
+    /// anything references them.
+    pub load_objc_members: bool,
 }
 
 /// The linker a command ends up running; archive resolution differs.
@@ -66,6 +134,10 @@ pub enum LinkerFlavor {
     /// mold: as lld, but a name pulls in a member that defines it
     /// strongly before one that defines it weakly.
     Mold,
+    /// Apple's own ld64 (or ld-prime): archives searched whatever their
+    /// position, as lld does; not lld, so lld-only behaviour (re-rooting
+    /// inputs under `-syslibroot`, `--icf`) does not apply.
+    Ld64,
 }
 
 impl LinkerFlavor {
@@ -196,11 +268,20 @@ impl LinkCommand {
             || name == "mold"
             || name == "lld"
             || name.starts_with("ld64");
+        let format = if (is_linker && ld64::is_ld64_linker(&name, &args))
+            || (!is_linker && ld64::driver_targets_apple(&args))
+        {
+            LinkFormat::MachO
+        } else {
+            LinkFormat::Elf
+        };
         let mut parsed = LinkCommand {
             program: program.clone(),
             args,
             is_driver: !is_linker,
+            format,
             inputs: Vec::new(),
+            filelists: Vec::new(),
             output: None,
             shared: false,
             relocatable: false,
@@ -211,9 +292,13 @@ impl LinkCommand {
             keep_unique: Vec::new(),
             ignore_data_address_equality: false,
             scripts: Vec::new(),
+            load_objc_members: false,
             linker: LinkerFlavor::of(&name),
         };
-        parsed.scan();
+        match format {
+            LinkFormat::Elf => parsed.scan(),
+            LinkFormat::MachO => ld64::scan(&mut parsed)?,
+        }
         Ok(parsed)
     }
 
@@ -424,6 +509,8 @@ impl LinkCommand {
                     path: PathBuf::from(&arg),
                     whole_archive,
                     from_library_flag: false,
+                    wl_part: None,
+                    filelist: None,
                 });
             }
             index += 1;
@@ -435,6 +522,8 @@ impl LinkCommand {
                     path,
                     whole_archive,
                     from_library_flag: true,
+                    wl_part: None,
+                    filelist: None,
                 });
             }
         }
@@ -442,7 +531,39 @@ impl LinkCommand {
     }
 
     /// The command with each input in `replacements` (argument index → path) substituted.
+    ///
+    /// An argument index names one input only when the input is the whole
+    /// argument, which every input of a GNU-style command is. A replacement
+    /// whose argument holds an input inside a `-Wl,` part (unless it is
+    /// that argument's only input) or a `-filelist` (whose rewritten list
+    /// needs a directory to live in) cannot be applied here: then the whole
+    /// command comes back unchanged, so a link never gets half a fold. Use
+    /// [`LinkCommand::with_replaced_inputs`] for ld64 commands.
     pub fn with_inputs(&self, replacements: &[(usize, PathBuf)]) -> Vec<String> {
+        let whole_arguments_only = replacements.iter().all(|(argument, _)| {
+            self.inputs
+                .iter()
+                .all(|i| i.argument != *argument || (i.wl_part.is_none() && i.filelist.is_none()))
+        });
+        if !whole_arguments_only {
+            let mut by_input: Vec<Option<PathBuf>> = vec![None; self.inputs.len()];
+            for (argument, path) in replacements {
+                let mut at_argument = self
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| i.argument == *argument);
+                match (at_argument.next(), at_argument.next()) {
+                    (Some((index, input)), None) if input.filelist.is_none() => {
+                        by_input[index] = Some(path.clone());
+                    }
+                    _ => return self.args.clone(),
+                }
+            }
+            return self
+                .rewrite(|index, _| by_input.get(index).cloned().flatten(), None)
+                .unwrap_or_else(|_| self.args.clone());
+        }
         let mut args = self.args.clone();
         for (argument, path) in replacements {
             if let Some(arg) = args.get_mut(*argument) {
@@ -460,6 +581,140 @@ impl LinkCommand {
         }
         args.retain(|a| !a.is_empty());
         args
+    }
+
+    /// The command with each input for which `replacement` gives a path
+    /// replaced by that path, for commands of either format:
+    ///
+    /// - an input that is a whole argument: the argument becomes the path
+    ///   (for `-l name` in two arguments, the name goes too);
+    /// - an input inside `-Wl,a,b,c`: that part becomes the path (an error
+    ///   if the path holds a comma, which `-Wl,` cannot carry);
+    /// - an entry of a `-filelist`: a new list is written under `dir`
+    ///   (`icf-filelist-<n>`), holding every entry of the old one in order,
+    ///   `<dir>/`-prefixed as the linker read it, replaced ones by their new
+    ///   path; the `-filelist` value becomes the new list's path, without
+    ///   `,<dir>`. The command line keeps its length, which is why linkers
+    ///   are given filelists; the list must live as long as the link.
+    pub fn with_replaced_inputs(
+        &self,
+        replacement: impl Fn(&LinkInput) -> Option<PathBuf>,
+        dir: &Path,
+    ) -> anyhow::Result<Vec<String>> {
+        self.rewrite(|_, input| replacement(input), Some(dir))
+    }
+
+    /// [`LinkCommand::with_replaced_inputs`], `replacement` given each
+    /// input's index as well; without `dir`, replacing a filelist entry is
+    /// an error.
+    fn rewrite(
+        &self,
+        replacement: impl Fn(usize, &LinkInput) -> Option<PathBuf>,
+        dir: Option<&Path>,
+    ) -> anyhow::Result<Vec<String>> {
+        // Each argument as its pieces: a `-Wl,` argument that has a part
+        // replaced is split at its commas (piece 0 is "-Wl"); any other
+        // argument is one piece. `None` marks a piece removed.
+        let mut pieces: Vec<Vec<Option<String>>> =
+            self.args.iter().map(|a| vec![Some(a.clone())]).collect();
+        let mut set = |argument: usize, wl_part: Option<usize>, text: Option<String>| {
+            let Some(slot) = pieces.get_mut(argument) else {
+                return Ok(());
+            };
+            let position = match wl_part {
+                None => 0,
+                Some(part) => {
+                    if slot.len() == 1 {
+                        *slot = self.args[argument]
+                            .split(',')
+                            .map(|p| Some(p.to_string()))
+                            .collect();
+                    }
+                    if text.as_deref().is_some_and(|t| t.contains(',')) {
+                        anyhow::bail!(
+                            "cannot put {} in the argument {}: -Wl, splits it at its commas",
+                            text.unwrap_or_default(),
+                            self.args[argument]
+                        );
+                    }
+                    part
+                }
+            };
+            if let Some(piece) = slot.get_mut(position) {
+                *piece = text;
+            }
+            Ok(())
+        };
+        let mut new_entries: Vec<Vec<Option<PathBuf>>> = self
+            .filelists
+            .iter()
+            .map(|list| vec![None; list.entries.len()])
+            .collect();
+        for (index, input) in self.inputs.iter().enumerate() {
+            let Some(path) = replacement(index, input) else {
+                continue;
+            };
+            if let Some(entry) = input.filelist {
+                if let Some(slot) = new_entries
+                    .get_mut(entry.list)
+                    .and_then(|entries| entries.get_mut(entry.entry))
+                {
+                    *slot = Some(path);
+                }
+                continue;
+            }
+            set(
+                input.argument,
+                input.wl_part,
+                Some(path.display().to_string()),
+            )?;
+            // `-l name` takes two arguments: the name goes, the path stays.
+            if input.from_library_flag
+                && input.wl_part.is_none()
+                && self
+                    .args
+                    .get(input.argument)
+                    .is_some_and(|a| a == "-l" || a == "--library")
+            {
+                set(input.argument + 1, None, None)?;
+            }
+        }
+        for (number, (list, replaced)) in self.filelists.iter().zip(&new_entries).enumerate() {
+            if replaced.iter().all(Option::is_none) {
+                continue;
+            }
+            let dir = dir.context(
+                "a -filelist entry is replaced, but there is no directory for the new list",
+            )?;
+            let mut text = Vec::new();
+            for (entry, new) in list.entries.iter().zip(replaced) {
+                let path = new.as_ref().unwrap_or(entry);
+                let bytes = path.as_os_str().as_encoded_bytes();
+                if bytes.contains(&b'\n') {
+                    anyhow::bail!("cannot write {} into a -filelist", path.display());
+                }
+                text.extend_from_slice(bytes);
+                text.push(b'\n');
+            }
+            let new_list = dir.join(format!("icf-filelist-{number}"));
+            std::fs::write(&new_list, &text)
+                .with_context(|| format!("writing {}", new_list.display()))?;
+            set(
+                list.argument,
+                list.wl_part,
+                Some(new_list.display().to_string()),
+            )?;
+        }
+        let mut args = Vec::with_capacity(self.args.len());
+        for argument in pieces {
+            if argument.len() == 1 {
+                args.extend(argument.into_iter().flatten());
+            } else if argument[1..].iter().any(Option::is_some) {
+                let kept: Vec<String> = argument.into_iter().flatten().collect();
+                args.push(kept.join(","));
+            }
+        }
+        Ok(args)
     }
 }
 
