@@ -912,3 +912,797 @@ fn path_from_bytes(bytes: &[u8]) -> PathBuf {
         PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory of test files, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!(
+                "icf-ld64-{name}-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("scratch directory");
+            Scratch(dir)
+        }
+
+        /// Writes `relative` (parents created) with `bytes`; its path.
+        fn file(&self, relative: &str, bytes: &[u8]) -> String {
+            let path = self.0.join(relative);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("parent directory");
+            }
+            std::fs::write(&path, bytes).expect("test file");
+            path.display().to_string()
+        }
+
+        /// A file that starts like a 64-bit Mach-O object.
+        fn object(&self, relative: &str) -> String {
+            self.file(
+                relative,
+                &[
+                    0xcf, 0xfa, 0xed, 0xfe, 0x0c, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0,
+                ],
+            )
+        }
+
+        /// A file that starts like a static archive.
+        fn archive(&self, relative: &str) -> String {
+            self.file(relative, b"!<arch>\n")
+        }
+
+        fn dir(&self, relative: &str) -> String {
+            let path = self.0.join(relative);
+            std::fs::create_dir_all(&path).expect("directory");
+            path.display().to_string()
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn parse(command: &[&str]) -> LinkCommand {
+        let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+        LinkCommand::parse(&command).expect("parse")
+    }
+
+    fn input_paths(command: &LinkCommand) -> Vec<String> {
+        command
+            .inputs
+            .iter()
+            .map(|i| i.path.display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn which_commands_are_ld64() {
+        let macho = |command: &[&str]| parse(command).format == LinkFormat::MachO;
+        assert!(macho(&["ld64.lld-19", "-o", "x"]));
+        assert!(macho(&["/usr/bin/ld64.lld", "-o", "x"]));
+        assert!(macho(&["ld64", "-o", "x"]));
+        assert!(macho(&["ld", "-arch", "arm64", "-o", "x"]));
+        assert!(macho(&["lld", "-flavor", "darwin", "-o", "x"]));
+        assert!(macho(&[
+            "clang-19",
+            "-target",
+            "arm64-apple-macos11",
+            "m.o"
+        ]));
+        assert!(macho(&["clang", "--target=x86_64-apple-darwin", "m.o"]));
+        assert!(macho(&["clang++", "-target=arm64-apple-ios14", "m.o"]));
+        assert!(macho(&["cc", "-arch", "arm64", "m.o"]));
+        if !cfg!(target_vendor = "apple") {
+            assert!(!macho(&["ld", "-o", "x", "m.o"]));
+            assert!(!macho(&["ld.lld", "-o", "x", "m.o"]));
+            assert!(!macho(&["lld", "-flavor", "gnu", "-o", "x"]));
+            assert!(!macho(&["clang", "m.o"]));
+            assert!(!macho(&["clang", "-target", "aarch64-linux-gnu", "m.o"]));
+        }
+        // An explicit non-Apple target wins over the host.
+        assert!(!macho(&[
+            "clang",
+            "--target=x86_64-unknown-linux-gnu",
+            "m.o"
+        ]));
+    }
+
+    #[test]
+    fn the_linker_flavor_of_ld64_commands() {
+        assert_eq!(
+            parse(&["ld64.lld-19", "-arch", "arm64"]).linker,
+            LinkerFlavor::Unordered
+        );
+        assert_eq!(parse(&["ld", "-arch", "arm64"]).linker, LinkerFlavor::Ld64);
+        assert_eq!(
+            parse(&["ld64", "-arch", "arm64"]).linker,
+            LinkerFlavor::Ld64
+        );
+        let target = ["clang-19", "-target", "arm64-apple-macos11"];
+        assert_eq!(parse(&target).linker, LinkerFlavor::Ld64);
+        assert_eq!(
+            parse(&[&target[..], &["-fuse-ld=lld"]].concat()).linker,
+            LinkerFlavor::Unordered
+        );
+        assert_eq!(
+            parse(&[&target[..], &["--ld-path=/opt/bin/ld64.lld"]].concat()).linker,
+            LinkerFlavor::Unordered
+        );
+    }
+
+    /// Every option the brief and ld64.lld's table say takes values, given
+    /// a foldable file as each value: none of them may become an input,
+    /// and the object after them must.
+    #[test]
+    fn option_values_are_not_inputs() {
+        let scratch = Scratch::new("values");
+        let value = scratch.object("value.o");
+        let main = scratch.object("main.o");
+        // The ones the task names, then the whole table.
+        let named: &[(&str, usize)] = &[
+            ("-arch", 1),
+            ("-platform_version", 3),
+            ("-syslibroot", 1),
+            ("-install_name", 1),
+            ("-rpath", 1),
+            ("-framework", 1),
+            ("-weak_framework", 1),
+            ("-F", 1),
+            ("-L", 1),
+            ("-o", 1),
+            ("-e", 1),
+            ("-u", 1),
+            ("-exported_symbol", 1),
+            ("-unexported_symbol", 1),
+            ("-exported_symbols_list", 1),
+            ("-unexported_symbols_list", 1),
+            ("-order_file", 1),
+            ("-map", 1),
+            ("-lto_library", 1),
+            ("-object_path_lto", 1),
+            ("-mllvm", 1),
+            ("-sectcreate", 3),
+            ("-sectalign", 3),
+            ("-alias", 2),
+            ("-alias_list", 1),
+            ("-current_version", 1),
+            ("-compatibility_version", 1),
+            ("-headerpad", 1),
+            ("-macos_version_min", 1),
+            ("-ios_version_min", 1),
+            ("-undefined", 1),
+            ("-dylib_file", 1),
+            ("-stack_size", 1),
+            ("-pagezero_size", 1),
+            ("-image_base", 1),
+            ("-seg1addr", 1),
+            ("-sub_library", 1),
+            ("-umbrella", 1),
+            ("-allowable_client", 1),
+            ("-client_name", 1),
+            ("-bundle_loader", 1),
+            ("-dependency_info", 1),
+            ("-cache_path_lto", 1),
+            ("-mcpu", 1),
+            ("-add_ast_path", 1),
+            ("-why_live", 1),
+            ("-exported_symbols_order", 1),
+            ("-sectorder", 3),
+            ("-segprot", 3),
+            ("-iosmac_version_min", 1),
+            ("-oso_prefix", 1),
+            ("--icf", 1),
+        ];
+        for &(option, count) in named.iter().chain(LD64_VALUE_OPTIONS) {
+            if matches!(option, "-force_load" | "-load_hidden" | "-filelist") {
+                continue; // their values are inputs (tested below)
+            }
+            let mut command = vec!["ld64.lld-19", option];
+            command.extend(std::iter::repeat_n(value.as_str(), count));
+            command.push(&main);
+            let parsed = parse(&command);
+            assert_eq!(
+                input_paths(&parsed),
+                [main.as_str()],
+                "{option} takes {count}"
+            );
+            assert_eq!(parsed.inputs[0].argument, 1 + count, "{option}");
+        }
+        // Options without a value take nothing.
+        for flag in [
+            "-reproducible",
+            "-w",
+            "-no_deduplicate",
+            "--icf=all",
+            "-dead_strip",
+            "-ObjC",
+            "-Z",
+            "-demangle",
+            "-adhoc_codesign",
+            "-t",
+        ] {
+            let parsed = parse(&["ld64.lld-19", flag, &main]);
+            assert_eq!(input_paths(&parsed), [main.as_str()], "{flag}");
+        }
+        // The count matters: -platform_version's third value is not an input.
+        let parsed = parse(&[
+            "ld64.lld-19",
+            "-platform_version",
+            "macos",
+            "11.0",
+            &value,
+            &main,
+        ]);
+        assert_eq!(input_paths(&parsed), [main.as_str()]);
+    }
+
+    #[test]
+    fn outputs_kinds_and_roots() {
+        let command = parse(&[
+            "ld64.lld-19",
+            "-arch",
+            "arm64",
+            "-dylib",
+            "-o",
+            "libx.dylib",
+            "-dead_strip",
+            "-e",
+            "_start",
+            "-u",
+            "_kept",
+            "-init",
+            "_setup",
+            "-export_dynamic",
+            "-ObjC",
+        ]);
+        assert_eq!(command.output, Some(PathBuf::from("libx.dylib")));
+        assert!(command.shared && !command.relocatable && command.gc_sections);
+        assert!(command.gc_roots.export_dynamic && command.load_objc_members);
+        assert_eq!(command.gc_roots.symbols, ["_start", "_kept", "_setup"]);
+        assert!(!command.is_driver);
+        assert!(parse(&["ld64.lld-19", "-bundle"]).shared);
+        assert!(!parse(&["ld64.lld-19", "-dylib", "-execute"]).shared);
+        assert!(parse(&["ld64.lld-19", "-r"]).relocatable);
+        assert!(!parse(&["ld64.lld-19", "-arch", "arm64"]).gc_sections);
+    }
+
+    #[test]
+    fn exports_are_every_global_unless_a_list_says() {
+        let scratch = Scratch::new("exports");
+        assert!(parse(&["ld64.lld-19", "-arch", "arm64"]).exports.all);
+        let command = parse(&[
+            "ld64.lld-19",
+            "-exported_symbol",
+            "_api",
+            "-exported_symbol",
+            "_v*",
+        ]);
+        assert!(!command.exports.all);
+        assert_eq!(command.exports.patterns, ["_api", "_v*"]);
+        assert_eq!(
+            command.gc_roots.symbols,
+            ["_api"],
+            "a pattern is not a root"
+        );
+        let list = scratch.file("exports.txt", b"# exported\n_one\n  _two  \n\n");
+        let command = parse(&["ld64.lld-19", "-exported_symbols_list", &list]);
+        assert!(!command.exports.all);
+        assert_eq!(command.exports.patterns, ["_one", "_two"]);
+        assert!(command.export_lists.is_empty());
+        let missing = scratch.0.join("missing.txt").display().to_string();
+        assert!(
+            parse(&["ld64.lld-19", "-exported_symbols_list", &missing])
+                .exports
+                .all
+        );
+        assert!(!parse(&["ld64.lld-19", "-no_exported_symbols"]).exports.all);
+        // -unexported_symbol leaves every other global exported.
+        assert!(
+            parse(&["ld64.lld-19", "-unexported_symbol", "_x"])
+                .exports
+                .all
+        );
+    }
+
+    #[test]
+    fn force_load_and_all_load_make_archives_whole() {
+        let scratch = Scratch::new("whole");
+        let forced = scratch.archive("forced.a");
+        let plain = scratch.archive("plain.a");
+        let object = scratch.object("main.o");
+        let command = parse(&["ld64.lld-19", &object, "-force_load", &forced, &plain]);
+        assert_eq!(
+            input_paths(&command),
+            [object.as_str(), forced.as_str(), plain.as_str()]
+        );
+        let whole: Vec<bool> = command.inputs.iter().map(|i| i.whole_archive).collect();
+        assert_eq!(whole, [false, true, false]);
+        assert_eq!(command.inputs[1].argument, 2, "the value is the input");
+        let command = parse(&["ld64.lld-19", &object, &plain, "-all_load"]);
+        assert!(command.inputs.iter().all(|i| i.whole_archive));
+        let command = parse(&["ld64.lld-19", &plain, "-all_load", "-noall_load"]);
+        assert!(!command.inputs[0].whole_archive);
+        // -load_hidden names an input that is not whole.
+        let command = parse(&["ld64.lld-19", "-load_hidden", &plain]);
+        assert_eq!(input_paths(&command), [plain.as_str()]);
+        assert!(!command.inputs[0].whole_archive);
+    }
+
+    #[test]
+    fn filelists_with_and_without_a_directory() {
+        let scratch = Scratch::new("filelist");
+        let a = scratch.object("objs/a.o");
+        let b = scratch.object("objs/b.o");
+        let stub = scratch.file("objs/libz.tbd", b"--- !tapi-tbd\n");
+        let list = scratch.file(
+            "list.txt",
+            format!("{a}\n# comment\n\n  {b}  \n{stub}\n").as_bytes(),
+        );
+        let command = parse(&["ld64.lld-19", "-filelist", &list, "-o", "out"]);
+        assert_eq!(input_paths(&command), [a.as_str(), b.as_str()]);
+        assert!(command.inputs.iter().all(|i| i.argument == 1));
+        assert_eq!(
+            command
+                .inputs
+                .iter()
+                .map(|i| i.filelist)
+                .collect::<Vec<_>>(),
+            [
+                Some(FilelistEntry { list: 0, entry: 0 }),
+                Some(FilelistEntry { list: 0, entry: 1 })
+            ]
+        );
+        assert_eq!(command.filelists.len(), 1);
+        assert_eq!(
+            command.filelists[0].entries.len(),
+            3,
+            "the stub is an entry, not an input"
+        );
+
+        // `<file>,<dir>`: relative entries under the directory.
+        let relative = scratch.file("relative.txt", b"a.o\nb.o\n");
+        let objs = scratch.0.join("objs").display().to_string();
+        let spec = format!("{relative},{objs}");
+        let command = parse(&["ld64.lld-19", "-filelist", &spec]);
+        assert_eq!(
+            input_paths(&command),
+            [format!("{objs}/a.o"), format!("{objs}/b.o")]
+        );
+        assert_eq!(command.filelists[0].path, PathBuf::from(&relative));
+
+        // A list icf cannot read: the inputs are unknown, so no fold.
+        let missing = scratch.0.join("missing.txt").display().to_string();
+        let args: Vec<String> = ["ld64.lld-19", "-filelist", &missing]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(LinkCommand::parse(&args).is_err());
+    }
+
+    #[test]
+    fn a_replaced_filelist_entry_gets_a_new_list() {
+        let scratch = Scratch::new("newlist");
+        let a = scratch.object("objs/a.o");
+        scratch.object("objs/b.o");
+        let relative = scratch.file("relative.txt", b"a.o\nb.o\n");
+        let objs = scratch.0.join("objs").display().to_string();
+        let spec = format!("{relative},{objs}");
+        let out = scratch.dir("out");
+        let command = parse(&["ld64.lld-19", "-filelist", &spec, "-o", "prog"]);
+        let folded = PathBuf::from(&out).join("b-folded.o");
+        let args = command
+            .with_replaced_inputs(
+                |input| (input.path == Path::new(&objs).join("b.o")).then(|| folded.clone()),
+                Path::new(&out),
+            )
+            .expect("rewritten");
+        let new_list = PathBuf::from(&out).join("icf-filelist-0");
+        assert_eq!(
+            args,
+            ["-filelist", &new_list.display().to_string(), "-o", "prog"]
+        );
+        let written = std::fs::read_to_string(&new_list).expect("new list");
+        assert_eq!(written, format!("{a}\n{}\n", folded.display()));
+        // The argument-keyed API cannot say which entry: nothing changes.
+        assert_eq!(command.with_inputs(&[(1, folded.clone())]), command.args);
+        // Nothing replaced: no list written, the command as it was.
+        let unchanged = command
+            .with_replaced_inputs(|_| None, Path::new(&scratch.dir("none")))
+            .expect("unchanged");
+        assert_eq!(unchanged, command.args);
+    }
+
+    #[test]
+    fn libraries_are_searched_the_ld64_way() {
+        let scratch = Scratch::new("search");
+        let first = scratch.dir("first");
+        let second = scratch.dir("second");
+        let archive = scratch.archive("first/libfoo.a");
+        scratch.file("second/libfoo.dylib", b"dylib");
+        scratch.file("first/libbar.tbd", b"--- !tapi-tbd\n");
+        scratch.archive("first/libbar.a");
+        let late = scratch.archive("second/libbaz.a");
+        let search = |extra: &[&str]| {
+            let mut command = vec!["ld64.lld-19", "-Z", "-L", &first, &format!("-L{second}")]
+                .into_iter()
+                .map(str::to_string)
+                .collect::<Vec<_>>();
+            command.extend(extra.iter().map(|s| s.to_string()));
+            LinkCommand::parse(&command).expect("parse")
+        };
+        // Each directory for .tbd, .dylib, .so, then .a: first/libfoo.a
+        // comes before second/libfoo.dylib.
+        let command = search(&["-lfoo"]);
+        assert_eq!(input_paths(&command), [archive.as_str()]);
+        assert!(command.inputs[0].from_library_flag);
+        assert_eq!(command.inputs[0].argument, 4);
+        assert_eq!(
+            input_paths(&search(&["-search_paths_first", "-lfoo"])),
+            [archive.as_str()]
+        );
+        // Dylibs in every directory first: second/libfoo.dylib wins.
+        assert!(search(&["-search_dylibs_first", "-lfoo"]).inputs.is_empty());
+        // A .tbd beside the .a wins.
+        assert!(search(&["-lbar"]).inputs.is_empty());
+        // ...unless the link is -static.
+        assert_eq!(input_paths(&search(&["-static", "-lbar"])).len(), 1);
+        // The variants search the same way.
+        for option in [
+            "-weak-lbaz",
+            "-needed-lbaz",
+            "-reexport-lbaz",
+            "-hidden-lbaz",
+        ] {
+            assert_eq!(input_paths(&search(&[option])), [late.as_str()], "{option}");
+        }
+        assert!(search(&["-lnothing"]).inputs.is_empty());
+        // -l<file>.o names an object in the directories.
+        let crt = scratch.object("second/crt1.o");
+        assert_eq!(input_paths(&search(&["-lcrt1.o"])), [crt]);
+        // Options that merely start with -l are not libraries.
+        assert!(
+            search(&["-lto_library", "foo", "-lazy_library", "x"])
+                .inputs
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn syslibroot_prefixes_absolute_and_default_directories() {
+        let scratch = Scratch::new("sdk");
+        let sdk = scratch.dir("SDK");
+        let system = scratch.archive("SDK/usr/lib/libsys.a");
+        scratch.file("SDK/usr/lib/libSystem.tbd", b"--- !tapi-tbd\n");
+        let local = scratch.archive("SDK/usr/local/lib/liblocal.a");
+        // An absolute -L under the root wins over the same path outside it.
+        let outside = scratch.dir("opt/lib");
+        scratch.archive("opt/lib/libopt.a");
+        let inside = scratch.archive(&format!("SDK/{}/libopt.a", outside.trim_start_matches('/')));
+        let command = parse(&[
+            "ld64.lld-19",
+            "-syslibroot",
+            &sdk,
+            "-L",
+            &outside,
+            "-lsys",
+            "-lSystem",
+            "-llocal",
+            "-lopt",
+        ]);
+        assert_eq!(input_paths(&command), [system.clone(), local, inside]);
+        // -Z drops the default directories; a last root of / drops the roots.
+        assert!(
+            parse(&["ld64.lld-19", "-syslibroot", &sdk, "-Z", "-lsys"])
+                .inputs
+                .is_empty()
+        );
+        let unrooted = parse(&[
+            "ld64.lld-19",
+            "-syslibroot",
+            &sdk,
+            "-syslibroot",
+            "/",
+            "-L",
+            &outside,
+            "-lopt",
+        ]);
+        assert_eq!(input_paths(&unrooted), [format!("{outside}/libopt.a")]);
+        // ld64.lld reads an absolute input (not a .o) under the root;
+        // Apple's ld reads it where it is.
+        let outside = scratch.archive("abs/libq.a");
+        let inside = scratch.archive(&format!("SDK/{}", outside.trim_start_matches('/')));
+        let lld = parse(&["ld64.lld-19", "-syslibroot", &sdk, &outside]);
+        assert_eq!(input_paths(&lld), [inside]);
+        assert_eq!(lld.inputs[0].argument, 2);
+        let ld = parse(&["ld", "-arch", "arm64", "-syslibroot", &sdk, &outside]);
+        assert_eq!(input_paths(&ld), [outside]);
+        let object = scratch.object("abs/q.o");
+        scratch.object(&format!("SDK/{}", object.trim_start_matches('/')));
+        let lld = parse(&["ld64.lld-19", "-syslibroot", &sdk, &object]);
+        assert_eq!(input_paths(&lld), [object], "objects are not re-rooted");
+        assert!(system.ends_with("SDK/usr/lib/libsys.a"));
+    }
+
+    #[test]
+    fn a_driver_targeting_apple_with_lld() {
+        let scratch = Scratch::new("driver");
+        let main = scratch.object("main.o");
+        let forced = scratch.archive("forced.a");
+        let lib = scratch.archive("lib/libdep.a");
+        let libdir = scratch.0.join("lib").display().to_string();
+        let command = parse(&[
+            "clang-19",
+            "-target",
+            "arm64-apple-macos11",
+            "-fuse-ld=lld",
+            "-O2",
+            "-Wl,-dead_strip",
+            &main,
+            &format!("-Wl,-force_load,{forced},-why_live,{main}"),
+            "-L",
+            &libdir,
+            "-l",
+            "dep",
+            "-Xlinker",
+            "-exported_symbol",
+            "-Xlinker",
+            "_api",
+            "-dynamiclib",
+            "-o",
+            "libout.dylib",
+        ]);
+        assert_eq!(command.format, LinkFormat::MachO);
+        assert!(command.is_driver && command.gc_sections && command.shared);
+        assert_eq!(command.linker, LinkerFlavor::Unordered);
+        assert_eq!(command.output, Some(PathBuf::from("libout.dylib")));
+        assert_eq!(command.exports.patterns, ["_api"]);
+        assert_eq!(
+            input_paths(&command),
+            [main.as_str(), forced.as_str(), lib.as_str()]
+        );
+        let forced_input = &command.inputs[1];
+        assert!(forced_input.whole_archive);
+        assert_eq!((forced_input.argument, forced_input.wl_part), (6, Some(2)));
+
+        // Replacing: the -Wl, part, and `-l dep` (two arguments) by a path.
+        let out = scratch.dir("out");
+        let new_forced = format!("{out}/forced.a");
+        let new_lib = format!("{out}/libdep.a");
+        let new_main = format!("{out}/main.o");
+        let args = command
+            .with_replaced_inputs(
+                |input| {
+                    Some(PathBuf::from(match input.path.display().to_string() {
+                        p if p == forced => &new_forced,
+                        p if p == lib => &new_lib,
+                        _ => &new_main,
+                    }))
+                },
+                Path::new(&out),
+            )
+            .expect("rewritten");
+        assert_eq!(args[5], new_main);
+        assert_eq!(
+            args[6],
+            format!("-Wl,-force_load,{new_forced},-why_live,{main}")
+        );
+        assert_eq!(
+            args[7..10],
+            ["-L".to_string(), libdir.clone(), new_lib.clone()]
+        );
+        assert_eq!(args[10], "-Xlinker");
+        assert_eq!(args.len(), command.args.len() - 1, "the library name went");
+        // The argument-keyed API can replace an argument's only input.
+        let args = command.with_inputs(&[(6, PathBuf::from(&new_forced))]);
+        assert_eq!(
+            args[6],
+            format!("-Wl,-force_load,{new_forced},-why_live,{main}")
+        );
+        // A path with a comma cannot go into -Wl,.
+        assert!(
+            command
+                .with_replaced_inputs(
+                    |input| input.wl_part.map(|_| PathBuf::from("/tmp/a,b.a")),
+                    Path::new(&out)
+                )
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn driver_options_that_reach_ld64() {
+        let scratch = Scratch::new("driveropts");
+        let main = scratch.object("main.o");
+        let value = scratch.object("value.o");
+        let sdk = scratch.dir("SDK");
+        let system = scratch.archive("SDK/usr/lib/libsys.a");
+        let exports = scratch.file("exports.o", b"_go\n");
+        // Values of driver and Darwin options are not inputs.
+        let command = parse(&[
+            "clang",
+            "--target=arm64-apple-macos11",
+            "-isysroot",
+            &sdk,
+            "-sectcreate",
+            "__TEXT",
+            "__info",
+            &value,
+            "-segprot",
+            "__DATA",
+            "rw",
+            &value,
+            "-bundle_loader",
+            &value,
+            "-framework",
+            &value,
+            "-x",
+            &value,
+            "-Xclang",
+            &value,
+            "-exported_symbols_list",
+            &exports,
+            "-rdynamic",
+            &main,
+            "-lsys",
+            "-e",
+            "_go",
+            "-u_need",
+        ]);
+        assert_eq!(input_paths(&command), [main.as_str(), system.as_str()]);
+        assert!(command.gc_roots.export_dynamic);
+        assert_eq!(command.gc_roots.symbols, ["_go", "_need", "_go"]);
+        // --sysroot is the library root when both are given, as clang does.
+        let other = scratch.dir("Other");
+        let command = parse(&[
+            "clang",
+            "-arch",
+            "arm64",
+            "-isysroot",
+            &sdk,
+            &format!("--sysroot={other}"),
+            "-lsys",
+        ]);
+        assert!(command.inputs.is_empty());
+        // `-force_load` and `-filelist` as driver options.
+        let forced = scratch.archive("f.a");
+        let list = scratch.file("list", main.as_bytes());
+        let command = parse(&[
+            "clang",
+            "-arch",
+            "arm64",
+            "-force_load",
+            &forced,
+            "-filelist",
+            &list,
+        ]);
+        assert_eq!(input_paths(&command), [forced, main]);
+        assert!(command.inputs[0].whole_archive);
+        assert!(command.inputs[1].filelist.is_some());
+    }
+
+    #[test]
+    fn response_files_hold_ld64_arguments() {
+        let scratch = Scratch::new("response");
+        let main = scratch.object("main.o");
+        let forced = scratch.archive("forced.a");
+        let list = scratch.file("list", main.as_bytes());
+        let response = scratch.file(
+            "link.rsp",
+            format!("-arch arm64 -platform_version macos 11.0 11.0\n-dead_strip -force_load '{forced}'\n-filelist {list} -o out\n").as_bytes(),
+        );
+        let command = parse(&["ld64.lld-19", &format!("@{response}")]);
+        assert_eq!(command.format, LinkFormat::MachO);
+        assert!(command.gc_sections);
+        assert_eq!(command.output, Some(PathBuf::from("out")));
+        assert_eq!(input_paths(&command), [forced, main]);
+        assert_eq!(command.args[7], "-force_load");
+        assert_eq!(command.inputs[0].argument, 8);
+    }
+
+    /// The rewritten command is one ld64.lld accepts, and reads the
+    /// replacements: the originals are gone when it runs.
+    #[test]
+    fn ld64_lld_links_the_rewritten_command() {
+        let scratch = Scratch::new("real");
+        let compile = |name: &str, source: &str| {
+            let c = scratch.file(&format!("{name}.c"), source.as_bytes());
+            let o = scratch.0.join(format!("objs/{name}.o"));
+            std::fs::create_dir_all(scratch.0.join("objs")).expect("objs");
+            let status = std::process::Command::new("clang-19")
+                .args(["-target", "arm64-apple-macos11", "-O2", "-c", &c, "-o"])
+                .arg(&o)
+                .status()
+                .expect("clang-19");
+            assert!(status.success());
+            o.display().to_string()
+        };
+        compile("a", "int a(int x) { return x + 1; }\n");
+        compile("b", "int b(int x) { return x + 2; }\n");
+        let member = compile("m", "int m(int x) { return x + 3; }\n");
+        let archive = scratch.0.join("libm3.a").display().to_string();
+        let status = std::process::Command::new("llvm-ar-19")
+            .args(["rcs", &archive, &member])
+            .status()
+            .expect("llvm-ar-19");
+        assert!(status.success());
+        let list = scratch.file("list", b"a.o\nb.o\n");
+        let objs = scratch.0.join("objs").display().to_string();
+        let output = scratch.0.join("out.dylib").display().to_string();
+        let command: Vec<String> = [
+            "clang-19",
+            "-target",
+            "arm64-apple-macos11",
+            "-fuse-ld=lld",
+            "-dynamiclib",
+            "-nostdlib",
+            "-Wl,-dead_strip",
+            "-Xlinker",
+            "-filelist",
+            "-Xlinker",
+            &format!("{list},{objs}"),
+            &format!("-Wl,-force_load,{archive}"),
+            "-o",
+            &output,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let parsed = LinkCommand::parse(&command).expect("parse");
+        assert_eq!(parsed.inputs.len(), 3);
+        let copies = scratch.dir("copies");
+        let copy_of = |input: &LinkInput| {
+            let name = input.path.file_name().expect("a file name");
+            PathBuf::from(&copies).join(name)
+        };
+        for input in &parsed.inputs {
+            std::fs::copy(&input.path, copy_of(input)).expect("copy");
+            std::fs::remove_file(&input.path).expect("remove the original");
+        }
+        let args = parsed
+            .with_replaced_inputs(|input| Some(copy_of(input)), Path::new(&copies))
+            .expect("rewritten");
+        let status = std::process::Command::new(&parsed.program)
+            .args(&args)
+            .status()
+            .expect("clang-19");
+        assert!(status.success(), "{args:?}");
+        let symbols = std::process::Command::new("llvm-nm-19")
+            .args(["-gU", &output])
+            .output()
+            .expect("llvm-nm-19");
+        let symbols = String::from_utf8_lossy(&symbols.stdout);
+        for name in ["_a", "_b", "_m"] {
+            assert!(
+                symbols.lines().any(|l| l.ends_with(&format!(" {name}"))),
+                "{symbols}"
+            );
+        }
+    }
+
+    #[test]
+    fn gnu_commands_read_as_before() {
+        let scratch = Scratch::new("gnu");
+        let main = scratch.object("main.o");
+        let command = parse(&["ld.lld", "-o", "out", &main, "-arch"]);
+        // `-arch` makes any linker ld64-style; without it, ELF.
+        assert_eq!(command.format, LinkFormat::MachO);
+        let command = parse(&["ld.lld", "-o", "out", &main, "--gc-sections"]);
+        assert_eq!(command.format, LinkFormat::Elf);
+        assert!(command.gc_sections && command.filelists.is_empty());
+        assert!(
+            !command.exports.all,
+            "an ELF executable exports nothing by default"
+        );
+        assert_eq!(command.linker, LinkerFlavor::Unordered);
+        assert_eq!(input_paths(&command), [main]);
+        assert_eq!(command.inputs[0].wl_part, None);
+    }
+}
