@@ -267,7 +267,10 @@ impl LinkCommand {
             || name.starts_with("ld-")
             || name == "mold"
             || name == "lld"
-            || name.starts_with("ld64");
+            || name.starts_with("ld64")
+            // `lld-19 -flavor darwin`; other `lld-<N>` commands are read
+            // as they always were.
+            || (name.starts_with("lld-") && ld64::is_ld64_linker(&name, &args));
         let format = if (is_linker && ld64::is_ld64_linker(&name, &args))
             || (!is_linker && ld64::driver_targets_apple(&args))
         {
@@ -869,6 +872,51 @@ mod tests {
         assert_eq!(command.output, Some(PathBuf::from("foo")));
         assert!(!command.is_driver);
         assert_eq!(command.linker, LinkerFlavor::Ordered);
+    }
+
+    /// Both replacement APIs give a GNU command the same arguments: the
+    /// object, `-l x` (two arguments, the name goes) and `-lx` replaced.
+    #[test]
+    fn gnu_inputs_are_replaced_alike_by_argument_and_by_input() {
+        let dir = std::env::temp_dir().join(format!("icf-gnu-replace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch");
+        let mut elf = b"\x7fELF".to_vec();
+        elf.resize(16, 0);
+        elf.extend([1, 0]);
+        let object = dir.join("main.o");
+        std::fs::write(&object, &elf).expect("object");
+        std::fs::write(dir.join("libx.a"), b"!<arch>\n").expect("archive");
+        let lib_dir = dir.display().to_string();
+        let command = LinkCommand::parse(&strings(&[
+            "cc",
+            object.to_str().expect("utf-8"),
+            "-L",
+            &lib_dir,
+            "-l",
+            "x",
+            "-lx",
+            "-o",
+            "out",
+        ]))
+        .expect("parse");
+        assert_eq!(command.format, LinkFormat::Elf);
+        assert_eq!(command.inputs.len(), 3);
+        let new = |input: &LinkInput| PathBuf::from(format!("/new/{}", input.argument));
+        let by_argument: Vec<(usize, PathBuf)> = command
+            .inputs
+            .iter()
+            .map(|i| (i.argument, new(i)))
+            .collect();
+        let old_way = command.with_inputs(&by_argument);
+        let new_way = command
+            .with_replaced_inputs(|i| Some(new(i)), &dir)
+            .expect("rewritten");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            old_way,
+            strings(&["/new/0", "-L", &lib_dir, "/new/3", "/new/5", "-o", "out"])
+        );
+        assert_eq!(new_way, old_way);
     }
 
     #[test]

@@ -991,6 +991,9 @@ mod tests {
         assert!(macho(&["ld64", "-o", "x"]));
         assert!(macho(&["ld", "-arch", "arm64", "-o", "x"]));
         assert!(macho(&["lld", "-flavor", "darwin", "-o", "x"]));
+        let versioned = parse(&["lld-19", "-flavor", "darwin", "-o", "x"]);
+        assert!(versioned.format == LinkFormat::MachO && !versioned.is_driver);
+        assert_eq!(versioned.output, Some(PathBuf::from("x")));
         assert!(macho(&[
             "clang-19",
             "-target",
