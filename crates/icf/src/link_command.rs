@@ -594,7 +594,7 @@ impl LinkCommand {
     /// - an input inside `-Wl,a,b,c`: that part becomes the path (an error
     ///   if the path holds a comma, which `-Wl,` cannot carry);
     /// - an entry of a `-filelist`: a new list is written under `dir`
-    ///   (`icf-filelist-<n>`), holding every entry of the old one in order,
+    ///   (`icf-filelist-<n>`, or `-<k>` after it if that is taken), holding every entry of the old one in order,
     ///   `<dir>/`-prefixed as the linker read it, replaced ones by their new
     ///   path; the `-filelist` value becomes the new list's path, without
     ///   `,<dir>`. The command line keeps its length, which is why linkers
@@ -699,9 +699,7 @@ impl LinkCommand {
                 text.extend_from_slice(bytes);
                 text.push(b'\n');
             }
-            let new_list = dir.join(format!("icf-filelist-{number}"));
-            std::fs::write(&new_list, &text)
-                .with_context(|| format!("writing {}", new_list.display()))?;
+            let new_list = write_new_file(dir, &format!("icf-filelist-{number}"), &text)?;
             set(
                 list.argument,
                 list.wl_part,
@@ -719,6 +717,33 @@ impl LinkCommand {
         }
         Ok(args)
     }
+}
+
+/// Writes `bytes` to a file of `dir` that did not exist, named `name` or,
+/// when that is taken (by a rewritten input of that name, say), `name-1`,
+/// `name-2`...; its path.
+fn write_new_file(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<PathBuf> {
+    use std::io::Write;
+    for attempt in 0.. {
+        let path = match attempt {
+            0 => dir.join(name),
+            n => dir.join(format!("{name}-{n}")),
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                file.write_all(bytes)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+        }
+    }
+    unreachable!("the attempts never end")
 }
 
 /// Relocatable objects and static archives, by contents: `.o`, `.a`, `.rlib`

@@ -1314,6 +1314,11 @@ mod tests {
         );
         let written = std::fs::read_to_string(&new_list).expect("new list");
         assert_eq!(written, format!("{a}\n{}\n", folded.display()));
+        // A file of that name already there (an input called so): another name.
+        let again = command
+            .with_replaced_inputs(|input| Some(input.path.clone()), Path::new(&out))
+            .expect("rewritten again");
+        assert_eq!(again[1], format!("{}-1", new_list.display()));
         // The argument-keyed API cannot say which entry: nothing changes.
         assert_eq!(command.with_inputs(&[(1, folded.clone())]), command.args);
         // Nothing replaced: no list written, the command as it was.
