@@ -55,16 +55,6 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// How the function's last instruction (decoded instruction `count - 1`)
-    /// leaves it, when the walk from its entries reaches it: an unreached
-    /// last instruction (alignment padding after a `ret`, which a Mach-O
-    /// atom holds) leads nowhere.
-    pub fn reached_last_flow(&self, decoded: &[Decoded]) -> Option<Flow> {
-        let last = decoded.len().checked_sub(1)?;
-        let block = self.blocks.iter().find(|b| b.insts.contains(&last))?;
-        block.reached.then_some(decoded[last].flow)
-    }
-
     /// The block starting at function offset `at`.
     pub fn block_at(&self, at: u32) -> Option<BlockId> {
         self.starts

@@ -74,3 +74,36 @@ pub(crate) fn fall_through(
     });
     f.fall_through = Some(r);
 }
+
+/// Drops the blocks at the end of the walk order that nothing reaches,
+/// nothing branches to and that hold only `nop` (one opcode for any
+/// length): alignment padding after a function's last instruction. A
+/// Mach-O atom holds its padding (an ELF section under
+/// `-ffunction-sections` does not), and two copies of one function differ
+/// in it by where they sit. Returns whether it dropped any: then the
+/// instruction before the padding cannot run into it, or the walk would
+/// have reached it.
+pub(crate) fn drop_trailing_padding(f: &mut Function, nop: icf_ir::Opcode) -> bool {
+    let mut dropped = false;
+    while let Some(block) = f.blocks.last() {
+        let last = f.blocks.len() - 1;
+        let insts = &f.insts[block.insts.start as usize..block.insts.end as usize];
+        let padding = !block.reached
+            && !insts.is_empty()
+            && insts
+                .iter()
+                .all(|inst| inst.op == nop && inst.operands.is_empty());
+        let targeted = f
+            .blocks
+            .iter()
+            .any(|b| b.succs.iter().any(|s| s.0 as usize == last));
+        if !padding || targeted {
+            break;
+        }
+        let start = block.insts.start as usize;
+        f.insts.truncate(start);
+        f.blocks.pop();
+        dropped = true;
+    }
+    dropped
+}

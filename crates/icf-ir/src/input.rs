@@ -65,8 +65,13 @@ pub struct CodeInput<'a> {
     /// The target naming the function's own section.
     pub own_section: TargetId,
     /// Offsets where data starts inside the function (AArch64 `$d` mapping
-    /// symbols): such bytes must not be read as instructions.
+    /// symbols, Mach-O `LC_DATA_IN_CODE`): such bytes must not be read as
+    /// instructions.
     pub data_in_code: &'a [u32],
+    /// Offsets where instructions start again after data, when the reader
+    /// knows (Mach-O gives each data run's length); data with no resume
+    /// after it runs to the function's end.
+    pub code_resumes: &'a [u32],
 }
 
 impl std::fmt::Debug for CodeInput<'_> {

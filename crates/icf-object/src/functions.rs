@@ -79,7 +79,8 @@ impl<'data> Object<'data> {
     }
 
     /// Where data starts inside executable sections: the AArch64 ELF ABI's
-    /// `$d` mapping symbols (a literal pool, a table), sorted per section.
+    /// `$d` mapping symbols (a literal pool, a table) and Mach-O's
+    /// `LC_DATA_IN_CODE` entries (x86_64 jump tables), sorted per section.
     pub fn data_in_code(&self) -> HashMap<SectionIndex, Vec<u64>> {
         let mut marks: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
         for symbol in &self.symbols {
@@ -90,10 +91,38 @@ impl<'data> Object<'data> {
                 marks.entry(section).or_default().push(symbol.value);
             }
         }
+        if let Some(layout) = &self.macho {
+            for entry in &layout.data_in_code {
+                marks.entry(entry.section).or_default().push(entry.offset);
+            }
+        }
         for offsets in marks.values_mut() {
             offsets.sort_unstable();
+            offsets.dedup();
         }
         marks
+    }
+
+    /// Where instructions start again after data inside executable
+    /// sections: the end of each Mach-O `LC_DATA_IN_CODE` run that ends
+    /// before its atom does, sorted per section. (ELF's `$x` symbols are
+    /// not read: the AArch64 lifter compares any function holding data
+    /// byte-exactly from its first data on.)
+    pub fn code_resumes(&self) -> HashMap<SectionIndex, Vec<u64>> {
+        let mut resumes: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
+        if let Some(layout) = &self.macho {
+            for entry in &layout.data_in_code {
+                let end = entry.offset + u64::from(entry.length);
+                if end < self.section(entry.section).size {
+                    resumes.entry(entry.section).or_default().push(end);
+                }
+            }
+        }
+        for offsets in resumes.values_mut() {
+            offsets.sort_unstable();
+            offsets.dedup();
+        }
+        resumes
     }
 
     /// Section offsets inside executable sections that something else refers

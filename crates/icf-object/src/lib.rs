@@ -15,6 +15,7 @@ mod error;
 mod functions;
 mod input;
 mod macho;
+mod macho_write;
 mod model;
 mod object;
 mod per_section;

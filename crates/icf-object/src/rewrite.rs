@@ -211,8 +211,12 @@ impl OutSymbol<'_> {
     }
 }
 
-/// Rewrites `object` with `edits`. The result is a complete ELF file.
+/// Rewrites `object` with `edits`. The result is a complete file of the
+/// object's format (Mach-O: see `macho_write.rs`).
 pub fn rewrite(object: &Object<'_>, edits: &Edits) -> Result<Vec<u8>> {
+    if object.format == crate::object::Format::MachO {
+        return crate::macho_write::rewrite_macho(object, edits);
+    }
     Rewriter::new(object, edits)?.write()
 }
 

@@ -3,7 +3,9 @@
 
 use crate::program::{FunctionInfo, Program};
 use icf_ir::{CodeInput, CodeReloc, Function};
+use icf_object::SectionIndex;
 use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 
 impl Program<'_> {
     /// Lifts one function piece.
@@ -38,16 +40,19 @@ impl Program<'_> {
             })
             .collect();
         let entry_points = self.entry_points(function);
-        let data_in_code: Vec<u32> = object
-            .data_in_code
-            .get(&extent.section)
-            .map(|marks| {
-                within(marks, start, end)
-                    .iter()
-                    .map(|&at| (at - start) as u32)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let inside = |marks: &HashMap<SectionIndex, Vec<u64>>| -> Vec<u32> {
+            marks
+                .get(&extent.section)
+                .map(|marks| {
+                    within(marks, start, end)
+                        .iter()
+                        .map(|&at| (at - start) as u32)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let data_in_code = inside(&object.data_in_code);
+        let code_resumes = inside(&object.code_resumes);
         let input = CodeInput {
             arch: object.elf.arch,
             bytes: &section.data[start as usize..end as usize],
@@ -57,6 +62,7 @@ impl Program<'_> {
             entry_points: &entry_points,
             own_section: self.targets.section(function.object, extent.section),
             data_in_code: &data_in_code,
+            code_resumes: &code_resumes,
         };
         icf_arch::lift(&input)
     }

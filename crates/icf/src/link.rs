@@ -206,15 +206,6 @@ fn fold_inputs(
         .filter(|o| o.changed)
         .map(|o| (o.input.as_path(), o.output.as_path()))
         .collect();
-    let replacements: Vec<(usize, PathBuf)> = parsed
-        .inputs
-        .iter()
-        .filter_map(|input| {
-            replaced
-                .get(input.path.as_path())
-                .map(|out| (input.argument, out.to_path_buf()))
-        })
-        .collect();
     // Naming every member and finding near-duplicates costs more than the
     // fold itself on large links: only when someone reads the report.
     let report =
@@ -222,7 +213,11 @@ fn fold_inputs(
     if let (Some(path), Some(report)) = (&options.report, &report) {
         crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
     }
-    Ok((parsed.with_inputs(&replacements), report))
+    let arguments = parsed.with_replaced_inputs(
+        |input| replaced.get(input.path.as_path()).map(|p| p.to_path_buf()),
+        dir,
+    )?;
+    Ok((arguments, report))
 }
 
 /// What the link exports: its options, and the names its dynamic lists and

@@ -36,6 +36,8 @@ pub struct LoadedObject<'data> {
     pub code_references: HashMap<SectionIndex, Vec<u64>>,
     /// Offsets in executable sections where data starts (`$d` mapping symbols).
     pub data_in_code: HashMap<SectionIndex, Vec<u64>>,
+    /// Where code starts again after data in code ([`icf_object::Object::code_resumes`]).
+    pub code_resumes: HashMap<SectionIndex, Vec<u64>>,
     /// Where jump tables and other referenced places start in each section.
     pub anchors: icf_object::DataAnchors,
     /// Named symbols per section, sorted by value: for naming places.

@@ -91,6 +91,7 @@ impl<'data> Program<'data> {
                     member: source.member,
                     code_references: elf.code_references(&anchors),
                     data_in_code: elf.data_in_code(),
+                    code_resumes: elf.code_resumes(),
                     anchors,
                     section_symbols: section_symbols(&elf),
                     section_symbol: section_symbol_of(&elf),

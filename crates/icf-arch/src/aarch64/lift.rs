@@ -295,7 +295,7 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
         });
     }
     f.layout_sensitive = layout_sensitive;
-    let last = layout.reached_last_flow(&decoded);
+    let last = decoded.last().map(|d: &Decoded| d.flow);
     crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
     Ok(f)
 }
@@ -700,6 +700,7 @@ mod tests {
             entry_points: &[],
             own_section: TargetId(0),
             data_in_code: &[],
+            code_resumes: &[],
         })
     }
 
@@ -831,6 +832,7 @@ mod tests {
             entry_points: &[],
             own_section: TargetId(0),
             data_in_code: &[4],
+            code_resumes: &[],
         });
         assert_eq!(f.opaque[0].reason, OpaqueReason::DataInCode { target: 4 });
     }

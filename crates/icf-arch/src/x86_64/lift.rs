@@ -68,42 +68,75 @@ pub(crate) fn lift(input: &CodeInput<'_>) -> Function {
 fn whole_function(input: &CodeInput<'_>, reason: OpaqueReason) -> Function {
     let base = input.section_offset;
     let size = input.bytes.len() as u64;
-    let mut decoder = Decoder::with_ip(64, input.bytes, base, DecoderOptions::NONE);
     let mut instr = Instruction::default();
     let mut extra = Vec::new();
     let mut last = None;
     let mut decoded_to_end = true;
-    while decoder.can_decode() {
-        let at = (decoder.ip() - base) as u32;
-        decoder.decode_out(&mut instr);
-        if instr.is_invalid() {
-            decoded_to_end = false;
+    // The runs of instructions: data in code (a Mach-O jump table) is not
+    // decoded, and control never runs into it.
+    let mut from = 0u64;
+    let mut after_data = false;
+    'runs: while from < size {
+        let data_at = input
+            .data_in_code
+            .iter()
+            .map(|&d| u64::from(d))
+            .find(|&d| d >= from)
+            .unwrap_or(size);
+        let run = &input.bytes[from as usize..data_at as usize];
+        let mut decoder = Decoder::with_ip(64, run, base + from, DecoderOptions::NONE);
+        while decoder.can_decode() {
+            let at = (decoder.ip() - base) as u32;
+            decoder.decode_out(&mut instr);
+            if instr.is_invalid() {
+                decoded_to_end = false;
+                break 'runs;
+            }
+            let end = at + instr.len() as u32;
+            // Padding after a data run (a jump table at a function's end)
+            // is reached by nothing: it does not fall through.
+            if !(after_data && instr.mnemonic() == Mnemonic::Nop) {
+                last = Some(flow_of(&instr, true));
+                after_data = false;
+            }
+            let relocated = input
+                .relocs
+                .iter()
+                .any(|r| r.offset >= at && r.offset < end);
+            if let Some(target) = branch_operand(&instr)
+                && !relocated
+                && !(base..base + size).contains(&target)
+            {
+                let use_ = if instr.flow_control() == FlowControl::Call {
+                    Use::Call
+                } else {
+                    Use::Jump
+                };
+                extra.push((
+                    at,
+                    Ref {
+                        target: input.own_section,
+                        addend: target as i64,
+                        kind: RefKind(elf::R_X86_64_PC32.0),
+                        use_,
+                    },
+                ));
+            }
+        }
+        if data_at == size {
             break;
         }
-        let end = at + instr.len() as u32;
-        last = Some(flow_of(&instr, true));
-        let relocated = input
-            .relocs
+        // Data: instructions resume where the reader says, else never.
+        last = None;
+        after_data = true;
+        match input
+            .code_resumes
             .iter()
-            .any(|r| r.offset >= at && r.offset < end);
-        if let Some(target) = branch_operand(&instr)
-            && !relocated
-            && !(base..base + size).contains(&target)
+            .map(|&r| u64::from(r))
+            .find(|&r| r > data_at)
         {
-            let use_ = if instr.flow_control() == FlowControl::Call {
-                Use::Call
-            } else {
-                Use::Jump
-            };
-            extra.push((
-                at,
-                Ref {
-                    target: input.own_section,
-                    addend: target as i64,
-                    kind: RefKind(elf::R_X86_64_PC32.0),
-                    use_,
-                },
-            ));
+            Some(resume) => from = resume,
+            None => break,
         }
     }
     let alone = base == 0 && size == input.section_size;
@@ -256,7 +289,13 @@ fn lift_with(
             reached: laid.reached,
         });
     }
-    let last = layout.reached_last_flow(decoded);
+    // Nothing runs past padding nothing reaches (see `drop_trailing_padding`).
+    let padded = crate::lifting::drop_trailing_padding(&mut f, nop_opcode());
+    let last = if padded {
+        None
+    } else {
+        decoded.last().map(|d| d.flow)
+    };
     crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
     Ok(f)
 }
@@ -772,6 +811,7 @@ mod tests {
             entry_points: &[],
             own_section: TargetId(0),
             data_in_code: &[],
+            code_resumes: &[],
         };
         lift(&input)
     }

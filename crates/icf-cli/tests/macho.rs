@@ -1,0 +1,227 @@
+//! Mach-O end to end: fixture programs (`fixtures/emu/fold_*.c`) built for
+//! x86_64 and arm64 macOS and for x86-64 and AArch64 Linux, linked plain
+//! and through `icf link` in safe and all mode, and RUN (Mach-O in the
+//! unicorn emulator of `icf-emu`, ELF natively or under qemu): every folded
+//! program must print what the plain one prints and exit alike, and the
+//! folded Mach-O programs must be smaller where folds were found. Mode all
+//! may give address-taken twins one address (the program's lines saying
+//! whether addresses differ are compared in safe mode only).
+
+use icf_emu::Limits;
+use icf_emu::build::Target;
+use object::{Object as _, ObjectSection as _};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `__text` (or `.text`) size of a linked program.
+fn text_size(path: &Path) -> u64 {
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let file = object::File::parse(&*data).expect("a linked program");
+    file.sections()
+        .filter(|s| matches!(s.name(), Ok("__text" | ".text")))
+        .map(|s| s.size())
+        .sum()
+}
+
+/// Links `objects` for `target` into `output` with `-dead_strip` and
+/// `extra`, through `icf link --mode mode` when given.
+fn link(target: Target, objects: &[PathBuf], output: &Path, mode: Option<&str>) {
+    link_with(target, objects, output, mode, &[]);
+}
+
+fn link_with(
+    target: Target,
+    objects: &[PathBuf],
+    output: &Path,
+    mode: Option<&str>,
+    extra: &[&str],
+) {
+    let mut args = vec!["-dead_strip"];
+    args.extend_from_slice(extra);
+    let plain = icf_emu::build::link_command(target, objects, output, &args);
+    let mut command = match mode {
+        None => plain,
+        Some(mode) => {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_icf"));
+            command.args(["link", "--strict", "--mode", mode, "--"]);
+            command.arg(plain.get_program());
+            command.args(plain.get_args());
+            command
+        }
+    };
+    let result = command
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    assert!(
+        result.status.success(),
+        "{command:?} failed:\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+}
+
+/// Compiles the fold fixtures and the runtime for `target` into a scratch
+/// directory of `test`'s; returns it and the objects.
+fn fold_fixture_objects(test: &str, target: Target) -> (PathBuf, Vec<PathBuf>) {
+    let dir = icf_emu::build::scratch_dir(&format!("{test}-{}", target.label()));
+    let mut objects: Vec<PathBuf> = ["fold_a.c", "fold_b.c"]
+        .iter()
+        .map(|name| icf_emu::build::runtime_dir().join(name))
+        .map(|source| icf_emu::build::compile(&source, target, &dir, &["-O2"]))
+        .collect();
+    objects.push(icf_emu::build::runtime_object(target, &dir));
+    (dir, objects)
+}
+
+/// The names of the functions in a linked program's `__text` that share
+/// an address with another, grouped by address.
+fn shared_addresses(path: &Path) -> Vec<Vec<String>> {
+    use object::ObjectSymbol as _;
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let file = object::File::parse(&*data).expect("a linked program");
+    let text = file
+        .sections()
+        .find(|s| s.name() == Ok("__text"))
+        .map(|s| s.index());
+    let mut by_address: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    for symbol in file.symbols() {
+        let name = symbol.name().unwrap_or_default();
+        if symbol.section_index() == text && !name.starts_with("icf.") && !name.starts_with("ltmp")
+        {
+            by_address
+                .entry(symbol.address())
+                .or_default()
+                .push(name.to_owned());
+        }
+    }
+    by_address
+        .into_values()
+        .filter(|names| names.len() > 1)
+        .map(|mut names| {
+            names.sort();
+            names
+        })
+        .collect()
+}
+
+/// The groups `icf report --mode mode` finds in `objects`, by symbol name.
+fn report_groups(objects: &[PathBuf], mode: &str) -> Vec<Vec<String>> {
+    let output = Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args(["report", "--format", "json", "--mode", mode])
+        .args(objects)
+        .output()
+        .expect("running icf report");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    report["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|group| {
+            group["members"]
+                .as_array()
+                .expect("members")
+                .iter()
+                .map(|m| m["symbol"].as_str().expect("a symbol name").to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// The oracle: on the same objects, every pair of functions
+/// `ld64.lld-19 --icf=all` gives one address, icf's mode all gives one
+/// address too, and icf's `__text` is no larger than lld's.
+#[test]
+fn macho_folds_include_every_fold_lld_finds() {
+    for target in [Target::MachoArm64, Target::MachoX86_64] {
+        let (dir, objects) = fold_fixture_objects("macho-oracle", target);
+        let by_lld = dir.join("lld-icf");
+        link_with(target, &objects, &by_lld, None, &["--icf=all"]);
+        let by_icf = dir.join("icf-all");
+        link(target, &objects, &by_icf, Some("all"));
+        let icf_groups = report_groups(&objects, "all");
+        let same_in_icf = |a: &str, b: &str| {
+            icf_groups
+                .iter()
+                .any(|g| g.iter().any(|n| n == a) && g.iter().any(|n| n == b))
+        };
+        let lld_groups = shared_addresses(&by_lld);
+        assert!(
+            !lld_groups.is_empty(),
+            "{}: lld folds something here",
+            target.label()
+        );
+        for group in &lld_groups {
+            for other in &group[1..] {
+                assert!(
+                    same_in_icf(&group[0], other),
+                    "{}: lld folds {} and {other}, icf does not (icf's groups: {icf_groups:?})",
+                    target.label(),
+                    group[0]
+                );
+            }
+        }
+        let (lld_text, icf_text) = (text_size(&by_lld), text_size(&by_icf));
+        assert!(
+            icf_text <= lld_text,
+            "{}: __text is {icf_text} bytes after icf, {lld_text} after lld --icf=all",
+            target.label()
+        );
+        eprintln!(
+            "{}: __text {icf_text} bytes with icf (mode all), {lld_text} with lld --icf=all; lld's groups {lld_groups:?}, icf's {icf_groups:?}",
+            target.label()
+        );
+    }
+}
+
+#[test]
+fn folded_macho_programs_behave_like_plain_ones() {
+    for target in [Target::MachoArm64, Target::MachoX86_64] {
+        let (dir, objects) = fold_fixture_objects("macho-fold", target);
+        let plain = dir.join("plain");
+        link(target, &objects, &plain, None);
+        let expected = icf_emu::build::run_program(&plain, target, &Limits::default())
+            .unwrap_or_else(|e| panic!("{}: the plain program: {e}", target.label()));
+        assert_eq!(expected.exit_code, 7, "{}", expected.stdout_text());
+        assert!(
+            expected
+                .stdout_text()
+                .contains("local addresses differ = 1")
+        );
+        for mode in ["safe", "all"] {
+            let folded = dir.join(format!("folded-{mode}"));
+            link(target, &objects, &folded, Some(mode));
+            let got = icf_emu::build::run_program(&folded, target, &Limits::default())
+                .unwrap_or_else(|e| panic!("{} {mode}: the folded program: {e}", target.label()));
+            // Mode all gives address-taken twins one address, as
+            // `--icf=all` does: only safe mode keeps them apart.
+            let comparable = |text: String| -> String {
+                text.lines()
+                    .filter(|line| mode == "safe" || !line.contains(" differ"))
+                    .map(|line| format!("{line}\n"))
+                    .collect()
+            };
+            assert_eq!(
+                comparable(got.stdout_text()),
+                comparable(expected.stdout_text()),
+                "{} {mode}: the folded program prints otherwise",
+                target.label()
+            );
+            assert_eq!(
+                got.exit_code,
+                expected.exit_code,
+                "{} {mode}",
+                target.label()
+            );
+            let (before, after) = (text_size(&plain), text_size(&folded));
+            assert!(
+                after < before,
+                "{} {mode}: __text is {after} bytes folded, {before} plain",
+                target.label()
+            );
+        }
+    }
+}
