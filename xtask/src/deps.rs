@@ -22,6 +22,10 @@ const REQUIRED_TOOLS: &[&str] = &[
     "ld.lld-19",
     // icf-emu links the Mach-O test programs.
     "ld64.lld-19",
+    // The Mach-O tests make archives and read images with LLVM's tools.
+    "llvm-ar-19",
+    "llvm-nm-19",
+    "llvm-objdump-19",
     "mold",
     "ld.bfd",
     "ld.gold",
@@ -57,6 +61,7 @@ const DEBIAN_PACKAGES: &[&str] = &[
     "libc6-dev-arm64-cross",
     "qemu-user",
     "llvm-14-dev",
+    "llvm-19",
     "time",
     "curl",
     "pkg-config",

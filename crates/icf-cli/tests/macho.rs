@@ -1,5 +1,6 @@
 //! Mach-O end to end: fixture programs (`fixtures/emu/fold_*.c`) built for
-//! x86_64 and arm64 macOS and for x86-64 and AArch64 Linux, linked plain
+//! x86_64 and arm64 macOS, and for x86-64 and AArch64 Linux (the same cases
+//! on both formats), linked plain
 //! and through `icf link` in safe and all mode, and RUN (Mach-O in the
 //! unicorn emulator of `icf-emu`, ELF natively or under qemu): every folded
 //! program must print what the plain one prints and exit alike, and the
@@ -36,7 +37,12 @@ fn link_with(
     mode: Option<&str>,
     extra: &[&str],
 ) {
-    let mut args = vec!["-dead_strip"];
+    // Each format's way of dropping what nothing references.
+    let mut args = vec![if target.macho_arch().is_some() {
+        "-dead_strip"
+    } else {
+        "--gc-sections"
+    }];
     args.extend_from_slice(extra);
     let plain = icf_emu::build::link_command(target, objects, output, &args);
     let mut command = match mode {
@@ -63,10 +69,17 @@ fn link_with(
 /// directory of `test`'s; returns it and the objects.
 fn fold_fixture_objects(test: &str, target: Target) -> (PathBuf, Vec<PathBuf>) {
     let dir = icf_emu::build::scratch_dir(&format!("{test}-{}", target.label()));
+    // ELF needs a section per function for a fold to remove a body; a
+    // Mach-O atom is one already.
+    let flags: &[&str] = if target.macho_arch().is_some() {
+        &["-O2"]
+    } else {
+        &["-O2", "-ffunction-sections", "-fdata-sections"]
+    };
     let mut objects: Vec<PathBuf> = ["fold_a.c", "fold_b.c"]
         .iter()
         .map(|name| icf_emu::build::runtime_dir().join(name))
-        .map(|source| icf_emu::build::compile(&source, target, &dir, &["-O2"]))
+        .map(|source| icf_emu::build::compile(&source, target, &dir, flags))
         .collect();
     objects.push(icf_emu::build::runtime_object(target, &dir));
     (dir, objects)
@@ -179,7 +192,13 @@ fn macho_folds_include_every_fold_lld_finds() {
 
 #[test]
 fn folded_macho_programs_behave_like_plain_ones() {
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
+    // The same programs as ELF, so each case is checked on both formats.
+    for target in [
+        Target::MachoArm64,
+        Target::MachoX86_64,
+        Target::LinuxX86_64,
+        Target::LinuxAarch64,
+    ] {
         let (dir, objects) = fold_fixture_objects("macho-fold", target);
         let plain = dir.join("plain");
         link(target, &objects, &plain, None);
@@ -224,4 +243,75 @@ fn folded_macho_programs_behave_like_plain_ones() {
             );
         }
     }
+}
+
+/// A static archive of Mach-O objects: its members are folded and the
+/// rewritten archive links (ld64.lld-19 needs its symbol index) and runs
+/// like the plain program.
+#[test]
+fn macho_archive_members_fold_and_the_program_runs_alike() {
+    for target in [Target::MachoArm64, Target::MachoX86_64] {
+        let (dir, objects) = fold_fixture_objects("macho-archive", target);
+        let archive = dir.join("libfoldb.a");
+        let status = Command::new("llvm-ar-19")
+            .arg("rcs")
+            .arg(&archive)
+            .arg(&objects[1])
+            .status()
+            .expect("running llvm-ar-19");
+        assert!(status.success());
+        let inputs = [objects[0].clone(), objects[2].clone(), archive];
+        let plain = dir.join("plain");
+        link(target, &inputs, &plain, None);
+        let folded = dir.join("folded");
+        link(target, &inputs, &folded, Some("safe"));
+        let run = |path: &Path| {
+            icf_emu::build::run_program(path, target, &Limits::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", target.label()))
+        };
+        let (expected, got) = (run(&plain), run(&folded));
+        assert_eq!(
+            got.stdout_text(),
+            expected.stdout_text(),
+            "{}",
+            target.label()
+        );
+        assert_eq!(got.exit_code, expected.exit_code);
+        assert!(text_size(&folded) < text_size(&plain), "{}", target.label());
+    }
+}
+
+/// Without `-dead_strip` the folded copies stay in the output: icf link
+/// says so, and with it (`--verbose`) says what it removes.
+#[test]
+fn a_macho_link_says_what_dead_strip_removes() {
+    let target = Target::MachoArm64;
+    let (dir, objects) = fold_fixture_objects("macho-dead-strip", target);
+    let plain = icf_emu::build::link_command(target, &objects, &dir.join("out"), &[]);
+    let run = |extra: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_icf"))
+            .args(["link", "--strict", "--verbose", "--"])
+            .arg(plain.get_program())
+            .args(plain.get_args())
+            .args(extra)
+            .output()
+            .expect("running icf link");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let without = run(&[]);
+    assert!(
+        without.contains("warning: the link has no -dead_strip"),
+        "{without}"
+    );
+    let with = run(&["-dead_strip"]);
+    assert!(!with.contains("warning"), "{with}");
+    assert!(
+        with.contains("-dead_strip removes 5 folded copies and the bodies behind 2 thunks"),
+        "{with}"
+    );
 }

@@ -186,6 +186,9 @@ fn fold_inputs(
     let load = started.elapsed();
     let analysis = Analysis::run(&program, &plan_options);
     let plan = &analysis.plan;
+    if parsed.format == crate::link_command::LinkFormat::MachO {
+        tell_what_dead_strip_removes(parsed, plan, options.verbose);
+    }
     let written = std::time::Instant::now();
     let edits = analysis.object_edits(plan);
     let outputs =
@@ -218,6 +221,28 @@ fn fold_inputs(
         dir,
     )?;
     Ok((arguments, report))
+}
+
+/// On Mach-O a folded copy stays in its object as an atom nothing refers
+/// to (see `icf_object`'s `macho_write.rs`): `-dead_strip` removes it.
+/// Without the flag the saving stays in the file, which deserves a warning;
+/// with it, `--verbose` says what it will remove.
+fn tell_what_dead_strip_removes(parsed: &LinkCommand, plan: &crate::analysis::Plan, verbose: bool) {
+    let (aliases, thunks) = plan.aliases_and_thunks();
+    if aliases + thunks == 0 {
+        return;
+    }
+    let saved = plan.saved();
+    if !parsed.gc_sections {
+        eprintln!(
+            "icf: warning: the link has no -dead_strip: the {} folded copies ({saved} bytes) stay in the output; add -dead_strip (-Wl,-dead_strip) to drop them",
+            aliases + thunks
+        );
+    } else if verbose {
+        eprintln!(
+            "icf: -dead_strip removes {aliases} folded copies and the bodies behind {thunks} thunks: {saved} bytes"
+        );
+    }
 }
 
 /// What the link exports: its options, and the names its dynamic lists and

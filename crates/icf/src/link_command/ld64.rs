@@ -755,7 +755,15 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
             Err(_) => command.exports.all = true,
         }
     }
-    if !export_restricted {
+    // Every global of a Mach-O image is in its export trie unless a list
+    // says otherwise. For a dylib or bundle that makes each one an address
+    // other images may take (as ELF's -shared). An executable's exports are
+    // taken as such only when asked for (`-export_dynamic`), as ELF's
+    // executables export only under --export-dynamic: otherwise safe mode
+    // would treat every global function of every program as
+    // address-significant, which no other image can observe but through
+    // dlsym on the main executable.
+    if !export_restricted && (command.shared || command.gc_roots.export_dynamic) {
         command.exports.all = true;
     }
     Ok(())
@@ -1180,7 +1188,18 @@ mod tests {
     #[test]
     fn exports_are_every_global_unless_a_list_says() {
         let scratch = Scratch::new("exports");
-        assert!(parse(&["ld64.lld-19", "-arch", "arm64"]).exports.all);
+        // An executable's exports count only when asked for.
+        assert!(!parse(&["ld64.lld-19", "-arch", "arm64"]).exports.all);
+        assert!(
+            parse(&["ld64.lld-19", "-arch", "arm64", "-export_dynamic"])
+                .exports
+                .all
+        );
+        assert!(
+            parse(&["ld64.lld-19", "-arch", "arm64", "-dylib"])
+                .exports
+                .all
+        );
         let command = parse(&[
             "ld64.lld-19",
             "-exported_symbol",
@@ -1207,9 +1226,9 @@ mod tests {
                 .all
         );
         assert!(!parse(&["ld64.lld-19", "-no_exported_symbols"]).exports.all);
-        // -unexported_symbol leaves every other global exported.
+        // -unexported_symbol leaves every other global of a dylib exported.
         assert!(
-            parse(&["ld64.lld-19", "-unexported_symbol", "_x"])
+            parse(&["ld64.lld-19", "-dylib", "-unexported_symbol", "_x"])
                 .exports
                 .all
         );
