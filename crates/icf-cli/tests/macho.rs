@@ -315,3 +315,37 @@ fn a_macho_link_says_what_dead_strip_removes() {
         "{with}"
     );
 }
+
+/// A clang driver that targets Apple, linking with lld: the same fold
+/// through `-Wl,` options, and the program runs like the plain one.
+#[test]
+fn a_clang_driver_targeting_apple_links_folded_programs() {
+    let target = Target::MachoArm64;
+    let (dir, objects) = fold_fixture_objects("macho-driver", target);
+    let sdk = icf_emu::build::write_sdk(&dir.join("sdk"));
+    let link = |output: &Path, through_icf: bool| {
+        let mut command = if through_icf {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_icf"));
+            command.args(["link", "--strict", "--", "clang-19"]);
+            command
+        } else {
+            Command::new("clang-19")
+        };
+        command
+            .args(["-target", "arm64-apple-macos11", "-fuse-ld=lld", "-isysroot"])
+            .arg(&sdk)
+            .args(["-Wl,-dead_strip", "-Wl,-e,_main", "-o"])
+            .arg(output)
+            .args(&objects);
+        let result = command.output().expect("running the link");
+        assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    };
+    let (plain, folded) = (dir.join("plain"), dir.join("folded"));
+    link(&plain, false);
+    link(&folded, true);
+    let run = |path: &Path| {
+        icf_emu::build::run_program(path, target, &Limits::default()).expect("the program runs")
+    };
+    assert_eq!(run(&folded).stdout_text(), run(&plain).stdout_text());
+    assert!(text_size(&folded) < text_size(&plain));
+}
