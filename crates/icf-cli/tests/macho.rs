@@ -118,6 +118,14 @@ fn shared_addresses(path: &Path) -> Vec<Vec<String>> {
 
 /// The groups `icf report --mode mode` finds in `objects`, by symbol name.
 fn report_groups(objects: &[PathBuf], mode: &str) -> Vec<Vec<String>> {
+    report_members(objects, mode)
+        .into_iter()
+        .map(|group| group.into_iter().map(|(name, _)| name).collect())
+        .collect()
+}
+
+/// Each group's members as (symbol, action) pairs.
+fn report_members(objects: &[PathBuf], mode: &str) -> Vec<Vec<(String, String)>> {
     let output = Command::new(env!("CARGO_BIN_EXE_icf"))
         .args(["report", "--format", "json", "--mode", mode])
         .args(objects)
@@ -138,7 +146,10 @@ fn report_groups(objects: &[PathBuf], mode: &str) -> Vec<Vec<String>> {
                 .as_array()
                 .expect("members")
                 .iter()
-                .map(|m| m["symbol"].as_str().expect("a symbol name").to_owned())
+                .map(|m| {
+                    let text = |key: &str| m[key].as_str().expect("a string").to_owned();
+                    (text("symbol"), text("action"))
+                })
                 .collect()
         })
         .collect()
@@ -332,13 +343,22 @@ fn a_clang_driver_targeting_apple_links_folded_programs() {
             Command::new("clang-19")
         };
         command
-            .args(["-target", "arm64-apple-macos11", "-fuse-ld=lld", "-isysroot"])
+            .args([
+                "-target",
+                "arm64-apple-macos11",
+                "-fuse-ld=lld",
+                "-isysroot",
+            ])
             .arg(&sdk)
             .args(["-Wl,-dead_strip", "-Wl,-e,_main", "-o"])
             .arg(output)
             .args(&objects);
         let result = command.output().expect("running the link");
-        assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+        assert!(
+            result.status.success(),
+            "{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
     };
     let (plain, folded) = (dir.join("plain"), dir.join("folded"));
     link(&plain, false);
@@ -348,4 +368,67 @@ fn a_clang_driver_targeting_apple_links_folded_programs() {
     };
     assert_eq!(run(&folded).stdout_text(), run(&plain).stdout_text());
     assert!(text_size(&folded) < text_size(&plain));
+}
+
+/// Atoms with an alternate entry (`N_ALT_ENTRY`) are never folded, even
+/// when identical; the program calling every entry runs alike in both modes.
+#[test]
+fn atoms_with_an_alternate_entry_never_fold() {
+    for target in [Target::MachoArm64, Target::MachoX86_64] {
+        let dir = icf_emu::build::scratch_dir(&format!("macho-alt-entry-{}", target.label()));
+        let arch = if target == Target::MachoArm64 {
+            "arm64"
+        } else {
+            "x86_64"
+        };
+        let fixtures = icf_emu::build::runtime_dir();
+        let objects = vec![
+            icf_emu::build::compile(&fixtures.join("alt_entry.c"), target, &dir, &["-O2"]),
+            icf_emu::build::compile(
+                &fixtures.join(format!("alt_entry_{arch}.s")),
+                target,
+                &dir,
+                &[],
+            ),
+            icf_emu::build::runtime_object(target, &dir),
+        ];
+        // Found identical, and kept apart.
+        let groups = report_members(&objects, "all");
+        let twins = groups
+            .iter()
+            .find(|g| g.iter().any(|(name, _)| name == "_twice_plus_one_twin"))
+            .unwrap_or_else(|| panic!("{}: the twins are one class: {groups:?}", target.label()));
+        assert!(
+            twins
+                .iter()
+                .all(|(_, action)| action == "kept" || action == "keep"),
+            "{}: {twins:?}",
+            target.label()
+        );
+        let plain = dir.join("plain");
+        link(target, &objects, &plain, None);
+        let run = |path: &Path| {
+            icf_emu::build::run_program(path, target, &Limits::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", target.label()))
+        };
+        let expected = run(&plain);
+        assert_eq!(expected.stdout_text(), "21 12 25 14 37\n");
+        for mode in ["safe", "all"] {
+            let folded = dir.join(format!("folded-{mode}"));
+            link(target, &objects, &folded, Some(mode));
+            let got = run(&folded);
+            assert_eq!(
+                got.stdout_text(),
+                expected.stdout_text(),
+                "{} {mode}",
+                target.label()
+            );
+            assert_eq!(
+                got.exit_code,
+                expected.exit_code,
+                "{} {mode}",
+                target.label()
+            );
+        }
+    }
 }

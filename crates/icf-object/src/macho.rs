@@ -165,6 +165,11 @@ pub struct MachOLayout {
     pub reloc_origins: Vec<Vec<u32>>,
     pub data_in_code: Vec<DataInCode>,
     pub subsections_via_symbols: bool,
+    /// Model sections (atoms) an `N_ALT_ENTRY` symbol enters past their
+    /// start, sorted: such an atom is never folded (its second entry is
+    /// how assembly shares a tail, which the linker must keep in one piece
+    /// with its first).
+    pub alternate_entries: Vec<SectionIndex>,
 }
 
 impl MachOLayout {
@@ -276,6 +281,15 @@ impl<'data> Object<'data> {
         };
         let reloc_origins = reader.read_relocations(&mut object.symbols, nlist_count)?;
         let data_in_code = reader.place_data_in_code(commands.data_in_code)?;
+        let mut alternate_entries: Vec<SectionIndex> = reader
+            .raw_symbols
+            .iter()
+            .zip(&object.symbols[1..])
+            .filter(|(raw, _)| raw.section().is_some() && raw.n_desc & N_ALT_ENTRY != 0)
+            .filter_map(|(_, symbol)| symbol.section())
+            .collect();
+        alternate_entries.sort_unstable();
+        alternate_entries.dedup();
         object.sections = std::mem::take(&mut reader.model_sections);
         object.macho = Some(Box::new(MachOLayout {
             sections: std::mem::take(&mut reader.sections),
@@ -284,6 +298,7 @@ impl<'data> Object<'data> {
             reloc_origins,
             data_in_code,
             subsections_via_symbols,
+            alternate_entries,
         }));
         object.read_addrsig_macho()?;
         object.read_compact_unwind()?;

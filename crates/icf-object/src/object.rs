@@ -79,6 +79,17 @@ impl<'data> Object<'data> {
             && !name[0].is_ascii_digit()
     }
 
+    /// Why the format forbids folding section `index`, if it does: a
+    /// Mach-O atom with an alternate entry (`N_ALT_ENTRY`).
+    pub fn format_ineligibility(&self, index: SectionIndex) -> Option<&'static str> {
+        let layout = self.macho.as_ref()?;
+        layout
+            .alternate_entries
+            .binary_search(&index)
+            .is_ok()
+            .then_some("an atom with an alternate entry point (N_ALT_ENTRY)")
+    }
+
     /// An error located in section `index`.
     pub fn section_error(&self, index: SectionIndex, message: impl Into<String>) -> Error {
         let name = self

@@ -60,9 +60,7 @@ impl<'data> Analysis<'_, 'data> {
                 let owner = (*owner)?;
                 let info = &self.candidates[table];
                 let elf = &self.program.object(info.object).elf;
-                let delimited = elf.may_be_delimited(info.section);
-                section_ineligibility(elf.section(info.section), delimited, info.start, info.end)
-                    .map(|_| owner)
+                section_ineligibility(elf, info.section, info.start, info.end).map(|_| owner)
             })
             .collect()
     }
@@ -327,7 +325,6 @@ impl<'data> Analysis<'_, 'data> {
     fn must_keep(&self, candidate: CandidateId, keep_unique: &HashSet<&str>) -> Option<KeepReason> {
         let info = &self.candidates[candidate.index()];
         let elf = &self.program.object(info.object).elf;
-        let section = elf.section(info.section);
         let symbols = symbols_of(self.program, info);
         for &index in &symbols {
             let symbol = elf.symbol(index);
@@ -342,8 +339,7 @@ impl<'data> Analysis<'_, 'data> {
                 return Some(KeepReason::Ineligible("an ifunc resolver".to_string()));
             }
         }
-        let delimited = elf.may_be_delimited(info.section);
-        section_ineligibility(section, delimited, info.start, info.end).map(KeepReason::Ineligible)
+        section_ineligibility(elf, info.section, info.start, info.end).map(KeepReason::Ineligible)
     }
 
     /// The global symbols a candidate defines (they move with its body to another object).
@@ -514,11 +510,15 @@ impl Pins {
 
 /// Why a section may not be folded, `None` when it may.
 fn section_ineligibility(
-    section: &icf_object::Section<'_>,
-    may_be_delimited: bool,
+    object: &icf_object::Object<'_>,
+    index: icf_object::SectionIndex,
     start: u64,
     end: u64,
 ) -> Option<String> {
+    let section = object.section(index);
+    if let Some(reason) = object.format_ineligibility(index) {
+        return Some(reason.to_string());
+    }
     let name = section.name_lossy();
     if section.is_writable() {
         return Some("writable section".to_string());
@@ -535,7 +535,7 @@ fn section_ineligibility(
     {
         return Some(format!("{name} runs by its section"));
     }
-    if may_be_delimited {
+    if object.may_be_delimited(index) {
         return Some(format!(
             "section {name} may be delimited by __start_/__stop_ symbols"
         ));
