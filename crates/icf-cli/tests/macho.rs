@@ -71,8 +71,9 @@ fn fold_fixture_objects(test: &str, target: Target) -> (PathBuf, Vec<PathBuf>) {
     let dir = icf_emu::build::scratch_dir(&format!("{test}-{}", target.label()));
     // ELF needs a section per function for a fold to remove a body; a
     // Mach-O atom is one already.
+    // With debug information: its relocations name the folded bodies.
     let flags: &[&str] = if target.macho_arch().is_some() {
-        &["-O2"]
+        &["-O2", "-g"]
     } else {
         &["-O2", "-ffunction-sections", "-fdata-sections"]
     };

@@ -501,9 +501,11 @@ impl<'a, 'data> Writer<'a, 'data> {
                     } else {
                         // A local relocation: it must not point into a folded copy.
                         let target = self.object.symbol(reloc.symbol);
+                        // Sections the linker does not place (debug information,
+                        // compact unwind) may keep describing the dead body.
                         if let Some(target) = target.section()
                             && self.edits.moved.contains_key(&target)
-                            && section.name != b"__compact_unwind"
+                            && section.is_alloc()
                         {
                             return Err(Error::new(format!(
                                 "a local relocation in {} at {:#x} points into a folded copy",
