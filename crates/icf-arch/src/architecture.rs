@@ -2,7 +2,7 @@
 //! set, and the [`Thunk`] encoding it answers with. One implementation per
 //! architecture, in `x86_64/` and `aarch64/`.
 
-use crate::macho_reloc::{MachOFixup, MachOMeaning};
+use crate::macho_reloc::{CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix};
 use crate::reloc::RelocInfo;
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
@@ -21,6 +21,16 @@ pub trait Architecture: Sync {
     /// What a Mach-O relocation entry means in the model's terms (its ELF
     /// type, the addend the object states), or why icf cannot read it.
     fn macho_reloc(&self, fixup: &MachOFixup) -> Result<MachOMeaning, String>;
+    /// Whether Mach-O relocation type `r_type` qualifies the next entry
+    /// (`ARM64_RELOC_ADDEND`, `*_RELOC_SUBTRACTOR`) rather than fixing a
+    /// field itself.
+    fn macho_prefix(&self, r_type: u8) -> Option<MachOPrefix>;
+    /// The Mach-O relocation type that writes a thunk's jump given as ELF
+    /// type `elf_type` with `addend`, its field holding zero; `None` when
+    /// Mach-O cannot say it that way.
+    fn macho_branch(&self, elf_type: u32, addend: i64) -> Option<u8>;
+    /// Compact unwind encodings.
+    fn compact_unwind(&self) -> CompactUnwind;
     /// The ELF type of a PC-relative data field of `size` bytes (4 or 8):
     /// what a Mach-O difference `A - B` becomes when `B` is the field's own
     /// place.

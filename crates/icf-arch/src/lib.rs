@@ -32,7 +32,9 @@ mod x86_64;
 pub use aarch64::Aarch64;
 pub use architecture::{Architecture, Thunk};
 pub use lifting::recycle;
-pub use macho_reloc::{MachOFixup, MachOMeaning, MachOTranslation, SUBTRACTOR_MARKER};
+pub use macho_reloc::{
+    CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix, MachOTranslation, SUBTRACTOR_MARKER,
+};
 pub use opaque::{OpaqueField, opaque_run};
 pub use reloc::RelocInfo;
 pub use x86_64::X86_64;

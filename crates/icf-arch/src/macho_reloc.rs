@@ -88,3 +88,24 @@ pub struct MachOTranslation {
     /// the immediate after the field).
     pub locate_bias: i64,
 }
+
+/// A Mach-O relocation entry that is not a fixup of its own but qualifies
+/// the next one.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum MachOPrefix {
+    /// `ARM64_RELOC_ADDEND`: its symbol number is the next entry's addend.
+    Addend,
+    /// `*_RELOC_SUBTRACTOR`: names what the next entry subtracts.
+    Subtractor,
+}
+
+/// What a compact unwind encoding's mode bits say, per architecture.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct CompactUnwind {
+    /// The encoding of a function that saves nothing and keeps only the
+    /// return address (x86_64: on the stack; arm64: in the link register):
+    /// what a thunk, one jump, needs.
+    pub frameless: u32,
+    /// The mode bits (`0x0f00_0000`) that defer to an FDE in `__eh_frame`.
+    pub dwarf_mode: u32,
+}

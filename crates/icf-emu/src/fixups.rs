@@ -18,7 +18,7 @@ use object::macho;
 use object::read::macho::Fixup;
 
 use crate::Error;
-use crate::loader::LoadedSegment;
+use crate::segment::LoadedSegment;
 
 /// Refuses the image if its dyld info binds any symbol.
 pub(crate) fn check_dyld_info_binds(

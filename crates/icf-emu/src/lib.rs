@@ -32,6 +32,7 @@ pub mod build;
 mod fixups;
 pub mod loader;
 pub mod run;
+mod segment;
 
 pub use build::{Target, build_program, run_program};
 pub use loader::{Image, Segment, load};

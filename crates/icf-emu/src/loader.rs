@@ -14,6 +14,8 @@ use object::macho;
 use object::read::macho::{MachHeader, Section as _, Segment as _};
 
 use crate::fixups;
+use crate::segment::LoadedSegment;
+pub use crate::segment::Segment;
 use crate::{Arch, Error};
 
 /// The most memory an image may ask to have mapped (all segments together).
@@ -29,25 +31,6 @@ pub struct Image {
     pub segments: Vec<Segment>,
     /// Functions dyld calls before `main`, in order.
     pub initializers: Vec<u64>,
-}
-
-/// One segment, its contents final (fixups applied).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Segment {
-    pub name: String,
-    pub vmaddr: u64,
-    /// `vmsize` bytes: the file's bytes, then zeros.
-    pub data: Vec<u8>,
-    /// `VM_PROT_*` bits of `initprot` (read 1, write 2, execute 4).
-    pub prot: u32,
-}
-
-/// A segment as the fixups see it: its index among all `LC_SEGMENT_64`
-/// commands (chained fixups count `__PAGEZERO` too) and its file bytes.
-pub(crate) struct LoadedSegment<'data> {
-    pub index: usize,
-    pub file_bytes: &'data [u8],
-    pub segment: Segment,
 }
 
 /// Reads and lays out the Mach-O executable in `data`.

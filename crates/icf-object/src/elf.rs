@@ -10,25 +10,12 @@ use crate::model::{
     Binding, ComdatGroup, GroupIndex, Reloc, Section, SectionIndex, Symbol, SymbolIndex,
     SymbolKind, SymbolPlace, Visibility,
 };
+use crate::model::{MAX_PLACE_MAGNITUDE, SHT_LLVM_ADDRSIG};
 use crate::object::{Format, Object};
 use icf_ir::Arch;
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{FileHeader, Rela, SectionHeader, Sym};
-
-/// `SHT_LLVM_ADDRSIG`: the symbols whose address is significant.
-pub const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
-
-/// The bound on every magnitude the reader accepts for a place: relocation
-/// addends, values of symbols defined in a section, and section sizes are
-/// all below 2^60 (an exbibyte: no x86-64 or AArch64 address space maps more
-/// than 2^57 bytes). So later phases add a symbol value, an addend, an
-/// offset and a field's size in `i64` without checks: no such sum can
-/// overflow. The cost: objects that keep a tag in a pointer's top byte
-/// (HWASan's tagged globals, `sym + (tag << 56)`) are refused by name rather
-/// than folded; the lifter still computes addends modulo 2^64 (absolute
-/// symbols may have any value), so it agrees with this bound.
-pub const MAX_PLACE_MAGNITUDE: u64 = 1 << 60;
 
 /// The largest `sh_addralign` accepted: lld refuses more than `u32::MAX`
 /// ("sh_addralign is too large"), and the writer pads every section to its

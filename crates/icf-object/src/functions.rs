@@ -174,7 +174,7 @@ impl<'data> Object<'data> {
         let symbol = self.symbol(reloc.symbol);
         let target = symbol.section()?;
         // The reader bounds section symbol values, addends and section sizes
-        // (`elf::MAX_PLACE_MAGNITUDE`): no sum below can overflow.
+        // (`model::MAX_PLACE_MAGNITUDE`): no sum below can overflow.
         let base = symbol.value as i64 + reloc.addend;
         if !reloc.pc_relative {
             return Some((target, base));
@@ -235,7 +235,7 @@ impl<'data> Object<'data> {
                 } else {
                     0
                 };
-                // Bounded by the reader (`elf::MAX_PLACE_MAGNITUDE`): no overflow.
+                // Bounded by the reader (`model::MAX_PLACE_MAGNITUDE`): no overflow.
                 let offset = symbol.value as i64 + reloc.addend + adjust;
                 if offset >= 0 {
                     anchors.entry(target).or_default().push(offset as u64);

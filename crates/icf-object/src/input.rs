@@ -157,7 +157,7 @@ pub fn list_objects<'data>(path: &Path, data: &'data [u8]) -> Result<InputObject
         FileKind::Bitcode => {
             Err(Error::new("LLVM bitcode (LTO) cannot be folded: build without -flto").with_file(path))
         }
-        FileKind::MachO if crate::macho::is_macho(data) => Ok(InputObjects {
+        FileKind::MachO if crate::object::is_macho(data) => Ok(InputObjects {
             objects: vec![ObjectSource { member: None, data, file_offset: 0 }],
             skipped: Vec::new(),
             is_archive: false,
@@ -205,7 +205,7 @@ fn list_archive_members(data: &[u8]) -> Result<InputObjects<'_>> {
         }
         match FileKind::detect(member_data) {
             FileKind::Elf | FileKind::MachO
-                if member_data.starts_with(b"\x7fELF") || crate::macho::is_macho(member_data) =>
+                if member_data.starts_with(b"\x7fELF") || crate::object::is_macho(member_data) =>
             {
                 result.objects.push(ObjectSource {
                     member: Some(name),

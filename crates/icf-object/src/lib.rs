@@ -15,6 +15,7 @@ mod error;
 mod functions;
 mod input;
 mod macho;
+mod macho_layout;
 mod macho_write;
 mod model;
 mod object;
@@ -22,15 +23,24 @@ mod per_section;
 mod rewrite;
 
 pub use eh_frame::{Fde, UnwindKind};
-pub use elf::{SHT_LLVM_ADDRSIG, is_relocation_section};
+pub use elf::is_relocation_section;
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
 pub use input::{FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, list_objects};
-pub use macho::{Atom, MachOLayout, MachOSection};
+pub use macho_layout::{Atom, DataInCode, MachOLayout, MachOSection};
 pub use model::{
-    Binding, ComdatGroup, GroupIndex, Reloc, RelocIndex, Section, SectionIndex, Symbol,
-    SymbolIndex, SymbolKind, SymbolPlace, Visibility,
+    Binding, ComdatGroup, GroupIndex, MAX_PLACE_MAGNITUDE, Reloc, RelocIndex, SHT_LLVM_ADDRSIG,
+    Section, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility,
 };
 pub use object::{Format, Object};
 pub use per_section::PerSection;
-pub use rewrite::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef, rewrite};
+pub use rewrite::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef};
+
+/// Writes `object` back with `edits`: a complete file of its format (ELF:
+/// `rewrite.rs`; Mach-O: `macho_write.rs`, which moves no contents).
+pub fn rewrite(object: &Object<'_>, edits: &Edits) -> Result<Vec<u8>> {
+    match object.format {
+        Format::Elf => rewrite::rewrite_elf(object, edits),
+        Format::MachO => macho_write::rewrite_macho(object, edits),
+    }
+}

@@ -29,13 +29,11 @@
 //!   its alignment.
 
 use crate::error::{Error, Result};
-use crate::macho::MachOLayout;
+use crate::macho_layout::MachOLayout;
 use crate::model::{Binding, SectionIndex, SymbolIndex, SymbolPlace, Visibility};
 use crate::object::Object;
 use crate::rewrite::{Destination, Edits, SymbolRef};
-use icf_ir::Arch;
 use object::LittleEndian as LE;
-use object::elf;
 use object::macho;
 use object::read::macho::MachHeader;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -441,7 +439,7 @@ impl<'a, 'data> Writer<'a, 'data> {
     fn relocation_tables(&mut self) -> Result<Vec<Vec<u8>>> {
         let layout = self.layout;
         let data = self.object.data;
-        let arch = self.object.arch;
+        let architecture = icf_arch::of(self.object.arch);
         let mut tables = vec![Vec::new(); layout.sections.len()];
         for (index, section) in self.object.sections.iter().enumerate().skip(1) {
             let model = SectionIndex(index as u32);
@@ -463,7 +461,7 @@ impl<'a, 'data> Writer<'a, 'data> {
                         SymbolRef::New(new) => self.of_new[new],
                     };
                     entries.extend(thunk_relocation(
-                        arch,
+                        architecture,
                         atom.start + reloc.offset,
                         reloc.r_type,
                         reloc.addend,
@@ -485,11 +483,9 @@ impl<'a, 'data> Writer<'a, 'data> {
                     let pair = raw(before)?;
                     let pair_word1 = u32::from_le_bytes([pair[4], pair[5], pair[6], pair[7]]);
                     let same_place = pair[..4] == fixup[..4];
-                    let pair_type = pair_word1 >> 28;
-                    let is_pair = match arch {
-                        Arch::Aarch64 => pair_type == 10 || pair_type == 1,
-                        Arch::X86_64 => pair_type == 5,
-                    };
+                    let is_pair = architecture
+                        .macho_prefix((pair_word1 >> 28) as u8)
+                        .is_some();
                     if is_pair && same_place && reloc.r_type != icf_arch::SUBTRACTOR_MARKER {
                         entries.push(self.remapped(pair, reloc_symbol_for(pair_word1))?);
                         emitted.insert(before);
@@ -568,12 +564,7 @@ impl<'a, 'data> Writer<'a, 'data> {
                 continue;
             };
             let at = (u64::from(file_section.offset) + atom.start + record.offset) as usize;
-            let frameless: u32 = match self.object.arch {
-                // UNWIND_X86_64_MODE_STACK_IMMD, stack size 1 word (the return address).
-                Arch::X86_64 => 0x0201_0000,
-                // UNWIND_ARM64_MODE_FRAMELESS, no stack.
-                Arch::Aarch64 => 0x0200_0000,
-            };
+            let frameless = icf_arch::of(self.object.arch).compact_unwind().frameless;
             put_u32(out, at + 8, contents.bytes.len() as u32);
             put_u32(out, at + 12, frameless);
             out[at + 16..at + 32].fill(0);
@@ -689,8 +680,8 @@ impl<'a, 'data> Writer<'a, 'data> {
             for entry in 0..nreloc {
                 let at = reloff + entry * 8 + 4;
                 let word1 = get_u32(out, at as u64);
-                let r_type = word1 >> 28;
-                let is_addend = self.object.arch == Arch::Aarch64 && r_type == 10;
+                let is_addend = icf_arch::of(self.object.arch).macho_prefix((word1 >> 28) as u8)
+                    == Some(icf_arch::MachOPrefix::Addend);
                 if word1 & (1 << 27) == 0 || is_addend {
                     continue;
                 }
@@ -705,7 +696,7 @@ impl<'a, 'data> Writer<'a, 'data> {
     }
 }
 
-impl crate::macho::MachOSection {
+impl crate::macho_layout::MachOSection {
     /// Whether the section has bytes in the file (not zero-fill).
     fn section_type_is_filled(&self) -> bool {
         !matches!(self.flags & macho::SECTION_TYPE, 0x1 | 0xc | 0x12)
@@ -718,38 +709,30 @@ fn reloc_symbol_for(_word1: u32) -> Option<SymbolIndex> {
     None
 }
 
-/// The Mach-O entries of a thunk's jump: model type `r_type` at atom
+/// The Mach-O entry of a thunk's jump: model type `r_type` at atom
 /// offset `offset` to output symbol `symbol`.
 fn thunk_relocation(
-    arch: Arch,
+    architecture: &dyn icf_arch::Architecture,
     offset: u64,
     r_type: u32,
     addend: i64,
     symbol: usize,
 ) -> Result<Vec<[u8; 8]>> {
-    let entry = |r_type: u32, pcrel: bool, is_extern: bool, symbol_number: u32| {
-        let word1 = (symbol_number & 0x00ff_ffff)
-            | (u32::from(pcrel) << 24)
-            | (2 << 25)
-            | (u32::from(is_extern) << 27)
-            | (r_type << 28);
-        let mut bytes = [0u8; 8];
-        bytes[..4].copy_from_slice(&(offset as u32).to_le_bytes());
-        bytes[4..].copy_from_slice(&word1.to_le_bytes());
-        bytes
-    };
-    match (arch, elf::RelocationType(r_type)) {
-        // X86_64_RELOC_BRANCH; the field holds addend + 4, which is 0 here.
-        (Arch::X86_64, elf::R_X86_64_PLT32) if addend == -4 => {
-            Ok(vec![entry(2, true, true, symbol as u32)])
-        }
-        (Arch::Aarch64, elf::R_AARCH64_JUMP26 | elf::R_AARCH64_CALL26) if addend == 0 => {
-            Ok(vec![entry(2, true, true, symbol as u32)])
-        }
-        _ => Err(Error::new(format!(
+    let macho_type = architecture.macho_branch(r_type, addend).ok_or_else(|| {
+        Error::new(format!(
             "a thunk relocation of type {r_type} with addend {addend}, which the Mach-O writer does not write"
-        ))),
-    }
+        ))
+    })?;
+    // PC-relative, 4 bytes, external.
+    let word1 = (symbol as u32 & 0x00ff_ffff)
+        | (1 << 24)
+        | (2 << 25)
+        | (1 << 27)
+        | (u32::from(macho_type) << 28);
+    let mut bytes = [0u8; 8];
+    bytes[..4].copy_from_slice(&(offset as u32).to_le_bytes());
+    bytes[4..].copy_from_slice(&word1.to_le_bytes());
+    Ok(vec![bytes])
 }
 
 fn run_of(n_type: u8) -> Run {

@@ -9,6 +9,21 @@
 
 use object::elf;
 
+/// `SHT_LLVM_ADDRSIG`: the symbols whose address is significant (the
+/// model's section type for it, whatever the format).
+pub const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+
+/// The bound on every magnitude a reader (ELF or Mach-O) accepts for a place: relocation
+/// addends, values of symbols defined in a section, and section sizes are
+/// all below 2^60 (an exbibyte: no x86-64 or AArch64 address space maps more
+/// than 2^57 bytes). So later phases add a symbol value, an addend, an
+/// offset and a field's size in `i64` without checks: no such sum can
+/// overflow. The cost: objects that keep a tag in a pointer's top byte
+/// (HWASan's tagged globals, `sym + (tag << 56)`) are refused by name rather
+/// than folded; the lifter still computes addends modulo 2^64 (absolute
+/// symbols may have any value), so it agrees with this bound.
+pub const MAX_PLACE_MAGNITUDE: u64 = 1 << 60;
+
 /// Index of a section in its object, as in the ELF section header table (0 is the null section).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct SectionIndex(pub u32);

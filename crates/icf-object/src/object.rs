@@ -6,7 +6,7 @@
 
 use crate::eh_frame::Fde;
 use crate::error::{Error, Result};
-use crate::macho::MachOLayout;
+use crate::macho_layout::MachOLayout;
 use crate::model::{ComdatGroup, GroupIndex, Section, SectionIndex, Symbol, SymbolIndex};
 use icf_ir::Arch;
 
@@ -48,7 +48,7 @@ impl<'data> Object<'data> {
     /// Parses `data`, an ELF or Mach-O relocatable object. Errors carry the
     /// section and offset; the caller adds the file name.
     pub fn parse(data: &'data [u8]) -> Result<Object<'data>> {
-        if crate::macho::is_macho(data) {
+        if is_macho(data) {
             Object::parse_macho(data)
         } else {
             Object::parse_elf(data)
@@ -99,4 +99,9 @@ impl<'data> Object<'data> {
             .unwrap_or_default();
         Error::new(message).with_section(index.0, name)
     }
+}
+
+/// Whether `data` starts like a 64-bit little-endian Mach-O file.
+pub(crate) fn is_macho(data: &[u8]) -> bool {
+    data.starts_with(&[0xcf, 0xfa, 0xed, 0xfe])
 }

@@ -211,12 +211,8 @@ impl OutSymbol<'_> {
     }
 }
 
-/// Rewrites `object` with `edits`. The result is a complete file of the
-/// object's format (Mach-O: see `macho_write.rs`).
-pub fn rewrite(object: &Object<'_>, edits: &Edits) -> Result<Vec<u8>> {
-    if object.format == crate::object::Format::MachO {
-        return crate::macho_write::rewrite_macho(object, edits);
-    }
+/// Rewrites ELF `object` with `edits`. The result is a complete ELF file.
+pub(crate) fn rewrite_elf(object: &Object<'_>, edits: &Edits) -> Result<Vec<u8>> {
     Rewriter::new(object, edits)?.write()
 }
 
@@ -774,7 +770,8 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                     continue;
                 };
                 data.insert(old, self.group_contents(group, sections));
-            } else if section.sh_type == crate::elf::SHT_LLVM_ADDRSIG && object.addrsig.is_some() {
+            } else if section.sh_type == crate::model::SHT_LLVM_ADDRSIG && object.addrsig.is_some()
+            {
                 data.insert(old, self.addrsig_contents(symbols));
             }
         }
@@ -1107,8 +1104,10 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             // A stale table (`sh_link` 0, see `Object::read_addrsig`) is
             // copied unchanged and stays stale: linked to the new symbol
             // table, its old indices would name other symbols.
-            t if t == crate::elf::SHT_LLVM_ADDRSIG && self.object.addrsig.is_some() => (symtab, 0),
-            t if t == crate::elf::SHT_LLVM_ADDRSIG => (0, 0),
+            t if t == crate::model::SHT_LLVM_ADDRSIG && self.object.addrsig.is_some() => {
+                (symtab, 0)
+            }
+            t if t == crate::model::SHT_LLVM_ADDRSIG => (0, 0),
             _ => {
                 let link = if section.flags & elf::SHF_LINK_ORDER.0 != 0 || section.link != 0 {
                     remap(section.link)
@@ -1327,7 +1326,7 @@ mod tests {
             visibility: Visibility::Hidden,
             flags: 0,
         });
-        let out = rewrite(&object, &edits).expect("rewriting");
+        let out = rewrite_elf(&object, &edits).expect("rewriting");
         let out = Object::parse(&out).expect("a valid output");
         let size_of = |name: &[u8]| {
             out.symbols

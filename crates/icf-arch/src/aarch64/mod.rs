@@ -7,7 +7,7 @@ mod lift;
 mod macho_reloc;
 
 use crate::architecture::{Architecture, Thunk};
-use crate::macho_reloc::{MachOFixup, MachOMeaning, SUBTRACTOR_MARKER};
+use crate::macho_reloc::{CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix, SUBTRACTOR_MARKER};
 use crate::reloc::{RelocInfo, abs};
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
@@ -69,6 +69,28 @@ impl Architecture for Aarch64 {
 
     fn macho_reloc(&self, fixup: &MachOFixup) -> Result<MachOMeaning, String> {
         macho_reloc::meaning(fixup)
+    }
+
+    fn macho_prefix(&self, r_type: u8) -> Option<MachOPrefix> {
+        match object::macho::RelocationType(r_type) {
+            object::macho::ARM64_RELOC_ADDEND => Some(MachOPrefix::Addend),
+            object::macho::ARM64_RELOC_SUBTRACTOR => Some(MachOPrefix::Subtractor),
+            _ => None,
+        }
+    }
+
+    /// `ARM64_RELOC_BRANCH26` (its addend would need an `ADDEND` entry).
+    fn macho_branch(&self, elf_type: u32, addend: i64) -> Option<u8> {
+        let branch = [elf::R_AARCH64_JUMP26.0, elf::R_AARCH64_CALL26.0].contains(&elf_type);
+        (branch && addend == 0).then_some(object::macho::ARM64_RELOC_BRANCH26.0)
+    }
+
+    /// `UNWIND_ARM64_MODE_FRAMELESS` with no stack; `UNWIND_ARM64_MODE_DWARF`.
+    fn compact_unwind(&self) -> CompactUnwind {
+        CompactUnwind {
+            frameless: 0x0200_0000,
+            dwarf_mode: 0x0300_0000,
+        }
     }
 
     fn pc_relative_data(&self, size: u8) -> Option<u32> {

@@ -6,7 +6,7 @@ mod lift;
 mod macho_reloc;
 
 use crate::architecture::{Architecture, Thunk};
-use crate::macho_reloc::{MachOFixup, MachOMeaning, SUBTRACTOR_MARKER};
+use crate::macho_reloc::{CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix, SUBTRACTOR_MARKER};
 use crate::reloc::{RelocInfo, abs};
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
@@ -51,6 +51,26 @@ impl Architecture for X86_64 {
 
     fn macho_reloc(&self, fixup: &MachOFixup) -> Result<MachOMeaning, String> {
         macho_reloc::meaning(fixup)
+    }
+
+    fn macho_prefix(&self, r_type: u8) -> Option<MachOPrefix> {
+        (object::macho::RelocationType(r_type) == object::macho::X86_64_RELOC_SUBTRACTOR)
+            .then_some(MachOPrefix::Subtractor)
+    }
+
+    /// `X86_64_RELOC_BRANCH`, whose field holds the ELF addend plus 4.
+    fn macho_branch(&self, elf_type: u32, addend: i64) -> Option<u8> {
+        (elf_type == elf::R_X86_64_PLT32.0 && addend == -4)
+            .then_some(object::macho::X86_64_RELOC_BRANCH.0)
+    }
+
+    /// `UNWIND_X86_64_MODE_STACK_IMMD` with one word of stack (the return
+    /// address); `UNWIND_X86_64_MODE_DWARF`.
+    fn compact_unwind(&self) -> CompactUnwind {
+        CompactUnwind {
+            frameless: 0x0201_0000,
+            dwarf_mode: 0x0400_0000,
+        }
     }
 
     fn pc_relative_data(&self, size: u8) -> Option<u32> {
