@@ -433,3 +433,149 @@ fn atoms_with_an_alternate_entry_never_fold() {
         }
     }
 }
+
+/// One end-to-end program of `fixtures/` (the ELF suite's `tests/e2e.rs`
+/// cases that need no more of libc than `printf`), for Mach-O.
+struct E2eCase {
+    name: &'static str,
+    sources: &'static [&'static str],
+    /// Sources built at -O0: their weak (inline, template) instances
+    /// differ from the other units'.
+    slow: &'static [&'static str],
+}
+
+const E2E_CASES: &[E2eCase] = &[
+    E2eCase {
+        name: "identical",
+        sources: &["c/identical.c"],
+        slow: &[],
+    },
+    E2eCase {
+        name: "fold_cases",
+        sources: &["c/fold_cases.c"],
+        slow: &[],
+    },
+    E2eCase {
+        name: "cross",
+        sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
+        slow: &[],
+    },
+    E2eCase {
+        name: "weak",
+        sources: &["e2e/weak_default.c", "e2e/weak_strong.c"],
+        slow: &[],
+    },
+    E2eCase {
+        name: "aligned",
+        sources: &["e2e/aligned_main.c"],
+        slow: &[],
+    },
+    E2eCase {
+        name: "ctors",
+        sources: &["e2e/ctors_main.c"],
+        slow: &[],
+    },
+    E2eCase {
+        name: "varargs",
+        sources: &["e2e/varargs_main.c"],
+        slow: &[],
+    },
+    E2eCase {
+        name: "odr",
+        sources: &[
+            "e2e/odr_other.cpp",
+            "e2e/odr_fast.cpp",
+            "e2e/odr_slow.cpp",
+            "e2e/odr_main.cpp",
+        ],
+        slow: &["e2e/odr_other.cpp", "e2e/odr_slow.cpp"],
+    },
+    E2eCase {
+        name: "instance",
+        sources: &[
+            "e2e/instance_main.cpp",
+            "e2e/instance_frame.cpp",
+            "e2e/instance_split.cpp",
+        ],
+        slow: &[],
+    },
+];
+
+/// The ELF end-to-end programs that make sense without a libc, built for
+/// both Mach-O architectures against the `printf` of `fixtures/emu`
+/// (`include/stdio.h`, `printf.c`): linked plain and through `icf link` in
+/// both modes, run under emulation, the same output (`fnaddr` lines, which
+/// say whether addresses are distinct, compared in safe mode only).
+#[test]
+fn the_e2e_programs_behave_alike_folded_on_macho() {
+    let fixtures = icf_fixtures::source_dir();
+    let include = icf_emu::build::runtime_dir().join("include");
+    let include = include.display().to_string();
+    let e2e = fixtures.join("e2e").display().to_string();
+    let mut folded_somewhere = 0;
+    for target in [Target::MachoArm64, Target::MachoX86_64] {
+        for case in E2E_CASES {
+            let dir =
+                icf_emu::build::scratch_dir(&format!("macho-e2e-{}-{}", case.name, target.label()));
+            let mut objects: Vec<PathBuf> = case
+                .sources
+                .iter()
+                .map(|source| {
+                    let mut flags = vec!["-g", "-I", include.as_str(), "-I", e2e.as_str()];
+                    if source.ends_with(".cpp") {
+                        // Hosted, so `main` is the C entry point, not a mangled function.
+                        flags.extend(["-fno-exceptions", "-fno-rtti", "-nostdinc++", "-fhosted"]);
+                    }
+                    if case.slow.contains(source) {
+                        flags.push("-O0");
+                    }
+                    icf_emu::build::compile(&fixtures.join(source), target, &dir, &flags)
+                })
+                .collect();
+            objects.push(icf_emu::build::compile(
+                &icf_emu::build::runtime_dir().join("printf.c"),
+                target,
+                &dir,
+                &[],
+            ));
+            objects.push(icf_emu::build::runtime_object(target, &dir));
+            let label = format!("{} {}", case.name, target.label());
+            let plain = dir.join("plain");
+            link(target, &objects, &plain, None);
+            let run = |path: &Path| {
+                icf_emu::build::run_program(path, target, &Limits::default())
+                    .unwrap_or_else(|e| panic!("{label}: {e}"))
+            };
+            let expected = run(&plain);
+            assert!(
+                !expected.stdout.is_empty(),
+                "{label}: the plain program prints"
+            );
+            for mode in ["safe", "all"] {
+                let folded = dir.join(format!("folded-{mode}"));
+                link(target, &objects, &folded, Some(mode));
+                let got = run(&folded);
+                // As in tests/e2e.rs: `fnaddr` lines compare addresses.
+                let comparable = |text: String| -> String {
+                    text.lines()
+                        .filter(|line| mode == "safe" || !line.starts_with("fnaddr "))
+                        .map(|line| format!("{line}\n"))
+                        .collect()
+                };
+                assert_eq!(
+                    comparable(got.stdout_text()),
+                    comparable(expected.stdout_text()),
+                    "{label} {mode}"
+                );
+                assert_eq!(got.exit_code, expected.exit_code, "{label} {mode}");
+                if text_size(&folded) < text_size(&plain) {
+                    folded_somewhere += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        folded_somewhere >= E2E_CASES.len(),
+        "icf folds in most cases: {folded_somewhere}"
+    );
+}
