@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::macho_layout::MachOLayout;
 use crate::model::{Binding, SectionIndex, SymbolIndex, SymbolPlace, Visibility};
 use crate::object::Object;
-use crate::rewrite::{Destination, Edits, SymbolRef};
+use crate::rewrite::{Destination, Edits, NewContents, SymbolRef};
 use object::LittleEndian as LE;
 use object::macho;
 use object::read::macho::MachHeader;
@@ -441,6 +441,7 @@ impl<'a, 'data> Writer<'a, 'data> {
         let data = self.object.data;
         let architecture = icf_arch::of(self.object.arch);
         let mut tables = vec![Vec::new(); layout.sections.len()];
+        let unwind_records = self.thunk_unwind_records();
         for (index, section) in self.object.sections.iter().enumerate().skip(1) {
             let model = SectionIndex(index as u32);
             let atom = layout.atoms[index];
@@ -452,6 +453,12 @@ impl<'a, 'data> Writer<'a, 'data> {
                     .ok_or_else(|| Error::new("a relocation entry outside the file"))
             };
             let rest = self.rest_at.get(&model).copied();
+            // The personality and LSDA fields of a thunk's unwind record are cleared.
+            let cleared: Vec<u64> = unwind_records
+                .iter()
+                .filter(|(table, _, _)| *table == model)
+                .map(|&(_, record, _)| record)
+                .collect();
             let mut emitted: HashSet<u32> = HashSet::default();
             let mut entries: Vec<[u8; 8]> = Vec::new();
             if let Some(contents) = self.edits.replaced.get(&model) {
@@ -471,6 +478,12 @@ impl<'a, 'data> Writer<'a, 'data> {
             }
             for (number, reloc) in section.relocs.iter().enumerate() {
                 if rest.is_some_and(|rest| reloc.offset < rest) {
+                    continue;
+                }
+                if cleared
+                    .iter()
+                    .any(|&record| (record + 16..record + 32).contains(&reloc.offset))
+                {
                     continue;
                 }
                 let origin = layout.reloc_origins[index][number];
@@ -540,34 +553,42 @@ impl<'a, 'data> Writer<'a, 'data> {
         Ok(entry)
     }
 
-    /// Each thunk's compact unwind record: frameless, covering the jump,
-    /// without personality or LSDA.
-    fn rewrite_unwind_records(&self, out: &mut [u8]) -> Result<()> {
+    /// The compact unwind records of the functions replaced by thunks: the
+    /// table's model section, and each record's offset in it with the
+    /// function's new contents.
+    fn thunk_unwind_records(&self) -> Vec<(SectionIndex, u64, &'a NewContents)> {
         let Some((table, records)) = &self.object.eh_frame else {
-            return Ok(());
+            return Vec::new();
         };
-        if self.object.section(*table).name != b"__compact_unwind" {
-            return Ok(());
-        }
-        let atom = self.layout.atoms[table.index()];
-        let file_section = &self.layout.sections[atom.section as usize];
         let section = self.object.section(*table);
-        for record in records {
-            let Some(pc_begin) = record.pc_begin else {
-                continue;
-            };
-            let reloc = section.reloc(pc_begin);
-            let Some(function) = self.object.symbol(reloc.symbol).section() else {
-                continue;
-            };
-            let Some(contents) = self.edits.replaced.get(&function) else {
-                continue;
-            };
-            let at = (u64::from(file_section.offset) + atom.start + record.offset) as usize;
+        if section.name != b"__compact_unwind" {
+            return Vec::new();
+        }
+        records
+            .iter()
+            .filter_map(|record| {
+                let reloc = section.reloc(record.pc_begin?);
+                let function = self.object.symbol(reloc.symbol).section()?;
+                let contents = self.edits.replaced.get(&function)?;
+                Some((*table, record.offset, contents))
+            })
+            .collect()
+    }
+
+    /// Each thunk's compact unwind record: frameless, covering the jump,
+    /// without personality or LSDA (whose relocations
+    /// [`Writer::relocation_tables`] drops).
+    fn rewrite_unwind_records(&self, out: &mut [u8]) -> Result<()> {
+        for (table, record, contents) in self.thunk_unwind_records() {
+            let atom = self.layout.atoms[table.index()];
+            let file_section = &self.layout.sections[atom.section as usize];
+            let at = (u64::from(file_section.offset) + atom.start + record) as usize;
             let frameless = icf_arch::of(self.object.arch).compact_unwind().frameless;
             put_u32(out, at + 8, contents.bytes.len() as u32);
             put_u32(out, at + 12, frameless);
-            out[at + 16..at + 32].fill(0);
+            out.get_mut(at + 16..at + 32)
+                .ok_or_else(|| Error::new("a compact unwind record outside the file"))?
+                .fill(0);
         }
         Ok(())
     }
