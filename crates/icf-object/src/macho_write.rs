@@ -517,10 +517,11 @@ impl<'a, 'data> Writer<'a, 'data> {
                             && section.is_alloc()
                         {
                             return Err(Error::new(format!(
-                                "a local relocation in {} at {:#x} points into a folded copy",
-                                section.name_lossy(),
+                                "a local relocation at {:#x} points into a folded copy",
                                 atom.start + reloc.offset
-                            )));
+                            ))
+                            .with_section(atom.section + 1, section.name_lossy())
+                            .at_offset(u64::from(file_section.reloff) + u64::from(origin) * 8));
                         }
                         None
                     };
