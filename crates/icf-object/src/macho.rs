@@ -883,7 +883,13 @@ impl<'data> Reader<'data> {
                         Some(pc_type) if same_atom => {
                             // A - B + stored, B in this atom: A + stored + (P - B) - P.
                             let b = symbols[subtrahend.index()].value as i64;
-                            model_addend += offset as i64 - b;
+                            model_addend =
+                                model_addend.checked_add(offset as i64 - b).ok_or_else(|| {
+                                    located(
+                                        format!("addend {model_addend:#x} minus its subtrahend overflows"),
+                                        at,
+                                    )
+                                })?;
                             model_type = pc_type;
                             pc_relative = true;
                         }
