@@ -280,8 +280,9 @@ struct LoadCommands<'data> {
     /// Each section's name, borrowed from its header.
     names: Vec<&'data [u8]>,
     symtab: Option<(u32, u32, u32, u32)>,
-    /// `LC_DATA_IN_CODE`'s entries: address, length, kind.
-    data_in_code: Vec<(u32, u16, u16)>,
+    /// `LC_DATA_IN_CODE`'s entries: address, length, kind, and the
+    /// entry's file offset.
+    data_in_code: Vec<(u32, u16, u16, u64)>,
 }
 
 fn read_load_commands<'data>(
@@ -369,13 +370,33 @@ fn read_load_commands<'data>(
                             "LC_DATA_IN_CODE's table {offset:#x}..+{size:#x} lies outside the file"
                         ))
                     })?;
-                for entry in table.chunks_exact(8) {
+                for (number, entry) in table.chunks_exact(8).enumerate() {
                     result.data_in_code.push((
                         u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]),
                         u16::from_le_bytes([entry[4], entry[5]]),
                         u16::from_le_bytes([entry[6], entry[7]]),
+                        u64::from(offset) + number as u64 * 8,
                     ));
                 }
+            }
+            macho::LC_LINKER_OPTIMIZATION_HINT => {
+                // Not read, but the writer carries the hints over, dropping
+                // those naming edited bytes: each must decode.
+                let linkedit = command
+                    .data::<macho::LinkeditDataCommand<LE>>()
+                    .map_err(|e| located(format!("bad LC_LINKER_OPTIMIZATION_HINT: {e}")))?;
+                let (offset, size) = (linkedit.dataoff.get(LE), linkedit.datasize.get(LE));
+                let table = data
+                    .get(offset as usize..(offset as usize).saturating_add(size as usize))
+                    .ok_or_else(|| {
+                        located(format!(
+                            "LC_LINKER_OPTIMIZATION_HINT's table {offset:#x}..+{size:#x} lies outside the file"
+                        ))
+                    })?;
+                check_hints(table).map_err(|at| {
+                    Error::new("a truncated optimization hint")
+                        .at_offset(u64::from(offset) + at as u64)
+                })?;
             }
             _ => {}
         }
@@ -942,10 +963,10 @@ impl<'data> Reader<'data> {
     }
 
     /// Places `LC_DATA_IN_CODE` entries (object addresses) in their atoms.
-    fn place_data_in_code(&self, entries: Vec<(u32, u16, u16)>) -> Result<Vec<DataInCode>> {
+    fn place_data_in_code(&self, entries: Vec<(u32, u16, u16, u64)>) -> Result<Vec<DataInCode>> {
         entries
             .into_iter()
-            .map(|(address, length, kind)| {
+            .map(|(address, length, kind, at)| {
                 let address = u64::from(address);
                 let number = self
                     .sections
@@ -955,6 +976,7 @@ impl<'data> Reader<'data> {
                         Error::new(format!(
                             "LC_DATA_IN_CODE entry at {address:#x} lies in no code section"
                         ))
+                        .at_offset(at)
                     })?;
                 let (section, offset) = self.atom_at(number, address - self.sections[number].addr);
                 Ok(DataInCode {
@@ -1015,6 +1037,28 @@ fn model_kind(section: &MachOSection) -> (u32, u64, u64) {
         flags |= elf::SHF_GNU_RETAIN.0;
     }
     (sh_type, flags, entsize)
+}
+
+/// Checks that `LC_LINKER_OPTIMIZATION_HINT`'s table decodes as the
+/// writer reads it: hints (kind, count, that many addresses, each ULEB128)
+/// up to the end or a kind of 0. Returns the offset of a truncated number.
+fn check_hints(table: &[u8]) -> std::result::Result<(), usize> {
+    let mut rest = table;
+    let at = |rest: &[u8]| table.len() - rest.len();
+    while !rest.is_empty() {
+        let start = at(rest);
+        let kind = read_uleb128(&mut rest).ok_or(start)?;
+        if kind == 0 {
+            break;
+        }
+        let start = at(rest);
+        let count = read_uleb128(&mut rest).ok_or(start)?;
+        for _ in 0..count {
+            let start = at(rest);
+            read_uleb128(&mut rest).ok_or(start)?;
+        }
+    }
+    Ok(())
 }
 
 fn read_uleb128(bytes: &mut &[u8]) -> Option<u64> {
