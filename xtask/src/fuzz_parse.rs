@@ -2,7 +2,9 @@
 //! archives through icf's whole pipeline for a time budget, on stable Rust.
 //!
 //! Seeds are built from the fixture sources (gcc and clang-19, x86-64 and
-//! AArch64, C and C++, CREL, archives); see `crates/icf-fuzz`. Each distinct
+//! AArch64, C and C++, CREL, archives; Mach-O objects and archives for
+//! x86_64 and arm64 macOS, `--formats macho` for those alone); see
+//! `crates/icf-fuzz`. Each distinct
 //! finding (panic, hang, error that names no input, unreadable output) is
 //! saved as `crash-<hash>.bin` with a replayable `crash-<hash>.case` in the
 //! output directory, and the command fails when there is any. Assumption:
@@ -32,6 +34,9 @@ pub struct FuzzParseArgs {
     /// A case running longer than this many seconds is a hang.
     #[arg(long, default_value_t = 5)]
     time_limit: u64,
+    /// Which seeds: `all`, `elf` or `macho`.
+    #[arg(long, default_value = "all", value_parser = ["all", "elf", "macho"])]
+    formats: String,
     /// Run these `.case` files (from findings or tests/fuzz_regressions) instead of a campaign.
     #[arg(long, num_args = 1..)]
     replay: Vec<PathBuf>,
@@ -45,7 +50,14 @@ pub fn run(args: &FuzzParseArgs) -> Result<()> {
     let findings_dir = args.out.clone().unwrap_or_else(|| root.join("findings"));
     let work_dir = root.join(format!("work-{}", std::process::id()));
     eprintln!("fuzz-parse: building seeds (cached under target/fixtures)");
-    let seeds = icf_fuzz::build_seeds(&root.join("seeds"));
+    let seeds: Vec<icf_fuzz::Seed> = icf_fuzz::build_seeds(&root.join("seeds"))
+        .into_iter()
+        .filter(|seed| match args.formats.as_str() {
+            "elf" => !seed.target.is_macho(),
+            "macho" => seed.target.is_macho(),
+            _ => true,
+        })
+        .collect();
     eprintln!(
         "fuzz-parse: {} seeds; running {} with campaign seed {}",
         seeds.len(),

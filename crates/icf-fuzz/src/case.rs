@@ -26,15 +26,21 @@ pub enum Target {
     /// A linked executable, read by `icf verify` (`icf-verify`) against its
     /// unmutated copy.
     LinkedBinary,
+    /// A Mach-O relocatable object (`MH_OBJECT`, x86_64 or arm64).
+    MachOObject,
+    /// An archive of Mach-O objects (`llvm-ar --format=darwin`).
+    MachOArchive,
 }
 
 impl Target {
-    pub const ALL: [Target; 5] = [
+    pub const ALL: [Target; 7] = [
         Target::Object,
         Target::CrelObject,
         Target::Archive,
         Target::ThinArchive,
         Target::LinkedBinary,
+        Target::MachOObject,
+        Target::MachOArchive,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,11 +50,18 @@ impl Target {
             Target::Archive => "archive",
             Target::ThinArchive => "thin-archive",
             Target::LinkedBinary => "linked-binary",
+            Target::MachOObject => "macho-object",
+            Target::MachOArchive => "macho-archive",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Target> {
         Target::ALL.into_iter().find(|target| target.name() == name)
+    }
+
+    /// Whether the format is Mach-O (its seeds and campaign are apart from ELF's).
+    pub fn is_macho(self) -> bool {
+        matches!(self, Target::MachOObject | Target::MachOArchive)
     }
 }
 

@@ -9,12 +9,14 @@
 //! reported, so a layout is never wrong about a field's position, only
 //! sometimes incomplete.
 
+use crate::macho_layout;
 use object::elf;
 
 /// How a field's value is stored.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Encoding {
-    /// An unsigned little-endian integer of this many bytes (1, 2, 4 or 8).
+    /// An unsigned little-endian integer of this many bytes (1 to 8; 3 is
+    /// Mach-O's `r_symbolnum`).
     Little(u8),
     /// An unsigned big-endian integer of this many bytes (archive symbol tables).
     Big(u8),
@@ -79,6 +81,10 @@ pub struct Layout {
     pub limits: Vec<u64>,
     /// The machine of the (first) ELF object, for relocation types.
     pub machine: u16,
+    /// The `cputype` of the (first) Mach-O object; 0 for ELF seeds. Decides
+    /// the values tried on flags, section types, symbol types and
+    /// relocations.
+    pub macho_cputype: u32,
 }
 
 impl Layout {
@@ -91,7 +97,7 @@ impl Layout {
         if data.starts_with(b"!<arch>\n") || data.starts_with(b"!<thin>\n") {
             archive(&mut layout, data);
         } else {
-            elf_object(&mut layout, data, 0, "");
+            object_at(&mut layout, data, 0, "");
         }
         layout.boundaries.sort_unstable();
         layout.boundaries.dedup();
@@ -101,7 +107,19 @@ impl Layout {
     }
 }
 
-fn read_le(data: &[u8], offset: usize, width: usize) -> Option<u64> {
+/// Adds the fields of the ELF or Mach-O object at `base`.
+fn object_at(layout: &mut Layout, file: &[u8], base: usize, prefix: &str) {
+    if file
+        .get(base..)
+        .is_some_and(|d| d.starts_with(&macho_layout::MAGIC))
+    {
+        macho_layout::macho_object(layout, file, base, prefix);
+    } else {
+        elf_object(layout, file, base, prefix);
+    }
+}
+
+pub(crate) fn read_le(data: &[u8], offset: usize, width: usize) -> Option<u64> {
     let bytes = data.get(offset..offset.checked_add(width)?)?;
     Some(
         bytes
@@ -383,7 +401,7 @@ const SHT_GROUP: u32 = elf::SHT_GROUP.0;
 const SHT_STRTAB: u32 = elf::SHT_STRTAB.0;
 
 /// Length and CIE pointer of every `.eh_frame` record.
-fn eh_frame(layout: &mut Layout, base: usize, start: usize, bytes: &[u8], what: &str) {
+pub(crate) fn eh_frame(layout: &mut Layout, base: usize, start: usize, bytes: &[u8], what: &str) {
     let mut at = 0;
     let mut record = 0;
     while let Some(length) = read_le(bytes, at, 4) {
@@ -459,6 +477,35 @@ fn archive(layout: &mut Layout, data: &[u8]) {
         let body = at + 60;
         layout.boundaries.extend([at, body, body + size]);
         layout.limits.push(size as u64);
+        // BSD (Darwin) names: `#1/N`, the name's N bytes first in the member.
+        let bsd_name_length = name
+            .strip_prefix("#1/")
+            .and_then(|length| length.parse::<usize>().ok())
+            .filter(|&length| length <= size);
+        if let Some(length) = bsd_name_length {
+            layout.fields.push(Field {
+                offset: at + 3,
+                encoding: Encoding::Decimal(13),
+                role: Role::Size,
+                description: format!("{what}BSD name length"),
+            });
+            let name_bytes = data.get(body..body + length).unwrap_or_default();
+            let end = name_bytes.iter().position(|&b| b == 0).unwrap_or(length);
+            let long_name = String::from_utf8_lossy(&name_bytes[..end]).into_owned();
+            if long_name.starts_with("__.SYMDEF") {
+                bsd_symbol_table(layout, data, body + length, size - length, &what);
+            } else {
+                object_at(
+                    layout,
+                    data,
+                    body + length,
+                    &format!("{what}'{long_name}' "),
+                );
+            }
+            at = (body + size + 1) & !1;
+            member += 1;
+            continue;
+        }
         // Thin archives store only the symbol table and long names inline.
         let inline = !thin || name == "/" || name == "//" || name == "/SYM64/";
         if name == "/" || name == "/SYM64/" {
@@ -497,11 +544,50 @@ fn archive(layout: &mut Layout, data: &[u8]) {
                 description: format!("{what}long names"),
             });
         } else if inline {
-            elf_object(layout, data, body, &what);
+            object_at(layout, data, body, &what);
         }
         let stored = if inline { size } else { 0 };
         at = (body + stored + 1) & !1;
         member += 1;
+    }
+}
+
+/// A BSD archive's `__.SYMDEF`: the byte size of the `ranlib` entries,
+/// each (name offset, member offset), then the byte size of the names and
+/// the names, all little-endian.
+fn bsd_symbol_table(layout: &mut Layout, data: &[u8], start: usize, size: usize, what: &str) {
+    let Some(ranlib_size) = read_le(data, start, 4) else {
+        return;
+    };
+    let ranlib_size = (ranlib_size as usize).min(size.saturating_sub(4));
+    layout.limits.push(ranlib_size as u64 / 8);
+    layout.fields.push(Field {
+        offset: start,
+        encoding: Encoding::Little(4),
+        role: Role::Size,
+        description: format!("{what}ranlib size"),
+    });
+    for entry in 0..ranlib_size / 8 {
+        for (offset, name, role) in [
+            (0, "name", Role::StringOffset),
+            (4, "member offset", Role::Offset),
+        ] {
+            layout.fields.push(Field {
+                offset: start + 4 + entry * 8 + offset,
+                encoding: Encoding::Little(4),
+                role,
+                description: format!("{what}ranlib {entry} {name}"),
+            });
+        }
+    }
+    let names = start + 4 + ranlib_size;
+    if names + 4 <= start + size {
+        layout.fields.push(Field {
+            offset: names,
+            encoding: Encoding::Little(4),
+            role: Role::Size,
+            description: format!("{what}names size"),
+        });
     }
 }
 

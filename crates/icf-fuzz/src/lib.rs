@@ -2,7 +2,7 @@
 //! stable toolchain (no `cargo fuzz`, no sanitizers).
 //!
 //! Seeds are real objects and archives built from the fixture sources
-//! ([`seeds`]); [`layout`] finds their meaningful fields, [`mutate`] changes
+//! ([`seeds`]), ELF and Mach-O; [`layout`] finds their meaningful fields, [`mutate`] changes
 //! one to four of them (or bytes, lengths, splices), and [`oracle`] runs the
 //! result through icf in process and judges it: no panic, no hang, and an
 //! error that names the input. [`campaign`] drives it for `cargo xtask
@@ -15,6 +15,7 @@
 pub mod campaign;
 pub mod case;
 pub mod layout;
+mod macho_layout;
 pub mod mutate;
 pub mod oracle;
 pub mod rng;

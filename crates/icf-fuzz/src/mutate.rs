@@ -367,6 +367,11 @@ fn interesting_value(
 
 /// A value that means something for fields of kind `role`.
 fn role_value(rng: &mut SplitMix64, role: Role, current: u64, layout: &Layout) -> u64 {
+    if layout.macho_cputype != 0
+        && let Some(value) = macho_role_value(rng, role, current, layout)
+    {
+        return value;
+    }
     let value = match role {
         Role::SectionType => rng
             .pick(&[
@@ -498,6 +503,78 @@ fn role_value(rng: &mut SplitMix64, role: Role, current: u64, layout: &Layout) -
         Role::Text | Role::Other => None,
     };
     value.unwrap_or_else(|| rng.next_u64())
+}
+
+/// `cputype` of arm64 Mach-O files (`CPU_TYPE_ARM64`).
+const CPU_TYPE_ARM64: u32 = 0x0100_000c;
+
+/// A value that means something for a Mach-O field of kind `role`; `None`
+/// where the role's meaning is the same as for ELF (offsets, sizes, counts).
+fn macho_role_value(
+    rng: &mut SplitMix64,
+    role: Role,
+    current: u64,
+    layout: &Layout,
+) -> Option<u64> {
+    let value = match role {
+        // Section types (S_REGULAR ... S_THREAD_LOCAL_INIT_FUNCTION_POINTERS).
+        Role::SectionType => rng.below(0x17) as u64,
+        // One bit of header flags (MH_SUBSECTIONS_VIA_SYMBOLS), section
+        // attributes, `n_desc` (N_NO_DEAD_STRIP, N_WEAK_REF, N_WEAK_DEF,
+        // N_ALT_ENTRY, common alignment) or a compact unwind mode.
+        Role::Flags => {
+            let bit = *rng.pick(&[
+                0x2000u64,
+                0x8000_0000,
+                0x4000_0000,
+                0x1000_0000,
+                0x0200_0000,
+                0x400,
+                0x100,
+                0x20,
+                0x40,
+                0x80,
+                0x200,
+                0x0f00,
+                0x0100_0000,
+                0x0200_0000,
+                0x0300_0000,
+                0x0400_0000,
+                0x4000_0000,
+            ])?;
+            current ^ bit
+        }
+        // `n_sect`: none, the first, the last few, past the last, 255.
+        Role::SectionIndex => *rng.pick(&[0u64, 1, 2, 3, 4, 5, 6, 7, 8, 0xfe, 0xff])?,
+        // `n_type`: undefined, absolute, section, indirect, prebound, each
+        // with and without N_EXT and N_PEXT; a stab.
+        Role::SymbolInfo => {
+            let kind = *rng.pick(&[0x0u64, 0x2, 0xa, 0xc, 0xe, 0x4, 0x6])?;
+            let bits = *rng.pick(&[0u64, 0x1, 0x10, 0x11])?;
+            if rng.chance(1, 8) {
+                *rng.pick(&[0x24u64, 0x2e, 0x64, 0x66, 0xe0])?
+            } else {
+                kind | bits
+            }
+        }
+        // The byte of `r_pcrel` (bit 0), `r_length` (bits 1-2), `r_extern`
+        // (bit 3) and `r_type` (bits 4-7): one of them changed.
+        Role::RelocationType => {
+            let types = if layout.macho_cputype == CPU_TYPE_ARM64 {
+                12 // ARM64_RELOC_UNSIGNED ... ARM64_RELOC_ADDEND
+            } else {
+                10 // X86_64_RELOC_UNSIGNED ... X86_64_RELOC_TLV
+            };
+            match rng.below(4) {
+                0 => current ^ 1,
+                1 => (current & !0x6) | (rng.below(4) as u64) << 1,
+                2 => current ^ 0x8,
+                _ => (current & 0x0f) | (rng.below(types) as u64) << 4,
+            }
+        }
+        _ => return None,
+    };
+    Some(value)
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! The oracle: runs one case through the code that reads its format, in
 //! process, and judges the outcome. Fine is `Ok`, or an error whose text
-//! names the input file; a finding is a panic, a run past the time limit,
-//! an error that names no input file, or (for the link pipeline) outputs
-//! that icf itself cannot read back.
+//! names the input file (for Mach-O, and a section or offset in it); a
+//! finding is a panic, a run past the time limit, an error that names no
+//! input file, or (for the link pipeline) outputs that icf itself cannot
+//! read back (for Mach-O, also outputs `object` cannot read where it reads
+//! the input).
 //!
 //! Assumption: one case runs at a time per process (a lock serializes them),
 //! so the panic hook's last report belongs to the case being judged. A hung
@@ -28,9 +30,13 @@ impl Target {
     fn run(self, inputs: &[PathBuf], out_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
         match self {
             Target::Object | Target::CrelObject | Target::Archive | Target::ThinArchive => {
-                link_pipeline(inputs, out_dir, options)
+                link_pipeline(inputs, out_dir, options).map(drop)
             }
             Target::LinkedBinary => verify_against_original(inputs, options),
+            Target::MachOObject | Target::MachOArchive => {
+                let outputs = link_pipeline(inputs, out_dir, options)?;
+                read_back_with_object(inputs, &outputs)
+            }
         }
     }
 }
@@ -54,8 +60,13 @@ fn verify_against_original(inputs: &[PathBuf], options: RunOptions) -> anyhow::R
 }
 
 /// `icf fold`: open, load, analyze, plan, edit, write copies; then load
-/// the copies again, which must succeed when the inputs did.
-fn link_pipeline(inputs: &[PathBuf], out_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
+/// the copies again, which must succeed when the inputs did. Returns the
+/// copies, in input order.
+fn link_pipeline(
+    inputs: &[PathBuf],
+    out_dir: &Path,
+    options: RunOptions,
+) -> anyhow::Result<Vec<PathBuf>> {
     let opened = icf::Inputs::open(inputs)?;
     let program = icf::Program::load(
         &opened,
@@ -82,7 +93,61 @@ fn link_pipeline(inputs: &[PathBuf], out_dir: &Path, options: RunOptions) -> any
     let outputs: Vec<PathBuf> = written.into_iter().map(|file| file.output).collect();
     let reread = icf::Inputs::open(&outputs)
         .and_then(|opened| icf::Program::load(&opened, icf::Options::default()).map(drop));
-    reread.map_err(|error| OutputUnreadable(format!("{error:#}")).into())
+    reread.map_err(|error| OutputUnreadable(format!("{error:#}")))?;
+    Ok(outputs)
+}
+
+/// Each output must read with `object` (sections with their contents and
+/// relocations, symbols) wherever its input does: a written Mach-O file
+/// that another reader refuses would fail the link after icf.
+fn read_back_with_object(inputs: &[PathBuf], outputs: &[PathBuf]) -> anyhow::Result<()> {
+    for (input, output) in inputs.iter().zip(outputs) {
+        let read = |path: &Path| -> Result<(), String> {
+            let data = std::fs::read(path).map_err(|e| e.to_string())?;
+            read_with_object(&data)
+        };
+        if read(input).is_ok()
+            && let Err(error) = read(output)
+        {
+            return Err(OutputUnreadable(format!(
+                "{} (from {}), read by object: {error}",
+                output.display(),
+                input.display()
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Reads `data`, an object or an archive of objects, through `object`.
+fn read_with_object(data: &[u8]) -> Result<(), String> {
+    use object::read::archive::ArchiveFile;
+    use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+    if let Ok(archive) = ArchiveFile::parse(data) {
+        for member in archive.members() {
+            let member = member.map_err(|e| e.to_string())?;
+            let bytes = member.data(data).map_err(|e| e.to_string())?;
+            read_with_object(bytes)
+                .map_err(|e| format!("member {}: {e}", String::from_utf8_lossy(member.name())))?;
+        }
+        return Ok(());
+    }
+    let file = object::File::parse(data).map_err(|e| e.to_string())?;
+    for section in file.sections() {
+        section
+            .data()
+            .map_err(|e| format!("section {:?}: {e}", section.name()))?;
+        for (_, relocation) in section.relocations() {
+            let _ = relocation.target();
+        }
+    }
+    for symbol in file.symbols() {
+        symbol
+            .name()
+            .map_err(|e| format!("symbol {}: {e}", symbol.index().0))?;
+    }
+    Ok(())
 }
 
 /// icf accepted the inputs but cannot read what it wrote.
@@ -102,7 +167,8 @@ impl std::error::Error for OutputUnreadable {}
 pub enum FindingKind {
     Panic,
     Hang,
-    /// An error whose text names no input file.
+    /// An error whose text names no input file (for Mach-O: or no place
+    /// in it, a section or an offset).
     UnlocatedError,
     /// Accepted inputs whose outputs icf rejects.
     OutputUnreadable,
@@ -216,7 +282,7 @@ pub fn run_case(case: &Case, scratch: &Path, time_limit: Duration) -> std::io::R
             stack: String::new(),
         }),
         Ok(Ok(Ok(()))) => Outcome::Accepted,
-        Ok(Ok(Err(error))) => judge_error(&error, &inputs),
+        Ok(Ok(Err(error))) => judge_error(&error, &inputs, target),
         Ok(Err(payload)) => {
             let report = take_panic_report();
             let message = report
@@ -237,7 +303,9 @@ pub fn run_case(case: &Case, scratch: &Path, time_limit: Duration) -> std::io::R
     Ok(outcome)
 }
 
-fn judge_error(error: &anyhow::Error, inputs: &[PathBuf]) -> Outcome {
+/// Fine is an error naming an input file; for Mach-O it must also say
+/// where in it (a section or an offset), as ELF's reader always has.
+fn judge_error(error: &anyhow::Error, inputs: &[PathBuf], target: Target) -> Outcome {
     let text = format!("{error:#}");
     if let Some(unreadable) = error.downcast_ref::<OutputUnreadable>() {
         return Outcome::Finding(Finding {
@@ -247,9 +315,16 @@ fn judge_error(error: &anyhow::Error, inputs: &[PathBuf]) -> Outcome {
             stack: String::new(),
         });
     }
-    let names_an_input = inputs
-        .iter()
-        .any(|input| text.contains(&input.display().to_string()));
+    let names_an_input = inputs.iter().any(|input| {
+        // A file that no longer starts like a Mach-O object or an archive
+        // is refused as a whole: its name is place enough.
+        let needs_place = target.is_macho() && still_macho_or_archive(input);
+        let name = input.display().to_string();
+        text.match_indices(&name).any(|(at, _)| {
+            let after = &text[at + name.len()..];
+            !needs_place || after.contains("section ") || after.contains("offset 0x")
+        })
+    });
     if names_an_input {
         Outcome::Rejected(text)
     } else {
@@ -260,6 +335,15 @@ fn judge_error(error: &anyhow::Error, inputs: &[PathBuf]) -> Outcome {
             stack: String::new(),
         })
     }
+}
+
+/// Whether `path` starts with `MH_MAGIC_64` (little-endian) or an archive's magic.
+fn still_macho_or_archive(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut magic))
+        .is_ok_and(|()| magic.starts_with(&[0xcf, 0xfa, 0xed, 0xfe]) || &magic == b"!<arch>\n")
 }
 
 fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {

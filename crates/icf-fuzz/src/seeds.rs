@@ -1,7 +1,13 @@
 //! Seeds: real objects built from the fixture sources by gcc and clang-19
 //! for x86-64 and AArch64 (C, C++ with exceptions and templates, with and
 //! without `-ffunction-sections`), a CREL object, a multi-object program,
-//! and `ar` archives (one with a long-name table) and a thin archive.
+//! and `ar` archives (one with a long-name table) and a thin archive; then
+//! Mach-O objects built by clang-19 for x86_64 and arm64 macOS (C, the
+//! relocation assembly of `fixtures/macho`, C++ with exceptions and
+//! vtables), a program of three Mach-O objects per architecture, and a
+//! Darwin-format archive of Mach-O objects per architecture (`llvm-ar-19`).
+//! ELF seeds come first, in the same order as before Mach-O was added, so
+//! an ELF-only campaign runs the same inputs.
 //!
 //! Assumption: the compilers and binutils the tests need are installed
 //! (`cargo xtask install-deps`); a seed that cannot be built is a broken
@@ -114,9 +120,16 @@ fn file_name(source: &str) -> String {
     format!("{stem}.o")
 }
 
-/// Builds (or finds in the fixture cache) every seed; archives are written
-/// under `work_dir`. Objects compile two at a time.
+/// Builds (or finds in the fixture cache) every seed, ELF then Mach-O;
+/// archives are written under `work_dir`. Objects compile two at a time.
 pub fn build_seeds(work_dir: &Path) -> Vec<Seed> {
+    let mut seeds = build_elf_seeds(work_dir);
+    seeds.extend(build_macho_seeds(work_dir));
+    seeds
+}
+
+/// The ELF seeds (targets other than [`Target::is_macho`]).
+pub fn build_elf_seeds(work_dir: &Path) -> Vec<Seed> {
     let objects: Vec<PathBuf> = std::thread::scope(|scope| {
         let halves: Vec<_> = [0, 1]
             .map(|half| {
@@ -211,6 +224,181 @@ pub fn build_seeds(work_dir: &Path) -> Vec<Seed> {
         }
     }
     seeds
+}
+
+/// A Mach-O seed source and what it needs beyond `--target`.
+struct MachOSpec {
+    /// `{arch}` stands for `x86_64` or `arm64`.
+    source: &'static str,
+    freestanding: bool,
+}
+
+const fn macho(source: &'static str) -> MachOSpec {
+    MachOSpec {
+        source,
+        freestanding: false,
+    }
+}
+
+/// The single-object Mach-O seeds, built for both architectures. The
+/// sources include no system header (there is no Darwin SDK here).
+const MACHO_OBJECTS: [MachOSpec; 11] = [
+    macho("c/calls.c"),
+    macho("c/switch.c"),
+    macho("c/tls.c"),
+    macho("c/rip_data.c"),
+    macho("c/tailcall.c"),
+    macho("c/tiny_twins.c"),
+    MachOSpec {
+        source: "emu/fold_a.c",
+        freestanding: true,
+    },
+    MachOSpec {
+        source: "emu/fold_b.c",
+        freestanding: true,
+    },
+    macho("macho/relocs-{arch}.s"),
+    macho("e2e/virtual_tile.cpp"),
+    macho("macho/unwind.cpp"),
+];
+
+/// `x86_64` or `arm64`, Mach-O's names.
+fn macho_arch_name(arch: Arch) -> &'static str {
+    match arch {
+        X86_64 => "x86_64",
+        Aarch64 => "arm64",
+    }
+}
+
+/// Compiles `source` for `arch` macOS with clang-19 (cached like every fixture).
+fn macho_object(source: &str, freestanding: bool, arch: Arch) -> PathBuf {
+    let source = source.replace("{arch}", macho_arch_name(arch));
+    let mut extra_flags = vec![format!("--target={}-apple-macos11", macho_arch_name(arch))];
+    if freestanding {
+        extra_flags.extend(
+            [
+                "-ffreestanding",
+                "-fno-builtin",
+                "-fno-stack-protector",
+                "-I",
+            ]
+            .map(String::from),
+        );
+        extra_flags.push(icf_fixtures::source_dir().join("emu").display().to_string());
+    }
+    if source.ends_with(".cpp") {
+        extra_flags.push("-nostdinc++".to_owned());
+    }
+    // The fixture builder's target only picks gcc's cross compiler and adds
+    // `--target` for clang on AArch64: the flag above says it all.
+    let build = Build {
+        compiler: Clang,
+        target: X86_64,
+        function_sections: false,
+        extra_flags,
+    };
+    icf_fixtures::object(Path::new(&source), &build)
+}
+
+/// The Mach-O seeds: objects, a three-object program and an archive per architecture.
+pub fn build_macho_seeds(work_dir: &Path) -> Vec<Seed> {
+    let mut seeds = Vec::new();
+    for arch in [X86_64, Aarch64] {
+        let name = macho_arch_name(arch);
+        let objects: Vec<(String, PathBuf)> = MACHO_OBJECTS
+            .iter()
+            .map(|spec| {
+                (
+                    spec.source.replace("{arch}", name),
+                    macho_object(spec.source, spec.freestanding, arch),
+                )
+            })
+            .collect();
+        for (source, path) in &objects {
+            seeds.push(Seed {
+                label: format!("{source} clang-19 -O2 {name}-apple-macos11"),
+                target: Target::MachOObject,
+                files: vec![CaseFile {
+                    name: file_name(source),
+                    bytes: read(path),
+                    is_input: true,
+                }],
+            });
+        }
+        // Three objects of one program: folds across objects move symbols
+        // to another object's kept copy.
+        seeds.push(Seed {
+            label: format!(
+                "emu/{{fold_a,fold_b,rt}}.c clang-19 -O2 {name}-apple-macos11 (fold_a.o mutated)"
+            ),
+            target: Target::MachOObject,
+            files: ["emu/fold_a.c", "emu/fold_b.c", "emu/rt.c"]
+                .into_iter()
+                .map(|source| CaseFile {
+                    name: file_name(source),
+                    bytes: read(&macho_object(source, true, arch)),
+                    is_input: true,
+                })
+                .collect(),
+        });
+        let members: Vec<(String, Vec<u8>)> = objects
+            .iter()
+            .filter(|(source, _)| {
+                ["emu/fold_a.c", "c/switch.c", "macho/unwind.cpp", "c/tls.c"]
+                    .contains(&source.as_str())
+            })
+            .enumerate()
+            .map(|(position, (source, path))| {
+                // Names past 15 bytes are stored BSD-style (`#1/N`) before the member.
+                let name = if position == 0 {
+                    format!("a_member_with_a_long_name_{}", file_name(source))
+                } else {
+                    format!("{position}_{}", file_name(source))
+                };
+                (name, read(path))
+            })
+            .collect();
+        seeds.push(darwin_archive_seed(
+            &work_dir.join(format!("seeds-macho-{name}")),
+            &members,
+            name,
+        ));
+    }
+    seeds
+}
+
+/// A Darwin-format archive of `members` built by `llvm-ar-19`.
+fn darwin_archive_seed(dir: &Path, members: &[(String, Vec<u8>)], arch: &str) -> Seed {
+    // A leftover from an earlier run would be appended to, not replaced.
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)
+        .unwrap_or_else(|error| panic!("creating {}: {error}", dir.display()));
+    for (name, bytes) in members {
+        std::fs::write(dir.join(name), bytes)
+            .unwrap_or_else(|error| panic!("writing {name}: {error}"));
+    }
+    let archive = "libmacho.a";
+    let output = Command::new("llvm-ar-19")
+        .current_dir(dir)
+        .args(["--format=darwin", "rcs", archive])
+        .args(members.iter().map(|(name, _)| name))
+        .output()
+        .unwrap_or_else(|error| panic!("running llvm-ar-19: {error}"));
+    assert!(
+        output.status.success(),
+        "llvm-ar-19 --format=darwin rcs {archive} failed in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Seed {
+        label: format!("{archive} ({} Mach-O members, {arch})", members.len()),
+        target: Target::MachOArchive,
+        files: vec![CaseFile {
+            name: archive.to_owned(),
+            bytes: read(&dir.join(archive)),
+            is_input: true,
+        }],
+    }
 }
 
 /// A program linked by gcc from `e2e/cross_*.c`, twice: the copy to
