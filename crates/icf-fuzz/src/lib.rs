@@ -19,6 +19,7 @@ mod macho_layout;
 pub mod mutate;
 pub mod oracle;
 pub mod rng;
+mod seed_layout;
 pub mod seeds;
 
 pub use campaign::{Budget, Campaign, CampaignReport, FindingRecord};
