@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::code::{self, Decoded, Key, Use};
 use crate::decode;
-use crate::image::{self, Image, Symbol, SymbolId, SymbolKind};
+use crate::image::{self, Image, SectionRole, Symbol, SymbolId, SymbolKind};
 use crate::{Difference, DifferenceKind, Location, Mode, Site, Stats, VerifyOptions};
 
 /// A range of code: a function's extent, or an unnamed run of code.
@@ -1427,13 +1427,13 @@ fn classify(image: &Image, other: &Image, address: u64, field: u64) -> Vec<Place
     let mut places = Vec::new();
     let section = image.section_at(address);
     if let Some(index) = section {
-        let name = image.sections[index].name.as_str();
-        if name.starts_with(".plt") || name == ".iplt" {
+        let role = image.sections[index].role;
+        if let SectionRole::Plt { .. } = role {
             if let Some(place) = plt_entry(image, index, address) {
                 places.push(place);
                 return places;
             }
-        } else if name == ".got" || name == ".got.plt" {
+        } else if matches!(role, SectionRole::Got | SectionRole::LazyGot) {
             match image.dynamic.get(&address) {
                 Some(image::Slot::Named(name, addend)) => {
                     places.push(Place::GotNamed(name.clone(), *addend))

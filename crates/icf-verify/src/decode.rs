@@ -3,7 +3,7 @@
 //! slot, and an instruction disassembled for a report.
 
 use crate::code::{Decoded, Use};
-use crate::image::{Arch, Image, Slot};
+use crate::image::{Arch, Image, SectionRole, Slot};
 use crate::{aarch64, x86};
 
 /// Decodes `[start, end)` of `image` linearly; `None` when the range has no
@@ -21,8 +21,12 @@ pub(crate) fn decode(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>
 /// it.
 pub(crate) fn plt_slot(image: &Image, section: usize, address: u64) -> Option<&Slot> {
     let s = &image.sections[section];
-    let entry = s.address + (address - s.address) / 16 * 16;
-    let end = (entry + 16).min(s.address + s.size);
+    let SectionRole::Plt { entry_size } = s.role else {
+        return None;
+    };
+    let entry_size = entry_size.max(1);
+    let entry = s.address + address.checked_sub(s.address)? / entry_size * entry_size;
+    let end = (entry + entry_size).min(s.address + s.size);
     let decoded = decode(image, entry, end)?;
     let slot = decoded
         .iter()

@@ -1,5 +1,6 @@
 //! Landing pads: code the unwinder enters, found through `.eh_frame` (each
-//! FDE's LSDA) and the LSDA's call-site table (`.gcc_except_table`). No
+//! FDE's LSDA; Mach-O's `__eh_frame` likewise, and the LSDA index of its
+//! `__unwind_info`) and the LSDA's call-site table (`.gcc_except_table`). No
 //! branch reaches a landing pad, so the reachability walk needs them as
 //! entries. Main assumption: LSDAs in the GCC format (an omitted or
 //! absolute `@LPStart`, call-site fields in a DWARF pointer encoding);
@@ -10,21 +11,28 @@ use gimli::{BaseAddresses, CieOrFde, EhFrame, Pointer, UnwindSection};
 
 use crate::image::Image;
 
-/// Every landing pad of `image`, unsorted.
+/// Every landing pad of `image`, unsorted: from `.eh_frame` (Mach-O:
+/// `__TEXT,__eh_frame`) and Mach-O's `__TEXT,__unwind_info`.
 pub(crate) fn landing_pads(image: &Image) -> Vec<u64> {
     let mut pads = Vec::new();
-    let Some(index) = image.sections.iter().position(|s| s.name == ".eh_frame") else {
+    unwind_info_pads(image, &mut pads);
+    let named = |names: [&str; 2]| {
+        image
+            .sections
+            .iter()
+            .find(|s| names.contains(&s.name.as_str()))
+    };
+    let Some(section) = named([".eh_frame", "__TEXT,__eh_frame"]) else {
         return pads;
     };
-    let section = &image.sections[index];
     let Some(data) = image.bytes(section.address, section.size) else {
         return pads;
     };
     let mut bases = BaseAddresses::default().set_eh_frame(section.address);
-    if let Some(text) = image.sections.iter().find(|s| s.name == ".text") {
+    if let Some(text) = named([".text", "__TEXT,__text"]) {
         bases = bases.set_text(text.address);
     }
-    if let Some(got) = image.sections.iter().find(|s| s.name == ".got") {
+    if let Some(got) = named([".got", "__DATA_CONST,__got"]) {
         bases = bases.set_got(got.address);
     }
     let eh_frame = EhFrame::new(data, gimli::LittleEndian);
@@ -49,6 +57,52 @@ pub(crate) fn landing_pads(image: &Image) -> Vec<u64> {
         call_site_pads(image, lsda, fde.initial_address(), &mut pads);
     }
     pads
+}
+
+/// The landing pads of the LSDAs Mach-O's `__TEXT,__unwind_info` lists:
+/// its LSDA index, (function, LSDA) pairs of 32-bit offsets from the
+/// Mach header ([`Image::image_base`]), runs from the first first-level
+/// index entry's LSDA offset to the last (sentinel) entry's.
+fn unwind_info_pads(image: &Image, pads: &mut Vec<u64>) {
+    let Some(section) = image
+        .sections
+        .iter()
+        .find(|s| s.name == "__TEXT,__unwind_info")
+    else {
+        return;
+    };
+    let Some(data) = image.bytes(section.address, section.size) else {
+        return;
+    };
+    let word = |at: usize| -> Option<u32> {
+        let bytes = data.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes(bytes.try_into().ok()?))
+    };
+    let (Some(1), Some(index_at), Some(index_count)) = (word(0), word(20), word(24)) else {
+        return;
+    };
+    let Some(last) = index_count.checked_sub(1) else {
+        return;
+    };
+    let entry = |i: u32| (index_at as usize).checked_add(i as usize * 12);
+    let (Some(first), Some(sentinel)) = (
+        entry(0).and_then(|at| word(at + 8)),
+        entry(last).and_then(|at| word(at + 8)),
+    ) else {
+        return;
+    };
+    for at in (first as usize..sentinel as usize).step_by(8) {
+        let (Some(function), Some(lsda)) = (word(at), word(at + 4)) else {
+            return;
+        };
+        let base = image.image_base;
+        call_site_pads(
+            image,
+            base.wrapping_add(u64::from(lsda)),
+            base.wrapping_add(u64::from(function)),
+            pads,
+        );
+    }
 }
 
 /// The landing pads of the LSDA at `lsda` of a function starting at `start`.

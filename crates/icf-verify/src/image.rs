@@ -44,6 +44,39 @@ pub(crate) struct Section {
     pub synthesized: bool,
     /// `SHF_COMPRESSED`: the file holds the contents compressed.
     pub compressed: bool,
+    /// What the linker made the section for, where the checks care.
+    pub role: SectionRole,
+}
+
+/// The linker-made sections code reaches other modules through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SectionRole {
+    /// Anything else.
+    Other,
+    /// Entries of `entry_size` bytes, each a jump through one slot of a
+    /// [`SectionRole::Got`] or [`SectionRole::LazyGot`] section: ELF's
+    /// `.plt*`/`.iplt` (16 bytes), Mach-O's `__stubs` (`S_SYMBOL_STUBS`,
+    /// the size its header gives).
+    Plt { entry_size: u64 },
+    /// Slots the loader fills before the program runs: ELF's `.got`,
+    /// Mach-O's non-lazy pointers (`__got`).
+    Got,
+    /// Slots bound lazily, at the first call through them: ELF's
+    /// `.got.plt`, Mach-O's `__la_symbol_ptr`.
+    LazyGot,
+}
+
+impl SectionRole {
+    /// An ELF section's role, by its name.
+    fn of_elf(name: &str) -> SectionRole {
+        match name {
+            ".got" => SectionRole::Got,
+            ".got.plt" => SectionRole::LazyGot,
+            ".iplt" => SectionRole::Plt { entry_size: 16 },
+            _ if name.starts_with(".plt") => SectionRole::Plt { entry_size: 16 },
+            _ => SectionRole::Other,
+        }
+    }
 }
 
 /// Whether a section's contents are made by the linker (dynamic section,
@@ -301,6 +334,15 @@ pub(crate) struct Image {
     /// branches to (GNU ld's `e843419@*`, lld's `__CortexA53843419_*`),
     /// sorted: each holds the instruction it displaced, then a branch back.
     pub erratum_patches: Vec<u64>,
+    /// Mach-O: the address of the Mach header (`__TEXT`'s `vmaddr`), which
+    /// `__unwind_info` counts its offsets from; 0 for ELF.
+    pub image_base: u64,
+    /// Symbols have no sizes in the file: each runs to the next symbol,
+    /// padding included, until `padding.rs` trims functions (Mach-O).
+    pub sizes_to_next_symbol: bool,
+    /// Mach-O: the runs of data inside code (`LC_DATA_IN_CODE`: jump
+    /// tables, constant pools) as (start, end), sorted. Empty for ELF.
+    pub data_in_code: Vec<(u64, u64)>,
     /// Whether the symbol table keeps bindings: some defined symbol is
     /// global or weak. mold makes every `.symtab` symbol of an executable
     /// local, so there a binding says nothing about linkage.
@@ -411,6 +453,95 @@ pub struct TableSize {
     pub relative: bool,
 }
 
+/// What a format's reader (`read_elf`, `macho_image::read`) finds in an
+/// image, before [`Image::assemble`] indexes it.
+pub(crate) struct ImageParts {
+    pub arch: Arch,
+    /// The file's bytes (Mach-O: with chained fixups resolved in place).
+    pub data: Vec<u8>,
+    pub sections: Vec<Section>,
+    /// Named functions and data objects, numbered ([`number_symbols`]).
+    pub symbols: Vec<Symbol>,
+    /// See [`Image::labels`]: sorted, without duplicates.
+    pub labels: Vec<u64>,
+    /// See [`Image::code_entries`].
+    pub code_entries: Vec<u64>,
+    /// See [`Image::erratum_patches`]: sorted.
+    pub erratum_patches: Vec<u64>,
+    /// See [`Image::bindings_kept`].
+    pub bindings_kept: bool,
+    pub relocations: Relocations,
+    pub exported_functions: Vec<String>,
+    pub exported_names: HashSet<String>,
+    pub position_independent: bool,
+    /// See [`Image::data_in_code`]: sorted.
+    pub data_in_code: Vec<(u64, u64)>,
+    /// See [`Image::sizes_to_next_symbol`].
+    pub sizes_to_next_symbol: bool,
+    /// See [`Image::image_base`].
+    pub image_base: u64,
+}
+
+/// Reads the ELF image in `data`, the bytes of `path`.
+fn read_elf(path: &Path, data: Vec<u8>) -> Result<ImageParts, Error> {
+    let file = LinkedFile::read(path, &data)?;
+    let sections = read_sections(path, &file)?;
+    let tables = SymbolTables::read(path, &file)?;
+    let symbol_facts = SymbolFacts::read(path, &file, &sections, tables.naming())?;
+    let relocations = Relocations::read(path, &file, &sections, &tables, &symbol_facts)?;
+    let exported_names = exported_names(&tables.dynsym, file.endian);
+    let exported_functions = exported_functions(&tables.dynsym, file.endian);
+    let (arch, position_independent) = (file.arch, file.position_independent);
+    Ok(ImageParts {
+        arch,
+        sections,
+        symbols: symbol_facts.symbols,
+        labels: symbol_facts.labels,
+        code_entries: symbol_facts.code_entries,
+        erratum_patches: symbol_facts.erratum_patches,
+        bindings_kept: symbol_facts.bindings_kept,
+        relocations,
+        exported_functions,
+        exported_names,
+        position_independent,
+        data_in_code: Vec::new(),
+        sizes_to_next_symbol: false,
+        image_base: 0,
+        data,
+    })
+}
+
+/// How many symbols share each (name, file), and each name.
+type SymbolCounts = (HashMap<(String, Option<String>), u32>, HashMap<String, u32>);
+
+/// Counts `symbols` by (name, file) and by name.
+fn symbol_counts(symbols: &[Symbol]) -> SymbolCounts {
+    let mut file_counts: HashMap<(String, Option<String>), u32> = HashMap::new();
+    let mut name_counts: HashMap<String, u32> = HashMap::new();
+    for s in symbols {
+        *file_counts
+            .entry((s.name.clone(), s.file.clone()))
+            .or_insert(0) += 1;
+        *name_counts.entry(s.name.clone()).or_insert(0) += 1;
+    }
+    (file_counts, name_counts)
+}
+
+/// Numbers `symbols`, in order, among those of the same (name, file) and
+/// of the same name (their `ordinal_in_file` and `ordinal_in_name`).
+pub(crate) fn number_symbols(symbols: &mut [Symbol]) {
+    let mut in_file: HashMap<(String, Option<String>), u32> = HashMap::new();
+    let mut in_name: HashMap<String, u32> = HashMap::new();
+    for s in symbols {
+        let f = in_file.entry((s.name.clone(), s.file.clone())).or_insert(0);
+        s.ordinal_in_file = *f;
+        *f += 1;
+        let n = in_name.entry(s.name.clone()).or_insert(0);
+        s.ordinal_in_name = *n;
+        *n += 1;
+    }
+}
+
 impl Image {
     /// Reads and checks `path`: its sections, symbols and relocations;
     /// what the analyses find in it is filled in by the caller
@@ -421,27 +552,48 @@ impl Image {
         Image::parse(path, data)
     }
 
-    /// Reads the image in `data`, the bytes of `path`: its file header and
-    /// sections, its symbols and the lookups over them, the relocations a
-    /// `-q` link kept and the dynamic ones, what it exports, and where its
-    /// pointers and offsets are and point. The analyses' fields are empty.
+    /// Reads the image in `data`, the bytes of `path`: a Mach-O image
+    /// (`macho_image.rs`) or an ELF one (its file header and sections, its
+    /// symbols, the relocations a `-q` link kept and the dynamic ones, what
+    /// it exports). The analyses' fields are empty.
     fn parse(path: &Path, data: Vec<u8>) -> Result<Image, Error> {
-        let file = LinkedFile::read(path, &data)?;
-        let sections = read_sections(path, &file)?;
-        let tables = SymbolTables::read(path, &file)?;
-        let symbol_facts = SymbolFacts::read(path, &file, &sections, tables.naming())?;
-        let lookups = SymbolLookups::new(&symbol_facts.symbols);
-        let alloc_by_address = alloc_by_address(&sections);
-        let relocations = Relocations::read(path, &file, &sections, &tables, &symbol_facts)?;
-        let exported_names = exported_names(&tables.dynsym, file.endian);
-        let exported_functions = exported_functions(&tables.dynsym, file.endian);
-        let pointer_places = pointer_places(file.arch, &relocations);
-        let offset_places = offset_places(file.arch, &relocations.emitted);
-        let pointer_targets = pointer_targets(file.arch, &sections, &relocations, &offset_places);
+        let parts = if crate::macho_image::is_macho(&data) {
+            crate::macho_image::read(path, data)?
+        } else {
+            read_elf(path, data)?
+        };
+        Ok(Image::assemble(parts))
+    }
 
-        Ok(Image {
+    /// The image a format's reader found: the lookups over its symbols and
+    /// sections, and where its pointers and offsets are and point.
+    fn assemble(parts: ImageParts) -> Image {
+        let ImageParts {
+            arch,
+            data,
+            sections,
+            symbols,
+            labels,
+            code_entries,
+            erratum_patches,
+            bindings_kept,
+            relocations,
+            exported_functions,
+            exported_names,
+            position_independent,
+            data_in_code,
+            sizes_to_next_symbol,
+            image_base,
+        } = parts;
+        let lookups = SymbolLookups::new(&symbols);
+        let (file_counts, name_counts) = symbol_counts(&symbols);
+        let alloc_by_address = alloc_by_address(&sections);
+        let pointer_places = pointer_places(arch, &relocations);
+        let offset_places = offset_places(arch, &relocations.emitted);
+        let pointer_targets = pointer_targets(arch, &sections, &relocations, &offset_places);
+        Image {
             pointer_targets,
-            code_entries: symbol_facts.code_entries,
+            code_entries,
             instruction_starts: Vec::new(),
             referenced_data: Vec::new(),
             jump_targets: Vec::new(),
@@ -451,33 +603,45 @@ impl Image {
             single_register_returns: Vec::new(),
             integer_returns: Vec::new(),
             argument_registers: Vec::new(),
-            erratum_patches: symbol_facts.erratum_patches,
-            bindings_kept: symbol_facts.bindings_kept,
+            erratum_patches,
+            bindings_kept,
             pointer_places,
-            position_independent: file.position_independent,
-            arch: file.arch,
+            position_independent,
+            arch,
             data,
             sections,
-            symbols: symbol_facts.symbols,
+            symbols,
             by_address: lookups.by_address,
             alloc_by_address,
             by_file_key: lookups.by_file_key,
             by_name_key: lookups.by_name_key,
-            file_counts: symbol_facts.file_counts,
-            name_counts: symbol_facts.name_counts,
+            file_counts,
+            name_counts,
             files: lookups.files,
-            labels: symbol_facts.labels,
+            labels,
             offset_places,
             emitted: relocations.emitted,
             dynamic: relocations.dynamic,
             runtime_slots: relocations.runtime_slots,
             exported_functions,
             exported_names,
-        })
+            sizes_to_next_symbol,
+            image_base,
+            data_in_code,
+        }
     }
 
     pub fn symbol(&self, id: SymbolId) -> &Symbol {
         &self.symbols[id.0 as usize]
+    }
+
+    /// Gives each (symbol, size) of `sizes` its new size (Mach-O functions
+    /// without their padding: `padding.rs`), and sorts them by address anew.
+    pub fn set_symbol_sizes(&mut self, sizes: &[(SymbolId, u64)]) {
+        for &(id, size) in sizes {
+            self.symbols[id.0 as usize].size = size;
+        }
+        self.by_address = SymbolLookups::new(&self.symbols).by_address;
     }
 
     /// The symbol of this image that is `other`'s symbol `id` in `other_image`:
@@ -589,7 +753,7 @@ impl Image {
     /// a TLS offset), and for anything but `.got`.
     pub fn got_constant(&self, slot: u64) -> Option<u64> {
         let section = &self.sections[self.section_at(slot)?];
-        if section.name != ".got" {
+        if section.role != SectionRole::Got {
             return None;
         }
         if self.runtime_slots.contains(&slot) {
@@ -613,10 +777,36 @@ impl Image {
         }
     }
 
-    /// Whether `address` lies in an allocated, executable section.
+    /// Whether `address` lies in an allocated, executable section, and
+    /// not in a run of data there (Mach-O's `LC_DATA_IN_CODE`).
     pub fn is_code(&self, address: u64) -> bool {
         self.section_at(address)
             .is_some_and(|s| self.sections[s].executable)
+            && !self.in_data_in_code(address)
+    }
+
+    /// Whether `address` lies in a run of data inside code
+    /// ([`Image::data_in_code`]).
+    pub fn in_data_in_code(&self, address: u64) -> bool {
+        let i = self
+            .data_in_code
+            .partition_point(|&(start, _)| start <= address);
+        i.checked_sub(1)
+            .is_some_and(|i| address < self.data_in_code[i].1)
+    }
+
+    /// The places in `(start, end)` where a run of data inside code starts
+    /// or ends, sorted: where a run of unreached bytes is split.
+    pub fn data_in_code_bounds(&self, start: u64, end: u64) -> Vec<u64> {
+        let mut bounds: Vec<u64> = self
+            .data_in_code
+            .iter()
+            .flat_map(|&(from, to)| [from, to])
+            .filter(|&a| start < a && a < end)
+            .collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        bounds
     }
 
     /// The reached instruction starts in `[start, end)`.
@@ -946,6 +1136,7 @@ fn read_section(
     let file_range = section_file_range(path, file, header, &name)?;
     let synthesized = is_synthesized(&name, kind);
     let relro_data = name.starts_with(".data.rel.ro");
+    let role = SectionRole::of_elf(&name);
     Ok(Section {
         name,
         address: header.sh_addr(endian),
@@ -962,6 +1153,7 @@ fn read_section(
         },
         synthesized,
         compressed: flags & SHF_COMPRESSED != 0,
+        role,
     })
 }
 
@@ -1303,13 +1495,13 @@ fn alloc_by_address(sections: &[Section]) -> Vec<usize> {
 
 /// The image's relocations: those a `-q` link kept, and the dynamic ones.
 #[derive(Default)]
-struct Relocations {
+pub(crate) struct Relocations {
     /// See [`Image::emitted`].
-    emitted: HashMap<u64, EmittedReloc>,
+    pub emitted: HashMap<u64, EmittedReloc>,
     /// See [`Image::dynamic`].
-    dynamic: HashMap<u64, Slot>,
+    pub dynamic: HashMap<u64, Slot>,
     /// See [`Image::runtime_slots`].
-    runtime_slots: HashSet<u64>,
+    pub runtime_slots: HashSet<u64>,
 }
 
 impl Relocations {

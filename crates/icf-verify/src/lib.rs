@@ -225,8 +225,11 @@ mod dwarf;
 mod eh;
 mod error;
 mod image;
+mod macho_fixups;
+mod macho_image;
 mod noreturn;
 mod outcome;
+mod padding;
 mod reach;
 mod x86;
 mod x86_escape;
@@ -273,13 +276,19 @@ fn read_image(path: &Path) -> Result<image::Image, Error> {
     image.single_register_returns = prototypes.single_register_returns;
     image.integer_returns = prototypes.integer_returns;
     image.argument_registers = prototypes.argument_registers;
+    let mut code_references = Vec::new();
     if image.arch == Arch::X86_64 {
         let reached = reach::reach(&image);
+        code_references = reached.code_references;
         image.instruction_starts = reached.instruction_starts;
         image.referenced_data = reached.referenced_data;
         image.jump_targets = reached.jump_targets;
         image.jump_tables = reached.jump_tables;
-    } else {
+    }
+    if image.sizes_to_next_symbol {
+        padding::trim_function_ends(&mut image, &code_references);
+    }
+    if image.arch == Arch::Aarch64 {
         image.referenced_data = aarch64::referenced_data(&image);
     }
     Ok(image)

@@ -8,7 +8,7 @@
 //! or Rust runtime defines.
 
 use crate::decode;
-use crate::image::{Image, Slot, SymbolKind};
+use crate::image::{Image, SectionRole, Slot, SymbolKind};
 
 /// C and POSIX functions, and the C++ ABI's, that never return.
 const NAMES: [&str; 30] = [
@@ -84,10 +84,14 @@ pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
         .map(|s| s.address)
         .collect();
     for (index, section) in image.sections.iter().enumerate() {
-        if !(section.executable && (section.name.starts_with(".plt") || section.name == ".iplt")) {
+        let SectionRole::Plt { entry_size } = section.role else {
+            continue;
+        };
+        if !section.executable || entry_size == 0 {
             continue;
         }
-        for entry in (section.address..section.address + section.size).step_by(16) {
+        let end = section.address.saturating_add(section.size);
+        for entry in (section.address..end).step_by(entry_size as usize) {
             if let Some(Slot::Named(name, _)) = decode::plt_slot(image, index, entry)
                 && never_returns(name)
             {

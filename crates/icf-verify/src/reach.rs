@@ -61,6 +61,9 @@ struct Walk<'a> {
     jump_targets: Vec<u64>,
     /// Where the direct jumps and conditional branches of reached code go.
     branch_targets: Vec<u64>,
+    /// Code addresses reached instructions use other than by a branch or
+    /// call (`lea 1f(%rip)`).
+    code_references: Vec<u64>,
     /// The range check found for each (instruction, table) examined.
     bounds: HashMap<(u64, u64), Option<TableBound>>,
     /// The tables read so far: (table, the function reading it, its
@@ -96,6 +99,7 @@ impl Walk<'_> {
             .unwrap_or(u64::MAX);
         while let Some(index) = self.section(address)
             && address < function_end
+            && !self.image.in_data_in_code(address)
         {
             if self.sections[index].is_start(address) {
                 return;
@@ -123,6 +127,8 @@ impl Walk<'_> {
                     }
                     if reference.use_ == Use::Jump {
                         self.branch_targets.push(target);
+                    } else if reference.use_ != Use::Call {
+                        self.code_references.push(target);
                     }
                 } else if self.image.is_mapped(target) {
                     self.tables.push((address, target));
@@ -335,6 +341,9 @@ impl Walk<'_> {
 /// indirect jump, all sorted.
 pub(crate) struct Reached {
     pub instruction_starts: Vec<u64>,
+    /// Code addresses reached instructions use other than by a branch or
+    /// call, sorted.
+    pub code_references: Vec<u64>,
     pub referenced_data: Vec<u64>,
     pub jump_targets: Vec<u64>,
     pub jump_tables: Vec<JumpTable>,
@@ -383,6 +392,7 @@ pub(crate) fn reach(image: &Image) -> Reached {
         indirect_jumps: Vec::new(),
         jump_targets: Vec::new(),
         branch_targets: Vec::new(),
+        code_references: Vec::new(),
         bounds: HashMap::new(),
         read_tables: Vec::new(),
     };
@@ -431,8 +441,12 @@ pub(crate) fn reach(image: &Image) -> Reached {
         .collect();
     jump_tables.sort_unstable_by_key(|t| (t.table, t.function, t.size));
     jump_tables.dedup();
+    let mut code_references = walk.code_references;
+    code_references.sort_unstable();
+    code_references.dedup();
     Reached {
         instruction_starts: starts,
+        code_references,
         referenced_data,
         jump_targets,
         jump_tables,

@@ -95,10 +95,18 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
     let kept_relocs = image.has_emitted_relocs();
     let mut instructions = Vec::with_capacity(starts.len() + 1);
     let mut cursor = ip;
+    let data_runs = |out: &mut Vec<Decoded>, instructions: &mut Vec<_>, from, to| {
+        // A run of data inside code (a jump table) is a run of its own.
+        let mut at = from;
+        for bound in image.data_in_code_bounds(from, to).into_iter().chain([to]) {
+            out.push(data_run(image, bytes, ip, at, bound));
+            instructions.push(None);
+            at = bound;
+        }
+    };
     for &start in starts {
         if start > cursor {
-            out.push(data_run(image, bytes, ip, cursor, start));
-            instructions.push(None);
+            data_runs(&mut out, &mut instructions, cursor, start);
         }
         if decoder.set_position((start - ip) as usize).is_err() {
             break;
@@ -110,8 +118,7 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
         cursor = cursor.max(start + len as u64);
     }
     if cursor < end {
-        out.push(data_run(image, bytes, ip, cursor, end));
-        instructions.push(None);
+        data_runs(&mut out, &mut instructions, cursor, end);
     }
     let body = Body {
         instructions: &instructions,
