@@ -4,7 +4,8 @@
 //! and through `icf link` in safe and all mode, and RUN (Mach-O in the
 //! unicorn emulator of `icf-emu`, ELF natively or under qemu): every folded
 //! program must print what the plain one prints and exit alike, and the
-//! folded Mach-O programs must be smaller where folds were found. Mode all
+//! folded Mach-O programs must be smaller where folds were found, and
+//! `icf verify` must prove each against the plain one. Mode all
 //! may give address-taken twins one address (the program's lines saying
 //! whether addresses differ are compared in safe mode only).
 
@@ -22,6 +23,24 @@ fn text_size(path: &Path) -> u64 {
         .filter(|s| matches!(s.name(), Ok("__text" | ".text")))
         .map(|s| s.size())
         .sum()
+}
+
+/// `icf verify --mode mode plain folded` proves the fold.
+fn assert_verifies(plain: &Path, folded: &Path, mode: &str) {
+    let output = Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args(["verify", "--mode", mode])
+        .arg(plain)
+        .arg(folded)
+        .output()
+        .expect("running icf verify");
+    assert!(
+        output.status.success(),
+        "icf verify --mode {mode} {} {}:\n{}{}",
+        plain.display(),
+        folded.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// Links `objects` for `target` into `output` with `-dead_strip` and
@@ -253,6 +272,7 @@ fn folded_macho_programs_behave_like_plain_ones() {
                 "{} {mode}: __text is {after} bytes folded, {before} plain",
                 target.label()
             );
+            assert_verifies(&plain, &folded, mode);
         }
     }
 }

@@ -606,7 +606,19 @@ impl<'a> Checker<'a> {
                 }
             }
             (Place::Plt(a), Place::Plt(b)) if a == b => Ok(None),
+            (Place::Plt(a), Place::Plt(b)) => Ok(Some((
+                DifferenceKind::TargetsDiffer,
+                format!("entries binding different symbols ({a} vs {b})"),
+            ))),
             (Place::GotNamed(a, x), Place::GotNamed(b, y)) if a == b && x == y => Ok(None),
+            (Place::GotNamed(a, x), Place::GotNamed(b, y)) => Ok(Some((
+                DifferenceKind::TargetsDiffer,
+                format!(
+                    "slots bound to different symbols ({} vs {})",
+                    image::plus(a, *x as u64),
+                    image::plus(b, *y as u64)
+                ),
+            ))),
             (Place::GotAddress(a), Place::GotAddress(b)) => {
                 // The slot holds an address: it is a pointer like any other,
                 // except that a call or jump through it only runs it.

@@ -985,6 +985,9 @@ impl Image {
         }
         if let Some(section) = self.section_at(address) {
             let s = &self.sections[section];
+            if let Some(Slot::Named(name, _)) = crate::decode::plt_slot(self, section, address) {
+                return format!("{} ({name})", plus(&s.name, address - s.address));
+            }
             return plus(&s.name, address - s.address);
         }
         format!("{address:#x}")
