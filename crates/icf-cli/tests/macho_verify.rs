@@ -197,6 +197,21 @@ fn bad_macho_images_give_errors_that_name_the_file_and_offset() {
         for len in (4..data.len()).step_by(97) {
             check(&data[..len], false);
         }
+        // Every byte of the header (past the magic) and load commands, and a stride through
+        // the rest, set to 0xff: an error or an outcome, never a panic.
+        let commands_end =
+            32 + u32::from_le_bytes(data[20..24].try_into().expect("4 bytes")) as usize;
+        for at in (4..commands_end).chain((commands_end..data.len()).step_by(61)) {
+            let mut flipped = data.clone();
+            flipped[at] = 0xff;
+            std::fs::write(&bad, &flipped).expect("writing the bad image");
+            if let Err(error) = icf_verify::verify(&plain, &bad, &options) {
+                assert!(
+                    error.message.starts_with("at offset 0x"),
+                    "byte {at:#x}: {error}"
+                );
+            }
+        }
         // A symbol naming a section that does not exist.
         let mut renumbered = data.clone();
         let at = first_symbol_offset(&data);

@@ -1,9 +1,10 @@
-//! Bad input: a file that cannot be read or is not a linked ELF image.
+//! Bad input: a file that cannot be read or is not a linked ELF or Mach-O
+//! image (Mach-O errors start with the file offset of what is wrong).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// A file that cannot be read or is not a linked ELF image.
+/// A file that cannot be read or is not a linked ELF or Mach-O image.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     pub path: PathBuf,

@@ -1,8 +1,10 @@
-//! One linked ELF image (executable or shared library) as the verifier
-//! reads it: allocated sections, function and object symbols with their
-//! identity across two links, the relocations a `-q`/`--emit-relocs` link
-//! kept, the dynamic relocations (GOT slots, pointers in data), and the PLT
-//! entries with the symbol each binds. Main assumption: a little-endian
+//! One linked image as the verifier reads it (ELF here, Mach-O in
+//! `macho_image.rs`, both into [`ImageParts`]; [`Image::assemble`]
+//! indexes either). For ELF (executable or shared library): allocated
+//! sections, function and object symbols with their identity across two
+//! links, the relocations a `-q`/`--emit-relocs` link kept, the dynamic
+//! relocations (GOT slots, pointers in data), and the PLT entries with
+//! the symbol each binds. Main assumption: a little-endian
 //! 64-bit ELF file (x86-64 or AArch64) whose symbols are trustworthy
 //! (`.symtab`, else `.dynsym`); everything read from the file is checked
 //! here, so later code never panics on it.

@@ -1,10 +1,22 @@
 //! Translation validation of identical code folding: given two linked ELF
-//! images (executables or shared libraries, x86-64 or AArch64) built from
+//! images (executables or shared libraries, x86-64 or AArch64) or two
+//! linked Mach-O images (`MH_EXECUTE`, x86_64 or arm64) built from
 //! the same inputs without (PLAIN) and with (FOLDED) folding, prove that
 //! every function of PLAIN does the same thing in FOLDED, or name the first
 //! place where it may not. Main assumption: both images carry symbols
-//! (`.symtab`, else `.dynsym`) that say where functions and data objects
-//! start and end.
+//! (`.symtab`, else `.dynsym`; Mach-O's `LC_SYMTAB`) that say where
+//! functions and data objects start (and, on ELF, end).
+//!
+//! A Mach-O image is read into the same model (`macho_image.rs`: how its
+//! sections, unsized symbols, stubs, fixups, exports, entry points and
+//! data in code map onto what the checks below assume; `macho_fixups.rs`:
+//! rebases and binds; `padding.rs`: where a function's code ends), and
+//! every check below applies as written, with these differences: names
+//! are compared without Darwin's leading `_`; there are no kept
+//! relocations (ld64 has no `-q`) and no DWARF, so what `-q` and `-g` add
+//! on ELF is never available; locals carry no source file, so several
+//! locals of one name are no roots; x86_64 jump tables that clang leaves
+//! in `__text` (`LC_DATA_IN_CODE`) are data, each compared as bytes.
 //!
 //! This crate deliberately does not depend on `icf` or `icf-arch`: it
 //! decodes with iced-x86 and yaxpeax-arm directly, so a bug in icf's own

@@ -48,7 +48,7 @@ fn x86_code_end(image: &Image, start: u64, end: u64, code_references: &[u64]) ->
     let Some(bytes) = image.bytes(last, (end - last).min(15)) else {
         return end;
     };
-    let mut tail = last + x86::flow(image, bytes, last).len;
+    let mut tail = last.saturating_add(x86::flow(image, bytes, last).len);
     for &(from, to) in &image.data_in_code {
         if from < end && to > tail {
             tail = to.min(end);
@@ -64,7 +64,7 @@ fn x86_code_end(image: &Image, start: u64, end: u64, code_references: &[u64]) ->
 fn aarch64_code_end(image: &Image, start: u64, end: u64) -> u64 {
     const NOP: u32 = 0xd503_201f;
     let mut code_end = end;
-    while code_end >= start + 8 {
+    while code_end >= start.saturating_add(8) {
         match image.read_u32(code_end - 4) {
             Some(0 | NOP) => code_end -= 4,
             _ => break,
