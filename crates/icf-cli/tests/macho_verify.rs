@@ -125,6 +125,45 @@ fn icf_verify_proves_macho_folds_through_stubs_and_binds() {
     }
 }
 
+/// Twins with cleanups: each has an LSDA, listed in `__unwind_info`,
+/// whose landing pads the walk enters code at.
+const CLEANUPS: &str = r#"
+extern void may_throw(int);
+extern void release(int *);
+static void cleanup(int *p) { release(p); }
+__attribute__((noinline)) int guarded(int x) {
+    int v __attribute__((cleanup(cleanup))) = x; may_throw(x); return v + 1;
+}
+__attribute__((noinline)) int guarded_twin(int x) {
+    int v __attribute__((cleanup(cleanup))) = x; may_throw(x); return v + 1;
+}
+int main(void) { return guarded(1) + guarded_twin(2); }
+"#;
+
+#[test]
+fn icf_verify_reads_macho_unwind_info_with_landing_pads() {
+    for target in [Target::MachoArm64, Target::MachoX86_64] {
+        let dir = build::scratch_dir(&format!("macho-verify-eh-{}", target.label()));
+        let source = dir.join("cleanups.c");
+        std::fs::write(&source, CLEANUPS).expect("writing the source");
+        let object = build::compile(&source, target, &dir, &["-O2", "-fexceptions"]);
+        let plain = dir.join("plain");
+        link(target, &object, &plain, None, &[]);
+        for mode in ["safe", "all"] {
+            let folded = dir.join(format!("folded-{mode}"));
+            link(target, &object, &folded, Some(mode), &[]);
+            let output = verify(&plain, &folded, mode);
+            assert!(
+                output.status.success(),
+                "{} {mode}: {}{}",
+                target.label(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+}
+
 #[test]
 fn icf_verify_names_the_function_a_wrong_macho_fold_broke() {
     // (define, function made an alias of call_a, what tells them apart)
