@@ -686,7 +686,10 @@ impl<'data> Reader<'data> {
             binding,
             kind: SymbolKind::NoType,
             visibility,
-            other: 0,
+            // The weak bits of n_desc, which a copy carries over
+            // (`Symbol::flags`): N_WEAK_DEF, and N_WEAK_REF, which on a
+            // definition says the linker may hide it (`.weak_def_can_be_hidden`).
+            other: (raw.n_desc & (N_WEAK_DEF | N_WEAK_REF)) as u8,
             place: SymbolPlace::Undefined,
             value: 0,
             size: 0,

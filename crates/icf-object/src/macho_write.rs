@@ -23,6 +23,7 @@
 //!   replaced by the jump's, the rest becomes a dead atom of its own
 //!   (`icf.rest.N`), and its compact unwind record says frameless, covers
 //!   only the jump, and names no personality or LSDA.
+//! - **Kept alive**: a symbol of [`Edits::keep_alive`] gets `N_NO_DEAD_STRIP`.
 //! - Optimization hints that name an address in an edited atom are dropped
 //!   (a hint is advice about instruction sequences that are gone).
 //! - Alignment edits are not needed: an atom keeps its place, so it keeps
@@ -43,7 +44,9 @@ const N_EXT: u8 = 0x01;
 const N_PEXT: u8 = 0x10;
 const N_SECT: u8 = 0x0e;
 const N_WEAK_DEF: u16 = 0x0080;
+const N_WEAK_REF: u16 = 0x0040;
 const N_ALT_ENTRY: u16 = 0x0200;
+const N_NO_DEAD_STRIP: u16 = 0x0020;
 
 /// Which run of the symbol table a symbol belongs to (`LC_DYSYMTAB`).
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -188,6 +191,9 @@ impl<'a, 'data> Writer<'a, 'data> {
                     }
                 }
             }
+            if self.edits.keep_alive.contains(&SymbolIndex(index)) {
+                out.n_desc |= N_NO_DEAD_STRIP;
+            }
             self.of_model.insert(index, self.symbols.len());
             self.symbols.push(out);
         }
@@ -242,6 +248,11 @@ impl<'a, 'data> Writer<'a, 'data> {
                     }
                     if value > 0 {
                         n_desc |= N_ALT_ENTRY;
+                    }
+                    // The copied symbol's weak bits: a definition the linker
+                    // may hide (N_WEAK_REF) stays one.
+                    if symbol.binding == Binding::Weak {
+                        n_desc |= u16::from(symbol.flags) & (N_WEAK_DEF | N_WEAK_REF);
                     }
                     OutSymbol {
                         name: symbol.name.clone(),

@@ -235,7 +235,8 @@ pub struct Symbol<'data> {
     pub binding: Binding,
     pub kind: SymbolKind,
     pub visibility: Visibility,
-    /// The raw `st_other` byte (visibility plus machine-specific bits).
+    /// The raw `st_other` byte (visibility plus machine-specific bits); for
+    /// Mach-O, `n_desc`'s `N_WEAK_DEF` and `N_WEAK_REF` bits.
     pub other: u8,
     pub place: SymbolPlace,
     pub value: u64,
@@ -260,7 +261,7 @@ impl Symbol<'_> {
 
     /// The flags besides binding, kind and visibility that a copy of this
     /// symbol carries over (ELF: `st_other`'s machine bits, such as
-    /// `STO_AARCH64_VARIANT_PCS`).
+    /// `STO_AARCH64_VARIANT_PCS`; Mach-O: `n_desc`'s weak bits).
     pub fn flags(&self) -> u8 {
         self.other & !0x3
     }

@@ -97,6 +97,13 @@ pub struct Edits {
     pub replaced: HashMap<SectionIndex, NewContents>,
     pub align: HashMap<SectionIndex, u64>,
     pub new_symbols: Vec<NewSymbol>,
+    /// Symbols whose definitions the link must keep though the folded
+    /// objects may no longer refer to them: exported symbols of a Mach-O
+    /// executable the plain link kept alive only through references a fold
+    /// removed (ld64 exports every global but roots none of them under
+    /// `-dead_strip`). The Mach-O writer marks them `N_NO_DEAD_STRIP`; on
+    /// ELF an exported symbol is a root of the link, so the list is empty.
+    pub keep_alive: Vec<SymbolIndex>,
 }
 
 impl Edits {
@@ -105,6 +112,7 @@ impl Edits {
             && self.replaced.is_empty()
             && self.align.is_empty()
             && self.new_symbols.is_empty()
+            && self.keep_alive.is_empty()
     }
 }
 

@@ -1723,7 +1723,13 @@ fn compare_code(
             if inside && !own_start_observed {
                 let i = offset_index(&offsets.plain_offsets, x.address - p.start);
                 let j = offset_index(&offsets.folded_offsets, y.address - f.start);
-                if i.is_none() || i != j {
+                // The same place of data in code (a Mach-O jump table in
+                // `__text`, which `lea` addresses), compared as bytes with
+                // the rest of the function's data runs.
+                let same_data = x.address - p.start == y.address - f.start
+                    && plain.in_data_in_code(x.address)
+                    && folded.in_data_in_code(y.address);
+                if (i.is_none() || i != j) && !same_data {
                     return Err(differ(
                         a,
                         b,

@@ -89,6 +89,9 @@ pub struct Analysis<'p, 'data> {
     /// The plan for every class: alias, thunk or keep per member.
     pub plan: Plan,
     pub timings: Timings,
+    /// Per object, per section, what a `--gc-sections`/`-dead_strip` link
+    /// keeps ([`crate::live::live_sections`]); `None` without one.
+    pub live: Option<Vec<Vec<bool>>>,
 }
 
 /// The plan for every class with more than one member.
@@ -222,6 +225,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             significance: Vec::new(),
             keep_unique: Vec::new(),
             apart: vec![false; count],
+            live,
             plan: Plan::empty(options.mode),
             timings: Timings {
                 lift: lift_time,

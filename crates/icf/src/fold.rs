@@ -50,7 +50,78 @@ impl Analysis<'_, '_> {
                 None => self.fold_onto_kept_copy(class, &groups, &mut edits),
             }
         }
-        edits.edits
+        let mut edits = edits.edits;
+        self.keep_exports_alive(plan, &mut edits);
+        edits
+    }
+
+    /// Marks the exported symbols a `-dead_strip` link of the folded Mach-O
+    /// objects would drop though the plain link keeps them
+    /// ([`icf_object::Edits::keep_alive`]). ld64 exports every global of an
+    /// executable but roots none of them: one the plain link keeps only
+    /// because a function that folds away calls it (`leaf_b`, called by
+    /// `caller_b` alone, where `caller_b` becomes `caller_a`) would leave
+    /// the export trie, which another image can see. ELF links root what
+    /// they export, so nothing is marked there.
+    fn keep_exports_alive(&self, plan: &Plan, edits: &mut HashMap<ObjectId, Edits>) {
+        let program = self.program;
+        let (Some(live), Some(roots)) = (&self.live, &program.options.gc_sections) else {
+            return;
+        };
+        let macho = program
+            .objects
+            .iter()
+            .any(|o| o.elf.format == icf_object::Format::MachO);
+        if !macho || program.options.exports.is_empty() {
+            return;
+        }
+        // Where each folded section's references go, and which of them keep
+        // no symbols of their own (aliases: their symbols move to the kept
+        // copy; a thunk keeps its symbols and lives only if reached).
+        let mut folded: crate::live::Folded = HashMap::default();
+        let mut aliased: HashSet<(ObjectId, SectionIndex)> = HashSet::default();
+        for class in &plan.classes {
+            let kept = &self.candidates[class.kept.index()];
+            for decision in &class.decisions {
+                if matches!(decision.action, Action::Alias | Action::Thunk(_)) {
+                    let member = &self.candidates[decision.candidate.index()];
+                    let place = (member.object, member.section);
+                    folded.insert(place, (kept.object, kept.section));
+                    if decision.action == Action::Alias {
+                        aliased.insert(place);
+                    }
+                }
+            }
+        }
+        if folded.is_empty() {
+            return;
+        }
+        let after = crate::live::live_sections_folded(program, roots, &folded);
+        for (index, object) in program.objects.iter().enumerate() {
+            let id = ObjectId(index as u32);
+            for (symbol_index, symbol) in object.elf.symbols.iter().enumerate() {
+                let Some(section) = symbol.section() else {
+                    continue;
+                };
+                let exported = symbol.binding != Binding::Local
+                    && symbol.visibility == Visibility::Default
+                    && program.options.exports.exports(symbol.name);
+                if !exported || !live[index].get(section.index()).copied().unwrap_or(false) {
+                    continue;
+                }
+                let (object_after, section_after) = match folded.get(&(id, section)) {
+                    Some(&kept) if aliased.contains(&(id, section)) => kept,
+                    _ => (id, section),
+                };
+                if !after[object_after.index()][section_after.index()] {
+                    edits
+                        .entry(id)
+                        .or_default()
+                        .keep_alive
+                        .push(icf_object::SymbolIndex(symbol_index as u32));
+                }
+            }
+        }
     }
 
     /// Edits for a class folded onto its kept copy: the kept copy's hidden

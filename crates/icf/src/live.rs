@@ -28,13 +28,28 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// Per loaded object, per section: whether the link may keep it. Objects
 /// the link does not load have every section dead.
 pub fn live_sections(program: &Program<'_>, roots: &GcRoots) -> Vec<Vec<bool>> {
+    live_sections_folded(program, roots, &HashMap::default())
+}
+
+/// A folded section and where its references go instead of its own
+/// relocations: the kept copy it became an alias or a thunk of.
+pub type Folded = HashMap<(ObjectId, SectionIndex), (ObjectId, SectionIndex)>;
+
+/// [`live_sections`] in the link of the folded objects: a section of
+/// `folded` reached keeps only its kept copy alive (an alias is the kept
+/// copy; a thunk jumps there), not what its own body referred to.
+pub fn live_sections_folded(
+    program: &Program<'_>,
+    roots: &GcRoots,
+    folded: &Folded,
+) -> Vec<Vec<bool>> {
     let mut marking = Marking::new(program);
     marking.mark_named_roots(program, roots);
     let export_all = program.options.shared || roots.export_dynamic;
     marking.mark_kept_and_exported(program, export_all);
     let dependants = dependants(program);
     let instances = comdat_group_instances(program);
-    marking.follow(program, &dependants, &instances);
+    marking.follow(program, &dependants, &instances, folded);
     marking.live
 }
 
@@ -79,14 +94,14 @@ impl Marking {
     }
 
     /// Marks the sections that define the roots named by symbol: the entry
-    /// and `-u` symbols, `main`, `_init` and `_fini`, as the link resolves
-    /// them.
+    /// and `-u` symbols, `main` (`_main`, ld64's default entry, on Mach-O),
+    /// `_init` and `_fini`, as the link resolves them.
     fn mark_named_roots(&mut self, program: &Program<'_>, roots: &GcRoots) {
         let root_names: Vec<&[u8]> = roots
             .symbols
             .iter()
             .map(|s| s.as_bytes())
-            .chain([&b"main"[..], b"_init", b"_fini"])
+            .chain([&b"main"[..], b"_main", b"_init", b"_fini"])
             .collect();
         for &name in &root_names {
             if let Some((object, symbol)) = program.definitions.winner(name)
@@ -135,11 +150,16 @@ impl Marking {
         program: &'p Program<'_>,
         dependants: &Dependants,
         instances: &GroupInstances<'p>,
+        folded: &Folded,
     ) {
         // A (signature, section name) is spread to every instance once: each
         // instance it reaches would otherwise spread it again to all the others.
         let mut spread: HashSet<(&[u8], &[u8])> = HashSet::default();
         while let Some((object, section)) = self.work.pop() {
+            if let Some(&(kept_object, kept)) = folded.get(&(object, section)) {
+                self.mark(kept_object, kept);
+                continue;
+            }
             for &dependant in &dependants[object.index()][section.index()] {
                 self.mark(object, dependant);
             }

@@ -756,14 +756,11 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
         }
     }
     // Every global of a Mach-O image is in its export trie unless a list
-    // says otherwise. For a dylib or bundle that makes each one an address
-    // other images may take (as ELF's -shared). An executable's exports are
-    // taken as such only when asked for (`-export_dynamic`), as ELF's
-    // executables export only under --export-dynamic: otherwise safe mode
-    // would treat every global function of every program as
-    // address-significant, which no other image can observe but through
-    // dlsym on the main executable.
-    if !export_restricted && (command.shared || command.gc_roots.export_dynamic) {
+    // says otherwise, an executable's too: dlsym finds it, and a bundle
+    // linked with -bundle_loader refers to it directly. So each is an
+    // address another image may take and compare (icf verify says the
+    // same), whatever the output's type.
+    if !export_restricted {
         command.exports.all = true;
     }
     Ok(())
@@ -1188,13 +1185,8 @@ mod tests {
     #[test]
     fn exports_are_every_global_unless_a_list_says() {
         let scratch = Scratch::new("exports");
-        // An executable's exports count only when asked for.
-        assert!(!parse(&["ld64.lld-19", "-arch", "arm64"]).exports.all);
-        assert!(
-            parse(&["ld64.lld-19", "-arch", "arm64", "-export_dynamic"])
-                .exports
-                .all
-        );
+        // An executable's globals are exported as a dylib's are.
+        assert!(parse(&["ld64.lld-19", "-arch", "arm64"]).exports.all);
         assert!(
             parse(&["ld64.lld-19", "-arch", "arm64", "-dylib"])
                 .exports
@@ -1226,9 +1218,9 @@ mod tests {
                 .all
         );
         assert!(!parse(&["ld64.lld-19", "-no_exported_symbols"]).exports.all);
-        // -unexported_symbol leaves every other global of a dylib exported.
+        // -unexported_symbol leaves every other global exported.
         assert!(
-            parse(&["ld64.lld-19", "-dylib", "-unexported_symbol", "_x"])
+            parse(&["ld64.lld-19", "-unexported_symbol", "_x"])
                 .exports
                 .all
         );
