@@ -234,9 +234,14 @@ fn tell_what_dead_strip_removes(parsed: &LinkCommand, plan: &crate::analysis::Pl
     }
     let saved = plan.saved();
     if !parsed.gc_sections {
+        let copies = aliases + thunks;
+        let (noun, verb) = if copies == 1 {
+            ("copy", "stays")
+        } else {
+            ("copies", "stay")
+        };
         eprintln!(
-            "icf: warning: the link has no -dead_strip: the {} folded copies ({saved} bytes) stay in the output; add -dead_strip (-Wl,-dead_strip) to drop them",
-            aliases + thunks
+            "icf: warning: the link has no -dead_strip: the {copies} folded {noun} ({saved} bytes) {verb} in the output; add -dead_strip (-Wl,-dead_strip) to drop them"
         );
     } else if verbose {
         eprintln!(
