@@ -255,7 +255,7 @@ fn lld_bin_dir() -> Result<PathBuf> {
 }
 
 /// Removes cargo's fingerprint directories of `package` (named `PACKAGE-HASH`).
-fn forget_package(fingerprints: &Path, package: &str) -> Result<()> {
+pub(crate) fn forget_package(fingerprints: &Path, package: &str) -> Result<()> {
     let entries = match fs::read_dir(fingerprints) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),

@@ -10,6 +10,7 @@ mod deps;
 mod fingerprint;
 mod fuzz;
 mod fuzz_parse;
+mod macho_rust;
 mod peer;
 mod process;
 mod synthetic;
@@ -63,6 +64,9 @@ enum Task {
     FuzzParse(fuzz_parse::FuzzParseArgs),
     /// Differential fuzzing: generated C programs linked plain and through icf must behave alike.
     Fuzz(fuzz::FuzzArgs),
+    /// Build ripgrep for an Apple target (aarch64-apple-darwin by default) and print the
+    /// `__text` sizes of its link by ld64.lld-19: plain, --icf=all, icf safe and all.
+    MachoRust(macho_rust::MachoRustArgs),
     /// Hash what `icf fold` writes (outputs and reports, both modes) for the fixtures and the
     /// real corpora, to save, or to check that a change left every output the same.
     Fingerprint(fingerprint::FingerprintArgs),
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
         Task::Fuzz(args) => fuzz::run(&args),
         Task::FuzzParse(args) => fuzz_parse::run(&args),
         Task::Fingerprint(args) => fingerprint::run(&args),
+        Task::MachoRust(args) => macho_rust::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
