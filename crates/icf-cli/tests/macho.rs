@@ -680,6 +680,7 @@ fn folded_cpp_templates_behave_like_plain_ones() {
                 target.label()
             );
             assert_eq!(got, expected, "{} {mode}", target.label());
+            assert_verifies(&plain, &folded, mode);
             let size = text_size(&folded);
             assert!(
                 size < row[0],
@@ -799,7 +800,6 @@ fn folded_macho_programs_export_and_bind_nothing_new() {
 /// `-u` symbols), never `_main`, so with `-dead_strip` and no `-e`
 /// nothing looks live and `icf link --strict` folds nothing, silently.
 #[test]
-#[ignore = "icf bug: without -e, a Mach-O -dead_strip link's root _main is not seen and nothing folds"]
 fn a_macho_link_without_an_entry_option_folds() {
     let target = Target::MachoArm64;
     let (dir, objects) = fold_fixture_objects("macho-default-entry", target);
@@ -855,7 +855,6 @@ fn a_macho_link_without_an_entry_option_folds() {
 /// local relocation in __debug_info at 0x.. points into a folded copy"
 /// (without `--strict` it links without folding).
 #[test]
-#[ignore = "icf bug: a Mach-O object with a __debug_info relocation into a folded copy cannot be rewritten"]
 fn macho_objects_with_debug_info_fold() {
     for target in [Target::MachoArm64, Target::MachoX86_64] {
         let dir = icf_emu::build::scratch_dir(&format!("macho-debug-info-{}", target.label()));

@@ -137,7 +137,18 @@ impl Walk<'_> {
             if flow.indirect_jump {
                 self.indirect_jumps.push(address);
             }
-            if !flow.continues {
+            // A call to a function that never returns (`abort`, `_Exit`)
+            // does not continue: on Mach-O, whose functions run to the next
+            // symbol, what follows is padding and then another function.
+            let calls_noreturn = flow.refs.iter().any(|r| {
+                r.use_ == Use::Call
+                    && self
+                        .image
+                        .noreturn_entries
+                        .binary_search(&r.address)
+                        .is_ok()
+            });
+            if !flow.continues || calls_noreturn {
                 return;
             }
             address += flow.len;
