@@ -166,6 +166,11 @@ fn check_relocations(model: &Object<'_>, image: &Image<'_>) -> HashMap<u32, usiz
                 symbol.name_lossy(),
                 reloc.addend
             );
+            if reloc.r_type == icf_arch::HIGH_BIT_POINTER {
+                assert_eq!(image.u64_at(place), s_plus_a | 1 << 63, "{what}");
+                *checked.entry(reloc.r_type).or_default() += 1;
+                continue;
+            }
             if reloc.r_type == icf_arch::SUBTRACTOR_MARKER {
                 pending_subtrahend = Some(target);
                 continue;
@@ -303,6 +308,11 @@ fn arm64_relocations_mean_what_the_linker_writes() {
     ] {
         assert_eq!(count(&checked, kind), n, "{kind:?}: {checked:?}");
     }
+    assert_eq!(
+        checked.get(&icf_arch::HIGH_BIT_POINTER).copied(),
+        Some(1),
+        "{checked:?}"
+    );
 }
 
 #[test]

@@ -33,7 +33,8 @@ pub use aarch64::Aarch64;
 pub use architecture::{Architecture, Thunk};
 pub use lifting::recycle;
 pub use macho_reloc::{
-    CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix, MachOTranslation, SUBTRACTOR_MARKER,
+    CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, MachOTranslation,
+    SUBTRACTOR_MARKER,
 };
 pub use opaque::{OpaqueField, opaque_run};
 pub use reloc::RelocInfo;

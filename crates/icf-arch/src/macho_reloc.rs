@@ -21,6 +21,15 @@
 /// ELF relocation number space, known to each architecture's table.
 pub const SUBTRACTOR_MARKER: u32 = 0x4d4f_5355;
 
+/// The model relocation type of a 64-bit pointer with bit 63 set on top of
+/// its target (Apple arm64's non-unique RTTI: a type's name pointer is
+/// `_ZTS... + (1 << 63)` when the type may have several names, so
+/// `type_info::operator==` compares strings). The bit is not part of the
+/// addend, which the model bounds; the type keeps it, so such a pointer
+/// equals only another with the bit. An absolute 8-byte field to each
+/// architecture's table.
+pub const HIGH_BIT_POINTER: u32 = 0x4d4f_4842;
+
 /// One Mach-O relocation entry, as the file states it.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct MachOFixup {

@@ -6,7 +6,7 @@
 //! patches, so its ELF type is read off that instruction, as ELF spells
 //! the scale in the type (`LDST32_ABS_LO12_NC`...).
 
-use crate::macho_reloc::{MachOFixup, MachOMeaning, MachOTranslation};
+use crate::macho_reloc::{HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOTranslation};
 use object::{elf, macho};
 
 pub(crate) fn meaning(fixup: &MachOFixup) -> Result<MachOMeaning, String> {
@@ -56,9 +56,19 @@ pub(crate) fn meaning(fixup: &MachOFixup) -> Result<MachOMeaning, String> {
                     ));
                 }
             };
+            let stored = fixup.signed_field();
+            // Non-unique RTTI's name pointer: the target plus bit 63.
+            if fixup.length == 3 && stored < 0 && (stored & i64::MAX) < (1 << 32) {
+                return Ok(MachOMeaning::Fixup(MachOTranslation {
+                    elf_type: HIGH_BIT_POINTER,
+                    stored: stored & i64::MAX,
+                    pc_offset: 0,
+                    locate_bias: 0,
+                }));
+            }
             Ok(MachOMeaning::Fixup(MachOTranslation {
                 elf_type: elf_type.0,
-                stored: fixup.signed_field(),
+                stored,
                 pc_offset: 0,
                 locate_bias: 0,
             }))

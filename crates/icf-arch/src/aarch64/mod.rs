@@ -7,7 +7,9 @@ mod lift;
 mod macho_reloc;
 
 use crate::architecture::{Architecture, Thunk};
-use crate::macho_reloc::{CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix, SUBTRACTOR_MARKER};
+use crate::macho_reloc::{
+    CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, SUBTRACTOR_MARKER,
+};
 use crate::reloc::{RelocInfo, abs};
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
@@ -59,6 +61,9 @@ impl Architecture for Aarch64 {
     fn elf_reloc(&self, r_type: u32) -> Option<RelocInfo> {
         if r_type == SUBTRACTOR_MARKER {
             return abs(0);
+        }
+        if r_type == HIGH_BIT_POINTER {
+            return abs(8);
         }
         elf_reloc::info(r_type)
     }
