@@ -15,15 +15,8 @@
 //! that exports exactly what that first link left undefined, so they need
 //! no `dynamic_lookup`.
 //!
-//! Two known icf problems shape the replays, and each is checked and
-//! printed every run rather than hidden:
-//! - icf's `-dead_strip` roots name the ELF entry `main`, not ld64's
-//!   default entry `_main`: a link without `-e` (rustc's) folds nothing.
-//!   The replays add `-e _main` (what ld64 does by default anyway).
-//! - icf cannot rewrite a Mach-O object whose `__debug_info` has a local
-//!   relocation into a folded copy (any `-g` object; rustup's std and
-//!   ripgrep's release profile carry debug info): `--strict` rejects the
-//!   link. The replays use copies of the inputs with `llvm-strip-19 -S`.
+//! The replays are rustc's own command (no `-e`: ld64's default entry
+//! `_main`) on the inputs as built, debug information included.
 //!
 //! About 2 minutes on 2 cores the first time (the build), a few seconds
 //! after (the links).
@@ -43,7 +36,6 @@ use crate::process::{self, cargo, display};
 
 const RIPGREP_VERSION: &str = "15.2.0";
 const LD64: &str = "ld64.lld-19";
-const STRIP: &str = "llvm-strip-19";
 /// The libraries rustc asks for on Apple targets.
 const LIBRARIES: [&str; 4] = ["System", "c", "m", "iconv"];
 
@@ -55,12 +47,10 @@ pub struct MachoRustArgs {
 }
 
 pub fn run(args: &MachoRustArgs) -> Result<()> {
-    for tool in [LD64, STRIP] {
-        ensure!(
-            process::find_program(tool).is_some(),
-            "{tool} is missing (`cargo xtask install-deps`)"
-        );
-    }
+    ensure!(
+        process::find_program(LD64).is_some(),
+        "{LD64} is missing (`cargo xtask install-deps`)"
+    );
     let icf = crate::peer::build_icf()?;
     let started = Instant::now();
     let corpus = recorded_link(&args.target)?;
@@ -69,7 +59,7 @@ pub fn run(args: &MachoRustArgs) -> Result<()> {
 
     let started = Instant::now();
     let sdk = write_full_sdk(dir)?;
-    let stripped = strip_debug(&corpus)?;
+    let inputs = dir.join("inputs");
     let scratch = dir.join("links");
     fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let link = |output: &str, inputs: &Path, extra: &[&str], icf_mode: Option<&str>| {
@@ -84,16 +74,15 @@ pub fn run(args: &MachoRustArgs) -> Result<()> {
             .with_context(|| format!("running `{}`", display(&command)))?;
         Ok::<_, anyhow::Error>((command, output_text))
     };
-    let entry: &[&str] = &["-e", "_main"];
     let mut rows = Vec::new();
     for (name, extra, mode) in [
-        ("plain", entry.to_vec(), None),
-        ("lld --icf=all", vec!["-e", "_main", "--icf=all"], None),
-        ("icf link --mode safe", entry.to_vec(), Some("safe")),
-        ("icf link --mode all", entry.to_vec(), Some("all")),
+        ("plain", vec![], None),
+        ("lld --icf=all", vec!["--icf=all"], None),
+        ("icf link --mode safe", vec![], Some("safe")),
+        ("icf link --mode all", vec![], Some("all")),
     ] {
         let file = name.replace([' ', '='], "_").replace("--", "");
-        let (command, output) = link(&file, &stripped, &extra, mode)?;
+        let (command, output) = link(&file, &inputs, &extra, mode)?;
         if !output.status.success() {
             bail!(
                 "`{}` failed:\n{}",
@@ -104,29 +93,9 @@ pub fn run(args: &MachoRustArgs) -> Result<()> {
         rows.push((name, text_size(&scratch.join(&file))?));
     }
 
-    // The two known problems, measured as they stand.
-    let (_, no_entry) = link("icf_all_no_entry", &stripped, &[], Some("all"))?;
-    let no_entry_text = if no_entry.status.success() {
-        text_size(&scratch.join("icf_all_no_entry"))?.to_string()
-    } else {
-        format!(
-            "failed: {}",
-            String::from_utf8_lossy(&no_entry.stderr).trim()
-        )
-    };
-    let (_, debug) = link("icf_all_debug", &dir.join("inputs"), entry, Some("all"))?;
-    let debug_text = if debug.status.success() {
-        format!("{} bytes", text_size(&scratch.join("icf_all_debug"))?)
-    } else {
-        format!(
-            "rejected: {}",
-            String::from_utf8_lossy(&debug.stderr).trim()
-        )
-    };
-
     let mut report = Command::new(&icf);
     report.args(["report", "--mode", "all"]);
-    report.args(input_paths(&corpus, &stripped)?);
+    report.args(input_paths(&corpus, &inputs)?);
     let report = process::capture(&mut report)?;
     let summary: Vec<String> = String::from_utf8_lossy(&report.stdout)
         .lines()
@@ -135,7 +104,7 @@ pub fn run(args: &MachoRustArgs) -> Result<()> {
         .collect();
 
     println!(
-        "ripgrep {RIPGREP_VERSION} for {}, `ld64.lld-19 -dead_strip`, debug info stripped from the inputs:",
+        "ripgrep {RIPGREP_VERSION} for {}, `ld64.lld-19 -dead_strip`:",
         args.target
     );
     let plain = rows[0].1;
@@ -151,17 +120,12 @@ pub fn run(args: &MachoRustArgs) -> Result<()> {
     for line in summary {
         println!("  {line}");
     }
-    println!("known problems, as they stand:");
     println!(
-        "  icf link --mode all without `-e _main` (rustc's own command): __text {no_entry_text}"
-    );
-    println!("  icf link --mode all on the inputs with debug info: {debug_text}");
-    println!(
-        "replays took {:.1} s: {} with its inputs from {}, `-syslibroot {}`, \
-         and `-e _main` (lld: `-e _main --icf=all`; icf: run by `{} link --strict --mode MODE --`)",
+        "replays took {:.1} s: {} with its inputs from {}, `-syslibroot {}` \
+         (lld: `--icf=all` added; icf: run by `{} link --strict --mode MODE --`)",
         started.elapsed().as_secs_f64(),
         dir.join("link-args.txt").display(),
-        stripped.display(),
+        inputs.display(),
         sdk.display(),
         icf.display()
     );
@@ -274,27 +238,6 @@ fn write_full_sdk(dir: &Path) -> Result<PathBuf> {
         binary.display()
     );
     write_sdk(&dir.join("sdk"), &imports)
-}
-
-/// Copies of the inputs without debug info, in `DIR/stripped/` (each
-/// redone when its input is newer).
-fn strip_debug(corpus: &Corpus) -> Result<PathBuf> {
-    let out = corpus.dir.join("stripped");
-    fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    for input in &corpus.inputs {
-        let name = input.file_name().context("an input without a name")?;
-        let copy = out.join(name);
-        let fresh = match (fs::metadata(input), fs::metadata(&copy)) {
-            (Ok(from), Ok(to)) => to.modified()? >= from.modified()?,
-            _ => false,
-        };
-        if !fresh {
-            let mut strip = Command::new(STRIP);
-            strip.arg("-S").arg(input).arg("-o").arg(&copy);
-            process::capture(&mut strip)?;
-        }
-    }
-    Ok(out)
 }
 
 /// The inputs of the recorded link, under `dir` instead of `inputs/`.

@@ -216,7 +216,9 @@ impl<'a, 'data> Writer<'a, 'data> {
         replaced.sort_unstable();
         for section in replaced {
             let contents = &self.edits.replaced[&section];
-            let rest = (contents.bytes.len() as u64).next_multiple_of(4);
+            // Right after the jump: the old instructions behind it belong to
+            // the dead atom, not to the thunk.
+            let rest = contents.bytes.len() as u64;
             self.rest_at.insert(section, rest);
             if rest < object.section(section).size {
                 self.symbols.push(OutSymbol {
