@@ -358,25 +358,8 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<V
 fn run_tool(command: &mut Command) {
     let program = command.get_program().to_string_lossy().into_owned();
     require_tool(&program);
-    let shown = std::iter::once(program.clone())
-        .chain(
-            command
-                .get_args()
-                .map(|arg| arg.to_string_lossy().into_owned()),
-        )
-        .collect::<Vec<_>>()
-        .join(" ");
-    let output = command
-        .output()
-        .unwrap_or_else(|error| panic!("could not run `{shown}`: {error}"));
-    if !output.status.success() {
-        panic!(
-            "`{shown}` failed ({}):\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    let output = icf_fixtures::run(command);
     if !output.stderr.is_empty() {
-        eprintln!("{shown}\n{}", String::from_utf8_lossy(&output.stderr));
+        eprintln!("{program}: {}", String::from_utf8_lossy(&output.stderr));
     }
 }

@@ -39,7 +39,7 @@
 
 use crate::eh_frame::{Fde, UnwindKind};
 use crate::error::{Error, Result};
-use crate::macho_layout::{Atom, DataInCode, MachOLayout, MachOSection};
+use crate::macho_layout::{Atom, DataInCode, MachOLayout, MachOSection, read_uleb128};
 use crate::model::{
     Binding, Reloc, RelocIndex, Section, SectionIndex, Symbol, SymbolIndex, SymbolKind,
     SymbolPlace, Visibility,
@@ -1062,21 +1062,4 @@ fn check_hints(table: &[u8]) -> std::result::Result<(), usize> {
         }
     }
     Ok(())
-}
-
-fn read_uleb128(bytes: &mut &[u8]) -> Option<u64> {
-    let mut value = 0u64;
-    let mut shift = 0;
-    loop {
-        let (&byte, rest) = bytes.split_first()?;
-        *bytes = rest;
-        if shift >= 64 {
-            return None;
-        }
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-        shift += 7;
-    }
 }

@@ -129,3 +129,12 @@ pub(crate) fn trim(name: &[u8; 16]) -> &[u8] {
     let end = name.iter().position(|&b| b == 0).unwrap_or(16);
     &name[..end]
 }
+
+/// A ULEB128 number from the front of `bytes`, which it advances; `None`
+/// when the bytes end first or the number does not fit 64 bits.
+pub(crate) fn read_uleb128(bytes: &mut &[u8]) -> Option<u64> {
+    let mut reader = gimli::EndianSlice::new(bytes, gimli::LittleEndian);
+    let value = gimli::leb128::read::unsigned(&mut reader).ok()?;
+    *bytes = reader.slice();
+    Some(value)
+}

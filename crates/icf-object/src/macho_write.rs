@@ -30,7 +30,7 @@
 //!   its alignment.
 
 use crate::error::{Error, Result};
-use crate::macho_layout::MachOLayout;
+use crate::macho_layout::{MachOLayout, read_uleb128};
 use crate::model::{Binding, SectionIndex, SymbolIndex, SymbolPlace, Visibility};
 use crate::object::Object;
 use crate::rewrite::{Destination, Edits, NewContents, SymbolRef};
@@ -623,17 +623,17 @@ impl<'a, 'data> Writer<'a, 'data> {
         let mut rest = hints;
         while !rest.is_empty() {
             let entry_start = rest;
-            let Some(kind) = read_uleb(&mut rest) else {
+            let Some(kind) = read_uleb128(&mut rest) else {
                 break;
             };
             if kind == 0 {
                 break;
             }
-            let count =
-                read_uleb(&mut rest).ok_or_else(|| Error::new("a truncated optimization hint"))?;
+            let count = read_uleb128(&mut rest)
+                .ok_or_else(|| Error::new("a truncated optimization hint"))?;
             let mut touches = false;
             for _ in 0..count {
-                let address = read_uleb(&mut rest)
+                let address = read_uleb128(&mut rest)
                     .ok_or_else(|| Error::new("a truncated optimization hint"))?;
                 touches |= edited.iter().any(|&(s, e)| (s..e).contains(&address));
             }
@@ -854,22 +854,5 @@ fn put_u32(data: &mut [u8], at: usize, value: u32) {
 fn pad8(out: &mut Vec<u8>) {
     while out.len() % 8 != 0 {
         out.push(0);
-    }
-}
-
-fn read_uleb(bytes: &mut &[u8]) -> Option<u64> {
-    let mut value = 0u64;
-    let mut shift = 0;
-    loop {
-        let (&byte, rest) = bytes.split_first()?;
-        *bytes = rest;
-        if shift >= 64 {
-            return None;
-        }
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-        shift += 7;
     }
 }
