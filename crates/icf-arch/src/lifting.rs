@@ -76,8 +76,9 @@ pub(crate) fn fall_through(
 }
 
 /// Drops the blocks at the end of the walk order that nothing reaches,
-/// nothing branches to and that hold only `nop` (one opcode for any
-/// length): alignment padding after a function's last instruction. A
+/// nothing branches to, that hold only `nop` (one opcode for any length)
+/// and that end the function's bytes: alignment padding after a
+/// function's last instruction. A
 /// Mach-O atom holds its padding (an ELF section under
 /// `-ffunction-sections` does not), and two copies of one function differ
 /// in it by where they sit. Returns whether it dropped any: then the
@@ -85,11 +86,15 @@ pub(crate) fn fall_through(
 /// have reached it.
 pub(crate) fn drop_trailing_padding(f: &mut Function, nop: icf_ir::Opcode) -> bool {
     let mut dropped = false;
+    // Only what ends the function's bytes: an unreached block of nops in
+    // the middle (alignment before a loop head) stays, and so does the
+    // fall-through of whatever ends the function.
+    let mut end = f.size;
     while let Some(block) = f.blocks.last() {
         let last = f.blocks.len() - 1;
         let insts = &f.insts[block.insts.start as usize..block.insts.end as usize];
         let padding = !block.reached
-            && !insts.is_empty()
+            && insts.last().is_some_and(|inst| inst.at + inst.len == end)
             && insts
                 .iter()
                 .all(|inst| inst.op == nop && inst.operands.is_empty());
@@ -100,6 +105,7 @@ pub(crate) fn drop_trailing_padding(f: &mut Function, nop: icf_ir::Opcode) -> bo
         if !padding || targeted {
             break;
         }
+        end = insts.first().map_or(end, |inst| inst.at);
         let start = block.insts.start as usize;
         f.insts.truncate(start);
         f.blocks.pop();

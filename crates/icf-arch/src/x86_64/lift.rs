@@ -816,6 +816,24 @@ mod tests {
         lift(&input)
     }
 
+    #[test]
+    fn padding_after_the_last_instruction_is_not_compared_but_padding_inside_is() {
+        // `ret` then a 10-byte `nopw` (a Mach-O atom's trailing padding):
+        // the same function as a bare `ret`, and nothing falls through.
+        let padded = lift_bytes(&[0xc3, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0], &[]);
+        let bare = lift_bytes(&[0xc3], &[]);
+        assert_eq!(text(&padded), text(&bare));
+        assert!(padded.fall_through.is_none());
+        // `jmp +1; nop; ret`: the unreached nop sits before the jump's
+        // target, not at the end, and stays.
+        let inside = lift_bytes(&[0xeb, 0x01, 0x90, 0xc3], &[]);
+        assert_eq!(inside.blocks.len(), 3, "{}", text(&inside));
+        // `call` then padding: the call is reached and falls through into
+        // the padding, which is then reached too and kept.
+        let call = lift_bytes(&[0xe8, 0, 0, 0, 0, 0x90], &[]);
+        assert!(call.blocks.iter().all(|b| b.reached), "{}", text(&call));
+    }
+
     fn text(f: &Function) -> String {
         let mut out = String::new();
         icf_ir::print::print_function(
