@@ -89,3 +89,26 @@ fn decode_one(image: &Image, address: u64) -> Option<Decoded> {
     };
     decoded.into_iter().next()
 }
+
+/// Naming places needs the decoder: a stub is named by the symbol it binds.
+impl Image {
+    /// A name for `address`: `symbol+offset`, `section+offset` or the number.
+    pub fn describe(&self, address: u64) -> String {
+        let (containing, _) = self.symbols_around(address);
+        if let Some(&id) = containing.first() {
+            let s = self.symbol(id);
+            return crate::image::plus(&s.name, address - s.address);
+        }
+        if let Some(section) = self.section_at(address) {
+            let s = &self.sections[section];
+            if let Some(Slot::Named(name, _)) = plt_slot(self, section, address) {
+                return format!(
+                    "{} ({name})",
+                    crate::image::plus(&s.name, address - s.address)
+                );
+            }
+            return crate::image::plus(&s.name, address - s.address);
+        }
+        format!("{address:#x}")
+    }
+}

@@ -485,7 +485,7 @@ pub(crate) struct ImageParts {
 }
 
 /// Reads the ELF image in `data`, the bytes of `path`.
-fn read_elf(path: &Path, data: Vec<u8>) -> Result<ImageParts, Error> {
+pub(crate) fn read_elf(path: &Path, data: Vec<u8>) -> Result<ImageParts, Error> {
     let file = LinkedFile::read(path, &data)?;
     let sections = read_sections(path, &file)?;
     let tables = SymbolTables::read(path, &file)?;
@@ -545,31 +545,9 @@ pub(crate) fn number_symbols(symbols: &mut [Symbol]) {
 }
 
 impl Image {
-    /// Reads and checks `path`: its sections, symbols and relocations;
-    /// what the analyses find in it is filled in by the caller
-    /// (`read_image` in `lib.rs`).
-    pub fn read(path: &Path) -> Result<Image, Error> {
-        let data =
-            std::fs::read(path).map_err(|e| Error::new(path, format!("cannot read: {e}")))?;
-        Image::parse(path, data)
-    }
-
-    /// Reads the image in `data`, the bytes of `path`: a Mach-O image
-    /// (`macho_image.rs`) or an ELF one (its file header and sections, its
-    /// symbols, the relocations a `-q` link kept and the dynamic ones, what
-    /// it exports). The analyses' fields are empty.
-    fn parse(path: &Path, data: Vec<u8>) -> Result<Image, Error> {
-        let parts = if crate::macho_image::is_macho(&data) {
-            crate::macho_image::read(path, data)?
-        } else {
-            read_elf(path, data)?
-        };
-        Ok(Image::assemble(parts))
-    }
-
     /// The image a format's reader found: the lookups over its symbols and
     /// sections, and where its pointers and offsets are and point.
-    fn assemble(parts: ImageParts) -> Image {
+    pub(crate) fn assemble(parts: ImageParts) -> Image {
         let ImageParts {
             arch,
             data,
@@ -976,23 +954,6 @@ impl Image {
     pub fn next_offset_place(&self, address: u64) -> u64 {
         let i = self.offset_places.partition_point(|&a| a <= address);
         self.offset_places.get(i).copied().unwrap_or(u64::MAX)
-    }
-
-    /// A name for `address`: `symbol+offset`, `section+offset` or the number.
-    pub fn describe(&self, address: u64) -> String {
-        let (containing, _) = self.symbols_around(address);
-        if let Some(&id) = containing.first() {
-            let s = self.symbol(id);
-            return plus(&s.name, address - s.address);
-        }
-        if let Some(section) = self.section_at(address) {
-            let s = &self.sections[section];
-            if let Some(Slot::Named(name, _)) = crate::decode::plt_slot(self, section, address) {
-                return format!("{} ({name})", plus(&s.name, address - s.address));
-            }
-            return plus(&s.name, address - s.address);
-        }
-        format!("{address:#x}")
     }
 
     /// The pointer places in `[start, start + size)`.

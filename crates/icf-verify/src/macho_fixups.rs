@@ -25,7 +25,7 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::image::{Relocations, Slot};
-use crate::macho_image::{LoadCommands, RawSymbol, Segment, language_name, located};
+use crate::macho_commands::{LoadCommands, RawSymbol, Segment, language_name, located};
 
 /// The rebases and binds of the image read from `data` (the bytes of
 /// `path`), chained fixups' words rewritten in `data` as dyld writes them.

@@ -61,6 +61,7 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::image::{Arch, ImageParts, Section, SectionRole, Symbol, SymbolKind, number_symbols};
+use crate::macho_commands::{LoadCommands, RawSymbol, Segment, language_name, located};
 use crate::macho_fixups;
 
 /// Whether `data` starts like a Mach-O file (thin 32- or 64-bit, either
@@ -74,11 +75,6 @@ pub(crate) fn is_macho(data: &[u8]) -> bool {
         [0xca, 0xfe, 0xba, 0xbe],
     ];
     MAGICS.iter().any(|magic| data.starts_with(magic))
-}
-
-/// An error in `path` at file offset `at`.
-pub(crate) fn located(path: &Path, at: u64, message: impl std::fmt::Display) -> Error {
-    Error::new(path, format!("at offset {at:#x}: {message}"))
 }
 
 const MH_EXECUTE: u32 = 2;
@@ -109,46 +105,6 @@ const N_TYPE: u8 = 0x0e;
 const N_EXT: u8 = 0x01;
 const N_SECT: u8 = 0x0e;
 const N_WEAK_DEF: u16 = 0x0080;
-
-/// A segment as its load command gives it.
-#[derive(Clone, Debug)]
-pub(crate) struct Segment {
-    pub name: String,
-    pub vmaddr: u64,
-    pub vmsize: u64,
-    pub fileoff: u64,
-    pub filesize: u64,
-}
-
-impl Segment {
-    /// The address of file offset `offset`, if the segment maps it.
-    fn address_of_offset(&self, offset: u64) -> Option<u64> {
-        let within = offset.checked_sub(self.fileoff)?;
-        (within < self.filesize).then(|| self.vmaddr.wrapping_add(within))
-    }
-}
-
-/// What the load commands say, checked against the file.
-pub(crate) struct LoadCommands {
-    pub segments: Vec<Segment>,
-    /// Every section, in load-command order (`n_sect` counts from 1).
-    pub sections: Vec<Section>,
-    pub symtab: Option<(macho::SymtabCommand<LE>, u64)>,
-    pub dyld_info: Option<(macho::DyldInfoCommand<LE>, u64)>,
-    pub chained_fixups: Option<(macho::LinkeditDataCommand<LE>, u64)>,
-    pub exports_trie: Option<(macho::LinkeditDataCommand<LE>, u64)>,
-    pub function_starts: Option<(macho::LinkeditDataCommand<LE>, u64)>,
-    pub data_in_code: Option<(macho::LinkeditDataCommand<LE>, u64)>,
-    /// `LC_MAIN`'s entry offset, with the command's offset.
-    pub entry_offset: Option<(u64, u64)>,
-}
-
-impl LoadCommands {
-    /// The segment named `name`.
-    pub fn segment(&self, name: &str) -> Option<&Segment> {
-        self.segments.iter().find(|s| s.name == name)
-    }
-}
 
 /// Reads the Mach-O image in `data`, the bytes of `path`.
 pub(crate) fn read(path: &Path, data: Vec<u8>) -> Result<ImageParts, Error> {
@@ -509,17 +465,6 @@ fn data_in_code(
     Ok(runs)
 }
 
-/// One defined (`N_SECT`) symbol of the symbol table.
-pub(crate) struct RawSymbol {
-    /// The name without its leading `_`.
-    pub name: String,
-    pub n_type: u8,
-    pub n_desc: u16,
-    pub address: u64,
-    /// Index into [`LoadCommands::sections`].
-    pub section: usize,
-}
-
 /// The symbol table's defined symbols and the places they mark.
 struct RawSymbols {
     /// Defined symbols inside their sections, in table order.
@@ -528,13 +473,6 @@ struct RawSymbols {
     code_places: Vec<u64>,
     /// Addresses of symbols in other sections.
     data_places: Vec<u64>,
-}
-
-/// The name a symbol of the table is known by: without the one leading
-/// `_` the compilers add on Darwin.
-pub(crate) fn language_name(raw: &[u8]) -> String {
-    let raw = raw.strip_prefix(b"_").unwrap_or(raw);
-    String::from_utf8_lossy(raw).into_owned()
 }
 
 /// Reads `LC_SYMTAB`'s table: its defined symbols, each checked against
