@@ -98,6 +98,8 @@ struct Writer<'a, 'data> {
     of_new: Vec<usize>,
     /// Where each replaced atom's dead rest starts (offset in the atom).
     rest_at: HashMap<SectionIndex, u64>,
+    /// File offset of the input's symbol table (`LC_SYMTAB`'s `symoff`).
+    symoff: u32,
 }
 
 impl<'a, 'data> Writer<'a, 'data> {
@@ -106,11 +108,14 @@ impl<'a, 'data> Writer<'a, 'data> {
         layout: &'a MachOLayout,
         edits: &'a Edits,
     ) -> Result<Writer<'a, 'data>> {
+        let commands = read_commands(object.data)?;
+        let symoff = commands.symtab.map_or(0, |at| get_u32(object.data, at + 8));
         let mut writer = Writer {
             object,
             layout,
             edits,
-            commands: read_commands(object.data)?,
+            symoff,
+            commands,
             symbols: Vec::new(),
             of_model: HashMap::default(),
             of_new: Vec::new(),
@@ -131,14 +136,18 @@ impl<'a, 'data> Writer<'a, 'data> {
         (self.layout.atoms[section.index()].section + 1) as u8
     }
 
-    /// The raw `nlist_64` entry behind model symbol `index` (1-based).
-    fn raw_nlist(&self, index: u32) -> Option<(u8, u16)> {
-        // Read back from the file: type and desc as written.
-        let data = self.object.data;
-        let (symoff, _) = symtab_range(data)?;
-        let at = symoff as usize + (index as usize - 1) * 16;
-        let entry = data.get(at..at + 16)?;
-        Some((entry[4], u16::from_le_bytes([entry[6], entry[7]])))
+    /// The `nlist_64` entry behind model symbol `index` (1-based), as the
+    /// file has it: type, section number, desc and value.
+    fn raw_entry(&self, index: u32) -> Option<(u8, u8, u16, u64)> {
+        let at = self.symoff as usize + (index as usize - 1) * 16;
+        let entry = self.object.data.get(at..at + 16)?;
+        let value = u64::from_le_bytes(entry[8..16].try_into().ok()?);
+        Some((
+            entry[4],
+            entry[5],
+            u16::from_le_bytes([entry[6], entry[7]]),
+            value,
+        ))
     }
 
     fn plan_symbols(&mut self) -> Result<()> {
@@ -148,18 +157,16 @@ impl<'a, 'data> Writer<'a, 'data> {
         // The symbol table's own entries.
         for index in 1..=nlist_count {
             let symbol = object.symbol(SymbolIndex(index));
-            let (n_type, n_desc) = self
-                .raw_nlist(index)
+            let (n_type, n_sect, n_desc, n_value) = self
+                .raw_entry(index)
                 .ok_or_else(|| Error::new("the symbol table moved under the writer"))?;
-            let raw_value = self.raw_value(index);
-            let run = run_of(n_type);
             let mut out = OutSymbol {
                 name: symbol.name.to_vec(),
                 n_type,
-                n_sect: self.raw_sect(index),
+                n_sect,
                 n_desc,
-                n_value: raw_value,
-                run,
+                n_value,
+                run: run_of(n_type),
             };
             if let SymbolPlace::Section(section) = symbol.place
                 && let Some(destination) = self.edits.moved.get(&section)
@@ -278,25 +285,6 @@ impl<'a, 'data> Writer<'a, 'data> {
             self.symbols.push(out);
         }
         Ok(())
-    }
-
-    fn raw_value(&self, index: u32) -> u64 {
-        let Some((symoff, _)) = symtab_range(self.object.data) else {
-            return 0;
-        };
-        let at = symoff as usize + (index as usize - 1) * 16 + 8;
-        self.object
-            .data
-            .get(at..at + 8)
-            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-    }
-
-    fn raw_sect(&self, index: u32) -> u8 {
-        let Some((symoff, _)) = symtab_range(self.object.data) else {
-            return 0;
-        };
-        let at = symoff as usize + (index as usize - 1) * 16 + 5;
-        self.object.data.get(at).copied().unwrap_or(0)
     }
 
     /// A symbol (output position) standing for model symbol `symbol`, or
@@ -831,13 +819,6 @@ fn read_commands(data: &[u8]) -> Result<Commands> {
         offset += u64::from(command.cmdsize());
     }
     Ok(result)
-}
-
-/// `LC_SYMTAB`'s symbol table offset and count.
-fn symtab_range(data: &[u8]) -> Option<(u32, u32)> {
-    let commands = read_commands(data).ok()?;
-    let at = commands.symtab?;
-    Some((get_u32(data, at + 8), get_u32(data, at + 12)))
 }
 
 fn get_u32(data: &[u8], at: u64) -> u32 {
