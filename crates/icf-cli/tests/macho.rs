@@ -74,14 +74,7 @@ fn link_with(
             command
         }
     };
-    let result = command
-        .output()
-        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
-    assert!(
-        result.status.success(),
-        "{command:?} failed:\n{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
+    icf_fixtures::run(&mut command);
 }
 
 /// Compiles the fold fixtures and the runtime for `target` into a scratch

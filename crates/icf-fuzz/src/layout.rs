@@ -86,6 +86,23 @@ pub struct Layout {
     pub macho_cputype: u32,
 }
 
+/// What adds a field of the object at file offset `base` to a layout:
+/// `(layout, offset in the object, encoding, role, what)`, described after
+/// `prefix` (the archive member, if any).
+pub(crate) fn field_adder(
+    base: usize,
+    prefix: &str,
+) -> impl Fn(&mut Layout, usize, Encoding, Role, String) + '_ {
+    move |layout, offset, encoding, role, what| {
+        layout.fields.push(Field {
+            offset: base + offset,
+            encoding,
+            role,
+            description: format!("{prefix}{what}"),
+        });
+    }
+}
+
 pub(crate) fn read_le(data: &[u8], offset: usize, width: usize) -> Option<u64> {
     let bytes = data.get(offset..offset.checked_add(width)?)?;
     Some(
@@ -155,14 +172,7 @@ pub(crate) fn elf_object(layout: &mut Layout, file: &[u8], base: usize, prefix: 
     if !data.starts_with(b"\x7fELF") || data.get(4) != Some(&2) || data.get(5) != Some(&1) {
         return;
     }
-    let field = |layout: &mut Layout, offset: usize, encoding, role, what: String| {
-        layout.fields.push(Field {
-            offset: base + offset,
-            encoding,
-            role,
-            description: format!("{prefix}{what}"),
-        });
-    };
+    let field = field_adder(base, prefix);
     for (offset, width, name, role) in FILE_HEADER_FIELDS {
         field(
             layout,

@@ -11,7 +11,7 @@
 //! little-endian objects as clang writes them; the layout is read from the
 //! unmutated seed and anything that does not fit is skipped.
 
-use crate::layout::{Encoding, Field, Layout, Role, eh_frame, read_le};
+use crate::layout::{Encoding, Field, Layout, Role, eh_frame, field_adder, read_le};
 
 /// `MH_MAGIC_64`, little-endian.
 pub(crate) const MAGIC: [u8; 4] = [0xcf, 0xfa, 0xed, 0xfe];
@@ -126,14 +126,7 @@ pub(crate) fn macho_object(layout: &mut Layout, file: &[u8], base: usize, prefix
     if layout.macho_cputype == 0 {
         layout.macho_cputype = read_le(data, 4, 4).unwrap_or(0) as u32;
     }
-    let field = |layout: &mut Layout, offset: usize, encoding, role, what: String| {
-        layout.fields.push(Field {
-            offset: base + offset,
-            encoding,
-            role,
-            description: format!("{prefix}{what}"),
-        });
-    };
+    let field = field_adder(base, prefix);
     for (offset, width, name, role) in HEADER_FIELDS {
         field(
             layout,

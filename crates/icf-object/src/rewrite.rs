@@ -103,7 +103,7 @@ pub struct Edits {
     /// removed (ld64 exports every global but roots none of them under
     /// `-dead_strip`). The Mach-O writer marks them `N_NO_DEAD_STRIP`; on
     /// ELF an exported symbol is a root of the link, so the list is empty.
-    pub keep_alive: Vec<SymbolIndex>,
+    pub keep_alive: HashSet<SymbolIndex>,
 }
 
 impl Edits {

@@ -98,6 +98,9 @@ impl Analysis<'_, '_> {
         }
         let after = crate::live::live_sections_folded(program, roots, &folded);
         for (index, object) in program.objects.iter().enumerate() {
+            if object.elf.format != icf_object::Format::MachO {
+                continue;
+            }
             let id = ObjectId(index as u32);
             for (symbol_index, symbol) in object.elf.symbols.iter().enumerate() {
                 let Some(section) = symbol.section() else {
@@ -118,7 +121,7 @@ impl Analysis<'_, '_> {
                         .entry(id)
                         .or_default()
                         .keep_alive
-                        .push(icf_object::SymbolIndex(symbol_index as u32));
+                        .insert(icf_object::SymbolIndex(symbol_index as u32));
                 }
             }
         }
