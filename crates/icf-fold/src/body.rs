@@ -16,6 +16,7 @@
 //! two functions differ ([`crate::compare::first_difference`]).
 
 use crate::hash::Mixer;
+use crate::leb128::{Reader, Writer};
 use icf_ir::{Arch, Disp, Function, Operand, Ref, TargetId, Use};
 
 /// A reference to something outside the function, as the partition and the
@@ -194,28 +195,100 @@ impl Body {
     }
 }
 
-/// LEB128 numbers, unsigned and zigzag-signed: self-delimiting, so equal
-/// byte strings mean equal number sequences.
-#[derive(Default)]
-struct Writer {
-    bytes: Vec<u8>,
-}
-
-impl Writer {
-    fn unsigned(&mut self, mut value: u64) {
-        loop {
-            let byte = (value & 0x7f) as u8;
-            value >>= 7;
-            if value == 0 {
-                self.bytes.push(byte);
-                return;
+/// Stored bodies ([`Body::write_to`], [`Body::read_from`]): a link that
+/// finds an object's bodies in icf's cache reads them instead of lifting.
+impl Body {
+    /// Appends the body to `out`, naming each reference target by the
+    /// number `target` gives it (the caller's own table of targets).
+    pub fn write_to(&self, out: &mut Vec<u8>, mut target: impl FnMut(TargetId) -> u32) {
+        let mut w = Writer {
+            bytes: std::mem::take(out),
+        };
+        w.unsigned(match self.arch {
+            Arch::X86_64 => 0,
+            Arch::Aarch64 => 1,
+        });
+        w.unsigned(u64::from(self.size));
+        w.bytes
+            .extend_from_slice(&self.structural_hash.to_le_bytes());
+        w.unsigned(u64::from(self.has_opaque));
+        w.unsigned(self.code.len() as u64);
+        w.bytes.extend_from_slice(&self.code);
+        match &self.layout {
+            None => w.unsigned(0),
+            Some(layout) => {
+                w.unsigned(1 + layout.len() as u64);
+                w.bytes.extend_from_slice(layout);
             }
-            self.bytes.push(byte | 0x80);
         }
+        w.unsigned(self.refs.len() as u64);
+        for r in self.refs.iter() {
+            w.unsigned(u64::from(target(r.target)));
+            w.unsigned(r.use_ as u64 * 2 + u64::from(r.interior));
+        }
+        *out = w.bytes;
     }
 
-    fn signed(&mut self, value: i64) {
-        self.unsigned(((value << 1) ^ (value >> 63)) as u64);
+    /// Reads a body [`Body::write_to`] wrote from the front of `input`,
+    /// advancing it; each stored target number goes through `target`.
+    /// `None` when the bytes are not such a body or `target` refuses a
+    /// number.
+    pub fn read_from(
+        input: &mut &[u8],
+        mut target: impl FnMut(u32) -> Option<TargetId>,
+    ) -> Option<Body> {
+        let mut r = Reader(input);
+        let arch = match r.unsigned()? {
+            0 => Arch::X86_64,
+            1 => Arch::Aarch64,
+            _ => return None,
+        };
+        let size = u32::try_from(r.unsigned()?).ok()?;
+        let structural_hash = u64::from_le_bytes(r.bytes(8)?.try_into().ok()?);
+        let has_opaque = match r.unsigned()? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let code_length = usize::try_from(r.unsigned()?).ok()?;
+        let code: Box<[u8]> = r.bytes(code_length)?.into();
+        let layout = match usize::try_from(r.unsigned()?).ok()? {
+            0 => None,
+            length => Some(r.bytes(length - 1)?.into()),
+        };
+        let count = usize::try_from(r.unsigned()?).ok()?;
+        // Each reference takes at least two bytes: a bad count fails here,
+        // before it allocates.
+        if count > r.0.len() / 2 {
+            return None;
+        }
+        let mut refs = Vec::with_capacity(count);
+        for _ in 0..count {
+            let id = target(u32::try_from(r.unsigned()?).ok()?)?;
+            let packed = r.unsigned()?;
+            let use_ = match packed / 2 {
+                0 => Use::Call,
+                1 => Use::Jump,
+                2 => Use::Access,
+                3 => Use::Address,
+                _ => return None,
+            };
+            refs.push(BodyRef {
+                target: id,
+                use_,
+                interior: packed % 2 == 1,
+            });
+        }
+        *input = r.0;
+        Some(Body {
+            arch,
+            size,
+            structural_hash,
+            has_opaque,
+            code,
+            layout,
+            refs: refs.into_boxed_slice(),
+        })
     }
 }
 
@@ -225,26 +298,4 @@ impl Writer {
 /// that serializes the comparator key.
 pub fn structural_hash(f: &Function) -> u64 {
     Body::of(f).structural_hash
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_are_self_delimiting() {
-        let encode = |values: &[i64]| {
-            let mut w = Writer::default();
-            for &v in values {
-                w.signed(v);
-            }
-            w.bytes
-        };
-        assert_ne!(encode(&[1, 0]), encode(&[128]));
-        assert_ne!(encode(&[-1]), encode(&[1]));
-        assert_eq!(encode(&[i64::MIN, i64::MAX]).len(), 20);
-        let mut w = Writer::default();
-        w.unsigned(300);
-        assert_eq!(w.bytes, [0xac, 0x02]);
-    }
 }

@@ -590,6 +590,32 @@ mod tests {
             prop_assert_eq!(compare_bodies(left, right, &TwoClasses), Ordering::Equal);
         }
 
+        /// A body written for icf's cache reads back equal, with its
+        /// targets renumbered both ways; a truncated one never reads.
+        #[test]
+        fn stored_bodies_read_back_equal(a in function(), layout in any::<bool>()) {
+            let (f, _) = build(&a);
+            let body = if layout { Body::with_layout(&f) } else { Body::of(&f) };
+            let mut bytes = vec![0xee];
+            body.write_to(&mut bytes, |t| t.0 + 5);
+            body.write_to(&mut bytes, |t| t.0 + 5);
+            let mut input = &bytes[1..];
+            for _ in 0..2 {
+                let read = Body::read_from(&mut input, |n| n.checked_sub(5).map(TargetId));
+                prop_assert_eq!(read.as_ref(), Some(&body));
+            }
+            prop_assert!(input.is_empty());
+            let one = (bytes.len() - 1) / 2;
+            for length in 0..one {
+                let mut short = &bytes[1..1 + length];
+                prop_assert_eq!(Body::read_from(&mut short, |n| Some(TargetId(n))), None);
+            }
+            if !body.refs().is_empty() {
+                let mut input = &bytes[1..];
+                prop_assert_eq!(Body::read_from(&mut input, |_| None), None);
+            }
+        }
+
         /// `b` is `a` with at most one operand replaced, so that equal and
         /// nearly equal pairs are common.
         #[test]

@@ -13,6 +13,7 @@
 pub mod body;
 pub mod compare;
 pub mod hash;
+pub mod leb128;
 pub mod partition;
 pub mod plan;
 
