@@ -12,6 +12,13 @@
 //! on its own. `--save FILE` writes the fingerprints; `--check FILE`
 //! compares with saved ones and fails on any difference, naming the case,
 //! mode and file.
+//!
+//! The fingerprinted runs never use icf's cache (`ICF_CACHE=0`).
+//! `--cache-check` runs each case twice more with a cache that starts
+//! empty for the whole check (so the first run of a case mostly writes
+//! entries and the second reads them; later cases may read entries of
+//! objects an earlier case shared) and fails unless every output of both
+//! equals the uncached run's: the cache must never change what icf writes.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -37,6 +44,10 @@ pub struct FingerprintArgs {
     /// Leave out the real corpora (only the fixtures: seconds, not minutes).
     #[arg(long)]
     fixtures_only: bool,
+    /// Also fold every case with icf's cache, cold then warm, and fail
+    /// unless both give the uncached outputs.
+    #[arg(long)]
+    cache_check: bool,
     /// The icf binary to run (default: `cargo build --release -p icf-cli`).
     #[arg(long)]
     icf: Option<PathBuf>,
@@ -49,8 +60,9 @@ const MODES: [&str; 2] = ["safe", "all"];
 
 pub fn run(args: &FingerprintArgs) -> Result<()> {
     ensure!(
-        args.save.is_some() || args.check.is_some(),
-        "say where the fingerprints go (--save FILE) or what to compare with (--check FILE)"
+        args.save.is_some() || args.check.is_some() || args.cache_check,
+        "say where the fingerprints go (--save FILE), what to compare with (--check FILE), \
+         or ask for --cache-check"
     );
     let icf = match &args.icf {
         Some(path) => path.clone(),
@@ -77,47 +89,44 @@ pub fn run(args: &FingerprintArgs) -> Result<()> {
         }
     }
     let mut fingerprints = Fingerprints::new();
+    let cache = scratch.join("cache");
+    let _ = fs::remove_dir_all(&cache);
+    let mut cache_differences = Vec::new();
     for (name, inputs) in &cases {
         for mode in MODES {
-            let out = scratch.join("out");
-            let _ = fs::remove_dir_all(&out);
-            fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            let report = scratch.join("report.json");
-            let mut fold = Command::new(&icf);
-            fold.args(["fold", "--mode", mode, "--out-dir"])
-                .arg(&out)
-                .arg("--report")
-                .arg(&report)
-                .args(inputs);
-            let output = capture(&mut fold)?;
-            let mut files = BTreeMap::new();
-            if output.status.success() {
-                for entry in
-                    fs::read_dir(&out).with_context(|| format!("listing {}", out.display()))?
-                {
-                    let path = entry?.path();
-                    let bytes =
-                        fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-                    let file = path
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    files.insert(file, format!("{:016x}", fnv1a(&bytes)));
-                }
-                files.insert("report.json".into(), report_hash(&report)?);
-            } else {
-                // A case icf refuses is fingerprinted by its error.
-                files.insert(
-                    "error".into(),
-                    String::from_utf8_lossy(&output.stderr).trim().to_string(),
-                );
-            }
+            let files = fold_case(&icf, &scratch, inputs, mode, None)?;
             eprintln!("{name} {mode}: {} outputs", files.len());
+            if args.cache_check {
+                for run in ["cold", "warm"] {
+                    let cached = fold_case(&icf, &scratch, inputs, mode, Some(&cache))?;
+                    if cached != files {
+                        cache_differences.push(format!(
+                            "{name} {mode}: the {run} cache changed the outputs: {:?}",
+                            compare(&single(name, mode, &files), &single(name, mode, &cached))
+                        ));
+                    }
+                }
+            }
             fingerprints
                 .entry(name.clone())
                 .or_default()
                 .insert(mode.into(), files);
         }
+    }
+    if args.cache_check {
+        if !cache_differences.is_empty() {
+            for difference in &cache_differences {
+                println!("{difference}");
+            }
+            bail!(
+                "{} case(s) folded differently with the cache",
+                cache_differences.len()
+            );
+        }
+        println!(
+            "{} cases in both modes: the cold and the warm cache give the uncached outputs",
+            cases.len()
+        );
     }
     if let Some(path) = &args.save {
         let text = serde_json::to_string_pretty(&fingerprints)?;
@@ -151,6 +160,63 @@ pub fn run(args: &FingerprintArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `icf fold` of `inputs` in `mode`: each output's hash (`report.json`
+/// for the report), or the error when icf refuses the case. With `cache`,
+/// icf keeps its keys there; without, it runs uncached.
+fn fold_case(
+    icf: &Path,
+    scratch: &Path,
+    inputs: &[PathBuf],
+    mode: &str,
+    cache: Option<&Path>,
+) -> Result<BTreeMap<String, String>> {
+    let out = scratch.join("out");
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let report = scratch.join("report.json");
+    let mut fold = Command::new(icf);
+    fold.args(["fold", "--mode", mode, "--out-dir"])
+        .arg(&out)
+        .arg("--report")
+        .arg(&report)
+        .args(inputs);
+    match cache {
+        Some(dir) => fold.env("ICF_CACHE_DIR", dir).env_remove("ICF_CACHE"),
+        None => fold.env("ICF_CACHE", "0"),
+    };
+    let output = capture(&mut fold)?;
+    let mut files = BTreeMap::new();
+    if output.status.success() {
+        for entry in fs::read_dir(&out).with_context(|| format!("listing {}", out.display()))? {
+            let path = entry?.path();
+            let bytes = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let file = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            files.insert(file, format!("{:016x}", fnv1a(&bytes)));
+        }
+        files.insert("report.json".into(), report_hash(&report)?);
+    } else {
+        // A case icf refuses is fingerprinted by its error.
+        files.insert(
+            "error".into(),
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        );
+    }
+    Ok(files)
+}
+
+/// One case's fingerprints in one mode, as [`compare`] takes them.
+fn single(name: &str, mode: &str, files: &BTreeMap<String, String>) -> Fingerprints {
+    let mut fingerprints = Fingerprints::new();
+    fingerprints
+        .entry(name.to_string())
+        .or_default()
+        .insert(mode.to_string(), files.clone());
+    fingerprints
 }
 
 /// Every fixture object and archive on its own, by file name, sorted.

@@ -37,6 +37,23 @@ struct FoldArgs {
     /// address is taken (lld's flag); otherwise data keeps its address in every mode.
     #[arg(long)]
     ignore_data_address_equality: bool,
+    /// Lift every object instead of reading keys kept from earlier runs.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
+    /// Keep comparator keys here (default: `ICF_CACHE_DIR`, else cargo's
+    /// target directory above a link's output, else `~/.cache/icf`).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
+}
+
+impl FoldArgs {
+    fn cache(&self) -> icf::CacheChoice {
+        match (&self.cache_dir, self.no_cache) {
+            (_, true) => icf::CacheChoice::Off,
+            (Some(dir), false) => icf::CacheChoice::Dir(dir.clone()),
+            (None, false) => icf::CacheChoice::Default,
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -161,6 +178,7 @@ fn main() -> ExitCode {
     {
         let options = icf::LinkOptions {
             plan: plan_options(fold),
+            cache: fold.cache(),
             report: report.clone(),
             want_report: *print_icf_sections,
             strict: *strict,
@@ -401,6 +419,7 @@ fn plan_options(fold: &FoldArgs) -> icf::PlanOptions {
         },
         keep_unique: fold.keep_unique.clone(),
         ignore_data_address_equality: fold.ignore_data_address_equality,
+        cache: fold.cache().resolve(None),
     }
 }
 

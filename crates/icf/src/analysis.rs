@@ -21,6 +21,7 @@
 
 use crate::candidates::{CandidateInfo, Origin, Places, collect_candidates};
 use crate::data_uses::{DataReference, VtableEntry, references_from_data};
+use crate::key_cache::{CacheStats, PendingWrites};
 use crate::keys::{self, Keys};
 use crate::narrow::Narrower;
 use crate::options::PlanOptions;
@@ -92,6 +93,11 @@ pub struct Analysis<'p, 'data> {
     /// Per object, per section, what a `--gc-sections`/`-dead_strip` link
     /// keeps ([`crate::live::live_sections`]); `None` without one.
     pub live: Option<Vec<Vec<bool>>>,
+    /// What icf's cache of comparator keys did, when there is one.
+    pub cache: Option<CacheStats>,
+    /// The cache entries still being written; dropping the analysis waits
+    /// for them ([`icf link`](crate::link) keeps them until the link is done).
+    pub cache_writes: Option<PendingWrites>,
 }
 
 /// The plan for every class with more than one member.
@@ -192,12 +198,15 @@ impl<'p, 'data> Analysis<'p, 'data> {
             owner,
             escaping_references,
             opaque_functions,
+            cache,
+            cache_writes,
         } = keys::make(
             program,
             &candidates,
             &narrower,
             &target_candidate,
             &data_references,
+            options.cache.as_ref(),
         );
         let lift_time = started.elapsed();
 
@@ -226,6 +235,8 @@ impl<'p, 'data> Analysis<'p, 'data> {
             keep_unique: Vec::new(),
             apart: vec![false; count],
             live,
+            cache,
+            cache_writes,
             plan: Plan::empty(options.mode),
             timings: Timings {
                 lift: lift_time,

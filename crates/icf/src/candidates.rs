@@ -132,6 +132,18 @@ pub(crate) fn map_by_object<T: Send>(
     candidates: &[CandidateInfo],
     f: impl Fn(usize, &CandidateInfo) -> T + Sync,
 ) -> Vec<T> {
+    map_runs_by_object(program, candidates, |run| {
+        run.map(|index| f(index, &candidates[index])).collect()
+    })
+}
+
+/// [`map_by_object`] with `f` given each run of one object's candidates
+/// (their indices) and returning a value per candidate of the run.
+pub(crate) fn map_runs_by_object<T: Send>(
+    program: &Program<'_>,
+    candidates: &[CandidateInfo],
+    f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync,
+) -> Vec<T> {
     let runs: Vec<std::ops::Range<usize>> = candidates
         .chunk_by(|a, b| a.object == b.object)
         .scan(0, |start, run| {
@@ -143,7 +155,7 @@ pub(crate) fn map_by_object<T: Send>(
     runs.into_par_iter()
         .flat_map_iter(|run| {
             let object = candidates[run.start].object;
-            let mapped: Vec<T> = run.map(|index| f(index, &candidates[index])).collect();
+            let mapped = f(run);
             program.release_object_pages(object);
             mapped
         })

@@ -5,9 +5,11 @@
 //! which an address may escape.
 
 use crate::attributes::attributes;
-use crate::candidates::{CandidateInfo, Origin, map_by_object};
+use crate::candidates::{CandidateInfo, Origin, map_runs_by_object};
 use crate::data_uses::DataReference;
+use crate::key_cache::{CacheStats, KeyCache, PendingWrites};
 use crate::narrow::Narrower;
+use crate::options::CacheSettings;
 use crate::program::Program;
 use icf_fold::body::Body;
 use icf_fold::{Attrs, CandidateId};
@@ -80,6 +82,9 @@ pub(crate) struct Keys {
     pub escaping_references: Vec<(CandidateId, TargetId)>,
     /// Code candidates compared partly byte by byte.
     pub opaque_functions: usize,
+    /// What the cache did, when there is one.
+    pub cache: Option<CacheStats>,
+    pub cache_writes: Option<PendingWrites>,
 }
 
 /// Lifts every candidate, one object at a time per thread, and keeps only
@@ -90,6 +95,7 @@ pub(crate) fn make(
     narrower: &Narrower<'_, '_>,
     target_candidate: &[Option<CandidateId>],
     data_references: &[DataReference],
+    cache: Option<&CacheSettings>,
 ) -> Keys {
     // Each function's IR lives only until its key is made. A key keeps
     // the layout exactly when it is known already to matter: the code
@@ -99,7 +105,7 @@ pub(crate) fn make(
     // its input pages when done: the inputs need not all be resident
     // alongside the keys.
     program.inputs.release_resident_pages();
-    let mut bodies: Vec<Body> = map_by_object(program, candidates, |_, candidate| {
+    let lift = |candidate: &CandidateInfo| {
         let function = narrower.lift(candidate);
         let entered = match candidate.origin {
             Origin::Function(index) => !program.entry_points(program.function(index)).is_empty(),
@@ -112,7 +118,21 @@ pub(crate) fn make(
         };
         icf_arch::recycle(function);
         body
+    };
+    let cache = cache.and_then(|settings| {
+        KeyCache::open(
+            settings,
+            program,
+            candidates,
+            narrower.places,
+            narrower.targets,
+        )
     });
+    let mut bodies: Vec<Body> = map_runs_by_object(program, candidates, |run| match &cache {
+        Some(cache) => cache.bodies(run, lift),
+        None => candidates[run].iter().map(lift).collect(),
+    });
+    let (cache, cache_writes) = cache.map(KeyCache::finish).unzip();
     let mut section_classes = Vec::new();
     let attrs = attributes(program, candidates, narrower, &bodies, &mut section_classes);
     // Whether a jump from another candidate lands inside is known only
@@ -153,5 +173,7 @@ pub(crate) fn make(
         owner,
         escaping_references,
         opaque_functions,
+        cache,
+        cache_writes,
     }
 }

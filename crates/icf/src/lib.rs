@@ -16,6 +16,7 @@ mod data_uses;
 mod dump;
 mod explain;
 mod fold;
+mod key_cache;
 mod keys;
 mod lift;
 mod link;
@@ -42,13 +43,14 @@ pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
 pub use fold::{FoldedFile, OutputKind, write_atomically, write_outputs};
 pub use icf_fold::plan::Mode;
 pub use icf_fold::{CandidateId, ClassId};
+pub use key_cache::{CacheStats, PendingWrites};
 pub use link::{LinkOptions, LinkOutcome, link};
 pub use link_command::{LinkCommand, LinkInput, LinkerFlavor};
 pub use linker_script::{Placement, ScriptMap};
 pub use live::live_sections;
 pub use names::{demangle, fnv1a};
 pub use objects::SymbolRef;
-pub use options::PlanOptions;
+pub use options::{CacheChoice, CacheSettings, PlanOptions};
 pub use program::{
     Exports, FunctionId, FunctionInfo, GcRoots, Inputs, LoadedObject, ObjectId, Options, Program,
 };

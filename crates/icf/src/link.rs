@@ -10,6 +10,7 @@
 //! live in a temporary directory that is removed after the link.
 
 use crate::analysis::Analysis;
+use crate::key_cache::PendingWrites;
 use crate::link_command::{LinkCommand, LinkerFlavor};
 use crate::options::PlanOptions;
 use crate::program::{Inputs, Options, Program};
@@ -31,6 +32,10 @@ pub struct LinkOptions {
     pub strict: bool,
     /// Say on stderr how long each phase took.
     pub verbose: bool,
+    /// Where to keep comparator keys between links; the plan's own
+    /// `cache` setting is replaced by what this resolves to for the
+    /// link's output.
+    pub cache: crate::options::CacheChoice,
 }
 
 /// How a link went.
@@ -66,7 +71,9 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
         });
     }
     match without_panics(|| fold_inputs(&parsed, options, workspace.path())) {
-        Ok((args, report)) => {
+        Ok((args, report, _cache_writes)) => {
+            // The cache's entries are written while the linker runs
+            // (`_cache_writes` waits for them when dropped).
             // The linker's messages are held back until it is clear whether
             // the folded link stands: a failure that the plain link does not
             // share is icf's, and must not break the build.
@@ -144,7 +151,7 @@ fn fold_inputs(
     parsed: &LinkCommand,
     options: &LinkOptions,
     dir: &Path,
-) -> anyhow::Result<(Vec<String>, Option<Report>)> {
+) -> anyhow::Result<(Vec<String>, Option<Report>, Option<PendingWrites>)> {
     let started = std::time::Instant::now();
     // The same archive may be named twice (`-lgcc ... -lgcc`): fold it once.
     let mut paths: Vec<PathBuf> = Vec::new();
@@ -182,9 +189,11 @@ fn fold_inputs(
         .keep_unique
         .extend(parsed.keep_unique.iter().cloned());
     plan_options.ignore_data_address_equality |= parsed.ignore_data_address_equality;
+    plan_options.cache = options.cache.resolve(parsed.output.as_deref());
     let program = Program::load(&inputs, program_options)?;
     let load = started.elapsed();
-    let analysis = Analysis::run(&program, &plan_options);
+    let mut analysis = Analysis::run(&program, &plan_options);
+    let cache_writes = analysis.cache_writes.take();
     let plan = &analysis.plan;
     if parsed.format == crate::link_command::LinkFormat::MachO {
         tell_what_dead_strip_removes(parsed, plan, options.verbose);
@@ -203,6 +212,19 @@ fn fold_inputs(
             milliseconds(t.plan),
             milliseconds(written.elapsed())
         );
+        if let Some(cache) = &analysis.cache {
+            eprintln!(
+                "icf: cache: {} of {} runs' keys read from {} ({} candidates read, {} lifted; {} entries written, {} KiB; hashing {})",
+                cache.hits,
+                cache.runs,
+                cache.dir.display(),
+                cache.candidates_read,
+                cache.candidates_lifted,
+                cache.written,
+                cache.bytes_written / 1024,
+                milliseconds(cache.hashing),
+            );
+        }
     }
     let replaced: HashMap<&Path, &Path> = outputs
         .iter()
@@ -220,7 +242,7 @@ fn fold_inputs(
         |input| replaced.get(input.path.as_path()).map(|p| p.to_path_buf()),
         dir,
     )?;
-    Ok((arguments, report))
+    Ok((arguments, report, cache_writes))
 }
 
 /// On Mach-O a folded copy stays in its object as an atom nothing refers

@@ -77,4 +77,126 @@ pub struct PlanOptions {
     /// address is significant (lld's `--ignore-data-address-equality`);
     /// otherwise data keeps its address in every mode.
     pub ignore_data_address_equality: bool,
+    /// Where comparator keys are kept between runs (see [`CacheChoice`]);
+    /// `None` lifts every object.
+    pub cache: Option<CacheSettings>,
+}
+
+/// Whether and where to keep comparator keys between runs (icf's cache).
+/// A cached key is exactly the key icf would compute, so this never
+/// changes a plan; it only saves lifting objects seen before.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CacheChoice {
+    /// No cache.
+    Off,
+    /// `ICF_CACHE_DIR` if set; else `icf-cache` in the build's target
+    /// directory (the nearest directory above the output holding cargo's
+    /// `CACHEDIR.TAG`); else the user's cache directory
+    /// (`$XDG_CACHE_HOME/icf`, `~/.cache/icf`). `ICF_CACHE=0` turns it off.
+    #[default]
+    Default,
+    /// This directory.
+    Dir(std::path::PathBuf),
+}
+
+/// A cache directory and how large it may grow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheSettings {
+    pub dir: std::path::PathBuf,
+    /// Bytes of entries kept after each run (`ICF_CACHE_SIZE`, default 2 GiB).
+    pub limit: u64,
+}
+
+/// The cache size when `ICF_CACHE_SIZE` does not say.
+const DEFAULT_CACHE_LIMIT: u64 = 2 << 30;
+
+impl CacheChoice {
+    /// The settings this choice means for a link writing `output` (none for
+    /// other commands), reading the environment.
+    pub fn resolve(&self, output: Option<&std::path::Path>) -> Option<CacheSettings> {
+        let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let dir = match self {
+            CacheChoice::Off => return None,
+            CacheChoice::Dir(dir) => dir.clone(),
+            CacheChoice::Default => {
+                if env("ICF_CACHE").is_some_and(|v| v == "0" || v == "off") {
+                    return None;
+                }
+                env("ICF_CACHE_DIR")
+                    .map(Into::into)
+                    .or_else(|| {
+                        output
+                            .and_then(target_directory)
+                            .map(|t| t.join("icf-cache"))
+                    })
+                    .or_else(|| {
+                        env("XDG_CACHE_HOME")
+                            .map(std::path::PathBuf::from)
+                            .or_else(|| {
+                                env("HOME").map(|h| std::path::Path::new(&h).join(".cache"))
+                            })
+                            .map(|base| base.join("icf"))
+                    })?
+            }
+        };
+        let limit = env("ICF_CACHE_SIZE")
+            .and_then(|v| parse_size(&v.to_string_lossy()))
+            .unwrap_or(DEFAULT_CACHE_LIMIT);
+        Some(CacheSettings { dir, limit })
+    }
+}
+
+/// The nearest directory holding `output` that cargo marked as its target
+/// directory (`CACHEDIR.TAG`).
+fn target_directory(output: &std::path::Path) -> Option<std::path::PathBuf> {
+    let output = std::path::absolute(output).ok()?;
+    output
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+        .map(std::path::Path::to_path_buf)
+}
+
+/// `1000`, `64K`, `512M`, `2G` (powers of 1024).
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().last()? {
+        (at, 'k' | 'K') => (&text[..at], 1 << 10),
+        (at, 'm' | 'M') => (&text[..at], 1 << 20),
+        (at, 'g' | 'G') => (&text[..at], 1 << 30),
+        _ => (text, 1),
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_with_units() {
+        assert_eq!(parse_size("1000"), Some(1000));
+        assert_eq!(parse_size("64K"), Some(64 << 10));
+        assert_eq!(parse_size("2g"), Some(2 << 30));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size(""), None);
+    }
+
+    #[test]
+    fn the_cache_goes_in_cargos_target_directory() {
+        let root = std::env::temp_dir().join(format!("icf-target-dir-{}", std::process::id()));
+        let deps = root.join("target/release/deps");
+        std::fs::create_dir_all(&deps).expect("making directories");
+        std::fs::write(
+            root.join("target/CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .expect("writing the tag");
+        assert_eq!(
+            target_directory(&deps.join("rg-0123")),
+            Some(root.join("target"))
+        );
+        assert_eq!(target_directory(&root.join("a.out")), None);
+        std::fs::remove_dir_all(&root).expect("cleaning up");
+    }
 }

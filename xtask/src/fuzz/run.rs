@@ -51,6 +51,9 @@ pub enum FindingKind {
     OutputDiff,
     /// `icf verify` rejected a pair whose outputs match.
     Verify,
+    /// The link with icf's cache (cold for safe mode, warm for all: the
+    /// same objects) wrote another binary than the link without it.
+    CacheDiff,
 }
 
 impl FindingKind {
@@ -61,6 +64,7 @@ impl FindingKind {
             FindingKind::Timeout => "timeout",
             FindingKind::OutputDiff => "output-diff",
             FindingKind::Verify => "verify",
+            FindingKind::CacheDiff => "cache-diff",
         }
     }
 }
@@ -274,11 +278,15 @@ impl Plan {
         Step { args }
     }
 
+    /// `icf link` with its cache in `cache/` (the safe link fills it, the
+    /// all link reads it).
     fn folded_link(&self, mode: Mode) -> Step {
         let mut args = vec![
             ICF.to_string(),
             "link".into(),
             "--strict".into(),
+            "--cache-dir".into(),
+            "cache".into(),
             "--mode".into(),
             mode.name().into(),
             "--report".into(),
@@ -287,6 +295,22 @@ impl Plan {
         ];
         args.extend(self.link.iter().cloned());
         args.extend(["-o".into(), format!("folded-{}", mode.name())]);
+        Step { args }
+    }
+
+    /// The same link without the cache, whose binary must be the same.
+    fn uncached_link(&self, mode: Mode) -> Step {
+        let mut args = vec![
+            ICF.to_string(),
+            "link".into(),
+            "--strict".into(),
+            "--no-cache".into(),
+            "--mode".into(),
+            mode.name().into(),
+            "--".into(),
+        ];
+        args.extend(self.link.iter().cloned());
+        args.extend(["-o".into(), format!("uncached-{}", mode.name())]);
         Step { args }
     }
 
@@ -538,6 +562,21 @@ fn check(
             continue;
         }
         let binary = format!("folded-{}", mode.name());
+        let uncached = execute(&plan.uncached_link(mode), dir, tools)?;
+        let read = |name: &str| fs::read(dir.join(name)).ok();
+        if !uncached.status.success() || read(&binary) != read(&format!("uncached-{}", mode.name()))
+        {
+            outcome.findings.push(Finding {
+                kind: FindingKind::CacheDiff,
+                mode,
+                detail: format!(
+                    "`{}` ({}) wrote another binary than the cached link\n{}",
+                    plan.uncached_link(mode).shell(),
+                    uncached.status,
+                    tail(&uncached.stderr, 8)
+                ),
+            });
+        }
         let folded = run_binary(&plan.run(&binary), dir, tools)?;
         fs::write(dir.join(format!("{binary}.out")), &folded.stdout)
             .with_context(|| format!("writing {binary}.out"))?;

@@ -6,7 +6,8 @@
 //! arguments only: `ICF_CC` (the real driver, default `cc`), `ICF_MODE`
 //! (`safe` or `all`, default `safe`), `ICF_REPORT` (write the JSON report
 //! there), `ICF_STRICT=1` (fail instead of linking unfolded), `ICF_VERBOSE=1`
-//! (phase timings on stderr).
+//! (phase timings on stderr), and those of `icf link`'s cache: `ICF_CACHE_DIR`,
+//! `ICF_CACHE_SIZE`, `ICF_CACHE=0` (see the README).
 
 use std::process::ExitCode;
 
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
         report: std::env::var_os("ICF_REPORT").map(Into::into),
         strict: std::env::var("ICF_STRICT").is_ok_and(|v| v == "1"),
         want_report: false,
+        cache: icf::CacheChoice::Default,
         verbose: std::env::var("ICF_VERBOSE").is_ok_and(|v| v == "1"),
     };
     let mut command = vec![driver];

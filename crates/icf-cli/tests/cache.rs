@@ -1,0 +1,214 @@
+//! icf's cache of comparator keys, as `icf link` uses it: a link that reads
+//! its keys from the cache writes exactly the binary an uncached link
+//! writes, whether the cache is empty, full, damaged, or holds entries for
+//! objects whose surroundings changed (a weak definition overridden, a
+//! function changed in another object, `--gc-sections` keeping less).
+//! Every binary is run and compared with the plain link's output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = icf_fixtures::source_dir()
+        .join("../target/cli-cache")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+const A: &str = r#"
+__attribute__((weak)) int g(int x) { return x + 1; }
+int sum_a(const int *p, int n) { int s = 0; for (int i = 0; i < n; i++) s += p[i] * 3; return s; }
+int twice_a(int x) { return g(x) * 2; }
+const char *label_a(void) { return "same label"; }
+"#;
+
+/// `VARIANT` changes `sum_b` (not its size) so that it no longer folds
+/// with `sum_a`.
+const B: &str = r#"
+int g(int x);
+#ifdef VARIANT
+int sum_b(const int *p, int n) { int s = 0; for (int i = 0; i < n; i++) s += p[i] * 5; return s; }
+#else
+int sum_b(const int *p, int n) { int s = 0; for (int i = 0; i < n; i++) s += p[i] * 3; return s; }
+#endif
+int twice_b(int x) { return g(x) * 2; }
+const char *label_b(void) { return "same label"; }
+"#;
+
+/// A strong `g`, overriding a.c's weak one.
+const C: &str = "int g(int x) { return x + 100; }\n";
+
+const MAIN: &str = r#"
+#include <stdio.h>
+int sum_a(const int *, int); int sum_b(const int *, int);
+int twice_a(int); int twice_b(int);
+const char *label_a(void); const char *label_b(void);
+int main(void) {
+    int v[] = {1, 2, 3, 4};
+    printf("%d %d %d %d %s %s\n", sum_a(v, 4), sum_b(v, 4), twice_a(5), twice_b(6),
+           label_a(), label_b());
+    printf("distinct: %d\n", (void *)sum_a != (void *)sum_b);
+    return 0;
+}
+"#;
+
+fn compile(dir: &Path, name: &str, source: &str, defines: &[&str]) -> String {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, source).expect("write source");
+    let object = dir.join(format!("{name}.o"));
+    let status = Command::new("gcc")
+        .args(["-O2", "-ffunction-sections", "-fdata-sections", "-c"])
+        .args(defines)
+        .arg(&c)
+        .arg("-o")
+        .arg(&object)
+        .status()
+        .expect("run gcc");
+    assert!(status.success(), "gcc {name}.c failed");
+    object.display().to_string()
+}
+
+fn run(binary: &Path) -> String {
+    let output = Command::new(binary).output().expect("run linked program");
+    assert!(output.status.success(), "{} failed", binary.display());
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What one `icf link -v` said about the cache: (runs read, runs looked up).
+fn link(cache: Option<&Path>, link: &[String], output: &Path) -> (u64, u64) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_icf"));
+    command.args(["link", "--strict", "-v"]);
+    match cache {
+        Some(dir) => command.arg("--cache-dir").arg(dir),
+        None => command.arg("--no-cache"),
+    };
+    let result = command
+        .arg("--")
+        .args(link)
+        .arg("-o")
+        .arg(output)
+        .output()
+        .expect("run icf link");
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    let Some(line) = stderr.lines().find(|l| l.starts_with("icf: cache: ")) else {
+        assert!(cache.is_none(), "no cache line in {stderr}");
+        return (0, 0);
+    };
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let number = |at: usize| words[at].parse::<u64>().expect("a count");
+    (number(2), number(4))
+}
+
+/// Links `inputs` plainly, uncached and through `cache`, runs all three,
+/// and requires the cached binary to be the uncached one byte for byte.
+/// Returns what the cached link said about the cache.
+fn check(dir: &Path, cache: &Path, inputs: &[String], step: &str) -> (u64, u64) {
+    let mut command = vec!["gcc".to_string()];
+    command.extend(inputs.iter().cloned());
+    let plain = dir.join(format!("{step}.plain"));
+    let status = Command::new("gcc")
+        .args(inputs)
+        .arg("-o")
+        .arg(&plain)
+        .status()
+        .expect("run gcc");
+    assert!(status.success());
+    let uncached = dir.join(format!("{step}.uncached"));
+    let cached = dir.join(format!("{step}.cached"));
+    link(None, &command, &uncached);
+    let said = link(Some(cache), &command, &cached);
+    let same = std::fs::read(&cached).expect("read the cached link's binary")
+        == std::fs::read(&uncached).expect("read the uncached link's binary");
+    assert!(same, "{step}: the cache changed the binary");
+    assert_eq!(run(&cached), run(&plain), "{step}");
+    said
+}
+
+fn entries(cache: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(cache)
+        .expect("list the cache")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
+        .collect();
+    entries.sort();
+    entries
+}
+
+#[test]
+fn cached_keys_give_the_uncached_binary_in_every_state_of_the_cache() {
+    let dir = scratch("states");
+    let cache = dir.join("cache");
+    let a = compile(&dir, "a", A, &[]);
+    let b = compile(&dir, "b", B, &[]);
+    let main = compile(&dir, "main", MAIN, &[]);
+    let inputs = vec![main.clone(), a.clone(), b.clone()];
+
+    // Empty: every run is lifted and written. Full: every run is read.
+    let (read, runs) = check(&dir, &cache, &inputs, "cold");
+    assert!(runs > 0);
+    assert_eq!(read, 0);
+    assert_eq!(entries(&cache).len() as u64, runs, "one entry per run");
+    assert_eq!(check(&dir, &cache, &inputs, "warm"), (runs, runs));
+
+    // Damaged: every entry with one byte flipped is a miss, rewritten.
+    for entry in entries(&cache) {
+        let mut bytes = std::fs::read(&entry).expect("read entry");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(&entry, bytes).expect("damage entry");
+    }
+    assert_eq!(check(&dir, &cache, &inputs, "damaged"), (0, runs));
+    assert_eq!(check(&dir, &cache, &inputs, "repaired"), (runs, runs));
+
+    // b.o's sum_b changes, and c.o comes in with a strong g that
+    // overrides a.o's weak one. main.o keeps its entry (what it calls
+    // stays where it was); a.o's g and b.o's bytes changed: lifted again.
+    let b = compile(&dir, "b", B, &["-DVARIANT"]);
+    let c = compile(&dir, "c", C, &[]);
+    let changed = vec![main.clone(), a.clone(), b.clone(), c];
+    let (read, runs) = check(&dir, &cache, &changed, "changed");
+    assert_eq!((read, runs), (1, 4));
+    assert_eq!(check(&dir, &cache, &changed, "changed-warm"), (runs, runs));
+
+    // --gc-sections keeps other pieces: whatever is read must still match.
+    let mut collected = changed.clone();
+    collected.push("-Wl,--gc-sections".into());
+    check(&dir, &cache, &collected, "gc-sections");
+    let (read, runs) = check(&dir, &cache, &collected, "gc-sections-warm");
+    assert_eq!(read, runs);
+}
+
+#[test]
+fn concurrent_links_share_one_cache() {
+    let dir = scratch("concurrent");
+    let cache = dir.join("cache");
+    let a = compile(&dir, "a", A, &[]);
+    let b = compile(&dir, "b", B, &[]);
+    let main = compile(&dir, "main", MAIN, &[]);
+    let command = vec!["gcc".to_string(), main, a, b];
+    let reference = dir.join("reference");
+    link(None, &command, &reference);
+    let expected = std::fs::read(&reference).expect("read the reference");
+    std::thread::scope(|scope| {
+        for i in 0..6 {
+            let (dir, cache, command, expected) = (&dir, &cache, &command, &expected);
+            scope.spawn(move || {
+                for round in 0..3 {
+                    let output = dir.join(format!("out-{i}-{round}"));
+                    link(Some(cache), command, &output);
+                    let same = &std::fs::read(&output).expect("read output") == expected;
+                    assert!(same, "{} differs from the uncached link", output.display());
+                }
+            });
+        }
+    });
+    let leftovers: Vec<_> = std::fs::read_dir(&cache)
+        .expect("list the cache")
+        .map(|e| e.expect("an entry").file_name())
+        .filter(|n| !n.to_string_lossy().ends_with(".entry"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -1,0 +1,556 @@
+//! Comparator keys kept between links: a link that meets an object it has
+//! seen before, in the same surroundings, reads the object's keys
+//! ([`Body`]) from icf's cache (`icf-cache`) instead of lifting it.
+//!
+//! A key must be exactly what lifting would give, so an entry is named by
+//! everything lifting and narrowing read ([`KeyCache::key`]):
+//!
+//! - this build of icf (`ICF_BUILD_ID`, a hash of the analysis's sources);
+//! - the object's bytes (an archive member's own bytes);
+//! - the run of candidates (code, or read-only data) and their places;
+//! - for every symbol of the object, what the link resolves it to (this
+//!   object's section, another object's section, a name left to the link,
+//!   an absolute value) with its offset, and the places references into
+//!   that section narrow to: its pieces (which depend on liveness) and its
+//!   mergeable elements with their contents.
+//!
+//! Nothing else reaches a key: the lifter reads the object's bytes, its
+//! relocations through the resolved symbols, and its own entry points;
+//! narrowing reads the places of the sections named. Another object is
+//! named by where it is in the link (file, member, and how many objects of
+//! that file and member come before it), not by its bytes: what it
+//! contributes to a key is the places above, so an object that only calls
+//! into a changed one keeps its entry as long as the pieces it calls stay
+//! where they were.
+//!
+//! An entry stores the bodies in candidate order with each reference
+//! target written as a description that outlives the link ([`Descriptor`]:
+//! a section of an object, a candidate by its object, section and extent,
+//! a name, a constant by content), turned back into this link's target
+//! numbers when read. A description that names nothing in this link is a
+//! miss: the object is lifted.
+
+use crate::candidates::{CandidateInfo, Places};
+use crate::objects::ObjectId;
+use crate::options::CacheSettings;
+use crate::program::Program;
+use crate::targets::{ExtendedTargets, Target};
+use icf_cache::{Key, KeyHasher, Store, content_hash};
+use icf_fold::body::Body;
+use icf_fold::leb128::{Reader, Writer};
+use icf_ir::TargetId;
+use icf_object::SectionIndex;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Names this kind of entry; bump the version when the payload changes.
+const DOMAIN: &str = "icf comparator keys 1";
+
+/// What the cache did in one analysis.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub dir: std::path::PathBuf,
+    /// Runs of candidates (an object's functions, or its data) looked up.
+    pub runs: u64,
+    /// Runs read from the cache.
+    pub hits: u64,
+    /// Candidates whose keys were read rather than lifted.
+    pub candidates_read: u64,
+    /// Candidates lifted.
+    pub candidates_lifted: u64,
+    /// Entries written (by a thread that may still be writing them, see
+    /// [`PendingWrites`]), and their bytes.
+    pub written: u64,
+    pub bytes_written: u64,
+    /// Time spent hashing the objects' bytes.
+    pub hashing: Duration,
+}
+
+/// The cache, opened for one analysis.
+pub(crate) struct KeyCache<'a, 'b, 'data> {
+    store: Store,
+    program: &'a Program<'data>,
+    candidates: &'a [CandidateInfo],
+    places: &'a Places,
+    targets: &'a ExtendedTargets<'b, 'data>,
+    /// The bytes' hash of each object the link loads: an entry's own
+    /// object is named by its bytes.
+    hashes: Vec<Option<u128>>,
+    /// Every object's name in this link: its file, member and how many
+    /// objects of that file and member came before it. Other objects are
+    /// named so (their bytes may change without changing what references
+    /// into them narrow to, which the key holds instead).
+    names: Vec<u128>,
+    /// The object with each name.
+    objects: HashMap<u128, ObjectId>,
+    counters: [AtomicU64; 6],
+    hashing: Duration,
+    /// Entries to write, to the thread that writes them ([`PendingWrites`]).
+    queue: std::sync::mpsc::SyncSender<(Key, Vec<u8>)>,
+    writer: std::thread::JoinHandle<()>,
+}
+
+/// Entries still being written when the analysis is done: the thread
+/// writing them (and then keeping the cache within its limit) runs on while
+/// the link does, and dropping this waits for it.
+#[derive(Debug)]
+pub struct PendingWrites(Option<std::thread::JoinHandle<()>>);
+
+impl PendingWrites {
+    /// Waits until every entry is written.
+    pub fn wait(mut self) {
+        self.join();
+    }
+
+    fn join(&mut self) {
+        if let Some(writer) = self.0.take() {
+            // A writer that failed has written what it could; the cache
+            // is only ever short of entries.
+            let _ = writer.join();
+        }
+    }
+}
+
+impl Drop for PendingWrites {
+    fn drop(&mut self) {
+        self.join();
+    }
+}
+
+/// How many entries may wait for the writer: enough to keep lifting from
+/// waiting on the disk, few enough not to hold every entry in memory.
+const QUEUED_ENTRIES: usize = 32;
+
+const RUNS: usize = 0;
+const HITS: usize = 1;
+const READ: usize = 2;
+const LIFTED: usize = 3;
+const WRITTEN: usize = 4;
+const BYTES: usize = 5;
+
+impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
+    /// The cache in `settings.dir`, or `None` when the directory cannot be
+    /// made (the analysis then lifts everything).
+    pub(crate) fn open(
+        settings: &CacheSettings,
+        program: &'a Program<'data>,
+        candidates: &'a [CandidateInfo],
+        places: &'a Places,
+        targets: &'a ExtendedTargets<'b, 'data>,
+    ) -> Option<KeyCache<'a, 'b, 'data>> {
+        let store = Store::open(&settings.dir, settings.limit).ok()?;
+        let started = Instant::now();
+        let hashes: Vec<Option<u128>> = program
+            .objects
+            .par_iter()
+            .enumerate()
+            .map(|(index, object)| {
+                object.loaded.then(|| {
+                    let hash = content_hash(object.elf.data);
+                    program.release_object_pages(ObjectId(index as u32));
+                    hash
+                })
+            })
+            .collect();
+        let mut seen: HashMap<(usize, Option<&str>), u64> = HashMap::default();
+        let names: Vec<u128> = program
+            .objects
+            .iter()
+            .map(|object| {
+                let ordinal = seen
+                    .entry((object.file, object.member.as_deref()))
+                    .or_default();
+                let name = KeyHasher::new("object")
+                    .bytes(
+                        program
+                            .file_path(object.file)
+                            .as_os_str()
+                            .as_encoded_bytes(),
+                    )
+                    .bytes(object.member.as_deref().unwrap_or_default().as_bytes())
+                    .u64(*ordinal)
+                    .finish();
+                *ordinal += 1;
+                u128::from_le_bytes(name.0)
+            })
+            .collect();
+        let objects = names
+            .iter()
+            .enumerate()
+            .map(|(index, &name)| (name, ObjectId(index as u32)))
+            .collect();
+        let (queue, entries) = std::sync::mpsc::sync_channel::<(Key, Vec<u8>)>(QUEUED_ENTRIES);
+        let writing = store.clone();
+        let writer = std::thread::Builder::new()
+            .name("icf-cache-writer".into())
+            .spawn(move || {
+                let mut wrote = false;
+                for (key, payload) in entries {
+                    wrote |= writing.put(&key, &payload).is_ok();
+                }
+                if wrote {
+                    let _ = writing.evict();
+                }
+            })
+            .ok()?;
+        Some(KeyCache {
+            queue,
+            writer,
+            store,
+            program,
+            candidates,
+            places,
+            targets,
+            hashes,
+            names,
+            objects,
+            counters: Default::default(),
+            hashing: started.elapsed(),
+        })
+    }
+
+    fn count(&self, counter: usize, by: u64) {
+        self.counters[counter].fetch_add(by, Ordering::Relaxed);
+    }
+
+    /// The bodies of `run` (candidates of one object), from the cache or
+    /// from `lift`, which is then stored.
+    pub(crate) fn bodies(
+        &self,
+        run: Range<usize>,
+        lift: impl Fn(&CandidateInfo) -> Body,
+    ) -> Vec<Body> {
+        self.count(RUNS, 1);
+        let key = self.key(run.clone());
+        if let Some(key) = &key
+            && let Some(bodies) = self
+                .store
+                .get(key)
+                .and_then(|payload| self.read(&payload, run.clone()))
+        {
+            self.count(HITS, 1);
+            self.count(READ, bodies.len() as u64);
+            return bodies;
+        }
+        let bodies: Vec<Body> = self.candidates[run.clone()].iter().map(lift).collect();
+        self.count(LIFTED, bodies.len() as u64);
+        if let Some(key) = key
+            && let Some(payload) = self.write(run, &bodies)
+        {
+            self.count(WRITTEN, 1);
+            self.count(BYTES, payload.len() as u64);
+            let _ = self.queue.send((key, payload));
+        }
+        bodies
+    }
+
+    /// Says what the cache did; the entries it queued are still being
+    /// written (see [`PendingWrites`]).
+    pub(crate) fn finish(self) -> (CacheStats, PendingWrites) {
+        let [runs, hits, read, lifted, written, bytes] = self.counters.map(AtomicU64::into_inner);
+        drop(self.queue);
+        let stats = CacheStats {
+            dir: self.store.dir().to_path_buf(),
+            runs,
+            hits,
+            candidates_read: read,
+            candidates_lifted: lifted,
+            written,
+            bytes_written: bytes,
+            hashing: self.hashing,
+        };
+        (stats, PendingWrites(Some(self.writer)))
+    }
+
+    /// The name of `run`'s entry (see the module header); `None` when the
+    /// run cannot be cached (an object it depends on shares its bytes
+    /// with another).
+    fn key(&self, run: Range<usize>) -> Option<Key> {
+        let first = self.candidates.get(run.start)?;
+        let object = first.object;
+        let loaded = self.program.object(object);
+        let mut key = KeyHasher::new(DOMAIN);
+        key.bytes(env!("ICF_BUILD_ID").as_bytes());
+        key.u128((*self.hashes.get(object.index())?)?);
+        key.u64(run.len() as u64);
+        for candidate in &self.candidates[run] {
+            key.u64(u64::from(candidate.is_code()))
+                .u64(u64::from(candidate.section.0))
+                .u64(candidate.start)
+                .u64(candidate.end);
+        }
+        key.u64(loaded.symbol_refs.len() as u64);
+        // Many symbols name one section (its section symbol, each function
+        // in it): its places are hashed once.
+        let mut places: HashMap<(ObjectId, SectionIndex), Key> = HashMap::default();
+        for symbol in &loaded.symbol_refs {
+            key.u64(symbol.base as u64);
+            match self.targets.get(symbol.target) {
+                Target::Section {
+                    object: to,
+                    section,
+                } => {
+                    key.u64(0);
+                    self.name_object(&mut key, object, to)?;
+                    key.u64(u64::from(section.0));
+                    let digest = places
+                        .entry((to, section))
+                        .or_insert_with(|| self.places_digest(to, section));
+                    key.bytes(&digest.0);
+                }
+                Target::Symbol { name } => {
+                    key.u64(1).bytes(name);
+                }
+                Target::Absolute => {
+                    key.u64(2);
+                }
+                Target::Candidate(_) | Target::Pinned(_) | Target::Constant { .. } => return None,
+            }
+        }
+        Some(key.finish())
+    }
+
+    /// A hash of the places references into `section` of `object` narrow
+    /// to: its pieces, and its mergeable elements with their contents.
+    fn places_digest(&self, object: ObjectId, section: SectionIndex) -> Key {
+        let mut digest = KeyHasher::new("places");
+        let pieces = self.places.pieces(object, section);
+        digest.u64(pieces.len() as u64);
+        for piece in pieces {
+            digest.u64(piece.start).u64(piece.end);
+        }
+        let constants = self.places.constants(object, section);
+        digest.u64(constants.len() as u64);
+        for &(start, constant) in constants {
+            digest.u64(start);
+            if let Target::Constant {
+                entsize,
+                strings,
+                content,
+            } = self.targets.get(constant)
+            {
+                digest
+                    .u64(u64::from(entsize))
+                    .u64(u64::from(strings))
+                    .bytes(content);
+            }
+        }
+        digest.finish()
+    }
+
+    /// `to` as seen from `from`: itself, or another object by its name.
+    fn name_object(&self, key: &mut KeyHasher, from: ObjectId, to: ObjectId) -> Option<()> {
+        if to == from {
+            key.u64(0);
+        } else {
+            key.u64(1).u128(*self.names.get(to.index())?);
+        }
+        Some(())
+    }
+
+    /// The payload storing `bodies`, the keys of `run`; `None` when a
+    /// target has no lasting description.
+    fn write(&self, run: Range<usize>, bodies: &[Body]) -> Option<Vec<u8>> {
+        let from = self.candidates.get(run.start)?.object;
+        let mut numbers: HashMap<TargetId, u32> = HashMap::default();
+        let mut order = Vec::new();
+        for body in bodies {
+            for r in body.refs() {
+                numbers.entry(r.target).or_insert_with(|| {
+                    order.push(r.target);
+                    (order.len() - 1) as u32
+                });
+            }
+        }
+        let mut objects: Vec<u128> = Vec::new();
+        let mut descriptors = Writer::default();
+        for &target in &order {
+            self.describe(from, target, &mut objects, &mut descriptors)?;
+        }
+        let mut out = Writer::default();
+        out.unsigned(bodies.len() as u64);
+        out.unsigned(objects.len() as u64);
+        for name in &objects {
+            out.bytes.extend_from_slice(&name.to_le_bytes());
+        }
+        out.unsigned(order.len() as u64);
+        out.bytes.extend_from_slice(&descriptors.bytes);
+        let mut payload = out.bytes;
+        for body in bodies {
+            body.write_to(&mut payload, |target| numbers[&target]);
+        }
+        Some(payload)
+    }
+
+    /// Writes `target`, referred to from object `from`, as a [`Descriptor`].
+    fn describe(
+        &self,
+        from: ObjectId,
+        target: TargetId,
+        objects: &mut Vec<u128>,
+        out: &mut Writer,
+    ) -> Option<()> {
+        let mut object_number = |object: ObjectId| -> Option<u64> {
+            if object == from {
+                return Some(0);
+            }
+            let name = *self.names.get(object.index())?;
+            let at = match objects.iter().position(|&n| n == name) {
+                Some(at) => at,
+                None => {
+                    objects.push(name);
+                    objects.len() - 1
+                }
+            };
+            Some(at as u64 + 1)
+        };
+        match self.targets.get(target) {
+            Target::Section { object, section } => {
+                out.unsigned(Descriptor::Section as u64);
+                out.unsigned(object_number(object)?);
+                out.unsigned(u64::from(section.0));
+            }
+            Target::Symbol { name } => {
+                out.unsigned(Descriptor::Symbol as u64);
+                out.counted(name);
+            }
+            Target::Absolute => out.unsigned(Descriptor::Absolute as u64),
+            Target::Candidate(index) => {
+                let candidate = self.candidates.get(index as usize)?;
+                out.unsigned(Descriptor::Candidate as u64);
+                out.unsigned(object_number(candidate.object)?);
+                out.unsigned(u64::from(candidate.section.0));
+                out.unsigned(candidate.start);
+                out.unsigned(candidate.end);
+            }
+            Target::Constant {
+                entsize,
+                strings,
+                content,
+            } => {
+                out.unsigned(Descriptor::Constant as u64);
+                out.unsigned(u64::from(entsize));
+                out.unsigned(u64::from(strings));
+                out.counted(content);
+            }
+            Target::Pinned(_) => return None,
+        }
+        Some(())
+    }
+
+    /// The bodies a payload stores for `run`, with this link's targets;
+    /// `None` if it is not such a payload or names what this link lacks.
+    fn read(&self, payload: &[u8], run: Range<usize>) -> Option<Vec<Body>> {
+        let from = self.candidates.get(run.start)?.object;
+        let mut r = Reader(payload);
+        let count = usize::try_from(r.unsigned()?).ok()?;
+        if count != run.len() {
+            return None;
+        }
+        let object_count = usize::try_from(r.unsigned()?).ok()?;
+        let mut objects = Vec::with_capacity(object_count.min(r.0.len() / 16));
+        for _ in 0..object_count {
+            let name = u128::from_le_bytes(r.bytes(16)?.try_into().ok()?);
+            objects.push(*self.objects.get(&name)?);
+        }
+        let object = |number: u64| -> Option<ObjectId> {
+            match number {
+                0 => Some(from),
+                n => objects.get(usize::try_from(n - 1).ok()?).copied(),
+            }
+        };
+        let target_count = usize::try_from(r.unsigned()?).ok()?;
+        let mut targets = Vec::with_capacity(target_count.min(r.0.len()));
+        for _ in 0..target_count {
+            targets.push(self.resolve(&mut r, &object)?);
+        }
+        let mut input = r.0;
+        let mut bodies = Vec::with_capacity(count);
+        for _ in 0..count {
+            bodies.push(Body::read_from(&mut input, |n| {
+                targets.get(n as usize).copied()
+            })?);
+        }
+        input.is_empty().then_some(bodies)
+    }
+
+    /// This link's target for the [`Descriptor`] at the front of `r`.
+    fn resolve(
+        &self,
+        r: &mut Reader<'_>,
+        object: &impl Fn(u64) -> Option<ObjectId>,
+    ) -> Option<TargetId> {
+        let targets = self.targets;
+        let tag = r.unsigned()?;
+        let section = |r: &mut Reader<'_>| -> Option<SectionIndex> {
+            Some(SectionIndex(u32::try_from(r.unsigned()?).ok()?))
+        };
+        if tag == Descriptor::Section as u64 {
+            let object = object(r.unsigned()?)?;
+            let section = section(r)?;
+            find(targets, &Target::Section { object, section })
+        } else if tag == Descriptor::Symbol as u64 {
+            find(targets, &Target::Symbol { name: r.counted()? })
+        } else if tag == Descriptor::Absolute as u64 {
+            find(targets, &Target::Absolute)
+        } else if tag == Descriptor::Candidate as u64 {
+            let object = object(r.unsigned()?)?;
+            let section = section(r)?;
+            let (start, end) = (r.unsigned()?, r.unsigned()?);
+            let pieces = self.places.pieces(object, section);
+            let first = pieces.partition_point(|p| p.start < start);
+            let piece = pieces[first..]
+                .iter()
+                .take_while(|p| p.start == start)
+                .find(|p| p.end == end)?;
+            self.places
+                .candidate_targets
+                .get(piece.candidate.index())
+                .copied()
+        } else if tag == Descriptor::Constant as u64 {
+            let entsize = u32::try_from(r.unsigned()?).ok()?;
+            let strings = match r.unsigned()? {
+                0 => false,
+                1 => true,
+                _ => return None,
+            };
+            let content = r.counted()?;
+            find(
+                targets,
+                &Target::Constant {
+                    entsize,
+                    strings,
+                    content,
+                },
+            )
+        } else {
+            None
+        }
+    }
+}
+
+/// How an entry writes a reference target: a tag, then its fields.
+///
+/// - `Section`: object number (0 for the entry's own object, else one
+///   past its index in the entry's list of object names), section index;
+/// - `Symbol`: the name;
+/// - `Absolute`;
+/// - `Candidate`: object number, section index, start and end offsets;
+/// - `Constant`: element size, whether strings, content.
+#[derive(Copy, Clone, Debug)]
+enum Descriptor {
+    Section = 0,
+    Symbol = 1,
+    Absolute = 2,
+    Candidate = 3,
+    Constant = 4,
+}
+
+/// [`ExtendedTargets::find`] for a target borrowing from an entry rather
+/// than from the inputs.
+fn find<'t>(targets: &ExtendedTargets<'_, 't>, target: &Target<'t>) -> Option<TargetId> {
+    targets.find(target)
+}
