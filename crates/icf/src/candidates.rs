@@ -6,7 +6,7 @@
 //! sections, each named by a target.
 
 use crate::program::{FunctionId, ObjectId, Program};
-use crate::targets::{ExtendedTargets, Target};
+use crate::targets::{ExtendedTargets, Target, target_hash};
 use icf_fold::CandidateId;
 use icf_ir::TargetId;
 use icf_object::{Object, PerSection, Section, SectionIndex};
@@ -92,17 +92,41 @@ impl Places {
                 PerSection::new(sections(object), list)
             })
             .collect();
-        let mut constants = Vec::with_capacity(program.objects.len());
-        for (index, object) in program.objects.iter().enumerate() {
-            let mut list = Vec::new();
-            for (section_index, section) in object.elf.sections.iter().enumerate() {
-                if let Some(elements) = merge_elements(section, targets) {
-                    let section = SectionIndex(section_index as u32);
-                    list.extend(elements.into_iter().map(|element| (section, element)));
+        // Splitting mergeable sections into elements and hashing them is
+        // per object, in parallel; interning them is one table, in order.
+        let elements: Vec<Vec<(SectionIndex, u64, Target<'data>, u64)>> = program
+            .objects
+            .par_iter()
+            .map(|object| {
+                // An archive member the link does not load is nobody's
+                // definition: only its own references reach its constants.
+                if !object.loaded {
+                    return Vec::new();
                 }
-            }
-            constants.push(PerSection::new(sections(index), list));
-        }
+                let mut list = Vec::new();
+                for (index, section) in object.elf.sections.iter().enumerate() {
+                    let section_index = SectionIndex(index as u32);
+                    for_each_element(section, |start, target| {
+                        list.push((section_index, start, target, target_hash(&target)));
+                    });
+                }
+                list
+            })
+            .collect();
+        targets.reserve(elements.iter().map(Vec::len).sum());
+        let constants = elements
+            .into_iter()
+            .enumerate()
+            .map(|(index, list)| {
+                let list = list
+                    .into_iter()
+                    .map(|(section, start, target, hash)| {
+                        (section, (start, targets.intern_hashed(target, hash)))
+                    })
+                    .collect();
+                PerSection::new(sections(index), list)
+            })
+            .collect();
         Places {
             pieces,
             constants,
@@ -250,21 +274,26 @@ fn data_split_points(elf: &Object<'_>) -> HashMap<SectionIndex, Vec<u64>> {
     points
 }
 
-/// The elements of a mergeable section, each interned as a constant target by content.
-fn merge_elements<'data>(
-    section: &Section<'data>,
-    targets: &mut ExtendedTargets<'_, 'data>,
-) -> Option<Vec<(u64, TargetId)>> {
-    let entsize_field = u32::try_from(section.entsize).ok()?;
+/// Calls `f` with the start and the constant target (by content) of each
+/// element of `section`, if it is mergeable.
+fn for_each_element<'data>(section: &Section<'data>, mut f: impl FnMut(u64, Target<'data>)) {
+    let Ok(entsize_field) = u32::try_from(section.entsize) else {
+        return;
+    };
     if !section.is_mergeable() || entsize_field == 0 || section.data.is_empty() {
-        return None;
+        return;
     }
     let entsize = entsize_field as usize;
     let strings = section.holds_strings();
-    let mut elements = Vec::new();
     let mut start = 0;
     while start < section.data.len() {
-        let end = if strings {
+        let end = if strings && entsize == 1 {
+            // A byte string ends with its first zero byte.
+            section.data[start..]
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(section.data.len(), |at| start + at + 1)
+        } else if strings {
             // A string ends with an entsize-wide zero, aligned to entsize.
             let mut end = start;
             loop {
@@ -278,14 +307,14 @@ fn merge_elements<'data>(
         } else {
             (start + entsize).min(section.data.len())
         };
-        let content = &section.data[start..end];
-        let target = targets.intern(Target::Constant {
-            entsize: entsize_field,
-            strings,
-            content,
-        });
-        elements.push((start as u64, target));
+        f(
+            start as u64,
+            Target::Constant {
+                entsize: entsize_field,
+                strings,
+                content: &section.data[start..end],
+            },
+        );
         start = end;
     }
-    Some(elements)
 }

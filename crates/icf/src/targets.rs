@@ -61,8 +61,14 @@ pub struct TargetTable<'data> {
     section_ids: Vec<u32>,
 }
 
-fn hash_of(target: &Target<'_>) -> u64 {
+/// The hash a [`TargetTable`] files `target` under: callers that intern
+/// many targets may compute it in parallel ([`TargetTable::intern_hashed`]).
+pub fn target_hash(target: &Target<'_>) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(target)
+}
+
+fn hash_of(target: &Target<'_>) -> u64 {
+    target_hash(target)
 }
 
 impl<'data> TargetTable<'data> {
@@ -109,12 +115,17 @@ impl<'data> TargetTable<'data> {
     }
 
     pub fn intern(&mut self, target: Target<'data>) -> TargetId {
+        let hash = hash_of(&target);
+        self.intern_hashed(target, hash)
+    }
+
+    /// [`TargetTable::intern`] of a target whose [`target_hash`] is `hash`.
+    pub fn intern_hashed(&mut self, target: Target<'data>, hash: u64) -> TargetId {
         if let Some(id) = self.section_id(&target) {
             return id;
         }
         let (first, targets) = (self.first, &mut self.targets);
         let at = |id: &TargetId| &targets[(id.0 - first) as usize];
-        let hash = hash_of(&target);
         if let Some(&id) = self.ids.find(hash, |id| *at(id) == target) {
             return id;
         }
@@ -132,12 +143,22 @@ impl<'data> TargetTable<'data> {
 
     /// The id of `target` if any reference names it.
     pub fn find(&self, target: &Target<'data>) -> Option<TargetId> {
+        self.find_hashed(target, hash_of(target))
+    }
+
+    fn find_hashed(&self, target: &Target<'data>, hash: u64) -> Option<TargetId> {
         if let Some(id) = self.section_id(target) {
             return Some(id);
         }
+        self.ids.find(hash, |&id| self.get(id) == *target).copied()
+    }
+
+    /// Room for `additional` more targets without rehashing.
+    pub fn reserve(&mut self, additional: usize) {
+        let (first, targets) = (self.first, &self.targets);
         self.ids
-            .find(hash_of(target), |&id| self.get(id) == *target)
-            .copied()
+            .reserve(additional, |id| hash_of(&targets[(id.0 - first) as usize]));
+        self.targets.reserve(additional);
     }
 
     /// One past the largest id.
@@ -170,10 +191,21 @@ impl<'b, 'data> ExtendedTargets<'b, 'data> {
     }
 
     pub fn intern(&mut self, target: Target<'data>) -> TargetId {
-        match self.base.find(&target) {
+        let hash = hash_of(&target);
+        self.intern_hashed(target, hash)
+    }
+
+    /// [`ExtendedTargets::intern`] of a target whose [`target_hash`] is `hash`.
+    pub fn intern_hashed(&mut self, target: Target<'data>, hash: u64) -> TargetId {
+        match self.base.find_hashed(&target, hash) {
             Some(id) => id,
-            None => self.more.intern(target),
+            None => self.more.intern_hashed(target, hash),
         }
+    }
+
+    /// Room for `additional` more targets.
+    pub fn reserve(&mut self, additional: usize) {
+        self.more.reserve(additional);
     }
 
     pub fn get(&self, id: TargetId) -> Target<'data> {
