@@ -40,7 +40,13 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug, Default)]
 pub struct Timings {
     pub load: Duration,
+    /// Everything up to the partition: candidates, places, keys, attributes.
     pub lift: Duration,
+    /// Of `lift`: finding candidates and the places references narrow to
+    /// (liveness, pieces, mergeable elements, references from data).
+    pub places: Duration,
+    /// Of `lift`: the comparator keys (lifted, or read from the cache).
+    pub keys: Duration,
     pub partition: Duration,
     pub plan: Duration,
 }
@@ -190,6 +196,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
         };
         let (data_references, vtable_entries) =
             references_from_data(program, &narrower, live.as_deref());
+        let places_time = started.elapsed();
 
         let Keys {
             mut bodies,
@@ -200,6 +207,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             opaque_functions,
             cache,
             cache_writes,
+            keys_time,
         } = keys::make(
             program,
             &candidates,
@@ -240,6 +248,8 @@ impl<'p, 'data> Analysis<'p, 'data> {
             plan: Plan::empty(options.mode),
             timings: Timings {
                 lift: lift_time,
+                places: places_time,
+                keys: keys_time,
                 ..Timings::default()
             },
         };

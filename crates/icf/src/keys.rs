@@ -85,6 +85,8 @@ pub(crate) struct Keys {
     /// What the cache did, when there is one.
     pub cache: Option<CacheStats>,
     pub cache_writes: Option<PendingWrites>,
+    /// How long the keys took (lifted or read), attributes aside.
+    pub keys_time: std::time::Duration,
 }
 
 /// Lifts every candidate, one object at a time per thread, and keeps only
@@ -104,6 +106,7 @@ pub(crate) fn make(
     // Objects are lifted one at a time per thread, and each gives back
     // its input pages when done: the inputs need not all be resident
     // alongside the keys.
+    let started = std::time::Instant::now();
     program.inputs.release_resident_pages();
     let lift = |candidate: &CandidateInfo| {
         let function = narrower.lift(candidate);
@@ -133,6 +136,7 @@ pub(crate) fn make(
         None => candidates[run].iter().map(lift).collect(),
     });
     let (cache, cache_writes) = cache.map(KeyCache::finish).unzip();
+    let keys_time = started.elapsed();
     let mut section_classes = Vec::new();
     let attrs = attributes(program, candidates, narrower, &bodies, &mut section_classes);
     // Whether a jump from another candidate lands inside is known only
@@ -175,5 +179,6 @@ pub(crate) fn make(
         opaque_functions,
         cache,
         cache_writes,
+        keys_time,
     }
 }

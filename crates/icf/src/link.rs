@@ -205,9 +205,11 @@ fn fold_inputs(
     if options.verbose {
         let t = &analysis.timings;
         eprintln!(
-            "icf: time: load {}, lift {}, partition {}, plan {}, fold and write {}",
+            "icf: time: load {}, lift {} (places {}, keys {}), partition {}, plan {}, fold and write {}",
             milliseconds(load),
             milliseconds(t.lift),
+            milliseconds(t.places),
+            milliseconds(t.keys),
             milliseconds(t.partition),
             milliseconds(t.plan),
             milliseconds(written.elapsed())
