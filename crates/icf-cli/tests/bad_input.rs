@@ -144,6 +144,11 @@ struct RelaSection {
 }
 
 fn first_rela_section(data: &[u8]) -> RelaSection {
+    rela_section_where(data, |_| true)
+}
+
+/// The first non-empty `SHT_RELA` section whose name `wanted` accepts.
+fn rela_section_where(data: &[u8], wanted: impl Fn(&str) -> bool) -> RelaSection {
     let header = elf::FileHeader64::<LE>::parse(data).expect("parsing the fixture's ELF header");
     let table = header
         .sections(LE, data)
@@ -157,8 +162,12 @@ fn first_rela_section(data: &[u8]) -> RelaSection {
     let (index, rela) = table
         .iter()
         .enumerate()
-        .find(|(_, section)| section.sh_type(LE) == elf::SHT_RELA && section.sh_size(LE) > 0)
-        .expect("the fixture has a relocation section");
+        .find(|(_, section)| {
+            section.sh_type(LE) == elf::SHT_RELA
+                && section.sh_size(LE) > 0
+                && wanted(&name_of(section))
+        })
+        .expect("the fixture has such a relocation section");
     let target_index = rela.sh_info(LE) as usize;
     let target = table
         .section(object::SectionIndex(target_index))
@@ -573,4 +582,75 @@ fn archive_member_is_broken_object() {
     let archive = make_archive(&scratch.dir, "archive.a", &["good.o", "member.o"]);
     let location = format!("{}(member.o): offset 0x12: ", archive.display());
     assert_dump_fails(&archive, &[&location, "unsupported machine 40"]);
+}
+
+/// A broken relocation of debug information: the reader leaves those
+/// unread (nothing analyses them), so `icf dump` and `icf report` succeed,
+/// and the error comes, located, when a fold rewrites the object (`icf
+/// link --strict` fails with it; without `--strict` the plain link runs
+/// and reports its own error).
+#[test]
+fn a_broken_debug_relocation_fails_the_rewrite_that_reads_it() {
+    let scratch = Scratch::new("broken_debug_relocation");
+    let source = scratch.write(
+        "twins.c",
+        b"int twin_a(int x) { return x * 7 + 3; }\n\
+          int twin_b(int x) { return x * 7 + 3; }\n\
+          int main(void) { return twin_a(1) - twin_b(1); }\n",
+    );
+    let object = scratch.path("twins.o");
+    let status = Command::new("gcc")
+        .args(["-O2", "-g", "-ffunction-sections", "-c"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .status()
+        .expect("running gcc");
+    assert!(status.success());
+    let mut data = fs::read(&object).expect("reading the object");
+    let rela = rela_section_where(&data, |name| name == ".rela.debug_info");
+    patch(
+        &mut data,
+        rela.file_offset + 12,
+        &0x00ff_ffffu32.to_le_bytes(),
+    );
+    let path = scratch.write("broken.o", &data);
+    for command in ["dump", "report"] {
+        let output = run_icf(&[OsStr::new(command), path.as_os_str()]);
+        assert!(
+            output.status.success(),
+            "icf {command}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let out_dir = scratch.path("folded");
+    let output = run_icf(&[
+        OsStr::new("fold"),
+        OsStr::new("--no-cache"),
+        OsStr::new("--out-dir"),
+        out_dir.as_os_str(),
+        path.as_os_str(),
+    ]);
+    let location = format!(
+        "section {} '.rela.debug_info': offset 0x0: relocation 0: symbol index 16777215 is out of range",
+        rela.index
+    );
+    assert_clean_error(&output, &[&path.display().to_string(), &location]);
+    let binary = scratch.path("app");
+    let link = |strict: bool| {
+        let mut args = vec![OsStr::new("link"), OsStr::new("--no-cache")];
+        if strict {
+            args.push(OsStr::new("--strict"));
+        }
+        args.extend([OsStr::new("--"), OsStr::new("gcc"), path.as_os_str()]);
+        args.extend([OsStr::new("-o"), binary.as_os_str()]);
+        run_icf(&args)
+    };
+    // The linker refuses the object too: without --strict the plain
+    // command runs, and its own error is the one reported.
+    let plain = link(false);
+    let stderr = String::from_utf8_lossy(&plain.stderr);
+    assert!(!plain.status.success() && !stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("bad reloc symbol index"), "{stderr}");
+    assert_clean_error(&link(true), &[&location]);
 }

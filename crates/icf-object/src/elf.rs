@@ -99,6 +99,7 @@ impl<'data> Object<'data> {
                 data: section_data,
                 relocs: Vec::new(),
                 reloc_section: None,
+                relocs_deferred: false,
                 group: None,
             });
         }
@@ -257,122 +258,160 @@ impl<'data> Object<'data> {
                     "relocation section does not refer to the symbol table",
                 ));
             }
-            // Both forms as (r_offset, r_sym, r_type, r_addend, entry offset):
-            // CREL (compact relocations) entries have no fixed size.
-            let entries: Vec<(u64, u32, u32, i64, Option<u64>)> = if sh_type == elf::SHT_CREL {
-                let (crels, _) = header
-                    .crel(LE, self.data)
-                    .map_err(|e| {
-                        self.section_error(rela_index, format!("bad CREL relocation section: {e}"))
-                    })?
-                    .ok_or_else(|| self.section_error(rela_index, "bad CREL relocation section"))?;
-                if !crels.is_rela() {
-                    return Err(self.section_error(
-                        rela_index,
-                        "CREL relocations without addends are not used on x86-64 or AArch64",
-                    ));
-                }
-                crels
-                    .enumerate()
-                    .map(|(n, crel)| {
-                        crel.map(|c| (c.r_offset, c.r_sym, c.r_type.0, c.r_addend, None))
-                            .map_err(|e| {
-                                self.section_error(
-                                    rela_index,
-                                    format!("relocation {n}: bad CREL entry: {e}"),
-                                )
-                            })
-                    })
-                    .collect::<Result<_>>()?
-            } else {
-                let (relas, _) = header
-                    .rela(LE, self.data)
-                    .map_err(|e| {
-                        self.section_error(rela_index, format!("bad relocation section: {e}"))
-                    })?
-                    .ok_or_else(|| self.section_error(rela_index, "bad relocation section"))?;
-                relas
-                    .iter()
-                    .enumerate()
-                    .map(|(n, rela)| {
-                        (
-                            rela.r_offset(LE),
-                            rela.r_sym(LE, false),
-                            rela.r_type(LE, false).0,
-                            rela.r_addend(LE),
-                            Some((n * size_of::<elf::Rela64<LE>>()) as u64),
-                        )
-                    })
-                    .collect()
-            };
-            let target_size = self.sections[target.index()].size;
-            let mut relocs = Vec::with_capacity(entries.len());
-            for (n, (offset, symbol, r_type, addend, entry_offset)) in
-                entries.into_iter().enumerate()
-            {
-                let located = |error: Error| match entry_offset {
-                    Some(at) => error.at_offset(at),
-                    None => error,
-                };
-                if symbol as usize >= self.symbols.len().max(1) {
-                    return Err(located(self.section_error(
-                        rela_index,
-                        format!(
-                            "relocation {n}: symbol index {symbol} is out of range ({} symbols)",
-                            self.symbols.len()
-                        ),
-                    )));
-                }
-                // See MAX_PLACE_MAGNITUDE: later phases add addends unchecked.
-                if addend.unsigned_abs() >= MAX_PLACE_MAGNITUDE {
-                    return Err(located(self.section_error(
-                        rela_index,
-                        format!(
-                            "relocation {n}: addend {addend:#x} is absurdly large \
-                             (magnitude {MAX_PLACE_MAGNITUDE:#x} or more)"
-                        ),
-                    )));
-                }
-                let info = icf_arch::of(self.arch).elf_reloc(r_type).ok_or_else(|| {
-                    located(self.section_error(
-                        rela_index,
-                        format!("relocation {n}: unsupported relocation type {r_type}"),
-                    ))
-                })?;
-                if offset
-                    .checked_add(u64::from(info.size))
-                    .is_none_or(|end| end > target_size)
-                {
-                    return Err(located(self.section_error(
-                        rela_index,
-                        format!(
-                            "relocation {n} at offset {offset:#x} points past the end of section {} '{}' ({target_size:#x} bytes)",
-                            target.0,
-                            self.sections[target.index()].name_lossy()
-                        ),
-                    )));
-                }
-                relocs.push(Reloc {
-                    offset,
-                    r_type,
-                    symbol: SymbolIndex(symbol),
-                    addend,
-                    size: info.size,
-                    pc_relative: info.pc_relative,
-                });
-            }
-            relocs.sort_by_key(|r| r.offset);
-            let section = &mut self.sections[target.index()];
+            let section = &self.sections[target.index()];
             if section.reloc_section.is_some() {
                 return Err(self.section_error(
                     rela_index,
                     format!("section {} has two relocation sections", target.0),
                 ));
             }
+            // A section the program does not load (debug information) is
+            // never analysed: its relocations are read if the object is
+            // rewritten ([`Object::relocations`]).
+            let deferred = !section.is_alloc();
+            let relocs = if deferred {
+                Vec::new()
+            } else {
+                self.parse_relocations(rela_index, header, target)?
+            };
+            let section = &mut self.sections[target.index()];
             section.relocs = relocs;
             section.reloc_section = Some(rela_index);
+            section.relocs_deferred = deferred;
         }
         Ok(())
+    }
+
+    /// The relocations of section `rela_index` (whose header is `header`),
+    /// which patch `target`, checked and sorted by offset.
+    fn parse_relocations(
+        &self,
+        rela_index: SectionIndex,
+        header: &elf::SectionHeader64<LE>,
+        target: SectionIndex,
+    ) -> Result<Vec<Reloc>> {
+        let sh_type = header.sh_type(LE);
+        // Both forms as (r_offset, r_sym, r_type, r_addend, entry offset):
+        // CREL (compact relocations) entries have no fixed size.
+        let entries: Vec<(u64, u32, u32, i64, Option<u64>)> = if sh_type == elf::SHT_CREL {
+            let (crels, _) = header
+                .crel(LE, self.data)
+                .map_err(|e| {
+                    self.section_error(rela_index, format!("bad CREL relocation section: {e}"))
+                })?
+                .ok_or_else(|| self.section_error(rela_index, "bad CREL relocation section"))?;
+            if !crels.is_rela() {
+                return Err(self.section_error(
+                    rela_index,
+                    "CREL relocations without addends are not used on x86-64 or AArch64",
+                ));
+            }
+            crels
+                .enumerate()
+                .map(|(n, crel)| {
+                    crel.map(|c| (c.r_offset, c.r_sym, c.r_type.0, c.r_addend, None))
+                        .map_err(|e| {
+                            self.section_error(
+                                rela_index,
+                                format!("relocation {n}: bad CREL entry: {e}"),
+                            )
+                        })
+                })
+                .collect::<Result<_>>()?
+        } else {
+            let (relas, _) = header
+                .rela(LE, self.data)
+                .map_err(|e| {
+                    self.section_error(rela_index, format!("bad relocation section: {e}"))
+                })?
+                .ok_or_else(|| self.section_error(rela_index, "bad relocation section"))?;
+            relas
+                .iter()
+                .enumerate()
+                .map(|(n, rela)| {
+                    (
+                        rela.r_offset(LE),
+                        rela.r_sym(LE, false),
+                        rela.r_type(LE, false).0,
+                        rela.r_addend(LE),
+                        Some((n * size_of::<elf::Rela64<LE>>()) as u64),
+                    )
+                })
+                .collect()
+        };
+        let target_size = self.sections[target.index()].size;
+        let mut relocs = Vec::with_capacity(entries.len());
+        for (n, (offset, symbol, r_type, addend, entry_offset)) in entries.into_iter().enumerate() {
+            let located = |error: Error| match entry_offset {
+                Some(at) => error.at_offset(at),
+                None => error,
+            };
+            if symbol as usize >= self.symbols.len().max(1) {
+                return Err(located(self.section_error(
+                    rela_index,
+                    format!(
+                        "relocation {n}: symbol index {symbol} is out of range ({} symbols)",
+                        self.symbols.len()
+                    ),
+                )));
+            }
+            // See MAX_PLACE_MAGNITUDE: later phases add addends unchecked.
+            if addend.unsigned_abs() >= MAX_PLACE_MAGNITUDE {
+                return Err(located(self.section_error(
+                    rela_index,
+                    format!(
+                        "relocation {n}: addend {addend:#x} is absurdly large \
+                         (magnitude {MAX_PLACE_MAGNITUDE:#x} or more)"
+                    ),
+                )));
+            }
+            let info = icf_arch::of(self.arch).elf_reloc(r_type).ok_or_else(|| {
+                located(self.section_error(
+                    rela_index,
+                    format!("relocation {n}: unsupported relocation type {r_type}"),
+                ))
+            })?;
+            if offset
+                .checked_add(u64::from(info.size))
+                .is_none_or(|end| end > target_size)
+            {
+                return Err(located(self.section_error(
+                    rela_index,
+                    format!(
+                        "relocation {n} at offset {offset:#x} points past the end of section {} '{}' ({target_size:#x} bytes)",
+                        target.0,
+                        self.sections[target.index()].name_lossy()
+                    ),
+                )));
+            }
+            relocs.push(Reloc {
+                offset,
+                r_type,
+                symbol: SymbolIndex(symbol),
+                addend,
+                size: info.size,
+                pc_relative: info.pc_relative,
+            });
+        }
+        relocs.sort_by_key(|r| r.offset);
+        Ok(relocs)
+    }
+
+    /// The relocations [`Object::parse`] left unread for `target` (see
+    /// [`Section::relocs_deferred`]), read and checked now.
+    pub(crate) fn deferred_elf_relocations(&self, target: SectionIndex) -> Result<Vec<Reloc>> {
+        let Some(rela_index) = self.section(target).reloc_section else {
+            return Ok(Vec::new());
+        };
+        let header = elf::FileHeader64::<LE>::parse(self.data)
+            .map_err(|e| Error::new(format!("bad ELF header: {e}")))?;
+        let table = header
+            .sections(LE, self.data)
+            .map_err(|e| Error::new(format!("bad section headers: {e}")))?;
+        let rela = table
+            .section(object::SectionIndex(rela_index.index()))
+            .map_err(|e| self.section_error(rela_index, format!("bad section header: {e}")))?;
+        self.parse_relocations(rela_index, rela, target)
     }
 
     fn read_groups(&mut self) -> Result<()> {

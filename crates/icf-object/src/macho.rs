@@ -507,6 +507,7 @@ fn null_section<'data>() -> Section<'data> {
         data: &[],
         relocs: Vec::new(),
         reloc_section: None,
+        relocs_deferred: false,
         group: None,
     }
 }
@@ -600,6 +601,7 @@ impl<'data> Reader<'data> {
                     data: bytes,
                     relocs: Vec::new(),
                     reloc_section: None,
+                    relocs_deferred: false,
                     group: None,
                 });
                 self.atoms.push(Atom {

@@ -91,10 +91,16 @@ pub struct Section<'data> {
     pub entsize: u64,
     /// The bytes; empty for `SHT_NOBITS`.
     pub data: &'data [u8],
-    /// Relocations patching this section, sorted by offset.
+    /// Relocations patching this section, sorted by offset; empty when
+    /// [`Section::relocs_deferred`] (then [`crate::Object::relocations`]
+    /// reads them).
     pub relocs: Vec<Reloc>,
     /// The `SHT_RELA` or `SHT_CREL` section they came from.
     pub reloc_section: Option<SectionIndex>,
+    /// The relocations were left unread: the section is not loaded (debug
+    /// information), the analysis never reads them, and they are most of
+    /// an object's relocations. Only a rewrite of the object reads them.
+    pub relocs_deferred: bool,
     /// The group this section belongs to.
     pub group: Option<GroupIndex>,
 }

@@ -7,8 +7,9 @@
 use crate::eh_frame::Fde;
 use crate::error::{Error, Result};
 use crate::macho_layout::MachOLayout;
-use crate::model::{ComdatGroup, GroupIndex, Section, SectionIndex, Symbol, SymbolIndex};
+use crate::model::{ComdatGroup, GroupIndex, Reloc, Section, SectionIndex, Symbol, SymbolIndex};
 use icf_ir::Arch;
+use std::borrow::Cow;
 
 /// The container an object was read from.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -57,6 +58,18 @@ impl<'data> Object<'data> {
 
     pub fn section(&self, index: SectionIndex) -> &Section<'data> {
         &self.sections[index.index()]
+    }
+
+    /// The relocations of section `index`, sorted by offset: those read
+    /// with the object, or, for a section whose relocations were left
+    /// unread ([`Section::relocs_deferred`]), read and checked now.
+    pub fn relocations(&self, index: SectionIndex) -> Result<Cow<'_, [Reloc]>> {
+        let section = self.section(index);
+        if section.relocs_deferred {
+            self.deferred_elf_relocations(index).map(Cow::Owned)
+        } else {
+            Ok(Cow::Borrowed(&section.relocs))
+        }
     }
 
     pub fn group(&self, index: GroupIndex) -> &ComdatGroup {

@@ -17,7 +17,8 @@
 use crate::eh_frame;
 use crate::error::{Error, Result};
 use crate::model::{
-    Binding, ComdatGroup, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility,
+    Binding, ComdatGroup, Reloc, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace,
+    Visibility,
 };
 use crate::object::Object;
 use object::LittleEndian as LE;
@@ -239,6 +240,9 @@ struct Rewriter<'a, 'data> {
     new_to_out: Vec<usize>,
     /// Output position of the section symbol of each section, added where missing.
     section_symbol: HashMap<SectionIndex, usize>,
+    /// The relocations the reader left unread ([`Section::relocs_deferred`])
+    /// of each section that stays, read once here.
+    deferred_relocs: HashMap<SectionIndex, Vec<Reloc>>,
 }
 
 impl<'a, 'data> Rewriter<'a, 'data> {
@@ -253,10 +257,26 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             old_to_out: Vec::new(),
             new_to_out: Vec::new(),
             section_symbol: HashMap::default(),
+            deferred_relocs: HashMap::default(),
         };
         rewriter.plan_sections();
         rewriter.plan_symbols()?;
+        for (index, section) in object.sections.iter().enumerate() {
+            let index = SectionIndex(index as u32);
+            if section.relocs_deferred && !rewriter.dropped.contains(&index) {
+                let relocs = object.relocations(index)?.into_owned();
+                rewriter.deferred_relocs.insert(index, relocs);
+            }
+        }
         Ok(rewriter)
+    }
+
+    /// The input's relocations of `target`.
+    fn input_relocs(&self, target: SectionIndex) -> &[Reloc] {
+        match self.deferred_relocs.get(&target) {
+            Some(relocs) => relocs,
+            None => &self.object.section(target).relocs,
+        }
     }
 
     /// Removed sections, their relocation sections, sections linked to them by
@@ -648,7 +668,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         match changed.relocs.get(&target) {
             Some(relocs) => relocs.len(),
             None if self.object.section(target).reloc_section.is_some() => {
-                self.object.section(target).relocs.len()
+                self.input_relocs(target).len()
             }
             None => 0,
         }
@@ -975,7 +995,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
     ) -> Result<()> {
         let section = self.object.section(target);
         let clamp = !section.is_alloc();
-        for r in &section.relocs {
+        for r in self.input_relocs(target) {
             let (out, addend) = self.retarget(r.symbol, r.addend, clamp).map_err(|e| {
                 self.object
                     .section_error(target, e.message)

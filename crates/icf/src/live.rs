@@ -202,7 +202,10 @@ impl Marking {
         }
     }
 
-    /// Marks the section each relocation of `section` reaches.
+    /// Marks the section each relocation of `section` reaches. A section
+    /// the program does not load (debug information) keeps nothing alive
+    /// (linkers point its references to dropped sections at a tombstone),
+    /// and the reader leaves its relocations unread (`relocs_deferred`).
     fn mark_relocation_targets(
         &mut self,
         program: &Program<'_>,
