@@ -33,8 +33,23 @@ pub(super) struct Variant {
 pub(super) enum Kind {
     /// The linker alone, with this `--icf=` value (None: no ICF flag).
     Peer(Option<&'static str>),
-    /// `icf link --mode MODE` in front of the plain link.
-    Icf(&'static str),
+    /// `icf link --mode MODE` in front of the plain link, with its cache
+    /// as it says.
+    Icf(&'static str, Cache),
+}
+
+/// The state of icf's cache when an `icf link` row is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cache {
+    /// Empty before every run: a first link, which also writes the cache.
+    Cold,
+    /// Filled by an untimed link of the same inputs: a relink.
+    Warm,
+    /// Filled by an untimed link in which every object file on the command
+    /// line (the program's own code; archives are its dependencies) had
+    /// other bytes: a relink after a change to each of the program's units,
+    /// the most that touching one source file of ripgrep recompiles.
+    Changed,
 }
 
 /// Every link of a corpus; the first (plain lld) is the reference.
@@ -56,7 +71,19 @@ fn variants() -> Vec<Variant> {
         label: format!("icf {mode} + {}", linker.name()),
         file: format!("icf-{mode}-{}", linker.name()),
         linker,
-        kind: Kind::Icf(mode),
+        kind: Kind::Icf(mode, Cache::Cold),
+    };
+    let warm = |mode: &'static str, linker: Linker| Variant {
+        label: format!("icf {mode} + {}, warm", linker.name()),
+        file: format!("icf-{mode}-{}-warm", linker.name()),
+        linker,
+        kind: Kind::Icf(mode, Cache::Warm),
+    };
+    let changed = |mode: &'static str, linker: Linker| Variant {
+        label: format!("icf {mode} + {}, own objects changed", linker.name()),
+        file: format!("icf-{mode}-{}-changed", linker.name()),
+        linker,
+        kind: Kind::Icf(mode, Cache::Changed),
     };
     vec![
         peer(Linker::Lld, None),
@@ -70,17 +97,23 @@ fn variants() -> Vec<Variant> {
         peer(Linker::Bfd, None),
         icf("safe", Linker::Lld),
         icf("all", Linker::Lld),
+        warm("safe", Linker::Lld),
+        warm("all", Linker::Lld),
+        changed("safe", Linker::Lld),
         icf("safe", Linker::Bfd),
         icf("all", Linker::Bfd),
     ]
 }
 
 impl Variant {
-    /// The command producing `output`; `report` is where `icf link` writes its JSON.
+    /// The command producing `output`; `report` is where `icf link` writes
+    /// its JSON; an `icf link` keeps its cache under `scratch` (a cold
+    /// row's is emptied first).
     fn command(
         &self,
         corpus: &Corpus,
         icf: &Path,
+        scratch: &Path,
         output: &Path,
         report: Option<&Path>,
     ) -> Result<Command> {
@@ -95,11 +128,16 @@ impl Variant {
         }
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let link = corpus.link_command(self.linker, output, &extra)?;
-        let Kind::Icf(mode) = self.kind else {
+        let Kind::Icf(mode, cache) = self.kind else {
             return Ok(link);
         };
+        let cache_dir = scratch.join("cache").join(&self.file);
+        if cache == Cache::Cold {
+            let _ = fs::remove_dir_all(&cache_dir);
+        }
         let mut command = Command::new(icf);
-        command.args(["link", "--strict", "--mode", mode]);
+        command.args(["link", "--strict", "--mode", mode, "--cache-dir"]);
+        command.arg(&cache_dir);
         if let Some(report) = report {
             command.arg("--report").arg(report);
         }
@@ -123,6 +161,29 @@ fn copy_env(from: &Command, to: &mut Command) {
             None => to.env_remove(key),
         };
     }
+}
+
+/// `corpus` with each object file on its command line replaced by a copy
+/// in `dir` with other bytes (eight zero bytes after its end, which no
+/// reader looks at): for the cache, another object in the same place.
+fn with_own_objects_changed(corpus: &Corpus, dir: &Path) -> Result<Corpus> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut changed = corpus.clone();
+    for arg in &mut changed.args {
+        let path = Path::new(arg.as_str());
+        if path.extension().is_none_or(|e| e != "o") || !path.is_file() {
+            continue;
+        }
+        let Some(name) = path.file_name() else {
+            continue;
+        };
+        let copy = dir.join(name);
+        let mut bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        bytes.extend_from_slice(&[0; 8]);
+        fs::write(&copy, bytes).with_context(|| format!("writing {}", copy.display()))?;
+        *arg = copy.display().to_string();
+    }
+    Ok(changed)
 }
 
 /// What one link produced and cost.
@@ -306,6 +367,27 @@ fn timed_rounds(
     places: &Places,
     rows: &mut [Row],
 ) -> Result<()> {
+    // A warm row's cache is filled by one untimed link first; a changed
+    // row's by a link of the same inputs with its own objects changed.
+    for row in rows.iter() {
+        let filled_by = match row.variant.kind {
+            Kind::Icf(_, Cache::Warm) => prepared.corpus.clone(),
+            Kind::Icf(_, Cache::Changed) => with_own_objects_changed(
+                &prepared.corpus,
+                &prepared.scratch.join("changed-objects"),
+            )?,
+            _ => continue,
+        };
+        {
+            let output = places.out.join(&row.variant.file);
+            let mut command =
+                row.variant
+                    .command(&filled_by, icf, &prepared.scratch, &output, None)?;
+            eprintln!("    filling the cache: {}", row.variant.label);
+            capture(&mut command)
+                .with_context(|| format!("{}: filling the cache", row.variant.label))?;
+        }
+    }
     // Round-robin, so a burst of load elsewhere hits one round of every link
     // rather than every round of one.
     for round in 0..runs {
@@ -317,7 +399,8 @@ fn timed_rounds(
             eprintln!("    round {}/{runs}: {}", round + 1, variant.label);
             let output = places.out.join(&variant.file);
             // Timed as people run it: without `--report`, whose names cost time.
-            let command = variant.command(&prepared.corpus, icf, &output, None)?;
+            let command =
+                variant.command(&prepared.corpus, icf, &prepared.scratch, &output, None)?;
             match timed(&command, &places.rss_file) {
                 Ok((wall, rss)) => {
                     row.walls.push(wall);
@@ -349,14 +432,18 @@ fn timed_rounds(
 /// aliases, thunks. It writes the same output as the timed rounds.
 fn write_reports(prepared: &Prepared, icf: &Path, places: &Places, rows: &[Row]) -> Result<()> {
     for row in rows {
-        if !row.ok() || !matches!(row.variant.kind, Kind::Icf(_)) {
+        if !row.ok() || !matches!(row.variant.kind, Kind::Icf(..)) {
             continue;
         }
         let output = places.out.join(&row.variant.file);
         let report = places.reports.join(format!("{}.json", row.variant.file));
-        let mut command = row
-            .variant
-            .command(&prepared.corpus, icf, &output, Some(&report))?;
+        let mut command = row.variant.command(
+            &prepared.corpus,
+            icf,
+            &prepared.scratch,
+            &output,
+            Some(&report),
+        )?;
         eprintln!("    report: {}", row.variant.label);
         capture(&mut command)
             .with_context(|| format!("{}: icf link --report", row.variant.label))?;
@@ -373,7 +460,7 @@ fn measure_outputs(prepared: &Prepared, places: &Places, rows: &mut [Row]) -> Re
         let output = places.out.join(&row.variant.file);
         row.text = peer::text_size(&output)?;
         row.stripped = stripped_size(&output, &prepared.scratch.join("stripped.tmp"))?;
-        if let Kind::Icf(_) = row.variant.kind {
+        if let Kind::Icf(..) = row.variant.kind {
             let path = places.reports.join(format!("{}.json", row.variant.file));
             let text = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
             row.report = Some(
@@ -399,7 +486,12 @@ fn fold_alone(
         let folded = scratch.join(format!("fold-{mode}"));
         let _ = fs::remove_dir_all(&folded);
         let mut fold = Command::new(icf);
-        fold.args(["fold", "--mode", mode, "--out-dir"])
+        // A first fold: the cache starts empty, as in the timed cold links.
+        let cache = scratch.join("cache").join(format!("fold-{mode}"));
+        let _ = fs::remove_dir_all(&cache);
+        fold.args(["fold", "--mode", mode, "--cache-dir"])
+            .arg(&cache)
+            .arg("--out-dir")
             .arg(&folded)
             .args(&info.inputs);
         eprintln!("    icf fold --mode {mode} (peak RSS of icf alone)");
@@ -516,7 +608,7 @@ fn observe(check: &Check, binary: &Path) -> Result<Vec<(String, Observation)>> {
 /// difference in behaviour.
 fn verify_folds(prepared: &Prepared, icf: &Path, rows: &mut [Row]) {
     for row in rows.iter_mut() {
-        let Kind::Icf(mode) = row.variant.kind else {
+        let Kind::Icf(mode, _) = row.variant.kind else {
             continue;
         };
         if !row.ok() || matches!(row.behaviour, Behaviour::Differs(_)) {

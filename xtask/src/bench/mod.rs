@@ -25,7 +25,9 @@
 //! Each corpus is linked with lld (`--icf=none|safe|all`), gold (the same),
 //! mold (none, `--icf=all`; `--no-fork` so its time and memory are its own),
 //! GNU ld, and `icf link --mode safe|all` in front of lld and of GNU ld.
-//! Links run round-robin, `--runs` rounds (default 3), and the fastest wall
+//! Those `icf link` rows start from an empty cache every run (a first link,
+//! which also fills it); the `warm` rows in front of lld relink the same
+//! inputs with the cache filled by one untimed link. Links run round-robin, `--runs` rounds (default 3), and the fastest wall
 //! time counts; the peak RSS (`/usr/bin/time -f %M`: the largest single
 //! process of the link: driver, linker or icf) is the largest over the rounds.
 //! Every output is then measured (`.text` from `size -A`, `strip -o` file
@@ -41,7 +43,8 @@
 //!
 //! Targets (PASS/FAIL lines, never the exit status; see `targets`): safe mode
 //! saves at least the best peer's `--icf=all` on every corpus; `icf link` in
-//! front of lld within 1.25x of the plain lld link on ripgrep and llvm; on
+//! front of lld, cold, within 1.5x of the plain lld link on ripgrep and 2.0x
+//! on llvm, and warm within 1.15x (M2-3); on
 //! the synthetic corpora, icf link time grows at most 1.1x as fast as the
 //! function count (2.2 for a doubling), and icf's peak RSS stays under twice
 //! the input's code bytes plus `RSS_FIXED_OVERHEAD_MIB`.

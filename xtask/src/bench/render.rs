@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use super::format::{mib, ms, thousands};
 use serde_json::{Value, json};
 
-use super::measure::{Behaviour, CorpusResult, Kind, Row};
+use super::measure::{Behaviour, Cache, CorpusResult, Kind, Row};
 use super::targets::{RSS_FIXED_OVERHEAD_MIB, Target};
 
 /// Where and under what conditions the bench ran.
@@ -325,7 +325,15 @@ fn render_json(results: &[CorpusResult], targets: &[Target], environment: &Envir
                         "linker": row.variant.linker.name(),
                         "icf": match row.variant.kind {
                             Kind::Peer(flag) => json!({"tool": "linker", "flag": flag}),
-                            Kind::Icf(mode) => json!({"tool": "icf link", "mode": mode}),
+                            Kind::Icf(mode, cache) => json!({
+                                "tool": "icf link",
+                                "mode": mode,
+                                "cache": match cache {
+                                    Cache::Cold => "cold",
+                                    Cache::Warm => "warm",
+                                    Cache::Changed => "own objects changed",
+                                },
+                            }),
                         },
                         "failure": row.failure.as_ref().map(|f| json!({"error": f.summary, "log": f.log})),
                         "text_bytes": row.ok().then_some(row.text),
@@ -337,7 +345,7 @@ fn render_json(results: &[CorpusResult], targets: &[Target], environment: &Envir
                         "wall_ms_rounds": row.walls.iter().map(|t| t.as_secs_f64() * 1e3).collect::<Vec<_>>(),
                         "wall_vs_plain_lld": best_ms.and_then(|t| ratio(t, lld_ms)),
                         "overhead_ms_vs_plain_same_linker": match row.variant.kind {
-                            Kind::Icf(_) => best_ms.zip(plain_ms).map(|(t, p)| t - p),
+                            Kind::Icf(..) => best_ms.zip(plain_ms).map(|(t, p)| t - p),
                             Kind::Peer(_) => None,
                         },
                         "peak_rss_kib": row.ok().then_some(row.rss_kib),
