@@ -43,11 +43,14 @@ use icf_object::SectionIndex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Names this kind of entry; bump the version when the payload changes.
+/// Names a run's key; bump the version when the payload changes.
 const DOMAIN: &str = "icf comparator keys 1";
+/// Names a pack's key (see [`Pack`]).
+const PACK_DOMAIN: &str = "icf comparator key pack 1";
 
 /// What the cache did in one analysis.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,8 +64,8 @@ pub struct CacheStats {
     pub candidates_read: u64,
     /// Candidates lifted.
     pub candidates_lifted: u64,
-    /// Entries written (by a thread that may still be writing them, see
-    /// [`PendingWrites`]), and their bytes.
+    /// Entries (packs of runs, see [`Pack`]) written, by a thread that
+    /// may still be writing them (see [`PendingWrites`]), and their bytes.
     pub written: u64,
     pub bytes_written: u64,
     /// Time spent hashing the objects' bytes.
@@ -86,11 +89,33 @@ pub(crate) struct KeyCache<'a, 'b, 'data> {
     names: Vec<u128>,
     /// The object with each name.
     objects: HashMap<u128, ObjectId>,
+    /// Every run of candidates (one object's functions, or its data), in
+    /// candidate order, and the pack holding each.
+    runs: Vec<Range<usize>>,
+    run_pack: Vec<usize>,
+    packs: Vec<Pack>,
     counters: [AtomicU64; 6],
     hashing: Duration,
     /// Entries to write, to the thread that writes them ([`PendingWrites`]).
     queue: std::sync::mpsc::SyncSender<(Key, Vec<u8>)>,
     writer: std::thread::JoinHandle<()>,
+}
+
+/// The runs of one input file and kind (code, or data), stored together as
+/// one entry: a link creates one cache file per input file and kind rather
+/// than one per object (an archive holds hundreds), and creating files is
+/// most of what writing the cache costs.
+struct Pack {
+    /// Indices into [`KeyCache::runs`], consecutive.
+    runs: Range<usize>,
+    /// Named by its runs' keys in order; `None` when a run cannot be cached.
+    key: Option<Key>,
+    /// The stored entry when the cache held it, and where each run's
+    /// payload lies in it.
+    found: Option<(Vec<u8>, Vec<Range<usize>>)>,
+    /// Payloads of runs lifted so far, and how many runs are still to come:
+    /// the last one done writes the pack when any run was lifted.
+    lifted: Mutex<(Vec<Option<Vec<u8>>>, usize)>,
 }
 
 /// Entries still being written when the analysis is done: the thread
@@ -120,9 +145,9 @@ impl Drop for PendingWrites {
     }
 }
 
-/// How many entries may wait for the writer: enough to keep lifting from
+/// How many packs may wait for the writer: enough to keep lifting from
 /// waiting on the disk, few enough not to hold every entry in memory.
-const QUEUED_ENTRIES: usize = 32;
+const QUEUED_PACKS: usize = 4;
 
 const RUNS: usize = 0;
 const HITS: usize = 1;
@@ -149,7 +174,7 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             .enumerate()
             .map(|(index, object)| {
                 object.loaded.then(|| {
-                    let hash = content_hash(object.elf.data);
+                    let hash = analysed_bytes_hash(&object.elf);
                     program.release_object_pages(ObjectId(index as u32));
                     hash
                 })
@@ -182,7 +207,7 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             .enumerate()
             .map(|(index, &name)| (name, ObjectId(index as u32)))
             .collect();
-        let (queue, entries) = std::sync::mpsc::sync_channel::<(Key, Vec<u8>)>(QUEUED_ENTRIES);
+        let (queue, entries) = std::sync::mpsc::sync_channel::<(Key, Vec<u8>)>(QUEUED_PACKS);
         let writing = store.clone();
         let writer = std::thread::Builder::new()
             .name("icf-cache-writer".into())
@@ -196,7 +221,7 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
                 }
             })
             .ok()?;
-        Some(KeyCache {
+        let mut cache = KeyCache {
             queue,
             writer,
             store,
@@ -207,9 +232,75 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             hashes,
             names,
             objects,
+            runs: object_runs(candidates),
+            run_pack: Vec::new(),
+            packs: Vec::new(),
             counters: Default::default(),
             hashing: started.elapsed(),
-        })
+        };
+        cache.find_packs();
+        Some(cache)
+    }
+
+    /// Groups the runs into packs, names each, and reads those the cache
+    /// holds.
+    fn find_packs(&mut self) {
+        let mut has_runs = vec![false; self.program.objects.len()];
+        for run in &self.runs {
+            has_runs[self.candidates[run.start].object.index()] = true;
+        }
+        let surroundings: Vec<Option<Key>> = has_runs
+            .par_iter()
+            .enumerate()
+            .map(|(index, &has)| has.then(|| self.surroundings(ObjectId(index as u32)))?)
+            .collect();
+        let keys: Vec<Option<Key>> = self
+            .runs
+            .par_iter()
+            .map(|run| self.key(run.clone(), &surroundings))
+            .collect();
+        let program = self.program;
+        let candidates = self.candidates;
+        let pack_of = |run: &Range<usize>| {
+            let candidate = &candidates[run.start];
+            (program.object(candidate.object).file, candidate.is_code())
+        };
+        let mut packs = Vec::new();
+        let mut start = 0;
+        for group in self.runs.chunk_by(|a, b| pack_of(a) == pack_of(b)) {
+            let runs = start..start + group.len();
+            start = runs.end;
+            let key = keys[runs.clone()].iter().try_fold(
+                KeyHasher::new(PACK_DOMAIN),
+                |mut pack, key| {
+                    pack.bytes(&(*key)?.0);
+                    Some(pack)
+                },
+            );
+            packs.push((runs, key.map(|k| k.finish())));
+        }
+        self.run_pack = packs
+            .iter()
+            .enumerate()
+            .flat_map(|(index, (runs, _))| runs.clone().map(move |_| index))
+            .collect();
+        let store = &self.store;
+        self.packs = packs
+            .into_par_iter()
+            .map(|(runs, key)| {
+                let found = key
+                    .as_ref()
+                    .and_then(|key| store.get(key))
+                    .and_then(|payload| split_pack(payload, runs.len()));
+                let count = runs.len();
+                Pack {
+                    runs,
+                    key,
+                    found,
+                    lifted: Mutex::new((vec![None; count], count)),
+                }
+            })
+            .collect();
     }
 
     fn count(&self, counter: usize, by: u64) {
@@ -217,34 +308,65 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
     }
 
     /// The bodies of `run` (candidates of one object), from the cache or
-    /// from `lift`, which is then stored.
+    /// from `lift`, which are then stored with the rest of their pack.
     pub(crate) fn bodies(
         &self,
         run: Range<usize>,
         lift: impl Fn(&CandidateInfo) -> Body,
     ) -> Vec<Body> {
         self.count(RUNS, 1);
-        let key = self.key(run.clone());
-        if let Some(key) = &key
-            && let Some(bodies) = self
-                .store
-                .get(key)
-                .and_then(|payload| self.read(&payload, run.clone()))
+        let Ok(index) = self.runs.binary_search_by_key(&run.start, |r| r.start) else {
+            return self.candidates[run].iter().map(lift).collect();
+        };
+        let pack = &self.packs[self.run_pack[index]];
+        let position = index - pack.runs.start;
+        if let Some((payload, ranges)) = &pack.found
+            && let Some(bodies) = self.read(&payload[ranges[position].clone()], run.clone())
         {
             self.count(HITS, 1);
             self.count(READ, bodies.len() as u64);
+            self.done(pack, position, None);
             return bodies;
         }
         let bodies: Vec<Body> = self.candidates[run.clone()].iter().map(lift).collect();
         self.count(LIFTED, bodies.len() as u64);
-        if let Some(key) = key
-            && let Some(payload) = self.write(run, &bodies)
-        {
-            self.count(WRITTEN, 1);
-            self.count(BYTES, payload.len() as u64);
-            let _ = self.queue.send((key, payload));
-        }
+        // A run without a lasting description is stored empty: its pack
+        // then never reads back (an empty payload is not a run's).
+        let payload = pack.key.and_then(|_| self.write(run, &bodies));
+        self.done(pack, position, Some(payload.unwrap_or_default()));
         bodies
+    }
+
+    /// Records that run `position` of `pack` is done (with its new payload
+    /// when it was lifted); the last run of a pack in which any run was
+    /// lifted sends the whole pack to the writer.
+    fn done(&self, pack: &Pack, position: usize, lifted: Option<Vec<u8>>) {
+        let Some(key) = pack.key else { return };
+        let Ok(mut state) = pack.lifted.lock() else {
+            return;
+        };
+        let (payloads, remaining) = &mut *state;
+        if let Some(payload) = lifted {
+            payloads[position] = Some(payload);
+        }
+        *remaining -= 1;
+        if *remaining > 0 || payloads.iter().all(Option::is_none) {
+            return;
+        }
+        let mut out = Writer::default();
+        out.unsigned(payloads.len() as u64);
+        for (position, payload) in payloads.iter_mut().enumerate() {
+            let stored = match (payload.take(), &pack.found) {
+                (Some(payload), _) => payload,
+                (None, Some((found, ranges))) => found[ranges[position].clone()].to_vec(),
+                (None, None) => return,
+            };
+            out.counted(&stored);
+        }
+        drop(state);
+        self.count(WRITTEN, 1);
+        self.count(BYTES, out.bytes.len() as u64);
+        let _ = self.queue.send((key, out.bytes));
     }
 
     /// Says what the cache did; the entries it queued are still being
@@ -268,13 +390,12 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
     /// The name of `run`'s entry (see the module header); `None` when the
     /// run cannot be cached (an object it depends on shares its bytes
     /// with another).
-    fn key(&self, run: Range<usize>) -> Option<Key> {
-        let first = self.candidates.get(run.start)?;
-        let object = first.object;
-        let loaded = self.program.object(object);
+    fn key(&self, run: Range<usize>, surroundings: &[Option<Key>]) -> Option<Key> {
+        let object = self.candidates.get(run.start)?.object;
         let mut key = KeyHasher::new(DOMAIN);
         key.bytes(env!("ICF_BUILD_ID").as_bytes());
         key.u128((*self.hashes.get(object.index())?)?);
+        key.bytes(&(*surroundings.get(object.index())?)?.0);
         key.u64(run.len() as u64);
         for candidate in &self.candidates[run] {
             key.u64(u64::from(candidate.is_code()))
@@ -282,6 +403,16 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
                 .u64(candidate.start)
                 .u64(candidate.end);
         }
+        Some(key.finish())
+    }
+
+    /// What the link around `object` gives its keys: what each of its
+    /// symbols resolves to, and the places references into each section
+    /// they name narrow to (see the module header). `None` when a symbol
+    /// resolves to something without a lasting description.
+    fn surroundings(&self, object: ObjectId) -> Option<Key> {
+        let loaded = self.program.object(object);
+        let mut key = KeyHasher::new("surroundings");
         key.u64(loaded.symbol_refs.len() as u64);
         // Many symbols name one section (its section symbol, each function
         // in it): its places are hashed once.
@@ -553,4 +684,77 @@ enum Descriptor {
 /// than from the inputs.
 fn find<'t>(targets: &ExtendedTargets<'_, 't>, target: &Target<'t>) -> Option<TargetId> {
     targets.find(target)
+}
+
+/// The runs of `candidates`, as [`crate::candidates::map_runs_by_object`]
+/// hands them out: consecutive candidates of one object.
+fn object_runs(candidates: &[CandidateInfo]) -> Vec<Range<usize>> {
+    let mut start = 0;
+    candidates
+        .chunk_by(|a, b| a.object == b.object)
+        .map(|run| {
+            let range = start..start + run.len();
+            start = range.end;
+            range
+        })
+        .collect()
+}
+
+/// Where each of `count` run payloads lies in a stored pack; `None` when
+/// it is not such a pack.
+fn split_pack(pack: Vec<u8>, count: usize) -> Option<(Vec<u8>, Vec<Range<usize>>)> {
+    let mut r = Reader(&pack);
+    if usize::try_from(r.unsigned()?).ok()? != count {
+        return None;
+    }
+    let mut ranges = Vec::with_capacity(count);
+    for _ in 0..count {
+        let payload = r.counted()?;
+        let start = payload.as_ptr() as usize - pack.as_ptr() as usize;
+        ranges.push(start..start + payload.len());
+    }
+    if !r.0.is_empty() {
+        return None;
+    }
+    Some((pack, ranges))
+}
+
+/// The hash of an object's bytes but the contents of its `.debug*`
+/// sections and their relocations, which nothing before the rewrite reads
+/// (the reader leaves those relocations unread, see `relocs_deferred`) and
+/// which are most of a `-g` object. Their place and size stay in: the
+/// section headers are hashed.
+fn analysed_bytes_hash(object: &icf_object::Object<'_>) -> u128 {
+    let data = object.data;
+    let base = data.as_ptr() as usize;
+    let mut skipped: Vec<Range<usize>> = Vec::new();
+    for section in &object.sections {
+        if section.is_alloc() || !section.name.starts_with(b".debug") {
+            continue;
+        }
+        let mut skip = |bytes: &[u8]| {
+            let start = (bytes.as_ptr() as usize).wrapping_sub(base);
+            if !bytes.is_empty() && start < data.len() && data.len() - start >= bytes.len() {
+                skipped.push(start..start + bytes.len());
+            }
+        };
+        skip(section.data);
+        if let Some(relocations) = section.reloc_section {
+            skip(object.section(relocations).data);
+        }
+    }
+    if skipped.is_empty() {
+        return content_hash(data);
+    }
+    skipped.sort_by_key(|r| r.start);
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut at = 0;
+    for range in skipped {
+        if range.start > at {
+            hasher.update(&data[at..range.start]);
+        }
+        at = at.max(range.end);
+    }
+    hasher.update(&data[at..]);
+    hasher.digest128()
 }
