@@ -572,11 +572,16 @@ fn link_inputs_leave_out_members_no_link_can_extract() {
         .status()
         .expect("gcc");
     assert!(status.success());
+    // rustc's metadata member, which icf skips by its name without reading
+    // it: an object too, defining no global symbol.
+    let rmeta = dir.join("lib.rmeta");
+    std::fs::copy(&meta, &rmeta).expect("copy");
     // GNU ld rejects a member that is not an object inside --whole-archive.
     let notes = dir.join("notes.txt");
     std::fs::write(&notes, "not an object\n").expect("write");
     let mut members = parts.clone();
     members.push(meta.display().to_string());
+    members.push(rmeta.display().to_string());
     let whole = archive(&dir, "libwhole.a", &members);
     members.push(notes.display().to_string());
     let lazy = archive(&dir, "libcross.a", &members);
@@ -630,6 +635,11 @@ fn link_inputs_leave_out_members_no_link_can_extract() {
             whole_archive,
             "meta.o is left out exactly outside --whole-archive: {listed}"
         );
+        assert_eq!(
+            listed.contains("lib.rmeta"),
+            whole_archive,
+            "lib.rmeta is left out exactly outside --whole-archive: {listed}"
+        );
     }
 
     // `icf fold` writes copies that stand in anywhere: every member stays.
@@ -649,7 +659,7 @@ fn link_inputs_leave_out_members_no_link_can_extract() {
         .expect("ar t");
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(
-        listed.contains("meta.o") && listed.contains("notes.txt"),
+        listed.contains("meta.o") && listed.contains("lib.rmeta") && listed.contains("notes.txt"),
         "{listed}"
     );
 }

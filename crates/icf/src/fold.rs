@@ -619,6 +619,17 @@ fn rewrite_archive(
         } else {
             rustc_hash::FxHashSet::default()
         };
+    // Members icf does not read (rustc's `lib.rmeta`, listed as skipped by
+    // name) are left out by the same rule when they parse as an object that
+    // defines no global symbol: that is what keeps them out of the archive's
+    // index, so no link extracts them. Anything else, a member that is not an
+    // object at all or one that does not parse, is kept as it was.
+    let leave_out_skipped =
+        kind == OutputKind::LinkInputs && !program.options.whole_archive.contains(&file);
+    let loaded: rustc_hash::FxHashSet<usize> = objects
+        .iter()
+        .map(|&(_, object)| start_of(object))
+        .collect();
     let rewritten: HashMap<usize, Vec<u8>> = changed
         .par_iter()
         .map(|&(start, id)| {
@@ -635,7 +646,9 @@ fn rewrite_archive(
             .data(data)
             .with_context(|| format!("reading {}({name})", input.path.display()))?;
         let start = original.as_ptr() as usize - data.as_ptr() as usize;
-        if never_extracted.contains(&start) {
+        if never_extracted.contains(&start)
+            || (leave_out_skipped && !loaded.contains(&start) && defines_no_global_symbol(original))
+        {
             continue;
         }
         // Unchanged members are written straight from the mapped input.
@@ -645,6 +658,26 @@ fn rewrite_archive(
     write_archive_to_stream(out, &members, ArchiveKind::Gnu, false, None)
         .with_context(|| format!("writing the archive for {}", input.path.display()))?;
     Ok(())
+}
+
+/// Whether `member` parses as an object whose symbol table defines no global
+/// symbol: the question an archive index asks of a member (a global or weak
+/// symbol that is defined, other than a file or section symbol), so such a
+/// member has no index entry and no link outside `--whole-archive` extracts
+/// it. `false` for anything that does not parse.
+fn defines_no_global_symbol(member: &[u8]) -> bool {
+    use object::{Object, ObjectSymbol};
+    let Ok(file) = object::File::parse(member) else {
+        return false;
+    };
+    !file.symbols().any(|symbol| {
+        symbol.is_global()
+            && !symbol.is_undefined()
+            && !matches!(
+                symbol.kind(),
+                object::SymbolKind::File | object::SymbolKind::Section
+            )
+    })
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
