@@ -13,6 +13,37 @@ use std::path::{Path, PathBuf};
 pub struct InputFile {
     pub path: PathBuf,
     map: Option<memmap2::Mmap>,
+    /// Which file was mapped, to know it again ([`InputFile::reopen`]).
+    identity: Option<FileIdentity>,
+}
+
+/// What tells one file from another, and one version of a file from the
+/// next: device, inode, size and modification time.
+#[derive(Debug, PartialEq, Eq)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileIdentity {
+    #[cfg(unix)]
+    fn of(metadata: &std::fs::Metadata) -> Option<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        Some(FileIdentity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+        })
+    }
+
+    /// Without inode numbers no file is known again.
+    #[cfg(not(unix))]
+    fn of(_metadata: &std::fs::Metadata) -> Option<FileIdentity> {
+        None
+    }
 }
 
 impl InputFile {
@@ -20,10 +51,10 @@ impl InputFile {
         let path = path.into();
         let file = std::fs::File::open(&path)
             .map_err(|e| Error::new(format!("cannot open: {e}")).with_file(&path))?;
-        let len = file
+        let metadata = file
             .metadata()
-            .map_err(|e| Error::new(format!("cannot stat: {e}")).with_file(&path))?
-            .len();
+            .map_err(|e| Error::new(format!("cannot stat: {e}")).with_file(&path))?;
+        let len = metadata.len();
         // An empty file cannot be mapped; it is reported as truncated when parsed.
         let map = if len == 0 {
             None
@@ -34,11 +65,29 @@ impl InputFile {
                 .map_err(|e| Error::new(format!("cannot map: {e}")).with_file(&path))?;
             Some(map)
         };
-        Ok(InputFile { path, map })
+        Ok(InputFile {
+            path,
+            map,
+            identity: FileIdentity::of(&metadata),
+        })
     }
 
     pub fn data(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
+    }
+
+    /// The mapped file opened again for reading, when the path still names
+    /// the very file that was mapped, unchanged (same device, inode, size and
+    /// modification time): then reading it gives [`InputFile::data`]'s bytes.
+    /// `None` when it cannot be opened or may be another file, and on systems
+    /// without inode numbers. For copying an input's bytes without reading
+    /// them through the mapping; the mapping holds no descriptor open, so a
+    /// link of thousands of inputs does not run out of them.
+    pub fn reopen(&self) -> Option<std::fs::File> {
+        let identity = self.identity.as_ref()?;
+        let file = std::fs::File::open(&self.path).ok()?;
+        let now = FileIdentity::of(&file.metadata().ok()?)?;
+        (now == *identity).then_some(file)
     }
 
     /// Gives back the pages of the mapping that have been read, so they stop
@@ -271,6 +320,21 @@ mod tests {
             .nth(1)
             .and_then(|kib| kib.parse().ok())
             .expect("Rss is a number of KiB")
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn an_input_reopens_only_while_it_is_the_mapped_file() {
+        let path = std::env::temp_dir().join(format!("icf-reopen-{}", std::process::id()));
+        std::fs::write(&path, b"mapped bytes").expect("writing the test file");
+        let input = InputFile::open(&path).expect("mapping the test file");
+        assert!(input.reopen().is_some());
+        // Written again in place, to the same size: another version.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, b"other  bytes").expect("writing the test file");
+        assert!(input.reopen().is_none());
+        std::fs::remove_file(&path).expect("removing the test file");
+        assert!(input.reopen().is_none());
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! symbols only, the planner sees to that) is reached through an undefined
 //! reference to the alias. Objects without edits are copied unchanged;
 //! archives are rewritten only when a member changed. Outputs are written to
-//! a temporary name and renamed, so a failure never leaves half a file.
+//! a temporary name and renamed, so a failure never leaves half a file;
+//! their unchanged bytes go from input to output in the kernel (`output.rs`).
+
+mod output;
 
 use crate::analysis::Analysis;
 use crate::analysis::Plan;
@@ -23,6 +26,7 @@ use icf_object::{
     Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SectionIndex, SymbolKind,
     SymbolRef, Visibility,
 };
+use output::OutputFile;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::{Path, PathBuf};
@@ -552,16 +556,20 @@ fn write_output(
         });
     }
     if changed_objects.is_empty() {
-        write_atomically(&output, file.data())?;
+        // The whole file as it was: the kernel copies it (see `output`).
+        write_atomically_with(&output, Some(file), |out| {
+            std::io::Write::write_all(out, file.data()).map_err(anyhow::Error::from)
+        })?;
     } else if objects.len() == 1 && objects[0].1.member.is_none() {
         let (id, object) = objects[0];
         let bytes = icf_object::rewrite(&object.elf, &edits[&id])
             .with_context(|| format!("rewriting {}", program.object_name(id)))?;
         write_atomically(&output, &bytes)?;
     } else {
-        // Archives stream to the file: unchanged members go straight from
-        // the mapped input, never through a copy of the whole archive.
-        write_atomically_with(&output, |out| {
+        // Archives stream to the file: unchanged members go from the input
+        // file to the output in the kernel (see `output`), never through a
+        // copy of the whole archive.
+        write_atomically_with(&output, Some(file), |out| {
             rewrite_archive(program, position, &objects, edits, kind, out)
         })?;
     }
@@ -682,16 +690,19 @@ fn defines_no_global_symbol(member: &[u8]) -> bool {
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    write_atomically_with(path, |out| {
+    write_atomically_with(path, None, |out| {
         std::io::Write::write_all(out, bytes).map_err(anyhow::Error::from)
     })
 }
 
 /// Streams `write`'s output to a temporary file beside `path`, then renames
-/// it over `path`; on failure the temporary file is removed.
-pub fn write_atomically_with(
+/// it over `path`; on failure the temporary file is removed. Slices of
+/// `source`'s mapping that `write` writes are copied from its file by the
+/// kernel ([`OutputFile`]).
+fn write_atomically_with(
     path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> anyhow::Result<()>,
+    source: Option<&icf_object::InputFile>,
+    write: impl FnOnce(&mut OutputFile<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
     let name = path
@@ -702,9 +713,9 @@ pub fn write_atomically_with(
     let written = std::fs::File::create(&temporary)
         .map_err(anyhow::Error::from)
         .and_then(|file| {
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            let mut out = OutputFile::new(file, source);
             write(&mut out)?;
-            out.into_inner().map_err(|e| e.into_error())?;
+            out.into_file()?;
             Ok(())
         })
         .with_context(|| format!("writing {}", temporary.display()));
