@@ -44,3 +44,21 @@ pub fn rewrite(object: &Object<'_>, edits: &Edits) -> Result<Vec<u8>> {
         Format::MachO => macho_write::rewrite_macho(object, edits),
     }
 }
+
+/// [`rewrite`] written into `out`: an ELF object streams (unchanged
+/// sections as single writes of the input's slices), a Mach-O one is built
+/// in memory first.
+pub fn rewrite_into(
+    object: &Object<'_>,
+    edits: &Edits,
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
+    match object.format {
+        Format::Elf => rewrite::rewrite_elf_into(object, edits, out),
+        Format::MachO => {
+            let bytes = macho_write::rewrite_macho(object, edits)?;
+            out.write_all(&bytes)
+                .map_err(|e| Error::new(format!("writing the rewritten object: {e}")))
+        }
+    }
+}

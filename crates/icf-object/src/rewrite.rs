@@ -222,7 +222,26 @@ impl OutSymbol<'_> {
 
 /// Rewrites ELF `object` with `edits`. The result is a complete ELF file.
 pub(crate) fn rewrite_elf(object: &Object<'_>, edits: &Edits) -> Result<Vec<u8>> {
-    Rewriter::new(object, edits)?.write()
+    let mut buffer = Vec::with_capacity(object.data.len());
+    Rewriter::new(object, edits)?.write(&mut buffer)?;
+    Ok(buffer)
+}
+
+/// [`rewrite_elf`] streamed into `out`, the same bytes in the same order
+/// without holding the file in memory. An unchanged section's bytes reach
+/// `out` as one write of the input's own slice, so `out` may tell them
+/// apart (icf's output file copies them from the input file).
+pub(crate) fn rewrite_elf_into(
+    object: &Object<'_>,
+    edits: &Edits,
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
+    let rewriter = Rewriter::new(object, edits)?;
+    let mut buffer = object::write::StreamingBuffer::new(out);
+    rewriter.write(&mut buffer)?;
+    buffer
+        .result()
+        .map_err(|e| Error::new(format!("writing the rewritten object: {e}")))
 }
 
 struct Rewriter<'a, 'data> {
@@ -588,16 +607,15 @@ impl<'a, 'data> Rewriter<'a, 'data> {
 
     /// The output file, in the writer's two passes: what changes and in
     /// which order, then every part reserved, then every part written, in
-    /// the same order.
-    fn write(&self) -> Result<Vec<u8>> {
+    /// the same order, into `buffer`.
+    fn write(&self, buffer: &mut dyn object::write::WritableBuffer) -> Result<()> {
         let header = elf::FileHeader64::<LE>::parse(self.object.data)?;
         let mut changed = self.changed_contents()?;
         let symbols = self.symbol_order();
         let outs = self.output_sections(header, &changed);
         let rela_names = self.relocation_section_names(&outs);
 
-        let mut buffer = Vec::with_capacity(self.object.data.len());
-        let mut writer = Writer::new(object::Endianness::Little, true, &mut buffer);
+        let mut writer = Writer::new(object::Endianness::Little, true, buffer);
         writer.reserve_file_header();
         let mut sections = self.reserve_section_indices(&mut writer, outs, &rela_names);
         self.regenerate_groups_and_addrsig(&sections, &symbols, &mut changed.data);
@@ -614,8 +632,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         self.write_relocation_sections(&mut writer, &sections, &changed, &symbols)?;
         writer.write_shstrtab();
         self.write_section_headers(&mut writer, &sections, &changed, &symbols);
-        drop(writer);
-        Ok(buffer)
+        Ok(())
     }
 
     /// The new bytes and relocations of thunks and of `.eh_frame`. Group
@@ -1355,6 +1372,12 @@ mod tests {
             flags: 0,
         });
         let out = rewrite_elf(&object, &edits).expect("rewriting");
+        let mut streamed = Vec::new();
+        rewrite_elf_into(&object, &edits, &mut streamed).expect("rewriting as a stream");
+        assert!(
+            streamed == out,
+            "streamed and built in memory, the same bytes"
+        );
         let out = Object::parse(&out).expect("a valid output");
         let size_of = |name: &[u8]| {
             out.symbols

@@ -561,10 +561,13 @@ fn write_output(
             std::io::Write::write_all(out, file.data()).map_err(anyhow::Error::from)
         })?;
     } else if objects.len() == 1 && objects[0].1.member.is_none() {
+        // Streamed: the object is never whole in memory, and its unchanged
+        // sections go from the input file to the output in the kernel.
         let (id, object) = objects[0];
-        let bytes = icf_object::rewrite(&object.elf, &edits[&id])
-            .with_context(|| format!("rewriting {}", program.object_name(id)))?;
-        write_atomically(&output, &bytes)?;
+        write_atomically_with(&output, Some(file), |out| {
+            icf_object::rewrite_into(&object.elf, &edits[&id], out)
+                .with_context(|| format!("rewriting {}", program.object_name(id)))
+        })?;
     } else {
         // Archives stream to the file: unchanged members go from the input
         // file to the output in the kernel (see `output`), never through a
