@@ -13,6 +13,12 @@
 //! removes the entries used longest ago (a hit renews an entry's
 //! modification time) once the total passes the limit.
 //!
+//! Whole files can be stored too ([`Store::put_file`]): a file another
+//! program reads as it is (a rewritten object the linker reads) cannot
+//! carry a header, so its checksum lives in an entry of its own, and a file
+//! is handed out only when its bytes match it ([`Store::get_file`]). Files
+//! are hard-linked in and out, never copied where the file system allows.
+//!
 //! Keys are 128-bit XXH3 hashes ([`KeyHasher`]): not a defence against an
 //! adversary who writes the cache directory (who could write any entry
 //! anyway), but far from any accidental collision.
@@ -32,6 +38,10 @@ const FORMAT: u32 = 1;
 const HEADER: usize = 8 + 4 + 8 + 16 + 16;
 /// Entry files end with this; temporary files start with `.tmp-`.
 const EXTENSION: &str = "entry";
+/// Stored files ([`Store::put_file`]) end with this.
+const FILE_EXTENSION: &str = "file";
+/// The payload of a stored file's entry: its XXH3-128 and its size.
+const FILE_ENTRY: usize = 16 + 8;
 /// A temporary file older than this was left by a link that died.
 const STALE_TEMPORARY: Duration = Duration::from_secs(600);
 
@@ -159,6 +169,60 @@ impl Store {
         written
     }
 
+    fn file_path(&self, key: &Key) -> PathBuf {
+        self.dir.join(format!("{}.{FILE_EXTENSION}", key.hex()))
+    }
+
+    /// Stores the file at `path` under `key`: hard-linked in (copied where
+    /// the file system cannot link), with its checksum in an entry. The file
+    /// must not change afterwards (icf writes files once, renaming them
+    /// into place).
+    pub fn put_file(&self, key: &Key, path: &Path) -> io::Result<()> {
+        let (hash, size) = file_hash(path)?;
+        let temporary = self
+            .dir
+            .join(format!(".tmp-{}-file-{}", std::process::id(), key.hex()));
+        let _ = fs::remove_file(&temporary);
+        if fs::hard_link(path, &temporary).is_err() {
+            fs::copy(path, &temporary)?;
+        }
+        let linked = fs::rename(&temporary, self.file_path(key));
+        if linked.is_err() {
+            let _ = fs::remove_file(&temporary);
+        }
+        linked?;
+        let mut payload = Vec::with_capacity(FILE_ENTRY);
+        payload.extend_from_slice(&hash.to_le_bytes());
+        payload.extend_from_slice(&size.to_le_bytes());
+        self.put(key, &payload)
+    }
+
+    /// Puts the file stored under `key` at `to` (hard-linked, or copied),
+    /// if the store holds it with bytes that match its checksum. A file
+    /// that does not match is removed.
+    pub fn get_file(&self, key: &Key, to: &Path) -> bool {
+        let Some(payload) = self.get(key) else {
+            return false;
+        };
+        let (Ok(hash), Ok(size)) = (
+            <[u8; 16]>::try_from(payload.get(..16).unwrap_or_default()),
+            <[u8; 8]>::try_from(payload.get(16..FILE_ENTRY).unwrap_or_default()),
+        ) else {
+            return false;
+        };
+        let stored = self.file_path(key);
+        match file_hash(&stored) {
+            Ok(found) if found == (u128::from_le_bytes(hash), u64::from_le_bytes(size)) => {}
+            Ok(_) => {
+                let _ = fs::remove_file(&stored);
+                return false;
+            }
+            Err(_) => return false,
+        }
+        let _ = fs::remove_file(to);
+        fs::hard_link(&stored, to).is_ok() || fs::copy(&stored, to).is_ok()
+    }
+
     /// Removes the entries used longest ago until the store holds at most
     /// three quarters of its limit, if it holds more than the limit; and
     /// temporary files that dead links left. Entries another process
@@ -178,7 +242,9 @@ impl Store {
                 if now.duration_since(modified).unwrap_or_default() > STALE_TEMPORARY {
                     let _ = fs::remove_file(item.path());
                 }
-            } else if name.ends_with(EXTENSION) && metadata.is_file() {
+            } else if (name.ends_with(EXTENSION) || name.ends_with(FILE_EXTENSION))
+                && metadata.is_file()
+            {
                 entries.push((modified, metadata.len(), item.path()));
             }
         }
@@ -206,6 +272,26 @@ impl Store {
         }
         Ok(eviction)
     }
+}
+
+/// The XXH3-128 and size of the file at `path`, read a megabyte at a time.
+fn file_hash(path: &Path) -> io::Result<(u128, u64)> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    let mut hasher = Xxh3::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let read = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        hasher.update(&buffer[..read]);
+        size += read as u64;
+    }
+    Ok((hasher.digest128(), size))
 }
 
 /// The bytes of an entry holding `payload` under `key`.
@@ -352,6 +438,33 @@ mod tests {
         assert_eq!(kept, [0, 6, 7]);
         // Under the limit, nothing goes.
         assert_eq!(store.evict().expect("evicting").removed, 0);
+        fs::remove_dir_all(&dir).expect("cleaning up");
+    }
+
+    #[test]
+    fn stored_files_come_back_only_while_their_bytes_match() {
+        let dir = scratch("files");
+        let store = Store::open(dir.join("cache"), 1 << 20).expect("opening the store");
+        let original = dir.join("rewritten.o");
+        fs::write(&original, b"a rewritten object").expect("writing");
+        store
+            .put_file(&key(1), &original)
+            .expect("storing the file");
+        let out = dir.join("out.o");
+        assert!(store.get_file(&key(1), &out));
+        assert_eq!(fs::read(&out).expect("reading"), b"a rewritten object");
+        assert!(!store.get_file(&key(2), &out));
+        // A stored file whose bytes changed is refused and removed.
+        let stored = store.file_path(&key(1));
+        fs::remove_file(&stored).expect("unlinking");
+        fs::write(&stored, b"a rewritten objecT").expect("damaging");
+        assert!(!store.get_file(&key(1), &out));
+        assert!(!stored.exists());
+        // Stored again, it comes back; eviction counts files too.
+        store.put_file(&key(1), &original).expect("storing again");
+        assert!(store.get_file(&key(1), &dir.join("again.o")));
+        let entry = (HEADER + FILE_ENTRY) as u64;
+        assert_eq!(store.evict().expect("evicting").before, 18 + entry);
         fs::remove_dir_all(&dir).expect("cleaning up");
     }
 

@@ -650,7 +650,10 @@ fn a_broken_debug_relocation_fails_the_rewrite_that_reads_it() {
     // command runs, and its own error is the one reported.
     let plain = link(false);
     let stderr = String::from_utf8_lossy(&plain.stderr);
-    assert!(!plain.status.success() && !stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !plain.status.success() && !stderr.contains("panicked"),
+        "{stderr}"
+    );
     assert!(stderr.contains("bad reloc symbol index"), "{stderr}");
     assert_clean_error(&link(true), &[&location]);
 }

@@ -76,8 +76,18 @@ fn run(binary: &Path) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// What one `icf link -v` said about the cache: (runs read, runs looked up).
-fn link(cache: Option<&Path>, link: &[String], output: &Path) -> (u64, u64) {
+/// What one `icf link -v` said about the cache.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+struct Said {
+    /// Runs of keys read, of those looked up.
+    read: u64,
+    runs: u64,
+    /// Rewritten files linked from the cache, and written to it.
+    reused: u64,
+    stored: u64,
+}
+
+fn link(cache: Option<&Path>, link: &[String], output: &Path) -> Said {
     let mut command = Command::new(env!("CARGO_BIN_EXE_icf"));
     command.args(["link", "--strict", "-v"]);
     match cache {
@@ -93,19 +103,28 @@ fn link(cache: Option<&Path>, link: &[String], output: &Path) -> (u64, u64) {
         .expect("run icf link");
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(result.status.success(), "{stderr}");
-    let Some(line) = stderr.lines().find(|l| l.starts_with("icf: cache: ")) else {
-        assert!(cache.is_none(), "no cache line in {stderr}");
-        return (0, 0);
+    let lines: Vec<Vec<&str>> = stderr
+        .lines()
+        .filter(|l| l.starts_with("icf: cache: "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let [keys, files] = lines.as_slice() else {
+        assert!(cache.is_none(), "no cache lines in {stderr}");
+        return Said::default();
     };
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let number = |at: usize| words[at].parse::<u64>().expect("a count");
-    (number(2), number(4))
+    let number = |words: &[&str], at: usize| words[at].parse::<u64>().expect("a count");
+    Said {
+        read: number(keys, 2),
+        runs: number(keys, 4),
+        reused: number(files, 2),
+        stored: number(files, 9),
+    }
 }
 
 /// Links `inputs` plainly, uncached and through `cache`, runs all three,
 /// and requires the cached binary to be the uncached one byte for byte.
 /// Returns what the cached link said about the cache.
-fn check(dir: &Path, cache: &Path, inputs: &[String], step: &str) -> (u64, u64) {
+fn check(dir: &Path, cache: &Path, inputs: &[String], step: &str) -> Said {
     let mut command = vec!["gcc".to_string()];
     command.extend(inputs.iter().cloned());
     let plain = dir.join(format!("{step}.plain"));
@@ -127,11 +146,12 @@ fn check(dir: &Path, cache: &Path, inputs: &[String], step: &str) -> (u64, u64) 
     said
 }
 
+/// The cache's entries and stored files.
 fn entries(cache: &Path) -> Vec<PathBuf> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(cache)
         .expect("list the cache")
         .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
+        .filter(|p| p.extension().is_some_and(|e| e == "entry" || e == "file"))
         .collect();
     entries.sort();
     entries
@@ -146,22 +166,31 @@ fn cached_keys_give_the_uncached_binary_in_every_state_of_the_cache() {
     let main = compile(&dir, "main", MAIN, &[]);
     let inputs = vec![main.clone(), a.clone(), b.clone()];
 
-    // Empty: every run is lifted and written. Full: every run is read.
-    let (read, runs) = check(&dir, &cache, &inputs, "cold");
-    assert!(runs > 0);
-    assert_eq!(read, 0);
-    assert_eq!(entries(&cache).len() as u64, runs, "one entry per run");
-    assert_eq!(check(&dir, &cache, &inputs, "warm"), (runs, runs));
+    // Empty: every run is lifted and written, every rewritten file stored.
+    // Full: every run is read, every rewritten file linked from the cache.
+    let cold = check(&dir, &cache, &inputs, "cold");
+    assert!(cold.runs > 0 && cold.stored > 0);
+    assert_eq!((cold.read, cold.reused), (0, 0));
+    // Per object: its keys; per rewritten file: the file and its checksum.
+    assert_eq!(entries(&cache).len() as u64, cold.runs + 2 * cold.stored);
+    let full = Said {
+        read: cold.runs,
+        runs: cold.runs,
+        reused: cold.stored,
+        stored: 0,
+    };
+    assert_eq!(check(&dir, &cache, &inputs, "warm"), full);
 
-    // Damaged: every entry with one byte flipped is a miss, rewritten.
+    // Damaged: every entry and stored file with one byte flipped is a
+    // miss, written again.
     for entry in entries(&cache) {
         let mut bytes = std::fs::read(&entry).expect("read entry");
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0x40;
         std::fs::write(&entry, bytes).expect("damage entry");
     }
-    assert_eq!(check(&dir, &cache, &inputs, "damaged"), (0, runs));
-    assert_eq!(check(&dir, &cache, &inputs, "repaired"), (runs, runs));
+    assert_eq!(check(&dir, &cache, &inputs, "damaged"), cold);
+    assert_eq!(check(&dir, &cache, &inputs, "repaired"), full);
 
     // b.o's sum_b changes, and c.o comes in with a strong g that
     // overrides a.o's weak one. main.o keeps its entry (what it calls
@@ -169,16 +198,17 @@ fn cached_keys_give_the_uncached_binary_in_every_state_of_the_cache() {
     let b = compile(&dir, "b", B, &["-DVARIANT"]);
     let c = compile(&dir, "c", C, &[]);
     let changed = vec![main.clone(), a.clone(), b.clone(), c];
-    let (read, runs) = check(&dir, &cache, &changed, "changed");
-    assert_eq!((read, runs), (1, 4));
-    assert_eq!(check(&dir, &cache, &changed, "changed-warm"), (runs, runs));
+    let said = check(&dir, &cache, &changed, "changed");
+    assert_eq!((said.read, said.runs), (1, 4));
+    let warm = check(&dir, &cache, &changed, "changed-warm");
+    assert_eq!((warm.read, warm.stored), (warm.runs, 0));
 
     // --gc-sections keeps other pieces: whatever is read must still match.
     let mut collected = changed.clone();
     collected.push("-Wl,--gc-sections".into());
     check(&dir, &cache, &collected, "gc-sections");
-    let (read, runs) = check(&dir, &cache, &collected, "gc-sections-warm");
-    assert_eq!(read, runs);
+    let warm = check(&dir, &cache, &collected, "gc-sections-warm");
+    assert_eq!((warm.read, warm.stored), (warm.runs, 0));
 }
 
 #[test]
@@ -205,10 +235,18 @@ fn concurrent_links_share_one_cache() {
             });
         }
     });
+    // No temporary file is left, and every link's workspace is gone.
     let leftovers: Vec<_> = std::fs::read_dir(&cache)
         .expect("list the cache")
         .map(|e| e.expect("an entry").file_name())
-        .filter(|n| !n.to_string_lossy().ends_with(".entry"))
+        .filter(|n| {
+            let n = n.to_string_lossy();
+            !(n.ends_with(".entry") || n.ends_with(".file") || n == "links")
+        })
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    let workspaces = std::fs::read_dir(cache.join("links"))
+        .expect("list the workspaces")
+        .count();
+    assert_eq!(workspaces, 0);
 }

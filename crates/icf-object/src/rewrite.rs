@@ -108,6 +108,26 @@ pub struct Edits {
 }
 
 impl Edits {
+    /// The edits as bytes that are equal exactly when the edits are: what
+    /// names a rewritten file in icf's cache, with the input's bytes.
+    pub fn digest(&self) -> Vec<u8> {
+        let mut moved: Vec<_> = self.moved.iter().collect();
+        moved.sort_by_key(|(section, _)| **section);
+        let mut replaced: Vec<_> = self.replaced.iter().collect();
+        replaced.sort_by_key(|(section, _)| **section);
+        let mut align: Vec<_> = self.align.iter().collect();
+        align.sort_by_key(|(section, _)| **section);
+        let mut keep_alive: Vec<_> = self.keep_alive.iter().collect();
+        keep_alive.sort();
+        // Debug of plain structs, enums, vectors and sorted lists is one
+        // string per value; no field is a map or a set.
+        format!(
+            "{moved:?}\n{replaced:?}\n{align:?}\n{:?}\n{keep_alive:?}",
+            self.new_symbols
+        )
+        .into_bytes()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.moved.is_empty()
             && self.replaced.is_empty()

@@ -30,6 +30,7 @@ use output::OutputFile;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One written output.
 #[derive(Clone, Debug)]
@@ -492,6 +493,31 @@ pub fn write_outputs(
     out_dir: &Path,
     kind: OutputKind,
 ) -> anyhow::Result<Vec<FoldedFile>> {
+    write_outputs_cached(program, edits, out_dir, kind, None).map(|(files, _)| files)
+}
+
+/// How many rewritten files came from icf's cache, and how many were written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputCacheStats {
+    pub reused: u64,
+    pub written: u64,
+}
+
+/// [`write_outputs`], keeping rewritten files in icf's cache: a file whose
+/// input bytes and edits an earlier run met (the same build of icf, the
+/// same kind of output) is hard-linked from the cache instead of written,
+/// once its bytes match their checksum; a file written is stored.
+pub fn write_outputs_cached(
+    program: &Program<'_>,
+    edits: &HashMap<ObjectId, Edits>,
+    out_dir: &Path,
+    kind: OutputKind,
+    cache: Option<&crate::options::CacheSettings>,
+) -> anyhow::Result<(Vec<FoldedFile>, OutputCacheStats)> {
+    let store =
+        cache.and_then(|settings| icf_cache::Store::open(&settings.dir, settings.limit).ok());
+    let reused = AtomicU64::new(0);
+    let stored = AtomicU64::new(0);
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut taken: rustc_hash::FxHashSet<std::ffi::OsString> = rustc_hash::FxHashSet::default();
     let mut names = Vec::with_capacity(program.inputs.files.len());
@@ -518,11 +544,46 @@ pub fn write_outputs(
         .into_par_iter()
         .enumerate()
         .map(|(position, name)| {
-            let written = write_output(program, edits, out_dir, kind, position, name);
+            let cached = store.as_ref().map(|store| (store, &reused, &stored));
+            let written = write_output(program, edits, out_dir, kind, position, name, cached);
             program.inputs.files[position].release_resident_pages();
             written
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map(|files| {
+            let stats = OutputCacheStats {
+                reused: reused.into_inner(),
+                written: stored.into_inner(),
+            };
+            (files, stats)
+        })
+}
+
+/// The name of a rewritten file in icf's cache: this build, the input's
+/// bytes, the kind of output, whether the link takes the whole archive,
+/// and each object's edits (the rewrite reads nothing else).
+fn output_key(
+    program: &Program<'_>,
+    position: usize,
+    objects: &[(ObjectId, &crate::program::LoadedObject<'_>)],
+    edits: &HashMap<ObjectId, Edits>,
+    kind: OutputKind,
+) -> icf_cache::Key {
+    let mut key = icf_cache::KeyHasher::new("icf rewritten file 1");
+    key.bytes(env!("ICF_BUILD_ID").as_bytes())
+        .u128(icf_cache::content_hash(
+            program.inputs.files[position].data(),
+        ))
+        .u64(u64::from(kind == OutputKind::LinkInputs))
+        .u64(u64::from(program.options.whole_archive.contains(&position)))
+        .u64(objects.len() as u64);
+    for (id, _) in objects {
+        match edits.get(id) {
+            Some(edits) if !edits.is_empty() => key.u64(1).bytes(&edits.digest()),
+            _ => key.u64(0),
+        };
+    }
+    key.finish()
 }
 
 /// Writes input `position` as `out_dir/name` (see [`write_outputs`]).
@@ -533,6 +594,7 @@ fn write_output(
     kind: OutputKind,
     position: usize,
     name: std::ffi::OsString,
+    cache: Option<(&icf_cache::Store, &AtomicU64, &AtomicU64)>,
 ) -> anyhow::Result<FoldedFile> {
     let file = &program.inputs.files[position];
     let output = out_dir.join(name);
@@ -552,6 +614,19 @@ fn write_output(
         return Ok(FoldedFile {
             input: file.path.clone(),
             output: file.path.clone(),
+            changed,
+        });
+    }
+    let key = cache
+        .filter(|_| changed)
+        .map(|_| output_key(program, position, &objects, edits, kind));
+    if let (Some((store, reused, _)), Some(key)) = (cache, &key)
+        && store.get_file(key, &output)
+    {
+        reused.fetch_add(1, Ordering::Relaxed);
+        return Ok(FoldedFile {
+            input: file.path.clone(),
+            output,
             changed,
         });
     }
@@ -575,6 +650,13 @@ fn write_output(
         write_atomically_with(&output, Some(file), |out| {
             rewrite_archive(program, position, &objects, edits, kind, out)
         })?;
+    }
+    // Storing is best effort: a cache that cannot take the file costs the
+    // next link a rewrite, nothing more.
+    if let (Some((store, _, stored)), Some(key)) = (cache, &key)
+        && store.put_file(key, &output).is_ok()
+    {
+        stored.fetch_add(1, Ordering::Relaxed);
     }
     Ok(FoldedFile {
         input: file.path.clone(),

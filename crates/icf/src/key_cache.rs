@@ -270,13 +270,13 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
         for group in self.runs.chunk_by(|a, b| pack_of(a) == pack_of(b)) {
             let runs = start..start + group.len();
             start = runs.end;
-            let key = keys[runs.clone()].iter().try_fold(
-                KeyHasher::new(PACK_DOMAIN),
-                |mut pack, key| {
-                    pack.bytes(&(*key)?.0);
-                    Some(pack)
-                },
-            );
+            let key =
+                keys[runs.clone()]
+                    .iter()
+                    .try_fold(KeyHasher::new(PACK_DOMAIN), |mut pack, key| {
+                        pack.bytes(&(*key)?.0);
+                        Some(pack)
+                    });
             packs.push((runs, key.map(|k| k.finish())));
         }
         self.run_pack = packs

@@ -40,7 +40,9 @@ pub use attributes::output_section_class;
 pub use candidates::{CandidateInfo, Origin};
 pub use data_uses::{DataReference, VtableEntry, VtableName};
 pub use dump::{DumpOptions, LiftStats, dump, lift_stats};
-pub use fold::{FoldedFile, OutputKind, write_atomically, write_outputs};
+pub use fold::{
+    FoldedFile, OutputCacheStats, OutputKind, write_atomically, write_outputs, write_outputs_cached,
+};
 pub use icf_fold::plan::Mode;
 pub use icf_fold::{CandidateId, ClassId};
 pub use key_cache::{CacheStats, PendingWrites};

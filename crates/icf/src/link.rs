@@ -54,7 +54,13 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
     // room for the rewritten copies are icf's steps too: when they fail, the
     // command runs as it was, and reports its own errors.
     let setup = LinkCommand::parse(command).and_then(|parsed| {
-        let workspace = TempDir::new()?;
+        // Beside the cache, the rewritten copies can be hard-linked into
+        // it and out of it (one file system).
+        let cache = options.cache.resolve(parsed.output.as_deref());
+        let workspace = cache
+            .as_ref()
+            .and_then(|cache| TempDir::new_in(&cache.dir.join("links")).ok())
+            .map_or_else(|| TempDir::new_in(&std::env::temp_dir()), Ok)?;
         Ok((parsed, workspace))
     });
     let (parsed, workspace) = match setup {
@@ -200,8 +206,13 @@ fn fold_inputs(
     }
     let written = std::time::Instant::now();
     let edits = analysis.object_edits(plan);
-    let outputs =
-        crate::fold::write_outputs(&program, &edits, dir, crate::fold::OutputKind::LinkInputs)?;
+    let (outputs, reused) = crate::fold::write_outputs_cached(
+        &program,
+        &edits,
+        dir,
+        crate::fold::OutputKind::LinkInputs,
+        plan_options.cache.as_ref(),
+    )?;
     if options.verbose {
         let t = &analysis.timings;
         eprintln!(
@@ -225,6 +236,10 @@ fn fold_inputs(
                 cache.written,
                 cache.bytes_written / 1024,
                 milliseconds(cache.hashing),
+            );
+            eprintln!(
+                "icf: cache: {} rewritten files linked from the cache, {} written to it",
+                reused.reused, reused.written
             );
         }
     }
@@ -314,11 +329,12 @@ fn run(program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
 struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new() -> anyhow::Result<TempDir> {
+    /// A new directory in `parent`.
+    fn new_in(parent: &Path) -> anyhow::Result<TempDir> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!("icf-link-{}-{nanos}", std::process::id()));
+        let path = parent.join(format!("icf-link-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
         Ok(TempDir(path))
     }
