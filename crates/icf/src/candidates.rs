@@ -168,20 +168,27 @@ pub(crate) fn map_runs_by_object<T: Send>(
     candidates: &[CandidateInfo],
     f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync,
 ) -> Vec<T> {
-    let runs: Vec<std::ops::Range<usize>> = candidates
-        .chunk_by(|a, b| a.object == b.object)
-        .scan(0, |start, run| {
-            let range = *start..*start + run.len();
-            *start = range.end;
-            Some(range)
-        })
-        .collect();
-    runs.into_par_iter()
+    object_runs(candidates)
+        .into_par_iter()
         .flat_map_iter(|run| {
             let object = candidates[run.start].object;
             let mapped = f(run);
             program.release_object_pages(object);
             mapped
+        })
+        .collect()
+}
+
+/// The runs of `candidates`: consecutive candidates of one object (its
+/// functions, or its read-only data), as index ranges.
+pub(crate) fn object_runs(candidates: &[CandidateInfo]) -> Vec<std::ops::Range<usize>> {
+    let mut start = 0;
+    candidates
+        .chunk_by(|a, b| a.object == b.object)
+        .map(|run| {
+            let range = start..start + run.len();
+            start = range.end;
+            range
         })
         .collect()
 }

@@ -23,14 +23,20 @@
 //! into a changed one keeps its entry as long as the pieces it calls stay
 //! where they were.
 //!
-//! An entry stores the bodies in candidate order with each reference
+//! Consecutive runs of one input file and kind (code, or data) are stored
+//! together, as one pack named by their keys in order ([`Pack`]): creating cache files
+//! is most of what writing the cache costs, and an archive holds hundreds
+//! of objects. A pack is written by a thread of its own while the analysis
+//! and then the linker go on ([`PendingWrites`]).
+//!
+//! A run's payload stores the bodies in candidate order with each reference
 //! target written as a description that outlives the link ([`Descriptor`]:
 //! a section of an object, a candidate by its object, section and extent,
 //! a name, a constant by content), turned back into this link's target
 //! numbers when read. A description that names nothing in this link is a
 //! miss: the object is lifted.
 
-use crate::candidates::{CandidateInfo, Places};
+use crate::candidates::{CandidateInfo, Places, object_runs};
 use crate::objects::ObjectId;
 use crate::options::CacheSettings;
 use crate::program::Program;
@@ -101,21 +107,32 @@ pub(crate) struct KeyCache<'a, 'b, 'data> {
     writer: std::thread::JoinHandle<()>,
 }
 
-/// The runs of one input file and kind (code, or data), stored together as
-/// one entry: a link creates one cache file per input file and kind rather
-/// than one per object (an archive holds hundreds), and creating files is
-/// most of what writing the cache costs.
+/// Up to [`RUNS_PER_PACK`] runs of one input file and kind (code, or data),
+/// stored together as one entry: a link creates a few cache files per
+/// input file rather than one per object (an archive holds hundreds), and
+/// creating files is most of what writing the cache costs.
 struct Pack {
     /// Indices into [`KeyCache::runs`], consecutive.
     runs: Range<usize>,
     /// Named by its runs' keys in order; `None` when a run cannot be cached.
     key: Option<Key>,
-    /// The stored entry when the cache held it, and where each run's
-    /// payload lies in it.
+    state: Mutex<PackState>,
+}
+
+/// What one pack holds while its runs are done. A pack is read when its
+/// first run is asked for and dropped when its last run is done, so that
+/// only the packs in progress are in memory, not the whole cache.
+#[derive(Default)]
+struct PackState {
+    /// Whether the stored pack was looked for yet.
+    looked: bool,
+    /// The stored pack, and where each run's payload lies in it.
     found: Option<(Vec<u8>, Vec<Range<usize>>)>,
-    /// Payloads of runs lifted so far, and how many runs are still to come:
-    /// the last one done writes the pack when any run was lifted.
-    lifted: Mutex<(Vec<Option<Vec<u8>>>, usize)>,
+    /// Payloads of runs lifted so far.
+    lifted: Vec<Option<Vec<u8>>>,
+    /// Runs still to come: the last one done writes the pack when any run
+    /// was lifted, and drops what the pack held.
+    remaining: usize,
 }
 
 /// Entries still being written when the analysis is done: the thread
@@ -148,6 +165,9 @@ impl Drop for PendingWrites {
 /// How many packs may wait for the writer: enough to keep lifting from
 /// waiting on the disk, few enough not to hold every entry in memory.
 const QUEUED_PACKS: usize = 4;
+/// At most this many runs share a pack: an archive of hundreds of objects
+/// is a few packs, each small enough to hold while its runs are done.
+const RUNS_PER_PACK: usize = 32;
 
 const RUNS: usize = 0;
 const HITS: usize = 1;
@@ -267,7 +287,11 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
         };
         let mut packs = Vec::new();
         let mut start = 0;
-        for group in self.runs.chunk_by(|a, b| pack_of(a) == pack_of(b)) {
+        let groups = self
+            .runs
+            .chunk_by(|a, b| pack_of(a) == pack_of(b))
+            .flat_map(|group| group.chunks(RUNS_PER_PACK));
+        for group in groups {
             let runs = start..start + group.len();
             start = runs.end;
             let key =
@@ -284,20 +308,18 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             .enumerate()
             .flat_map(|(index, (runs, _))| runs.clone().map(move |_| index))
             .collect();
-        let store = &self.store;
         self.packs = packs
-            .into_par_iter()
+            .into_iter()
             .map(|(runs, key)| {
-                let found = key
-                    .as_ref()
-                    .and_then(|key| store.get(key))
-                    .and_then(|payload| split_pack(payload, runs.len()));
                 let count = runs.len();
                 Pack {
                     runs,
                     key,
-                    found,
-                    lifted: Mutex::new((vec![None; count], count)),
+                    state: Mutex::new(PackState {
+                        lifted: vec![None; count],
+                        remaining: count,
+                        ..PackState::default()
+                    }),
                 }
             })
             .collect();
@@ -320,8 +342,8 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
         };
         let pack = &self.packs[self.run_pack[index]];
         let position = index - pack.runs.start;
-        if let Some((payload, ranges)) = &pack.found
-            && let Some(bodies) = self.read(&payload[ranges[position].clone()], run.clone())
+        if let Some(payload) = self.stored_payload(pack, position)
+            && let Some(bodies) = self.read(&payload, run.clone())
         {
             self.count(HITS, 1);
             self.count(READ, bodies.len() as u64);
@@ -342,31 +364,48 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
     /// lifted sends the whole pack to the writer.
     fn done(&self, pack: &Pack, position: usize, lifted: Option<Vec<u8>>) {
         let Some(key) = pack.key else { return };
-        let Ok(mut state) = pack.lifted.lock() else {
+        let Ok(mut state) = pack.state.lock() else {
             return;
         };
-        let (payloads, remaining) = &mut *state;
         if let Some(payload) = lifted {
-            payloads[position] = Some(payload);
+            state.lifted[position] = Some(payload);
         }
-        *remaining -= 1;
-        if *remaining > 0 || payloads.iter().all(Option::is_none) {
+        state.remaining -= 1;
+        if state.remaining > 0 {
+            return;
+        }
+        let state = std::mem::take(&mut *state);
+        if state.lifted.iter().all(Option::is_none) {
             return;
         }
         let mut out = Writer::default();
-        out.unsigned(payloads.len() as u64);
-        for (position, payload) in payloads.iter_mut().enumerate() {
-            let stored = match (payload.take(), &pack.found) {
-                (Some(payload), _) => payload,
-                (None, Some((found, ranges))) => found[ranges[position].clone()].to_vec(),
+        out.unsigned(state.lifted.len() as u64);
+        for (position, payload) in state.lifted.into_iter().enumerate() {
+            match (payload, &state.found) {
+                (Some(payload), _) => out.counted(&payload),
+                (None, Some((found, ranges))) => out.counted(&found[ranges[position].clone()]),
                 (None, None) => return,
-            };
-            out.counted(&stored);
+            }
         }
-        drop(state);
         self.count(WRITTEN, 1);
         self.count(BYTES, out.bytes.len() as u64);
         let _ = self.queue.send((key, out.bytes));
+    }
+
+    /// The stored payload of run `position` of `pack`, reading the pack
+    /// from the cache when this is the first run asked for.
+    fn stored_payload(&self, pack: &Pack, position: usize) -> Option<Vec<u8>> {
+        let key = pack.key?;
+        let mut state = pack.state.lock().ok()?;
+        if !state.looked {
+            state.looked = true;
+            state.found = self
+                .store
+                .get(&key)
+                .and_then(|payload| split_pack(payload, pack.runs.len()));
+        }
+        let (found, ranges) = state.found.as_ref()?;
+        Some(found[ranges.get(position)?.clone()].to_vec())
     }
 
     /// Says what the cache did; the entries it queued are still being
@@ -684,20 +723,6 @@ enum Descriptor {
 /// than from the inputs.
 fn find<'t>(targets: &ExtendedTargets<'_, 't>, target: &Target<'t>) -> Option<TargetId> {
     targets.find(target)
-}
-
-/// The runs of `candidates`, as [`crate::candidates::map_runs_by_object`]
-/// hands them out: consecutive candidates of one object.
-fn object_runs(candidates: &[CandidateInfo]) -> Vec<Range<usize>> {
-    let mut start = 0;
-    candidates
-        .chunk_by(|a, b| a.object == b.object)
-        .map(|run| {
-            let range = start..start + run.len();
-            start = range.end;
-            range
-        })
-        .collect()
 }
 
 /// Where each of `count` run payloads lies in a stored pack; `None` when
