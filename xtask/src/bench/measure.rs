@@ -45,10 +45,11 @@ pub(super) enum Cache {
     Cold,
     /// Filled by an untimed link of the same inputs: a relink.
     Warm,
-    /// Filled by an untimed link in which every object file on the command
-    /// line (the program's own code; archives are its dependencies) had
-    /// other bytes: a relink after a change to each of the program's units,
-    /// the most that touching one source file of ripgrep recompiles.
+    /// As an untimed link left it in which every object file on the
+    /// command line (the program's own code; archives are its
+    /// dependencies) had other bytes at the same path: a relink after a
+    /// change to each of the program's units, the most that touching one
+    /// source file of ripgrep recompiles. Restored before every run.
     Changed,
 }
 
@@ -132,8 +133,15 @@ impl Variant {
             return Ok(link);
         };
         let cache_dir = scratch.join("cache").join(&self.file);
-        if cache == Cache::Cold {
-            let _ = fs::remove_dir_all(&cache_dir);
+        match cache {
+            Cache::Cold => {
+                let _ = fs::remove_dir_all(&cache_dir);
+            }
+            Cache::Changed => {
+                let _ = fs::remove_dir_all(&cache_dir);
+                link_tree(&primed_cache(scratch, &self.file), &cache_dir)?;
+            }
+            Cache::Warm => {}
         }
         let mut command = Command::new(icf);
         command.args(["link", "--strict", "--mode", mode, "--cache-dir"]);
@@ -152,6 +160,14 @@ impl Variant {
     pub(super) fn plain_label(&self) -> &'static str {
         self.linker.name()
     }
+
+    /// An icf row's mode (`safe` for a peer row).
+    fn mode(&self) -> &'static str {
+        match self.kind {
+            Kind::Icf(mode, _) => mode,
+            Kind::Peer(_) => "safe",
+        }
+    }
 }
 
 fn copy_env(from: &Command, to: &mut Command) {
@@ -163,13 +179,40 @@ fn copy_env(from: &Command, to: &mut Command) {
     }
 }
 
+/// Where a changed row's cache is kept as the priming link left it (the
+/// cache of a warm row named `FILE-primed`).
+fn primed_cache(scratch: &Path, file: &str) -> PathBuf {
+    scratch.join("cache").join(format!("{file}-primed"))
+}
+
+/// Recreates `from`'s files in `to` as hard links (cache entries are never
+/// written in place, so the copy cannot change the original).
+fn link_tree(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    let Ok(entries) = fs::read_dir(from) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let path = entry?.path();
+        let target = to.join(path.file_name().unwrap_or_default());
+        if path.is_dir() {
+            link_tree(&path, &target)?;
+        } else {
+            fs::hard_link(&path, &target)
+                .with_context(|| format!("linking {} to {}", path.display(), target.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// `corpus` with each object file on its command line replaced by a copy
-/// in `dir` with other bytes (eight zero bytes after its end, which no
-/// reader looks at): for the cache, another object in the same place.
-fn with_own_objects_changed(corpus: &Corpus, dir: &Path) -> Result<Corpus> {
+/// in `dir`, holding the original's bytes, or with `changed` eight zero
+/// bytes more after its end (which no reader looks at): for the cache,
+/// other bytes at the same path.
+fn with_own_objects_copied(corpus: &Corpus, dir: &Path, changed: bool) -> Result<Corpus> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut changed = corpus.clone();
-    for arg in &mut changed.args {
+    let mut copied = corpus.clone();
+    for arg in &mut copied.args {
         let path = Path::new(arg.as_str());
         if path.extension().is_none_or(|e| e != "o") || !path.is_file() {
             continue;
@@ -179,11 +222,26 @@ fn with_own_objects_changed(corpus: &Corpus, dir: &Path) -> Result<Corpus> {
         };
         let copy = dir.join(name);
         let mut bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        bytes.extend_from_slice(&[0; 8]);
+        if changed {
+            bytes.extend_from_slice(&[0; 8]);
+        }
         fs::write(&copy, bytes).with_context(|| format!("writing {}", copy.display()))?;
         *arg = copy.display().to_string();
     }
-    Ok(changed)
+    Ok(copied)
+}
+
+/// The corpus a row links: a changed row's own objects are copies (see
+/// [`Cache::Changed`]) with their original bytes.
+fn row_corpus(prepared: &Prepared, kind: Kind) -> Result<Corpus> {
+    match kind {
+        Kind::Icf(_, Cache::Changed) => with_own_objects_copied(
+            &prepared.corpus,
+            &prepared.scratch.join("changed-objects"),
+            false,
+        ),
+        _ => Ok(prepared.corpus.clone()),
+    }
 }
 
 /// What one link produced and cost.
@@ -368,25 +426,35 @@ fn timed_rounds(
     rows: &mut [Row],
 ) -> Result<()> {
     // A warm row's cache is filled by one untimed link first; a changed
-    // row's by a link of the same inputs with its own objects changed.
+    // row's by a link of its copied objects with other bytes, kept aside.
     for row in rows.iter() {
-        let filled_by = match row.variant.kind {
-            Kind::Icf(_, Cache::Warm) => prepared.corpus.clone(),
-            Kind::Icf(_, Cache::Changed) => with_own_objects_changed(
-                &prepared.corpus,
-                &prepared.scratch.join("changed-objects"),
-            )?,
+        let output = places.out.join(&row.variant.file);
+        let mut command = match row.variant.kind {
+            Kind::Icf(_, Cache::Warm) => {
+                row.variant
+                    .command(&prepared.corpus, icf, &prepared.scratch, &output, None)?
+            }
+            Kind::Icf(_, Cache::Changed) => {
+                let changed = with_own_objects_copied(
+                    &prepared.corpus,
+                    &prepared.scratch.join("changed-objects"),
+                    true,
+                )?;
+                // A warm row of its own, whose cache is where the changed
+                // row's runs start from (`primed_cache`).
+                let _ = fs::remove_dir_all(primed_cache(&prepared.scratch, &row.variant.file));
+                Variant {
+                    kind: Kind::Icf(row.variant.mode(), Cache::Warm),
+                    file: format!("{}-primed", row.variant.file),
+                    ..row.variant.clone()
+                }
+                .command(&changed, icf, &prepared.scratch, &output, None)?
+            }
             _ => continue,
         };
-        {
-            let output = places.out.join(&row.variant.file);
-            let mut command =
-                row.variant
-                    .command(&filled_by, icf, &prepared.scratch, &output, None)?;
-            eprintln!("    filling the cache: {}", row.variant.label);
-            capture(&mut command)
-                .with_context(|| format!("{}: filling the cache", row.variant.label))?;
-        }
+        eprintln!("    filling the cache: {}", row.variant.label);
+        capture(&mut command)
+            .with_context(|| format!("{}: filling the cache", row.variant.label))?;
     }
     // Round-robin, so a burst of load elsewhere hits one round of every link
     // rather than every round of one.
@@ -399,8 +467,8 @@ fn timed_rounds(
             eprintln!("    round {}/{runs}: {}", round + 1, variant.label);
             let output = places.out.join(&variant.file);
             // Timed as people run it: without `--report`, whose names cost time.
-            let command =
-                variant.command(&prepared.corpus, icf, &prepared.scratch, &output, None)?;
+            let corpus = row_corpus(prepared, variant.kind)?;
+            let command = variant.command(&corpus, icf, &prepared.scratch, &output, None)?;
             match timed(&command, &places.rss_file) {
                 Ok((wall, rss)) => {
                     row.walls.push(wall);
@@ -437,13 +505,10 @@ fn write_reports(prepared: &Prepared, icf: &Path, places: &Places, rows: &[Row])
         }
         let output = places.out.join(&row.variant.file);
         let report = places.reports.join(format!("{}.json", row.variant.file));
-        let mut command = row.variant.command(
-            &prepared.corpus,
-            icf,
-            &prepared.scratch,
-            &output,
-            Some(&report),
-        )?;
+        let corpus = row_corpus(prepared, row.variant.kind)?;
+        let mut command =
+            row.variant
+                .command(&corpus, icf, &prepared.scratch, &output, Some(&report))?;
         eprintln!("    report: {}", row.variant.label);
         capture(&mut command)
             .with_context(|| format!("{}: icf link --report", row.variant.label))?;
