@@ -670,12 +670,13 @@ fn failures_before_folding_run_the_command_as_it_was() {
     let build = Build::new(Compiler::Gcc);
     let main = objects(&["c/fold_cases.c"], &build).remove(0);
     let app = dir.join("app");
-    // No room for the rewritten copies: TMPDIR names a file.
+    // No room for the rewritten copies: without a cache they go to
+    // TMPDIR, which names a file.
     let not_a_directory = dir.join("tmpfile");
     std::fs::write(&not_a_directory, "").expect("write");
     let command = ["--", "gcc", &main, "-o", app.to_str().expect("utf-8")];
     let no_room = |strict: bool| {
-        let mut args = vec!["link"];
+        let mut args = vec!["link", "--no-cache"];
         if strict {
             args.push("--strict");
         }
@@ -697,6 +698,21 @@ fn failures_before_folding_run_the_command_as_it_was() {
     let strict = no_room(true);
     assert_eq!(strict.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&strict.stderr).contains("icf: error: creating"));
+
+    // A cache directory icf cannot make: it folds without the cache, its
+    // copies in TMPDIR.
+    let uncached = Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args(["link", "--strict"])
+        .args(command)
+        .env("ICF_CACHE_DIR", &not_a_directory)
+        .output()
+        .expect("run icf");
+    assert!(
+        uncached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&uncached.stderr)
+    );
+    assert!(run(&app).starts_with("fold_cases "));
 
     // A response file icf cannot read: the driver gets it as it was and
     // says what is wrong with it, with its own exit status.

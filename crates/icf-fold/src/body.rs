@@ -204,10 +204,7 @@ impl Body {
         let mut w = Writer {
             bytes: std::mem::take(out),
         };
-        w.unsigned(match self.arch {
-            Arch::X86_64 => 0,
-            Arch::Aarch64 => 1,
-        });
+        w.unsigned(u64::from(self.arch.number()));
         w.unsigned(u64::from(self.size));
         w.bytes
             .extend_from_slice(&self.structural_hash.to_le_bytes());
@@ -238,11 +235,7 @@ impl Body {
         mut target: impl FnMut(u32) -> Option<TargetId>,
     ) -> Option<Body> {
         let mut r = Reader(input);
-        let arch = match r.unsigned()? {
-            0 => Arch::X86_64,
-            1 => Arch::Aarch64,
-            _ => return None,
-        };
+        let arch = Arch::from_number(r.unsigned()?)?;
         let size = u32::try_from(r.unsigned()?).ok()?;
         let structural_hash = u64::from_le_bytes(r.bytes(8)?.try_into().ok()?);
         let has_opaque = match r.unsigned()? {

@@ -26,6 +26,21 @@ pub enum Arch {
     Aarch64,
 }
 
+impl Arch {
+    /// Every architecture, each at its [`Arch::number`].
+    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Aarch64];
+
+    /// A number naming the architecture in stored data (icf's cache).
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+
+    /// The architecture [`Arch::number`] gave `number`.
+    pub fn from_number(number: u64) -> Option<Arch> {
+        Arch::ALL.get(usize::try_from(number).ok()?).copied()
+    }
+}
+
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -375,5 +390,18 @@ impl Function {
         let mut ranges: Vec<Range<u32>> = self.insts.iter().map(|i| i.at..i.at + i.len).collect();
         ranges.sort_by_key(|r| r.start);
         ranges
+    }
+}
+
+#[cfg(test)]
+mod arch_number_tests {
+    use super::Arch;
+
+    #[test]
+    fn every_architecture_reads_back_from_its_number() {
+        for arch in Arch::ALL {
+            assert_eq!(Arch::from_number(u64::from(arch.number())), Some(arch));
+        }
+        assert_eq!(Arch::from_number(Arch::ALL.len() as u64), None);
     }
 }
