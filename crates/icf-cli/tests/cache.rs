@@ -212,6 +212,32 @@ fn cached_keys_give_the_uncached_binary_in_every_state_of_the_cache() {
 }
 
 #[test]
+fn a_killed_links_workspace_is_removed_a_day_later() {
+    let dir = scratch("abandoned");
+    let cache = dir.join("cache");
+    let main = compile(&dir, "main", MAIN, &[]);
+    let a = compile(&dir, "a", A, &[]);
+    let b = compile(&dir, "b", B, &[]);
+    let old = cache.join("links/icf-link-1-2");
+    let recent = cache.join("links/icf-link-3-4");
+    for workspace in [&old, &recent] {
+        std::fs::create_dir_all(workspace).expect("make a workspace");
+        std::fs::write(workspace.join("main.o"), b"left behind").expect("write");
+    }
+    let two_days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(48 * 3600);
+    std::fs::File::open(&old)
+        .and_then(|f| f.set_modified(two_days_ago))
+        .expect("date the old workspace");
+    link(
+        Some(&cache),
+        &["gcc".to_string(), main, a, b],
+        &dir.join("app"),
+    );
+    assert!(!old.exists());
+    assert!(recent.exists());
+}
+
+#[test]
 fn concurrent_links_share_one_cache() {
     let dir = scratch("concurrent");
     let cache = dir.join("cache");

@@ -59,7 +59,11 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
         let cache = options.cache.resolve(parsed.output.as_deref());
         let workspace = cache
             .as_ref()
-            .and_then(|cache| TempDir::new_in(&cache.dir.join("links")).ok())
+            .and_then(|cache| {
+                let links = cache.dir.join("links");
+                remove_abandoned_workspaces(&links);
+                TempDir::new_in(&links).ok()
+            })
             .map_or_else(|| TempDir::new_in(&std::env::temp_dir()), Ok)?;
         Ok((parsed, workspace))
     });
@@ -327,6 +331,28 @@ fn run(program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
 
 /// A directory removed when dropped.
 struct TempDir(PathBuf);
+
+/// A workspace this old belongs to a link that was killed: a link's
+/// workspace lives only while the link runs.
+const ABANDONED_WORKSPACE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Removes the workspaces in `links` (a cache's) that killed links left.
+fn remove_abandoned_workspaces(links: &Path) {
+    let Ok(entries) = std::fs::read_dir(links) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let abandoned = entry.file_name().to_string_lossy().starts_with("icf-link-")
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > ABANDONED_WORKSPACE);
+        if abandoned {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
 
 impl TempDir {
     /// A new directory in `parent`.
