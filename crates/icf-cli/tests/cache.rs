@@ -212,6 +212,50 @@ fn cached_keys_give_the_uncached_binary_in_every_state_of_the_cache() {
 }
 
 #[test]
+fn the_cache_keeps_within_its_size() {
+    let dir = scratch("size");
+    let cache = dir.join("cache");
+    let main = compile(&dir, "main", MAIN, &[]);
+    let a = compile(&dir, "a", A, &[]);
+    let b = compile(&dir, "b", B, &[]);
+    let command = ["gcc".to_string(), main, a, b];
+    let total = |cache: &Path| -> u64 {
+        entries(cache)
+            .iter()
+            .map(|e| std::fs::metadata(e).expect("stat").len())
+            .sum()
+    };
+    // Unbounded, one link stores its keys and rewritten files.
+    link(Some(&cache), &command, &dir.join("app"));
+    let one_link = total(&cache);
+    assert!(one_link > 0);
+    // With a limit under that, what a link stores is evicted again,
+    // rewritten files included, and the link still folds and runs.
+    let _ = std::fs::remove_dir_all(&cache);
+    let output = Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args(["link", "--strict", "--cache-dir"])
+        .arg(&cache)
+        .arg("--")
+        .args(&command)
+        .arg("-o")
+        .arg(dir.join("small"))
+        .env("ICF_CACHE_SIZE", (one_link / 2).to_string())
+        .output()
+        .expect("run icf link");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        total(&cache) <= one_link / 2,
+        "{} of {one_link}",
+        total(&cache)
+    );
+    assert_eq!(run(&dir.join("small")), run(&dir.join("app")));
+}
+
+#[test]
 fn a_killed_links_workspace_is_removed_a_day_later() {
     let dir = scratch("abandoned");
     let cache = dir.join("cache");

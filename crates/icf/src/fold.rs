@@ -555,6 +555,12 @@ pub fn write_outputs_cached(
                 reused: reused.into_inner(),
                 written: stored.into_inner(),
             };
+            // Stored files count towards the cache's limit like entries.
+            if let Some(store) = &store
+                && stats.written > 0
+            {
+                let _ = store.evict();
+            }
             (files, stats)
         })
 }
