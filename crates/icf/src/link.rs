@@ -65,9 +65,9 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
                 TempDir::new_in(&links).ok()
             })
             .map_or_else(|| TempDir::new_in(&std::env::temp_dir()), Ok)?;
-        Ok((parsed, workspace))
+        Ok((parsed, workspace, cache))
     });
-    let (parsed, workspace) = match setup {
+    let (parsed, workspace, cache) = match setup {
         Ok(setup) => setup,
         Err(error) if !options.strict => return plain_link(program, args, error),
         Err(error) => return Err(error),
@@ -80,7 +80,7 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             report: None,
         });
     }
-    match without_panics(|| fold_inputs(&parsed, options, workspace.path())) {
+    match without_panics(|| fold_inputs(&parsed, options, cache, workspace.path())) {
         Ok((args, report, _cache_writes)) => {
             // The cache's entries are written while the linker runs
             // (`_cache_writes` waits for them when dropped).
@@ -155,11 +155,13 @@ fn without_panics<T>(fold: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result
     })
 }
 
-/// Folds, writes the changed inputs under `dir`, and returns the command's
-/// arguments with those inputs replaced.
+/// Folds (keeping keys and rewritten files in `cache`), writes the changed
+/// inputs under `dir`, and returns the command's arguments with those
+/// inputs replaced.
 fn fold_inputs(
     parsed: &LinkCommand,
     options: &LinkOptions,
+    cache: Option<crate::options::CacheSettings>,
     dir: &Path,
 ) -> anyhow::Result<(Vec<String>, Option<Report>, Option<PendingWrites>)> {
     let started = std::time::Instant::now();
@@ -199,7 +201,7 @@ fn fold_inputs(
         .keep_unique
         .extend(parsed.keep_unique.iter().cloned());
     plan_options.ignore_data_address_equality |= parsed.ignore_data_address_equality;
-    plan_options.cache = options.cache.resolve(parsed.output.as_deref());
+    plan_options.cache = cache;
     let program = Program::load(&inputs, program_options)?;
     let load = started.elapsed();
     let mut analysis = Analysis::run(&program, &plan_options);
