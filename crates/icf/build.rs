@@ -1,7 +1,7 @@
 //! Names this build of icf's analysis for its cache: a hash of the sources
 //! that decide what a comparator key is (this crate, the IR, the lifters,
-//! the object readers, the comparator) and of `Cargo.lock` (the decoders'
-//! versions). A cache entry written by one build is never read by another,
+//! the object readers, the comparator), of `Cargo.lock` (the decoders'
+//! versions) and of the compiler's version. A cache entry written by one build is never read by another,
 //! so a change to the lifter can never meet keys the old lifter made.
 
 use std::collections::hash_map::DefaultHasher;
@@ -27,6 +27,16 @@ fn main() {
     files.sort();
     let mut hasher = DefaultHasher::new();
     hasher.write(env!("CARGO_PKG_VERSION").as_bytes());
+    // The compiler too: the same sources built by another rustc are another
+    // build (formatting of derived `Debug` output, which names rewritten
+    // files in the cache, is not promised to stay the same).
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    hasher.write(&version);
     for file in &files {
         let contents = std::fs::read(file).unwrap_or_default();
         let relative = file.strip_prefix(&crates).unwrap_or(file);
