@@ -1,8 +1,9 @@
 //! Names this build of icf's analysis for its cache: a hash of the sources
 //! that decide what a comparator key is (this crate, the IR, the lifters,
 //! the object readers, the comparator), of `Cargo.lock` (the decoders'
-//! versions) and of the compiler's version. A cache entry written by one build is never read by another,
-//! so a change to the lifter can never meet keys the old lifter made.
+//! versions) and of the compiler's version. A cache entry written by one
+//! build is never read by another, so a change to the lifter can never meet
+//! keys the old lifter made.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::Hasher;
