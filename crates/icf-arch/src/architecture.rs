@@ -2,6 +2,7 @@
 //! set, and the [`Thunk`] encoding it answers with. One implementation per
 //! architecture, in `x86_64/` and `aarch64/`.
 
+use crate::linked::{DynamicReloc, LinkedReference};
 use crate::macho_reloc::{CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix};
 use crate::reloc::RelocInfo;
 use icf_ir::print::Syntax;
@@ -35,6 +36,11 @@ pub trait Architecture: Sync {
     /// what a Mach-O difference `A - B` becomes when `B` is the field's own
     /// place.
     fn pc_relative_data(&self, size: u8) -> Option<u32>;
+    /// The ELF type of an absolute data field of `size` bytes (4 or 8).
+    fn absolute_data(&self, size: u8) -> Option<u32>;
+    /// What dynamic relocation type `r_type` stores, when it stores an
+    /// address a linked image's data points to (not a PLT slot, not TLS).
+    fn dynamic_reloc(&self, r_type: u32) -> Option<DynamicReloc>;
     /// Whether ELF relocation type `r_type` only ever patches a direct call
     /// or jump.
     fn is_direct_branch(&self, r_type: u32) -> bool;
@@ -48,6 +54,10 @@ pub trait Architecture: Sync {
     fn thunk(&self) -> &'static Thunk;
     /// Lifts one function.
     fn lift(&self, input: &CodeInput<'_>) -> Function;
+    /// Appends to `out` the references in `code`, linked at `address`,
+    /// that an assembler would have written as relocations (see
+    /// [`crate::linked`]).
+    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>);
     /// Names of opcodes, registers and relocation kinds, for printing.
     fn syntax(&self) -> &'static dyn Syntax;
 }

@@ -24,6 +24,7 @@ mod aarch64;
 mod architecture;
 mod cfg;
 mod lifting;
+mod linked;
 mod macho_reloc;
 mod opaque;
 mod reloc;
@@ -32,6 +33,7 @@ mod x86_64;
 pub use aarch64::Aarch64;
 pub use architecture::{Architecture, Thunk};
 pub use lifting::recycle;
+pub use linked::{DynamicReloc, LinkedReference, LinkedUse};
 pub use macho_reloc::{
     CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, MachOTranslation,
     SUBTRACTOR_MARKER,

@@ -264,7 +264,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 _ => {
                     let started = std::time::Instant::now();
                     let files = icf::Inputs::open(&inputs)?;
-                    let program = load(&files, &fold, cli.verbose)?;
+                    let program = load_as(&files, &fold, cli.verbose, Reading::ObjectsOrImage)?;
                     let load = started.elapsed();
                     let analysis = analyze(&program, &fold);
                     let plan = &analysis.plan;
@@ -328,7 +328,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             inputs,
         } => {
             let files = icf::Inputs::open(&inputs)?;
-            let program = load(&files, &fold, cli.verbose)?;
+            let program = load_as(&files, &fold, cli.verbose, Reading::ObjectsOrImage)?;
             let analysis = analyze(&program, &fold);
             let find = |name: &str| -> anyhow::Result<icf::CandidateId> {
                 let found = analysis.find(name);
@@ -387,8 +387,36 @@ fn load<'data>(
     fold: &FoldArgs,
     verbose: bool,
 ) -> anyhow::Result<icf::Program<'data>> {
+    load_as(files, fold, verbose, Reading::ObjectsOnly)
+}
+
+/// Whether a command reads linked images as well as objects.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Reading {
+    ObjectsOnly,
+    ObjectsOrImage,
+}
+
+fn load_as<'data>(
+    files: &'data icf::Inputs,
+    fold: &FoldArgs,
+    verbose: bool,
+    reading: Reading,
+) -> anyhow::Result<icf::Program<'data>> {
+    let images = files
+        .files
+        .iter()
+        .filter(|f| icf::is_linked_image(f.data()))
+        .count();
+    let linked_image = reading == Reading::ObjectsOrImage && images > 0;
+    if linked_image && files.files.len() > 1 {
+        anyhow::bail!(
+            "a linked executable or shared library is read alone: pass it without other inputs"
+        );
+    }
     let options = icf::Options {
         shared: fold.shared,
+        linked_image,
         ..icf::Options::default()
     };
     let program = icf::Program::load(files, options)?;

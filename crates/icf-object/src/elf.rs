@@ -46,63 +46,7 @@ impl<'data> Object<'data> {
                 ))
                 .at_offset(0x28)
             })?;
-        let header_table_offset = header.e_shoff(LE);
-        let mut sections = Vec::with_capacity(table.len());
-        for (index, header) in table.iter().enumerate() {
-            let name = table
-                .section_name(LE, header)
-                .map_err(|e| Error::new(e.to_string()).with_section(index as u32, "?"))?;
-            let section_data = header.data(LE, data).map_err(|_| {
-                Error::new(format!(
-                    "section data {:#x}..+{:#x} lies outside the file ({:#x} bytes)",
-                    header.sh_offset(LE),
-                    header.sh_size(LE),
-                    data.len()
-                ))
-                .with_section(index as u32, String::from_utf8_lossy(name))
-            })?;
-            // Header fields are outside the section's data: the message says
-            // where the field is in the file.
-            let field_at = |field: u64| {
-                let entry = size_of::<elf::SectionHeader64<LE>>() as u64;
-                header_table_offset
-                    .saturating_add(index as u64 * entry)
-                    .saturating_add(field)
-            };
-            let align = header.sh_addralign(LE);
-            if align > MAX_SECTION_ALIGN || (align != 0 && !align.is_power_of_two()) {
-                return Err(Error::new(format!(
-                    "sh_addralign {align:#x} (section header field at file offset {:#x}) \
-                     is not 0 or a power of two up to {MAX_SECTION_ALIGN:#x}",
-                    field_at(0x30)
-                ))
-                .with_section(index as u32, String::from_utf8_lossy(name)));
-            }
-            let size = header.sh_size(LE);
-            if size >= MAX_PLACE_MAGNITUDE {
-                return Err(Error::new(format!(
-                    "sh_size {size:#x} (section header field at file offset {:#x}) \
-                     is absurdly large: {MAX_PLACE_MAGNITUDE:#x} or more",
-                    field_at(0x20)
-                ))
-                .with_section(index as u32, String::from_utf8_lossy(name)));
-            }
-            sections.push(Section {
-                name,
-                sh_type: header.sh_type(LE).0,
-                flags: header.sh_flags(LE).0,
-                align,
-                size,
-                link: header.sh_link(LE),
-                info: header.sh_info(LE),
-                entsize: header.sh_entsize(LE),
-                data: section_data,
-                relocs: Vec::new(),
-                reloc_section: None,
-                relocs_deferred: false,
-                group: None,
-            });
-        }
+        let sections = read_sections(data, header, &table)?;
 
         let mut object = Object {
             format: Format::Elf,
@@ -116,8 +60,9 @@ impl<'data> Object<'data> {
             eh_frame: None,
             feature_1_and: 0,
             macho: None,
+            image: None,
         };
-        object.read_symbols(&table)?;
+        object.read_symbols(&table, elf::SHT_SYMTAB)?;
         object.read_relocations(&table)?;
         object.read_groups()?;
         object.read_addrsig()?;
@@ -126,20 +71,19 @@ impl<'data> Object<'data> {
         Ok(object)
     }
 
-    fn read_symbols(
+    /// Reads the symbol table of type `sh_type` (`SHT_SYMTAB`; a linked
+    /// image without one has `SHT_DYNSYM`), if the file has one.
+    pub(crate) fn read_symbols(
         &mut self,
         table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+        sh_type: elf::SectionType,
     ) -> Result<()> {
-        let Some(symtab_index) = self
-            .sections
-            .iter()
-            .position(|s| s.sh_type == elf::SHT_SYMTAB.0)
-        else {
+        let Some(symtab_index) = self.sections.iter().position(|s| s.sh_type == sh_type.0) else {
             return Ok(());
         };
         let symtab_index = SectionIndex(symtab_index as u32);
         let symtab = table
-            .symbols(LE, self.data, elf::SHT_SYMTAB)
+            .symbols(LE, self.data, sh_type)
             .map_err(|e| self.section_error(symtab_index, format!("bad symbol table: {e}")))?;
         let section_count = self.sections.len();
         let mut symbols = Vec::with_capacity(symtab.len());
@@ -518,7 +462,7 @@ impl<'data> Object<'data> {
         Ok(())
     }
 
-    fn read_eh_frame(&mut self) -> Result<()> {
+    pub(crate) fn read_eh_frame(&mut self) -> Result<()> {
         let Some(index) = self
             .sections
             .iter()
@@ -539,7 +483,7 @@ impl<'data> Object<'data> {
 impl Object<'_> {
     /// The feature bits of `.note.gnu.property` (see
     /// [`Object::feature_1_and`]), 0 when absent or unreadable.
-    fn read_feature_1_and(&self) -> u32 {
+    pub(crate) fn read_feature_1_and(&self) -> u32 {
         let wanted = icf_arch::of(self.arch).gnu_feature_1_and();
         let Some(section) = self
             .sections
@@ -582,7 +526,75 @@ impl Object<'_> {
 }
 
 /// Checks the identification bytes, so each unsupported kind of file gets its own message.
-fn check_ident(data: &[u8]) -> Result<Arch> {
+/// Every section header of the file with its contents, each checked: its
+/// name, where its bytes lie, its alignment and size. Relocations are not
+/// attached yet.
+pub(crate) fn read_sections<'data>(
+    data: &'data [u8],
+    header: &elf::FileHeader64<LE>,
+    table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+) -> Result<Vec<Section<'data>>> {
+    let header_table_offset = header.e_shoff(LE);
+    let mut sections = Vec::with_capacity(table.len());
+    for (index, header) in table.iter().enumerate() {
+        let name = table
+            .section_name(LE, header)
+            .map_err(|e| Error::new(e.to_string()).with_section(index as u32, "?"))?;
+        let section_data = header.data(LE, data).map_err(|_| {
+            Error::new(format!(
+                "section data {:#x}..+{:#x} lies outside the file ({:#x} bytes)",
+                header.sh_offset(LE),
+                header.sh_size(LE),
+                data.len()
+            ))
+            .with_section(index as u32, String::from_utf8_lossy(name))
+        })?;
+        // Header fields are outside the section's data: the message says
+        // where the field is in the file.
+        let field_at = |field: u64| {
+            let entry = size_of::<elf::SectionHeader64<LE>>() as u64;
+            header_table_offset
+                .saturating_add(index as u64 * entry)
+                .saturating_add(field)
+        };
+        let align = header.sh_addralign(LE);
+        if align > MAX_SECTION_ALIGN || (align != 0 && !align.is_power_of_two()) {
+            return Err(Error::new(format!(
+                "sh_addralign {align:#x} (section header field at file offset {:#x}) \
+                 is not 0 or a power of two up to {MAX_SECTION_ALIGN:#x}",
+                field_at(0x30)
+            ))
+            .with_section(index as u32, String::from_utf8_lossy(name)));
+        }
+        let size = header.sh_size(LE);
+        if size >= MAX_PLACE_MAGNITUDE {
+            return Err(Error::new(format!(
+                "sh_size {size:#x} (section header field at file offset {:#x}) \
+                 is absurdly large: {MAX_PLACE_MAGNITUDE:#x} or more",
+                field_at(0x20)
+            ))
+            .with_section(index as u32, String::from_utf8_lossy(name)));
+        }
+        sections.push(Section {
+            name,
+            sh_type: header.sh_type(LE).0,
+            flags: header.sh_flags(LE).0,
+            align,
+            size,
+            link: header.sh_link(LE),
+            info: header.sh_info(LE),
+            entsize: header.sh_entsize(LE),
+            data: section_data,
+            relocs: Vec::new(),
+            reloc_section: None,
+            relocs_deferred: false,
+            group: None,
+        });
+    }
+    Ok(sections)
+}
+
+pub(crate) fn check_ident(data: &[u8]) -> Result<Arch> {
     if data.len() < 4 || data[..4] != elf::ELFMAG {
         return Err(Error::new("not an ELF file (bad magic)").at_offset(0));
     }

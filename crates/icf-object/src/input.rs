@@ -191,6 +191,13 @@ pub struct InputObjects<'data> {
 }
 
 /// Lists the objects (ELF or Mach-O) in `data`, read from `path`.
+/// Whether `data` is a linked ELF image: an executable or a shared
+/// library (`ET_EXEC`, `ET_DYN`), which `icf report` reads alone.
+pub fn is_linked_image(data: &[u8]) -> bool {
+    // e_type sits at offset 16, little-endian (the reader checks the rest).
+    data.starts_with(&object::elf::ELFMAG) && matches!(data.get(16..18), Some([2 | 3, 0]))
+}
+
 pub fn list_objects<'data>(path: &Path, data: &'data [u8]) -> Result<InputObjects<'data>> {
     match FileKind::detect(data) {
         FileKind::Elf => Ok(InputObjects {

@@ -13,6 +13,7 @@ mod eh_frame;
 mod elf;
 mod error;
 mod functions;
+mod image;
 mod input;
 mod macho;
 mod macho_layout;
@@ -26,7 +27,10 @@ pub use eh_frame::{Fde, UnwindKind};
 pub use elf::is_relocation_section;
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
-pub use input::{FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, list_objects};
+pub use image::{Image, ImageKind, PointerSource};
+pub use input::{
+    FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, is_linked_image, list_objects,
+};
 pub use macho_layout::{Atom, DataInCode, MachOLayout, MachOSection};
 pub use model::{
     Binding, ComdatGroup, GroupIndex, MAX_PLACE_MAGNITUDE, Reloc, RelocIndex, SHT_LLVM_ADDRSIG,

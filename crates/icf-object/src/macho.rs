@@ -149,6 +149,7 @@ impl<'data> Object<'data> {
             eh_frame: None,
             feature_1_and: 0,
             macho: None,
+            image: None,
         };
         let reloc_origins = reader.read_relocations(&mut object.symbols, nlist_count)?;
         let data_in_code = reader.place_data_in_code(commands.data_in_code)?;

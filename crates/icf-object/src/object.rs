@@ -6,6 +6,7 @@
 
 use crate::eh_frame::Fde;
 use crate::error::{Error, Result};
+use crate::image::Image;
 use crate::macho_layout::MachOLayout;
 use crate::model::{ComdatGroup, GroupIndex, Reloc, Section, SectionIndex, Symbol, SymbolIndex};
 use icf_ir::Arch;
@@ -43,6 +44,9 @@ pub struct Object<'data> {
     /// For a Mach-O object: where each model section lies in the file,
     /// and what the writer carries over.
     pub macho: Option<Box<MachOLayout>>,
+    /// For a linked image read by [`Object::parse_image`]: what kind it
+    /// is, where its sections sit, and where its pointers were learned.
+    pub image: Option<Box<Image<'data>>>,
 }
 
 impl<'data> Object<'data> {

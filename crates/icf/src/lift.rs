@@ -53,11 +53,19 @@ impl Program<'_> {
         };
         let data_in_code = inside(&object.data_in_code);
         let code_resumes = inside(&object.code_resumes);
+        // In a linked image a function ends where its symbol says, as its
+        // section would in an object: code never runs on into the next
+        // function, and every reference out of it has a relocation.
+        let section_size = if object.elf.image.is_some() {
+            end
+        } else {
+            section.size
+        };
         let input = CodeInput {
             arch: object.elf.arch,
             bytes: &section.data[start as usize..end as usize],
             section_offset: start,
-            section_size: section.size,
+            section_size,
             relocs: &relocs,
             entry_points: &entry_points,
             own_section: self.targets.section(function.object, extent.section),

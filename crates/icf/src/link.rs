@@ -188,6 +188,7 @@ fn fold_inputs(
     let inputs = Inputs::open(&paths)?;
     let program_options = Options {
         shared: parsed.shared,
+        linked_image: false,
         ordered_archives: parsed.linker == LinkerFlavor::Ordered,
         strong_members_first: parsed.linker == LinkerFlavor::Mold,
         whole_archive,

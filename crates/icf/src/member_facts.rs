@@ -540,7 +540,10 @@ fn section_ineligibility(
             "section {name} may be delimited by __start_/__stop_ symbols"
         ));
     }
-    if start != 0 || end != section.size {
+    // A linked image has one `.text`: its report estimates what the link
+    // would fold had its inputs a section per function (as Rust's and
+    // `-ffunction-sections` objects have).
+    if object.image.is_none() && (start != 0 || end != section.size) {
         return Some("shares its section with other code".to_string());
     }
     None

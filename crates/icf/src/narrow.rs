@@ -97,6 +97,12 @@ impl Narrower<'_, '_> {
                                 .is_ok_and(|a| (piece.start..piece.end).contains(&a))
                     }),
                     Reach::Unwind => piece.filter(|piece| piece.start == offset),
+                    // A linked image is read as if each piece had been a
+                    // section of its own (see `icf_object::Image`): an
+                    // address names the piece holding it.
+                    Reach::Data if self.program.object(object).elf.image.is_some() => {
+                        piece.filter(|piece| offset < piece.end)
+                    }
                     Reach::Data => None,
                 };
                 return owner.map_or((target, addend), named);

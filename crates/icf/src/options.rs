@@ -10,6 +10,10 @@ use icf_fold::plan::Mode;
 pub struct Options {
     /// A `-shared` link: exported (default-visibility) globals may be interposed.
     pub shared: bool,
+    /// The one input is a linked executable or shared library
+    /// (`icf report BINARY`), read by `icf_object::Object::parse_image`;
+    /// `shared` and `exports` then come from the image itself.
+    pub linked_image: bool,
     /// GNU ld and gold search an archive only where it stands on the command
     /// line; lld and mold (the default here) search every archive.
     pub ordered_archives: bool,

@@ -53,7 +53,7 @@ pub struct Program<'data> {
 }
 
 impl<'data> Program<'data> {
-    pub fn load(inputs: &'data Inputs, options: Options) -> anyhow::Result<Program<'data>> {
+    pub fn load(inputs: &'data Inputs, mut options: Options) -> anyhow::Result<Program<'data>> {
         let mut sources = Vec::new();
         let mut skipped = Vec::new();
         for (file_index, file) in inputs.files.iter().enumerate() {
@@ -76,7 +76,12 @@ impl<'data> Program<'data> {
             .into_par_iter()
             .map(|(file, source)| {
                 let path = &inputs.files[file].path;
-                let elf = Object::parse(source.data).map_err(|e| {
+                let parsed = if options.linked_image {
+                    Object::parse_image(source.data)
+                } else {
+                    Object::parse(source.data)
+                };
+                let elf = parsed.map_err(|e| {
                     let e = e.with_file(path);
                     match &source.member {
                         Some(member) => e.with_member(member.clone()),
@@ -116,6 +121,9 @@ impl<'data> Program<'data> {
             objects.push(object);
         }
         functions.shrink_to_fit();
+        if options.linked_image {
+            options = image_options(options, &objects)?;
+        }
         if options.ordered_archives {
             resolve_archive_members_in_order(&mut objects);
         } else {
@@ -153,6 +161,14 @@ impl<'data> Program<'data> {
             definitions,
             needed,
         })
+    }
+
+    /// Whether the program is one linked image (`icf report BINARY`).
+    pub fn image(&self) -> Option<&icf_object::Image<'data>> {
+        match self.objects.as_slice() {
+            [object] => object.elf.image.as_deref(),
+            _ => None,
+        }
     }
 
     pub fn object(&self, id: ObjectId) -> &LoadedObject<'data> {
@@ -418,4 +434,25 @@ fn needed_definitions(
         })
         .collect();
     per_object.into_iter().flatten().collect()
+}
+
+/// A linked image says itself what a link command would: whether it is a
+/// shared library (its exported functions may be interposed) and which
+/// symbols it exports.
+fn image_options(mut options: Options, objects: &[LoadedObject<'_>]) -> anyhow::Result<Options> {
+    let [object] = objects else {
+        anyhow::bail!(
+            "a linked executable or shared library is reported on alone, without other inputs"
+        );
+    };
+    let Some(image) = object.elf.image.as_deref() else {
+        anyhow::bail!("not a linked executable or shared library");
+    };
+    options.shared = image.kind == icf_object::ImageKind::SharedLibrary;
+    options.exports.patterns = image
+        .exports
+        .iter()
+        .map(|name| String::from_utf8_lossy(name).into_owned())
+        .collect();
+    Ok(options)
 }

@@ -58,7 +58,7 @@ pub(crate) fn lift(input: &CodeInput<'_>) -> Function {
 
 /// What a word does with the program counter.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
-enum PcRelative {
+pub(super) enum PcRelative {
     /// `b`: an unconditional jump.
     Jump,
     /// `bl`: a call.
@@ -75,7 +75,7 @@ enum PcRelative {
 
 /// The PC-relative class of `word`, the offset it encodes, and the bits of
 /// the offset field.
-fn pc_relative(word: u32) -> Option<(PcRelative, i64, u32)> {
+pub(super) fn pc_relative(word: u32) -> Option<(PcRelative, i64, u32)> {
     let field = |shift: u32, bits: u32| -> i64 {
         let raw = (word >> shift) & ((1 << bits) - 1);
         // Sign-extend a `bits`-wide field.

@@ -4,9 +4,11 @@
 
 mod elf_reloc;
 mod lift;
+mod linked;
 mod macho_reloc;
 
 use crate::architecture::{Architecture, Thunk};
+use crate::linked::{DynamicReloc, LinkedReference};
 use crate::macho_reloc::{
     CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, SUBTRACTOR_MARKER,
 };
@@ -102,6 +104,23 @@ impl Architecture for Aarch64 {
         macho_reloc::pc_relative_data(size)
     }
 
+    fn absolute_data(&self, size: u8) -> Option<u32> {
+        match size {
+            4 => Some(elf::R_AARCH64_ABS32.0),
+            8 => Some(elf::R_AARCH64_ABS64.0),
+            _ => None,
+        }
+    }
+
+    fn dynamic_reloc(&self, r_type: u32) -> Option<DynamicReloc> {
+        match elf::RelocationType(r_type) {
+            elf::R_AARCH64_RELATIVE => Some(DynamicReloc::Relative),
+            elf::R_AARCH64_IRELATIVE => Some(DynamicReloc::IRelative),
+            elf::R_AARCH64_ABS64 | elf::R_AARCH64_GLOB_DAT => Some(DynamicReloc::Symbol),
+            _ => None,
+        }
+    }
+
     fn is_direct_branch(&self, r_type: u32) -> bool {
         r_type == elf::R_AARCH64_CALL26.0 || r_type == elf::R_AARCH64_JUMP26.0
     }
@@ -122,6 +141,10 @@ impl Architecture for Aarch64 {
 
     fn lift(&self, input: &CodeInput<'_>) -> Function {
         lift::lift(input)
+    }
+
+    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
+        linked::references(code, address, out);
     }
 
     fn syntax(&self) -> &'static dyn Syntax {

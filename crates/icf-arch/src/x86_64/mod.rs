@@ -3,9 +3,11 @@
 
 mod elf_reloc;
 mod lift;
+mod linked;
 mod macho_reloc;
 
 use crate::architecture::{Architecture, Thunk};
+use crate::linked::{DynamicReloc, LinkedReference};
 use crate::macho_reloc::{
     CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, SUBTRACTOR_MARKER,
 };
@@ -82,6 +84,23 @@ impl Architecture for X86_64 {
         macho_reloc::pc_relative_data(size)
     }
 
+    fn absolute_data(&self, size: u8) -> Option<u32> {
+        match size {
+            4 => Some(elf::R_X86_64_32.0),
+            8 => Some(elf::R_X86_64_64.0),
+            _ => None,
+        }
+    }
+
+    fn dynamic_reloc(&self, r_type: u32) -> Option<DynamicReloc> {
+        match elf::RelocationType(r_type) {
+            elf::R_X86_64_RELATIVE => Some(DynamicReloc::Relative),
+            elf::R_X86_64_IRELATIVE => Some(DynamicReloc::IRelative),
+            elf::R_X86_64_64 | elf::R_X86_64_GLOB_DAT => Some(DynamicReloc::Symbol),
+            _ => None,
+        }
+    }
+
     fn is_direct_branch(&self, r_type: u32) -> bool {
         r_type == elf::R_X86_64_PLT32.0
     }
@@ -103,6 +122,10 @@ impl Architecture for X86_64 {
 
     fn lift(&self, input: &CodeInput<'_>) -> Function {
         lift::lift(input)
+    }
+
+    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
+        linked::references(code, address, out);
     }
 
     fn syntax(&self) -> &'static dyn Syntax {

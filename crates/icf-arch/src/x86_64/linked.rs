@@ -1,0 +1,120 @@
+//! x86-64 references in linked code (see `crate::linked`): rel32 branches,
+//! RIP-relative operands, and 32- and 64-bit immediates and absolute
+//! displacements that may be addresses.
+
+use crate::linked::{LinkedReference, LinkedUse};
+use iced_x86::{Decoder, DecoderOptions, Instruction, OpKind};
+use object::elf;
+
+pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
+    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+    let mut instr = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instr);
+        if instr.is_invalid() {
+            continue;
+        }
+        let offsets = decoder.get_constant_offsets(&instr);
+        let start = instr.ip() - address;
+        let end = instr.next_ip();
+        // A PC-relative field counts from the end of its instruction.
+        let bias = |field: u64| -> i64 { -((end - (address + field)) as i64) };
+        let is_branch = matches!(instr.op0_kind(), OpKind::NearBranch64) && instr.op_count() == 1;
+        if is_branch && offsets.immediate_size() == 4 {
+            let field = start + offsets.immediate_offset() as u64;
+            out.push(LinkedReference {
+                offset: field,
+                r_type: elf::R_X86_64_PLT32.0,
+                target: instr.near_branch_target(),
+                bias: bias(field),
+                use_: LinkedUse::Branch,
+            });
+            continue;
+        }
+        if offsets.displacement_size() == 4 {
+            let field = start + offsets.displacement_offset() as u64;
+            if instr.is_ip_rel_memory_operand() {
+                out.push(LinkedReference {
+                    offset: field,
+                    r_type: elf::R_X86_64_PC32.0,
+                    target: instr.ip_rel_memory_address(),
+                    bias: bias(field),
+                    use_: LinkedUse::PcRelative,
+                });
+            } else {
+                // `mov table(,%rax,8), %rdx`: maybe a sign-extended absolute address.
+                out.push(absolute(
+                    field,
+                    elf::R_X86_64_32S.0,
+                    instr.memory_displacement64(),
+                ));
+            }
+        }
+        if offsets.has_immediate() && !is_branch {
+            let field = start + offsets.immediate_offset() as u64;
+            let immediate = (0..instr.op_count()).find_map(|i| match instr.op_kind(i) {
+                OpKind::Immediate32 => Some((elf::R_X86_64_32.0, instr.immediate32() as u64)),
+                OpKind::Immediate32to64 => {
+                    Some((elf::R_X86_64_32S.0, instr.immediate32to64() as u64))
+                }
+                OpKind::Immediate64 => Some((elf::R_X86_64_64.0, instr.immediate64())),
+                _ => None,
+            });
+            if let Some((r_type, value)) = immediate {
+                out.push(absolute(field, r_type, value));
+            }
+        }
+    }
+}
+
+fn absolute(offset: u64, r_type: u32, value: u64) -> LinkedReference {
+    LinkedReference {
+        offset,
+        r_type,
+        target: value,
+        bias: 0,
+        use_: LinkedUse::Absolute,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs(code: &[u8], address: u64) -> Vec<LinkedReference> {
+        let mut out = Vec::new();
+        references(code, address, &mut out);
+        out
+    }
+
+    #[test]
+    fn calls_and_rip_relative_operands_are_pc_relative_fields() {
+        // call 0x2000; lea 0x3000(%rip), %rdi  (at 0x1000)
+        let code = [
+            0xe8, 0xfb, 0x0f, 0x00, 0x00, // call 0x2000
+            0x48, 0x8d, 0x3d, 0xf4, 0x1f, 0x00, 0x00, // lea 0x3000(%rip),%rdi
+        ];
+        let found = refs(&code, 0x1000);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].offset, 1);
+        assert_eq!(found[0].target, 0x2000);
+        assert_eq!(found[0].bias, -4);
+        assert_eq!(found[0].use_, LinkedUse::Branch);
+        assert_eq!(found[1].offset, 8);
+        assert_eq!(found[1].target, 0x3000);
+        assert_eq!(found[1].r_type, elf::R_X86_64_PC32.0);
+        assert_eq!(found[1].bias, -4);
+    }
+
+    #[test]
+    fn short_branches_are_not_fields_a_relocation_can_name() {
+        // jmp .+2 (rel8), mov $0x401000, %edi
+        let code = [0xeb, 0x00, 0xbf, 0x00, 0x10, 0x40, 0x00];
+        let found = refs(&code, 0x1000);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].use_, LinkedUse::Absolute);
+        assert_eq!(found[0].target, 0x40_1000);
+        assert_eq!(found[0].r_type, elf::R_X86_64_32.0);
+        assert_eq!(found[0].offset, 3);
+    }
+}

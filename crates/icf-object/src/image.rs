@@ -1,0 +1,789 @@
+//! A linked ELF image (an executable, position-independent or not, or a
+//! shared library; x86-64 or AArch64) read into the model of a relocatable
+//! object, so that the analysis that folds objects reports on a binary
+//! unchanged (`icf report BINARY`).
+//!
+//! An object says with relocations what each field of its code and data
+//! refers to; a linked image has filled those fields in and (unless linked
+//! with `--emit-relocs`) kept no relocations. This reader puts them back:
+//!
+//! - **Sections** are the image's own, each symbol's value made an offset
+//!   in its section again. Every allocated section gets a section symbol,
+//!   which the relocations below name: a place in the image is a section
+//!   plus an offset, as in an object. Linked sections are no longer merged
+//!   by content (their `SHF_MERGE` flag is dropped): addresses are final,
+//!   so a constant is its address.
+//! - **Functions** are the function symbols of `.symtab`; without one
+//!   (a stripped image), those of `.dynsym` and one unnamed function per
+//!   `.eh_frame` FDE that no symbol starts.
+//! - **Code**: each function piece is decoded
+//!   ([`icf_arch::Architecture::linked_references`]) and every field that
+//!   names an address outside the piece becomes the relocation an
+//!   assembler writes there (a call, a RIP-relative operand, an `adrp`
+//!   with its completion). A branch inside the piece stays unrelocated,
+//!   as in an object: it is one of the function's blocks. In a non-PIE
+//!   executable an immediate or displacement whose value is a place in the
+//!   image is taken for an address (an absolute relocation): comparing by
+//!   value or by place is the same comparison, and a function's address
+//!   in an immediate is then seen to be taken.
+//! - **Data**: which pointers data holds comes from the relocations
+//!   `--emit-relocs` kept ([`PointerSource::KeptRelocations`]); else, in
+//!   a PIE or shared library, from the dynamic relocations
+//!   ([`PointerSource::DynamicRelocations`]: `R_*_RELATIVE` names a place,
+//!   `R_*_64`/`R_*_GLOB_DAT` a symbol); else (a non-PIE executable) from
+//!   every aligned word of data whose value is a function's address
+//!   ([`PointerSource::ScannedWords`]), which errs toward more addresses
+//!   taken, never fewer.
+//! - **Unwind**: each FDE's function and LSDA fields get relocations, so
+//!   `.eh_frame` links functions to their unwind entries and exception
+//!   tables as in an object.
+//!
+//! Main assumption: a function's code is decoded linearly from its first
+//! byte. Jump tables in read-only data hold distances that depend on where
+//! the table and the code sit, so a function with one compares unequal to
+//! its copies (a fold the report misses, never one it invents).
+
+use crate::elf::{check_ident, read_sections};
+use crate::error::{Error, Result};
+use crate::model::Visibility;
+use crate::model::{Binding, Reloc, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace};
+use crate::object::{Format, Object};
+use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedUse};
+use object::LittleEndian as LE;
+use object::elf;
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
+use rustc_hash::FxHashSet as HashSet;
+
+/// What kind of linked image a file is.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ImageKind {
+    /// `ET_EXEC`: linked at a fixed address.
+    Executable,
+    /// `ET_DYN` with an interpreter or `DF_1_PIE`.
+    PositionIndependentExecutable,
+    /// `ET_DYN` otherwise: its exported functions may be interposed.
+    SharedLibrary,
+}
+
+/// Where the reader learned which pointers the image's data holds.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum PointerSource {
+    /// The relocations `--emit-relocs` (`-Wl,-q`) kept.
+    KeptRelocations,
+    /// The dynamic relocations of a PIE or shared library.
+    DynamicRelocations,
+    /// Aligned words of data whose value is a function's address (a
+    /// non-PIE executable says nothing about its pointers).
+    ScannedWords,
+}
+
+/// What the reader knows of the image beyond the model.
+#[derive(Clone, Debug)]
+pub struct Image<'data> {
+    pub kind: ImageKind,
+    /// Names of the defined symbols of `.dynsym`: their addresses may be
+    /// compared through `dlsym` or the dynamic symbol table.
+    pub exports: Vec<&'data [u8]>,
+    pub pointers: PointerSource,
+    /// Whether function boundaries came from `.eh_frame` (no `.symtab`).
+    pub stripped: bool,
+    /// Functions `.eh_frame` describes that no symbol names.
+    pub unnamed_functions: usize,
+    /// The virtual address of each section, by [`SectionIndex`].
+    pub addresses: Vec<u64>,
+}
+
+impl Image<'_> {
+    /// The address of `offset` in section `section`.
+    pub fn address(&self, section: SectionIndex, offset: u64) -> u64 {
+        self.addresses
+            .get(section.index())
+            .map_or(offset, |base| base.wrapping_add(offset))
+    }
+}
+
+impl<'data> Object<'data> {
+    /// Parses `data`, a linked ELF image, into the model with the
+    /// relocations its code and data would have had in an object. Errors
+    /// carry the section and offset; the caller adds the file name.
+    pub fn parse_image(data: &'data [u8]) -> Result<Object<'data>> {
+        let arch = check_ident(data)?;
+        let header = elf::FileHeader64::<LE>::parse(data)
+            .map_err(|e| Error::new(e.to_string()).at_offset(0))?;
+        let e_type = header.e_type(LE);
+        if e_type != elf::ET_EXEC && e_type != elf::ET_DYN {
+            return Err(Error::new(format!(
+                "not a linked executable or shared library (e_type {}): pass objects and archives to `icf report` without the binary",
+                e_type.0
+            )));
+        }
+        let table = header
+            .sections(LE, data)
+            .map_err(|e| Error::new(format!("bad section header table: {e}")).at_offset(0x28))?;
+        if table.is_empty() {
+            return Err(Error::new(
+                "the image has no section headers: icf finds code and data by its sections",
+            ));
+        }
+        let mut sections = read_sections(data, header, &table)?;
+        for section in sections.iter_mut().filter(|s| s.is_alloc()) {
+            section.flags &= !(elf::SHF_MERGE.0 | elf::SHF_STRINGS.0 | elf::SHF_GROUP.0);
+        }
+        let addresses = table.iter().map(|h| h.sh_addr(LE)).collect();
+        let mut object = Object {
+            format: Format::Elf,
+            arch,
+            data,
+            sections,
+            symbols: Vec::new(),
+            symtab: None,
+            groups: Vec::new(),
+            addrsig: None,
+            eh_frame: None,
+            feature_1_and: 0,
+            macho: None,
+            image: None,
+        };
+        let stripped = !object
+            .sections
+            .iter()
+            .any(|s| s.sh_type == elf::SHT_SYMTAB.0);
+        let symbol_table = if stripped {
+            elf::SHT_DYNSYM
+        } else {
+            elf::SHT_SYMTAB
+        };
+        object.read_symbols(&table, symbol_table)?;
+        if object.symbols.is_empty() {
+            // Entry 0 is the null symbol, as in a symbol table.
+            object.symbols.push(Symbol {
+                place: SymbolPlace::Undefined,
+                ..local_symbol(SymbolKind::NoType, SectionIndex(0), 0, 0)
+            });
+        }
+        let mut reader = Reader {
+            arch: icf_arch::of(arch),
+            kind: image_kind(header, data, &table)?,
+            object,
+            addresses,
+            section_symbols: Vec::new(),
+            function_starts: HashSet::default(),
+        };
+        reader.place_symbols();
+        reader.add_section_symbols();
+        let unnamed_functions = reader.add_unwound_functions()?;
+        reader.relocate_code();
+        let pointers = reader.relocate_data(&table)?;
+        reader.relocate_eh_frame()?;
+        let exports = dynamic_exports(data, &table)?;
+        let Reader {
+            kind,
+            mut object,
+            addresses,
+            ..
+        } = reader;
+        for section in &mut object.sections {
+            section.relocs.sort_by_key(|r| r.offset);
+            section.relocs.dedup_by_key(|r| r.offset);
+        }
+        object.read_eh_frame()?;
+        object.feature_1_and = object.read_feature_1_and();
+        object.image = Some(Box::new(Image {
+            kind,
+            exports,
+            pointers,
+            stripped,
+            unnamed_functions,
+            addresses,
+        }));
+        Ok(object)
+    }
+}
+
+/// The image being read: the model so far, and where its sections sit.
+struct Reader<'data> {
+    arch: &'static dyn Architecture,
+    kind: ImageKind,
+    object: Object<'data>,
+    addresses: Vec<u64>,
+    /// The section symbol of each allocated section, by [`SectionIndex`].
+    section_symbols: Vec<Option<SymbolIndex>>,
+    /// The address of every function's first byte.
+    function_starts: HashSet<u64>,
+}
+
+impl<'data> Reader<'data> {
+    /// Symbol values are addresses in an image and offsets in an object.
+    /// A symbol outside every allocated section (`_end` aside, which ends
+    /// one) or thread-local (its value is an offset in the TLS block) is
+    /// absolute.
+    fn place_symbols(&mut self) {
+        for symbol in self.object.symbols.iter_mut().skip(1) {
+            let SymbolPlace::Section(index) = symbol.place else {
+                continue;
+            };
+            let section = &self.object.sections[index.index()];
+            let base = self.addresses[index.index()];
+            let offset = symbol.value.wrapping_sub(base);
+            if symbol.kind == SymbolKind::Tls
+                || !section.is_alloc()
+                || symbol.value < base
+                || offset > section.size
+            {
+                symbol.place = SymbolPlace::Absolute;
+                continue;
+            }
+            symbol.value = offset;
+            if symbol.kind == SymbolKind::Func {
+                self.function_starts.insert(base + offset);
+            }
+        }
+    }
+
+    fn add_section_symbols(&mut self) {
+        self.section_symbols = vec![None; self.object.sections.len()];
+        for (index, section) in self.object.sections.iter().enumerate().skip(1) {
+            if !section.is_alloc() {
+                continue;
+            }
+            self.section_symbols[index] = Some(SymbolIndex(self.object.symbols.len() as u32));
+            self.object.symbols.push(local_symbol(
+                SymbolKind::Section,
+                SectionIndex(index as u32),
+                0,
+                0,
+            ));
+        }
+    }
+
+    /// The allocated, non-empty section holding `address`; one that ends
+    /// there when none holds it.
+    fn section_at(&self, address: u64) -> Option<(SectionIndex, u64)> {
+        let mut ending = None;
+        for (index, section) in self.object.sections.iter().enumerate().skip(1) {
+            let base = self.addresses[index];
+            if !section.is_alloc() || section.size == 0 || address < base {
+                continue;
+            }
+            let offset = address - base;
+            if offset < section.size {
+                return Some((SectionIndex(index as u32), offset));
+            }
+            if offset == section.size {
+                ending = Some((SectionIndex(index as u32), offset));
+            }
+        }
+        ending
+    }
+
+    /// A relocation of type `r_type` at `offset` naming `address + bias`,
+    /// against the section holding `address`.
+    fn reloc_to(&self, offset: u64, r_type: u32, address: u64, bias: i64) -> Option<Reloc> {
+        let (section, place) = self.section_at(address)?;
+        let symbol = self.section_symbols[section.index()]?;
+        let info = self.arch.elf_reloc(r_type)?;
+        Some(Reloc {
+            offset,
+            r_type,
+            symbol,
+            addend: (place as i64).wrapping_add(bias),
+            size: info.size,
+            pc_relative: info.pc_relative,
+        })
+    }
+
+    /// Without `.symtab`, the functions `.eh_frame` describes that no
+    /// symbol starts get an unnamed local function symbol each.
+    fn add_unwound_functions(&mut self) -> Result<usize> {
+        if self
+            .object
+            .symtab
+            .is_some_and(|index| self.object.sections[index.index()].sh_type == elf::SHT_SYMTAB.0)
+        {
+            return Ok(0);
+        }
+        let mut added = 0;
+        for fde in self.fdes()? {
+            if self.function_starts.contains(&fde.function) {
+                continue;
+            }
+            let Some((section, offset)) = self.section_at(fde.function) else {
+                continue;
+            };
+            if !self.object.sections[section.index()].is_executable() {
+                continue;
+            }
+            let mut symbol = local_symbol(SymbolKind::Func, section, offset, fde.function_size);
+            symbol.binding = Binding::Local;
+            self.object.symbols.push(symbol);
+            self.function_starts.insert(fde.function);
+            added += 1;
+        }
+        Ok(added)
+    }
+
+    /// Relocations for every field of code that names a place outside its
+    /// function piece.
+    fn relocate_code(&mut self) {
+        let pieces = self.object.functions();
+        let mut found = Vec::new();
+        let mut relocs: Vec<(SectionIndex, Reloc)> = Vec::new();
+        for piece in &pieces {
+            let section = &self.object.sections[piece.section.index()];
+            let Some(code) = section.data.get(piece.start as usize..piece.end as usize) else {
+                continue;
+            };
+            let base = self.addresses[piece.section.index()];
+            let (start, end) = (base + piece.start, base + piece.end);
+            found.clear();
+            self.arch.linked_references(code, start, &mut found);
+            for reference in &found {
+                if (start..end).contains(&reference.target) || !self.keeps(reference) {
+                    continue;
+                }
+                if let Some(reloc) = self.reloc_to(
+                    piece.start + reference.offset,
+                    reference.r_type,
+                    reference.target,
+                    reference.bias,
+                ) {
+                    relocs.push((piece.section, reloc));
+                }
+            }
+        }
+        for (section, reloc) in relocs {
+            self.object.sections[section.index()].relocs.push(reloc);
+        }
+    }
+
+    /// Whether a reference found in code is taken for one: a possible
+    /// absolute address only in a non-PIE executable, and only when it is
+    /// a place in the image.
+    fn keeps(&self, reference: &LinkedReference) -> bool {
+        reference.use_ != LinkedUse::Absolute
+            || (self.kind == ImageKind::Executable
+                && reference.target != 0
+                && self.section_at(reference.target).is_some())
+    }
+
+    /// The pointers in data, from the best source the image has.
+    fn relocate_data(
+        &mut self,
+        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+    ) -> Result<PointerSource> {
+        if self.relocate_data_from_kept(table)? {
+            return Ok(PointerSource::KeptRelocations);
+        }
+        if self.kind != ImageKind::Executable || self.has_relative_relocations(table)? {
+            self.relocate_data_from_dynamic(table)?;
+            return Ok(PointerSource::DynamicRelocations);
+        }
+        self.relocate_data_by_scanning();
+        Ok(PointerSource::ScannedWords)
+    }
+
+    /// Data sections whose pointers the reader records: allocated, not
+    /// code, not `.eh_frame` (see [`Reader::relocate_eh_frame`]).
+    fn is_pointer_data(&self, index: usize) -> bool {
+        let section = &self.object.sections[index];
+        section.is_alloc()
+            && !section.is_executable()
+            && section.name != b".eh_frame"
+            && section.sh_type != elf::SHT_NOBITS.0
+    }
+
+    /// The relocations `--emit-relocs` kept for allocated data: whether
+    /// there were any.
+    fn relocate_data_from_kept(
+        &mut self,
+        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+    ) -> Result<bool> {
+        let mut any = false;
+        let symbol_count = self.object.symbols.len();
+        for (index, header) in table.iter().enumerate() {
+            if header.sh_type(LE) != elf::SHT_RELA || is_allocated(header) {
+                continue;
+            }
+            let target = header.sh_info(LE) as usize;
+            if target == 0 || target >= self.object.sections.len() || !self.is_pointer_data(target)
+            {
+                continue;
+            }
+            any = true;
+            let base = self.addresses[target];
+            let relocs = self.rela_entries(index, header)?;
+            for rela in relocs {
+                let Some(info) = self.arch.elf_reloc(rela.r_type) else {
+                    continue;
+                };
+                let symbol = rela.r_sym as usize;
+                if symbol >= symbol_count || info.size == 0 {
+                    continue;
+                }
+                let reloc = Reloc {
+                    offset: rela.r_offset.wrapping_sub(base),
+                    r_type: rela.r_type,
+                    symbol: SymbolIndex(symbol as u32),
+                    addend: rela.r_addend,
+                    size: info.size,
+                    pc_relative: info.pc_relative,
+                };
+                if reloc.offset < self.object.sections[target].size {
+                    self.object.sections[target].relocs.push(reloc);
+                }
+            }
+        }
+        Ok(any)
+    }
+
+    fn has_relative_relocations(
+        &self,
+        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+    ) -> Result<bool> {
+        for (index, header) in table.iter().enumerate() {
+            if header.sh_type(LE) == elf::SHT_RELA
+                && is_allocated(header)
+                && self
+                    .rela_entries(index, header)?
+                    .iter()
+                    .any(|r| self.arch.dynamic_reloc(r.r_type) == Some(DynamicReloc::Relative))
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Pointers from `.rela.dyn`: a relative relocation names a place in
+    /// the image, a symbol relocation a defined symbol's place or, for an
+    /// import, the symbol by name.
+    fn relocate_data_from_dynamic(
+        &mut self,
+        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+    ) -> Result<()> {
+        let Some(absolute) = self.arch.absolute_data(8) else {
+            return Ok(());
+        };
+        let mut imports: rustc_hash::FxHashMap<u32, SymbolIndex> = Default::default();
+        for (index, header) in table.iter().enumerate() {
+            if header.sh_type(LE) != elf::SHT_RELA || !is_allocated(header) {
+                continue;
+            }
+            let dynsym = table
+                .symbols(LE, self.object.data, elf::SHT_DYNSYM)
+                .map_err(|e| Error::new(format!("bad dynamic symbol table: {e}")))?;
+            for rela in self.rela_entries(index, header)? {
+                let Some((section, offset)) = self.section_at(rela.r_offset) else {
+                    continue;
+                };
+                if !self.is_pointer_data(section.index()) {
+                    continue;
+                }
+                let reloc = match self.arch.dynamic_reloc(rela.r_type) {
+                    Some(DynamicReloc::Relative | DynamicReloc::IRelative) => {
+                        self.reloc_to(offset, absolute, rela.r_addend as u64, 0)
+                    }
+                    Some(DynamicReloc::Symbol) => {
+                        let Ok(sym) = dynsym.symbol(object::SymbolIndex(rela.r_sym as usize))
+                        else {
+                            continue;
+                        };
+                        if sym.st_shndx(LE) != elf::SHN_UNDEF {
+                            let address = sym.st_value(LE).wrapping_add(rela.r_addend as u64);
+                            self.reloc_to(offset, absolute, address, 0)
+                        } else {
+                            let Ok(name) = dynsym.symbol_name(LE, sym) else {
+                                continue;
+                            };
+                            let symbol = *imports.entry(rela.r_sym).or_insert_with(|| {
+                                self.object.symbols.push(Symbol {
+                                    name,
+                                    binding: Binding::Global,
+                                    kind: SymbolKind::NoType,
+                                    visibility: Visibility::Default,
+                                    other: 0,
+                                    place: SymbolPlace::Undefined,
+                                    value: 0,
+                                    size: 0,
+                                });
+                                SymbolIndex(self.object.symbols.len() as u32 - 1)
+                            });
+                            Some(Reloc {
+                                offset,
+                                r_type: absolute,
+                                symbol,
+                                addend: rela.r_addend,
+                                size: 8,
+                                pc_relative: false,
+                            })
+                        }
+                    }
+                    None => None,
+                };
+                if let Some(reloc) = reloc {
+                    self.object.sections[section.index()].relocs.push(reloc);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A non-PIE executable: every aligned 8-byte word of data whose value
+    /// is a function's first byte is taken for a pointer to it.
+    fn relocate_data_by_scanning(&mut self) {
+        let Some(absolute) = self.arch.absolute_data(8) else {
+            return;
+        };
+        let mut relocs = Vec::new();
+        for index in 1..self.object.sections.len() {
+            if !self.is_pointer_data(index) {
+                continue;
+            }
+            let section = &self.object.sections[index];
+            let base = self.addresses[index];
+            // Words aligned in memory: the section's start may not be.
+            let skip = (8 - (base % 8) as usize) % 8;
+            let Some(words) = section.data.get(skip..) else {
+                continue;
+            };
+            for (n, word) in words.chunks_exact(8).enumerate() {
+                let value = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+                if !self.function_starts.contains(&value) {
+                    continue;
+                }
+                let offset = (skip + n * 8) as u64;
+                if let Some(reloc) = self.reloc_to(offset, absolute, value, 0) {
+                    relocs.push((index, reloc));
+                }
+            }
+        }
+        for (index, reloc) in relocs {
+            self.object.sections[index].relocs.push(reloc);
+        }
+    }
+
+    /// Relocations on each FDE's function and LSDA fields, as an object's
+    /// `.eh_frame` has them.
+    fn relocate_eh_frame(&mut self) -> Result<()> {
+        let Some(eh_frame) = self.eh_frame_index() else {
+            return Ok(());
+        };
+        let mut relocs = Vec::new();
+        for fde in self.fdes()? {
+            let Some(function_type) = self.pointer_reloc(fde.function_encoding) else {
+                continue;
+            };
+            let Some(function) = self.reloc_to(fde.function_field, function_type, fde.function, 0)
+            else {
+                continue;
+            };
+            relocs.push(function);
+            if let Some((field, encoding, lsda)) = fde.lsda
+                && let Some(lsda_type) = self.pointer_reloc(encoding)
+                && let Some(reloc) = self.reloc_to(field, lsda_type, lsda, 0)
+            {
+                relocs.push(reloc);
+            }
+        }
+        self.object.sections[eh_frame.index()].relocs.extend(relocs);
+        Ok(())
+    }
+
+    fn eh_frame_index(&self) -> Option<SectionIndex> {
+        self.object
+            .sections
+            .iter()
+            .position(|s| s.name == b".eh_frame" && s.is_alloc() && !s.data.is_empty())
+            .map(|index| SectionIndex(index as u32))
+    }
+
+    /// The relocation type an assembler writes for an `.eh_frame` pointer
+    /// of `encoding` (PC-relative or absolute, 4 or 8 bytes).
+    fn pointer_reloc(&self, encoding: gimli::DwEhPe) -> Option<u32> {
+        let size = pointer_size(encoding)?;
+        match encoding.application() {
+            gimli::DW_EH_PE_pcrel => self.arch.pc_relative_data(size),
+            gimli::DW_EH_PE_absptr => self.arch.absolute_data(size),
+            _ => None,
+        }
+    }
+
+    /// Every FDE of `.eh_frame` with its function's address and where its
+    /// pointer fields lie.
+    fn fdes(&self) -> Result<Vec<LinkedFde>> {
+        use gimli::UnwindSection;
+        let Some(index) = self.eh_frame_index() else {
+            return Ok(Vec::new());
+        };
+        let section = &self.object.sections[index.index()];
+        let section_address = self.addresses[index.index()];
+        let eh_frame = gimli::EhFrame::new(section.data, gimli::LittleEndian);
+        let bases = gimli::BaseAddresses::default().set_eh_frame(section_address);
+        let mut entries = eh_frame.entries(&bases);
+        let mut fdes = Vec::new();
+        let located = |e: gimli::Error, offset: u64| {
+            self.object
+                .section_error(index, format!("bad .eh_frame entry: {e}"))
+                .at_offset(offset)
+        };
+        loop {
+            let entry = match entries.next() {
+                Ok(Some(entry)) => entry,
+                Ok(None) => break,
+                Err(e) => return Err(located(e, 0)),
+            };
+            let gimli::CieOrFde::Fde(partial) = entry else {
+                continue;
+            };
+            let offset = partial.offset() as u64;
+            let fde = partial
+                .parse(|section, bases, offset| section.cie_from_offset(bases, offset))
+                .map_err(|e| located(e, offset))?;
+            let cie = fde.cie();
+            // length, CIE pointer; 64-bit entries (a 12-byte length) are not written by linkers.
+            let function_field = offset + 8;
+            let function_encoding = cie.fde_address_encoding().unwrap_or(gimli::DW_EH_PE_absptr);
+            let Some(field_size) = pointer_size(function_encoding) else {
+                continue;
+            };
+            let lsda = match (fde.lsda(), cie.lsda_encoding()) {
+                (Some(gimli::Pointer::Direct(address)), Some(encoding)) => {
+                    // After the function and its size, the augmentation
+                    // data's length (ULEB128), then the LSDA pointer.
+                    let length_at = function_field + 2 * u64::from(field_size);
+                    let length_size = section
+                        .data
+                        .get(length_at as usize..)
+                        .and_then(|rest| rest.iter().position(|b| b & 0x80 == 0))
+                        .map(|last| last as u64 + 1);
+                    length_size.map(|size| (length_at + size, encoding, address))
+                }
+                _ => None,
+            };
+            fdes.push(LinkedFde {
+                function: fde.initial_address(),
+                function_size: fde.len(),
+                function_field,
+                function_encoding,
+                lsda,
+            });
+        }
+        Ok(fdes)
+    }
+
+    /// The entries of relocation section `index`, checked.
+    fn rela_entries(
+        &self,
+        index: usize,
+        header: &elf::SectionHeader64<LE>,
+    ) -> Result<Vec<RelaEntry>> {
+        let relas: &[elf::Rela64<LE>] =
+            header.data_as_array(LE, self.object.data).map_err(|_| {
+                self.object
+                    .section_error(SectionIndex(index as u32), "bad relocation section")
+            })?;
+        Ok(relas
+            .iter()
+            .map(|rela| RelaEntry {
+                r_offset: rela.r_offset(LE),
+                r_sym: rela.r_sym(LE, false),
+                r_type: rela.r_type(LE, false).0,
+                r_addend: rela.r_addend(LE),
+            })
+            .collect())
+    }
+}
+
+fn is_allocated(header: &elf::SectionHeader64<LE>) -> bool {
+    header.sh_flags(LE).0 & elf::SHF_ALLOC.0 != 0
+}
+
+/// One RELA entry.
+struct RelaEntry {
+    r_offset: u64,
+    r_sym: u32,
+    r_type: u32,
+    r_addend: i64,
+}
+
+/// An FDE of a linked image: its function, and where its pointer fields
+/// lie in `.eh_frame`.
+struct LinkedFde {
+    function: u64,
+    function_size: u64,
+    function_field: u64,
+    function_encoding: gimli::DwEhPe,
+    /// The LSDA pointer's field, encoding and value.
+    lsda: Option<(u64, gimli::DwEhPe, u64)>,
+}
+
+/// The size of an `.eh_frame` pointer of `encoding`: the formats linkers
+/// write (4 or 8 bytes, signed or not).
+fn pointer_size(encoding: gimli::DwEhPe) -> Option<u8> {
+    match encoding.format() {
+        gimli::DW_EH_PE_sdata4 | gimli::DW_EH_PE_udata4 => Some(4),
+        gimli::DW_EH_PE_sdata8 | gimli::DW_EH_PE_udata8 | gimli::DW_EH_PE_absptr => Some(8),
+        _ => None,
+    }
+}
+
+fn local_symbol<'data>(
+    kind: SymbolKind,
+    section: SectionIndex,
+    value: u64,
+    size: u64,
+) -> Symbol<'data> {
+    Symbol {
+        name: b"",
+        binding: Binding::Local,
+        kind,
+        visibility: Visibility::Default,
+        other: 0,
+        place: SymbolPlace::Section(section),
+        value,
+        size,
+    }
+}
+
+/// An executable with an interpreter or marked `DF_1_PIE` is
+/// position-independent; another `ET_DYN` is a shared library.
+fn image_kind(
+    header: &elf::FileHeader64<LE>,
+    data: &[u8],
+    table: &object::read::elf::SectionTable<'_, elf::FileHeader64<LE>>,
+) -> Result<ImageKind> {
+    if header.e_type(LE) == elf::ET_EXEC {
+        return Ok(ImageKind::Executable);
+    }
+    let segments = header
+        .program_headers(LE, data)
+        .map_err(|e| Error::new(format!("bad program header table: {e}")).at_offset(0x20))?;
+    let interpreted = segments.iter().any(|s| s.p_type(LE) == elf::PT_INTERP);
+    let marked_pie = table
+        .iter()
+        .filter(|h| h.sh_type(LE) == elf::SHT_DYNAMIC)
+        .filter_map(|h| h.data_as_array::<elf::Dyn64<LE>, _>(LE, data).ok())
+        .flatten()
+        .any(|d| d.d_tag(LE) == elf::DT_FLAGS_1 && d.d_val(LE) & elf::DF_1_PIE.0 != 0);
+    Ok(if interpreted || marked_pie {
+        ImageKind::PositionIndependentExecutable
+    } else {
+        ImageKind::SharedLibrary
+    })
+}
+
+/// The names of the defined global symbols of `.dynsym`.
+fn dynamic_exports<'data>(
+    data: &'data [u8],
+    table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+) -> Result<Vec<&'data [u8]>> {
+    let dynsym = table
+        .symbols(LE, data, elf::SHT_DYNSYM)
+        .map_err(|e| Error::new(format!("bad dynamic symbol table: {e}")))?;
+    Ok(dynsym
+        .iter()
+        .filter(|sym| sym.st_shndx(LE) != elf::SHN_UNDEF && sym.st_bind() != elf::STB_LOCAL)
+        .filter_map(|sym| dynsym.symbol_name(LE, sym).ok())
+        .filter(|name| !name.is_empty())
+        .collect())
+}
