@@ -84,6 +84,9 @@ enum Command {
         /// How many groups the text report lists.
         #[arg(long, default_value_t = 30)]
         top: usize,
+        /// List under each name in the text report the objects (archive members) it comes from.
+        #[arg(long)]
+        objects: bool,
         /// An earlier JSON report: markdown shows the difference.
         #[arg(long, value_name = "OLD.json")]
         baseline: Option<PathBuf>,
@@ -255,6 +258,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             format,
             print_icf_sections,
             top,
+            objects,
             baseline,
             fail_if_larger,
             inputs,
@@ -276,7 +280,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 report.to_icf_sections()
             } else {
                 match format {
-                    Format::Text => report.to_text(top),
+                    Format::Text => report.to_text(&icf::TextOptions {
+                        groups_shown: top,
+                        objects,
+                    }),
                     Format::Json => report.to_json() + "\n",
                     Format::Markdown => report.to_markdown(baseline.as_ref(), top.min(20)),
                 }

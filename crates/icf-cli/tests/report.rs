@@ -1,5 +1,6 @@
 //! `icf report` and `icf explain` as a user runs them: the text report of a
-//! fixture (a snapshot), the same JSON whatever the thread count, lld's
+//! fixture (a snapshot), members grouped by name with their objects on
+//! request, the same JSON whatever the thread count, lld's
 //! `--print-icf-sections` format, and explanations that name the difference.
 //! Regenerate snapshots with `UPDATE_EXPECT=1 cargo test -p icf-cli --test report`.
 
@@ -31,11 +32,16 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The report without the lines that vary from run to run (timings, paths).
-fn stable_text(text: &str, object: &Path) -> String {
+/// The report without the lines that vary from run to run (timings, paths):
+/// each object's path becomes `<its source's stem>`.
+fn stable_text(text: &str, objects: &[(&str, &Path)]) -> String {
     text.lines()
         .filter(|line| !line.starts_with("time:"))
-        .map(|line| line.replace(&object.display().to_string(), "<object>"))
+        .map(|line| {
+            objects.iter().fold(line.to_string(), |line, (stem, path)| {
+                line.replace(&path.display().to_string(), &format!("<{stem}>"))
+            })
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -44,10 +50,84 @@ fn stable_text(text: &str, object: &Path) -> String {
 fn text_report_of_identical_functions() {
     let object = fixture("c/identical.c");
     let path = object.to_str().expect("utf-8 path");
+    let objects = [("identical", object.as_path())];
     let safe = stdout(&icf(&["report", path], &[]));
-    expect_file!["snapshots/identical-safe.txt"].assert_eq(&stable_text(&safe, &object));
+    expect_file!["snapshots/identical-safe.txt"].assert_eq(&stable_text(&safe, &objects));
     let all = stdout(&icf(&["report", "--mode", "all", path], &[]));
-    expect_file!["snapshots/identical-all.txt"].assert_eq(&stable_text(&all, &object));
+    expect_file!["snapshots/identical-all.txt"].assert_eq(&stable_text(&all, &objects));
+}
+
+#[test]
+fn text_report_groups_members_by_name_and_lists_their_objects_on_request() {
+    // Each object defines its own static `checksum`; shared_name_a.c adds
+    // `checksum_twin`, the same code, and shared_name_c.c takes its copy's
+    // address: a class of four members under two names.
+    let stems = ["shared_name_a", "shared_name_b", "shared_name_c"];
+    let built: Vec<PathBuf> = stems
+        .iter()
+        .map(|stem| fixture(&format!("report/{stem}.c")))
+        .collect();
+    let objects: Vec<(&str, &Path)> = stems
+        .iter()
+        .copied()
+        .zip(built.iter().map(PathBuf::as_path))
+        .collect();
+    let paths: Vec<&str> = built
+        .iter()
+        .map(|path| path.to_str().expect("utf-8 path"))
+        .collect();
+    let report = |extra: &[&str]| {
+        let args: Vec<&str> = ["report"]
+            .iter()
+            .chain(extra)
+            .chain(&paths)
+            .copied()
+            .collect();
+        stable_text(&stdout(&icf(&args, &[])), &objects)
+    };
+
+    let by_name = report(&[]);
+    expect_file!["snapshots/shared-name-safe.txt"].assert_eq(&by_name);
+    let group = group_lines(&by_name, "checksum");
+    assert!(
+        group[0]
+            .ends_with("       4  3 x checksum (code) [thunk: address taken in checksum_address]"),
+        "the three copies of checksum are one line, the thunk among them said:\n{by_name}"
+    );
+    assert_eq!(
+        group[1..],
+        ["                              checksum_twin"],
+        "{by_name}"
+    );
+
+    let with_objects = report(&["--objects"]);
+    expect_file!["snapshots/shared-name-objects.txt"].assert_eq(&with_objects);
+    let group = group_lines(&with_objects, "checksum");
+    assert_eq!(group[0], group_lines(&by_name, "checksum")[0]);
+    assert_eq!(
+        group[1..],
+        [
+            "                                <shared_name_a>",
+            "                                <shared_name_b>",
+            "                                <shared_name_c> (thunk)",
+            "                              checksum_twin",
+            "                                <shared_name_a> (kept)",
+        ],
+        "each name's objects under it, indented:\n{with_objects}"
+    );
+}
+
+/// The lines of the text report's group whose first line names `name`.
+fn group_lines<'t>(text: &'t str, name: &str) -> Vec<&'t str> {
+    let mut lines = text.lines().skip_while(|line| {
+        !(line.contains(&format!(" x {name} (")) || line.contains(&format!("  {name} (")))
+    });
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no group named {name}:\n{text}"));
+    std::iter::once(first)
+        .chain(lines.take_while(|line| line.starts_with(&" ".repeat(26))))
+        .collect()
 }
 
 #[test]

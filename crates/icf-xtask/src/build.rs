@@ -216,7 +216,11 @@ pub fn run_args(args: &IcfArgs) -> anyhow::Result<icf::Report> {
         None => None,
     };
     println!("{}", size_table(&before, &after, &destination));
-    println!("{}", report.to_text(args.top));
+    let text = report.to_text(&icf::TextOptions {
+        groups_shown: args.top,
+        objects: false,
+    });
+    println!("{text}");
     if let Some(baseline) = &baseline {
         let growth = report.folded_size() as i64 - baseline.folded_size() as i64;
         println!("against the baseline: folded .text {growth:+} bytes");

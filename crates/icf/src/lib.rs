@@ -57,6 +57,8 @@ pub use options::{CacheChoice, CacheSettings, PlanOptions};
 pub use program::{
     Exports, FunctionId, FunctionInfo, GcRoots, Inputs, LoadedObject, ObjectId, Options, Program,
 };
-pub use report::{BinarySizes, Group, Member, NearDuplicate, REPORT_VERSION, Report, Totals};
+pub use report::{
+    BinarySizes, Group, Member, NearDuplicate, REPORT_VERSION, Report, TextOptions, Totals,
+};
 pub use significance::Significance;
 pub use targets::{ExtendedTargets, Target, TargetTable};

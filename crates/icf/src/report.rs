@@ -106,6 +106,15 @@ pub struct TimingsMs {
     pub rounds: u32,
 }
 
+/// What [`Report::to_text`] lists.
+#[derive(Clone, Copy, Debug)]
+pub struct TextOptions {
+    /// How many groups, largest saving first.
+    pub groups_shown: usize,
+    /// Under each name, the objects (archive members) its members come from.
+    pub objects: bool,
+}
+
 /// How many near-duplicate groups a report lists.
 const NEAR_DUPLICATES_SHOWN: usize = 50;
 
@@ -394,8 +403,10 @@ impl Report {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// The report as a table for people.
-    pub fn to_text(&self, groups_shown: usize) -> String {
+    /// The report as a table for people: one line per name within each
+    /// group, like cargo-llvm-lines' copies.
+    pub fn to_text(&self, options: &TextOptions) -> String {
+        let groups_shown = options.groups_shown;
         let t = &self.totals;
         let mut out = String::new();
         for note in &self.notes {
@@ -431,27 +442,7 @@ impl Report {
         out.push('\n');
         let _ = writeln!(out, "{:>8} {:>7} {:>7}  Group", "Saved", "Size", "Members");
         for group in self.groups.iter().take(groups_shown) {
-            let _ = writeln!(
-                out,
-                "{:>8} {:>7} {:>7}  {} ({})",
-                group.saved,
-                group.size,
-                group.members.len(),
-                group.members[0].name,
-                group.kind
-            );
-            for member in &group.members[1..] {
-                let reason = member
-                    .reason
-                    .as_deref()
-                    .map(|r| format!(" [{r}]"))
-                    .unwrap_or_default();
-                let _ = writeln!(
-                    out,
-                    "{:>26}{:<6} {}{}",
-                    "", member.action, member.name, reason
-                );
-            }
+            write_group(&mut out, group, options.objects);
         }
         if self.groups.len() > groups_shown {
             let _ = writeln!(
@@ -617,7 +608,10 @@ impl Report {
                     group.saved,
                     group.size,
                     group.members.len(),
-                    markdown_code(&group.members[0].name)
+                    group
+                        .members
+                        .first()
+                        .map_or_else(String::new, |kept| markdown_code(&kept.name))
                 );
             }
             if self.groups.len() > groups_shown {
@@ -664,6 +658,157 @@ fn markdown_code(text: &str) -> String {
     }
 }
 
+/// The column where a group's names start, after `Saved`, `Size` and `Members`.
+const NAME_COLUMN: usize = 26;
+
+/// The members of a group that share a (demangled) name.
+struct NameLine<'r> {
+    name: &'r str,
+    members: Vec<&'r Member>,
+}
+
+/// A group's members by name: the most frequent name first, then by name.
+fn members_by_name(members: &[Member]) -> Vec<NameLine<'_>> {
+    let mut by_name: BTreeMap<&str, Vec<&Member>> = BTreeMap::new();
+    for member in members {
+        by_name
+            .entry(member.name.as_str())
+            .or_default()
+            .push(member);
+    }
+    let mut lines: Vec<NameLine<'_>> = by_name
+        .into_iter()
+        .map(|(name, members)| NameLine { name, members })
+        .collect();
+    // A stable sort: names of the same count stay in order.
+    lines.sort_by_key(|line| std::cmp::Reverse(line.members.len()));
+    lines
+}
+
+/// One group of the text report: its sizes and most frequent name on one
+/// line, its other names under it, and, with `objects`, the objects each
+/// name's members come from under the name.
+fn write_group(out: &mut String, group: &Group, objects: bool) {
+    let lines = members_by_name(&group.members);
+    let counts = CountColumn::for_lines(&lines);
+    let _ = write!(
+        out,
+        "{:>8} {:>7} {:>7}  ",
+        group.saved,
+        group.size,
+        group.members.len()
+    );
+    if lines.is_empty() {
+        let _ = writeln!(out, "({})", group.kind);
+    }
+    for (index, line) in lines.iter().enumerate() {
+        if index > 0 {
+            let _ = write!(out, "{:width$}", "", width = NAME_COLUMN);
+        }
+        let _ = write!(out, "{}{}", counts.prefix(line.members.len()), line.name);
+        if index == 0 {
+            let _ = write!(out, " ({})", group.kind);
+        }
+        let _ = writeln!(out, "{}", annotations(&line.members));
+        if objects {
+            let indent = NAME_COLUMN + counts.width() + 2;
+            for object in object_lines(&line.members) {
+                let _ = writeln!(out, "{:indent$}{object}", "");
+            }
+        }
+    }
+}
+
+/// The `N x ` in front of a shared name, as wide as the group's largest
+/// count so that its names line up; nothing when every name is unique.
+struct CountColumn {
+    digits: usize,
+}
+
+impl CountColumn {
+    fn for_lines(lines: &[NameLine<'_>]) -> CountColumn {
+        let largest = lines
+            .iter()
+            .map(|line| line.members.len())
+            .filter(|&count| count > 1)
+            .max();
+        CountColumn {
+            digits: largest.map_or(0, |count| count.to_string().len()),
+        }
+    }
+
+    fn width(&self) -> usize {
+        match self.digits {
+            0 => 0,
+            digits => digits + " x ".len(),
+        }
+    }
+
+    fn prefix(&self, count: usize) -> String {
+        if count > 1 {
+            format!("{count:>digits$} x ", digits = self.digits)
+        } else {
+            " ".repeat(self.width())
+        }
+    }
+}
+
+/// Whether a member simply folds: it is the kept copy or an alias of it.
+fn simply_folds(member: &Member) -> bool {
+    matches!(member.action.as_str(), "kept" | "alias")
+}
+
+/// What happens to members that do not simply fold, and why, counted:
+/// ` [thunk: address taken in main]`, ` [2 keep: …]`.
+fn annotations(members: &[&Member]) -> String {
+    let mut outcomes: BTreeMap<(&str, Option<&str>), usize> = BTreeMap::new();
+    for member in members.iter().filter(|member| !simply_folds(member)) {
+        *outcomes
+            .entry((member.action.as_str(), member.reason.as_deref()))
+            .or_default() += 1;
+    }
+    outcomes
+        .into_iter()
+        .map(|((action, reason), count)| {
+            let count = if count > 1 {
+                format!("{count} ")
+            } else {
+                String::new()
+            };
+            let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+            format!(" [{count}{action}{reason}]")
+        })
+        .collect()
+}
+
+/// Where a name's members come from, one line per object (with a count when
+/// it holds several); the kept copy and members that do not simply fold say
+/// what they are.
+fn object_lines(members: &[&Member]) -> Vec<String> {
+    let mut objects: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for member in members {
+        *objects
+            .entry((member.object.as_str(), member.action.as_str()))
+            .or_default() += 1;
+    }
+    objects
+        .into_iter()
+        .map(|((object, action), count)| {
+            let count = if count > 1 {
+                format!("{count} x ")
+            } else {
+                String::new()
+            };
+            let action = if action == "alias" {
+                String::new()
+            } else {
+                format!(" ({action})")
+            };
+            format!("{count}{object}{action}")
+        })
+        .collect()
+}
+
 /// The first `shown` names, then how many more.
 fn shorten_list(names: &[String], shown: usize) -> String {
     if names.len() <= shown {
@@ -674,4 +819,158 @@ fn shorten_list(names: &[String], shown: usize) -> String {
         names[..shown].join(", "),
         names.len() - shown
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(name: &str, object: &str, action: &str, reason: Option<&str>) -> Member {
+        Member {
+            name: name.to_string(),
+            symbol: format!("_sym_{name}"),
+            object: object.to_string(),
+            section: format!(".text.{name}"),
+            size: 100,
+            action: action.to_string(),
+            reason: reason.map(str::to_string),
+        }
+    }
+
+    fn report_of(members: Vec<Member>) -> Report {
+        Report {
+            version: REPORT_VERSION,
+            mode: "safe".to_string(),
+            inputs: Vec::new(),
+            totals: Totals::default(),
+            groups: vec![Group {
+                kind: "code".to_string(),
+                size: 100,
+                saved: 100 * (members.len() as u64).saturating_sub(1),
+                members,
+            }],
+            near_duplicates: Vec::new(),
+            timings_ms: TimingsMs::default(),
+            binary: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The lines under the table's heading, up to the blank line.
+    fn group_lines(report: &Report, objects: bool) -> Vec<String> {
+        let options = TextOptions {
+            groups_shown: 10,
+            objects,
+        };
+        report
+            .to_text(&options)
+            .lines()
+            .skip_while(|line| !line.ends_with("Members  Group"))
+            .skip(1)
+            .take_while(|line| !line.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn names_are_counted_most_frequent_first_with_their_names_aligned() {
+        let mut members = vec![member("unique", "u.o", "kept", None)];
+        for (name, copies) in [("drop<A>", 12), ("drop<C>", 3), ("drop<B>", 3)] {
+            for copy in 0..copies {
+                members.push(member(name, &format!("{copy}.o"), "alias", None));
+            }
+        }
+        assert_eq!(
+            group_lines(&report_of(members), false),
+            [
+                "    1800     100      19  12 x drop<A> (code)",
+                "                           3 x drop<B>",
+                "                           3 x drop<C>",
+                "                               unique",
+            ]
+        );
+    }
+
+    #[test]
+    fn unique_names_print_without_a_count() {
+        let members = vec![
+            member("sub0", "a.o", "kept", None),
+            member("sub1", "a.o", "keep", Some("address taken in main")),
+        ];
+        assert_eq!(
+            group_lines(&report_of(members), false),
+            [
+                "     100     100       2  sub0 (code)",
+                "                          sub1 [keep: address taken in main]",
+            ]
+        );
+    }
+
+    #[test]
+    fn members_that_do_not_simply_fold_are_counted_by_outcome() {
+        let members = vec![
+            member("f", "a.o", "kept", None),
+            member("f", "b.o", "alias", None),
+            member("f", "c.o", "thunk", Some("address taken in g")),
+            member("f", "d.o", "thunk", Some("address taken in g")),
+            member("f", "e.o", "keep", Some("--keep-unique")),
+        ];
+        assert_eq!(
+            group_lines(&report_of(members), false),
+            [
+                "     400     100       5  5 x f (code) [keep: --keep-unique] [2 thunk: address taken in g]"
+            ]
+        );
+    }
+
+    #[test]
+    fn objects_are_listed_two_columns_in_from_their_name_on_request() {
+        let members = vec![
+            member("f", "lib.a(x.o)", "alias", None),
+            member("f", "lib.a(x.o)", "alias", None),
+            member("f", "main.o", "kept", None),
+            member("f", "y.o", "thunk", Some("address taken in g")),
+            member("g", "y.o", "alias", None),
+        ];
+        let report = report_of(members);
+        assert_eq!(
+            group_lines(&report, true),
+            [
+                "     400     100       5  4 x f (code) [thunk: address taken in g]",
+                "                                2 x lib.a(x.o)",
+                "                                main.o (kept)",
+                "                                y.o (thunk)",
+                "                              g",
+                "                                y.o",
+            ]
+        );
+        // Without the flag, only the names.
+        assert_eq!(group_lines(&report, false).len(), 2);
+    }
+
+    #[test]
+    fn a_group_without_members_still_prints_its_sizes() {
+        // A JSON report written by hand or by another tool may hold one.
+        let report = report_of(Vec::new());
+        assert_eq!(
+            group_lines(&report, true),
+            ["       0     100       0  (code)"]
+        );
+    }
+
+    #[test]
+    fn json_still_lists_every_member() {
+        let members = vec![
+            member("f", "a.o", "kept", None),
+            member("f", "b.o", "alias", None),
+        ];
+        let json = report_of(members).to_json();
+        let back = Report::from_json(&json).expect("the JSON report reads back");
+        let objects: Vec<&str> = back.groups[0]
+            .members
+            .iter()
+            .map(|member| member.object.as_str())
+            .collect();
+        assert_eq!(objects, ["a.o", "b.o"]);
+    }
 }
