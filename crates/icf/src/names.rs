@@ -32,6 +32,7 @@ impl Program<'_> {
             .symbols
             .iter()
             .copied()
+            .filter(|&index| !elf.symbol(index).name.is_empty())
             .min_by_key(|&index| {
                 let symbol = elf.symbol(index);
                 (
@@ -47,9 +48,20 @@ impl Program<'_> {
         let elf = &self.object(function.object).elf;
         match self.function_symbol(function) {
             Some(symbol) => elf.symbol(symbol).name_lossy(),
+            None => self.unnamed_function(function),
+        }
+    }
+
+    /// A piece no symbol names: `section+offset` in an object; in a linked
+    /// image, by its address as disassemblers do (`sub_401000`).
+    fn unnamed_function(&self, function: &FunctionInfo) -> String {
+        let elf = &self.object(function.object).elf;
+        let extent = &function.extent;
+        match &elf.image {
+            Some(image) => format!("sub_{:x}", image.address(extent.section, extent.start)),
             None => with_addend(
-                &elf.section(function.extent.section).name_lossy(),
-                function.extent.start as i64,
+                &elf.section(extent.section).name_lossy(),
+                extent.start as i64,
             ),
         }
     }
@@ -59,10 +71,7 @@ impl Program<'_> {
         let elf = &self.object(function.object).elf;
         match self.function_symbol(function) {
             Some(symbol) => demangle(elf.symbol(symbol).name),
-            None => with_addend(
-                &elf.section(function.extent.section).name_lossy(),
-                function.extent.start as i64,
-            ),
+            None => self.unnamed_function(function),
         }
     }
 

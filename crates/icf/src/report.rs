@@ -7,6 +7,7 @@ use crate::analysis::Plan;
 use icf_fold::CandidateId;
 use icf_fold::compare::{Difference, Step, first_difference};
 use icf_fold::plan::{Action, KeepReason, Mode};
+use icf_object::{ImageKind, PointerSource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -26,10 +27,28 @@ pub struct Report {
     /// Sizes of the linked binary, when the report comes from a build (`cargo xtask icf`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<BinarySizes>,
+    /// When the input is one linked executable or shared library: what
+    /// the estimate rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageSummary>,
     /// What limited folding that the user should know (a linker script icf
     /// cannot read keeps every input section apart).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// A linked image the report estimates for (`icf report BINARY`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageSummary {
+    /// `executable`, `PIE executable` or `shared library`.
+    pub kind: String,
+    /// Where pointers in data were learned: `kept relocations`,
+    /// `dynamic relocations` or `scanned words`.
+    pub pointers: String,
+    /// No `.symtab`: functions from `.dynsym` and `.eh_frame`.
+    pub stripped: bool,
+    /// Functions `.eh_frame` describes that no symbol names.
+    pub unnamed_functions: usize,
 }
 
 /// A linked binary before and after folding.
@@ -113,6 +132,52 @@ pub struct TextOptions {
     pub groups_shown: usize,
     /// Under each name, the objects (archive members) its members come from.
     pub objects: bool,
+}
+
+/// What the report says of a linked image.
+fn image_summary(image: &icf_object::Image<'_>) -> ImageSummary {
+    ImageSummary {
+        kind: match image.kind {
+            ImageKind::Executable => "executable",
+            ImageKind::PositionIndependentExecutable => "PIE executable",
+            ImageKind::SharedLibrary => "shared library",
+        }
+        .to_string(),
+        pointers: match image.pointers {
+            PointerSource::KeptRelocations => "kept relocations",
+            PointerSource::DynamicRelocations => "dynamic relocations",
+            PointerSource::ScannedWords => "scanned words",
+        }
+        .to_string(),
+        stripped: image.stripped,
+        unnamed_functions: image.unnamed_functions,
+    }
+}
+
+/// The notes a linked image's report starts with: that it is an
+/// estimate, and what it rests on.
+fn image_notes(image: &ImageSummary) -> Vec<String> {
+    let pointers = match image.pointers.as_str() {
+        "kept relocations" => "from the relocations -Wl,-q kept",
+        "dynamic relocations" => "from its dynamic relocations",
+        _ => {
+            "by value: a non-PIE executable does not say which words of its data are \
+             pointers, so every aligned word equal to a function's address counts as one \
+             (relink with -Wl,-q to know)"
+        }
+    };
+    let mut notes = vec![format!(
+        "a linked {}: what `icf link` would save on its inputs, estimated as if each function \
+         had its own section; pointers to functions in its data are known {pointers}",
+        image.kind
+    )];
+    if image.stripped {
+        notes.push(format!(
+            "no .symtab: functions are those of .dynsym and .eh_frame ({} unnamed)",
+            image.unnamed_functions
+        ));
+    }
+    notes
 }
 
 /// How many near-duplicate groups a report lists.
@@ -216,6 +281,7 @@ impl Analysis<'_, '_> {
             near_duplicates: self.near_duplicates(),
             binary: None,
             notes: self.notes(),
+            image: self.program.image().map(image_summary),
             timings_ms: TimingsMs {
                 load: load.as_secs_f64() * 1e3,
                 lift: self.timings.lift.as_secs_f64() * 1e3,
@@ -226,15 +292,20 @@ impl Analysis<'_, '_> {
         }
     }
 
-    /// What limited folding: a linker script icf cannot map to output sections.
+    /// What limited folding: a linker script icf cannot map to output
+    /// sections; for a linked image, what the estimate rests on.
     fn notes(&self) -> Vec<String> {
-        match &self.program.options.linker_scripts {
-            Some(Err(reason)) => vec![format!(
+        let mut notes = Vec::new();
+        if let Some(Err(reason)) = &self.program.options.linker_scripts {
+            notes.push(format!(
                 "{reason}: icf cannot tell which output section each input section lands in, \
                  so no two input sections fold together"
-            )],
-            _ => Vec::new(),
+            ));
         }
+        if let Some(image) = self.program.image() {
+            notes.extend(image_notes(&image_summary(image)));
+        }
+        notes
     }
 
     /// Code classes that share a structural hash but not a class: the same
@@ -415,8 +486,16 @@ impl Report {
         let percent = |part: u64, whole: u64| 100.0 * part as f64 / whole.max(1) as f64;
         let _ = writeln!(
             out,
-            "icf report, mode {}: {} objects, {} functions ({} bytes), {} read-only data pieces ({} bytes)",
-            self.mode, t.objects, t.functions, t.code_bytes, t.data_pieces, t.data_bytes
+            "icf report, mode {}: {}, {} functions ({} bytes), {} read-only data pieces ({} bytes)",
+            self.mode,
+            self.image.as_ref().map_or_else(
+                || format!("{} objects", t.objects),
+                |image| format!("a linked {}", image.kind)
+            ),
+            t.functions,
+            t.code_bytes,
+            t.data_pieces,
+            t.data_bytes
         );
         let _ = writeln!(
             out,
@@ -852,6 +931,7 @@ mod tests {
             near_duplicates: Vec::new(),
             timings_ms: TimingsMs::default(),
             binary: None,
+            image: None,
             notes: Vec::new(),
         }
     }
