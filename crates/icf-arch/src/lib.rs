@@ -18,7 +18,9 @@
 //!
 //! Main assumption: the caller hands over one function's bytes and the
 //! relocations inside them (a [`CodeInput`]); names and symbols are not the
-//! lifter's business.
+//! lifter's business. For linked code, which keeps no relocations,
+//! `linked.rs` and each directory's `linked.rs` find the fields an
+//! assembler would have relocated.
 
 mod aarch64;
 mod architecture;
