@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
-/// `icf verify ORIGINAL MUTATED`: the first input is the mutated image, the
-/// second the unmutated one. A difference found is a fine outcome; only
-/// errors, panics and hangs are judged.
+/// `icf verify ORIGINAL MUTATED`, then `icf report MUTATED`: the first input
+/// is the mutated image, the second the unmutated one. A difference found
+/// is a fine outcome; only errors, panics and hangs are judged.
 impl Target {
     /// Runs the code that reads this format on `inputs`, writing anything
     /// it writes under `out_dir`.
@@ -53,9 +53,36 @@ fn verify_against_original(inputs: &[PathBuf], options: RunOptions) -> anyhow::R
         },
         ..icf_verify::VerifyOptions::default()
     };
+    // Each reader runs whatever the other says of the input.
+    let report = report_on_image(mutated, options);
     // Both orders: the mutated image as the folded one, then as the plain one.
     icf_verify::verify(original, mutated, &verify_options)?;
     icf_verify::verify(mutated, original, &verify_options)?;
+    report
+}
+
+/// `icf report BINARY`: the mutated image read as a linked image
+/// (`icf_object::Object::parse_image`), analysed and reported on.
+fn report_on_image(image: &Path, options: RunOptions) -> anyhow::Result<()> {
+    let opened = icf::Inputs::open(&[image.to_path_buf()])?;
+    let program = icf::Program::load(
+        &opened,
+        icf::Options {
+            linked_image: true,
+            ..icf::Options::default()
+        },
+    )?;
+    let plan_options = icf::PlanOptions {
+        mode: if options.fold_all {
+            icf::Mode::All
+        } else {
+            icf::Mode::Safe
+        },
+        ..icf::PlanOptions::default()
+    };
+    let analysis = icf::Analysis::run(&program, &plan_options);
+    let report = analysis.report(&analysis.plan, Duration::ZERO);
+    drop(report.to_json());
     Ok(())
 }
 
