@@ -14,6 +14,7 @@ mod elf;
 mod error;
 mod functions;
 mod image;
+mod image_info;
 mod input;
 mod macho;
 mod macho_layout;
@@ -27,7 +28,7 @@ pub use eh_frame::{Fde, UnwindKind};
 pub use elf::is_relocation_section;
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
-pub use image::{Image, ImageKind, PointerSource};
+pub use image_info::{Image, ImageKind, PointerSource};
 pub use input::{
     FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, is_linked_image, list_objects,
 };

@@ -6,7 +6,7 @@
 
 use crate::eh_frame::Fde;
 use crate::error::{Error, Result};
-use crate::image::Image;
+use crate::image_info::Image;
 use crate::macho_layout::MachOLayout;
 use crate::model::{ComdatGroup, GroupIndex, Reloc, Section, SectionIndex, Symbol, SymbolIndex};
 use icf_ir::Arch;

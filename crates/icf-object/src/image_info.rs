@@ -1,0 +1,54 @@
+//! What a linked image (`icf report BINARY`) is beyond the object model it
+//! is read into (`image.rs`): its kind, where its sections sit, what it
+//! exports and where its pointers were learned. Kept apart from the reader
+//! so that [`crate::Object`] can hold it without depending on the reader.
+
+use crate::model::SectionIndex;
+
+/// What kind of linked image a file is.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ImageKind {
+    /// `ET_EXEC`: linked at a fixed address.
+    Executable,
+    /// `ET_DYN` with an interpreter or `DF_1_PIE`.
+    PositionIndependentExecutable,
+    /// `ET_DYN` otherwise: its exported functions may be interposed.
+    SharedLibrary,
+}
+
+/// Where the reader learned which pointers the image's data holds.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum PointerSource {
+    /// The relocations `--emit-relocs` (`-Wl,-q`) kept.
+    KeptRelocations,
+    /// The dynamic relocations of a PIE or shared library.
+    DynamicRelocations,
+    /// Aligned words of data whose value is a function's address (a
+    /// non-PIE executable says nothing about its pointers).
+    ScannedWords,
+}
+
+/// What the reader knows of the image beyond the model.
+#[derive(Clone, Debug)]
+pub struct Image<'data> {
+    pub kind: ImageKind,
+    /// Names of the defined symbols of `.dynsym`: their addresses may be
+    /// compared through `dlsym` or the dynamic symbol table.
+    pub exports: Vec<&'data [u8]>,
+    pub pointers: PointerSource,
+    /// Whether function boundaries came from `.eh_frame` (no `.symtab`).
+    pub stripped: bool,
+    /// Functions `.eh_frame` describes that no symbol names.
+    pub unnamed_functions: usize,
+    /// The virtual address of each section, by [`SectionIndex`].
+    pub addresses: Vec<u64>,
+}
+
+impl Image<'_> {
+    /// The address of `offset` in section `section`.
+    pub fn address(&self, section: SectionIndex, offset: u64) -> u64 {
+        self.addresses
+            .get(section.index())
+            .map_or(offset, |base| base.wrapping_add(offset))
+    }
+}
