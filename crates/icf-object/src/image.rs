@@ -36,7 +36,9 @@
 //!   taken, never fewer.
 //! - **Unwind**: each FDE's function and LSDA fields get relocations, so
 //!   `.eh_frame` links functions to their unwind entries and exception
-//!   tables as in an object.
+//!   tables as in an object; so do the PC-relative entries of each LSDA's
+//!   type table ([`crate::lsda`]), which name the types a function catches
+//!   by their distance from the entry.
 //!
 //! Main assumption: a function's code is decoded linearly from its first
 //! byte. Jump tables in read-only data hold distances that depend on where
@@ -46,6 +48,7 @@
 use crate::elf::{check_ident, read_sections};
 use crate::error::{Error, Result};
 use crate::image_info::{Image, ImageKind, PointerSource};
+use crate::lsda;
 use crate::model::Visibility;
 use crate::model::{Binding, Reloc, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace};
 use crate::object::{Format, Object};
@@ -522,6 +525,7 @@ impl<'data> Reader<'data> {
             return Ok(());
         };
         let mut relocs = Vec::new();
+        let mut lsdas = HashSet::default();
         for fde in self.fdes()? {
             let Some(function_type) = self.pointer_reloc(fde.function_encoding) else {
                 continue;
@@ -536,10 +540,60 @@ impl<'data> Reader<'data> {
                 && let Some(reloc) = self.reloc_to(field, lsda_type, lsda, 0)
             {
                 relocs.push(reloc);
+                lsdas.insert(lsda);
             }
         }
         self.object.sections[eh_frame.index()].relocs.extend(relocs);
+        for lsda in lsdas {
+            self.relocate_lsda_types(lsda);
+        }
         Ok(())
+    }
+
+    /// Relocations on the PC-relative entries of the type table of the
+    /// LSDA at `address` (see [`crate::lsda`]): each names the place its
+    /// value points to (a `type_info`, or the slot holding its address).
+    /// Absolute entries need none: a position-independent image has
+    /// dynamic relocations for them, and in another their values are the
+    /// addresses themselves.
+    fn relocate_lsda_types(&mut self, address: u64) {
+        let Some((section, offset)) = self.section_at(address) else {
+            return;
+        };
+        let data = self.object.sections[section.index()].data;
+        let Some(table) = data.get(offset as usize..).and_then(lsda::type_table) else {
+            return;
+        };
+        if table.encoding & 0x70 != gimli::DW_EH_PE_pcrel.0 {
+            return;
+        }
+        let Some(r_type) = self.arch.pc_relative_data(table.entry_size) else {
+            return;
+        };
+        let base = self.addresses[section.index()];
+        let mut relocs = Vec::new();
+        for entry in table.entries {
+            let field = offset + entry;
+            let Some(bytes) =
+                data.get(field as usize..(field + u64::from(table.entry_size)) as usize)
+            else {
+                continue;
+            };
+            let value = match *bytes {
+                [a, b, c, d] => i64::from(i32::from_le_bytes([a, b, c, d])),
+                [a, b, c, d, e, f, g, h] => i64::from_le_bytes([a, b, c, d, e, f, g, h]),
+                _ => continue,
+            };
+            // Zero is a catch-all (`catch (...)`): no type.
+            if value == 0 {
+                continue;
+            }
+            let target = (base + field).wrapping_add(value as u64);
+            if let Some(reloc) = self.reloc_to(field, r_type, target, 0) {
+                relocs.push(reloc);
+            }
+        }
+        self.object.sections[section.index()].relocs.extend(relocs);
     }
 
     fn eh_frame_index(&self) -> Option<SectionIndex> {

@@ -16,6 +16,7 @@ mod functions;
 mod image;
 mod image_info;
 mod input;
+mod lsda;
 mod macho;
 mod macho_layout;
 mod macho_write;
