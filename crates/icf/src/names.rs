@@ -24,7 +24,9 @@ pub fn demangle(name: &[u8]) -> String {
 
 impl Program<'_> {
     /// The symbol that names a function piece best: a global before a local,
-    /// a function before a label; `None` for a piece no symbol names.
+    /// a function before a label; `None` for a piece no symbol names (the
+    /// unnamed symbols a stripped image's reader makes from `.eh_frame`
+    /// name nothing).
     pub fn function_symbol(&self, function: &FunctionInfo) -> Option<SymbolIndex> {
         let elf = &self.object(function.object).elf;
         function
