@@ -410,15 +410,12 @@ fn load_as<'data>(
     verbose: bool,
     reading: Reading,
 ) -> anyhow::Result<icf::Program<'data>> {
-    let images = files
-        .files
-        .iter()
-        .filter(|f| icf::is_linked_image(f.data()))
-        .count();
-    let linked_image = reading == Reading::ObjectsOrImage && images > 0;
-    if linked_image && files.files.len() > 1 {
+    let first_image = files.files.iter().find(|f| icf::is_linked_image(f.data()));
+    let linked_image = reading == Reading::ObjectsOrImage && first_image.is_some();
+    if let Some(image) = first_image.filter(|_| linked_image && files.files.len() > 1) {
         anyhow::bail!(
-            "a linked executable or shared library is read alone: pass it without other inputs"
+            "{} is a linked executable or shared library, which is read alone: pass it without other inputs",
+            image.path.display()
         );
     }
     let options = icf::Options {
