@@ -26,6 +26,9 @@ const REQUIRED_TOOLS: &[&str] = &[
     "llvm-ar-19",
     "llvm-nm-19",
     "llvm-objdump-19",
+    // `icf report` on a stripped binary: icf-cli's report_binary test strips
+    // x86-64 and AArch64 programs alike.
+    "llvm-strip-19",
     "mold",
     "ld.bfd",
     "ld.gold",
