@@ -15,7 +15,7 @@
 //!    inside one class of the objects' report (members matched by symbol
 //!    name, aliases of one place such as a destructor's `D1`/`D2` taken for
 //!    one name, as often as each name occurs; a stripped binary's unnamed
-//!    members, `.text+0x…`, are named through the unstripped link's symbols
+//!    members, `sub_ADDR`, are named through the unstripped link's symbols
 //!    at the same address). Functions the program's objects do not define
 //!    (the C runtime's `_start`, `frame_dummy`, …) have nothing to be
 //!    checked against and are left out of the classes they are in.
@@ -406,9 +406,14 @@ impl LinkedSymbols {
         }
     }
 
-    /// The function at `section+offset` (icf's name for an unnamed
-    /// function); `None` when `name` is no such place or nothing is there.
+    /// The function at `sub_ADDR` (icf's name for an unnamed function of
+    /// a linked image) or `section+offset` (an object's); `None` when
+    /// `name` is no such place or nothing is there.
     fn name_of_place(&self, name: &str) -> Option<&str> {
+        if let Some(hex) = name.strip_prefix("sub_") {
+            let address = u64::from_str_radix(hex, 16).ok()?;
+            return self.functions.get(&address).map(String::as_str);
+        }
         let (section, offset) = name.rsplit_once('+')?;
         let offset = match offset.strip_prefix("0x") {
             Some(hex) => u64::from_str_radix(hex, 16).ok()?,
@@ -685,7 +690,7 @@ fn check_combination(
             ));
         }
         if flavour == Flavour::StrippedPie {
-            // Unnamed functions are named by their place (`.text+0x2c0`).
+            // Unnamed functions are named by their address (`sub_12c0`).
             let nameless = binary_report
                 .classes
                 .iter()
