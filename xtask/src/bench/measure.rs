@@ -1,8 +1,8 @@
 //! Measuring one corpus: the links (`variants`), timed round-robin under
 //! GNU time (wall time, peak RSS), one untimed `icf link --report` each,
 //! `.text` and stripped sizes, behaviour against the plain lld link,
-//! `icf verify`, and on synthetic corpora `icf fold` alone; and the rows
-//! and per-corpus result those fill in.
+//! `icf verify`, on synthetic corpora `icf fold` alone, and the I/O floor
+//! (`floor.rs`); and the rows and per-corpus result those fill in.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,6 +13,7 @@ use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
 use super::GNU_TIME;
+use super::floor::{IoFloor, measure_floor};
 use super::prepare::{Check, Prepared, SyntheticInfo};
 use crate::corpus::{Corpus, Linker};
 use crate::peer;
@@ -132,7 +133,7 @@ impl Variant {
         let Kind::Icf(mode, cache) = self.kind else {
             return Ok(link);
         };
-        let cache_dir = scratch.join("cache").join(&self.file);
+        let cache_dir = cache_dir(scratch, &self.file);
         match cache {
             Cache::Cold => {
                 let _ = fs::remove_dir_all(&cache_dir);
@@ -179,10 +180,15 @@ fn copy_env(from: &Command, to: &mut Command) {
     }
 }
 
+/// The cache of the `icf link` row whose output is named `file`.
+fn cache_dir(scratch: &Path, file: &str) -> PathBuf {
+    scratch.join("cache").join(file)
+}
+
 /// Where a changed row's cache is kept as the priming link left it (the
 /// cache of a warm row named `FILE-primed`).
 fn primed_cache(scratch: &Path, file: &str) -> PathBuf {
-    scratch.join("cache").join(format!("{file}-primed"))
+    cache_dir(scratch, &format!("{file}-primed"))
 }
 
 /// Recreates `from`'s files in `to` as hard links (cache entries are never
@@ -321,6 +327,9 @@ pub(super) struct CorpusResult {
     pub(super) fold_rss_kib: Vec<(&'static str, u64)>,
     /// Why `icf fold` failed, if it did.
     pub(super) fold_error: Option<String>,
+    /// The I/O floor; none when the link whose rewritten files it writes
+    /// failed.
+    pub(super) io_floor: Option<IoFloor>,
 }
 
 impl CorpusResult {
@@ -363,6 +372,7 @@ pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<Corp
     let places = Places::fresh(&prepared.scratch)?;
     let mut rows: Vec<Row> = variants().into_iter().map(Row::new).collect();
     timed_rounds(prepared, icf, runs, &places, &mut rows)?;
+    let io_floor = io_floor(prepared, runs, &rows)?;
     write_reports(prepared, icf, &places, &rows)?;
     measure_outputs(prepared, &places, &mut rows)?;
     check_behaviour(prepared, &places.out, &mut rows)?;
@@ -378,7 +388,37 @@ pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<Corp
         synthetic: prepared.synthetic.clone(),
         fold_rss_kib,
         fold_error,
+        io_floor,
     })
+}
+
+/// The mode of the cold `icf link` in front of lld whose rewritten files
+/// the I/O floor writes.
+const FLOOR_MODE: &str = "safe";
+
+/// The I/O floor (`floor.rs`) in `runs` rounds, run after the timed links:
+/// the files it writes are those the last cold `icf FLOOR_MODE + lld` link
+/// left in its cache. None when that link failed.
+fn io_floor(prepared: &Prepared, runs: u32, rows: &[Row]) -> Result<Option<IoFloor>> {
+    let Some(cold) = rows.iter().find(|row| {
+        row.ok()
+            && row.variant.linker == Linker::Lld
+            && row.variant.kind == Kind::Icf(FLOOR_MODE, Cache::Cold)
+    }) else {
+        return Ok(None);
+    };
+    eprintln!(
+        "    I/O floor: read the inputs, write {}'s rewritten files",
+        cold.variant.label
+    );
+    let floor = measure_floor(
+        &prepared.corpus,
+        &cache_dir(&prepared.scratch, &cold.variant.file),
+        &cold.variant.label,
+        &prepared.scratch.join("floor"),
+        runs,
+    )?;
+    Ok(Some(floor))
 }
 
 /// Where the links of one corpus write, under its scratch directory.

@@ -41,6 +41,16 @@
 //! once more without any linker: `icf fold` on the same inputs (the link
 //! folds every input there too).
 //!
+//! The *I/O floor* (`floor.rs`) is not a link: reading every input of
+//! the link once (each argument of the recorded command that names a file,
+//! but the output) plus writing fresh copies of the files the cold `icf
+//! safe + lld` link rewrote (`std::fs::copy` on the same file system), best
+//! of `--runs` rounds run after the timed links. A tool that rewrites a
+//! link's inputs in front of an unmodified linker must read them and write
+//! what it hands the linker before the linker starts, so it cannot link in
+//! less than the plain link plus this floor; an INFO line beside the targets
+//! says what the cold target leaves for icf's own analysis.
+//!
 //! Targets (PASS/FAIL lines, never the exit status; see `targets`): safe mode
 //! saves at least the best peer's `--icf=all` on every corpus; `icf link` in
 //! front of lld, cold, within 1.5x of the plain lld link on ripgrep and 2.0x
@@ -63,9 +73,11 @@
 //! This file holds the flags, `run` (the phases in order) and the tool
 //! check; each phase has its own file: `prepare` (building and caching the
 //! corpora), `measure` (the links, their sizes, behaviour and `icf verify`),
-//! `targets` (the PASS/FAIL lines), `render` (results.md, results.json,
+//! `floor` (the I/O floor), `targets` (the PASS/FAIL lines and the floor's
+//! INFO line), `render` (results.md, results.json,
 //! the environment they record) and `format` (numbers).
 
+mod floor;
 mod format;
 mod measure;
 mod prepare;
@@ -84,7 +96,7 @@ use crate::process::find_program;
 use measure::{Behaviour, CorpusResult, measure};
 pub(crate) use prepare::real_corpora;
 use render::{Environment, icf_revision, load_average};
-use targets::targets;
+use targets::{notes, targets};
 
 /// GNU time (Debian package `time`), for the peak RSS of a process tree.
 const GNU_TIME: &str = "/usr/bin/time";
@@ -145,6 +157,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
 
     let targets = targets(&results);
+    let notes = notes(&results);
     let elapsed = started.elapsed();
     let environment = Environment {
         icf_revision: icf_revision(),
@@ -153,7 +166,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         runs: args.runs,
         elapsed,
     };
-    render::write_and_print(&root, &results, &targets, &environment)?;
+    render::write_and_print(&root, &results, &targets, &notes, &environment)?;
 
     fail_on_broken_links(&results)
 }

@@ -13,8 +13,10 @@ use anyhow::{Context, Result};
 use super::format::{mib, ms, thousands};
 use serde_json::{Value, json};
 
+use super::floor::IoFloor;
 use super::measure::{Behaviour, Cache, CorpusResult, Kind, Row};
-use super::targets::{RSS_FIXED_OVERHEAD_MIB, Target};
+use super::targets::{Note, RSS_FIXED_OVERHEAD_MIB, Target};
+use crate::corpus::Linker;
 
 /// Where and under what conditions the bench ran.
 #[derive(Debug)]
@@ -27,15 +29,16 @@ pub(super) struct Environment {
 }
 
 /// Writes results.md and results.json under `root`, then prints the
-/// markdown, the target lines and where the results are.
+/// markdown, the target and INFO lines and where the results are.
 pub(super) fn write_and_print(
     root: &Path,
     results: &[CorpusResult],
     targets: &[Target],
+    notes: &[Note],
     environment: &Environment,
 ) -> Result<()> {
-    let markdown = render_markdown(results, targets, environment);
-    let json = render_json(results, targets, environment);
+    let markdown = render_markdown(results, targets, notes, environment);
+    let json = render_json(results, targets, notes, environment);
     let md_path = root.join("results.md");
     let json_path = root.join("results.json");
     fs::write(&md_path, &markdown).with_context(|| format!("writing {}", md_path.display()))?;
@@ -45,6 +48,9 @@ pub(super) fn write_and_print(
     println!("{markdown}");
     for target in targets {
         println!("{}", target.line());
+    }
+    for note in notes {
+        println!("{}", note.line());
     }
     println!(
         "\nbench took {:.1} s; results in {} and {}",
@@ -87,10 +93,12 @@ pub(super) fn load_average() -> String {
 }
 
 /// results.md: the environment and a legend, then per corpus its links
-/// and icf's phases, then the synthetic scaling and the targets.
+/// and icf's phases, then the synthetic scaling, the targets and the INFO
+/// lines.
 fn render_markdown(
     results: &[CorpusResult],
     targets: &[Target],
+    notes: &[Note],
     environment: &Environment,
 ) -> String {
     let mut md = String::new();
@@ -105,6 +113,9 @@ fn render_markdown(
     md.push_str("### targets\n\n");
     for target in targets {
         let _ = writeln!(md, "- {}", target.line());
+    }
+    for note in notes {
+        let _ = writeln!(md, "- {}", note.line());
     }
     md
 }
@@ -130,69 +141,125 @@ fn write_preamble(md: &mut String, environment: &Environment) {
          the smallest stripped peer output; *÷ lld*: against the plain lld link. Peak RSS is the \
          largest single process of the link (driver, linker or icf). icf's *overhead* is its \
          link's wall time minus the plain link with the same linker; the *rest* of it is what \
-         its four phases leave out (resolving archives, folding, writing the rewritten copies).\n"
+         its four phases leave out (resolving archives, folding, writing the rewritten copies). \
+         The *I/O floor* is not a link: reading every input of the link once plus writing fresh \
+         copies of the files the cold icf link in front of lld rewrote, the I/O any tool \
+         rewriting the inputs in front of the linker does before the linker starts.\n"
     );
 }
 
-/// Every link of `result`: sizes, time, memory, behaviour; and the best
-/// peer `--icf=all`.
+/// Every link of `result`: sizes, time, memory, behaviour; the I/O floor
+/// after the cold icf links in front of lld; and the best peer `--icf=all`.
 fn write_links_table(md: &mut String, result: &CorpusResult) {
-    let best = result.best_peer_all();
-    let best_stripped = result.best_peer_stripped();
-    let lld = result.row("lld");
     md.push_str(
         "| link | .text bytes | saved | ÷ best | stripped bytes | ÷ best | wall ms | ÷ lld | peak RSS MiB | ÷ lld | behaviour |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
-    for row in &result.rows {
-        if let Some(failure) = &row.failure {
-            let _ = writeln!(
-                md,
-                "| {} | link failed | | | | | | | | | `{}` |",
-                row.variant.label,
-                failure.summary.replace('|', "\\|").replace('`', "'")
-            );
-            continue;
+    // The floor bounds the cold icf links in front of lld: it follows them.
+    let floor_after = result.rows.iter().rposition(|row| {
+        row.variant.linker == Linker::Lld && matches!(row.variant.kind, Kind::Icf(_, Cache::Cold))
+    });
+    for (index, row) in result.rows.iter().enumerate() {
+        write_link_row(md, result, row);
+        if Some(index) == floor_after {
+            write_floor_row(md, result);
         }
-        let saved = result.saved_percent(row);
-        let saved_text = saved.map_or(String::new(), |s| format!("{s:.2}%"));
-        let versus_best = match (saved, best) {
-            (Some(s), Some((_, b))) if b > 0.0 => format!("{:.2}", s / b),
-            _ => String::new(),
-        };
-        let stripped_ratio = best_stripped.map_or(String::new(), |b| {
-            format!("{:.3}", row.stripped as f64 / b as f64)
-        });
-        let best_wall = row.best();
-        let time_ratio = match (best_wall, lld.and_then(Row::best)) {
-            (Some(t), Some(l)) => format!("{:.2}", t.as_secs_f64() / l.as_secs_f64()),
-            _ => String::new(),
-        };
-        let rss_ratio = lld.map_or(String::new(), |l| {
-            format!("{:.2}", row.rss_kib as f64 / l.rss_kib.max(1) as f64)
-        });
-        let behaviour = match &row.behaviour {
-            Behaviour::Reference => "reference".to_owned(),
-            Behaviour::Same => "same".to_owned(),
-            Behaviour::Differs(why) => format!("**DIFFERS**: {}", why.replace('|', "\\|")),
-        };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {saved_text} | {versus_best} | {} | {stripped_ratio} | {} | {time_ratio} | {:.1} | {rss_ratio} | {behaviour} |",
-            row.variant.label,
-            thousands(row.text),
-            thousands(row.stripped),
-            best_wall.map_or(String::new(), ms),
-            row.rss_kib as f64 / 1024.0,
-        );
     }
-    if let Some((peer, saving)) = best {
+    if let Some((peer, saving)) = result.best_peer_all() {
         let _ = writeln!(
             md,
             "\nBest peer `--icf=all`: {} ({saving:.2}% of .text).",
             peer.variant.label
         );
     }
+}
+
+/// One link's row of the links table.
+fn write_link_row(md: &mut String, result: &CorpusResult, row: &Row) {
+    let best = result.best_peer_all();
+    let best_stripped = result.best_peer_stripped();
+    let lld = result.row("lld");
+    if let Some(failure) = &row.failure {
+        let _ = writeln!(
+            md,
+            "| {} | link failed | | | | | | | | | `{}` |",
+            row.variant.label,
+            failure.summary.replace('|', "\\|").replace('`', "'")
+        );
+        return;
+    }
+    let saved = result.saved_percent(row);
+    let saved_text = saved.map_or(String::new(), |s| format!("{s:.2}%"));
+    let versus_best = match (saved, best) {
+        (Some(s), Some((_, b))) if b > 0.0 => format!("{:.2}", s / b),
+        _ => String::new(),
+    };
+    let stripped_ratio = best_stripped.map_or(String::new(), |b| {
+        format!("{:.3}", row.stripped as f64 / b as f64)
+    });
+    let best_wall = row.best();
+    let time_ratio = match (best_wall, lld.and_then(Row::best)) {
+        (Some(t), Some(l)) => format!("{:.2}", t.as_secs_f64() / l.as_secs_f64()),
+        _ => String::new(),
+    };
+    let rss_ratio = lld.map_or(String::new(), |l| {
+        format!("{:.2}", row.rss_kib as f64 / l.rss_kib.max(1) as f64)
+    });
+    let behaviour = match &row.behaviour {
+        Behaviour::Reference => "reference".to_owned(),
+        Behaviour::Same => "same".to_owned(),
+        Behaviour::Differs(why) => format!("**DIFFERS**: {}", why.replace('|', "\\|")),
+    };
+    let _ = writeln!(
+        md,
+        "| {} | {} | {saved_text} | {versus_best} | {} | {stripped_ratio} | {} | {time_ratio} | {:.1} | {rss_ratio} | {behaviour} |",
+        row.variant.label,
+        thousands(row.text),
+        thousands(row.stripped),
+        best_wall.map_or(String::new(), ms),
+        row.rss_kib as f64 / 1024.0,
+    );
+}
+
+/// The I/O floor's row of the links table: its time against plain lld and
+/// what it read and wrote.
+fn write_floor_row(md: &mut String, result: &CorpusResult) {
+    let Some(floor) = &result.io_floor else {
+        let _ = writeln!(
+            md,
+            "| I/O floor | not measured | | | | | | | | | the cold icf link failed |"
+        );
+        return;
+    };
+    let best = floor.best();
+    let lld = result.row("lld").and_then(Row::best);
+    let ratio = match (best, lld) {
+        (Some(floor), Some(lld)) => {
+            format!("{:.2}", floor.total().as_secs_f64() / lld.as_secs_f64())
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        md,
+        "| I/O floor | | | | | | {} | {ratio} | | | not a link: {} |",
+        best.map_or(String::new(), |b| ms(b.total())),
+        describe_floor(floor),
+    );
+}
+
+/// What the floor read and wrote, and how long each took in its best round.
+fn describe_floor(floor: &IoFloor) -> String {
+    let (read, write) = floor.best().map_or((String::new(), String::new()), |b| {
+        (ms(b.read), ms(b.write))
+    });
+    format!(
+        "read {} inputs ({}) in {read} ms + write {} files {} rewrote ({}) in {write} ms",
+        floor.read_files,
+        mib(floor.read_bytes),
+        floor.written_files,
+        floor.rewritten_by,
+        mib(floor.written_bytes),
+    )
 }
 
 /// icf's phases, overhead and fold counts from each icf link's report; and
@@ -301,7 +368,12 @@ fn write_scaling_table(md: &mut String, results: &[CorpusResult]) {
 }
 
 /// results.json: the environment, every figure of every link, and the targets.
-fn render_json(results: &[CorpusResult], targets: &[Target], environment: &Environment) -> Value {
+fn render_json(
+    results: &[CorpusResult],
+    targets: &[Target],
+    notes: &[Note],
+    environment: &Environment,
+) -> Value {
     let corpora: Vec<Value> = results
         .iter()
         .map(|result| {
@@ -372,6 +444,7 @@ fn render_json(results: &[CorpusResult], targets: &[Target], environment: &Envir
                     "icf_fold_peak_rss_kib": result.fold_rss_kib.iter().map(|&(mode, rss)| (mode.to_owned(), json!(rss))).collect::<serde_json::Map<_, _>>(),
                 })),
                 "links": rows,
+                "io_floor": floor_json(result),
             })
         })
         .collect();
@@ -391,5 +464,32 @@ fn render_json(results: &[CorpusResult], targets: &[Target], environment: &Envir
             "pass": t.pass,
             "detail": t.detail,
         })).collect::<Vec<_>>(),
+        "notes": notes.iter().map(|n| json!({
+            "corpus": n.corpus,
+            "note": n.name,
+            "detail": n.detail,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The I/O floor of `result` in results.json (null when not measured).
+fn floor_json(result: &CorpusResult) -> Value {
+    let Some(floor) = &result.io_floor else {
+        return Value::Null;
+    };
+    let in_ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let best = floor.best();
+    let lld_ms = result.row("lld").and_then(Row::best).map(in_ms);
+    json!({
+        "ms_best": best.map(|b| in_ms(b.total())),
+        "read_ms_best": best.map(|b| in_ms(b.read)),
+        "write_ms_best": best.map(|b| in_ms(b.write)),
+        "vs_plain_lld": best.zip(lld_ms).map(|(b, l)| in_ms(b.total()) / l),
+        "rounds": floor.rounds.iter().map(|r| json!({"read_ms": in_ms(r.read), "write_ms": in_ms(r.write)})).collect::<Vec<_>>(),
+        "read_files": floor.read_files,
+        "read_bytes": floor.read_bytes,
+        "written_files": floor.written_files,
+        "written_bytes": floor.written_bytes,
+        "rewritten_by": floor.rewritten_by,
     })
 }

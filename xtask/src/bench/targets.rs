@@ -5,8 +5,13 @@
 //! and within `WARM_LINK_LIMIT` relinking the same inputs; on the synthetic
 //! corpora icf's peak RSS stays under twice the code plus
 //! `RSS_FIXED_OVERHEAD_MIB`, and its link time grows at most
-//! `SCALING_SLACK` times as fast as the function count.
+//! `SCALING_SLACK` times as fast as the function count. Beside them, one
+//! INFO line per real corpus ([`Note`]) sets the I/O floor against the
+//! cold target: what the target leaves icf for its own analysis.
 
+use std::time::Duration;
+
+use super::floor::IoFloor;
 use super::format::{human_bytes, mib, ms};
 use super::measure::{CorpusResult, Row, first_error};
 use super::prepare::SyntheticInfo;
@@ -42,6 +47,20 @@ impl Target {
             self.name,
             self.detail
         )
+    }
+}
+
+/// A figure to read the targets against: an INFO line, never PASS or FAIL.
+#[derive(Debug)]
+pub(super) struct Note {
+    pub(super) corpus: String,
+    pub(super) name: &'static str,
+    pub(super) detail: String,
+}
+
+impl Note {
+    pub(super) fn line(&self) -> String {
+        format!("INFO {}: {}: {}", self.corpus, self.name, self.detail)
     }
 }
 
@@ -92,13 +111,65 @@ fn safe_saving(result: &CorpusResult) -> Vec<Target> {
         .collect()
 }
 
-/// icf link against plain lld, both modes, cold and warm (real corpora).
-fn link_time(result: &CorpusResult) -> Vec<Target> {
-    let cold_limit = if result.name == "ripgrep" {
+/// How many times the plain lld link a cold `icf link` may take on `result`.
+fn cold_limit(result: &CorpusResult) -> f64 {
+    if result.name == "ripgrep" {
         COLD_LINK_LIMIT_RIPGREP
     } else {
         COLD_LINK_LIMIT_LLVM
+    }
+}
+
+/// The INFO lines: the I/O floor of every real corpus.
+pub(super) fn notes(results: &[CorpusResult]) -> Vec<Note> {
+    results
+        .iter()
+        .filter(|result| result.synthetic.is_none())
+        .map(io_floor_note)
+        .collect()
+}
+
+/// The I/O floor against plain lld, and what the cold target leaves icf
+/// for its analysis: the budget minus the plain link minus the floor
+/// (negative when the floor alone exceeds what the target allows).
+fn io_floor_note(result: &CorpusResult) -> Note {
+    let floor = result.io_floor.as_ref().and_then(IoFloor::best);
+    let lld = result.row("lld").and_then(Row::best);
+    let detail = match (floor, lld) {
+        (Some(floor), Some(lld)) => {
+            let limit = cold_limit(result);
+            let left = left_for_analysis(limit, lld, floor.total());
+            let (floor, lld) = (floor.total().as_secs_f64(), lld.as_secs_f64());
+            format!(
+                "read inputs + write rewritten copies = {:.0} ms = {:.2}x plain lld ({:.0} ms); \
+                 the cold target ({limit}x) leaves icf {:.0} ms for its analysis",
+                floor * 1e3,
+                floor / lld,
+                lld * 1e3,
+                left * 1e3
+            )
+        }
+        (None, _) => {
+            "not measured: the cold icf link whose rewritten files it writes failed".into()
+        }
+        (_, None) => "the plain lld link failed".into(),
     };
+    Note {
+        corpus: result.name.clone(),
+        name: "I/O floor",
+        detail,
+    }
+}
+
+/// Seconds a cold `icf link` within `limit` times the plain link `plain`
+/// has beyond the plain link and the I/O `floor`: its analysis's budget.
+fn left_for_analysis(limit: f64, plain: Duration, floor: Duration) -> f64 {
+    (limit - 1.0) * plain.as_secs_f64() - floor.as_secs_f64()
+}
+
+/// icf link against plain lld, both modes, cold and warm (real corpora).
+fn link_time(result: &CorpusResult) -> Vec<Target> {
+    let cold_limit = cold_limit(result);
     let mut targets = Vec::new();
     for (suffix, limit, name, modes) in [
         (
@@ -230,4 +301,19 @@ fn scaling(results: &[CorpusResult]) -> Vec<Target> {
         }
     }
     targets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_analysis_gets_the_budget_beyond_the_plain_link_and_the_floor() {
+        let ms = Duration::from_millis;
+        let left = left_for_analysis(1.5, ms(120), ms(40));
+        assert!((left - 0.020).abs() < 1e-9, "{left}");
+        // A floor above the budget leaves less than nothing.
+        let left = left_for_analysis(1.5, ms(100), ms(60));
+        assert!((left + 0.010).abs() < 1e-9, "{left}");
+    }
 }
