@@ -52,40 +52,71 @@ impl IoFloor {
     }
 }
 
-/// Measures the floor of `corpus` in `runs` rounds: each reads every input
-/// of the link, then copies every file stored in `cache` (the cache of a
-/// cold link, `rewritten_by`) into `scratch`, emptied before each round
-/// (untimed) and removed after the last.
-pub(super) fn measure_floor(
-    corpus: &Corpus,
-    cache: &Path,
-    rewritten_by: &str,
-    scratch: &Path,
-    runs: u32,
-) -> Result<IoFloor> {
-    let inputs = link_inputs(corpus);
-    let copies = rewritten_copies(cache, scratch)?;
-    let mut buffer = vec![0; READ_BUFFER_BYTES];
-    let mut floor = IoFloor {
-        rewritten_by: rewritten_by.to_owned(),
-        read_files: inputs.len(),
-        read_bytes: 0,
-        written_files: copies.len(),
-        written_bytes: 0,
-        rounds: Vec::new(),
-    };
-    for _ in 0..runs {
-        empty_dir(scratch)?;
+/// The floor being measured, a round at a time (one per round of the
+/// timed links, after them): what it reads, the cache whose stored files
+/// it copies, where it writes them, and its rounds so far.
+#[derive(Debug)]
+pub(super) struct FloorRounds {
+    inputs: Vec<PathBuf>,
+    cache: PathBuf,
+    scratch: PathBuf,
+    buffer: Vec<u8>,
+    floor: IoFloor,
+}
+
+impl FloorRounds {
+    /// The floor of `corpus`'s link, writing copies of the files stored in
+    /// `cache` (the cache of the cold link `rewritten_by`) to `scratch`.
+    pub(super) fn new(
+        corpus: &Corpus,
+        cache: &Path,
+        rewritten_by: &str,
+        scratch: &Path,
+    ) -> FloorRounds {
+        let inputs = link_inputs(corpus);
+        FloorRounds {
+            floor: IoFloor {
+                rewritten_by: rewritten_by.to_owned(),
+                read_files: inputs.len(),
+                read_bytes: 0,
+                written_files: 0,
+                written_bytes: 0,
+                rounds: Vec::new(),
+            },
+            inputs,
+            cache: cache.to_owned(),
+            scratch: scratch.to_owned(),
+            buffer: vec![0; READ_BUFFER_BYTES],
+        }
+    }
+
+    /// The link whose rewritten files the floor writes.
+    pub(super) fn rewritten_by(&self) -> &str {
+        &self.floor.rewritten_by
+    }
+
+    /// One timed round: every input read, then every file the cache holds
+    /// now copied to the emptied scratch directory (listing and emptying
+    /// are not timed).
+    pub(super) fn round(&mut self) -> Result<()> {
+        let copies = rewritten_copies(&self.cache, &self.scratch)?;
+        empty_dir(&self.scratch)?;
         let started = Instant::now();
-        floor.read_bytes = read_every_file(&inputs, &mut buffer)?;
+        self.floor.read_bytes = read_every_file(&self.inputs, &mut self.buffer)?;
         let read = started.elapsed();
         let started = Instant::now();
-        floor.written_bytes = copy_every_file(&copies)?;
+        self.floor.written_bytes = copy_every_file(&copies)?;
         let write = started.elapsed();
-        floor.rounds.push(FloorRound { read, write });
+        self.floor.written_files = copies.len();
+        self.floor.rounds.push(FloorRound { read, write });
+        Ok(())
     }
-    fs::remove_dir_all(scratch).with_context(|| format!("removing {}", scratch.display()))?;
-    Ok(floor)
+
+    /// The rounds measured, the copies removed.
+    pub(super) fn finish(self) -> Result<IoFloor> {
+        remove_dir(&self.scratch)?;
+        Ok(self.floor)
+    }
 }
 
 /// Every argument of `corpus`'s link that names an existing file, once
@@ -158,12 +189,17 @@ fn copy_every_file(copies: &[(PathBuf, PathBuf)]) -> Result<u64> {
 
 /// `dir`, created, and empty.
 fn empty_dir(dir: &Path) -> Result<()> {
-    match fs::remove_dir_all(dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-        Err(error) => return Err(error).with_context(|| format!("removing {}", dir.display())),
-    }
+    remove_dir(dir)?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
+}
+
+/// Removes `dir` and everything in it, if it is there.
+fn remove_dir(dir: &Path) -> Result<()> {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error).with_context(|| format!("removing {}", dir.display())),
+    }
 }
 
 #[cfg(test)]
@@ -208,8 +244,11 @@ mod tests {
             output_arg_index: 5,
         };
         let copies = dir.join("floor");
-        let floor = measure_floor(&corpus, &cache, "icf safe + lld", &copies, 2)
-            .expect("measuring the floor");
+        let mut rounds = FloorRounds::new(&corpus, &cache, "icf safe + lld", &copies);
+        for _ in 0..2 {
+            rounds.round().expect("measuring a round of the floor");
+        }
+        let floor = rounds.finish().expect("removing the copies");
         assert_eq!(floor.read_files, 2);
         assert_eq!(floor.read_bytes, (3 << 20) + 8);
         assert_eq!(floor.written_files, 1);

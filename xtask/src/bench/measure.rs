@@ -13,7 +13,7 @@ use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
 use super::GNU_TIME;
-use super::floor::{IoFloor, measure_floor};
+use super::floor::{FloorRounds, IoFloor};
 use super::prepare::{Check, Prepared, SyntheticInfo};
 use crate::corpus::{Corpus, Linker};
 use crate::peer;
@@ -371,8 +371,9 @@ impl CorpusResult {
 pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<CorpusResult> {
     let places = Places::fresh(&prepared.scratch)?;
     let mut rows: Vec<Row> = variants().into_iter().map(Row::new).collect();
-    timed_rounds(prepared, icf, runs, &places, &mut rows)?;
-    let io_floor = io_floor(prepared, runs, &rows)?;
+    let mut floor = floor_rounds(prepared, &rows);
+    timed_rounds(prepared, icf, runs, &places, &mut rows, floor.as_mut())?;
+    let io_floor = finish_floor(floor, &rows)?;
     write_reports(prepared, icf, &places, &rows)?;
     measure_outputs(prepared, &places, &mut rows)?;
     check_behaviour(prepared, &places.out, &mut rows)?;
@@ -396,29 +397,36 @@ pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<Corp
 /// the I/O floor writes.
 const FLOOR_MODE: &str = "safe";
 
-/// The I/O floor (`floor.rs`) in `runs` rounds, run after the timed links:
-/// the files it writes are those the last cold `icf FLOOR_MODE + lld` link
-/// left in its cache. None when that link failed.
-fn io_floor(prepared: &Prepared, runs: u32, rows: &[Row]) -> Result<Option<IoFloor>> {
-    let Some(cold) = rows.iter().find(|row| {
-        row.ok()
-            && row.variant.linker == Linker::Lld
-            && row.variant.kind == Kind::Icf(FLOOR_MODE, Cache::Cold)
-    }) else {
-        return Ok(None);
-    };
-    eprintln!(
-        "    I/O floor: read the inputs, write {}'s rewritten files",
-        cold.variant.label
-    );
-    let floor = measure_floor(
+/// The I/O floor (`floor.rs`), measured a round at a time after each
+/// round of the timed links: it writes the files the cold `icf FLOOR_MODE
+/// + lld` link of that round left in its cache.
+fn floor_rounds(prepared: &Prepared, rows: &[Row]) -> Option<FloorRounds> {
+    let cold = rows.iter().find(|row| {
+        row.variant.linker == Linker::Lld && row.variant.kind == Kind::Icf(FLOOR_MODE, Cache::Cold)
+    })?;
+    Some(FloorRounds::new(
         &prepared.corpus,
         &cache_dir(&prepared.scratch, &cold.variant.file),
         &cold.variant.label,
         &prepared.scratch.join("floor"),
-        runs,
-    )?;
-    Ok(Some(floor))
+    ))
+}
+
+/// Whether the link whose rewritten files the floor writes has not failed.
+fn floor_link_ok(floor: &FloorRounds, rows: &[Row]) -> bool {
+    rows.iter()
+        .any(|row| row.ok() && row.variant.label == floor.rewritten_by())
+}
+
+/// The floor measured, its copies removed; none when the link whose
+/// rewritten files it writes failed.
+fn finish_floor(floor: Option<FloorRounds>, rows: &[Row]) -> Result<Option<IoFloor>> {
+    let Some(floor) = floor else {
+        return Ok(None);
+    };
+    let linked = floor_link_ok(&floor, rows);
+    let floor = floor.finish()?;
+    Ok(linked.then_some(floor))
 }
 
 /// Where the links of one corpus write, under its scratch directory.
@@ -456,7 +464,8 @@ impl Places {
 }
 
 /// The timed links: `runs` rounds of every row still linking, each as people
-/// run it (no `--report`). A failed link is logged under `failures/` and
+/// run it (no `--report`), each round followed by one of the I/O `floor`
+/// while its link succeeds. A failed link is logged under `failures/` and
 /// not run again.
 fn timed_rounds(
     prepared: &Prepared,
@@ -464,6 +473,7 @@ fn timed_rounds(
     runs: u32,
     places: &Places,
     rows: &mut [Row],
+    mut floor: Option<&mut FloorRounds>,
 ) -> Result<()> {
     // A warm row's cache is filled by one untimed link first; a changed
     // row's by a link of its copied objects with other bytes, kept aside.
@@ -531,6 +541,10 @@ fn timed_rounds(
                     });
                 }
             }
+        }
+        if let Some(floor) = floor.as_deref_mut().filter(|f| floor_link_ok(f, rows)) {
+            eprintln!("    round {}/{runs}: I/O floor", round + 1);
+            floor.round()?;
         }
     }
     Ok(())

@@ -41,15 +41,16 @@
 //! once more without any linker: `icf fold` on the same inputs (the link
 //! folds every input there too).
 //!
-//! The *I/O floor* (`floor.rs`) is not a link: reading every input of
-//! the link once (each argument of the recorded command that names a file,
-//! but the output) plus writing fresh copies of the files the cold `icf
-//! safe + lld` link rewrote (`std::fs::copy` on the same file system), best
-//! of `--runs` rounds run after the timed links. A tool that rewrites a
-//! link's inputs in front of an unmodified linker must read them and write
-//! what it hands the linker before the linker starts, so it cannot link in
-//! less than the plain link plus this floor; an INFO line beside the targets
-//! says what the cold target leaves for icf's own analysis.
+//! The *I/O floor* (`floor.rs`) is not a link: reading every input of the
+//! link once (each argument of the recorded command that names a file, but
+//! the output) plus writing fresh copies of the files the cold `icf safe +
+//! lld` link of the same round rewrote (`std::fs::copy` on the same file
+//! system), timed once after each round of links, the fastest counting. A
+//! tool that rewrites a link's inputs in front of an unmodified linker must
+//! read them and write what it hands the linker before the linker starts,
+//! so it cannot link in less than the plain link plus this floor; an INFO
+//! line beside the targets says what the cold target leaves for icf's own
+//! analysis.
 //!
 //! Targets (PASS/FAIL lines, never the exit status; see `targets`): safe mode
 //! saves at least the best peer's `--icf=all` on every corpus; `icf link` in
