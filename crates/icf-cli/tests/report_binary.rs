@@ -689,6 +689,20 @@ fn check_combination(
                 missable, tolerance.missable, tolerance.above, tolerance.why
             ));
         }
+        if flavour != Flavour::StrippedPie {
+            // With `.symtab`, every function has a name: bytes no symbol
+            // covers are padding, and never a candidate.
+            let unnamed: Vec<&str> = binary_report
+                .classes
+                .iter()
+                .flat_map(|class| &class.members)
+                .map(|member| member.symbol.as_str())
+                .filter(|symbol| symbol.starts_with("sub_"))
+                .collect();
+            if !unnamed.is_empty() {
+                failures.push(format!("{context}: unnamed members {unnamed:?}"));
+            }
+        }
         if flavour == Flavour::StrippedPie {
             // Unnamed functions are named by their address (`sub_12c0`).
             let nameless = binary_report
@@ -868,6 +882,38 @@ fn a_static_function_of_one_name_in_three_objects() {
         shape: Shape::Library,
         tolerance: |_, _, _| EXACT,
     });
+}
+
+#[test]
+fn code_no_symbol_covers_is_no_candidate() {
+    // `report/unnamed_code.c`: the same bytes after two functions, no
+    // symbol over them. Before pieces without a symbol were left out,
+    // they folded (GNU ld leaves such runs between AArch64 functions).
+    let build = Build {
+        extra_flags: vec!["-fPIE".to_string()],
+        ..Build::new(Compiler::Gcc)
+    };
+    let object = icf_fixtures::object(Path::new("report/unnamed_code.c"), &build);
+    let dir = icf_fixtures::source_dir().join("../target/report-binary/unnamed-code");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let binary = dir.join("unnamed_code");
+    link(
+        &build,
+        false,
+        std::slice::from_ref(&object),
+        &["-pie"],
+        &binary,
+    );
+    let context = binary.display().to_string();
+    let report = report("all", &[], &[&binary], &context);
+    let unnamed: Vec<&str> = report
+        .classes
+        .iter()
+        .flat_map(|class| &class.members)
+        .map(|member| member.symbol.as_str())
+        .filter(|symbol| symbol.starts_with("sub_"))
+        .collect();
+    assert!(unnamed.is_empty(), "{context}: unnamed members {unnamed:?}");
 }
 
 /// A PIE of `c/identical.c` (gcc, x86-64) copied to `name` in a scratch

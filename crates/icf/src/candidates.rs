@@ -207,7 +207,14 @@ pub(crate) fn collect_candidates(
         .functions
         .iter()
         .enumerate()
-        .filter(|(_, f)| program.object(f.object).loaded && kept(f.object, f.extent.section))
+        .filter(|(_, f)| {
+            let object = program.object(f.object);
+            // In a linked image, bytes no symbol covers are the padding
+            // between functions (or linker stubs): nothing a link of the
+            // inputs would fold.
+            let padding = object.elf.image.is_some() && f.extent.symbols.is_empty();
+            object.loaded && kept(f.object, f.extent.section) && !padding
+        })
         .map(|(index, f)| CandidateInfo {
             origin: Origin::Function(FunctionId(index as u32)),
             object: f.object,
