@@ -48,20 +48,7 @@ impl<'data> Object<'data> {
             })?;
         let sections = read_sections(data, header, &table)?;
 
-        let mut object = Object {
-            format: Format::Elf,
-            arch,
-            data,
-            sections,
-            symbols: Vec::new(),
-            symtab: None,
-            groups: Vec::new(),
-            addrsig: None,
-            eh_frame: None,
-            feature_1_and: 0,
-            macho: None,
-            image: None,
-        };
+        let mut object = Object::new(Format::Elf, arch, data, sections);
         object.read_symbols(&table, elf::SHT_SYMTAB)?;
         object.read_relocations(&table)?;
         object.read_groups()?;

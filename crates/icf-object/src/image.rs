@@ -86,20 +86,7 @@ impl<'data> Object<'data> {
             section.flags &= !(elf::SHF_MERGE.0 | elf::SHF_STRINGS.0 | elf::SHF_GROUP.0);
         }
         let addresses = table.iter().map(|h| h.sh_addr(LE)).collect();
-        let mut object = Object {
-            format: Format::Elf,
-            arch,
-            data,
-            sections,
-            symbols: Vec::new(),
-            symtab: None,
-            groups: Vec::new(),
-            addrsig: None,
-            eh_frame: None,
-            feature_1_and: 0,
-            macho: None,
-            image: None,
-        };
+        let mut object = Object::new(Format::Elf, arch, data, sections);
         let stripped = !object
             .sections
             .iter()
@@ -123,8 +110,12 @@ impl<'data> Object<'data> {
             object,
             addresses,
             section_symbols: Vec::new(),
+            places: Vec::new(),
+            fdes: Vec::new(),
             function_starts: HashSet::default(),
         };
+        reader.places = reader.occupied_places();
+        reader.fdes = reader.read_fdes()?;
         reader.place_symbols();
         reader.add_section_symbols();
         let unnamed_functions = reader.add_unwound_functions()?;
@@ -164,6 +155,12 @@ struct Reader<'data> {
     addresses: Vec<u64>,
     /// The section symbol of each allocated section, by [`SectionIndex`].
     section_symbols: Vec<Option<SymbolIndex>>,
+    /// The allocated, non-empty sections that occupy addresses, as (start,
+    /// end, index) sorted by start: `.tbss` takes none (its addresses are
+    /// those of the sections after it).
+    places: Vec<(u64, u64, SectionIndex)>,
+    /// The entries of `.eh_frame`, read once.
+    fdes: Vec<LinkedFde>,
     /// The address of every function's first byte.
     function_starts: HashSet<u64>,
 }
@@ -212,24 +209,39 @@ impl<'data> Reader<'data> {
         }
     }
 
-    /// The allocated, non-empty section holding `address`; one that ends
-    /// there when none holds it.
+    fn occupied_places(&self) -> Vec<(u64, u64, SectionIndex)> {
+        let mut places: Vec<(u64, u64, SectionIndex)> = self
+            .object
+            .sections
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, s)| {
+                s.is_alloc()
+                    && s.size > 0
+                    && !(s.is_thread_local() && s.sh_type == elf::SHT_NOBITS.0)
+            })
+            .map(|(index, s)| {
+                let base = self.addresses[index];
+                (
+                    base,
+                    base.saturating_add(s.size),
+                    SectionIndex(index as u32),
+                )
+            })
+            .collect();
+        places.sort_unstable();
+        places
+    }
+
+    /// The section holding `address`, or else one that ends there, with
+    /// the offset in it.
     fn section_at(&self, address: u64) -> Option<(SectionIndex, u64)> {
-        let mut ending = None;
-        for (index, section) in self.object.sections.iter().enumerate().skip(1) {
-            let base = self.addresses[index];
-            if !section.is_alloc() || section.size == 0 || address < base {
-                continue;
-            }
-            let offset = address - base;
-            if offset < section.size {
-                return Some((SectionIndex(index as u32), offset));
-            }
-            if offset == section.size {
-                ending = Some((SectionIndex(index as u32), offset));
-            }
-        }
-        ending
+        let after = self
+            .places
+            .partition_point(|&(start, _, _)| start <= address);
+        let (start, end, index) = *self.places.get(after.checked_sub(1)?)?;
+        (address <= end).then_some((index, address - start))
     }
 
     /// A relocation of type `r_type` at `offset` naming `address + bias`,
@@ -259,7 +271,7 @@ impl<'data> Reader<'data> {
             return Ok(0);
         }
         let mut added = 0;
-        for fde in self.fdes()? {
+        for fde in &self.fdes {
             if self.function_starts.contains(&fde.function) {
                 continue;
             }
@@ -526,7 +538,7 @@ impl<'data> Reader<'data> {
         };
         let mut relocs = Vec::new();
         let mut lsdas = HashSet::default();
-        for fde in self.fdes()? {
+        for fde in &self.fdes {
             let Some(function_type) = self.pointer_reloc(fde.function_encoding) else {
                 continue;
             };
@@ -617,7 +629,7 @@ impl<'data> Reader<'data> {
 
     /// Every FDE of `.eh_frame` with its function's address and where its
     /// pointer fields lie.
-    fn fdes(&self) -> Result<Vec<LinkedFde>> {
+    fn read_fdes(&self) -> Result<Vec<LinkedFde>> {
         use gimli::UnwindSection;
         let Some(index) = self.eh_frame_index() else {
             return Ok(Vec::new());

@@ -137,20 +137,8 @@ impl<'data> Object<'data> {
         reader.split_atoms()?;
         let symbols = reader.model_symbols()?;
         let nlist_count = reader.raw_symbols.len() as u32;
-        let mut object = Object {
-            format: Format::MachO,
-            arch: architecture.arch(),
-            data,
-            sections: Vec::new(),
-            symbols,
-            symtab: None,
-            groups: Vec::new(),
-            addrsig: None,
-            eh_frame: None,
-            feature_1_and: 0,
-            macho: None,
-            image: None,
-        };
+        let mut object = Object::new(Format::MachO, architecture.arch(), data, Vec::new());
+        object.symbols = symbols;
         let reloc_origins = reader.read_relocations(&mut object.symbols, nlist_count)?;
         let data_in_code = reader.place_data_in_code(commands.data_in_code)?;
         let mut alternate_entries: Vec<SectionIndex> = reader

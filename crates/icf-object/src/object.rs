@@ -60,6 +60,30 @@ impl<'data> Object<'data> {
         }
     }
 
+    /// An object of `format` and `arch` over `data` with `sections`, and
+    /// nothing else read yet: each reader fills in the rest.
+    pub(crate) fn new(
+        format: Format,
+        arch: Arch,
+        data: &'data [u8],
+        sections: Vec<Section<'data>>,
+    ) -> Object<'data> {
+        Object {
+            format,
+            arch,
+            data,
+            sections,
+            symbols: Vec::new(),
+            symtab: None,
+            groups: Vec::new(),
+            addrsig: None,
+            eh_frame: None,
+            feature_1_and: 0,
+            macho: None,
+            image: None,
+        }
+    }
+
     pub fn section(&self, index: SectionIndex) -> &Section<'data> {
         &self.sections[index.index()]
     }
