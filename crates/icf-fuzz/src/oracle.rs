@@ -61,6 +61,18 @@ fn verify_against_original(inputs: &[PathBuf], options: RunOptions) -> anyhow::R
     report
 }
 
+/// What the case asks of the plan: safe mode, or mode all.
+fn plan_options(options: RunOptions) -> icf::PlanOptions {
+    icf::PlanOptions {
+        mode: if options.fold_all {
+            icf::Mode::All
+        } else {
+            icf::Mode::Safe
+        },
+        ..icf::PlanOptions::default()
+    }
+}
+
 /// `icf report BINARY`: the mutated image read as a linked image
 /// (`icf_object::Object::parse_image`), analysed and reported on.
 fn report_on_image(image: &Path, options: RunOptions) -> anyhow::Result<()> {
@@ -72,14 +84,7 @@ fn report_on_image(image: &Path, options: RunOptions) -> anyhow::Result<()> {
             ..icf::Options::default()
         },
     )?;
-    let plan_options = icf::PlanOptions {
-        mode: if options.fold_all {
-            icf::Mode::All
-        } else {
-            icf::Mode::Safe
-        },
-        ..icf::PlanOptions::default()
-    };
+    let plan_options = plan_options(options);
     let analysis = icf::Analysis::run(&program, &plan_options);
     let report = analysis.report(&analysis.plan, Duration::ZERO);
     drop(report.to_json());
@@ -106,14 +111,7 @@ fn link_pipeline(
             ..icf::Options::default()
         },
     )?;
-    let plan_options = icf::PlanOptions {
-        mode: if options.fold_all {
-            icf::Mode::All
-        } else {
-            icf::Mode::Safe
-        },
-        ..icf::PlanOptions::default()
-    };
+    let plan_options = plan_options(options);
     let analysis = icf::Analysis::run(&program, &plan_options);
     let edits = analysis.object_edits(&analysis.plan);
     let written = icf::write_outputs(&program, &edits, out_dir, icf::OutputKind::Copies)?;
