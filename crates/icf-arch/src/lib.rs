@@ -35,7 +35,7 @@ mod x86_64;
 pub use aarch64::Aarch64;
 pub use architecture::{Architecture, Thunk};
 pub use lifting::recycle;
-pub use linked::{DynamicReloc, LinkedReference, LinkedUse};
+pub use linked::{DynamicReloc, LinkedReference, LinkedUse, TableShape};
 pub use macho_reloc::{
     CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, MachOTranslation,
     SUBTRACTOR_MARKER,

@@ -45,6 +45,25 @@ pub struct LinkedReference {
     /// assembler writes `target - (end - field)`; zero elsewhere.
     pub bias: i64,
     pub use_: LinkedUse,
+    /// When the address is the base of a jump table the code indexes:
+    /// how its entries are laid out.
+    pub table: Option<TableShape>,
+}
+
+/// The entries of a jump table, as the dispatch that reads them says.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum TableShape {
+    /// 32-bit distances from the table's start (`movslq (T,%idx,4)`, then
+    /// `add T`): position-independent code.
+    Relative32,
+    /// 64-bit addresses (`jmp *T(,%idx,8)`): a non-PIE executable.
+    Absolute64,
+    /// `entries` entries of `entry_size` bytes, each a distance between
+    /// two places of the function (AArch64: `ldrb` from the table, then
+    /// added to an `adr` of the function's own code): the same bytes in
+    /// every copy of the function, so compared as bytes. The count comes
+    /// from the bound the dispatch checks (`cmp w, #N`).
+    InFunction { entry_size: u8, entries: u32 },
 }
 
 /// What a dynamic relocation of a linked image stores, as far as icf's

@@ -52,7 +52,7 @@ use crate::lsda;
 use crate::model::Visibility;
 use crate::model::{Binding, Reloc, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace};
 use crate::object::{Format, Object};
-use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedUse};
+use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedUse, TableShape};
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
@@ -119,8 +119,9 @@ impl<'data> Object<'data> {
         reader.place_symbols();
         reader.add_section_symbols();
         let unnamed_functions = reader.add_unwound_functions()?;
-        reader.relocate_code();
+        let tables = reader.relocate_code();
         let pointers = reader.relocate_data(&table)?;
+        reader.relocate_jump_tables(&tables);
         reader.relocate_eh_frame()?;
         let exports = dynamic_exports(data, &table)?;
         let Reader {
@@ -291,11 +292,12 @@ impl<'data> Reader<'data> {
     }
 
     /// Relocations for every field of code that names a place outside its
-    /// function piece.
-    fn relocate_code(&mut self) {
+    /// function piece; gives the jump tables the code indexes.
+    fn relocate_code(&mut self) -> Vec<JumpTable> {
         let pieces = self.object.functions();
         let mut found = Vec::new();
         let mut relocs: Vec<(SectionIndex, Reloc)> = Vec::new();
+        let mut tables = Vec::new();
         for piece in &pieces {
             let section = &self.object.sections[piece.section.index()];
             let Some(code) = section.data.get(piece.start as usize..piece.end as usize) else {
@@ -317,8 +319,125 @@ impl<'data> Reader<'data> {
                 ) {
                     relocs.push((piece.section, reloc));
                 }
+                if let Some(shape) = reference.table {
+                    tables.push(JumpTable {
+                        base: reference.target,
+                        shape,
+                        function: start..end,
+                    });
+                }
             }
         }
+        for (section, reloc) in relocs {
+            self.object.sections[section.index()].relocs.push(reloc);
+        }
+        tables
+    }
+
+    /// Each jump table becomes a piece of read-only data of its own (an
+    /// unnamed symbol over its entries), and each entry gets the
+    /// relocation an assembler writes for it: `.long case - table` (a
+    /// PC-relative field whose addend carries the entry's distance from
+    /// the table) or `.quad case`. The entries are those from the table's
+    /// start that land in the function, up to the next symbol or table in
+    /// the section.
+    fn relocate_jump_tables(&mut self, tables: &[JumpTable]) {
+        let mut bounds: Vec<u64> = tables.iter().map(|t| t.base).collect();
+        bounds.extend(
+            self.object
+                .symbols
+                .iter()
+                .filter(|s| s.kind != SymbolKind::Section)
+                .filter_map(|s| Some(self.addresses[s.section()?.index()] + s.value)),
+        );
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut symbols = Vec::new();
+        let mut relocs = Vec::new();
+        let mut seen = HashSet::default();
+        for table in tables {
+            if !seen.insert(table.base) {
+                continue;
+            }
+            let Some((section, at)) = self.section_at(table.base) else {
+                continue;
+            };
+            let data = &self.object.sections[section.index()];
+            if data.is_executable() || data.sh_type == elf::SHT_NOBITS.0 {
+                continue;
+            }
+            let Some((code, code_base)) = self
+                .section_at(table.function.start)
+                .map(|(index, offset)| (index, table.function.start - offset))
+            else {
+                continue;
+            };
+            let next_bound = bounds
+                .get(bounds.partition_point(|&b| b <= table.base))
+                .map_or(u64::MAX, |&b| b - table.base);
+            let limit = (data.size - at).min(next_bound);
+            let (size, field_type) = match table.shape {
+                TableShape::Relative32 => (4, self.arch.pc_relative_data(4)),
+                TableShape::Absolute64 => (8, self.arch.absolute_data(8)),
+                TableShape::InFunction {
+                    entry_size,
+                    entries,
+                } => {
+                    // Distances inside the function: compared as bytes.
+                    let size = (u64::from(entry_size) * u64::from(entries)).min(limit);
+                    if size > 0 {
+                        symbols.push(local_symbol(SymbolKind::Object, section, at, size));
+                    }
+                    continue;
+                }
+            };
+            let (Some(r_type), Some(symbol)) = (field_type, self.section_symbols[code.index()])
+            else {
+                continue;
+            };
+            let mut entries = 0;
+            while (entries + 1) * size <= limit {
+                let place = at + entries * size;
+                let Some(field) = data.data.get(place as usize..(place + size) as usize) else {
+                    break;
+                };
+                let target = if table.shape == TableShape::Relative32 {
+                    let distance = i32::from_le_bytes([field[0], field[1], field[2], field[3]]);
+                    table.base.wrapping_add(i64::from(distance) as u64)
+                } else {
+                    u64::from_le_bytes(field.try_into().unwrap_or([0; 8]))
+                };
+                if !table.function.contains(&target) {
+                    break;
+                }
+                let addend = if table.shape == TableShape::Relative32 {
+                    target - code_base + entries * size
+                } else {
+                    target - code_base
+                };
+                relocs.push((
+                    section,
+                    Reloc {
+                        offset: place,
+                        r_type,
+                        symbol,
+                        addend: addend as i64,
+                        size: size as u8,
+                        pc_relative: table.shape == TableShape::Relative32,
+                    },
+                ));
+                entries += 1;
+            }
+            if entries > 0 {
+                symbols.push(local_symbol(
+                    SymbolKind::Object,
+                    section,
+                    at,
+                    entries * size,
+                ));
+            }
+        }
+        self.object.symbols.extend(symbols);
         for (section, reloc) in relocs {
             self.object.sections[section.index()].relocs.push(reloc);
         }
@@ -715,6 +834,13 @@ impl<'data> Reader<'data> {
 
 fn is_allocated(header: &elf::SectionHeader64<LE>) -> bool {
     header.sh_flags(LE).0 & elf::SHF_ALLOC.0 != 0
+}
+
+/// A jump table the code of `function` indexes from `base`.
+struct JumpTable {
+    base: u64,
+    shape: TableShape,
+    function: std::ops::Range<u64>,
 }
 
 /// One RELA entry.

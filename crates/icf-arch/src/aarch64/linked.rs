@@ -12,22 +12,49 @@
 //! assembler's `adrp x0, sym` names `sym`. A wrong pairing can only lose a
 //! fold: both halves of each pair are masked and compared as references
 //! computed from the bits they replace.
+//!
+//! A jump table is read by a register-offset load (`ldrb`, `ldrh`, `ldr w`)
+//! from a completed address, a few instructions after a `cmp w, #N` that
+//! bounds its index: N + 1 entries, each a distance inside the function.
 
 use super::lift::{PcRelative, pc_relative};
-use crate::linked::{LinkedReference, LinkedUse};
+use crate::linked::{LinkedReference, LinkedUse, TableShape};
 use object::elf;
 
 /// Registers x0..x30 (31 is the stack pointer or zero register).
 const REGISTERS: usize = 31;
 
+/// How many words before a table's load its bounding `cmp` may come.
+const BOUND_WINDOW: usize = 8;
+
 pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
     // Per register, the page its `adrp` set and that `adrp`'s index in `out`.
     let mut pages: [Option<(u64, usize, bool)>; REGISTERS] = [None; REGISTERS];
+    // Per register, the `add` (its index in `out`) that left a whole address there.
+    let mut addresses: [Option<usize>; REGISTERS] = [None; REGISTERS];
+    // The last `cmp w, #N`: N and the word's index.
+    let mut bound: Option<(u32, usize)> = None;
     for (index, chunk) in code.chunks_exact(4).enumerate() {
         let word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
         let offset = index as u64 * 4;
         let pc = address.wrapping_add(offset);
         let destination = (word & 0x1f) as usize;
+        if let Some(limit) = compare_immediate(word) {
+            bound = Some((limit, index));
+        }
+        if let Some((entry_size, base)) = table_load(word)
+            && let Some(add) = addresses.get(base).copied().flatten()
+            && let Some((limit, at)) = bound
+            && index - at <= BOUND_WINDOW
+        {
+            out[add].table = Some(TableShape::InFunction {
+                entry_size,
+                entries: limit + 1,
+            });
+        }
+        if let Some(address) = addresses.get_mut(destination) {
+            *address = None;
+        }
         if let Some((class, displacement, _)) = pc_relative(word) {
             let target = pc.wrapping_add(displacement as u64);
             let (r_type, use_) = match class {
@@ -50,6 +77,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                         target: page,
                         bias: 0,
                         use_: LinkedUse::PcRelative,
+                        table: None,
                     });
                     continue;
                 }
@@ -60,6 +88,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                 target,
                 bias: 0,
                 use_,
+                table: None,
             });
             if class == PcRelative::Call {
                 forget_call_clobbered(&mut pages);
@@ -76,12 +105,16 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                 out[adrp].target = target;
                 pages[base] = Some((page, adrp, true));
             }
+            if r_type == elf::R_AARCH64_ADD_ABS_LO12_NC && destination < REGISTERS {
+                addresses[destination] = Some(out.len());
+            }
             out.push(LinkedReference {
                 offset,
                 r_type: r_type.0,
                 target,
                 bias: 0,
                 use_: LinkedUse::PcRelative,
+                table: None,
             });
         }
         if is_store(word) {
@@ -142,6 +175,19 @@ fn completion(word: u32) -> Option<(elf::RelocationType, usize, u64)> {
     None
 }
 
+/// `cmp w, #imm` (`subs wzr, w, #imm`, unshifted): the bound a table's
+/// dispatch checks.
+fn compare_immediate(word: u32) -> Option<u32> {
+    (word & 0xffc0_001f == 0x7100_001f).then_some((word >> 10) & 0xfff)
+}
+
+/// A load with a register offset (`ldrb`, `ldrh`, `ldr w`/`x`: size and
+/// base register), as a table dispatch reads its entry.
+fn table_load(word: u32) -> Option<(u8, usize)> {
+    let loads = word & 0x3fe0_0c00 == 0x3860_0800;
+    loads.then(|| (1u8 << (word >> 30), ((word >> 5) & 0x1f) as usize))
+}
+
 /// A store (unsigned offset, or any load/store-pair or register form is
 /// not one): its bits 0..5 name the register stored, which it does not write.
 fn is_store(word: u32) -> bool {
@@ -194,5 +240,29 @@ mod tests {
         let found = refs(&[adrp, 0x9400_0002, 0x9100_1021], 0x4000);
         assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(found[0].target, 0x5000);
+    }
+
+    #[test]
+    fn a_bounded_register_offset_load_reads_a_table() {
+        // cmp w0, #15; b.ls +8; adrp x3, +1 page; add x3, x3, #0xb54;
+        // ldrb w3, [x3, w0, uxtw]
+        let adrp = 0x9000_0000 | (1 << 29) | 3;
+        let words = [0x7100_3c1f, 0x5400_0049, adrp, 0x912d_5063, 0x3860_4863];
+        let found = refs(&words, 0x4000);
+        let add = found
+            .iter()
+            .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
+            .expect("the add's reference");
+        assert_eq!(add.target, 0x5b54);
+        assert_eq!(
+            add.table,
+            Some(TableShape::InFunction {
+                entry_size: 1,
+                entries: 16
+            })
+        );
+        // Without the bound there is no telling its size: no table.
+        let unbounded = refs(&words[2..], 0x4008);
+        assert!(unbounded.iter().all(|r| r.table.is_none()), "{unbounded:?}");
     }
 }

@@ -1,18 +1,37 @@
 //! x86-64 references in linked code (see `crate::linked`): rel32 branches,
 //! RIP-relative operands, and 32- and 64-bit immediates and absolute
 //! displacements that may be addresses.
+//!
+//! Jump tables are recognized by the dispatch compilers emit: in
+//! position-independent code `lea T(%rip), %r` followed (within a few
+//! instructions) by `movslq (%r,%idx,4), ...`, whose entries are distances
+//! from `T`; in a non-PIE executable a load or jump from `T(,%idx,8)`,
+//! whose entries are addresses. Which entries belong to the table is the
+//! image reader's business (they must land in the function).
 
-use crate::linked::{LinkedReference, LinkedUse};
-use iced_x86::{Decoder, DecoderOptions, Instruction, OpKind};
+use crate::linked::{LinkedReference, LinkedUse, TableShape};
+use iced_x86::{Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
 use object::elf;
+
+/// How many instructions after its `lea` a table's `movslq` may come.
+const DISPATCH_WINDOW: usize = 6;
 
 pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
     let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
     let mut instr = Instruction::default();
+    // The last RIP-relative `lea`s: destination register, index in `out`,
+    // instruction count when seen.
+    let mut leas: Vec<(Register, usize, usize)> = Vec::new();
+    let mut count = 0usize;
     while decoder.can_decode() {
         decoder.decode_out(&mut instr);
         if instr.is_invalid() {
             continue;
+        }
+        count += 1;
+        leas.retain(|&(_, _, seen)| count - seen <= DISPATCH_WINDOW);
+        if let Some(table) = relative_table_base(&instr, &leas) {
+            out[table].table = Some(TableShape::Relative32);
         }
         let offsets = decoder.get_constant_offsets(&instr);
         let start = instr.ip() - address;
@@ -28,26 +47,33 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                 target: instr.near_branch_target(),
                 bias: bias(field),
                 use_: LinkedUse::Branch,
+                table: None,
             });
             continue;
         }
         if offsets.displacement_size() == 4 {
             let field = start + offsets.displacement_offset() as u64;
             if instr.is_ip_rel_memory_operand() {
+                if instr.mnemonic() == Mnemonic::Lea {
+                    leas.retain(|&(register, _, _)| register != instr.op0_register());
+                    leas.push((instr.op0_register(), out.len(), count));
+                }
                 out.push(LinkedReference {
                     offset: field,
                     r_type: elf::R_X86_64_PC32.0,
                     target: instr.ip_rel_memory_address(),
                     bias: bias(field),
                     use_: LinkedUse::PcRelative,
+                    table: None,
                 });
             } else {
                 // `mov table(,%rax,8), %rdx`: maybe a sign-extended absolute address.
-                out.push(absolute(
-                    field,
-                    elf::R_X86_64_32S.0,
-                    instr.memory_displacement64(),
-                ));
+                let mut reference =
+                    absolute(field, elf::R_X86_64_32S.0, instr.memory_displacement64());
+                if instr.memory_base() == Register::None && instr.memory_index_scale() == 8 {
+                    reference.table = Some(TableShape::Absolute64);
+                }
+                out.push(reference);
             }
         }
         if offsets.has_immediate() && !is_branch {
@@ -74,7 +100,26 @@ fn absolute(offset: u64, r_type: u32, value: u64) -> LinkedReference {
         target: value,
         bias: 0,
         use_: LinkedUse::Absolute,
+        table: None,
     }
+}
+
+/// The `lea` (its index in the references) whose register `instr` reads
+/// 32-bit entries from as a table: `movslq (%r,%idx,4), %dst`.
+fn relative_table_base(instr: &Instruction, leas: &[(Register, usize, usize)]) -> Option<usize> {
+    if instr.mnemonic() != Mnemonic::Movsxd
+        || instr.op1_kind() != OpKind::Memory
+        || instr.memory_index_scale() != 4
+        || instr.memory_displacement64() != 0
+        || instr.memory_index() == Register::None
+    {
+        return None;
+    }
+    let base = instr.memory_base();
+    leas.iter()
+        .rev()
+        .find(|&&(register, _, _)| register == base)
+        .map(|&(_, index, _)| index)
 }
 
 #[cfg(test)]
@@ -116,5 +161,33 @@ mod tests {
         assert_eq!(found[0].target, 0x40_1000);
         assert_eq!(found[0].r_type, elf::R_X86_64_32.0);
         assert_eq!(found[0].offset, 3);
+    }
+
+    #[test]
+    fn a_lea_whose_register_a_movslq_indexes_is_a_jump_table() {
+        // lea 0x100(%rip), %rdx; movslq (%rdx,%rax,4), %rax; add %rdx, %rax; jmp *%rax
+        let code = [
+            0x48, 0x8d, 0x15, 0x00, 0x01, 0x00, 0x00, // lea
+            0x48, 0x63, 0x04, 0x82, // movslq (%rdx,%rax,4),%rax
+            0x48, 0x01, 0xd0, // add %rdx,%rax
+            0xff, 0xe0, // jmp *%rax
+        ];
+        let found = refs(&code, 0x1000);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].target, 0x1107);
+        assert_eq!(found[0].table, Some(TableShape::Relative32));
+        // The same lea loaded from, not indexed, is no table.
+        let plain = refs(&code[..7], 0x1000);
+        assert_eq!(plain[0].table, None);
+    }
+
+    #[test]
+    fn an_absolute_table_is_indexed_by_eight() {
+        // jmp *0x402000(,%rax,8)
+        let code = [0xff, 0x24, 0xc5, 0x00, 0x20, 0x40, 0x00];
+        let found = refs(&code, 0x1000);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].target, 0x40_2000);
+        assert_eq!(found[0].table, Some(TableShape::Absolute64));
     }
 }
