@@ -40,10 +40,19 @@
 //!   type table ([`crate::lsda`]), which name the types a function catches
 //!   by their distance from the entry.
 //!
+//! - **Jump tables** are found from the dispatch that reads them
+//!   ([`icf_arch::TableShape`]); each becomes a piece of read-only data of
+//!   its own (an unnamed symbol over its entries), and an entry that holds
+//!   a distance from the table or an address gets the relocation an
+//!   assembler writes for it, so a table compares by what it jumps to, as
+//!   in an object. Entries are those from the table's start that land in
+//!   the function, up to the next symbol or table.
+//! - **Padding**: bytes of code no symbol covers are no candidate.
+//!
 //! Main assumption: a function's code is decoded linearly from its first
-//! byte. Jump tables in read-only data hold distances that depend on where
-//! the table and the code sit, so a function with one compares unequal to
-//! its copies (a fold the report misses, never one it invents).
+//! byte. A table whose dispatch is not recognized stays inside whatever
+//! piece of read-only data holds it, and a function using it compares
+//! unequal to its copies (a fold the report misses, never one it invents).
 
 use crate::elf::{check_ident, read_sections};
 use crate::error::{Error, Result};
