@@ -474,6 +474,14 @@ impl Report {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
+    /// What the report is on: `N objects`, or `a linked KIND`.
+    fn inputs_described(&self) -> String {
+        match &self.image {
+            Some(image) => format!("a linked {}", image.kind),
+            None => format!("{} objects", self.totals.objects),
+        }
+    }
+
     /// The report as a table for people: one line per name within each
     /// group, like cargo-llvm-lines' copies.
     pub fn to_text(&self, options: &TextOptions) -> String {
@@ -488,10 +496,7 @@ impl Report {
             out,
             "icf report, mode {}: {}, {} functions ({} bytes), {} read-only data pieces ({} bytes)",
             self.mode,
-            self.image.as_ref().map_or_else(
-                || format!("{} objects", t.objects),
-                |image| format!("a linked {}", image.kind)
-            ),
+            self.inputs_described(),
             t.functions,
             t.code_bytes,
             t.data_pieces,
@@ -663,11 +668,11 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\nMode `{}`: {} functions in {} objects; {} classes of identical code and data; \
+            "\nMode `{}`: {} functions in {}; {} classes of identical code and data; \
              {} aliases, {} thunks, {} kept unique; {} bytes of code and {} of data saved.\n",
             self.mode,
             t.functions,
-            t.objects,
+            self.inputs_described(),
             t.classes,
             t.aliases,
             t.thunks,
