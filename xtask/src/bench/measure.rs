@@ -1,18 +1,20 @@
 //! Measuring one corpus: the links (`variants`), timed round-robin under
 //! GNU time (wall time, peak RSS), one untimed `icf link --report` each,
 //! `.text` and stripped sizes, behaviour against the plain lld link,
-//! `icf verify`, on synthetic corpora `icf fold` alone, and the I/O floor
+//! `icf verify`, on synthetic corpora `icf fold` alone, on real ones
+//! `icf report` on the plain binaries (`estimate.rs`), and the I/O floor
 //! (`floor.rs`); and the rows and per-corpus result those fill in.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
 use super::GNU_TIME;
+use super::estimate::{Estimate, estimates};
 use super::floor::{FloorRounds, IoFloor};
 use super::prepare::{Check, Prepared, SyntheticInfo};
 use crate::corpus::{Corpus, Linker};
@@ -25,7 +27,7 @@ pub(super) struct Variant {
     /// `lld --icf=all`, `icf safe + lld`, ...
     pub(super) label: String,
     /// File name of its output.
-    file: String,
+    pub(super) file: String,
     pub(super) linker: Linker,
     pub(super) kind: Kind,
 }
@@ -330,6 +332,8 @@ pub(super) struct CorpusResult {
     /// The I/O floor; none when the link whose rewritten files it writes
     /// failed.
     pub(super) io_floor: Option<IoFloor>,
+    /// Real corpora: `icf report` on the plain binaries against `icf link`.
+    pub(super) estimates: Vec<Estimate>,
 }
 
 impl CorpusResult {
@@ -376,6 +380,17 @@ pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<Corp
     let io_floor = finish_floor(floor, &rows)?;
     write_reports(prepared, icf, &places, &rows)?;
     measure_outputs(prepared, &places, &mut rows)?;
+    let estimates = match prepared.synthetic {
+        None => estimates(
+            icf,
+            &rows,
+            &places.out,
+            &places.reports,
+            &places.rss_file,
+            runs,
+        ),
+        Some(_) => Vec::new(),
+    };
     check_behaviour(prepared, &places.out, &mut rows)?;
     verify_folds(prepared, icf, &mut rows);
     let (fold_rss_kib, fold_error) = match &prepared.synthetic {
@@ -390,6 +405,7 @@ pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<Corp
         fold_rss_kib,
         fold_error,
         io_floor,
+        estimates,
     })
 }
 
@@ -640,6 +656,11 @@ pub(super) fn first_error(text: &str) -> String {
 
 /// Runs `command` under GNU time: its wall time and peak RSS (KiB).
 fn timed(command: &Command, rss_file: &Path) -> Result<(Duration, u64)> {
+    timed_output(command, rss_file).map(|(wall, rss, _)| (wall, rss))
+}
+
+/// Runs `command` under GNU time: its wall time, peak RSS (KiB) and output.
+pub(super) fn timed_output(command: &Command, rss_file: &Path) -> Result<(Duration, u64, Output)> {
     let mut wrapped = Command::new(GNU_TIME);
     wrapped
         .args(["-f", "%M", "-o"])
@@ -648,7 +669,7 @@ fn timed(command: &Command, rss_file: &Path) -> Result<(Duration, u64)> {
         .args(command.get_args());
     copy_env(command, &mut wrapped);
     let started = Instant::now();
-    capture(&mut wrapped)?;
+    let output = capture(&mut wrapped)?;
     let wall = started.elapsed();
     let text =
         fs::read_to_string(rss_file).with_context(|| format!("reading {}", rss_file.display()))?;
@@ -657,7 +678,7 @@ fn timed(command: &Command, rss_file: &Path) -> Result<(Duration, u64)> {
         .last()
         .and_then(|line| line.trim().parse().ok())
         .with_context(|| format!("no peak RSS in {}: `{text}`", rss_file.display()))?;
-    Ok((wall, rss))
+    Ok((wall, rss, output))
 }
 
 /// Whether `binary` is an AArch64 ELF file (`e_machine` is `EM_AARCH64`).

@@ -13,8 +13,9 @@ use anyhow::{Context, Result};
 use super::format::{mib, ms, thousands};
 use serde_json::{Value, json};
 
+use super::estimate::{Estimate, Outcome};
 use super::floor::IoFloor;
-use super::measure::{Behaviour, Cache, CorpusResult, Kind, Row};
+use super::measure::{Behaviour, Cache, CorpusResult, Kind, Row, first_error};
 use super::targets::{Note, RSS_FIXED_OVERHEAD_MIB, Target};
 use crate::corpus::Linker;
 
@@ -107,6 +108,7 @@ fn render_markdown(
         let _ = writeln!(md, "### {}\n\n{}\n", result.name, result.description);
         write_links_table(&mut md, result);
         write_icf_table(&mut md, result);
+        write_estimate_table(&mut md, &result.estimates);
         md.push('\n');
     }
     write_scaling_table(&mut md, results);
@@ -321,6 +323,78 @@ fn write_icf_table(md: &mut String, result: &CorpusResult) {
     }
 }
 
+/// `icf report` on the plain binaries against `icf link` (nothing without
+/// estimates: the synthetic corpora).
+fn write_estimate_table(md: &mut String, estimates: &[Estimate]) {
+    if estimates.is_empty() {
+        return;
+    }
+    md.push_str(
+        "\nicf report on the plain binary: estimate vs icf link (`totals.saved_code_bytes`: \
+         `icf report --mode M` on the plain link's output, `icf link --mode M` on its inputs in \
+         front of the same linker).\n\n\
+         | plain binary | mode | estimate bytes | icf link bytes | estimate ÷ icf link | report ms | report peak RSS MiB |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for estimate in estimates {
+        let actual = estimate.actual.map_or("did not link".to_owned(), thousands);
+        let ratio = estimate
+            .ratio()
+            .map_or(String::new(), |r| format!("{:.2}%", 100.0 * r));
+        let (estimated, wall, rss) = match &estimate.outcome {
+            Outcome::Measured(m) => (
+                thousands(m.saved_code_bytes),
+                ms(m.wall),
+                format!("{:.1}", m.rss_kib as f64 / 1024.0),
+            ),
+            Outcome::NoBinary => ("plain link failed".into(), String::new(), String::new()),
+            Outcome::Failed(error) => (
+                format!(
+                    "failed: `{}`",
+                    first_error(error).replace('|', "\\|").replace('`', "'")
+                ),
+                String::new(),
+                String::new(),
+            ),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {estimated} | {actual} | {ratio} | {wall} | {rss} |",
+            estimate.linker.name(),
+            estimate.mode,
+        );
+    }
+}
+
+/// The estimates of `icf report` on the plain binaries in results.json.
+fn estimates_json(estimates: &[Estimate]) -> Value {
+    estimates
+        .iter()
+        .map(|estimate| {
+            let measured = match &estimate.outcome {
+                Outcome::Measured(m) => Some(m),
+                Outcome::NoBinary | Outcome::Failed(_) => None,
+            };
+            json!({
+                "plain_binary": estimate.linker.name(),
+                "mode": estimate.mode,
+                "estimate_saved_code_bytes": estimate.estimated(),
+                "icf_link_saved_code_bytes": estimate.actual,
+                "estimate_vs_icf_link": estimate.ratio(),
+                "within_icf_link_plus_1_percent": estimate.within_actual(),
+                "report_wall_ms_best": measured.map(|m| m.wall.as_secs_f64() * 1e3),
+                "report_peak_rss_kib": measured.map(|m| m.rss_kib),
+                "image": measured.map(|m| m.image.clone()),
+                "error": match &estimate.outcome {
+                    Outcome::Failed(error) => json!(error),
+                    Outcome::NoBinary => json!("the plain link failed"),
+                    Outcome::Measured(_) => Value::Null,
+                },
+            })
+        })
+        .collect()
+}
+
 /// How the synthetic corpora's link times and icf's RSS grow with size
 /// (nothing without synthetic corpora).
 fn write_scaling_table(md: &mut String, results: &[CorpusResult]) {
@@ -445,6 +519,7 @@ fn render_json(
                 })),
                 "links": rows,
                 "io_floor": floor_json(result),
+                "report_estimates": estimates_json(&result.estimates),
             })
         })
         .collect();
@@ -492,4 +567,53 @@ fn floor_json(result: &CorpusResult) -> Value {
         "written_bytes": floor.written_bytes,
         "rewritten_by": floor.rewritten_by,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::estimate::tests::estimate;
+    use super::*;
+
+    #[test]
+    fn the_estimate_table_has_a_row_per_binary_and_mode() {
+        let estimates = [
+            estimate(Linker::Lld, "safe", Some(170_895), Some(214_144)),
+            estimate(Linker::Bfd, "all", None, None),
+        ];
+        let mut md = String::new();
+        write_estimate_table(&mut md, &estimates);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+        assert_eq!(
+            rows,
+            [
+                "| plain binary | mode | estimate bytes | icf link bytes | estimate ÷ icf link | report ms | report peak RSS MiB |",
+                "| lld | safe | 170,895 | 214,144 | 79.80% | 190 | 64.0 |",
+                "| bfd | all | failed: `error: bad` | did not link |  |  |  |",
+            ]
+        );
+        let mut none = String::new();
+        write_estimate_table(&mut none, &[]);
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn the_estimates_go_to_json() {
+        let json = estimates_json(&[estimate(
+            Linker::Lld,
+            "all",
+            Some(1_067_808),
+            Some(1_069_012),
+        )]);
+        let first = &json[0];
+        assert_eq!(first["plain_binary"], "lld");
+        assert_eq!(first["mode"], "all");
+        assert_eq!(first["estimate_saved_code_bytes"], 1_067_808);
+        assert_eq!(first["icf_link_saved_code_bytes"], 1_069_012);
+        assert_eq!(first["within_icf_link_plus_1_percent"], true);
+        assert_eq!(first["report_wall_ms_best"], 190.0);
+        assert_eq!(first["report_peak_rss_kib"], 65_536);
+        assert!(first["error"].is_null());
+        let ratio = first["estimate_vs_icf_link"].as_f64().unwrap_or_default();
+        assert!((ratio - 0.998_874).abs() < 1e-6, "{ratio}");
+    }
 }

@@ -5,16 +5,23 @@
 //! and within `WARM_LINK_LIMIT` relinking the same inputs; on the synthetic
 //! corpora icf's peak RSS stays under twice the code plus
 //! `RSS_FIXED_OVERHEAD_MIB`, and its link time grows at most
-//! `SCALING_SLACK` times as fast as the function count. Beside them, one
-//! INFO line per real corpus ([`Note`]) sets the I/O floor against the
-//! cold target: what the target leaves icf for its own analysis.
+//! `SCALING_SLACK` times as fast as the function count; on the real
+//! corpora, `icf report`'s estimate on each plain binary exceeds what
+//! `icf link` saved in front of the same linker by at most
+//! `OVER_ESTIMATE_PERCENT` (`estimate.rs`; above that it counts folds the
+//! link would not make). Beside them, INFO lines per real corpus
+//! ([`Note`]) set the I/O floor against the cold target (what the target
+//! leaves icf for its own analysis) and give each estimate's ratio to the
+//! actual saving.
 
 use std::time::Duration;
 
+use super::estimate::{Estimate, OVER_ESTIMATE_PERCENT, Outcome};
 use super::floor::IoFloor;
-use super::format::{human_bytes, mib, ms};
+use super::format::{human_bytes, mib, ms, thousands};
 use super::measure::{CorpusResult, Row, first_error};
 use super::prepare::SyntheticInfo;
+use crate::corpus::Linker;
 
 /// The fixed part of the synthetic RSS target: icf's peak RSS must stay under
 /// twice the input's code bytes plus this many MiB (the binary, thread
@@ -73,6 +80,7 @@ pub(super) fn targets(results: &[CorpusResult]) -> Vec<Target> {
         targets.extend(safe_saving(result));
         if result.synthetic.is_none() {
             targets.extend(link_time(result));
+            targets.extend(estimate_within_actual(&result.name, &result.estimates));
         }
         if let Some(info) = &result.synthetic {
             targets.push(fold_rss(result, info));
@@ -120,12 +128,95 @@ fn cold_limit(result: &CorpusResult) -> f64 {
     }
 }
 
-/// The INFO lines: the I/O floor of every real corpus.
+/// The INFO lines: the I/O floor of every real corpus and how close its
+/// estimates came.
 pub(super) fn notes(results: &[CorpusResult]) -> Vec<Note> {
     results
         .iter()
         .filter(|result| result.synthetic.is_none())
-        .map(io_floor_note)
+        .flat_map(|result| {
+            std::iter::once(io_floor_note(result))
+                .chain(estimate_ratio_notes(&result.name, &result.estimates))
+        })
+        .collect()
+}
+
+/// The linkers of `estimates`, in their order, each once.
+fn estimate_linkers(estimates: &[Estimate]) -> Vec<Linker> {
+    let mut linkers: Vec<Linker> = Vec::new();
+    for estimate in estimates {
+        if !linkers.contains(&estimate.linker) {
+            linkers.push(estimate.linker);
+        }
+    }
+    linkers
+}
+
+/// Per plain binary, `icf report`'s estimate stays within
+/// `OVER_ESTIMATE_PERCENT` above what `icf link` saved, in every mode.
+fn estimate_within_actual(corpus: &str, estimates: &[Estimate]) -> Vec<Target> {
+    estimate_linkers(estimates)
+        .into_iter()
+        .map(|linker| {
+            let mine = || estimates.iter().filter(move |e| e.linker == linker);
+            let pass = mine().all(|e| e.within_actual() == Some(true));
+            let parts: Vec<String> = mine()
+                .map(|e| {
+                    let mode = e.mode;
+                    match (&e.outcome, e.actual) {
+                        (Outcome::NoBinary, _) => format!("{mode}: the plain link failed"),
+                        (Outcome::Failed(error), _) => {
+                            format!("{mode}: icf report failed: {}", first_error(error))
+                        }
+                        (Outcome::Measured(_), None) => {
+                            format!("{mode}: icf {mode} + {} did not link", linker.name())
+                        }
+                        (Outcome::Measured(m), Some(actual)) => format!(
+                            "{mode} {} vs {} bytes",
+                            thousands(m.saved_code_bytes),
+                            thousands(actual)
+                        ),
+                    }
+                })
+                .collect();
+            Target {
+                corpus: corpus.to_owned(),
+                name: "icf report estimate <= icf link saving + 1%",
+                pass,
+                detail: format!(
+                    "plain {} binary: {} (limit +{OVER_ESTIMATE_PERCENT}%)",
+                    linker.name(),
+                    parts.join(", ")
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Per plain binary, each estimate divided by what `icf link` saved.
+fn estimate_ratio_notes(corpus: &str, estimates: &[Estimate]) -> Vec<Note> {
+    estimate_linkers(estimates)
+        .into_iter()
+        .map(|linker| {
+            let ratios: Vec<String> = estimates
+                .iter()
+                .filter(|e| e.linker == linker)
+                .map(|e| match e.ratio() {
+                    Some(ratio) => format!("{} {:.2}%", e.mode, 100.0 * ratio),
+                    None => format!("{} not measured", e.mode),
+                })
+                .collect();
+            Note {
+                corpus: corpus.to_owned(),
+                name: "icf report estimate ÷ icf link saving",
+                detail: format!(
+                    "plain {} binary: {} (below 100% where functions have jump tables: \
+                     their copies compare unequal in a linked binary)",
+                    linker.name(),
+                    ratios.join(", ")
+                ),
+            }
+        })
         .collect()
 }
 
@@ -305,7 +396,74 @@ fn scaling(results: &[CorpusResult]) -> Vec<Target> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::estimate::tests::estimate;
     use super::*;
+
+    #[test]
+    fn an_estimate_above_the_saving_fails_its_linker_only() {
+        let estimates = [
+            estimate(Linker::Lld, "safe", Some(170_895), Some(214_144)),
+            estimate(Linker::Lld, "all", Some(180_000), Some(230_000)),
+            estimate(Linker::Bfd, "safe", Some(1_099_956), Some(1_099_172)),
+            estimate(Linker::Bfd, "all", Some(1_200_000), Some(1_099_172)),
+        ];
+        let targets = estimate_within_actual("llvm-aarch64", &estimates);
+        let lines: Vec<String> = targets.iter().map(Target::line).collect();
+        assert_eq!(
+            lines,
+            [
+                "PASS llvm-aarch64: icf report estimate <= icf link saving + 1%: plain lld binary: \
+                 safe 170,895 vs 214,144 bytes, all 180,000 vs 230,000 bytes (limit +1%)",
+                "FAIL llvm-aarch64: icf report estimate <= icf link saving + 1%: plain bfd binary: \
+                 safe 1,099,956 vs 1,099,172 bytes, all 1,200,000 vs 1,099,172 bytes (limit +1%)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_report_or_link_fails_the_estimate() {
+        let estimates = [
+            estimate(Linker::Lld, "safe", None, Some(214_144)),
+            estimate(Linker::Lld, "all", Some(1), None),
+        ];
+        let [target] = &estimate_within_actual("ripgrep", &estimates)[..] else {
+            panic!("one target per linker");
+        };
+        assert!(!target.pass);
+        assert_eq!(
+            target.detail,
+            "plain lld binary: safe: icf report failed: error: bad, \
+             all: icf all + lld did not link (limit +1%)"
+        );
+        let no_binary = Estimate {
+            outcome: Outcome::NoBinary,
+            ..estimate(Linker::Bfd, "safe", None, Some(5))
+        };
+        let [target] = &estimate_within_actual("ripgrep", &[no_binary])[..] else {
+            panic!("one target per linker");
+        };
+        assert!(!target.pass);
+        assert!(target.detail.contains("safe: the plain link failed"));
+    }
+
+    #[test]
+    fn the_ratio_note_says_each_mode() {
+        let estimates = [
+            estimate(Linker::Lld, "safe", Some(170_895), Some(214_144)),
+            estimate(Linker::Lld, "all", None, Some(230_000)),
+        ];
+        let [note] = &estimate_ratio_notes("ripgrep", &estimates)[..] else {
+            panic!("one note per linker");
+        };
+        assert!(
+            note.line().starts_with(
+                "INFO ripgrep: icf report estimate ÷ icf link saving: plain lld binary: \
+                 safe 79.80%, all not measured (below 100%"
+            ),
+            "{}",
+            note.line()
+        );
+    }
 
     #[test]
     fn the_analysis_gets_the_budget_beyond_the_plain_link_and_the_floor() {
