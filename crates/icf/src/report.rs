@@ -546,7 +546,7 @@ impl Report {
                     "{:>8} x{}  {}\n{:>12}{}",
                     near.size,
                     near.functions.len(),
-                    shorten_list(&near.functions, 3),
+                    shorten_list(&counted_names(&near.functions), 3),
                     "",
                     near.first_difference
                 );
@@ -893,6 +893,25 @@ fn object_lines(members: &[&Member]) -> Vec<String> {
         .collect()
 }
 
+/// Each distinct name once, in the order of its first appearance, with
+/// `N x ` in front when several share it (instances of one generic).
+fn counted_names(names: &[String]) -> Vec<String> {
+    let mut counted: Vec<(&String, usize)> = Vec::new();
+    for name in names {
+        match counted.iter_mut().find(|(seen, _)| *seen == name) {
+            Some((_, count)) => *count += 1,
+            None => counted.push((name, 1)),
+        }
+    }
+    counted
+        .into_iter()
+        .map(|(name, count)| match count {
+            1 => name.clone(),
+            _ => format!("{count} x {name}"),
+        })
+        .collect()
+}
+
 /// The first `shown` names, then how many more.
 fn shorten_list(names: &[String], shown: usize) -> String {
     if names.len() <= shown {
@@ -908,6 +927,19 @@ fn shorten_list(names: &[String], shown: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn near_duplicates_count_the_instances_of_one_name() {
+        let names: Vec<String> = ["run", "search", "run", "run", "fill"]
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(counted_names(&names), ["3 x run", "search", "fill"]);
+        assert_eq!(
+            shorten_list(&counted_names(&names), 2),
+            "3 x run, search, and 1 more"
+        );
+    }
 
     fn member(name: &str, object: &str, action: &str, reason: Option<&str>) -> Member {
         Member {
