@@ -54,16 +54,21 @@ pub struct LinkedReference {
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum TableShape {
     /// 32-bit distances from the table's start (`movslq (T,%idx,4)`, then
-    /// `add T`): position-independent code.
-    Relative32,
+    /// `add T`): position-independent code. `entries` comes from the bound
+    /// the dispatch checks on its index register (`cmp $N`), when it does.
+    Relative32 { entries: Option<u32> },
     /// 64-bit addresses (`jmp *T(,%idx,8)`): a non-PIE executable.
-    Absolute64,
-    /// `entries` entries of `entry_size` bytes, each a distance between
-    /// two places of the function (AArch64: `ldrb` from the table, then
-    /// added to an `adr` of the function's own code): the same bytes in
-    /// every copy of the function, so compared as bytes. The count comes
-    /// from the bound the dispatch checks (`cmp w, #N`).
-    InFunction { entry_size: u8, entries: u32 },
+    Absolute64 { entries: Option<u32> },
+    /// Entries of `entry_size` bytes, each a distance between two places
+    /// of the function (AArch64: `ldrb` from the table, then added to an
+    /// `adr` of the function's own code): the same bytes in every copy of
+    /// the function, so compared as bytes. `entries` comes from the bound
+    /// the dispatch checks on its index register (`cmp w, #N`), when it
+    /// does.
+    InFunction {
+        entry_size: u8,
+        entries: Option<u32>,
+    },
 }
 
 /// What a dynamic relocation of a linked image stores, as far as icf's

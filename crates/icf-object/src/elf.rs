@@ -49,7 +49,7 @@ impl<'data> Object<'data> {
         let sections = read_sections(data, header, &table)?;
 
         let mut object = Object::new(Format::Elf, arch, data, sections);
-        object.read_symbols(&table, elf::SHT_SYMTAB)?;
+        object.read_symbols(&table, elf::SHT_SYMTAB, false)?;
         object.read_relocations(&table)?;
         object.read_groups()?;
         object.read_addrsig()?;
@@ -59,11 +59,13 @@ impl<'data> Object<'data> {
     }
 
     /// Reads the symbol table of type `sh_type` (`SHT_SYMTAB`; a linked
-    /// image without one has `SHT_DYNSYM`), if the file has one.
+    /// image without one has `SHT_DYNSYM`), if the file has one. In a
+    /// linked image (`values_are_addresses`) symbol values are addresses.
     pub(crate) fn read_symbols(
         &mut self,
         table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
         sh_type: elf::SectionType,
+        values_are_addresses: bool,
     ) -> Result<()> {
         let Some(symtab_index) = self.sections.iter().position(|s| s.sh_type == sh_type.0) else {
             return Ok(());
@@ -112,7 +114,12 @@ impl<'data> Object<'data> {
                 }
             };
             // A value in a section is an offset there; see MAX_PLACE_MAGNITUDE.
-            if matches!(place, SymbolPlace::Section(_)) && sym.st_value(LE) >= MAX_PLACE_MAGNITUDE {
+            // (In a linked image it is an address, which the image reader
+            // makes an offset and checks.)
+            if matches!(place, SymbolPlace::Section(_))
+                && sym.st_value(LE) >= MAX_PLACE_MAGNITUDE
+                && !values_are_addresses
+            {
                 return Err(located(format!(
                     "symbol {index} '{}': value {:#x} is no offset in a section \
                      ({MAX_PLACE_MAGNITUDE:#x} or more)",

@@ -91,6 +91,16 @@ impl<'data> Object<'data> {
             ));
         }
         let mut sections = read_sections(data, header, &table)?;
+        for (index, (section, header)) in sections.iter().zip(table.iter()).enumerate() {
+            if section.is_alloc() && header.sh_addr(LE).checked_add(section.size).is_none() {
+                return Err(Error::new(format!(
+                    "sh_addr {:#x} plus sh_size {:#x} runs past the end of the address space",
+                    header.sh_addr(LE),
+                    section.size
+                ))
+                .with_section(index as u32, section.name_lossy()));
+            }
+        }
         for section in sections.iter_mut().filter(|s| s.is_alloc()) {
             section.flags &= !(elf::SHF_MERGE.0 | elf::SHF_STRINGS.0 | elf::SHF_GROUP.0);
         }
@@ -105,7 +115,7 @@ impl<'data> Object<'data> {
         } else {
             elf::SHT_SYMTAB
         };
-        object.read_symbols(&table, symbol_table)?;
+        object.read_symbols(&table, symbol_table, true)?;
         if object.symbols.is_empty() {
             // Entry 0 is the null symbol, as in a symbol table.
             object.symbols.push(Symbol {
@@ -122,27 +132,35 @@ impl<'data> Object<'data> {
             places: Vec::new(),
             fdes: Vec::new(),
             function_starts: HashSet::default(),
+            named_starts: HashSet::default(),
+            taken: Vec::new(),
         };
         reader.places = reader.occupied_places();
         reader.fdes = reader.read_fdes()?;
         reader.place_symbols();
         reader.add_section_symbols();
-        let unnamed_functions = reader.add_unwound_functions()?;
+        let unnamed_functions = reader.add_unwound_functions();
+        reader.named_starts = reader.named_starts();
         let tables = reader.relocate_code();
         let pointers = reader.relocate_data(&table)?;
         reader.relocate_jump_tables(&tables);
+        let table_bases: HashSet<u64> = tables.iter().map(|t| t.base).collect();
         reader.relocate_eh_frame()?;
         let exports = dynamic_exports(data, &table)?;
         let Reader {
             kind,
             mut object,
             addresses,
+            mut taken,
             ..
         } = reader;
+        taken.sort_unstable();
+        taken.dedup();
         for section in &mut object.sections {
             section.relocs.sort_by_key(|r| r.offset);
             section.relocs.dedup_by_key(|r| r.offset);
         }
+        let joined = joined_ends(&object, &addresses, &table_bases);
         object.read_eh_frame()?;
         object.feature_1_and = object.read_feature_1_and();
         object.image = Some(Box::new(Image {
@@ -152,6 +170,8 @@ impl<'data> Object<'data> {
             stripped,
             unnamed_functions,
             addresses,
+            taken_addresses: taken,
+            joined,
         }));
         Ok(object)
     }
@@ -173,6 +193,11 @@ struct Reader<'data> {
     fdes: Vec<LinkedFde>,
     /// The address of every function's first byte.
     function_starts: HashSet<u64>,
+    /// The address of every named place's first byte (functions, named
+    /// data), filled once symbols are placed.
+    named_starts: HashSet<u64>,
+    /// See [`Image::taken_addresses`].
+    taken: Vec<u64>,
 }
 
 impl<'data> Reader<'data> {
@@ -270,16 +295,11 @@ impl<'data> Reader<'data> {
         })
     }
 
-    /// Without `.symtab`, the functions `.eh_frame` describes that no
-    /// symbol starts get an unnamed local function symbol each.
-    fn add_unwound_functions(&mut self) -> Result<usize> {
-        if self
-            .object
-            .symtab
-            .is_some_and(|index| self.object.sections[index.index()].sh_type == elf::SHT_SYMTAB.0)
-        {
-            return Ok(0);
-        }
+    /// The functions `.eh_frame` describes that no function symbol starts
+    /// (all of them without `.symtab`; with one, code a local symbol was
+    /// dropped from, `--discard-all`) get an unnamed local function
+    /// symbol each.
+    fn add_unwound_functions(&mut self) -> usize {
         let mut added = 0;
         for fde in &self.fdes {
             if self.function_starts.contains(&fde.function) {
@@ -297,7 +317,17 @@ impl<'data> Reader<'data> {
             self.function_starts.insert(fde.function);
             added += 1;
         }
-        Ok(added)
+        added
+    }
+
+    fn named_starts(&self) -> HashSet<u64> {
+        self.object
+            .symbols
+            .iter()
+            .filter(|s| !s.name.is_empty() || s.kind == SymbolKind::Func)
+            .filter(|s| s.kind != SymbolKind::Section && s.kind != SymbolKind::File)
+            .filter_map(|s| Some(self.addresses[s.section()?.index()].wrapping_add(s.value)))
+            .collect()
     }
 
     /// Relocations for every field of code that names a place outside its
@@ -313,11 +343,20 @@ impl<'data> Reader<'data> {
                 continue;
             };
             let base = self.addresses[piece.section.index()];
-            let (start, end) = (base + piece.start, base + piece.end);
+            let (start, end) = (base.wrapping_add(piece.start), base.wrapping_add(piece.end));
             found.clear();
             self.arch.linked_references(code, start, &mut found);
+            let covered = !piece.symbols.is_empty();
             for reference in &found {
-                if (start..end).contains(&reference.target) || !self.keeps(reference) {
+                if (start..end).contains(&reference.target) {
+                    continue;
+                }
+                let takes_address = reference.use_ != LinkedUse::Branch
+                    && self.named_starts.contains(&reference.target);
+                if takes_address && (!covered || reference.use_ == LinkedUse::Absolute) {
+                    self.taken.push(reference.target);
+                }
+                if !self.keeps(reference) {
                     continue;
                 }
                 if let Some(reloc) = self.reloc_to(
@@ -357,7 +396,7 @@ impl<'data> Reader<'data> {
                 .symbols
                 .iter()
                 .filter(|s| s.kind != SymbolKind::Section)
-                .filter_map(|s| Some(self.addresses[s.section()?.index()] + s.value)),
+                .filter_map(|s| Some(self.addresses[s.section()?.index()].wrapping_add(s.value))),
         );
         bounds.sort_unstable();
         bounds.dedup();
@@ -375,76 +414,88 @@ impl<'data> Reader<'data> {
             if data.is_executable() || data.sh_type == elf::SHT_NOBITS.0 {
                 continue;
             }
-            let Some((code, code_base)) = self
-                .section_at(table.function.start)
-                .map(|(index, offset)| (index, table.function.start - offset))
-            else {
-                continue;
-            };
             let next_bound = bounds
                 .get(bounds.partition_point(|&b| b <= table.base))
                 .map_or(u64::MAX, |&b| b - table.base);
+            // The table's piece runs to the next symbol or table: entries
+            // past the ones recognized are compared as bytes.
             let limit = (data.size - at).min(next_bound);
-            let (size, field_type) = match table.shape {
-                TableShape::Relative32 => (4, self.arch.pc_relative_data(4)),
-                TableShape::Absolute64 => (8, self.arch.absolute_data(8)),
+            let relative = matches!(table.shape, TableShape::Relative32 { .. });
+            let (size, field_type, bounded) = match table.shape {
+                TableShape::Relative32 { entries } => (4, self.arch.pc_relative_data(4), entries),
+                TableShape::Absolute64 { entries } => (8, self.arch.absolute_data(8), entries),
                 TableShape::InFunction {
                     entry_size,
                     entries,
                 } => {
                     // Distances inside the function: compared as bytes.
-                    let size = (u64::from(entry_size) * u64::from(entries)).min(limit);
+                    let size = entries.map_or(limit, |entries| {
+                        (u64::from(entry_size) * u64::from(entries)).min(limit)
+                    });
                     if size > 0 {
                         symbols.push(local_symbol(SymbolKind::Object, section, at, size));
                     }
                     continue;
                 }
             };
-            let (Some(r_type), Some(symbol)) = (field_type, self.section_symbols[code.index()])
-            else {
+            let Some(r_type) = field_type else {
                 continue;
             };
+            let first = data
+                .data
+                .get(at as usize..(at + size) as usize)
+                .map(|field| {
+                    if relative {
+                        table.base.wrapping_add(i64::from(i32::from_le_bytes([
+                            field[0], field[1], field[2], field[3],
+                        ])) as u64)
+                    } else {
+                        u64::from_le_bytes(field.try_into().unwrap_or([0; 8]))
+                    }
+                });
+            if !first.is_some_and(|target| table.function.contains(&target)) {
+                continue;
+            }
+            // With the bound the dispatch checks, exactly that many entries;
+            // without, as many as lead to code, the rest up to the next
+            // symbol or table compared as bytes.
+            let wanted = bounded.map(u64::from).filter(|&n| n * size <= limit);
             let mut entries = 0;
-            while (entries + 1) * size <= limit {
+            let mut table_relocs = Vec::new();
+            while (entries + 1) * size <= wanted.map_or(limit, |n| n * size) {
                 let place = at + entries * size;
                 let Some(field) = data.data.get(place as usize..(place + size) as usize) else {
                     break;
                 };
-                let target = if table.shape == TableShape::Relative32 {
+                let (target, bias) = if relative {
                     let distance = i32::from_le_bytes([field[0], field[1], field[2], field[3]]);
-                    table.base.wrapping_add(i64::from(distance) as u64)
+                    // `.long case - table`: the addend carries the entry's distance from the table.
+                    (
+                        table.base.wrapping_add(i64::from(distance) as u64),
+                        (entries * size) as i64,
+                    )
                 } else {
-                    u64::from_le_bytes(field.try_into().unwrap_or([0; 8]))
+                    (u64::from_le_bytes(field.try_into().unwrap_or([0; 8])), 0)
                 };
-                if !table.function.contains(&target) {
+                // Entries lead to code: the function's own, or its cold part.
+                let to_code = self
+                    .section_at(target)
+                    .is_some_and(|(code, _)| self.object.sections[code.index()].is_executable());
+                let Some(reloc) = to_code
+                    .then(|| self.reloc_to(place, r_type, target, bias))
+                    .flatten()
+                else {
                     break;
-                }
-                let addend = if table.shape == TableShape::Relative32 {
-                    target - code_base + entries * size
-                } else {
-                    target - code_base
                 };
-                relocs.push((
-                    section,
-                    Reloc {
-                        offset: place,
-                        r_type,
-                        symbol,
-                        addend: addend as i64,
-                        size: size as u8,
-                        pc_relative: table.shape == TableShape::Relative32,
-                    },
-                ));
+                table_relocs.push((section, reloc));
                 entries += 1;
             }
-            if entries > 0 {
-                symbols.push(local_symbol(
-                    SymbolKind::Object,
-                    section,
-                    at,
-                    entries * size,
-                ));
-            }
+            let extent = match wanted {
+                Some(n) if n == entries => n * size,
+                _ => limit,
+            };
+            relocs.extend(table_relocs);
+            symbols.push(local_symbol(SymbolKind::Object, section, at, extent));
         }
         self.object.symbols.extend(symbols);
         for (section, reloc) in relocs {
@@ -452,30 +503,40 @@ impl<'data> Reader<'data> {
         }
     }
 
-    /// Whether a reference found in code is taken for one: a possible
-    /// absolute address only in a non-PIE executable, and only when it is
-    /// a place in the image.
+    /// Whether a reference found in code becomes a relocation. A number
+    /// in an immediate or displacement may equal an address by chance, so
+    /// it stays compared by value (its address, when it is one, counts in
+    /// [`Image::taken_addresses`]), unless a jump table's dispatch shows
+    /// it is the table's address (a non-PIE executable).
     fn keeps(&self, reference: &LinkedReference) -> bool {
         reference.use_ != LinkedUse::Absolute
             || (self.kind == ImageKind::Executable
-                && reference.target != 0
+                && reference.table.is_some()
                 && self.section_at(reference.target).is_some())
     }
 
-    /// The pointers in data, from the best source the image has.
+    /// The pointers in data, from the best source the image has: for each
+    /// data section, the relocations `-q` kept for it; for a section
+    /// without any (what the linker made: the GOT), the dynamic
+    /// relocations of a PIE or shared library, else a scan.
     fn relocate_data(
         &mut self,
         table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
     ) -> Result<PointerSource> {
-        if self.relocate_data_from_kept(table)? {
-            return Ok(PointerSource::KeptRelocations);
+        let kept = self.relocate_data_from_kept(table)?;
+        let dynamic = self.kind != ImageKind::Executable || self.has_relative_relocations(table)?;
+        if dynamic {
+            self.relocate_data_from_dynamic(table, &kept)?;
+        } else {
+            self.relocate_data_by_scanning(&kept);
         }
-        if self.kind != ImageKind::Executable || self.has_relative_relocations(table)? {
-            self.relocate_data_from_dynamic(table)?;
-            return Ok(PointerSource::DynamicRelocations);
-        }
-        self.relocate_data_by_scanning();
-        Ok(PointerSource::ScannedWords)
+        Ok(if kept.iter().any(|&k| k) {
+            PointerSource::KeptRelocations
+        } else if dynamic {
+            PointerSource::DynamicRelocations
+        } else {
+            PointerSource::ScannedWords
+        })
     }
 
     /// Data sections whose pointers the reader records: allocated, not
@@ -488,13 +549,13 @@ impl<'data> Reader<'data> {
             && section.sh_type != elf::SHT_NOBITS.0
     }
 
-    /// The relocations `--emit-relocs` kept for allocated data: whether
-    /// there were any.
+    /// The relocations `--emit-relocs` kept for allocated data: which
+    /// sections had some, by index.
     fn relocate_data_from_kept(
         &mut self,
         table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
-    ) -> Result<bool> {
-        let mut any = false;
+    ) -> Result<Vec<bool>> {
+        let mut kept = vec![false; self.object.sections.len()];
         let symbol_count = self.object.symbols.len();
         for (index, header) in table.iter().enumerate() {
             if header.sh_type(LE) != elf::SHT_RELA || is_allocated(header) {
@@ -505,7 +566,7 @@ impl<'data> Reader<'data> {
             {
                 continue;
             }
-            any = true;
+            kept[target] = true;
             let base = self.addresses[target];
             let relocs = self.rela_entries(index, header)?;
             for rela in relocs {
@@ -529,7 +590,7 @@ impl<'data> Reader<'data> {
                 }
             }
         }
-        Ok(any)
+        Ok(kept)
     }
 
     fn has_relative_relocations(
@@ -537,6 +598,9 @@ impl<'data> Reader<'data> {
         table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
     ) -> Result<bool> {
         for (index, header) in table.iter().enumerate() {
+            if header.sh_type(LE) == elf::SHT_RELR && header.sh_size(LE) > 0 {
+                return Ok(true);
+            }
             if header.sh_type(LE) == elf::SHT_RELA
                 && is_allocated(header)
                 && self
@@ -556,23 +620,33 @@ impl<'data> Reader<'data> {
     fn relocate_data_from_dynamic(
         &mut self,
         table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+        kept: &[bool],
     ) -> Result<()> {
         let Some(absolute) = self.arch.absolute_data(8) else {
             return Ok(());
         };
         let mut imports: rustc_hash::FxHashMap<u32, SymbolIndex> = Default::default();
         for (index, header) in table.iter().enumerate() {
+            if header.sh_type(LE) == elf::SHT_RELR {
+                self.relocate_relr(index, header, kept, absolute)?;
+                continue;
+            }
             if header.sh_type(LE) != elf::SHT_RELA || !is_allocated(header) {
                 continue;
             }
             let dynsym = table
                 .symbols(LE, self.object.data, elf::SHT_DYNSYM)
-                .map_err(|e| Error::new(format!("bad dynamic symbol table: {e}")))?;
+                .map_err(|e| {
+                    self.object.section_error(
+                        SectionIndex(index as u32),
+                        format!("bad dynamic symbol table for these relocations: {e}"),
+                    )
+                })?;
             for rela in self.rela_entries(index, header)? {
                 let Some((section, offset)) = self.section_at(rela.r_offset) else {
                     continue;
                 };
-                if !self.is_pointer_data(section.index()) {
+                if !self.is_pointer_data(section.index()) || kept[section.index()] {
                     continue;
                 }
                 let reloc = match self.arch.dynamic_reloc(rela.r_type) {
@@ -624,15 +698,65 @@ impl<'data> Reader<'data> {
         Ok(())
     }
 
+    /// `SHT_RELR` (`-z pack-relative-relocs`): relative relocations as a
+    /// list of addresses and bitmaps, each word's addend the value in place.
+    fn relocate_relr(
+        &mut self,
+        index: usize,
+        header: &elf::SectionHeader64<LE>,
+        kept: &[bool],
+        absolute: u32,
+    ) -> Result<()> {
+        let entries: &[object::U64<LE>] =
+            header.data_as_array(LE, self.object.data).map_err(|_| {
+                self.object
+                    .section_error(SectionIndex(index as u32), "bad SHT_RELR section")
+            })?;
+        let mut places = Vec::new();
+        let mut next = 0u64;
+        for entry in entries.iter().map(|e| e.get(LE)) {
+            if entry & 1 == 0 {
+                places.push(entry);
+                next = entry.wrapping_add(8);
+            } else {
+                // Bit n (from 1) says the word n - 1 after `next` is relocated.
+                for bit in 1..64u64 {
+                    if entry >> bit & 1 != 0 {
+                        places.push(next.wrapping_add((bit - 1) * 8));
+                    }
+                }
+                next = next.wrapping_add(63 * 8);
+            }
+        }
+        for place in places {
+            let Some((section, offset)) = self.section_at(place) else {
+                continue;
+            };
+            if !self.is_pointer_data(section.index()) || kept[section.index()] {
+                continue;
+            }
+            let data = self.object.sections[section.index()].data;
+            let Some(word) = data.get(offset as usize..offset as usize + 8) else {
+                continue;
+            };
+            let value = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+            if let Some(reloc) = self.reloc_to(offset, absolute, value, 0) {
+                self.object.sections[section.index()].relocs.push(reloc);
+            }
+        }
+        Ok(())
+    }
+
     /// A non-PIE executable: every aligned 8-byte word of data whose value
-    /// is a function's first byte is taken for a pointer to it.
-    fn relocate_data_by_scanning(&mut self) {
+    /// is the first byte of a named place (a function, named data) is
+    /// taken for a pointer to it.
+    fn relocate_data_by_scanning(&mut self, kept: &[bool]) {
         let Some(absolute) = self.arch.absolute_data(8) else {
             return;
         };
         let mut relocs = Vec::new();
-        for index in 1..self.object.sections.len() {
-            if !self.is_pointer_data(index) {
+        for (index, &has_kept) in kept.iter().enumerate().skip(1) {
+            if !self.is_pointer_data(index) || has_kept {
                 continue;
             }
             let section = &self.object.sections[index];
@@ -644,7 +768,7 @@ impl<'data> Reader<'data> {
             };
             for (n, word) in words.chunks_exact(8).enumerate() {
                 let value = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-                if !self.function_starts.contains(&value) {
+                if !self.named_starts.contains(&value) {
                     continue;
                 }
                 let offset = (skip + n * 8) as u64;
@@ -728,7 +852,7 @@ impl<'data> Reader<'data> {
             if value == 0 {
                 continue;
             }
-            let target = (base + field).wrapping_add(value as u64);
+            let target = base.wrapping_add(field).wrapping_add(value as u64);
             if let Some(reloc) = self.reloc_to(field, r_type, target, 0) {
                 relocs.push(reloc);
             }
@@ -845,6 +969,49 @@ fn is_allocated(header: &elf::SectionHeader64<LE>) -> bool {
     header.sh_flags(LE).0 & elf::SHF_ALLOC.0 != 0
 }
 
+/// The ends of sized pieces of data that a relocation names exactly (see
+/// [`Image::joined`]), sorted. A jump table's start is no such end: its
+/// dispatch shows it is the table's; nor is a jump table's end.
+fn joined_ends(object: &Object<'_>, addresses: &[u64], table_bases: &HashSet<u64>) -> Vec<u64> {
+    let address_of =
+        |section: SectionIndex, offset: u64| addresses[section.index()].wrapping_add(offset);
+    let ends: HashSet<u64> = object
+        .symbols
+        .iter()
+        // Named data only: the unnamed pieces are the reader's jump
+        // tables, which code only indexes.
+        .filter(|s| s.size > 0 && s.kind != SymbolKind::Section && !s.name.is_empty())
+        .filter_map(|s| {
+            let section = s.section()?;
+            let data = object.section(section);
+            (data.is_alloc() && !data.is_executable())
+                .then(|| address_of(section, s.value.wrapping_add(s.size)))
+        })
+        .filter(|end| !table_bases.contains(end))
+        .collect();
+    let mut joined: Vec<u64> = Vec::new();
+    for (index, section) in object.sections.iter().enumerate() {
+        let from = SectionIndex(index as u32);
+        for reloc in &section.relocs {
+            let Some(target_section) = object.symbol(reloc.symbol).section() else {
+                continue;
+            };
+            let place = object
+                .symbol(reloc.symbol)
+                .value
+                .wrapping_add(reloc.addend as u64)
+                .wrapping_add(object.field_end(from, reloc) as u64);
+            let target = address_of(target_section, place);
+            if ends.contains(&target) {
+                joined.push(target);
+            }
+        }
+    }
+    joined.sort_unstable();
+    joined.dedup();
+    joined
+}
+
 /// A jump table the code of `function` indexes from `base`.
 struct JumpTable {
     base: u64,
@@ -899,8 +1066,9 @@ fn local_symbol<'data>(
     }
 }
 
-/// An executable with an interpreter or marked `DF_1_PIE` is
-/// position-independent; another `ET_DYN` is a shared library.
+/// An `ET_DYN` marked `DF_1_PIE`, or with an interpreter and no
+/// `DT_SONAME`, is a position-independent executable; another is a shared
+/// library.
 fn image_kind(
     header: &elf::FileHeader64<LE>,
     data: &[u8],
@@ -913,13 +1081,19 @@ fn image_kind(
         .program_headers(LE, data)
         .map_err(|e| Error::new(format!("bad program header table: {e}")).at_offset(0x20))?;
     let interpreted = segments.iter().any(|s| s.p_type(LE) == elf::PT_INTERP);
-    let marked_pie = table
+    let dynamic: Vec<&elf::Dyn64<LE>> = table
         .iter()
         .filter(|h| h.sh_type(LE) == elf::SHT_DYNAMIC)
         .filter_map(|h| h.data_as_array::<elf::Dyn64<LE>, _>(LE, data).ok())
         .flatten()
+        .collect();
+    let marked_pie = dynamic
+        .iter()
         .any(|d| d.d_tag(LE) == elf::DT_FLAGS_1 && d.d_val(LE) & elf::DF_1_PIE.0 != 0);
-    Ok(if interpreted || marked_pie {
+    // glibc's libc.so.6 has an interpreter too (it runs as a program), and
+    // a name to be loaded by.
+    let named = dynamic.iter().any(|d| d.d_tag(LE) == elf::DT_SONAME);
+    Ok(if marked_pie || (interpreted && !named) {
         ImageKind::PositionIndependentExecutable
     } else {
         ImageKind::SharedLibrary

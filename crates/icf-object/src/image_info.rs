@@ -42,6 +42,16 @@ pub struct Image<'data> {
     pub unnamed_functions: usize,
     /// The virtual address of each section, by [`SectionIndex`].
     pub addresses: Vec<u64>,
+    /// Addresses of named places (functions, named data) that code takes
+    /// where no relocation shows it, sorted: a non-PIE executable's
+    /// immediates equal to one (compared by value, since a number can
+    /// equal an address by chance), and what code no symbol covers refers
+    /// to (it is no candidate, so its references are not otherwise seen).
+    pub taken_addresses: Vec<u64>,
+    /// Where a sized piece of data ends and something refers to that very
+    /// address, sorted: the reference may mean one past the piece as well
+    /// as what follows it, so the two must not be split there.
+    pub joined: Vec<u64>,
 }
 
 impl Image<'_> {
@@ -50,5 +60,16 @@ impl Image<'_> {
         self.addresses
             .get(section.index())
             .map_or(offset, |base| base.wrapping_add(offset))
+    }
+
+    /// Whether code takes `address` where no relocation shows it (see
+    /// [`Image::taken_addresses`]).
+    pub fn is_taken(&self, address: u64) -> bool {
+        self.taken_addresses.binary_search(&address).is_ok()
+    }
+
+    /// Whether data must not be split at `address` (see [`Image::joined`]).
+    pub fn is_joined(&self, address: u64) -> bool {
+        self.joined.binary_search(&address).is_ok()
     }
 }

@@ -602,6 +602,10 @@ impl Analysis<'_, '_> {
                 format!("referenced from data in {section}")
             }
             Significance::Exported => "exported to the dynamic symbol table".to_string(),
+            Significance::TakenInImage => {
+                "its address is in code icf does not compare (an immediate, or code no symbol covers)"
+                    .to_string()
+            }
         }
     }
 }

@@ -228,17 +228,35 @@ pub(crate) fn collect_candidates(
             continue;
         }
         let splits = data_split_points(&object.elf);
+        // In a linked image, data between one symbol's end and the next
+        // symbol is alignment padding or what no symbol names (merged
+        // strings, anonymous constants): a place an address one past an
+        // array reaches, not a piece to fold.
+        let starts = object
+            .elf
+            .image
+            .is_some()
+            .then(|| piece_starts(&object.elf));
         for (section_index, section) in object.elf.sections.iter().enumerate() {
             let section_index = SectionIndex(section_index as u32);
             if !section.is_read_only_data() || !kept(ObjectId(index as u32), section_index) {
                 continue;
             }
             let mut points: Vec<u64> = splits.get(&section_index).cloned().unwrap_or_default();
+            if let Some(image) = &object.elf.image {
+                points.retain(|&point| !image.is_joined(image.address(section_index, point)));
+            }
             points.extend([0, section.size]);
             points.retain(|&p| p <= section.size);
             points.sort_unstable();
             points.dedup();
             for piece in points.windows(2) {
+                if starts
+                    .as_ref()
+                    .is_some_and(|starts| !starts.contains(&(section_index, piece[0])))
+                {
+                    continue;
+                }
                 candidates.push(CandidateInfo {
                     origin: Origin::Data,
                     object: ObjectId(index as u32),
@@ -258,6 +276,12 @@ pub(crate) fn collect_candidates(
 /// that data sharing one section (no `-fdata-sections`, one
 /// `.gcc_except_table` for all functions) still compares piece by piece.
 fn data_split_points(elf: &Object<'_>) -> HashMap<SectionIndex, Vec<u64>> {
+    data_places(elf, true)
+}
+
+/// Where symbols and LSDAs start, per section, and with `ends` where
+/// sized symbols end.
+fn data_places(elf: &Object<'_>, ends: bool) -> HashMap<SectionIndex, Vec<u64>> {
     let mut points: HashMap<SectionIndex, Vec<u64>> = HashMap::default();
     for symbol in &elf.symbols {
         if let Some(section) = symbol.section()
@@ -268,7 +292,7 @@ fn data_split_points(elf: &Object<'_>) -> HashMap<SectionIndex, Vec<u64>> {
         {
             let entry = points.entry(section).or_default();
             entry.push(symbol.value);
-            if symbol.size > 0 {
+            if ends && symbol.size > 0 {
                 entry.push(symbol.value.saturating_add(symbol.size));
             }
         }
@@ -286,6 +310,15 @@ fn data_split_points(elf: &Object<'_>) -> HashMap<SectionIndex, Vec<u64>> {
         }
     }
     points
+}
+
+/// Where a symbol or an LSDA starts, per section.
+fn piece_starts(elf: &Object<'_>) -> rustc_hash::FxHashSet<(SectionIndex, u64)> {
+    let mut starts = rustc_hash::FxHashSet::default();
+    for (section, points) in data_places(elf, false) {
+        starts.extend(points.into_iter().map(|point| (section, point)));
+    }
+    starts
 }
 
 /// Calls `f` with the start and the constant target (by content) of each

@@ -101,6 +101,10 @@ impl Narrower<'_, '_> {
                     // section of its own (see `icf_object::Image`): an
                     // address names the piece holding it.
                     Reach::Data if self.program.object(object).elf.image.is_some() => {
+                        // (One past the end of a piece is no ambiguity
+                        // left: the image reader joins a piece with what
+                        // follows where code refers to its end; see
+                        // `icf_object::Image::joined`.)
                         piece.filter(|piece| offset < piece.end)
                     }
                     Reach::Data => None,

@@ -43,6 +43,10 @@ pub enum Significance {
     /// Exported to the dynamic symbol table (`-shared`, `--export-dynamic`,
     /// a dynamic list or version script).
     Exported,
+    /// In a linked image, code takes its address where no relocation shows
+    /// it: an immediate of a non-PIE executable, or code no symbol covers
+    /// (see `icf_object::Image::taken_addresses`).
+    TakenInImage,
 }
 
 /// What address significance is decided from: the candidates and every
@@ -166,6 +170,12 @@ impl Uses<'_, '_, '_> {
                 Some(why.clone())
             } else if exported {
                 Some(Significance::Exported)
+            } else if elf
+                .image
+                .as_ref()
+                .is_some_and(|image| image.is_taken(image.address(info.section, info.start)))
+            {
+                Some(Significance::TakenInImage)
             } else {
                 None
             };

@@ -14,8 +14,11 @@
 //! computed from the bits they replace.
 //!
 //! A jump table is read by a register-offset load (`ldrb`, `ldrh`, `ldr w`)
-//! from a completed address, a few instructions after a `cmp w, #N` that
-//! bounds its index: N + 1 entries, each a distance inside the function.
+//! from a completed address, and a `br` follows within a few words (a load
+//! without one reads a lookup table); its entries are distances inside the
+//! function. Its size is N + 1 when a `cmp w, #N` bounded the very
+//! register that indexes it (directly or through `mov` copies, and not
+//! written since); otherwise it is unknown.
 
 use super::lift::{PcRelative, pc_relative};
 use crate::linked::{LinkedReference, LinkedUse, TableShape};
@@ -24,36 +27,76 @@ use object::elf;
 /// Registers x0..x30 (31 is the stack pointer or zero register).
 const REGISTERS: usize = 31;
 
-/// How many words before a table's load its bounding `cmp` may come.
-const BOUND_WINDOW: usize = 8;
+/// How many words after a table's load its `br` may come.
+const DISPATCH_WINDOW: usize = 4;
 
 pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
     // Per register, the page its `adrp` set and that `adrp`'s index in `out`.
     let mut pages: [Option<(u64, usize, bool)>; REGISTERS] = [None; REGISTERS];
     // Per register, the `add` (its index in `out`) that left a whole address there.
     let mut addresses: [Option<usize>; REGISTERS] = [None; REGISTERS];
-    // The last `cmp w, #N`: N and the word's index.
-    let mut bound: Option<(u32, usize)> = None;
+    // Per register, the N of the `cmp` that bounded it (and of the
+    // register it was copied from).
+    let mut bounds: [Option<u32>; REGISTERS] = [None; REGISTERS];
+    // The bounds a forward conditional branch carries to its target, where
+    // they hold on that edge (`cmp w0, #15; b.ls table`).
+    let mut carried: Vec<(u64, [Option<u32>; REGISTERS])> = Vec::new();
+    let mut previous_stops = false;
+    // A table load waiting for its `br`: the `add`'s index in `out`, entry
+    // size, entries, the load's word index.
+    let mut dispatch: Option<(usize, u8, Option<u32>, usize)> = None;
     for (index, chunk) in code.chunks_exact(4).enumerate() {
         let word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
         let offset = index as u64 * 4;
         let pc = address.wrapping_add(offset);
         let destination = (word & 0x1f) as usize;
-        if let Some(limit) = compare_immediate(word) {
-            bound = Some((limit, index));
+        // At a branch target, a bound holds if it holds on every edge seen
+        // (the fall-through's only when the word before does not stop).
+        for (_, arriving) in carried.iter().filter(|(target, _)| *target == pc) {
+            for (register, bound) in bounds.iter_mut().enumerate() {
+                *bound = if previous_stops {
+                    arriving[register]
+                } else {
+                    bound.filter(|&n| arriving[register] == Some(n))
+                };
+            }
+            previous_stops = false;
         }
-        if let Some((entry_size, base)) = table_load(word)
+        carried.retain(|(target, _)| *target != pc);
+        previous_stops = stops(word);
+        if let Some((entry_size, base, index_register)) = table_load(word)
             && let Some(add) = addresses.get(base).copied().flatten()
-            && let Some((limit, at)) = bound
-            && index - at <= BOUND_WINDOW
         {
-            out[add].table = Some(TableShape::InFunction {
-                entry_size,
-                entries: limit + 1,
-            });
+            let entries = bounds
+                .get(index_register)
+                .copied()
+                .flatten()
+                .map(|limit| limit + 1);
+            dispatch = Some((add, entry_size, entries, index));
         }
+        // A table's load is a dispatch only if an indirect branch (`br`)
+        // follows within a few words; otherwise it reads a lookup table,
+        // data like any other.
+        if let Some((add, entry_size, entries, at)) = dispatch {
+            if word & 0xffff_fc1f == 0xd61f_0000 {
+                out[add].table = Some(TableShape::InFunction {
+                    entry_size,
+                    entries,
+                });
+                dispatch = None;
+            } else if index - at >= DISPATCH_WINDOW {
+                dispatch = None;
+            }
+        }
+        let copied_bound = register_copy(word).and_then(|from| bounds.get(from).copied().flatten());
         if let Some(address) = addresses.get_mut(destination) {
             *address = None;
+        }
+        if let Some(bound) = bounds.get_mut(destination) {
+            *bound = copied_bound;
+        }
+        if let Some((register, limit)) = compare_immediate(word) {
+            bounds[register] = Some(limit);
         }
         if let Some((class, displacement, _)) = pc_relative(word) {
             let target = pc.wrapping_add(displacement as u64);
@@ -90,8 +133,12 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                 use_,
                 table: None,
             });
+            if class == PcRelative::Branch && target > pc {
+                carried.push((target, bounds));
+            }
             if class == PcRelative::Call {
                 forget_call_clobbered(&mut pages);
+                forget_call_clobbered(&mut bounds);
             } else if class != PcRelative::Jump && class != PcRelative::Branch {
                 forget(&mut pages, destination);
             }
@@ -123,6 +170,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
         if word & 0xfe00_0000 == 0xd600_0000 && (word >> 21) & 0xf == 1 {
             // `blr`
             forget_call_clobbered(&mut pages);
+            forget_call_clobbered(&mut bounds);
         } else {
             forget(&mut pages, destination);
         }
@@ -136,9 +184,9 @@ fn forget(pages: &mut [Option<(u64, usize, bool)>; REGISTERS], register: usize) 
 }
 
 /// x0..x18 and the link register x30 do not survive a call.
-fn forget_call_clobbered(pages: &mut [Option<(u64, usize, bool)>; REGISTERS]) {
+fn forget_call_clobbered<T>(known: &mut [Option<T>; REGISTERS]) {
     for register in (0..=18).chain([30]) {
-        pages[register] = None;
+        known[register] = None;
     }
 }
 
@@ -175,17 +223,37 @@ fn completion(word: u32) -> Option<(elf::RelocationType, usize, u64)> {
     None
 }
 
-/// `cmp w, #imm` (`subs wzr, w, #imm`, unshifted): the bound a table's
-/// dispatch checks.
-fn compare_immediate(word: u32) -> Option<u32> {
-    (word & 0xffc0_001f == 0x7100_001f).then_some((word >> 10) & 0xfff)
+/// `cmp w, #imm` or `cmp x, #imm` (`subs zr, r, #imm`, unshifted): the
+/// register compared and the bound a table's dispatch checks.
+fn compare_immediate(word: u32) -> Option<(usize, u32)> {
+    let register = ((word >> 5) & 0x1f) as usize;
+    (word & 0x7fc0_001f == 0x7100_001f && register < REGISTERS)
+        .then_some((register, (word >> 10) & 0xfff))
 }
 
-/// A load with a register offset (`ldrb`, `ldrh`, `ldr w`/`x`: size and
-/// base register), as a table dispatch reads its entry.
-fn table_load(word: u32) -> Option<(u8, usize)> {
+/// Whether control never goes on to the next word: `b`, `br`, `ret`.
+fn stops(word: u32) -> bool {
+    word & 0xfc00_0000 == 0x1400_0000
+        || (word & 0xfe00_0000 == 0xd600_0000 && (word >> 21) & 0xf != 1)
+}
+
+/// `mov wd, ws` / `mov xd, xs` (`orr d, zr, s`): the register copied.
+fn register_copy(word: u32) -> Option<usize> {
+    (word & 0x7fe0_ffe0 == 0x2a00_03e0).then_some(((word >> 16) & 0x1f) as usize)
+}
+
+/// A load with a register offset (`ldrb`, `ldrh`, `ldr w`/`x`), as a
+/// table dispatch reads its entry: entry size, base register, index
+/// register.
+fn table_load(word: u32) -> Option<(u8, usize, usize)> {
     let loads = word & 0x3fe0_0c00 == 0x3860_0800;
-    loads.then(|| (1u8 << (word >> 30), ((word >> 5) & 0x1f) as usize))
+    loads.then(|| {
+        (
+            1u8 << (word >> 30),
+            ((word >> 5) & 0x1f) as usize,
+            ((word >> 16) & 0x1f) as usize,
+        )
+    })
 }
 
 /// A store (unsigned offset, or any load/store-pair or register form is
@@ -247,7 +315,14 @@ mod tests {
         // cmp w0, #15; b.ls +8; adrp x3, +1 page; add x3, x3, #0xb54;
         // ldrb w3, [x3, w0, uxtw]
         let adrp = 0x9000_0000 | (1 << 29) | 3;
-        let words = [0x7100_3c1f, 0x5400_0049, adrp, 0x912d_5063, 0x3860_4863];
+        let words = [
+            0x7100_3c1f,
+            0x5400_0049,
+            adrp,
+            0x912d_5063,
+            0x3860_4863,
+            0xd61f_0060, // br x3
+        ];
         let found = refs(&words, 0x4000);
         let add = found
             .iter()
@@ -258,11 +333,74 @@ mod tests {
             add.table,
             Some(TableShape::InFunction {
                 entry_size: 1,
-                entries: 16
+                entries: Some(16)
             })
         );
-        // Without the bound there is no telling its size: no table.
+        // Without the bound there is no telling its size.
         let unbounded = refs(&words[2..], 0x4008);
-        assert!(unbounded.iter().all(|r| r.table.is_none()), "{unbounded:?}");
+        let add = unbounded
+            .iter()
+            .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
+            .expect("the add's reference");
+        assert_eq!(
+            add.table,
+            Some(TableShape::InFunction {
+                entry_size: 1,
+                entries: None
+            })
+        );
+    }
+
+    #[test]
+    fn a_compare_of_another_register_bounds_no_table() {
+        // cmp w1, #2; adrp x3, +1 page; add x3, x3, #0xb54;
+        // ldrb w3, [x3, w0, uxtw]: w1 is compared, w0 indexes.
+        let adrp = 0x9000_0000 | (1 << 29) | 3;
+        let found = refs(
+            &[0x7100_083f, adrp, 0x912d_5063, 0x3860_4863, 0xd61f_0060],
+            0x4000,
+        );
+        let add = found
+            .iter()
+            .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
+            .expect("the add's reference");
+        assert_eq!(
+            add.table,
+            Some(TableShape::InFunction {
+                entry_size: 1,
+                entries: None
+            })
+        );
+        // mov w8, w0 after cmp w0, #15 carries the bound to w8.
+        let found = refs(
+            &[
+                0x7100_3c1f,
+                0x2a00_03e8,
+                adrp,
+                0x912d_5063,
+                0x3868_6863,
+                0xd61f_0060,
+            ],
+            0x4000,
+        );
+        let add = found
+            .iter()
+            .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
+            .expect("the add's reference");
+        assert_eq!(
+            add.table,
+            Some(TableShape::InFunction {
+                entry_size: 1,
+                entries: Some(16)
+            })
+        );
+    }
+
+    #[test]
+    fn a_load_no_branch_follows_reads_a_lookup_table() {
+        // adrp x1, +1 page; add x1, x1, #0xb54; ldr w0, [x1, w0, sxtw #2]; ret
+        let adrp = 0x9000_0000 | (1 << 29) | 1;
+        let found = refs(&[adrp, 0x912d_5021, 0xb860_d820, 0xd65f_03c0], 0x4000);
+        assert!(found.iter().all(|r| r.table.is_none()), "{found:?}");
     }
 }

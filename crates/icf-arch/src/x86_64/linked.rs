@@ -6,8 +6,9 @@
 //! position-independent code `lea T(%rip), %r` followed (within a few
 //! instructions) by `movslq (%r,%idx,4), ...`, whose entries are distances
 //! from `T`; in a non-PIE executable a load or jump from `T(,%idx,8)`,
-//! whose entries are addresses. Which entries belong to the table is the
-//! image reader's business (they must land in the function).
+//! whose entries are addresses. The table's size is N + 1 when a
+//! `cmp $N` bounded the register that indexes it (directly or through
+//! register copies, and not written since); otherwise it is unknown.
 
 use crate::linked::{LinkedReference, LinkedUse, TableShape};
 use iced_x86::{Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
@@ -22,6 +23,8 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
     // The last RIP-relative `lea`s: destination register, index in `out`,
     // instruction count when seen.
     let mut leas: Vec<(Register, usize, usize)> = Vec::new();
+    // Registers (full width) a `cmp $N` bounded, with N.
+    let mut bounds: Vec<(Register, u32)> = Vec::new();
     let mut count = 0usize;
     while decoder.can_decode() {
         decoder.decode_out(&mut instr);
@@ -31,8 +34,11 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
         count += 1;
         leas.retain(|&(_, _, seen)| count - seen <= DISPATCH_WINDOW);
         if let Some(table) = relative_table_base(&instr, &leas) {
-            out[table].table = Some(TableShape::Relative32);
+            out[table].table = Some(TableShape::Relative32 {
+                entries: bound_of(&bounds, instr.memory_index()),
+            });
         }
+        track_bounds(&instr, &mut bounds);
         let offsets = decoder.get_constant_offsets(&instr);
         let start = instr.ip() - address;
         let end = instr.next_ip();
@@ -71,7 +77,9 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                 let mut reference =
                     absolute(field, elf::R_X86_64_32S.0, instr.memory_displacement64());
                 if instr.memory_base() == Register::None && instr.memory_index_scale() == 8 {
-                    reference.table = Some(TableShape::Absolute64);
+                    reference.table = Some(TableShape::Absolute64 {
+                        entries: bound_of(&bounds, instr.memory_index()),
+                    });
                 }
                 out.push(reference);
             }
@@ -101,6 +109,60 @@ fn absolute(offset: u64, r_type: u32, value: u64) -> LinkedReference {
         bias: 0,
         use_: LinkedUse::Absolute,
         table: None,
+    }
+}
+
+/// How many entries the bound on `index` allows, if one does.
+fn bound_of(bounds: &[(Register, u32)], index: Register) -> Option<u32> {
+    let index = index.full_register();
+    bounds
+        .iter()
+        .find(|&&(register, _)| register == index)
+        .and_then(|&(_, limit)| limit.checked_add(1))
+}
+
+/// Follows what `cmp $N, %r` says of `%r` through copies (`mov %r, %s`),
+/// and forgets it where `%r` is written otherwise. Only the first operand
+/// counts as written: an instruction writing elsewhere (`xchg`, `div`)
+/// keeps a stale bound, which at worst sizes a table wrongly; the image
+/// reader then checks every entry leads to code.
+fn track_bounds(instr: &Instruction, bounds: &mut Vec<(Register, u32)>) {
+    let register = |i: u32| instr.op_register(i).full_register();
+    match instr.mnemonic() {
+        Mnemonic::Cmp
+            if instr.op0_kind() == OpKind::Register
+                && matches!(
+                    instr.op1_kind(),
+                    OpKind::Immediate8to32
+                        | OpKind::Immediate32
+                        | OpKind::Immediate8to64
+                        | OpKind::Immediate32to64
+                        | OpKind::Immediate8
+                ) =>
+        {
+            let limit = instr.immediate(1);
+            let target = register(0);
+            bounds.retain(|&(r, _)| r != target);
+            if let Ok(limit) = u32::try_from(limit) {
+                bounds.push((target, limit));
+            }
+        }
+        Mnemonic::Cmp | Mnemonic::Test => {}
+        Mnemonic::Mov
+            if instr.op0_kind() == OpKind::Register && instr.op1_kind() == OpKind::Register =>
+        {
+            let (to, from) = (register(0), register(1));
+            let carried = bounds.iter().find(|&&(r, _)| r == from).map(|&(_, n)| n);
+            bounds.retain(|&(r, _)| r != to);
+            if let Some(limit) = carried {
+                bounds.push((to, limit));
+            }
+        }
+        _ if instr.op0_kind() == OpKind::Register => {
+            let written = register(0);
+            bounds.retain(|&(r, _)| r != written);
+        }
+        _ => {}
     }
 }
 
@@ -175,7 +237,10 @@ mod tests {
         let found = refs(&code, 0x1000);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].target, 0x1107);
-        assert_eq!(found[0].table, Some(TableShape::Relative32));
+        assert_eq!(
+            found[0].table,
+            Some(TableShape::Relative32 { entries: None })
+        );
         // The same lea loaded from, not indexed, is no table.
         let plain = refs(&code[..7], 0x1000);
         assert_eq!(plain[0].table, None);
@@ -188,6 +253,31 @@ mod tests {
         let found = refs(&code, 0x1000);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].target, 0x40_2000);
-        assert_eq!(found[0].table, Some(TableShape::Absolute64));
+        assert_eq!(
+            found[0].table,
+            Some(TableShape::Absolute64 { entries: None })
+        );
+    }
+
+    #[test]
+    fn a_compare_of_the_index_register_sizes_the_table() {
+        // cmp $0xf, %edi; ja +0; mov %edi, %eax; lea 0x100(%rip), %rcx;
+        // movslq (%rcx,%rax,4), %rax
+        let code = [
+            0x83, 0xff, 0x0f, // cmp $0xf,%edi
+            0x77, 0x00, // ja
+            0x89, 0xf8, // mov %edi,%eax
+            0x48, 0x8d, 0x0d, 0x00, 0x01, 0x00, 0x00, // lea 0x100(%rip),%rcx
+            0x48, 0x63, 0x04, 0x81, // movslq (%rcx,%rax,4),%rax
+        ];
+        let found = refs(&code, 0x1000);
+        let table = found.iter().find_map(|r| r.table);
+        assert_eq!(table, Some(TableShape::Relative32 { entries: Some(16) }));
+        // The same, bounding another register: unknown size.
+        let mut other = code;
+        other[1] = 0xfe; // cmp $0xf,%esi
+        let found = refs(&other, 0x1000);
+        let table = found.iter().find_map(|r| r.table);
+        assert_eq!(table, Some(TableShape::Relative32 { entries: None }));
     }
 }
