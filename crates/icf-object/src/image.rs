@@ -21,33 +21,39 @@
 //!   names an address outside the piece becomes the relocation an
 //!   assembler writes there (a call, a RIP-relative operand, an `adrp`
 //!   with its completion). A branch inside the piece stays unrelocated,
-//!   as in an object: it is one of the function's blocks. In a non-PIE
-//!   executable an immediate or displacement whose value is a place in the
-//!   image is taken for an address (an absolute relocation): comparing by
-//!   value or by place is the same comparison, and a function's address
-//!   in an immediate is then seen to be taken.
+//!   as in an object: it is one of the function's blocks. An immediate or
+//!   displacement of a non-PIE executable stays compared by value (a
+//!   number may equal an address by chance); when it equals a named
+//!   place, that place counts as taken ([`Image::taken_addresses`]), as
+//!   does what code no symbol covers refers to.
 //! - **Data**: which pointers data holds comes from the relocations
 //!   `--emit-relocs` kept ([`PointerSource::KeptRelocations`]); else, in
 //!   a PIE or shared library, from the dynamic relocations
 //!   ([`PointerSource::DynamicRelocations`]: `R_*_RELATIVE` names a place,
-//!   `R_*_64`/`R_*_GLOB_DAT` a symbol); else (a non-PIE executable) from
-//!   every aligned word of data whose value is a function's address
-//!   ([`PointerSource::ScannedWords`]), which errs toward more addresses
-//!   taken, never fewer.
+//!   `R_*_64`/`R_*_GLOB_DAT` a symbol; RELR too); else (a non-PIE
+//!   executable) from every aligned word of data whose value is the start
+//!   of a function or named data ([`PointerSource::ScannedWords`]). The
+//!   choice is per section: with `-q`, what the linker made (the GOT) has
+//!   no kept relocations and falls back to the others. The scan misses
+//!   unaligned pointers and literal pools in code.
 //! - **Unwind**: each FDE's function and LSDA fields get relocations, so
 //!   `.eh_frame` links functions to their unwind entries and exception
 //!   tables as in an object; so do the PC-relative entries of each LSDA's
 //!   type table ([`crate::lsda`]), which name the types a function catches
 //!   by their distance from the entry.
-//!
 //! - **Jump tables** are found from the dispatch that reads them
 //!   ([`icf_arch::TableShape`]); each becomes a piece of read-only data of
-//!   its own (an unnamed symbol over its entries), and an entry that holds
-//!   a distance from the table or an address gets the relocation an
+//!   its own (an unnamed symbol over it), and an entry that holds a
+//!   distance from the table or an address gets the relocation an
 //!   assembler writes for it, so a table compares by what it jumps to, as
-//!   in an object. Entries are those from the table's start that land in
-//!   the function, up to the next symbol or table.
-//! - **Padding**: bytes of code no symbol covers are no candidate.
+//!   in an object. The entries are exactly those the dispatch's bound
+//!   allows; without one the piece runs to the next symbol or table and
+//!   what is past the entries that lead to code compares as bytes.
+//! - **Ends of arrays**: where a relocation names the exact end of a named
+//!   piece of data, it may mean one past it as well as what follows, so
+//!   the two stay one piece ([`Image::joined`]).
+//! - **Padding**: bytes of code no symbol covers are no candidate, nor is
+//!   data no symbol starts.
 //!
 //! Main assumption: a function's code is decoded linearly from its first
 //! byte. A table whose dispatch is not recognized stays inside whatever
