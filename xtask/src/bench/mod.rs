@@ -48,8 +48,9 @@
 //! --mode` report in front of the same linker, same run, with the report's
 //! wall time and peak RSS (`--no-cache`, once per round, the fastest
 //! counting). An estimate above the actual saving means folds the link
-//! would not make; one below is expected where functions have jump tables
-//! (`crates/icf-object/src/image.rs`).
+//! would not make; one below is expected where a binary cannot say what
+//! the objects did (`crates/icf-object/src/image.rs`: unrecognized jump
+//! tables, constants around an array's end, `.llvm_addrsig`).
 //!
 //! The *I/O floor* (`floor.rs`) is not a link: reading every input of the
 //! link once (each argument of the recorded command that names a file, but

@@ -210,8 +210,9 @@ fn estimate_ratio_notes(corpus: &str, estimates: &[Estimate]) -> Vec<Note> {
                 corpus: corpus.to_owned(),
                 name: "icf report estimate ÷ icf link saving",
                 detail: format!(
-                    "plain {} binary: {} (below 100% where functions have jump tables: \
-                     their copies compare unequal in a linked binary)",
+                    "plain {} binary: {} (below 100% where a binary cannot say what the \
+                     objects did: unrecognized jump tables, constants around an array's \
+                     end, clang's address-significance table)",
                     linker.name(),
                     ratios.join(", ")
                 ),
