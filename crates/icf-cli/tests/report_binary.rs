@@ -1002,6 +1002,29 @@ fn one_past_an_array_is_no_address_of_what_follows() {
     }
 }
 
+#[test]
+fn an_equality_test_before_a_switch_does_not_size_its_table() {
+    // F and G differ only in entries 5 and 6 of their tables; F tests
+    // `x == 1` before the dispatch, which is no bound on x.
+    let build = Build {
+        function_sections: true,
+        extra_flags: vec!["-fPIE".to_string()],
+        ..Build::new(Compiler::Gcc)
+    };
+    let sources = ["report/equality_switch.s", "report/equality_switch_main.c"];
+    for (name, flags) in [
+        ("equality-switch-pie", &["-pie"][..]),
+        ("equality-switch-no-pie", &["-no-pie"][..]),
+    ] {
+        let report = safe_report_of(&build, &sources, flags, name);
+        let folded = report.classes.iter().any(|class| {
+            let names: Vec<&str> = class.members.iter().map(|m| m.symbol.as_str()).collect();
+            names.contains(&"F") && names.contains(&"G")
+        });
+        assert!(!folded, "{name}: F and G fold although F(5) != G(5)");
+    }
+}
+
 /// A PIE of `c/identical.c` (gcc, x86-64) copied to `name` in a scratch
 /// directory of its own, with the object it was linked from.
 fn scratch_pie(name: &str) -> (PathBuf, PathBuf) {

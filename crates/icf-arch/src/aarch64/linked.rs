@@ -16,9 +16,12 @@
 //! A jump table is read by a register-offset load (`ldrb`, `ldrh`, `ldr w`)
 //! from a completed address, and a `br` follows within a few words (a load
 //! without one reads a lookup table); its entries are distances inside the
-//! function. Its size is N + 1 when a `cmp w, #N` bounded the very
-//! register that indexes it (directly or through `mov` copies, and not
-//! written since); otherwise it is unknown.
+//! function. Its size comes from a range check on the very register that
+//! indexes it: `cmp w, #N` then `b.hi`/`b.hs` (in range on the
+//! fall-through) or `b.ls`/`b.lo` (on the taken edge), carried through
+//! `mov` copies and forgotten where the register is written, at calls, and
+//! where paths join unless every edge into the join carries it; otherwise
+//! the size is unknown.
 
 use super::lift::{PcRelative, pc_relative};
 use crate::linked::{LinkedReference, LinkedUse, TableShape};
@@ -35,13 +38,15 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
     let mut pages: [Option<(u64, usize, bool)>; REGISTERS] = [None; REGISTERS];
     // Per register, the `add` (its index in `out`) that left a whole address there.
     let mut addresses: [Option<usize>; REGISTERS] = [None; REGISTERS];
-    // Per register, the N of the `cmp` that bounded it (and of the
-    // register it was copied from).
+    // Per register, how many entries a range check allows it to index
+    // (`cmp w0, #15` then `b.hi`: 16 on the fall-through).
     let mut bounds: [Option<u32>; REGISTERS] = [None; REGISTERS];
-    // The bounds a forward conditional branch carries to its target, where
-    // they hold on that edge (`cmp w0, #15; b.ls table`).
+    // What forward branches carry to their targets.
     let mut carried: Vec<(u64, [Option<u32>; REGISTERS])> = Vec::new();
+    let targets = branch_targets(code, address);
     let mut previous_stops = false;
+    // The `cmp w, #N` just decoded: register and N.
+    let mut compared: Option<(usize, u32)> = None;
     // A table load waiting for its `br`: the `add`'s index in `out`, entry
     // size, entries, the load's word index.
     let mut dispatch: Option<(usize, u8, Option<u32>, usize)> = None;
@@ -50,28 +55,38 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
         let offset = index as u64 * 4;
         let pc = address.wrapping_add(offset);
         let destination = (word & 0x1f) as usize;
-        // At a branch target, a bound holds if it holds on every edge seen
-        // (the fall-through's only when the word before does not stop).
-        for (_, arriving) in carried.iter().filter(|(target, _)| *target == pc) {
-            for (register, bound) in bounds.iter_mut().enumerate() {
-                *bound = if previous_stops {
-                    arriving[register]
-                } else {
-                    bound.filter(|&n| arriving[register] == Some(n))
-                };
+        // Where paths join, a bound holds if every edge into the join
+        // carries it: all of them forward (a backward one is not seen yet),
+        // the fall-through counting unless the word before stops.
+        if let Some(&(_, backward)) = targets.iter().find(|(target, _)| *target == pc) {
+            let mut edges: Vec<[Option<u32>; REGISTERS]> = carried
+                .iter()
+                .filter(|(target, _)| *target == pc)
+                .map(|(_, arriving)| *arriving)
+                .collect();
+            if !previous_stops {
+                edges.push(bounds);
             }
-            previous_stops = false;
+            bounds = match edges.split_first() {
+                Some((first, rest)) if !backward => {
+                    let mut joined = *first;
+                    for (register, bound) in joined.iter_mut().enumerate() {
+                        if rest.iter().any(|edge| edge[register] != *bound) {
+                            *bound = None;
+                        }
+                    }
+                    joined
+                }
+                _ => [None; REGISTERS],
+            };
+            carried.retain(|(target, _)| *target != pc);
         }
-        carried.retain(|(target, _)| *target != pc);
         previous_stops = stops(word);
+        let range_check = compared.take();
         if let Some((entry_size, base, index_register)) = table_load(word)
             && let Some(add) = addresses.get(base).copied().flatten()
         {
-            let entries = bounds
-                .get(index_register)
-                .copied()
-                .flatten()
-                .map(|limit| limit + 1);
+            let entries = bounds.get(index_register).copied().flatten();
             dispatch = Some((add, entry_size, entries, index));
         }
         // A table's load is a dispatch only if an indirect branch (`br`)
@@ -95,9 +110,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
         if let Some(bound) = bounds.get_mut(destination) {
             *bound = copied_bound;
         }
-        if let Some((register, limit)) = compare_immediate(word) {
-            bounds[register] = Some(limit);
-        }
+        compared = compare_immediate(word);
         if let Some((class, displacement, _)) = pc_relative(word) {
             let target = pc.wrapping_add(displacement as u64);
             let (r_type, use_) = match class {
@@ -133,8 +146,30 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                 use_,
                 table: None,
             });
-            if class == PcRelative::Branch && target > pc {
-                carried.push((target, bounds));
+            if matches!(class, PcRelative::Branch | PcRelative::Jump) {
+                // `b.hi`/`b.hs` after `cmp r, #N`: r is in range on the
+                // fall-through; `b.ls`/`b.lo`: on the taken edge.
+                let (taken, falls) = match (range_check, word & 0xff00_0010, word & 0xf) {
+                    (Some((r, n)), 0x5400_0000, condition) => {
+                        let with = |entries: u32| {
+                            let mut bounded = bounds;
+                            bounded[r] = Some(entries);
+                            bounded
+                        };
+                        match condition {
+                            0x8 => (bounds, with(n + 1)),
+                            0x2 => (bounds, with(n)),
+                            0x9 => (with(n + 1), bounds),
+                            0x3 => (with(n), bounds),
+                            _ => (bounds, bounds),
+                        }
+                    }
+                    _ => (bounds, bounds),
+                };
+                if target > pc {
+                    carried.push((target, taken));
+                }
+                bounds = falls;
             }
             if class == PcRelative::Call {
                 forget_call_clobbered(&mut pages);
@@ -221,6 +256,33 @@ fn completion(word: u32) -> Option<(elf::RelocationType, usize, u64)> {
         return Some((r_type, base, imm12 << scale));
     }
     None
+}
+
+/// The targets of the branches in `code` (at `address`) that land in it,
+/// and whether a backward branch reaches each.
+fn branch_targets(code: &[u8], address: u64) -> Vec<(u64, bool)> {
+    let end = address.wrapping_add(code.len() as u64);
+    let mut targets: Vec<(u64, bool)> = Vec::new();
+    for (index, chunk) in code.chunks_exact(4).enumerate() {
+        let word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        let pc = address.wrapping_add(index as u64 * 4);
+        let Some((class, displacement, _)) = pc_relative(word) else {
+            continue;
+        };
+        if !matches!(class, PcRelative::Branch | PcRelative::Jump) {
+            continue;
+        }
+        let target = pc.wrapping_add(displacement as u64);
+        if !(address..end).contains(&target) {
+            continue;
+        }
+        let backward = target <= pc;
+        match targets.iter_mut().find(|(t, _)| *t == target) {
+            Some((_, back)) => *back |= backward,
+            None => targets.push((target, backward)),
+        }
+    }
+    targets
 }
 
 /// `cmp w, #imm` or `cmp x, #imm` (`subs zr, r, #imm`, unshifted): the
@@ -312,12 +374,13 @@ mod tests {
 
     #[test]
     fn a_bounded_register_offset_load_reads_a_table() {
-        // cmp w0, #15; b.ls +8; adrp x3, +1 page; add x3, x3, #0xb54;
-        // ldrb w3, [x3, w0, uxtw]
+        // cmp w0, #15; b.ls L; ret; L: adrp x3, +1 page; add x3, x3, #0xb54;
+        // ldrb w3, [x3, w0, uxtw]; br x3
         let adrp = 0x9000_0000 | (1 << 29) | 3;
         let words = [
             0x7100_3c1f,
-            0x5400_0049,
+            0x5400_0049, // b.ls +8
+            0xd65f_03c0, // ret
             adrp,
             0x912d_5063,
             0x3860_4863,
@@ -337,7 +400,7 @@ mod tests {
             })
         );
         // Without the bound there is no telling its size.
-        let unbounded = refs(&words[2..], 0x4008);
+        let unbounded = refs(&words[3..], 0x400c);
         let add = unbounded
             .iter()
             .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
@@ -371,10 +434,11 @@ mod tests {
                 entries: None
             })
         );
-        // mov w8, w0 after cmp w0, #15 carries the bound to w8.
+        // mov w8, w0 after cmp w0, #15; b.hi carries the bound to w8.
         let found = refs(
             &[
                 0x7100_3c1f,
+                0x5400_0208, // b.hi past the code
                 0x2a00_03e8,
                 adrp,
                 0x912d_5063,
@@ -402,5 +466,28 @@ mod tests {
         let adrp = 0x9000_0000 | (1 << 29) | 1;
         let found = refs(&[adrp, 0x912d_5021, 0xb860_d820, 0xd65f_03c0], 0x4000);
         assert!(found.iter().all(|r| r.table.is_none()), "{found:?}");
+    }
+
+    #[test]
+    fn an_equality_test_bounds_no_table() {
+        // cmp w0, #1; b.ne (past the code); ...: w0 == 1 says nothing of a range.
+        let adrp = 0x9000_0000 | (1 << 29) | 3;
+        let words = [
+            0x7100_041f,
+            0x5400_0201, // b.ne
+            adrp,
+            0x912d_5063,
+            0x3860_4863,
+            0xd61f_0060,
+        ];
+        let found = refs(&words, 0x4000);
+        assert!(
+            found.iter().any(|r| r.table
+                == Some(TableShape::InFunction {
+                    entry_size: 1,
+                    entries: None
+                })),
+            "{found:?}"
+        );
     }
 }

@@ -6,12 +6,12 @@
 //! position-independent code `lea T(%rip), %r` followed (within a few
 //! instructions) by `movslq (%r,%idx,4), ...`, whose entries are distances
 //! from `T`; in a non-PIE executable a load or jump from `T(,%idx,8)`,
-//! whose entries are addresses. The table's size is N + 1 when a
-//! `cmp $N` bounded the register that indexes it (directly or through
-//! register copies, and not written since); otherwise it is unknown.
+//! whose entries are addresses. The table's size comes from a range check
+//! on the register that indexes it (`cmp $N` then `ja`, see
+//! [`RangeChecks`]); otherwise it is unknown.
 
 use crate::linked::{LinkedReference, LinkedUse, TableShape};
-use iced_x86::{Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register};
 use object::elf;
 
 /// How many instructions after its `lea` a table's `movslq` may come.
@@ -23,8 +23,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
     // The last RIP-relative `lea`s: destination register, index in `out`,
     // instruction count when seen.
     let mut leas: Vec<(Register, usize, usize)> = Vec::new();
-    // Registers (full width) a `cmp $N` bounded, with N.
-    let mut bounds: Vec<(Register, u32)> = Vec::new();
+    let mut checks = RangeChecks::new(code, address);
     let mut count = 0usize;
     while decoder.can_decode() {
         decoder.decode_out(&mut instr);
@@ -32,13 +31,19 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             continue;
         }
         count += 1;
+        checks.arrive(instr.ip());
         leas.retain(|&(_, _, seen)| count - seen <= DISPATCH_WINDOW);
         if let Some(table) = relative_table_base(&instr, &leas) {
             out[table].table = Some(TableShape::Relative32 {
-                entries: bound_of(&bounds, instr.memory_index()),
+                entries: checks.entries(instr.memory_index()),
             });
         }
-        track_bounds(&instr, &mut bounds);
+        let absolute_table = instr.op_count() > 0
+            && (0..instr.op_count()).any(|i| instr.op_kind(i) == OpKind::Memory)
+            && instr.memory_base() == Register::None
+            && instr.memory_index_scale() == 8;
+        let absolute_entries = absolute_table.then(|| checks.entries(instr.memory_index()));
+        checks.leave(&instr);
         let offsets = decoder.get_constant_offsets(&instr);
         let start = instr.ip() - address;
         let end = instr.next_ip();
@@ -76,10 +81,8 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                 // `mov table(,%rax,8), %rdx`: maybe a sign-extended absolute address.
                 let mut reference =
                     absolute(field, elf::R_X86_64_32S.0, instr.memory_displacement64());
-                if instr.memory_base() == Register::None && instr.memory_index_scale() == 8 {
-                    reference.table = Some(TableShape::Absolute64 {
-                        entries: bound_of(&bounds, instr.memory_index()),
-                    });
+                if let Some(entries) = absolute_entries {
+                    reference.table = Some(TableShape::Absolute64 { entries });
                 }
                 out.push(reference);
             }
@@ -112,57 +115,198 @@ fn absolute(offset: u64, r_type: u32, value: u64) -> LinkedReference {
     }
 }
 
-/// How many entries the bound on `index` allows, if one does.
-fn bound_of(bounds: &[(Register, u32)], index: Register) -> Option<u32> {
-    let index = index.full_register();
-    bounds
-        .iter()
-        .find(|&&(register, _)| register == index)
-        .and_then(|&(_, limit)| limit.checked_add(1))
+/// Which registers a range check bounds, at each instruction of a linear
+/// decode: the bound `cmp $N, %r` puts on `%r` holds past a `ja`/`jae`
+/// (the fall-through) or at the target of a `jbe`/`jb`, and through
+/// register copies; it is forgotten where `%r` is written, at a call for
+/// the registers a call clobbers, and where paths join, unless every edge
+/// into the join (all of them forward, so all seen) carries it.
+struct RangeChecks {
+    /// Registers (full width) bounded here, with the number of entries.
+    bounds: Vec<(Register, u32)>,
+    /// The `cmp $N, %r` just decoded.
+    compared: Option<(Register, u64)>,
+    /// What forward branches carry to their targets.
+    carried: Vec<(u64, Vec<(Register, u32)>)>,
+    /// Branch targets inside the code, and whether a backward branch
+    /// reaches them (then nothing is known there).
+    targets: Vec<(u64, bool)>,
+    /// The last instruction does not go on to the next.
+    stopped: bool,
 }
 
-/// Follows what `cmp $N, %r` says of `%r` through copies (`mov %r, %s`),
-/// and forgets it where `%r` is written otherwise. Only the first operand
-/// counts as written: an instruction writing elsewhere (`xchg`, `div`)
-/// keeps a stale bound, which at worst sizes a table wrongly; the image
-/// reader then checks every entry leads to code.
-fn track_bounds(instr: &Instruction, bounds: &mut Vec<(Register, u32)>) {
-    let register = |i: u32| instr.op_register(i).full_register();
-    match instr.mnemonic() {
-        Mnemonic::Cmp
-            if instr.op0_kind() == OpKind::Register
-                && matches!(
-                    instr.op1_kind(),
-                    OpKind::Immediate8to32
-                        | OpKind::Immediate32
-                        | OpKind::Immediate8to64
-                        | OpKind::Immediate32to64
-                        | OpKind::Immediate8
-                ) =>
-        {
-            let limit = instr.immediate(1);
-            let target = register(0);
-            bounds.retain(|&(r, _)| r != target);
-            if let Ok(limit) = u32::try_from(limit) {
-                bounds.push((target, limit));
+impl RangeChecks {
+    fn new(code: &[u8], address: u64) -> RangeChecks {
+        let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+        let mut instr = Instruction::default();
+        let mut targets: Vec<(u64, bool)> = Vec::new();
+        while decoder.can_decode() {
+            decoder.decode_out(&mut instr);
+            if matches!(instr.op0_kind(), OpKind::NearBranch64) && instr.op_count() == 1 {
+                let target = instr.near_branch_target();
+                let backward = target <= instr.ip();
+                match targets.iter_mut().find(|(t, _)| *t == target) {
+                    Some((_, back)) => *back |= backward,
+                    None => targets.push((target, backward)),
+                }
             }
         }
-        Mnemonic::Cmp | Mnemonic::Test => {}
-        Mnemonic::Mov
-            if instr.op0_kind() == OpKind::Register && instr.op1_kind() == OpKind::Register =>
-        {
-            let (to, from) = (register(0), register(1));
-            let carried = bounds.iter().find(|&&(r, _)| r == from).map(|&(_, n)| n);
-            bounds.retain(|&(r, _)| r != to);
-            if let Some(limit) = carried {
-                bounds.push((to, limit));
+        RangeChecks {
+            bounds: Vec::new(),
+            compared: None,
+            carried: Vec::new(),
+            targets,
+            stopped: false,
+        }
+    }
+
+    /// Before the instruction at `ip`: where paths join, keep only what
+    /// every edge into it carries.
+    fn arrive(&mut self, ip: u64) {
+        let Some(&(_, backward)) = self.targets.iter().find(|(t, _)| *t == ip) else {
+            return;
+        };
+        let mut edges: Vec<Vec<(Register, u32)>> = self
+            .carried
+            .iter()
+            .filter(|(target, _)| *target == ip)
+            .map(|(_, bounds)| bounds.clone())
+            .collect();
+        self.carried.retain(|(target, _)| *target != ip);
+        if !self.stopped {
+            edges.push(std::mem::take(&mut self.bounds));
+        }
+        self.bounds = match edges.split_first() {
+            Some((first, rest)) if !backward => first
+                .iter()
+                .copied()
+                .filter(|bound| rest.iter().all(|edge| edge.contains(bound)))
+                .collect(),
+            _ => Vec::new(),
+        };
+    }
+
+    /// How many entries a table indexed by `index` has, if a range check
+    /// says.
+    fn entries(&self, index: Register) -> Option<u32> {
+        let index = index.full_register();
+        self.bounds
+            .iter()
+            .find(|&&(register, _)| register == index)
+            .map(|&(_, entries)| entries)
+    }
+
+    fn forget(&mut self, register: Register) {
+        let register = register.full_register();
+        self.bounds.retain(|&(r, _)| r != register);
+    }
+
+    /// After `instr`.
+    fn leave(&mut self, instr: &Instruction) {
+        let compared = self.compared.take();
+        self.stopped = false;
+        let register = |i: u32| instr.op_register(i).full_register();
+        match instr.mnemonic() {
+            Mnemonic::Cmp
+                if instr.op0_kind() == OpKind::Register
+                    && matches!(
+                        instr.op1_kind(),
+                        OpKind::Immediate8to32
+                            | OpKind::Immediate32
+                            | OpKind::Immediate8to64
+                            | OpKind::Immediate32to64
+                            | OpKind::Immediate8
+                    ) =>
+            {
+                self.compared = Some((register(0), instr.immediate(1)));
             }
+            Mnemonic::Cmp | Mnemonic::Test => {}
+            Mnemonic::Ja | Mnemonic::Jae | Mnemonic::Jbe | Mnemonic::Jb
+                if instr.op0_kind() == OpKind::NearBranch64 =>
+            {
+                // `ja`/`jbe`: at most N; `jae`/`jb`: below N.
+                let bounded = compared.and_then(|(r, n)| {
+                    let entries = match instr.mnemonic() {
+                        Mnemonic::Ja | Mnemonic::Jbe => n.checked_add(1)?,
+                        _ => n,
+                    };
+                    Some((r, u32::try_from(entries).ok()?))
+                });
+                let with = |mut bounds: Vec<(Register, u32)>| {
+                    if let Some((r, entries)) = bounded {
+                        bounds.retain(|&(b, _)| b != r);
+                        bounds.push((r, entries));
+                    }
+                    bounds
+                };
+                let (taken, falls) = match instr.mnemonic() {
+                    Mnemonic::Ja | Mnemonic::Jae => {
+                        (self.bounds.clone(), with(self.bounds.clone()))
+                    }
+                    _ => (with(self.bounds.clone()), self.bounds.clone()),
+                };
+                self.carry(instr.near_branch_target(), instr.ip(), taken);
+                self.bounds = falls;
+            }
+            _ if matches!(instr.op0_kind(), OpKind::NearBranch64) => {
+                let target = instr.near_branch_target();
+                self.carry(target, instr.ip(), self.bounds.clone());
+                if instr.flow_control() == FlowControl::UnconditionalBranch {
+                    self.stopped = true;
+                }
+                if instr.flow_control() == FlowControl::Call {
+                    self.forget_call_clobbered();
+                }
+            }
+            _ if matches!(
+                instr.flow_control(),
+                FlowControl::Return | FlowControl::IndirectBranch | FlowControl::Exception
+            ) =>
+            {
+                self.stopped = true;
+            }
+            _ if matches!(
+                instr.flow_control(),
+                FlowControl::IndirectCall | FlowControl::Call
+            ) =>
+            {
+                self.forget_call_clobbered();
+            }
+            Mnemonic::Mov
+                if instr.op0_kind() == OpKind::Register && instr.op1_kind() == OpKind::Register =>
+            {
+                let carried = self.entries(instr.op1_register());
+                self.forget(instr.op0_register());
+                if let Some(entries) = carried {
+                    self.bounds.push((register(0), entries));
+                }
+            }
+            _ if instr.op0_kind() == OpKind::Register => self.forget(instr.op0_register()),
+            _ => {}
         }
-        _ if instr.op0_kind() == OpKind::Register => {
-            let written = register(0);
-            bounds.retain(|&(r, _)| r != written);
+    }
+
+    fn carry(&mut self, target: u64, from: u64, bounds: Vec<(Register, u32)>) {
+        if target > from {
+            self.carried.push((target, bounds));
         }
-        _ => {}
+    }
+
+    /// The System V ABI's caller-saved registers do not survive a call.
+    fn forget_call_clobbered(&mut self) {
+        for register in [
+            Register::RAX,
+            Register::RCX,
+            Register::RDX,
+            Register::RSI,
+            Register::RDI,
+            Register::R8,
+            Register::R9,
+            Register::R10,
+            Register::R11,
+        ] {
+            self.forget(register);
+        }
     }
 }
 
@@ -261,11 +405,11 @@ mod tests {
 
     #[test]
     fn a_compare_of_the_index_register_sizes_the_table() {
-        // cmp $0xf, %edi; ja +0; mov %edi, %eax; lea 0x100(%rip), %rcx;
-        // movslq (%rcx,%rax,4), %rax
+        // cmp $0xf, %edi; ja (past the code); mov %edi, %eax;
+        // lea 0x100(%rip), %rcx; movslq (%rcx,%rax,4), %rax
         let code = [
             0x83, 0xff, 0x0f, // cmp $0xf,%edi
-            0x77, 0x00, // ja
+            0x77, 0x20, // ja
             0x89, 0xf8, // mov %edi,%eax
             0x48, 0x8d, 0x0d, 0x00, 0x01, 0x00, 0x00, // lea 0x100(%rip),%rcx
             0x48, 0x63, 0x04, 0x81, // movslq (%rcx,%rax,4),%rax
@@ -277,6 +421,36 @@ mod tests {
         let mut other = code;
         other[1] = 0xfe; // cmp $0xf,%esi
         let found = refs(&other, 0x1000);
+        let table = found.iter().find_map(|r| r.table);
+        assert_eq!(table, Some(TableShape::Relative32 { entries: None }));
+    }
+
+    #[test]
+    fn only_a_range_check_bounds_a_table() {
+        // cmp $1, %eax; jne L; test %esi,%esi; jne (past); L: lea T(%rip), %rdx;
+        // movslq (%rdx,%rax,4), %rax: an equality test bounds nothing.
+        let code = [
+            0x83, 0xf8, 0x01, // cmp $1,%eax
+            0x75, 0x04, // jne L
+            0x85, 0xf6, // test %esi,%esi
+            0x75, 0x40, // jne past the code
+            0x48, 0x8d, 0x15, 0x00, 0x01, 0x00, 0x00, // L: lea 0x100(%rip),%rdx
+            0x48, 0x63, 0x04, 0x82, // movslq (%rdx,%rax,4),%rax
+        ];
+        let found = refs(&code, 0x1000);
+        let table = found.iter().find_map(|r| r.table);
+        assert_eq!(table, Some(TableShape::Relative32 { entries: None }));
+        // A bound on one path into a join, not on the other, is no bound:
+        // cmp $0xf,%eax; ja L; xor %eax,%eax... here `jbe L` carries it, the
+        // fall-through (unbounded, since `jbe` bounds the taken edge) joins.
+        let code = [
+            0x83, 0xf8, 0x0f, // cmp $0xf,%eax
+            0x76, 0x02, // jbe L (bounded there)
+            0xff, 0xc0, // inc %eax (falls into L unbounded)
+            0x48, 0x8d, 0x15, 0x00, 0x01, 0x00, 0x00, // L: lea 0x100(%rip),%rdx
+            0x48, 0x63, 0x04, 0x82, // movslq (%rdx,%rax,4),%rax
+        ];
+        let found = refs(&code, 0x1000);
         let table = found.iter().find_map(|r| r.table);
         assert_eq!(table, Some(TableShape::Relative32 { entries: None }));
     }
