@@ -939,6 +939,14 @@ fn safe_report_of(build: &Build, sources: &[&str], flags: &[&str], name: &str) -
     report("safe", &[], &[&binary], &binary.display().to_string())
 }
 
+/// Whether `first` and `second` are in one class of `report`.
+fn folds_together(report: &Report, first: &str, second: &str) -> bool {
+    report.classes.iter().any(|class| {
+        let names: Vec<&str> = class.members.iter().map(|m| m.symbol.as_str()).collect();
+        names.contains(&first) && names.contains(&second)
+    })
+}
+
 /// Panics when `second` is an alias in the same class as `first`: their
 /// addresses are compared, so one of them must keep its own.
 fn assert_kept_apart(report: &Report, first: &str, second: &str, context: &str) {
@@ -994,11 +1002,10 @@ fn one_past_an_array_is_no_address_of_what_follows() {
         };
         let name = format!("one-past-end{pie}");
         let report = safe_report_of(&build, &["report/one_past_end.c"], flags, &name);
-        let folded = report.classes.iter().any(|class| {
-            let names: Vec<&str> = class.members.iter().map(|m| m.symbol.as_str()).collect();
-            names.contains(&"end_of_first") && names.contains(&"end_of_second")
-        });
-        assert!(!folded, "{name}: end_of_first and end_of_second fold");
+        assert!(
+            !folds_together(&report, "end_of_first", "end_of_second"),
+            "{name}: end_of_first and end_of_second fold"
+        );
     }
 }
 
@@ -1017,11 +1024,10 @@ fn an_equality_test_before_a_switch_does_not_size_its_table() {
         ("equality-switch-no-pie", &["-no-pie"][..]),
     ] {
         let report = safe_report_of(&build, &sources, flags, name);
-        let folded = report.classes.iter().any(|class| {
-            let names: Vec<&str> = class.members.iter().map(|m| m.symbol.as_str()).collect();
-            names.contains(&"F") && names.contains(&"G")
-        });
-        assert!(!folded, "{name}: F and G fold although F(5) != G(5)");
+        assert!(
+            !folds_together(&report, "F", "G"),
+            "{name}: F and G fold although F(5) != G(5)"
+        );
     }
 }
 

@@ -328,6 +328,15 @@ fn is_store(word: u32) -> bool {
 mod tests {
     use super::*;
 
+    /// The table the `add` completing an `adrp` was found to address.
+    fn table_of_add(found: &[LinkedReference]) -> Option<TableShape> {
+        found
+            .iter()
+            .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
+            .expect("the add's reference")
+            .table
+    }
+
     fn refs(words: &[u32], address: u64) -> Vec<LinkedReference> {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let mut out = Vec::new();
@@ -401,12 +410,8 @@ mod tests {
         );
         // Without the bound there is no telling its size.
         let unbounded = refs(&words[3..], 0x400c);
-        let add = unbounded
-            .iter()
-            .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
-            .expect("the add's reference");
         assert_eq!(
-            add.table,
+            table_of_add(&unbounded),
             Some(TableShape::InFunction {
                 entry_size: 1,
                 entries: None
@@ -423,12 +428,8 @@ mod tests {
             &[0x7100_083f, adrp, 0x912d_5063, 0x3860_4863, 0xd61f_0060],
             0x4000,
         );
-        let add = found
-            .iter()
-            .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
-            .expect("the add's reference");
         assert_eq!(
-            add.table,
+            table_of_add(&found),
             Some(TableShape::InFunction {
                 entry_size: 1,
                 entries: None
@@ -447,12 +448,8 @@ mod tests {
             ],
             0x4000,
         );
-        let add = found
-            .iter()
-            .find(|r| r.r_type == elf::R_AARCH64_ADD_ABS_LO12_NC.0)
-            .expect("the add's reference");
         assert_eq!(
-            add.table,
+            table_of_add(&found),
             Some(TableShape::InFunction {
                 entry_size: 1,
                 entries: Some(16)
