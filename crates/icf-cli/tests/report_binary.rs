@@ -202,6 +202,17 @@ struct Report {
 }
 
 impl Report {
+    /// Members named by their address (`sub_ADDR`): functions no symbol
+    /// names.
+    fn unnamed_members(&self) -> Vec<&str> {
+        self.classes
+            .iter()
+            .flat_map(|class| &class.members)
+            .map(|member| member.symbol.as_str())
+            .filter(|symbol| symbol.starts_with("sub_"))
+            .collect()
+    }
+
     fn parse(stdout: &[u8], context: &str) -> Report {
         let json: Value = serde_json::from_slice(stdout)
             .unwrap_or_else(|e| panic!("{context}: the report is not JSON: {e}"));
@@ -692,13 +703,7 @@ fn check_combination(
         if flavour != Flavour::StrippedPie {
             // With `.symtab`, every function has a name: bytes no symbol
             // covers are padding, and never a candidate.
-            let unnamed: Vec<&str> = binary_report
-                .classes
-                .iter()
-                .flat_map(|class| &class.members)
-                .map(|member| member.symbol.as_str())
-                .filter(|symbol| symbol.starts_with("sub_"))
-                .collect();
+            let unnamed = binary_report.unnamed_members();
             if !unnamed.is_empty() {
                 failures.push(format!("{context}: unnamed members {unnamed:?}"));
             }
@@ -915,13 +920,7 @@ fn code_no_symbol_covers_is_no_candidate() {
     );
     let context = binary.display().to_string();
     let report = report("all", &[], &[&binary], &context);
-    let unnamed: Vec<&str> = report
-        .classes
-        .iter()
-        .flat_map(|class| &class.members)
-        .map(|member| member.symbol.as_str())
-        .filter(|symbol| symbol.starts_with("sub_"))
-        .collect();
+    let unnamed = report.unnamed_members();
     assert!(unnamed.is_empty(), "{context}: unnamed members {unnamed:?}");
 }
 
