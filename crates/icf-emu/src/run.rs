@@ -463,7 +463,9 @@ fn run_entry(
 
     let timeout = u64::try_from(limits.timeout.as_micros()).unwrap_or(u64::MAX);
     let count = usize::try_from(limits.max_instructions).unwrap_or(usize::MAX);
+    let clock = std::time::Instant::now();
     let started = emu.emu_start(entry, SENTINEL, timeout, count);
+    let elapsed = clock.elapsed();
     let pc = emu.pc_read().unwrap_or(0);
     let process = emu.get_data_mut();
     if let Some(error) = process.error.take() {
@@ -489,13 +491,20 @@ fn run_entry(
     if pc == SENTINEL {
         return Ok(None);
     }
-    Err(Error::Limit {
-        pc: Some(pc),
-        what: format!(
-            "not finished after {} instructions or {:?}",
-            limits.max_instructions, limits.timeout
-        ),
-    })
+    // Which limit stopped it tells a loop (always the instruction count)
+    // from a starved machine (the clock).
+    let what = if elapsed >= limits.timeout {
+        format!(
+            "not finished after {:?} (the wall-clock limit; {} instructions allowed)",
+            elapsed, limits.max_instructions
+        )
+    } else {
+        format!(
+            "not finished after {} instructions (the instruction limit, reached in {:?})",
+            limits.max_instructions, elapsed
+        )
+    };
+    Err(Error::Limit { pc: Some(pc), what })
 }
 
 /// What an error from `uc_emu_start` without a recorded bad access means.
