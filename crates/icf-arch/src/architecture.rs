@@ -3,6 +3,7 @@
 //! architecture, in `x86_64/` and `aarch64/`.
 
 use crate::linked::{DynamicReloc, LinkedReference};
+use crate::relocate::KeptReloc;
 use crate::macho_reloc::{CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix};
 use crate::reloc::RelocInfo;
 use icf_ir::print::Syntax;
@@ -58,6 +59,18 @@ pub trait Architecture: Sync {
     /// that an assembler would have written as relocations (see
     /// [`crate::linked`]).
     fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>);
+    /// What a relocation of type `r_type` that a link kept
+    /// (`--emit-relocs`) says about its field (see [`crate::relocate`]).
+    fn kept_reloc(&self, r_type: u32) -> KeptReloc;
+    /// Writes into `field` (the bytes at `place`, the instruction word on
+    /// AArch64) what a linker writes for relocation `r_type` when `S + A`
+    /// is `value`, or says why it cannot (the value does not fit, the type
+    /// is not one icf writes).
+    fn write_reloc(&self, r_type: u32, field: &mut [u8], place: u64, value: u64)
+    -> Result<(), String>;
+    /// Whether `bytes` are only the padding an assembler or linker puts
+    /// between functions (`nop`s, traps, zeros).
+    fn is_padding(&self, bytes: &[u8]) -> bool;
     /// Names of opcodes, registers and relocation kinds, for printing.
     fn syntax(&self) -> &'static dyn Syntax;
 }

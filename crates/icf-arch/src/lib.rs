@@ -30,6 +30,7 @@ mod linked;
 mod macho_reloc;
 mod opaque;
 mod reloc;
+mod relocate;
 mod x86_64;
 
 pub use aarch64::Aarch64;
@@ -42,6 +43,7 @@ pub use macho_reloc::{
 };
 pub use opaque::{OpaqueField, opaque_run};
 pub use reloc::RelocInfo;
+pub use relocate::KeptReloc;
 pub use x86_64::X86_64;
 
 use icf_ir::print::Syntax;

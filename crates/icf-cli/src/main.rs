@@ -139,6 +139,22 @@ enum Command {
         inputs: Vec<PathBuf>,
     },
     /// Prove that FOLDED (linked with folding) does what PLAIN (linked without) does, or print the first difference.
+    /// Fold the identical functions of a linked executable or shared
+    /// library kept with `-Wl,-q` (`--emit-relocs`), and compact its code:
+    /// OUT is smaller on disk and behaves as IN does.
+    Shrink {
+        /// `safe` keeps significant addresses unique (thunks); `all` folds everything identical.
+        #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
+        mode: ModeArg,
+        /// Never fold this symbol (mangled or demangled name); repeatable.
+        #[arg(long = "keep-unique", value_name = "SYMBOL")]
+        keep_unique: Vec<String>,
+        /// The image to shrink (never modified).
+        input: PathBuf,
+        /// Where to write the shrunk image (atomically).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     Verify {
         /// `safe`: observed function addresses must stay distinct; `all`: only data addresses must.
         #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
@@ -357,6 +373,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         // Handled in main: it exits with the linker's status.
         Command::Link { .. } => Ok(()),
+        Command::Shrink {
+            mode,
+            keep_unique,
+            input,
+            output,
+        } => {
+            let options = icf_shrink::ShrinkOptions {
+                mode: match mode {
+                    ModeArg::Safe => icf::Mode::Safe,
+                    ModeArg::All => icf::Mode::All,
+                },
+                keep_unique,
+            };
+            let shrunk = icf_shrink::shrink(&input, &output, &options)?;
+            if let Some(note) = shrunk.emptied_note() {
+                eprintln!("icf: warning: {note}");
+            }
+            write_stdout(&format!("{}\n", shrunk.summary(&input)))
+        }
         Command::Verify {
             mode,
             assume_odr,
@@ -451,6 +486,7 @@ fn plan_options(fold: &FoldArgs) -> icf::PlanOptions {
         },
         keep_unique: fold.keep_unique.clone(),
         ignore_data_address_equality: fold.ignore_data_address_equality,
+        only_code_in: None,
         cache: fold.cache().resolve(None),
     }
 }

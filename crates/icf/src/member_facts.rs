@@ -339,6 +339,17 @@ impl<'data> Analysis<'_, 'data> {
                 return Some(KeepReason::Ineligible("an ifunc resolver".to_string()));
             }
         }
+        if let Some(only) = &self.options.only_code_in {
+            let outside = match info.origin {
+                Origin::Function(_) => elf.sections[info.section.index()].name != only.as_bytes(),
+                Origin::Data => self.owner[candidate.index()].is_none(),
+            };
+            if outside {
+                return Some(KeepReason::Ineligible(format!(
+                    "only the functions of {only} and their jump tables fold here"
+                )));
+            }
+        }
         section_ineligibility(elf, info.section, info.start, info.end).map(KeepReason::Ineligible)
     }
 

@@ -81,6 +81,11 @@ pub struct PlanOptions {
     /// address is significant (lld's `--ignore-data-address-equality`);
     /// otherwise data keeps its address in every mode.
     pub ignore_data_address_equality: bool,
+    /// Fold only the functions of the section of this name and the jump
+    /// tables only they use (`icf shrink`: it removes code from an image's
+    /// `.text` and moves nothing else, so a fold anywhere else could not
+    /// happen, and a fold that relies on one must not be planned).
+    pub only_code_in: Option<String>,
     /// Where comparator keys are kept between runs (see [`CacheChoice`]);
     /// `None` lifts every object.
     pub cache: Option<CacheSettings>,

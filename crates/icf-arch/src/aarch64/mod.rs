@@ -6,6 +6,7 @@ mod elf_reloc;
 mod lift;
 mod linked;
 mod macho_reloc;
+mod relocate;
 
 use crate::architecture::{Architecture, Thunk};
 use crate::linked::{DynamicReloc, LinkedReference};
@@ -145,6 +146,24 @@ impl Architecture for Aarch64 {
 
     fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
         linked::references(code, address, out);
+    }
+
+    fn kept_reloc(&self, r_type: u32) -> crate::relocate::KeptReloc {
+        relocate::kept(r_type)
+    }
+
+    fn write_reloc(
+        &self,
+        r_type: u32,
+        field: &mut [u8],
+        place: u64,
+        value: u64,
+    ) -> Result<(), String> {
+        relocate::write(r_type, field, place, value)
+    }
+
+    fn is_padding(&self, bytes: &[u8]) -> bool {
+        relocate::is_padding(bytes)
     }
 
     fn syntax(&self) -> &'static dyn Syntax {

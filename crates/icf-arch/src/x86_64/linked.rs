@@ -62,6 +62,22 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             });
             continue;
         }
+        // A short branch out of the decoded code (a tail call to the
+        // function the assembler placed next): a field a linker never
+        // wrote, but one that names another place all the same.
+        let leaves = |target: u64| target < address || target - address >= code.len() as u64;
+        if is_branch && offsets.immediate_size() == 1 && leaves(instr.near_branch_target()) {
+            let field = start + offsets.immediate_offset() as u64;
+            out.push(LinkedReference {
+                offset: field,
+                r_type: elf::R_X86_64_PC8.0,
+                target: instr.near_branch_target(),
+                bias: bias(field),
+                use_: LinkedUse::Branch,
+                table: None,
+            });
+            continue;
+        }
         if offsets.displacement_size() == 4 {
             let field = start + offsets.displacement_offset() as u64;
             if instr.is_ip_rel_memory_operand() {
@@ -358,7 +374,18 @@ mod tests {
     }
 
     #[test]
-    fn short_branches_are_not_fields_a_relocation_can_name() {
+    fn a_short_branch_out_of_the_code_names_its_target() {
+        // jmp .+0x12 (rel8, past the end): a tail call to the next function
+        let found = refs(&[0xeb, 0x10], 0x1000);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].r_type, elf::R_X86_64_PC8.0);
+        assert_eq!(found[0].target, 0x1012);
+        assert_eq!(found[0].bias, -1);
+        assert_eq!(found[0].use_, LinkedUse::Branch);
+    }
+
+    #[test]
+    fn short_branches_inside_the_code_are_not_fields_a_relocation_can_name() {
         // jmp .+2 (rel8), mov $0x401000, %edi
         let code = [0xeb, 0x00, 0xbf, 0x00, 0x10, 0x40, 0x00];
         let found = refs(&code, 0x1000);

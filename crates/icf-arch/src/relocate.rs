@@ -1,0 +1,64 @@
+//! Moving linked code: what a relocation an image kept (`--emit-relocs`)
+//! says about its field, and writing a field again as a linker would.
+//!
+//! `icf shrink` moves functions inside a linked image. Every field that
+//! names an address (a branch, a PC-relative operand, a pointer in data)
+//! must then be written again for the new place and the new target. The
+//! fields themselves are found by decoding (`crate::linked`) and by the
+//! relocations the link kept; this module says what each kept relocation
+//! type means ([`KeptReloc`]) and writes a field of a given type with a
+//! given `S + A` at a given place (`Architecture::write_reloc`), checking
+//! that the value fits.
+
+/// What a relocation type kept in a linked image says about its field.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum KeptReloc {
+    /// The field holds `S + A` whole, `size` bytes: an absolute address.
+    Address { size: u8 },
+    /// The field counts from its own place (a branch, a PC-relative operand
+    /// or pointer, a GOT entry's distance). In code, decoding finds it.
+    PcRelative,
+    /// A PC-relative GOT load the linker may have relaxed into an
+    /// immediate holding the symbol's address (x86-64 `GOTPCRELX`:
+    /// `mov foo@GOTPCREL(%rip), %reg` becomes `mov $foo, %reg` in a
+    /// non-PIE executable).
+    RelaxableGotLoad,
+    /// The low 12 bits of an address an AArch64 `adrp` completes (`add`,
+    /// load or store): decoding pairs it with its `adrp`.
+    Low12,
+    /// Anything else: thread-local offsets, GOT-relative offsets, sizes,
+    /// markers, `movw` pieces. Its field does not change when code moves
+    /// unless what it names moves, which the caller refuses.
+    Other,
+}
+
+/// Bits `low..low + width` of `word` replaced by `value`.
+pub(crate) fn with_bits(word: u32, low: u32, width: u32, value: u32) -> u32 {
+    let mask = ((1u64 << width) - 1) as u32;
+    (word & !(mask << low)) | ((value & mask) << low)
+}
+
+/// Whether `value` fits a signed field of `bits` bits.
+pub(crate) fn fits_signed(value: i64, bits: u32) -> bool {
+    let limit = 1i64 << (bits - 1);
+    (-limit..limit).contains(&value)
+}
+
+/// Writes `value` as a little-endian field of `size` bytes at the start of
+/// `field`, signed or not, or says why it does not fit.
+pub(crate) fn write_data(field: &mut [u8], size: usize, value: i64, signed: bool) -> Result<(), String> {
+    let fits = match (size, signed) {
+        (8, _) => true,
+        (_, true) => fits_signed(value, 8 * size as u32),
+        (_, false) => (0..1i64 << (8 * size)).contains(&value),
+    };
+    if !fits {
+        return Err(format!("{value:#x} does not fit {size} bytes"));
+    }
+    let bytes = value.to_le_bytes();
+    let Some(place) = field.get_mut(..size) else {
+        return Err(format!("the field needs {size} bytes"));
+    };
+    place.copy_from_slice(&bytes[..size]);
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! x86-64: what kept relocations say (see `crate::relocate`), writing a
+//! field again, and the padding between functions.
+
+use crate::relocate::{KeptReloc, write_data};
+use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+use object::elf;
+
+pub(super) fn kept(r_type: u32) -> KeptReloc {
+    match elf::RelocationType(r_type) {
+        elf::R_X86_64_64 => KeptReloc::Address { size: 8 },
+        elf::R_X86_64_32 | elf::R_X86_64_32S => KeptReloc::Address { size: 4 },
+        elf::R_X86_64_16 => KeptReloc::Address { size: 2 },
+        elf::R_X86_64_8 => KeptReloc::Address { size: 1 },
+        elf::R_X86_64_PC8
+        | elf::R_X86_64_PC16
+        | elf::R_X86_64_PC32
+        | elf::R_X86_64_PLT32
+        | elf::R_X86_64_PC64
+        | elf::R_X86_64_GOTPCREL
+        | elf::R_X86_64_GOTPC32
+        | elf::R_X86_64_GOTPC64
+        | elf::R_X86_64_GOTPCREL64 => KeptReloc::PcRelative,
+        elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX | elf::R_X86_64_CODE_4_GOTPCRELX => {
+            KeptReloc::RelaxableGotLoad
+        }
+        _ => KeptReloc::Other,
+    }
+}
+
+pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Result<(), String> {
+    let delta = value.wrapping_sub(place) as i64;
+    match elf::RelocationType(r_type) {
+        elf::R_X86_64_64 => write_data(field, 8, value as i64, true),
+        elf::R_X86_64_32 => write_data(field, 4, value as i64, false),
+        elf::R_X86_64_32S => write_data(field, 4, value as i64, true),
+        elf::R_X86_64_PC64 => write_data(field, 8, delta, true),
+        elf::R_X86_64_PC8 => write_data(field, 1, delta, true),
+        elf::R_X86_64_PC16 => write_data(field, 2, delta, true),
+        elf::R_X86_64_PC32
+        | elf::R_X86_64_PLT32
+        | elf::R_X86_64_GOTPCREL
+        | elf::R_X86_64_GOTPCRELX
+        | elf::R_X86_64_REX_GOTPCRELX
+        | elf::R_X86_64_CODE_4_GOTPCRELX => write_data(field, 4, delta, true),
+        _ => Err(format!("icf does not write relocation type {r_type}")),
+    }
+}
+
+/// `nop`s of any length, `int3`, and zero bytes.
+pub(super) fn is_padding(bytes: &[u8]) -> bool {
+    if bytes.iter().all(|&b| b == 0 || b == 0xcc) {
+        return true;
+    }
+    let mut decoder = Decoder::new(64, bytes, DecoderOptions::NONE);
+    decoder.iter().all(|i| {
+        !i.is_invalid() && matches!(i.mnemonic(), Mnemonic::Nop | Mnemonic::Int3)
+    }) && {
+        // The last instruction must end exactly at the end.
+        let mut decoder = Decoder::new(64, bytes, DecoderOptions::NONE);
+        let mut end = 0;
+        for i in decoder.iter() {
+            end = i.next_ip() as usize;
+        }
+        end == bytes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_written_from_the_place_and_checked() {
+        let mut field = [0u8; 4];
+        write(elf::R_X86_64_PLT32.0, &mut field, 0x1001, 0x1000 - 4).expect("fits");
+        assert_eq!(i32::from_le_bytes(field), -5);
+        assert!(write(elf::R_X86_64_32.0, &mut field, 0, 1 << 33).is_err());
+        let mut short = [0u8; 1];
+        assert!(write(elf::R_X86_64_PC8.0, &mut short, 0, 200).is_err());
+    }
+
+    #[test]
+    fn padding_is_nops_traps_and_zeros() {
+        assert!(is_padding(&[0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x90, 0xcc]));
+        assert!(is_padding(&[0x0f, 0x1f, 0x80, 0, 0, 0, 0]));
+        assert!(!is_padding(&[0x0f, 0x1f, 0x80, 0, 0])); // cut short
+        assert!(!is_padding(&[0xc3]));
+    }
+}

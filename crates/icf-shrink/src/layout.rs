@@ -1,0 +1,247 @@
+//! Where everything of the compacted segment goes: the pieces of `.text`
+//! (functions kept, removed, turned into thunks, padding dropped), the
+//! sections after `.text` in its segment, and the map from every old
+//! address to its new one.
+//!
+//! Rules:
+//! - A kept function moves down by a multiple of its alignment. An image
+//!   does not record alignments, so it is inferred: the smallest power of
+//!   two dividing the function's address that is larger than the padding
+//!   before it (the padding an alignment left), and at least the address's
+//!   own alignment up to 16 bytes (the usual function alignment, kept where
+//!   no padding shows it).
+//! - A removed function's addresses map to the same offsets in its kept
+//!   copy, which is identical code: a pointer into it (a jump table entry,
+//!   a return address) lands on the same instruction there.
+//! - A thunk's first address maps to the thunk, the rest into the kept copy.
+//! - Padding is dropped; an address in it maps to the end of what precedes it.
+//! - The sections after `.text` in its segment move down together, by a
+//!   multiple of the largest alignment among them.
+
+/// What becomes of one piece of `.text`.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Fate {
+    /// Moves down, bytes unchanged but for the fields that name moved places.
+    Keep,
+    /// Alignment padding: dropped.
+    Padding,
+    /// Removed: its addresses are the kept copy's (the piece's index).
+    Alias(usize),
+    /// Becomes a jump to the kept copy (the piece's index), of this many bytes.
+    Thunk(usize),
+}
+
+/// One piece of `.text`, by address.
+#[derive(Clone, Debug)]
+pub struct Piece {
+    pub start: u64,
+    pub end: u64,
+    pub fate: Fate,
+    /// Where it starts in the new `.text` (for padding and removed pieces:
+    /// the end of the content before it).
+    pub new_start: u64,
+    /// For a thunk, its size.
+    pub thunk_size: u64,
+    pub align: u64,
+}
+
+/// The new place of everything in the segment holding `.text`.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub pieces: Vec<Piece>,
+    pub text_start: u64,
+    pub text_end: u64,
+    pub new_text_end: u64,
+    /// The addresses after `.text` in its segment: `tail_start..=tail_end`.
+    pub tail_start: u64,
+    pub tail_end: u64,
+    /// How far they move down.
+    pub tail_delta: u64,
+}
+
+/// The usual alignment of a function where no padding shows another.
+const USUAL_ALIGNMENT: u64 = 16;
+/// No function is aligned beyond a page.
+const MAX_ALIGNMENT: u64 = 4096;
+
+fn own_alignment(address: u64) -> u64 {
+    if address == 0 {
+        MAX_ALIGNMENT
+    } else {
+        (1u64 << address.trailing_zeros()).min(MAX_ALIGNMENT)
+    }
+}
+
+impl Layout {
+    /// Lays out `pieces` (covering `.text` from `text_start` to `text_end`,
+    /// sorted, fates set, `thunk_size` set for thunks) and the tail of the
+    /// segment `tail_start..=tail_end`, whose content must keep alignment
+    /// `tail_align`.
+    pub fn new(
+        mut pieces: Vec<Piece>,
+        text_start: u64,
+        text_end: u64,
+        tail_start: u64,
+        tail_end: u64,
+        tail_align: u64,
+        min_align: u64,
+    ) -> Layout {
+        let mut cursor = text_start;
+        let mut previous_end = text_start;
+        for piece in &mut pieces {
+            match piece.fate {
+                Fate::Padding => {
+                    piece.new_start = cursor;
+                    continue;
+                }
+                // A removed function stood where it stood: the padding
+                // before the next one is measured from its end.
+                Fate::Alias(_) => {
+                    piece.new_start = cursor;
+                    previous_end = piece.end;
+                    continue;
+                }
+                Fate::Keep | Fate::Thunk(_) => {}
+            }
+            let gap = piece.start - previous_end;
+            let own = own_alignment(piece.start);
+            let mut align = own.min(USUAL_ALIGNMENT).max(min_align.min(own));
+            while align <= gap && align < own {
+                align *= 2;
+            }
+            piece.align = align;
+            piece.new_start = cursor.next_multiple_of(align);
+            let size = match piece.fate {
+                Fate::Thunk(_) => piece.thunk_size,
+                _ => piece.end - piece.start,
+            };
+            cursor = piece.new_start + size;
+            previous_end = piece.end;
+        }
+        let freed = text_end - cursor;
+        let tail_delta = if tail_start > tail_end {
+            0
+        } else {
+            freed / tail_align * tail_align
+        };
+        Layout {
+            pieces,
+            text_start,
+            text_end,
+            new_text_end: cursor,
+            tail_start,
+            tail_end,
+            tail_delta,
+        }
+    }
+
+    /// The piece holding `address` in `.text`.
+    fn piece_at(&self, address: u64) -> Option<&Piece> {
+        if !(self.text_start..self.text_end).contains(&address) {
+            return None;
+        }
+        let index = self.pieces.partition_point(|p| p.start <= address);
+        self.pieces.get(index.checked_sub(1)?)
+    }
+
+    /// Where the place at `address` is after compaction.
+    pub fn map(&self, address: u64) -> u64 {
+        if let Some(piece) = self.piece_at(address) {
+            let offset = address - piece.start;
+            return match piece.fate {
+                Fate::Keep => piece.new_start + offset,
+                Fate::Padding => piece.new_start,
+                Fate::Alias(kept) => self.pieces[kept].new_start + offset,
+                Fate::Thunk(_) if offset == 0 => piece.new_start,
+                Fate::Thunk(kept) => self.pieces[kept].new_start + offset,
+            };
+        }
+        if (self.text_end..self.tail_start).contains(&address) {
+            return self.new_text_end;
+        }
+        if (self.tail_start..=self.tail_end).contains(&address) {
+            return address - self.tail_delta;
+        }
+        address
+    }
+
+    /// Whether the bytes at `address` are carried into the output (not
+    /// in a removed function, a thunk's old body or dropped padding).
+    pub fn is_carried(&self, address: u64) -> bool {
+        self.piece_at(address)
+            .is_none_or(|piece| piece.fate == Fate::Keep)
+    }
+
+    /// The first address of the piece of `.text` holding `address`.
+    pub fn piece_start(&self, address: u64) -> Option<u64> {
+        self.piece_at(address).map(|piece| piece.start)
+    }
+
+    /// The size of the thunk the piece holding `address` becomes.
+    pub fn thunk_size_at(&self, address: u64) -> Option<u64> {
+        self.piece_at(address)
+            .filter(|piece| matches!(piece.fate, Fate::Thunk(_)))
+            .map(|piece| piece.thunk_size)
+    }
+
+    /// The fate of the piece of `.text` holding `address`.
+    pub fn fate_at(&self, address: u64) -> Option<Fate> {
+        self.piece_at(address).map(|piece| piece.fate)
+    }
+
+    /// Whether `address` is not inside `.text` (where pieces move apart).
+    pub fn is_outside_text(&self, address: u64) -> bool {
+        !(self.text_start..self.text_end).contains(&address)
+    }
+
+    /// Whether anything at `address` moves.
+    pub fn moves(&self, address: u64) -> bool {
+        self.map(address) != address
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(start: u64, end: u64, fate: Fate) -> Piece {
+        Piece {
+            start,
+            end,
+            fate,
+            new_start: 0,
+            thunk_size: 5,
+            align: 1,
+        }
+    }
+
+    #[test]
+    fn kept_functions_close_up_keeping_alignment_and_aliases_map_into_the_kept_copy() {
+        // 0x1000 f (kept, 0x30), pad, 0x1040 g (alias of f), pad, 0x1080 h (kept),
+        // 0x10a3 i (kept right after h: odd address, no padding), 0x10b0 j thunk of f.
+        let pieces = vec![
+            piece(0x1000, 0x1030, Fate::Keep),
+            piece(0x1030, 0x1040, Fate::Padding),
+            piece(0x1040, 0x1070, Fate::Alias(0)),
+            piece(0x1070, 0x1080, Fate::Padding),
+            piece(0x1080, 0x10a3, Fate::Keep),
+            piece(0x10a3, 0x10b0, Fate::Keep),
+            piece(0x10b0, 0x10e0, Fate::Thunk(0)),
+        ];
+        let layout = Layout::new(pieces, 0x1000, 0x10e0, 0x10e0, 0x1200, 16, 1);
+        assert_eq!(layout.map(0x1010), 0x1010);
+        assert_eq!(layout.map(0x1048), 0x1008, "into the kept copy");
+        // h had 16 bytes of padding before it: aligned to 32 at least.
+        assert_eq!(layout.map(0x1080), 0x1040);
+        assert_eq!(layout.map(0x10a3), 0x1063);
+        // j: its padding gap is 0x10b0 - 0x10b0 = 0: 16-aligned.
+        assert_eq!(layout.map(0x10b0), 0x1070);
+        assert_eq!(layout.map(0x10b4), 0x1004, "inside a thunk is inside the kept copy");
+        assert_eq!(layout.new_text_end, 0x1075);
+        assert_eq!(layout.tail_delta, 0x60);
+        assert_eq!(layout.map(0x1100), 0x10a0);
+        assert_eq!(layout.map(0x1035), 0x1030, "padding maps to the end before it");
+        assert!(!layout.is_carried(0x1048));
+        assert!(layout.is_carried(0x1090));
+    }
+}
