@@ -1,0 +1,963 @@
+//! `icf shrink` end to end: a linked binary, folded and compacted in place
+//! of a relink, must behave as before and be no larger.
+//!
+//! Fixture programs with identical functions (identical and
+//! address-compared twins, callers, lookup and jump tables, tables of
+//! function pointers, static twins across objects, C++ vtables, template
+//! instances and exceptions), and a shared library of exported and hidden
+//! twins, are compiled by gcc and clang-19 for x86-64 and AArch64 (`-O2
+//! -ffunction-sections`) and linked with `-Wl,-q` (`--emit-relocs`) by GNU
+//! ld, gold, lld-19 and mold, as a PIE and as a non-PIE executable (the
+//! library as a shared library, which a small loader `dlopen`s). Every link
+//! of the matrix (32 for each executable, 16 for the library) links and
+//! runs on Debian, gold and mold for AArch64 included (the cross gcc has no
+//! `aarch64-linux-gnu-ld.mold`: it finds mold through `-B`, see
+//! [`Build::link_command`]), so no combination is skipped. Each
+//! binary IN, checked to be the named linker's work, is run, then for
+//! mode safe and mode all:
+//!
+//! 1. `icf shrink --mode M IN -o OUT` succeeds, prints a line starting
+//!    `shrunk `, and leaves IN as it was;
+//! 2. OUT run prints what IN printed and exits with IN's status (in mode
+//!    all but for lines starting `fnaddr `, which compare function
+//!    addresses, as in `tests/e2e.rs`); AArch64 binaries run under
+//!    `qemu-aarch64` with the cross sysroot;
+//! 3. `icf verify --mode M IN OUT` proves OUT against IN (`verified:`);
+//! 4. OUT is no larger than IN on disk, and its `.text` no larger than
+//!    IN's.
+//!
+//! Across each program's matrix at least one OUT has a strictly smaller
+//! `.text` than its IN: every program here has functions to fold, so a
+//! shrink that never shrinks fails. Each program's output is also the same
+//! in every build (nothing it prints depends on the compiler, target or
+//! linker), so the comparison of step 2 is never between two empty or
+//! accidental outputs.
+//!
+//! Also: a binary linked without `-q` is refused with an error that names
+//! it and says `--emit-relocs`, and a truncated binary is an error naming
+//! it; both are clean errors (exit status 1, `icf: error: `, no panic,
+//! nothing on stdout, the input unchanged).
+//!
+//! `cargo test -p icf-cli --test shrink -- --nocapture` prints the sizes of
+//! every combination.
+
+use icf_fixtures::{Build, Compiler, Linker, Target};
+use object::{Object as _, ObjectSection as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const COMPILERS: [Compiler; 2] = [Compiler::Gcc, Compiler::Clang];
+const TARGETS: [Target; 2] = [Target::X86_64, Target::Aarch64];
+const MODES: [&str; 2] = ["safe", "all"];
+
+/// How a binary is linked (always with `-Wl,-q`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Flavour {
+    Pie,
+    NoPie,
+    SharedLibrary,
+}
+
+impl Flavour {
+    /// The code model the objects are compiled with.
+    fn code_model(self) -> &'static str {
+        match self {
+            Flavour::Pie => "-fPIE",
+            Flavour::NoPie => "-fno-PIE",
+            Flavour::SharedLibrary => "-fPIC",
+        }
+    }
+
+    fn link_flags(self) -> &'static [&'static str] {
+        match self {
+            Flavour::Pie => &["-pie"],
+            Flavour::NoPie => &["-no-pie"],
+            Flavour::SharedLibrary => &["-shared"],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Flavour::Pie => "pie",
+            Flavour::NoPie => "no-pie",
+            Flavour::SharedLibrary => "shared",
+        }
+    }
+}
+
+/// What a program is linked into, and how it is run.
+#[derive(Copy, Clone, Debug)]
+enum Shape {
+    /// It has `main`, which prints its results.
+    Executable,
+    /// A shared library, run by `loader` (a source under `fixtures/`
+    /// whose `main` `dlopen`s the library named by its argument and prints
+    /// what its functions return).
+    Library { loader: &'static str },
+}
+
+impl Shape {
+    fn flavours(self) -> &'static [Flavour] {
+        match self {
+            Shape::Executable => &[Flavour::Pie, Flavour::NoPie],
+            Shape::Library { .. } => &[Flavour::SharedLibrary],
+        }
+    }
+}
+
+/// One fixture program.
+struct Program {
+    name: &'static str,
+    /// Sources under `fixtures/`.
+    sources: &'static [&'static str],
+    cxx: bool,
+    shape: Shape,
+}
+
+/// One build of a program.
+#[derive(Copy, Clone, Debug)]
+struct Combination {
+    compiler: Compiler,
+    target: Target,
+    linker: Linker,
+    flavour: Flavour,
+}
+
+impl Combination {
+    fn build(self) -> Build {
+        Build {
+            compiler: self.compiler,
+            target: self.target,
+            function_sections: true,
+            extra_flags: vec![self.flavour.code_model().to_string()],
+        }
+    }
+
+    /// E.g. `gcc-x86_64-bfd-pie`.
+    fn label(self) -> String {
+        let compiler = match self.compiler {
+            Compiler::Gcc => "gcc",
+            Compiler::Clang => "clang",
+        };
+        let target = match self.target {
+            Target::X86_64 => "x86_64",
+            Target::Aarch64 => "aarch64",
+        };
+        format!(
+            "{compiler}-{target}-{}-{}",
+            self.linker.name(),
+            self.flavour.name()
+        )
+    }
+}
+
+/// Every build of `program`: both compilers, both targets, every linker,
+/// every flavour of its shape.
+fn combinations(program: &Program) -> Vec<Combination> {
+    let mut all = Vec::new();
+    for compiler in COMPILERS {
+        for target in TARGETS {
+            for linker in Linker::ALL {
+                for &flavour in program.shape.flavours() {
+                    all.push(Combination {
+                        compiler,
+                        target,
+                        linker,
+                        flavour,
+                    });
+                }
+            }
+        }
+    }
+    all
+}
+
+/// What a run of a program printed, and its exit status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Behaviour {
+    stdout: String,
+    exit: i32,
+}
+
+impl Behaviour {
+    /// What must not change in `mode`: everything, but in mode all the
+    /// lines comparing function addresses (`fnaddr `), which mode all may
+    /// merge.
+    fn compared(&self, mode: &str) -> Behaviour {
+        let stdout = self
+            .stdout
+            .lines()
+            .filter(|line| mode == "safe" || !line.starts_with("fnaddr "))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        Behaviour {
+            stdout,
+            exit: self.exit,
+        }
+    }
+}
+
+/// Runs `command`: what it printed and its exit status, or why it did
+/// not exit (a signal) or could not start.
+fn behaviour(command: &mut Command) -> Result<Behaviour, String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("could not run {command:?}: {e}"))?;
+    match output.status.code() {
+        Some(exit) => Ok(Behaviour {
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            exit,
+        }),
+        None => Err(format!(
+            "{command:?} died ({}):\nstdout:\n{}\nstderr:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )),
+    }
+}
+
+/// Runs `command`, which must succeed (a link: the test environment).
+fn run_to_success(command: &mut Command, context: &str) {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{context}: could not run {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{context}: {command:?} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `icf ARGS`; its output whatever the outcome.
+fn icf<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args(args)
+        .output()
+        .expect("running the icf binary built for this test")
+}
+
+/// A linked binary's size on disk and its `.text`'s.
+#[derive(Copy, Clone, Debug)]
+struct Sizes {
+    file: u64,
+    text: u64,
+}
+
+fn sizes(path: &Path) -> Result<Sizes, String> {
+    let data = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let file = object::File::parse(&*data)
+        .map_err(|e| format!("{}: not an object file: {e}", path.display()))?;
+    let text = file
+        .section_by_name(".text")
+        .ok_or_else(|| format!("{}: no .text", path.display()))?
+        .size();
+    Ok(Sizes {
+        file: data.len() as u64,
+        text,
+    })
+}
+
+/// Which linker linked `path`: gold leaves a `.note.gnu.gold-version`,
+/// lld and mold name themselves in `.comment`, GNU ld does neither.
+fn linked_by(path: &Path) -> Linker {
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let file = object::File::parse(&*data)
+        .unwrap_or_else(|e| panic!("{}: not an object file: {e}", path.display()));
+    if file.section_by_name(".note.gnu.gold-version").is_some() {
+        return Linker::Gold;
+    }
+    let comment = file
+        .section_by_name(".comment")
+        .and_then(|section| section.data().ok())
+        .unwrap_or_default();
+    // NUL-separated strings: `Linker: Debian LLD 19.1.7`,
+    // `mold 1.10.1 (compatible with GNU ld)`, the compilers'.
+    let strings: Vec<String> = comment
+        .split(|&byte| byte == 0)
+        .map(|string| String::from_utf8_lossy(string).into_owned())
+        .collect();
+    if strings
+        .iter()
+        .any(|s| s.starts_with("Linker: ") && s.contains("LLD"))
+    {
+        Linker::Lld
+    } else if strings.iter().any(|s| s.starts_with("mold ")) {
+        Linker::Mold
+    } else {
+        Linker::Bfd
+    }
+}
+
+/// Compiles `sources` for `build` and links them with `linker` and
+/// `flags` into `output`.
+fn link(build: &Build, cxx: bool, linker: Linker, sources: &[&str], flags: &[&str], output: &Path) {
+    let objects: Vec<PathBuf> = sources
+        .iter()
+        .map(|source| icf_fixtures::object(Path::new(source), build))
+        .collect();
+    run_to_success(
+        build
+            .link_command(cxx, linker)
+            .args(&objects)
+            .args(flags)
+            .arg("-o")
+            .arg(output),
+        &output.display().to_string(),
+    );
+}
+
+/// A program as it is run: IN or OUT itself, or for a library the loader
+/// with the library's path.
+struct Runner {
+    target: Target,
+    loader: Option<PathBuf>,
+}
+
+impl Runner {
+    fn run(&self, binary: &Path) -> Result<Behaviour, String> {
+        let mut command = match &self.loader {
+            None => icf_fixtures::run_command(self.target, binary),
+            Some(loader) => {
+                let mut command = icf_fixtures::run_command(self.target, loader);
+                command.arg(binary);
+                command
+            }
+        };
+        behaviour(&mut command)
+    }
+}
+
+/// One shrink of one binary: a line of the table.
+struct Row {
+    mode: &'static str,
+    input: Sizes,
+    output: Option<Sizes>,
+    /// What `icf shrink` printed after `shrunk `.
+    shrunk: String,
+    /// The steps that failed.
+    failed: Vec<&'static str>,
+}
+
+/// A check that went wrong.
+struct Failure {
+    /// The program, build and mode.
+    context: String,
+    /// IN and OUT.
+    paths: (PathBuf, PathBuf),
+    /// The step of the header that failed.
+    step: &'static str,
+    /// What failed, in terms of IN, OUT and M (the same wherever the same
+    /// thing fails).
+    what: String,
+    /// The command's or the program's output.
+    detail: String,
+}
+
+/// What one combination gave.
+struct Outcome {
+    input: Behaviour,
+    rows: Vec<Row>,
+    failures: Vec<Failure>,
+}
+
+/// Links IN for `combination` and shrinks it in each mode; panics only
+/// when the test environment cannot build or run IN.
+fn check_combination(program: &Program, combination: Combination) -> Outcome {
+    let build = combination.build();
+    let label = combination.label();
+    let dir = icf_fixtures::source_dir()
+        .join("../target/shrink")
+        .join(program.name)
+        .join(&label);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+
+    let input = dir.join(match program.shape {
+        Shape::Executable => "in",
+        Shape::Library { .. } => "libin.so",
+    });
+    let mut flags = combination.flavour.link_flags().to_vec();
+    flags.push("-Wl,-q");
+    link(
+        &build,
+        program.cxx,
+        combination.linker,
+        program.sources,
+        &flags,
+        &input,
+    );
+    let actual_linker = linked_by(&input);
+    assert_eq!(
+        actual_linker,
+        combination.linker,
+        "{}: linked by {actual_linker:?}, not the {:?} asked for",
+        input.display(),
+        combination.linker
+    );
+    let loader = match program.shape {
+        Shape::Executable => None,
+        Shape::Library { loader } => {
+            // The loader is a plain PIE; only the library is shrunk.
+            let loader_build = Build {
+                extra_flags: vec!["-fPIE".to_string()],
+                ..build.clone()
+            };
+            let path = dir.join("loader");
+            link(
+                &loader_build,
+                false,
+                combination.linker,
+                &[loader],
+                &["-pie", "-ldl"],
+                &path,
+            );
+            Some(path)
+        }
+    };
+    let runner = Runner {
+        target: combination.target,
+        loader,
+    };
+    let expected = runner
+        .run(&input)
+        .unwrap_or_else(|e| panic!("{}: IN does not run: {e}", input.display()));
+    assert!(
+        !expected.stdout.is_empty(),
+        "{}: IN prints nothing (exit {}), so its output proves nothing",
+        input.display(),
+        expected.exit
+    );
+    let shrinking = Shrinking {
+        input_sizes: sizes(&input).unwrap_or_else(|e| panic!("{e}")),
+        input_bytes: std::fs::read(&input)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", input.display())),
+        input,
+        runner,
+        expected,
+    };
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for mode in MODES {
+        let output = dir.join(match program.shape {
+            Shape::Executable => format!("out-{mode}"),
+            Shape::Library { .. } => format!("libout-{mode}.so"),
+        });
+        let context = format!("{} {label} {mode}", program.name);
+        let (row, failed) = shrinking.shrink(mode, &output, &context);
+        failures.extend(failed);
+        rows.push(row);
+    }
+    Outcome {
+        input: shrinking.expected,
+        rows,
+        failures,
+    }
+}
+
+/// IN, linked and run.
+struct Shrinking {
+    input: PathBuf,
+    input_bytes: Vec<u8>,
+    input_sizes: Sizes,
+    runner: Runner,
+    /// What IN does.
+    expected: Behaviour,
+}
+
+impl Shrinking {
+    /// Steps 1 to 4 in `mode`, shrinking IN to `output`.
+    fn shrink(&self, mode: &'static str, output: &Path, context: &str) -> (Row, Vec<Failure>) {
+        let input = &self.input;
+        let mut failures = Vec::new();
+        let mut fail = |step: &'static str, what: String, detail: String| {
+            failures.push(Failure {
+                context: context.to_string(),
+                paths: (input.clone(), output.to_path_buf()),
+                step,
+                what,
+                detail,
+            });
+        };
+        let mut row = Row {
+            mode,
+            input: self.input_sizes,
+            output: None,
+            shrunk: String::new(),
+            failed: Vec::new(),
+        };
+
+        // Step 1: the shrink.
+        let shrink = icf(&[
+            "shrink".as_ref(),
+            "--mode".as_ref(),
+            mode.as_ref(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            output.as_os_str(),
+        ]);
+        let stdout = String::from_utf8_lossy(&shrink.stdout);
+        if !shrink.status.success() {
+            fail(
+                STEP_SHRINK,
+                format!("`icf shrink --mode M IN -o OUT` failed ({})", shrink.status),
+                String::from_utf8_lossy(&shrink.stderr).into_owned(),
+            );
+            row.failed = failures.iter().map(|f| f.step).collect();
+            return (row, failures);
+        }
+        match stdout.lines().find_map(|line| line.strip_prefix("shrunk ")) {
+            Some(figures) => row.shrunk = figures.to_string(),
+            None => fail(
+                STEP_SHRINK,
+                "`icf shrink` printed no line starting `shrunk `".to_string(),
+                stdout.to_string(),
+            ),
+        }
+        match std::fs::read(input) {
+            Ok(now) if now == self.input_bytes => {}
+            Ok(_) => fail(STEP_SHRINK, "IN was modified".to_string(), String::new()),
+            Err(e) => fail(STEP_SHRINK, "IN is gone".to_string(), e.to_string()),
+        }
+
+        // Step 2: the same behaviour.
+        match self.runner.run(output) {
+            Ok(actual) => {
+                if actual.compared(mode) != self.expected.compared(mode) {
+                    fail(
+                        STEP_RUN,
+                        "OUT behaves differently from IN".to_string(),
+                        format!(
+                            "IN (exit {}):\n{}OUT (exit {}):\n{}",
+                            self.expected.exit, self.expected.stdout, actual.exit, actual.stdout
+                        ),
+                    );
+                }
+            }
+            Err(e) => fail(STEP_RUN, "OUT does not run".to_string(), e),
+        }
+
+        // Step 3: the proof.
+        let verify = icf(&[
+            "verify".as_ref(),
+            "--mode".as_ref(),
+            mode.as_ref(),
+            input.as_os_str(),
+            output.as_os_str(),
+        ]);
+        let verified = String::from_utf8_lossy(&verify.stdout);
+        if !verify.status.success() || !verified.lines().any(|l| l.starts_with("verified:")) {
+            fail(
+                STEP_VERIFY,
+                format!(
+                    "`icf verify --mode M IN OUT` does not prove OUT ({})",
+                    verify.status
+                ),
+                format!("{verified}{}", String::from_utf8_lossy(&verify.stderr)),
+            );
+        }
+
+        // Step 4: no larger.
+        match sizes(output) {
+            Ok(out) => {
+                let input = self.input_sizes;
+                if out.file > input.file {
+                    fail(
+                        STEP_SIZES,
+                        "OUT is larger than IN on disk".to_string(),
+                        format!("IN {} bytes, OUT {}", input.file, out.file),
+                    );
+                }
+                if out.text > input.text {
+                    fail(
+                        STEP_SIZES,
+                        "OUT's .text is larger than IN's".to_string(),
+                        format!("IN {} bytes, OUT {}", input.text, out.text),
+                    );
+                }
+                row.output = Some(out);
+            }
+            Err(e) => fail(STEP_SIZES, "OUT cannot be read".to_string(), e),
+        }
+        row.failed = failures.iter().map(|f| f.step).collect();
+        row.failed.dedup();
+        (row, failures)
+    }
+}
+
+const STEP_SHRINK: &str = "1 (icf shrink)";
+const STEP_RUN: &str = "2 (run OUT)";
+const STEP_VERIFY: &str = "3 (icf verify)";
+const STEP_SIZES: &str = "4 (sizes)";
+
+/// Runs every combination of `program`, as many at a time as there are
+/// cores; the outcomes in the order of [`combinations`].
+fn run_matrix(program: &Program) -> Vec<(Combination, Outcome)> {
+    let all = combinations(program);
+    let next = AtomicUsize::new(0);
+    let done = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|scope| {
+        for _ in 0..workers.min(all.len()) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&combination) = all.get(index) else {
+                        break;
+                    };
+                    let outcome = check_combination(program, combination);
+                    done.lock()
+                        .expect("another worker panicked holding the lock")
+                        .push((index, combination, outcome));
+                }
+            });
+        }
+    });
+    let mut done = done
+        .into_inner()
+        .expect("a worker panicked holding the lock");
+    done.sort_by_key(|(index, _, _)| *index);
+    done.into_iter().map(|(_, c, o)| (c, o)).collect()
+}
+
+/// The table of sizes, one line per shrink.
+fn table(program: &Program, outcomes: &[(Combination, Outcome)]) -> String {
+    let mut table = format!(
+        "{}: {:<26} {:<4} {:>8} {:>8} {:>7} {:>8}  result\n",
+        program.name, "build", "mode", "IN file", "OUT file", "IN text", "OUT text"
+    );
+    for (combination, outcome) in outcomes {
+        for row in &outcome.rows {
+            let (file, text) = match row.output {
+                Some(out) => (out.file.to_string(), out.text.to_string()),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            let result = if row.failed.is_empty() {
+                format!("shrunk {}", row.shrunk)
+            } else {
+                format!("FAILED step {}", row.failed.join(", step "))
+            };
+            table.push_str(&format!(
+                "{}: {:<26} {:<4} {:>8} {:>8} {:>7} {:>8}  {result}\n",
+                program.name,
+                combination.label(),
+                row.mode,
+                row.input.file,
+                file,
+                row.input.text,
+                text,
+            ));
+        }
+    }
+    table
+}
+
+/// How many kinds of failure the final message shows in full, and how
+/// many places of each it names.
+const SHOWN_KINDS: usize = 6;
+const SHOWN_PLACES: usize = 6;
+
+/// The failures, the same failure (step, what and detail) once with the
+/// places it happened.
+fn describe(failures: &[&Failure], shrinks: usize) -> String {
+    let mut kinds: Vec<Vec<&Failure>> = Vec::new();
+    for &failure in failures {
+        let same = |kind: &&mut Vec<&Failure>| {
+            let first = kind[0];
+            (first.step, &first.what, &first.detail)
+                == (failure.step, &failure.what, &failure.detail)
+        };
+        match kinds.iter_mut().find(same) {
+            Some(kind) => kind.push(failure),
+            None => kinds.push(vec![failure]),
+        }
+    }
+    let mut text = Vec::new();
+    for kind in kinds.iter().take(SHOWN_KINDS) {
+        let first = kind[0];
+        let mut places: Vec<&str> = kind
+            .iter()
+            .take(SHOWN_PLACES)
+            .map(|f| f.context.as_str())
+            .collect();
+        if kind.len() > SHOWN_PLACES {
+            places.push("…");
+        }
+        text.push(format!(
+            "step {}, in {} of {shrinks} shrinks: {}\n{}\n  in: {}\n  first IN: {}\n  first OUT: {}",
+            first.step,
+            kind.len(),
+            first.what,
+            first.detail.trim_end(),
+            places.join("; "),
+            first.paths.0.display(),
+            first.paths.1.display(),
+        ));
+    }
+    if kinds.len() > SHOWN_KINDS {
+        text.push(format!(
+            "… and {} more kinds of failure (`-- --nocapture` prints the table)",
+            kinds.len() - SHOWN_KINDS
+        ));
+    }
+    text.join("\n\n")
+}
+
+/// Builds and shrinks every combination of `program`; fails with every
+/// check that went wrong.
+fn check(program: &Program) {
+    let outcomes = run_matrix(program);
+    eprint!("{}", table(program, &outcomes));
+    let shrinks = outcomes.len() * MODES.len();
+
+    // Every build prints the same: a change is the shrink's, and no
+    // build's output is empty or accidental.
+    let (first, first_outcome) = &outcomes[0];
+    let differing: Vec<String> = outcomes
+        .iter()
+        .filter(|(_, outcome)| outcome.input != first_outcome.input)
+        .map(|(combination, outcome)| {
+            format!(
+                "{} (exit {}):\n{}",
+                combination.label(),
+                outcome.input.exit,
+                outcome.input.stdout
+            )
+        })
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "{}: the builds print different things, IN of {} (exit {}):\n{}and\n{}",
+        program.name,
+        first.label(),
+        first_outcome.input.exit,
+        first_outcome.input.stdout,
+        differing.join("\n")
+    );
+
+    let failures: Vec<&Failure> = outcomes
+        .iter()
+        .flat_map(|(_, outcome)| &outcome.failures)
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{}: {} checks failed:\n\n{}",
+        program.name,
+        failures.len(),
+        describe(&failures, shrinks)
+    );
+
+    // Every program has functions to fold: some OUT must be smaller.
+    let smaller = outcomes
+        .iter()
+        .flat_map(|(_, outcome)| &outcome.rows)
+        .any(|row| row.output.is_some_and(|out| out.text < row.input.text));
+    assert!(
+        smaller,
+        "{}: no OUT of the {shrinks} shrinks has a smaller .text than its IN",
+        program.name
+    );
+}
+
+#[test]
+fn identical_functions_and_address_compared_twins() {
+    check(&Program {
+        name: "identical",
+        sources: &["c/identical.c"],
+        cxx: false,
+        shape: Shape::Executable,
+    });
+}
+
+#[test]
+fn callers_lookup_tables_and_jump_tables() {
+    check(&Program {
+        name: "fold_cases",
+        sources: &["c/fold_cases.c"],
+        cxx: false,
+        shape: Shape::Executable,
+    });
+}
+
+#[test]
+fn functions_in_constant_and_writable_pointer_tables() {
+    check(&Program {
+        name: "pointer_table",
+        sources: &["report/pointer_table.c"],
+        cxx: false,
+        shape: Shape::Executable,
+    });
+}
+
+#[test]
+fn static_twins_across_objects_and_compared_addresses() {
+    check(&Program {
+        name: "cross",
+        sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
+        cxx: false,
+        shape: Shape::Executable,
+    });
+}
+
+#[test]
+fn virtual_functions_and_function_pointers_in_data() {
+    check(&Program {
+        name: "virtual",
+        sources: &["e2e/virtual_main.cpp", "e2e/virtual_tile.cpp"],
+        cxx: true,
+        shape: Shape::Executable,
+    });
+}
+
+#[test]
+fn template_instances_in_several_units() {
+    check(&Program {
+        name: "comdat",
+        sources: &[
+            "e2e/comdat_a.cpp",
+            "e2e/comdat_b.cpp",
+            "e2e/comdat_main.cpp",
+        ],
+        cxx: true,
+        shape: Shape::Executable,
+    });
+}
+
+#[test]
+fn functions_with_exception_tables() {
+    check(&Program {
+        name: "exceptions",
+        sources: &["e2e/exceptions_main.cpp"],
+        cxx: true,
+        shape: Shape::Executable,
+    });
+}
+
+#[test]
+fn a_shared_library_s_exported_and_hidden_twins() {
+    check(&Program {
+        name: "shlib",
+        sources: &["e2e/shlib.c"],
+        cxx: false,
+        shape: Shape::Library {
+            loader: "e2e/shlib_main.c",
+        },
+    });
+}
+
+/// `c/identical.c` built by gcc for x86-64 and linked by GNU ld with
+/// `flags` into `NAME/NAME` in a scratch directory of its own.
+fn scratch_binary(name: &str, code_model: &str, flags: &[&str]) -> PathBuf {
+    let build = Build {
+        extra_flags: vec![code_model.to_string()],
+        ..Build::new(Compiler::Gcc)
+    };
+    let dir = icf_fixtures::source_dir()
+        .join("../target/shrink/bad-input")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let binary = dir.join(name);
+    link(
+        &build,
+        false,
+        Linker::Bfd,
+        &["c/identical.c"],
+        flags,
+        &binary,
+    );
+    binary
+}
+
+/// `icf shrink INPUT -o OUTPUT` fails cleanly: exit status 1 (no panic, no
+/// signal), nothing on stdout, stderr an `icf: error: ` naming `input` and
+/// saying each of `expected`, and `input` unchanged.
+fn assert_shrink_fails(input: &Path, expected: &[&str]) {
+    let before =
+        std::fs::read(input).unwrap_or_else(|e| panic!("reading {}: {e}", input.display()));
+    let output_path = input.with_extension("out");
+    let output = icf(&[
+        "shrink".as_ref(),
+        input.as_os_str(),
+        "-o".as_ref(),
+        output_path.as_os_str(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let shown = format!(
+        "`icf shrink {} -o {}`: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        input.display(),
+        output_path.display(),
+        output.status
+    );
+    let code = output.status.code();
+    assert!(code.is_some(), "icf was killed by a signal\n{shown}");
+    assert!(
+        code != Some(101) && !stderr.contains("panicked"),
+        "icf panicked\n{shown}"
+    );
+    assert_eq!(code, Some(1), "expected exit status 1\n{shown}");
+    assert!(stdout.is_empty(), "expected nothing on stdout\n{shown}");
+    assert!(
+        stderr.starts_with("icf: error: "),
+        "stderr does not start with `icf: error: `\n{shown}"
+    );
+    assert!(
+        stderr.contains(&input.display().to_string()),
+        "the error does not name {}\n{shown}",
+        input.display()
+    );
+    for want in expected {
+        assert!(stderr.contains(want), "stderr lacks {want:?}\n{shown}");
+    }
+    let after = std::fs::read(input).unwrap_or_else(|e| panic!("reading {}: {e}", input.display()));
+    assert!(before == after, "{} was modified\n{shown}", input.display());
+}
+
+#[test]
+fn a_binary_linked_without_kept_relocations_is_refused() {
+    // A PIE still has dynamic relocations, a non-PIE executable none, a
+    // shared library both kinds: none of them is enough.
+    for (name, code_model, flags) in [
+        ("no-q-pie", "-fPIE", &["-pie"][..]),
+        ("no-q-no-pie", "-fno-PIE", &["-no-pie"][..]),
+    ] {
+        let binary = scratch_binary(name, code_model, flags);
+        assert_shrink_fails(&binary, &["--emit-relocs"]);
+    }
+    let library = {
+        let build = Build {
+            extra_flags: vec!["-fPIC".to_string()],
+            ..Build::new(Compiler::Gcc)
+        };
+        let dir = icf_fixtures::source_dir().join("../target/shrink/bad-input/no-q-shared");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        let library = dir.join("libno-q.so");
+        link(
+            &build,
+            false,
+            Linker::Bfd,
+            &["e2e/shlib.c"],
+            &["-shared"],
+            &library,
+        );
+        library
+    };
+    assert_shrink_fails(&library, &["--emit-relocs"]);
+}
+
+#[test]
+fn a_truncated_binary_is_an_error_naming_it() {
+    let binary = scratch_binary("truncated", "-fPIE", &["-pie", "-Wl,-q"]);
+    let data = std::fs::read(&binary).expect("reading the binary just linked");
+    // Half the file: the section headers, at the end, are gone.
+    std::fs::write(&binary, &data[..data.len() / 2]).expect("truncating the binary");
+    assert_shrink_fails(&binary, &[]);
+    // Only the ELF header left.
+    std::fs::write(&binary, &data[..64]).expect("truncating the binary");
+    assert_shrink_fails(&binary, &[]);
+}
