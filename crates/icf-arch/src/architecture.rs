@@ -3,9 +3,9 @@
 //! architecture, in `x86_64/` and `aarch64/`.
 
 use crate::linked::{DynamicReloc, LinkedReference};
-use crate::relocate::KeptReloc;
 use crate::macho_reloc::{CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix};
 use crate::reloc::RelocInfo;
+use crate::relocate::KeptReloc;
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
 
@@ -66,8 +66,13 @@ pub trait Architecture: Sync {
     /// AArch64) what a linker writes for relocation `r_type` when `S + A`
     /// is `value`, or says why it cannot (the value does not fit, the type
     /// is not one icf writes).
-    fn write_reloc(&self, r_type: u32, field: &mut [u8], place: u64, value: u64)
-    -> Result<(), String>;
+    fn write_reloc(
+        &self,
+        r_type: u32,
+        field: &mut [u8],
+        place: u64,
+        value: u64,
+    ) -> Result<(), String>;
     /// Whether `bytes` are only the padding an assembler or linker puts
     /// between functions (`nop`s, traps, zeros).
     fn is_padding(&self, bytes: &[u8]) -> bool;

@@ -46,7 +46,12 @@ pub(crate) fn fits_signed(value: i64, bits: u32) -> bool {
 
 /// Writes `value` as a little-endian field of `size` bytes at the start of
 /// `field`, signed or not, or says why it does not fit.
-pub(crate) fn write_data(field: &mut [u8], size: usize, value: i64, signed: bool) -> Result<(), String> {
+pub(crate) fn write_data(
+    field: &mut [u8],
+    size: usize,
+    value: i64,
+    signed: bool,
+) -> Result<(), String> {
     let fits = match (size, signed) {
         (8, _) => true,
         (_, true) => fits_signed(value, 8 * size as u32),

@@ -14,7 +14,22 @@ use object::elf as E;
 const SHT_RELR: u32 = 19;
 /// `.dynamic` tags whose value is an address.
 const POINTER_TAGS: &[u64] = &[
-    3, 4, 5, 6, 7, 12, 13, 17, 23, 25, 26, 32, 36, 0x6fff_fef5, 0x6fff_fff0, 0x6fff_fffc,
+    3,
+    4,
+    5,
+    6,
+    7,
+    12,
+    13,
+    17,
+    23,
+    25,
+    26,
+    32,
+    36,
+    0x6fff_fef5,
+    0x6fff_fff0,
+    0x6fff_fffc,
     0x6fff_fffe,
 ];
 
@@ -50,7 +65,8 @@ pub(crate) fn patch(
                         let old = rela.addend as u64;
                         if layout.moves(old) {
                             let field = section.addr + number as u64 * 24 + 16;
-                            patches.put(layout.map(field), layout.map(old).to_le_bytes().to_vec())?;
+                            patches
+                                .put(layout.map(field), layout.map(old).to_le_bytes().to_vec())?;
                         }
                         repoint_content(rela.offset, old, patches)?;
                     }
@@ -77,7 +93,10 @@ pub(crate) fn patch(
                 };
                 for place in places {
                     if layout.moves(place) {
-                        bail!("{}: a RELR place in code that moves ({place:#x})", section.name);
+                        bail!(
+                            "{}: a RELR place in code that moves ({place:#x})",
+                            section.name
+                        );
                     }
                     if let Some(old) = elf.read_u64(place) {
                         repoint_content(place, old, patches)?;

@@ -66,9 +66,9 @@ fn repoint(
     let target = encoding.target(place, value);
     let (new_place, new_target) = (layout.map(place), layout.map(target));
     if new_place != place || new_target != target {
-        let field = encoding
-            .encode(new_place, new_target)
-            .with_context(|| format!(".eh_frame+{at:#x}: {new_target:#x} does not fit the field"))?;
+        let field = encoding.encode(new_place, new_target).with_context(|| {
+            format!(".eh_frame+{at:#x}: {new_target:#x} does not fit the field")
+        })?;
         patches.put(new_place, field)?;
     }
     Ok(target)
@@ -161,7 +161,10 @@ fn read_cie(
     let entry = bytes.get(..end).ok_or_else(bad)?;
     let version = *entry.get(at + 8).ok_or_else(bad)?;
     let mut cursor = at + 9;
-    let nul = entry[cursor..].iter().position(|&b| b == 0).ok_or_else(bad)?;
+    let nul = entry[cursor..]
+        .iter()
+        .position(|&b| b == 0)
+        .ok_or_else(bad)?;
     let augmentation = entry[cursor..cursor + nul].to_vec();
     cursor += nul + 1;
     if version == 4 {
@@ -235,7 +238,8 @@ fn rebuild_header(
     if table_encoding != 0x3b || count_encoding != 0x03 {
         return Err(bad("a table encoding linkers do not write"));
     }
-    let pointer = Encoding::of(pointer_encoding).ok_or_else(|| bad("unsupported pointer encoding"))?;
+    let pointer =
+        Encoding::of(pointer_encoding).ok_or_else(|| bad("unsupported pointer encoding"))?;
     let new_address = layout.map(address);
     let mut out = vec![1, pointer_encoding, count_encoding, table_encoding];
     out.extend(

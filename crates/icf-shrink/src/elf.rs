@@ -3,9 +3,9 @@
 //! same file through `icf-object`'s image reader).
 
 use anyhow::bail;
+use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
-use object::LittleEndian as LE;
 
 /// One section header, its fields read.
 #[derive(Clone, Debug)]
@@ -72,6 +72,7 @@ pub struct SymbolInfo {
 #[derive(Debug)]
 pub struct Elf<'data> {
     pub data: &'data [u8],
+    pub machine: u16,
     pub e_type: u16,
     pub entry: u64,
     pub shoff: u64,
@@ -109,8 +110,18 @@ impl<'data> Elf<'data> {
                 info: section.sh_info(LE),
                 align: section.sh_addralign(LE).max(1),
             };
-            if info.has_bytes() && info.offset.checked_add(info.size).is_none_or(|end| end > data.len() as u64) {
-                bail!("section {} ({index}): offset {:#x} and size {:#x} run past the end of the file", info.name, info.offset, info.size);
+            if info.has_bytes()
+                && info
+                    .offset
+                    .checked_add(info.size)
+                    .is_none_or(|end| end > data.len() as u64)
+            {
+                bail!(
+                    "section {} ({index}): offset {:#x} and size {:#x} run past the end of the file",
+                    info.name,
+                    info.offset,
+                    info.size
+                );
             }
             sections.push(info);
         }
@@ -132,6 +143,7 @@ impl<'data> Elf<'data> {
             .collect();
         Ok(Elf {
             data,
+            machine: header.e_machine(LE).0,
             e_type: header.e_type(LE).0,
             entry: header.e_entry(LE),
             shoff: header.e_shoff(LE),
@@ -195,8 +207,10 @@ impl<'data> Elf<'data> {
 
     /// The entries of `SHT_RELA` section `index`.
     pub fn relas(&self, index: usize) -> anyhow::Result<Vec<Rela>> {
-        let relas: &[elf::Rela64<LE>] = object::slice_from_all_bytes(self.bytes(index))
-            .map_err(|()| anyhow::anyhow!("{}: bad relocation section", self.sections[index].name))?;
+        let relas: &[elf::Rela64<LE>] =
+            object::slice_from_all_bytes(self.bytes(index)).map_err(|()| {
+                anyhow::anyhow!("{}: bad relocation section", self.sections[index].name)
+            })?;
         Ok(relas
             .iter()
             .map(|r| Rela {
@@ -222,4 +236,3 @@ pub struct Rela {
 pub fn get_u64(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
 }
-

@@ -1,8 +1,16 @@
-//! The relocations a `-q` link kept: each one accounted for. In code, a
-//! PC-relative one must be a field decoding found (and patched); an
-//! absolute one is written here. In data, absolute addresses and jump
-//! table entries are written here. A field icf cannot account for, whose
-//! place or target moves, is an error: OUT would be wrong.
+//! The relocations a `-q` link kept: each one accounted for, and written
+//! again for OUT (so OUT keeps its relocations too, for `icf verify` and
+//! for any later tool). In code, a PC-relative one must be a field
+//! decoding found (and patched); an absolute one is written here. In
+//! data, absolute addresses and jump table entries are written here. A
+//! field icf cannot account for, whose place or target moves, is an
+//! error: OUT would be wrong.
+//!
+//! Each relocation means `S + A` (its symbol's address plus its addend):
+//! the place it names, plus a bias where the field counts from elsewhere
+//! (x86-64 code: the end of the instruction; a jump table entry: from the
+//! table's start). In OUT it means that plus however far the named place
+//! moved; its addend is that minus the symbol's new address.
 
 use crate::elf::{Elf, SymbolInfo};
 use crate::layout::Layout;
@@ -12,33 +20,46 @@ use anyhow::{Context, bail};
 use icf_arch::{Architecture, KeptReloc};
 use object::elf as E;
 
+/// Sections a linker writes itself, which code reaches through a symbol.
+const LINKER_MADE: &[&str] = &[".got", ".got.plt", ".plt", ".plt.sec", ".plt.got", ".iplt"];
+
 /// What a kept relocation's symbol is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Symbol {
-    /// Defined at an address (a section symbol: its section's address).
-    At(u64, bool),
-    /// Thread-local, undefined, or otherwise not an address in the image.
+    /// Defined at an address: (old address, new address, a section symbol).
+    At(u64, u64, bool),
+    /// Undefined: defined by another module, or weak and absent.
+    Undefined,
+    /// Thread-local, or otherwise not an address in the image.
     Elsewhere,
 }
 
-fn symbol(elf: &Elf<'_>, symbols: &[SymbolInfo], index: u32) -> Symbol {
+fn symbol(elf: &Elf<'_>, layout: &Layout, symbols: &[SymbolInfo], index: u32) -> Symbol {
     let Some(s) = symbols.get(index as usize) else {
         return Symbol::Elsewhere;
     };
-    if index == 0 || s.shndx == E::SHN_UNDEF.0 || s.kind == E::STT_TLS.0 {
+    if index == 0 || s.kind == E::STT_TLS.0 {
         return Symbol::Elsewhere;
+    }
+    if s.shndx == E::SHN_UNDEF.0 {
+        return Symbol::Undefined;
     }
     if s.kind == E::STT_SECTION.0 {
         return elf
             .sections
             .get(usize::from(s.shndx))
-            .map_or(Symbol::Elsewhere, |section| Symbol::At(section.addr, true));
+            .map_or(Symbol::Elsewhere, |section| {
+                Symbol::At(section.addr, layout.new_section_address(section.addr), true)
+            });
     }
-    Symbol::At(s.value, false)
+    match crate::write::new_symbol(elf, layout, s) {
+        Some((value, _)) => Symbol::At(s.value, value, false),
+        None => Symbol::At(s.value, s.value, false),
+    }
 }
 
-/// Sections a linker writes itself, which code reaches through a symbol.
-const LINKER_MADE: &[&str] = &[".got", ".got.plt", ".plt", ".plt.sec", ".plt.got", ".iplt"];
+/// The kept relocation sections written again: (section index, bytes).
+pub(crate) type Rewritten = Vec<(usize, Vec<u8>)>;
 
 pub(crate) fn patch(
     elf: &Elf<'_>,
@@ -48,22 +69,23 @@ pub(crate) fn patch(
     arch: &dyn Architecture,
     decoded: &Decoded,
     patches: &mut Patches,
-) -> anyhow::Result<()> {
-    // What the linker made: a reference the relocation names through a
-    // symbol may reach it through a GOT entry or a PLT entry instead.
+) -> anyhow::Result<Rewritten> {
     let made: Vec<(u64, u64)> = elf
         .sections
         .iter()
         .filter(|s| LINKER_MADE.contains(&s.name.as_str()))
         .map(|s| (s.addr, s.addr + s.size))
         .collect();
-    let linker_made = |address: u64| made.iter().any(|&(start, end)| (start..end).contains(&address));
+    let linker_made = |address: u64| {
+        made.iter()
+            .any(|&(start, end)| (start..end).contains(&address))
+    };
+    let mut rewritten = Vec::new();
     for &(relocations, target) in &shape.kept {
         let section = &elf.sections[target];
-        if section.name == ".eh_frame" {
-            continue;
-        }
+        let eh_frame = section.name == ".eh_frame";
         let code = section.is_executable();
+        let mut out = Vec::new();
         for rela in elf.relas(relocations)? {
             let place = rela.offset;
             if !section.contains(place) {
@@ -78,120 +100,212 @@ pub(crate) fn patch(
             }
             let at = || format!("{}+{:#x}", section.name, place - section.addr);
             let name = || object::elf::RelocationType(rela.r_type);
-            let (address, section_symbol) = match symbol(elf, symbols, rela.sym) {
-                Symbol::At(address, section_symbol) => (address, section_symbol),
-                Symbol::Elsewhere => continue,
-            };
-            let target_address = address.wrapping_add(rela.addend as u64);
-            let moves = layout.moves(place) || layout.moves(target_address);
-            match arch.kept_reloc(rela.r_type) {
-                KeptReloc::Address { size } => {
-                    if !moves {
+            let mut addend = rela.addend;
+            let (old_symbol, new_symbol, section_symbol) =
+                match symbol(elf, layout, symbols, rela.sym) {
+                    Symbol::At(old, new, section_symbol) => (old, new, section_symbol),
+                    Symbol::Undefined => {
+                        // A non-PIE executable takes another module's function
+                        // by the address of its PLT entry, which may move.
+                        if let KeptReloc::Address { size } = arch.kept_reloc(rela.r_type)
+                            && let Some(field) = elf.read(place, usize::from(size))
+                        {
+                            let mut word = [0u8; 8];
+                            word[..field.len()].copy_from_slice(field);
+                            let value = u64::from_le_bytes(word);
+                            if value != 0 && (layout.moves(value) || layout.moves(place)) {
+                                let mut field = field.to_vec();
+                                arch.write_reloc(
+                                    rela.r_type,
+                                    &mut field,
+                                    layout.map(place),
+                                    layout.map(value),
+                                )
+                                .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+                                patches.put(layout.map(place), field)?;
+                            }
+                        }
+                        out.push((layout.map(place), rela.sym, rela.r_type, addend));
                         continue;
                     }
-                    let mut field = elf
-                        .read(place, usize::from(size))
-                        .with_context(|| format!("{}: field past the section", at()))?
-                        .to_vec();
-                    arch.write_reloc(rela.r_type, &mut field, layout.map(place), layout.map(target_address))
+                    Symbol::Elsewhere => {
+                        out.push((layout.map(place), rela.sym, rela.r_type, addend));
+                        continue;
+                    }
+                };
+            let meaning = old_symbol.wrapping_add(rela.addend as u64);
+            // Where the named place goes, when the relocation names it.
+            let mut new_meaning = Some(layout.map(meaning));
+            let moves = layout.moves(place) || layout.moves(meaning);
+            match arch.kept_reloc(rela.r_type) {
+                _ if eh_frame => {}
+                KeptReloc::Address { size } => {
+                    if moves {
+                        let mut field = elf
+                            .read(place, usize::from(size))
+                            .with_context(|| format!("{}: field past the section", at()))?
+                            .to_vec();
+                        arch.write_reloc(
+                            rela.r_type,
+                            &mut field,
+                            layout.map(place),
+                            layout.map(meaning),
+                        )
                         .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
-                    patches.put(layout.map(place), field)?;
+                        patches.put(layout.map(place), field)?;
+                    }
                 }
-                KeptReloc::PcRelative | KeptReloc::Low12 if code => {
+                KeptReloc::PcRelative | KeptReloc::Low12 | KeptReloc::RelaxableGotLoad if code => {
                     match decoded.fields.get(&place) {
-                        Some(&(named, bias))
-                            if named.wrapping_add(bias as u64) == target_address
-                                || linker_made(named) => {}
-                        Some(&(named, _)) if !layout.moves(named) && !layout.moves(target_address) => {}
+                        Some(&(named, bias)) if named.wrapping_add(bias as u64) == meaning => {
+                            new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
+                        }
+                        // Reached through a GOT or PLT entry: still names its symbol.
+                        Some(&(named, _)) if linker_made(named) => new_meaning = None,
+                        Some(&(named, _)) if !moves && !layout.moves(named) => new_meaning = None,
                         Some(&(named, _)) => bail!(
-                            "{}: the {:?} relocation names {target_address:#x}, the decoded instruction {named:#x}",
+                            "{}: the {:?} relocation names {meaning:#x}, the instruction there {named:#x}: \
+                             the relocations the link kept disagree with its code",
                             at(),
                             name()
                         ),
-                        None if !moves => {}
-                        None => bail!(
-                            "{}: the {:?} relocation's field was not found by decoding the code",
-                            at(),
-                            name()
-                        ),
+                        None => {
+                            let relaxed_away =
+                                elf.read(place, 4).is_some_and(|w| arch.is_padding(w));
+                            let relaxed_got =
+                                arch.kept_reloc(rela.r_type) == KeptReloc::RelaxableGotLoad;
+                            if relaxed_got && moves {
+                                relaxed_got_load(
+                                    elf,
+                                    arch,
+                                    layout,
+                                    place,
+                                    old_symbol,
+                                    section_symbol,
+                                    patches,
+                                )
+                                .map_err(|e| anyhow::anyhow!("{}: {:?}: {e}", at(), name()))?;
+                                new_meaning = None;
+                            } else if moves && !relaxed_away {
+                                bail!(
+                                    "{}: the {:?} relocation's field was not found by decoding the code",
+                                    at(),
+                                    name()
+                                );
+                            }
+                        }
                     }
                 }
                 KeptReloc::PcRelative => {
-                    if let Some(entry) = table_entry(elf, decoded, place)? {
-                        let (base, case) = entry;
+                    if let Some((base, case)) = table_entry(elf, decoded, place) {
                         if layout.moves(base) || layout.moves(case) {
                             let mut field = elf.read(place, 4).context("entry")?.to_vec();
-                            arch.write_reloc(rela.r_type, &mut field, layout.map(base), layout.map(case))
-                                .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+                            arch.write_reloc(
+                                rela.r_type,
+                                &mut field,
+                                layout.map(base),
+                                layout.map(case),
+                            )
+                            .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
                             patches.put(layout.map(place), field)?;
                         }
-                        continue;
+                        let bias = meaning.wrapping_sub(case);
+                        new_meaning = Some(layout.map(case).wrapping_add(bias));
+                    } else if moves {
+                        if section_symbol
+                            && layout.moves(meaning)
+                            && !layout.is_outside_text(meaning)
+                        {
+                            bail!(
+                                "{}: a PC-relative {:?} field in data names code through a section symbol, \
+                                 and no jump table the code reads holds it: icf cannot tell where it counts from",
+                                at(),
+                                name()
+                            );
+                        }
+                        let size = field_size(arch, rela.r_type);
+                        let mut field = elf.read(place, size).context("field")?.to_vec();
+                        arch.write_reloc(
+                            rela.r_type,
+                            &mut field,
+                            layout.map(place),
+                            layout.map(meaning),
+                        )
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+                        patches.put(layout.map(place), field)?;
                     }
-                    if !moves {
-                        continue;
-                    }
-                    if section_symbol && layout.moves(target_address) && !layout.is_outside_text(target_address) {
+                }
+                KeptReloc::RelaxableGotLoad | KeptReloc::Low12 | KeptReloc::Other => {
+                    if layout.moves(meaning) {
                         bail!(
-                            "{}: a PC-relative {:?} field in data names code through a section symbol, \
-                             and no jump table read by the code holds it: icf cannot tell where it counts from",
+                            "{}: a {:?} relocation names code that moves; icf cannot write it again",
                             at(),
                             name()
                         );
                     }
-                    let size = field_size(arch, rela.r_type);
-                    let mut field = elf.read(place, size).context("field")?.to_vec();
-                    arch.write_reloc(rela.r_type, &mut field, layout.map(place), layout.map(target_address))
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
-                    patches.put(layout.map(place), field)?;
-                }
-                KeptReloc::RelaxableGotLoad => {
-                    if decoded.fields.contains_key(&place) || !moves {
-                        continue;
-                    }
-                    // Relaxed to an immediate: the field holds the symbol's address.
-                    let field = elf.read(place, 4).context("field")?;
-                    let value = u32::from_le_bytes([field[0], field[1], field[2], field[3]]);
-                    if u64::from(value) != address || section_symbol {
-                        bail!("{}: a {:?} field neither decoded nor relaxed to its symbol's address", at(), name());
-                    }
-                    let absolute = arch.absolute_data(4).context("no 4-byte absolute type")?;
-                    let mut field = field.to_vec();
-                    arch.write_reloc(absolute, &mut field, layout.map(place), layout.map(address))
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
-                    patches.put(layout.map(place), field)?;
-                }
-                KeptReloc::Low12 | KeptReloc::Other => {
-                    if layout.moves(target_address) {
-                        bail!("{}: a {:?} relocation names code that moves; icf cannot write it again", at(), name());
-                    }
+                    new_meaning = None;
                 }
             }
+            if let Some(new_meaning) = new_meaning {
+                addend = new_meaning.wrapping_sub(new_symbol) as i64;
+            }
+            out.push((layout.map(place), rela.sym, rela.r_type, addend));
         }
+        let mut bytes = Vec::with_capacity(out.len() * 24);
+        for (offset, sym, r_type, addend) in out {
+            bytes.extend(offset.to_le_bytes());
+            bytes.extend(((u64::from(sym) << 32) | u64::from(r_type)).to_le_bytes());
+            bytes.extend(addend.to_le_bytes());
+        }
+        rewritten.push((relocations, bytes));
     }
-    Ok(())
+    Ok(rewritten)
+}
+
+/// An x86-64 GOT load the linker relaxed into an immediate: the field holds
+/// the symbol's address, which moved.
+fn relaxed_got_load(
+    elf: &Elf<'_>,
+    arch: &dyn Architecture,
+    layout: &Layout,
+    place: u64,
+    symbol: u64,
+    section_symbol: bool,
+    patches: &mut Patches,
+) -> anyhow::Result<()> {
+    let field = elf.read(place, 4).context("field past the section")?;
+    let value = u32::from_le_bytes([field[0], field[1], field[2], field[3]]);
+    if u64::from(value) != symbol || section_symbol {
+        bail!("a field neither decoded nor relaxed to its symbol's address");
+    }
+    let absolute = arch.absolute_data(4).context("no 4-byte absolute type")?;
+    let mut field = field.to_vec();
+    arch.write_reloc(absolute, &mut field, layout.map(place), layout.map(symbol))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    patches.put(layout.map(place), field)
 }
 
 fn field_size(arch: &dyn Architecture, r_type: u32) -> usize {
-    arch.elf_reloc(r_type).map_or(4, |info| usize::from(info.size))
+    arch.elf_reloc(r_type)
+        .map_or(4, |info| usize::from(info.size))
 }
 
 /// When `place` is an entry of a jump table the code reads, the table's
 /// base and the case the entry leads to.
-fn table_entry(elf: &Elf<'_>, decoded: &Decoded, place: u64) -> anyhow::Result<Option<(u64, u64)>> {
+fn table_entry(elf: &Elf<'_>, decoded: &Decoded, place: u64) -> Option<(u64, u64)> {
     let after = decoded.tables.partition_point(|t| t.base <= place);
-    let Some(table) = after.checked_sub(1).map(|i| decoded.tables[i]) else {
-        return Ok(None);
-    };
-    if table.entries.is_some_and(|n| place >= table.base + 4 * u64::from(n)) {
-        return Ok(None);
+    let table = decoded.tables[after.checked_sub(1)?];
+    if table
+        .entries
+        .is_some_and(|n| place >= table.base + 4 * u64::from(n))
+    {
+        return None;
     }
-    let Some(bytes) = elf.read(place, 4) else {
-        return Ok(None);
-    };
+    let bytes = elf.read(place, 4)?;
     let value = i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
     let case = table.base.wrapping_add(value as i64 as u64);
     let in_code = elf
         .section_at(case)
         .is_some_and(|index| elf.sections[index].is_executable());
-    Ok(in_code.then_some((table.base, case)))
+    in_code.then_some((table.base, case))
 }

@@ -52,7 +52,7 @@ pub struct Layout {
     pub text_start: u64,
     pub text_end: u64,
     pub new_text_end: u64,
-    /// The addresses after `.text` in its segment: `tail_start..=tail_end`.
+    /// The addresses after `.text` in its segment: `tail_start..tail_end`.
     pub tail_start: u64,
     pub tail_end: u64,
     /// How far they move down.
@@ -75,7 +75,7 @@ fn own_alignment(address: u64) -> u64 {
 impl Layout {
     /// Lays out `pieces` (covering `.text` from `text_start` to `text_end`,
     /// sorted, fates set, `thunk_size` set for thunks) and the tail of the
-    /// segment `tail_start..=tail_end`, whose content must keep alignment
+    /// segment `tail_start..tail_end`, whose content must keep alignment
     /// `tail_align`.
     pub fn new(
         mut pieces: Vec<Piece>,
@@ -159,7 +159,8 @@ impl Layout {
         if (self.text_end..self.tail_start).contains(&address) {
             return self.new_text_end;
         }
-        if (self.tail_start..=self.tail_end).contains(&address) {
+        // The segment's end is the next segment's start: it stays.
+        if (self.tail_start..self.tail_end).contains(&address) {
             return address - self.tail_delta;
         }
         address
@@ -187,6 +188,16 @@ impl Layout {
     /// The fate of the piece of `.text` holding `address`.
     pub fn fate_at(&self, address: u64) -> Option<Fate> {
         self.piece_at(address).map(|piece| piece.fate)
+    }
+
+    /// Where a section that started at `address` starts: `.text` stays,
+    /// the sections after it move with the tail.
+    pub fn new_section_address(&self, address: u64) -> u64 {
+        if address == self.text_start {
+            address
+        } else {
+            self.map(address)
+        }
     }
 
     /// Whether `address` is not inside `.text` (where pieces move apart).
@@ -236,11 +247,19 @@ mod tests {
         assert_eq!(layout.map(0x10a3), 0x1063);
         // j: its padding gap is 0x10b0 - 0x10b0 = 0: 16-aligned.
         assert_eq!(layout.map(0x10b0), 0x1070);
-        assert_eq!(layout.map(0x10b4), 0x1004, "inside a thunk is inside the kept copy");
+        assert_eq!(
+            layout.map(0x10b4),
+            0x1004,
+            "inside a thunk is inside the kept copy"
+        );
         assert_eq!(layout.new_text_end, 0x1075);
         assert_eq!(layout.tail_delta, 0x60);
         assert_eq!(layout.map(0x1100), 0x10a0);
-        assert_eq!(layout.map(0x1035), 0x1030, "padding maps to the end before it");
+        assert_eq!(
+            layout.map(0x1035),
+            0x1030,
+            "padding maps to the end before it"
+        );
         assert!(!layout.is_carried(0x1048));
         assert!(layout.is_carried(0x1090));
     }

@@ -76,10 +76,16 @@ impl Shrunk {
         let mut parts = Vec::new();
         if !debug.is_empty() {
             let bytes: u64 = debug.iter().map(|(_, size)| size).sum();
-            parts.push(format!("its DWARF ({} sections, {bytes} bytes)", debug.len()));
+            parts.push(format!(
+                "its DWARF ({} sections, {bytes} bytes)",
+                debug.len()
+            ));
         }
         if !relocations.is_empty() {
-            parts.push(format!("the relocations the link kept ({} sections)", relocations.len()));
+            parts.push(format!(
+                "the relocations the link kept ({} sections)",
+                relocations.len()
+            ));
         }
         (!parts.is_empty()).then(|| {
             format!(
@@ -146,11 +152,20 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let symbols = elf.symbols(shape.symtab).map_err(named)?;
     write_thunks(&layout, arch, &mut patches)?;
     let decoded = patch_code(&elf, object, &layout, arch, &mut patches).map_err(named)?;
-    kept::patch(&elf, &shape, &symbols, &layout, arch, &decoded, &mut patches).map_err(named)?;
+    let rewritten = kept::patch(
+        &elf,
+        &shape,
+        &symbols,
+        &layout,
+        arch,
+        &decoded,
+        &mut patches,
+    )
+    .map_err(named)?;
     let dropped_fdes = eh_frame::patch(&elf, &layout, &mut patches).map_err(named)?;
     dynamic::patch(&elf, &layout, arch, &mut patches).map_err(named)?;
-    let written = write::write(&elf, &shape, &layout, &patches, &symbols)
-        .map_err(named)?;
+    let written =
+        write::write(&elf, &shape, &layout, &patches, &symbols, &rewritten).map_err(named)?;
     icf::write_atomically(output, &written.bytes)?;
     let permissions = std::fs::metadata(input)
         .with_context(|| format!("reading {}", input.display()))?
@@ -191,6 +206,11 @@ impl Shape {
     fn of(elf: &Elf<'_>) -> anyhow::Result<Shape> {
         if elf.e_type != E::ET_EXEC.0 && elf.e_type != E::ET_DYN.0 {
             bail!("not a linked executable or shared library");
+        }
+        if elf.machine == E::EM_AARCH64.0 && elf.section_named(".note.gnu.gold-version").is_some() {
+            bail!(
+                "linked by gold for AArch64, whose --emit-relocs output puts the relocations of some                  functions at the offset they have in their input section instead of in .text                  (a `bl`'s CALL26 lands on another function's `adrp`): icf does not move code by                  relocations it cannot trust. Link with GNU ld, lld or mold"
+            );
         }
         let text = elf
             .sections
@@ -447,7 +467,9 @@ fn patch_code(
             if marks.is_some_and(|m| is_data(m, extent.start + reference.offset)) {
                 continue;
             }
-            decoded.fields.insert(place, (reference.target, reference.bias));
+            decoded
+                .fields
+                .insert(place, (reference.target, reference.bias));
             if !layout.is_carried(place) {
                 continue;
             }
@@ -483,7 +505,8 @@ fn patch_code(
 }
 
 fn field_size(arch: &dyn Architecture, r_type: u32) -> usize {
-    arch.elf_reloc(r_type).map_or(4, |info| usize::from(info.size))
+    arch.elf_reloc(r_type)
+        .map_or(4, |info| usize::from(info.size))
 }
 
 /// AArch64 mapping symbols per executable section: (offset, whether data
@@ -498,7 +521,8 @@ fn data_marks(
             continue;
         };
         let mark = |letter: &[u8]| {
-            symbol.name == letter || (symbol.name.starts_with(letter) && symbol.name.get(2) == Some(&b'.'))
+            symbol.name == letter
+                || (symbol.name.starts_with(letter) && symbol.name.get(2) == Some(&b'.'))
         };
         let data = if mark(b"$d") {
             true
@@ -507,7 +531,11 @@ fn data_marks(
         } else {
             continue;
         };
-        if elf.sections.get(section.index()).is_some_and(|s| s.is_executable()) {
+        if elf
+            .sections
+            .get(section.index())
+            .is_some_and(|s| s.is_executable())
+        {
             marks.entry(section).or_default().push((symbol.value, data));
         }
     }

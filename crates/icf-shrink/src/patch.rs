@@ -66,7 +66,8 @@ impl Encoding {
     /// The value of the field `bytes` (exactly `size` long).
     pub fn read(&self, bytes: &[u8]) -> Option<i64> {
         let mut word = [0u8; 8];
-        word.get_mut(..self.size)?.copy_from_slice(bytes.get(..self.size)?);
+        word.get_mut(..self.size)?
+            .copy_from_slice(bytes.get(..self.size)?);
         let raw = u64::from_le_bytes(word);
         let shift = 64 - 8 * self.size as u32;
         Some(if self.signed && shift > 0 {

@@ -19,7 +19,8 @@ pub struct Written {
 }
 
 /// Sections that describe the old layout and are not written again:
-/// relocations a `-q` link kept, DWARF and its relocations.
+/// DWARF and its relocations (kept relocations of allocated sections are
+/// written again, `kept.rs`).
 fn is_emptied(elf: &Elf<'_>, section: &SectionInfo) -> bool {
     let debug = |s: &SectionInfo| s.name.starts_with(".debug_") || s.name.starts_with(".zdebug_");
     if section.is_alloc() {
@@ -41,6 +42,7 @@ pub(crate) fn write(
     layout: &Layout,
     patches: &Patches,
     symbols: &[SymbolInfo],
+    rewritten: &crate::kept::Rewritten,
 ) -> anyhow::Result<Written> {
     let data = elf.data;
     let load = &elf.segments[shape.segment];
@@ -72,7 +74,9 @@ pub(crate) fn write(
         } else if section.is_alloc() && !section.has_bytes() && section.offset >= segment_file_end {
             section.offset = section.offset.saturating_sub(shift);
         }
-        if is_emptied(elf, &elf.sections[index]) && section.size > 0 {
+        if let Some((_, bytes)) = rewritten.iter().find(|(i, _)| *i == index) {
+            section.size = bytes.len() as u64;
+        } else if is_emptied(elf, &elf.sections[index]) && section.size > 0 {
             emptied.push((section.name.clone(), section.size));
             section.size = 0;
         }
@@ -154,7 +158,7 @@ pub(crate) fn write(
         };
         let mut bytes = elf.bytes(index).to_vec();
         for (number, symbol) in table.iter().enumerate() {
-            let Some(new) = new_symbol(elf, &sections, layout, symbol) else {
+            let Some(new) = new_symbol(elf, layout, symbol) else {
                 continue;
             };
             let at = number * 24;
@@ -178,6 +182,10 @@ pub(crate) fn write(
         out.resize(out.len().next_multiple_of(align), 0);
         sections[index].offset = out.len() as u64;
         if sections[index].size == 0 {
+            continue;
+        }
+        if let Some((_, bytes)) = rewritten.iter().find(|(i, _)| *i == index) {
+            out.extend_from_slice(bytes);
             continue;
         }
         match &symtab_bytes {
@@ -211,14 +219,19 @@ pub(crate) fn write(
 }
 
 /// A symbol's new value and size, `None` when it does not change.
-fn new_symbol(
+pub(crate) fn new_symbol(
     elf: &Elf<'_>,
-    sections: &[SectionInfo],
     layout: &Layout,
     symbol: &SymbolInfo,
 ) -> Option<(u64, u64)> {
     let index = usize::from(symbol.shndx);
-    if symbol.shndx == E::SHN_UNDEF.0 || symbol.shndx >= E::SHN_LORESERVE {
+    // An undefined function's value in a non-PIE executable is its PLT
+    // entry, the address every module uses for it: it moves with the PLT.
+    if symbol.shndx == E::SHN_UNDEF.0 {
+        return (symbol.value != 0 && symbol.kind != E::STT_TLS.0 && layout.moves(symbol.value))
+            .then(|| (layout.map(symbol.value), symbol.size));
+    }
+    if symbol.shndx >= E::SHN_LORESERVE {
         return None;
     }
     let section = elf.sections.get(index)?;
@@ -226,7 +239,7 @@ fn new_symbol(
         return None;
     }
     if symbol.kind == E::STT_SECTION.0 {
-        return Some((sections[index].addr, symbol.size));
+        return Some((layout.new_section_address(section.addr), symbol.size));
     }
     let mut size = symbol.size;
     if let Some(Fate::Thunk(_)) = layout.fate_at(symbol.value)

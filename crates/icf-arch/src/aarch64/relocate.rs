@@ -67,13 +67,20 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
     let low12 = |w: u32, shift: u32| -> Result<u32, String> {
         let bits = (value & 0xfff) as u32;
         if bits & ((1 << shift) - 1) != 0 {
-            return Err(format!("{value:#x} is not aligned to the access's {} bytes", 1 << shift));
+            return Err(format!(
+                "{value:#x} is not aligned to the access's {} bytes",
+                1 << shift
+            ));
         }
         Ok(with_bits(w, 10, 12, bits >> shift))
     };
     let new = match elf::RelocationType(r_type) {
         elf::R_AARCH64_ABS64 | elf::R_AARCH64_PREL64 => {
-            let v = if r_type == elf::R_AARCH64_ABS64.0 { value as i64 } else { delta };
+            let v = if r_type == elf::R_AARCH64_ABS64.0 {
+                value as i64
+            } else {
+                delta
+            };
             return write_data(field, 8, v, true);
         }
         elf::R_AARCH64_ABS32 => return write_data(field, 4, value as i64, false),
@@ -90,7 +97,9 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
             let pages = ((value & !0xfff).wrapping_sub(place & !0xfff) as i64) >> 12;
             adr_immediate(word(field)?, pages)?
         }
-        elf::R_AARCH64_ADD_ABS_LO12_NC | elf::R_AARCH64_LDST8_ABS_LO12_NC => low12(word(field)?, 0)?,
+        elf::R_AARCH64_ADD_ABS_LO12_NC | elf::R_AARCH64_LDST8_ABS_LO12_NC => {
+            low12(word(field)?, 0)?
+        }
         elf::R_AARCH64_LDST16_ABS_LO12_NC => low12(word(field)?, 1)?,
         elf::R_AARCH64_LDST32_ABS_LO12_NC => low12(word(field)?, 2)?,
         elf::R_AARCH64_LDST64_ABS_LO12_NC | elf::R_AARCH64_LD64_GOT_LO12_NC => {
@@ -125,16 +134,44 @@ mod tests {
     #[test]
     fn branches_and_pages_are_written_as_the_linker_writes_them() {
         // bl .+0x100 at 0x1000 → bl .-0x40 at 0x1040 (target 0x1000)
-        assert_eq!(written(elf::R_AARCH64_CALL26, 0x9400_0040, 0x1040, 0x1000), 0x97ff_fff0);
+        assert_eq!(
+            written(elf::R_AARCH64_CALL26, 0x9400_0040, 0x1040, 0x1000),
+            0x97ff_fff0
+        );
         // b.ne .+8
-        assert_eq!(written(elf::R_AARCH64_CONDBR19, 0x5400_0001, 0x2000, 0x2008), 0x5400_0041);
+        assert_eq!(
+            written(elf::R_AARCH64_CONDBR19, 0x5400_0001, 0x2000, 0x2008),
+            0x5400_0041
+        );
         // adrp x0, 0x12000 from 0x10ffc (two pages on); adrp x0, 0x10000 from 0x11000 (one page back)
-        assert_eq!(written(elf::R_AARCH64_ADR_PREL_PG_HI21, 0x9000_0000, 0x10ffc, 0x12345), 0xd000_0000);
-        assert_eq!(written(elf::R_AARCH64_ADR_PREL_PG_HI21, 0x9000_0000, 0x11000, 0x10000), 0xf0ff_ffe0);
+        assert_eq!(
+            written(
+                elf::R_AARCH64_ADR_PREL_PG_HI21,
+                0x9000_0000,
+                0x10ffc,
+                0x12345
+            ),
+            0xd000_0000
+        );
+        assert_eq!(
+            written(
+                elf::R_AARCH64_ADR_PREL_PG_HI21,
+                0x9000_0000,
+                0x11000,
+                0x10000
+            ),
+            0xf0ff_ffe0
+        );
         // add x0, x0, #:lo12:0x12345
-        assert_eq!(written(elf::R_AARCH64_ADD_ABS_LO12_NC, 0x9100_0000, 0, 0x12345), 0x910d_1400);
+        assert_eq!(
+            written(elf::R_AARCH64_ADD_ABS_LO12_NC, 0x9100_0000, 0, 0x12345),
+            0x910d_1400
+        );
         // ldr x1, [x1, #:lo12:0x12348] scales by 8
-        assert_eq!(written(elf::R_AARCH64_LDST64_ABS_LO12_NC, 0xf940_0021, 0, 0x12348), 0xf941_a421);
+        assert_eq!(
+            written(elf::R_AARCH64_LDST64_ABS_LO12_NC, 0xf940_0021, 0, 0x12348),
+            0xf941_a421
+        );
     }
 
     #[test]

@@ -52,17 +52,18 @@ pub(super) fn is_padding(bytes: &[u8]) -> bool {
         return true;
     }
     let mut decoder = Decoder::new(64, bytes, DecoderOptions::NONE);
-    decoder.iter().all(|i| {
-        !i.is_invalid() && matches!(i.mnemonic(), Mnemonic::Nop | Mnemonic::Int3)
-    }) && {
-        // The last instruction must end exactly at the end.
-        let mut decoder = Decoder::new(64, bytes, DecoderOptions::NONE);
-        let mut end = 0;
-        for i in decoder.iter() {
-            end = i.next_ip() as usize;
+    decoder
+        .iter()
+        .all(|i| !i.is_invalid() && matches!(i.mnemonic(), Mnemonic::Nop | Mnemonic::Int3))
+        && {
+            // The last instruction must end exactly at the end.
+            let mut decoder = Decoder::new(64, bytes, DecoderOptions::NONE);
+            let mut end = 0;
+            for i in decoder.iter() {
+                end = i.next_ip() as usize;
+            }
+            end == bytes.len()
         }
-        end == bytes.len()
-    }
 }
 
 #[cfg(test)]
@@ -81,7 +82,9 @@ mod tests {
 
     #[test]
     fn padding_is_nops_traps_and_zeros() {
-        assert!(is_padding(&[0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x90, 0xcc]));
+        assert!(is_padding(&[
+            0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x90, 0xcc
+        ]));
         assert!(is_padding(&[0x0f, 0x1f, 0x80, 0, 0, 0, 0]));
         assert!(!is_padding(&[0x0f, 0x1f, 0x80, 0, 0])); // cut short
         assert!(!is_padding(&[0xc3]));
