@@ -197,7 +197,12 @@ pub(crate) fn patch(
                     }
                 }
                 KeptReloc::PcRelative => {
-                    if let Some((base, case)) = table_entry(elf, decoded, place) {
+                    // A jump table entry is `.long case - table`: a field
+                    // relocated through the section symbol of the code.
+                    let entry = section_symbol
+                        .then(|| table_entry(elf, decoded, place))
+                        .flatten();
+                    if let Some((base, case)) = entry {
                         if layout.moves(base) || layout.moves(case) {
                             let mut field = elf.read(place, 4).context("entry")?.to_vec();
                             arch.write_reloc(
@@ -285,19 +290,25 @@ fn relaxed_got_load(
     patches.put(layout.map(place), field)
 }
 
+/// How far an entry may lie from its table's start (16,384 entries).
+const MAX_TABLE_BYTES: u64 = 4 << 14;
+
 fn field_size(arch: &dyn Architecture, r_type: u32) -> usize {
     arch.elf_reloc(r_type)
         .map_or(4, |info| usize::from(info.size))
 }
 
 /// When `place` is an entry of a jump table the code reads, the table's
-/// base and the case the entry leads to.
+/// base and the case the entry leads to: the table is the nearest place at
+/// or before it that the code computes (within its entries, when its
+/// dispatch says how many), and the entry must lead into code.
 fn table_entry(elf: &Elf<'_>, decoded: &Decoded, place: u64) -> Option<(u64, u64)> {
     let after = decoded.tables.partition_point(|t| t.base <= place);
     let table = decoded.tables[after.checked_sub(1)?];
     if table
         .entries
         .is_some_and(|n| place >= table.base + 4 * u64::from(n))
+        || place - table.base >= MAX_TABLE_BYTES
     {
         return None;
     }

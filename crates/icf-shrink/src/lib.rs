@@ -407,7 +407,9 @@ fn write_thunks(
     Ok(())
 }
 
-/// A jump table's base and its entries' reach, from the code that reads it.
+/// A jump table's base and its entries' reach, from the code that reads
+/// it; or any place in data the code computes the address of, where a
+/// table whose dispatch was not recognized may start.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Table {
     pub base: u64,
@@ -421,7 +423,8 @@ pub(crate) struct Decoded {
     /// instruction word), with the address it names and the bias of its
     /// instruction (what an assembler adds: `S + A` is their sum).
     pub fields: HashMap<u64, (u64, i64)>,
-    /// Position-independent jump tables, by base.
+    /// Position-independent jump tables, and places in data the code
+    /// computes, by base.
     pub tables: Vec<Table>,
 }
 
@@ -462,6 +465,18 @@ fn patch_code(
             if reference.use_ == LinkedUse::Absolute {
                 continue;
             }
+            // A place in data the code computes: a table may start there.
+            if reference.use_ == LinkedUse::PcRelative
+                && reference.table.is_none()
+                && elf
+                    .section_at(reference.target)
+                    .is_some_and(|i| !elf.sections[i].is_executable())
+            {
+                tables.push(Table {
+                    base: reference.target,
+                    entries: None,
+                });
+            }
             let place = start + reference.offset;
             // AArch64 data in code (`$d`) is no instruction.
             if marks.is_some_and(|m| is_data(m, extent.start + reference.offset)) {
@@ -499,7 +514,10 @@ fn patch_code(
             patches.put(new_place, field)?;
         }
     }
-    decoded.tables.sort_by_key(|t| t.base);
+    // A recognized table (its size known) before a mere reference to the same place.
+    decoded
+        .tables
+        .sort_by_key(|t| (t.base, t.entries.is_none()));
     decoded.tables.dedup_by_key(|t| t.base);
     Ok(decoded)
 }
