@@ -29,6 +29,8 @@ const REQUIRED_TOOLS: &[&str] = &[
     // `icf report` on a stripped binary: icf-cli's report_binary test strips
     // x86-64 and AArch64 programs alike.
     "llvm-strip-19",
+    // The peer check compares `icf shrink` with BOLT's ICF.
+    "llvm-bolt-19",
     "mold",
     "ld.bfd",
     "ld.gold",
@@ -65,6 +67,7 @@ const DEBIAN_PACKAGES: &[&str] = &[
     "qemu-user",
     "llvm-14-dev",
     "llvm-19",
+    "bolt-19",
     "time",
     "curl",
     "pkg-config",

@@ -12,6 +12,7 @@ mod fuzz;
 mod fuzz_parse;
 mod macho_rust;
 mod peer;
+mod shrink_check;
 mod process;
 mod synthetic;
 mod test;

@@ -129,12 +129,20 @@ pub fn run(min_coverage: f64) -> Result<()> {
     );
 
     let mut text_sizes = links.text_sizes;
+    let mut folded = Vec::new();
     for linker in [Linker::Lld, Linker::Bfd] {
         for mode in ["safe", "all"] {
             text_sizes.push(icf_link(&corpus, &scratch, &icf, mode, linker)?);
         }
+        let name = linker.name();
+        folded.push((
+            linker,
+            scratch.join(format!("icf-safe-{name}")),
+            scratch.join(name),
+        ));
     }
     print_text_sizes(&text_sizes);
+    crate::shrink_check::run(&corpus, &scratch, &icf, &folded)?;
     println!(
         "\nicf report --mode all: {:.1} ms wall (fastest of {TIMED_RUNS}); \
          load {:.1} ms, lift {:.1} ms, partition {:.1} ms, plan {:.1} ms",
