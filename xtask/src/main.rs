@@ -12,8 +12,8 @@ mod fuzz;
 mod fuzz_parse;
 mod macho_rust;
 mod peer;
-mod shrink_check;
 mod process;
+mod shrink_check;
 mod synthetic;
 mod test;
 

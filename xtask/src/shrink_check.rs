@@ -37,7 +37,8 @@ struct Sizes {
 fn sizes(path: &Path, scratch: &Path) -> Result<Sizes> {
     let stripped_path = scratch.join(format!(
         "{}.stripped",
-        path.file_name().map_or("out".into(), |n| n.to_string_lossy())
+        path.file_name()
+            .map_or("out".into(), |n| n.to_string_lossy())
     ));
     capture(
         Command::new("llvm-strip-19")
@@ -117,8 +118,13 @@ pub(crate) fn run(
                 }
             }
             let mut verify = Command::new(icf);
-            verify.args(["verify", "--mode", mode]).arg(&input).arg(&output);
-            let verified = verify.output().with_context(|| format!("running {}", display(&verify)))?;
+            verify
+                .args(["verify", "--mode", mode])
+                .arg(&input)
+                .arg(&output);
+            let verified = verify
+                .output()
+                .with_context(|| format!("running {}", display(&verify)))?;
             if !verified.status.success() {
                 failures.push(format!(
                     "icf verify: {} does not verify against {}:\n{}",
@@ -146,7 +152,11 @@ pub(crate) fn run(
         }
         let link_text_saving = plain_sizes.text as i64 - linked.text as i64;
         let target = (TARGET_SHARE * link_text_saving as f64) as i64;
-        let verdict = if safe_saving >= target { "PASS" } else { "FAIL" };
+        let verdict = if safe_saving >= target {
+            "PASS"
+        } else {
+            "FAIL"
+        };
         println!(
             "  {verdict}: OUT (safe) stripped is {safe_saving} bytes smaller than IN stripped, \
              {:.1}% of the {link_text_saving} .text bytes icf link --mode safe saves (target {:.0}%)",
@@ -172,7 +182,9 @@ fn bolt(input: &Path, scratch: &Path) -> Result<Option<PathBuf>> {
     }
     let output = scratch.join(format!(
         "bolt-{}",
-        input.file_name().map_or("out".into(), |n| n.to_string_lossy())
+        input
+            .file_name()
+            .map_or("out".into(), |n| n.to_string_lossy())
     ));
     capture(
         Command::new("llvm-bolt-19")

@@ -76,6 +76,8 @@ pub trait Architecture: Sync {
     /// Whether `bytes` are only the padding an assembler or linker puts
     /// between functions (`nop`s, traps, zeros).
     fn is_padding(&self, bytes: &[u8]) -> bool;
+    /// The bytes that fill gaps between functions (`int3`, `nop`).
+    fn code_fill(&self) -> &'static [u8];
     /// Names of opcodes, registers and relocation kinds, for printing.
     fn syntax(&self) -> &'static dyn Syntax;
 }

@@ -18,6 +18,12 @@ pub enum KeptReloc {
     /// The field counts from its own place (a branch, a PC-relative operand
     /// or pointer, a GOT entry's distance). In code, decoding finds it.
     PcRelative,
+    /// An instruction field whose `S + A` is exactly the address the
+    /// instruction computes (AArch64 branches, `adr`, `adrp` and the low
+    /// 12 bits completing it, literal loads; not through the GOT): it can
+    /// be written again from the relocation alone, whatever decoding
+    /// paired.
+    Instruction,
     /// A PC-relative GOT load the linker may have relaxed into an
     /// immediate holding the symbol's address (x86-64 `GOTPCRELX`:
     /// `mov foo@GOTPCREL(%rip), %reg` becomes `mov $foo, %reg` in a

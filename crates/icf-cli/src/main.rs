@@ -487,6 +487,7 @@ fn plan_options(fold: &FoldArgs) -> icf::PlanOptions {
         keep_unique: fold.keep_unique.clone(),
         ignore_data_address_equality: fold.ignore_data_address_equality,
         only_code_in: None,
+        keep_places: Vec::new(),
         cache: fold.cache().resolve(None),
     }
 }

@@ -21,9 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
-/// `icf verify ORIGINAL MUTATED`, then `icf report MUTATED`: the first input
-/// is the mutated image, the second the unmutated one. A difference found
-/// is a fine outcome; only errors, panics and hangs are judged.
+/// `icf shrink MUTATED`, `icf verify ORIGINAL MUTATED`, then `icf report
+/// MUTATED`: the first input is the mutated image, the second the
+/// unmutated one. A difference found is a fine outcome; only errors,
+/// panics and hangs are judged.
 impl Target {
     /// Runs the code that reads this format on `inputs`, writing anything
     /// it writes under `out_dir`.
@@ -32,7 +33,11 @@ impl Target {
             Target::Object | Target::CrelObject | Target::Archive | Target::ThinArchive => {
                 link_pipeline(inputs, out_dir, options).map(drop)
             }
-            Target::LinkedBinary => verify_against_original(inputs, options),
+            Target::LinkedBinary => {
+                let shrunk = shrink_image(inputs, out_dir, options);
+                verify_against_original(inputs, options)?;
+                shrunk
+            }
             Target::MachOObject | Target::MachOArchive => {
                 let outputs = link_pipeline(inputs, out_dir, options)?;
                 read_back_with_object(inputs, &outputs)
@@ -59,6 +64,24 @@ fn verify_against_original(inputs: &[PathBuf], options: RunOptions) -> anyhow::R
     icf_verify::verify(original, mutated, &verify_options)?;
     icf_verify::verify(mutated, original, &verify_options)?;
     report
+}
+
+/// `icf shrink MUTATED -o OUT`: a refusal is fine (most mutated images
+/// are refused), so only panics, hangs and errors naming no input count.
+fn shrink_image(inputs: &[PathBuf], out_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
+    let Some(mutated) = inputs.first() else {
+        anyhow::bail!("a linked-binary case has no input");
+    };
+    let shrink_options = icf_shrink::ShrinkOptions {
+        mode: if options.fold_all {
+            icf::Mode::All
+        } else {
+            icf::Mode::Safe
+        },
+        ..icf_shrink::ShrinkOptions::default()
+    };
+    std::fs::create_dir_all(out_dir)?;
+    icf_shrink::shrink(mutated, &out_dir.join("shrunk"), &shrink_options).map(drop)
 }
 
 /// What the case asks of the plan: safe mode, or mode all.

@@ -197,6 +197,13 @@ pub fn build_elf_seeds(work_dir: &Path) -> Vec<Seed> {
         seeds.push(linked_seed(
             &work_dir.join(format!("linked-{}", arch_name(arch))),
             arch,
+            false,
+        ));
+        // With the relocations kept: what `icf shrink` moves code by.
+        seeds.push(linked_seed(
+            &work_dir.join(format!("linked-q-{}", arch_name(arch))),
+            arch,
+            true,
         ));
     }
 
@@ -401,9 +408,10 @@ fn darwin_archive_seed(dir: &Path, members: &[(String, Vec<u8>)], arch: &str) ->
     }
 }
 
-/// A program linked by gcc from `e2e/cross_*.c`, twice: the copy to
-/// mutate and the original to verify it against.
-fn linked_seed(dir: &Path, arch: Arch) -> Seed {
+/// A program linked by gcc from `e2e/cross_*.c` (with `-Wl,-q` when
+/// `kept_relocations`), twice: the copy to mutate and the original to
+/// verify it against.
+fn linked_seed(dir: &Path, arch: Arch, kept_relocations: bool) -> Seed {
     std::fs::create_dir_all(dir)
         .unwrap_or_else(|error| panic!("creating {}: {error}", dir.display()));
     let build = Build {
@@ -417,6 +425,7 @@ fn linked_seed(dir: &Path, arch: Arch) -> Seed {
     let program = dir.join("cross");
     let output = Command::new(build.driver(false))
         .args(&objects)
+        .args(kept_relocations.then_some("-Wl,-q"))
         .arg("-o")
         .arg(&program)
         .output()
@@ -430,8 +439,9 @@ fn linked_seed(dir: &Path, arch: Arch) -> Seed {
     let bytes = read(&program);
     Seed {
         label: format!(
-            "cross linked by {} ({})",
+            "cross linked by {}{} ({})",
             build.driver(false),
+            if kept_relocations { " -Wl,-q" } else { "" },
             arch_name(arch)
         ),
         target: Target::LinkedBinary,

@@ -161,11 +161,9 @@ fn read_cie(
     let entry = bytes.get(..end).ok_or_else(bad)?;
     let version = *entry.get(at + 8).ok_or_else(bad)?;
     let mut cursor = at + 9;
-    let nul = entry[cursor..]
-        .iter()
-        .position(|&b| b == 0)
-        .ok_or_else(bad)?;
-    let augmentation = entry[cursor..cursor + nul].to_vec();
+    let rest = entry.get(cursor..).ok_or_else(bad)?;
+    let nul = rest.iter().position(|&b| b == 0).ok_or_else(bad)?;
+    let augmentation = rest[..nul].to_vec();
     cursor += nul + 1;
     if version == 4 {
         cursor += 2;
@@ -186,7 +184,7 @@ fn read_cie(
         return Ok(cie);
     }
     uleb(entry, &mut cursor).ok_or_else(bad)?;
-    for &letter in &augmentation[1..] {
+    for &letter in augmentation.get(1..).unwrap_or_default() {
         match letter {
             b'P' => {
                 let byte = *entry.get(cursor).ok_or_else(bad)?;

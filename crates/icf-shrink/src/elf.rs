@@ -7,6 +7,9 @@ use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
 
+/// The largest section alignment read (a page of the largest kind).
+const MAX_ALIGN: u64 = 1 << 21;
+
 /// One section header, its fields read.
 #[derive(Clone, Debug)]
 pub struct SectionInfo {
@@ -42,6 +45,11 @@ impl SectionInfo {
     pub fn contains(&self, address: u64) -> bool {
         (self.addr..self.addr + self.size).contains(&address)
     }
+}
+
+/// Whether `section` is DWARF (`.debug_*`, `.zdebug_*`).
+pub fn is_debug(section: &SectionInfo) -> bool {
+    section.name.starts_with(".debug_") || section.name.starts_with(".zdebug_")
 }
 
 /// One program header.
@@ -123,6 +131,21 @@ impl<'data> Elf<'data> {
                     info.size
                 );
             }
+            if info.align_field > MAX_ALIGN || !info.align.is_power_of_two() {
+                bail!(
+                    "section {} ({index}): alignment {:#x} is no power of two up to {MAX_ALIGN:#x}",
+                    info.name,
+                    info.align_field
+                );
+            }
+            if info.is_alloc() && info.addr.checked_add(info.size).is_none() {
+                bail!(
+                    "section {} ({index}): address {:#x} and size {:#x} run past the address space",
+                    info.name,
+                    info.addr,
+                    info.size
+                );
+            }
             sections.push(info);
         }
         let segments = header
@@ -140,7 +163,15 @@ impl<'data> Elf<'data> {
                 align: p.p_align(LE).max(1),
                 align_field: p.p_align(LE),
             })
-            .collect();
+            .collect::<Vec<Segment>>();
+        for (index, p) in segments.iter().enumerate() {
+            if p.vaddr.checked_add(p.memsz).is_none()
+                || p.offset.checked_add(p.filesz).is_none()
+                || p.filesz > p.memsz.max(p.filesz)
+            {
+                bail!("program header {index}: its extent runs past the address space or the file");
+            }
+        }
         Ok(Elf {
             data,
             machine: header.e_machine(LE).0,

@@ -28,7 +28,8 @@ const LINKER_MADE: &[&str] = &[".got", ".got.plt", ".plt", ".plt.sec", ".plt.got
 enum Symbol {
     /// Defined at an address: (old address, new address, a section symbol).
     At(u64, u64, bool),
-    /// Undefined: defined by another module, or weak and absent.
+    /// Undefined (defined by another module, or weak and absent), or an
+    /// ifunc: what the field holds is what the linker resolved it to.
     Undefined,
     /// Thread-local, or otherwise not an address in the image.
     Elsewhere,
@@ -41,7 +42,9 @@ fn symbol(elf: &Elf<'_>, layout: &Layout, symbols: &[SymbolInfo], index: u32) ->
     if index == 0 || s.kind == E::STT_TLS.0 {
         return Symbol::Elsewhere;
     }
-    if s.shndx == E::SHN_UNDEF.0 {
+    // An ifunc's value is its resolver, but a non-PIE executable takes its
+    // address as that of its PLT entry: the field says which.
+    if s.shndx == E::SHN_UNDEF.0 || s.kind == E::STT_GNU_IFUNC.0 {
         return Symbol::Undefined;
     }
     if s.kind == E::STT_SECTION.0 {
@@ -85,6 +88,18 @@ pub(crate) fn patch(
         let section = &elf.sections[target];
         let eh_frame = section.name == ".eh_frame";
         let code = section.is_executable();
+        if !section.is_alloc() {
+            rewritten.push(unloaded(
+                elf,
+                symbols,
+                layout,
+                arch,
+                relocations,
+                target,
+                patches,
+            )?);
+            continue;
+        }
         let mut out = Vec::new();
         for rela in elf.relas(relocations)? {
             let place = rela.offset;
@@ -153,6 +168,36 @@ pub(crate) fn patch(
                         )
                         .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
                         patches.put(layout.map(place), field)?;
+                    }
+                }
+                KeptReloc::Instruction if code => {
+                    match decoded.fields.get(&place) {
+                        Some(&(named, bias)) if named.wrapping_add(bias as u64) == meaning => {
+                            new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
+                        }
+                        // A branch to a PLT entry or a range extension thunk.
+                        Some(&(named, _)) if linker_made(named) => new_meaning = None,
+                        found => {
+                            // What the instruction computes is `S + A`: write
+                            // it from the relocation, over whatever decoding
+                            // paired (an `adrp` whose page stays live across a
+                            // call, a low half before its `adrp`).
+                            let word =
+                                elf.read(place, 4).context("instruction past the section")?;
+                            let mut field = word.to_vec();
+                            match arch.write_reloc(
+                                rela.r_type,
+                                &mut field,
+                                layout.map(place),
+                                layout.map(meaning),
+                            ) {
+                                Ok(()) => patches.replace(layout.map(place), field),
+                                // Relaxed by the linker: into a `nop`, or into an
+                                // instruction decoding found (`adr`).
+                                Err(_) if arch.is_padding(word) || found.is_some() => {}
+                                Err(e) => bail!("{}: the {:?} relocation: {e}", at(), name()),
+                            }
+                        }
                     }
                 }
                 KeptReloc::PcRelative | KeptReloc::Low12 | KeptReloc::RelaxableGotLoad if code => {
@@ -240,7 +285,10 @@ pub(crate) fn patch(
                         patches.put(layout.map(place), field)?;
                     }
                 }
-                KeptReloc::RelaxableGotLoad | KeptReloc::Low12 | KeptReloc::Other => {
+                KeptReloc::RelaxableGotLoad
+                | KeptReloc::Low12
+                | KeptReloc::Instruction
+                | KeptReloc::Other => {
                     if layout.moves(meaning) {
                         bail!(
                             "{}: a {:?} relocation names code that moves; icf cannot write it again",
@@ -256,15 +304,69 @@ pub(crate) fn patch(
             }
             out.push((layout.map(place), rela.sym, rela.r_type, addend));
         }
-        let mut bytes = Vec::with_capacity(out.len() * 24);
-        for (offset, sym, r_type, addend) in out {
-            bytes.extend(offset.to_le_bytes());
-            bytes.extend(((u64::from(sym) << 32) | u64::from(r_type)).to_le_bytes());
-            bytes.extend(addend.to_le_bytes());
-        }
-        rewritten.push((relocations, bytes));
+        rewritten.push((relocations, encode(out)));
     }
     Ok(rewritten)
+}
+
+/// The kept relocations of a section no segment loads (a probe note):
+/// its absolute addresses written again in its bytes (`patches.unloaded`),
+/// the relocations with them.
+fn unloaded(
+    elf: &Elf<'_>,
+    symbols: &[SymbolInfo],
+    layout: &Layout,
+    arch: &dyn Architecture,
+    relocations: usize,
+    target: usize,
+    patches: &mut Patches,
+) -> anyhow::Result<(usize, Vec<u8>)> {
+    let section = &elf.sections[target];
+    let bytes = elf.bytes(target);
+    let mut out = Vec::new();
+    for rela in elf.relas(relocations)? {
+        let offset = rela.offset.wrapping_sub(section.addr);
+        let mut addend = rela.addend;
+        if let Symbol::At(old, new, _) = symbol(elf, layout, symbols, rela.sym) {
+            let meaning = old.wrapping_add(rela.addend as u64);
+            let new_meaning = layout.map(meaning);
+            match arch.kept_reloc(rela.r_type) {
+                KeptReloc::Address { size } if new_meaning != meaning => {
+                    let at = offset as usize;
+                    let mut field = bytes
+                        .get(at..at + usize::from(size))
+                        .with_context(|| {
+                            format!("{}+{offset:#x}: field past the section", section.name)
+                        })?
+                        .to_vec();
+                    arch.write_reloc(rela.r_type, &mut field, rela.offset, new_meaning)
+                        .map_err(|e| anyhow::anyhow!("{}+{offset:#x}: {e}", section.name))?;
+                    patches.unloaded.push((target, offset, field));
+                }
+                KeptReloc::Address { .. } => {}
+                _ if new_meaning != meaning => bail!(
+                    "{}+{offset:#x}: a {:?} relocation names code that moves; icf cannot write it again",
+                    section.name,
+                    object::elf::RelocationType(rela.r_type)
+                ),
+                _ => {}
+            }
+            addend = new_meaning.wrapping_sub(new) as i64;
+        }
+        out.push((rela.offset, rela.sym, rela.r_type, addend));
+    }
+    Ok((relocations, encode(out)))
+}
+
+/// `Elf64_Rela` entries as bytes.
+fn encode(relocations: Vec<(u64, u32, u32, i64)>) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(relocations.len() * 24);
+    for (offset, sym, r_type, addend) in relocations {
+        bytes.extend(offset.to_le_bytes());
+        bytes.extend(((u64::from(sym) << 32) | u64::from(r_type)).to_le_bytes());
+        bytes.extend(addend.to_le_bytes());
+    }
+    bytes
 }
 
 /// An x86-64 GOT load the linker relaxed into an immediate: the field holds

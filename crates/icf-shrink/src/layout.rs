@@ -5,11 +5,11 @@
 //!
 //! Rules:
 //! - A kept function moves down by a multiple of its alignment. An image
-//!   does not record alignments, so it is inferred: the smallest power of
-//!   two dividing the function's address that is larger than the padding
-//!   before it (the padding an alignment left), and at least the address's
-//!   own alignment up to 16 bytes (the usual function alignment, kept where
-//!   no padding shows it).
+//!   does not record each function's alignment, only the largest of them
+//!   (`.text`'s `sh_addralign`), so a function keeps the alignment of its
+//!   address up to that: no function needed more, whether or not padding
+//!   before it shows it (a function can need 32 and follow one that ends
+//!   on a multiple of 32).
 //! - A removed function's addresses map to the same offsets in its kept
 //!   copy, which is identical code: a pointer into it (a jump table entry,
 //!   a return address) lands on the same instruction there.
@@ -57,10 +57,11 @@ pub struct Layout {
     pub tail_end: u64,
     /// How far they move down.
     pub tail_delta: u64,
+    /// Jump tables folded with their functions, sorted: (start, end, the
+    /// kept copy's start). Their bytes stay; only their symbols move.
+    pub data_aliases: Vec<(u64, u64, u64)>,
 }
 
-/// The usual alignment of a function where no padding shows another.
-const USUAL_ALIGNMENT: u64 = 16;
 /// No function is aligned beyond a page.
 const MAX_ALIGNMENT: u64 = 4096;
 
@@ -74,49 +75,31 @@ fn own_alignment(address: u64) -> u64 {
 
 impl Layout {
     /// Lays out `pieces` (covering `.text` from `text_start` to `text_end`,
-    /// sorted, fates set, `thunk_size` set for thunks) and the tail of the
-    /// segment `tail_start..tail_end`, whose content must keep alignment
-    /// `tail_align`.
+    /// sorted, fates set, `thunk_size` set for thunks; `.text` aligned to
+    /// `text_align`) and the tail of the segment `tail_start..tail_end`,
+    /// whose content must keep alignment `tail_align`.
     pub fn new(
         mut pieces: Vec<Piece>,
         text_start: u64,
         text_end: u64,
+        text_align: u64,
         tail_start: u64,
         tail_end: u64,
         tail_align: u64,
-        min_align: u64,
     ) -> Layout {
         let mut cursor = text_start;
-        let mut previous_end = text_start;
         for piece in &mut pieces {
-            match piece.fate {
-                Fate::Padding => {
-                    piece.new_start = cursor;
-                    continue;
-                }
-                // A removed function stood where it stood: the padding
-                // before the next one is measured from its end.
-                Fate::Alias(_) => {
-                    piece.new_start = cursor;
-                    previous_end = piece.end;
-                    continue;
-                }
-                Fate::Keep | Fate::Thunk(_) => {}
-            }
-            let gap = piece.start - previous_end;
-            let own = own_alignment(piece.start);
-            let mut align = own.min(USUAL_ALIGNMENT).max(min_align.min(own));
-            while align <= gap && align < own {
-                align *= 2;
-            }
-            piece.align = align;
-            piece.new_start = cursor.next_multiple_of(align);
             let size = match piece.fate {
+                Fate::Padding | Fate::Alias(_) => {
+                    piece.new_start = cursor;
+                    continue;
+                }
                 Fate::Thunk(_) => piece.thunk_size,
-                _ => piece.end - piece.start,
+                Fate::Keep => piece.end - piece.start,
             };
+            piece.align = own_alignment(piece.start).min(text_align.max(1));
+            piece.new_start = cursor.next_multiple_of(piece.align);
             cursor = piece.new_start + size;
-            previous_end = piece.end;
         }
         let freed = text_end - cursor;
         let tail_delta = if tail_start > tail_end {
@@ -132,7 +115,18 @@ impl Layout {
             tail_start,
             tail_end,
             tail_delta,
+            data_aliases: Vec::new(),
         }
+    }
+
+    /// Where a symbol of data at `address` goes: into the kept copy of a
+    /// folded table, else nowhere.
+    pub fn data_symbol(&self, address: u64) -> Option<u64> {
+        let after = self
+            .data_aliases
+            .partition_point(|&(start, _, _)| start <= address);
+        let &(start, end, kept) = self.data_aliases.get(after.checked_sub(1)?)?;
+        (address < end).then(|| kept + (address - start))
     }
 
     /// The piece holding `address` in `.text`.
@@ -229,7 +223,7 @@ mod tests {
     #[test]
     fn kept_functions_close_up_keeping_alignment_and_aliases_map_into_the_kept_copy() {
         // 0x1000 f (kept, 0x30), pad, 0x1040 g (alias of f), pad, 0x1080 h (kept),
-        // 0x10a3 i (kept right after h: odd address, no padding), 0x10b0 j thunk of f.
+        // 0x10a3 i (kept right after h), 0x10b0 j thunk of f.
         let pieces = vec![
             piece(0x1000, 0x1030, Fate::Keep),
             piece(0x1030, 0x1040, Fate::Padding),
@@ -239,13 +233,13 @@ mod tests {
             piece(0x10a3, 0x10b0, Fate::Keep),
             piece(0x10b0, 0x10e0, Fate::Thunk(0)),
         ];
-        let layout = Layout::new(pieces, 0x1000, 0x10e0, 0x10e0, 0x1200, 16, 1);
+        let layout = Layout::new(pieces, 0x1000, 0x10e0, 32, 0x10e0, 0x1200, 16);
         assert_eq!(layout.map(0x1010), 0x1010);
         assert_eq!(layout.map(0x1048), 0x1008, "into the kept copy");
-        // h had 16 bytes of padding before it: aligned to 32 at least.
+        // h at 0x1080 keeps 32 (.text's alignment), i at an odd address 1.
         assert_eq!(layout.map(0x1080), 0x1040);
         assert_eq!(layout.map(0x10a3), 0x1063);
-        // j: its padding gap is 0x10b0 - 0x10b0 = 0: 16-aligned.
+        // j: 16-aligned.
         assert_eq!(layout.map(0x10b0), 0x1070);
         assert_eq!(
             layout.map(0x10b4),

@@ -126,32 +126,55 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
             ..icf::Options::default()
         },
     )?;
-    let analysis = icf::Analysis::run(
-        &program,
-        &icf::PlanOptions {
-            mode: options.mode,
-            keep_unique: options.keep_unique.clone(),
-            only_code_in: Some(".text".to_string()),
-            cache: None,
-            ..icf::PlanOptions::default()
-        },
-    );
     let object = &program.object(icf::ObjectId(0)).elf;
     let arch = icf_arch::of(object.arch);
-    let (pieces, counts) = pieces(&elf, &shape, object, &analysis, arch)?;
-    let layout = Layout::new(
+    // A short jump cannot reach a copy elsewhere: the function it reaches
+    // keeps its body, and the plan is made again without folding it.
+    let mut keep_places = Vec::new();
+    let (pieces, counts, data_aliases) = loop {
+        let analysis = icf::Analysis::run(
+            &program,
+            &icf::PlanOptions {
+                mode: options.mode,
+                keep_unique: options.keep_unique.clone(),
+                only_code_in: Some(".text".to_string()),
+                keep_places: keep_places.clone(),
+                cache: None,
+                ..icf::PlanOptions::default()
+            },
+        );
+        let (pieces, counts, data_aliases) = pieces(&elf, &shape, object, &analysis, arch)?;
+        let reached: Vec<(u32, u64)> = short_jumps_into_removed(&elf, &shape, &pieces, arch)
+            .into_iter()
+            .filter(|place| !keep_places.contains(place))
+            .collect();
+        if reached.is_empty() {
+            break (pieces, counts, data_aliases);
+        }
+        if keep_places.len() > MAX_SHORT_JUMP_TARGETS {
+            bail!(
+                "{}: too many functions only short jumps reach",
+                input.display()
+            );
+        }
+        keep_places.extend(reached);
+    };
+    let mut layout = Layout::new(
         pieces,
         shape.text_start,
         shape.text_end,
+        elf.sections[shape.text].align,
         shape.tail_start,
         shape.tail_end,
         shape.tail_align,
-        arch.thunk().min_align,
     );
+    layout.data_aliases = data_aliases;
     let mut patches = Patches::default();
     let symbols = elf.symbols(shape.symtab).map_err(named)?;
     write_thunks(&layout, arch, &mut patches)?;
-    let decoded = patch_code(&elf, object, &layout, arch, &mut patches).map_err(named)?;
+    let relocated = Relocated::of(&elf, &shape).map_err(named)?;
+    let decoded =
+        patch_code(&elf, object, &layout, arch, &relocated, &mut patches).map_err(named)?;
     let rewritten = kept::patch(
         &elf,
         &shape,
@@ -164,8 +187,16 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     .map_err(named)?;
     let dropped_fdes = eh_frame::patch(&elf, &layout, &mut patches).map_err(named)?;
     dynamic::patch(&elf, &layout, arch, &mut patches).map_err(named)?;
-    let written =
-        write::write(&elf, &shape, &layout, &patches, &symbols, &rewritten).map_err(named)?;
+    let written = write::write(
+        &elf,
+        &shape,
+        &layout,
+        &patches,
+        &symbols,
+        &rewritten,
+        arch.code_fill(),
+    )
+    .map_err(named)?;
     icf::write_atomically(output, &written.bytes)?;
     let permissions = std::fs::metadata(input)
         .with_context(|| format!("reading {}", input.display()))?
@@ -182,6 +213,47 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         dropped_fdes,
         emptied: written.emptied,
     })
+}
+
+/// How many functions reached by short jumps icf keeps unfolded before it
+/// gives up planning again.
+const MAX_SHORT_JUMP_TARGETS: usize = 10_000;
+
+/// The functions of `.text` a short jump (x86-64 `jmp rel8`, a tail call
+/// the assembler resolved) from a kept piece reaches, where the plan removes
+/// them: as (section index, offset), what `PlanOptions::keep_places` takes.
+fn short_jumps_into_removed(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    pieces: &[Piece],
+    arch: &dyn Architecture,
+) -> Vec<(u32, u64)> {
+    let bytes = elf.bytes(shape.text);
+    let mut found = Vec::new();
+    let mut reached = Vec::new();
+    for piece in pieces.iter().filter(|p| p.fate == Fate::Keep) {
+        let offset = (piece.start - shape.text_start) as usize;
+        let Some(code) = bytes.get(offset..offset + (piece.end - piece.start) as usize) else {
+            continue;
+        };
+        found.clear();
+        arch.linked_references(code, piece.start, &mut found);
+        for reference in &found {
+            if field_size(arch, reference.r_type) != 1 {
+                continue;
+            }
+            let at = pieces.partition_point(|p| p.start <= reference.target);
+            if let Some(target) = at.checked_sub(1).map(|i| &pieces[i])
+                && matches!(target.fate, Fate::Alias(_))
+                && reference.target < target.end
+            {
+                reached.push((shape.text as u32, target.start - shape.text_start));
+            }
+        }
+    }
+    reached.sort_unstable();
+    reached.dedup();
+    reached
 }
 
 /// Where things are in the image: `.text`, the segment holding it, the
@@ -209,7 +281,10 @@ impl Shape {
         }
         if elf.machine == E::EM_AARCH64.0 && elf.section_named(".note.gnu.gold-version").is_some() {
             bail!(
-                "linked by gold for AArch64, whose --emit-relocs output puts the relocations of some                  functions at the offset they have in their input section instead of in .text                  (a `bl`'s CALL26 lands on another function's `adrp`): icf does not move code by                  relocations it cannot trust. Link with GNU ld, lld or mold"
+                "linked by gold for AArch64, whose --emit-relocs output puts the relocations of some \
+                 functions at the offset they have in their input section instead of in .text \
+                 (a `bl`'s CALL26 lands on another function's `adrp`): icf does not move code by \
+                 relocations it cannot trust. Link with GNU ld, lld or mold"
             );
         }
         let text = elf
@@ -222,6 +297,9 @@ impl Shape {
             .iter()
             .position(|s| s.sh_type == E::SHT_SYMTAB.0)
             .context("no .symtab: icf shrink needs the symbols a link writes (do not strip IN; strip OUT)")?;
+        // Relocations kept for allocated sections, and for sections no
+        // segment loads but tools read addresses from (`.note.stapsdt`'s
+        // probes); DWARF's are dropped with it.
         let kept: Vec<(usize, usize)> = elf
             .sections
             .iter()
@@ -231,7 +309,7 @@ impl Shape {
                 let target = s.info as usize;
                 elf.sections
                     .get(target)
-                    .filter(|t| t.is_alloc())
+                    .filter(|t| t.is_alloc() || (t.has_bytes() && !elf::is_debug(t)))
                     .map(|_| (index, target))
             })
             .collect();
@@ -256,11 +334,23 @@ impl Shape {
         if load.memsz != load.filesz {
             bail!("the segment holding .text has bytes not in the file");
         }
+        let in_file = |address: u64| load.offset + (address - load.vaddr);
+        if load.offset.saturating_add(load.filesz) > elf.data.len() as u64
+            || t.offset != in_file(text_start)
+        {
+            bail!("the segment holding .text and .text's own file offset disagree");
+        }
         let tail: Vec<&elf::SectionInfo> = elf
             .sections
             .iter()
             .filter(|s| s.is_alloc() && s.addr >= text_end && s.addr < segment_end && s.size > 0)
             .collect();
+        if tail
+            .iter()
+            .any(|s| s.addr + s.size > segment_end || s.offset != in_file(s.addr))
+        {
+            bail!("a section after .text and the segment holding it disagree on where it is");
+        }
         if tail.iter().any(|s| !s.has_bytes()) {
             bail!("the segment holding .text ends in a section without bytes");
         }
@@ -293,7 +383,7 @@ fn pieces(
     object: &icf_object::Object<'_>,
     analysis: &icf::Analysis<'_, '_>,
     arch: &dyn Architecture,
-) -> anyhow::Result<(Vec<Piece>, (usize, usize))> {
+) -> anyhow::Result<(Vec<Piece>, (usize, usize), Vec<(u64, u64, u64)>)> {
     let text = icf_object::SectionIndex(shape.text as u32);
     let bytes = elf.bytes(shape.text);
     let extents: Vec<_> = object
@@ -333,6 +423,11 @@ fn pieces(
     };
     let thunk = arch.thunk();
     let (mut aliases, mut thunks) = (0, 0);
+    let address_of = |candidate: icf::CandidateId| {
+        let info = &analysis.candidates[candidate.index()];
+        let base = elf.sections.get(info.section.index()).map_or(0, |s| s.addr);
+        (base + info.start, base + info.end)
+    };
     for class in &analysis.plan.classes {
         let Some(kept) = piece_of(class.kept) else {
             continue;
@@ -357,6 +452,35 @@ fn pieces(
             }
         }
     }
+    // A jump table folds with its function: its bytes stay where they are,
+    // unread, and its symbols name the table of the function's kept copy
+    // (a member of the same class), as after a link.
+    let mut data_aliases = Vec::new();
+    for class in &analysis.plan.classes {
+        if analysis.candidates[class.kept.index()].is_code() {
+            continue;
+        }
+        let owner_piece = |candidate: icf::CandidateId| {
+            analysis.owner[candidate.index()].and_then(|owner| piece_of(owner))
+        };
+        for decision in &class.decisions {
+            let Some(owner) = owner_piece(decision.candidate) else {
+                continue;
+            };
+            let (Fate::Alias(kept) | Fate::Thunk(kept)) = pieces[owner].fate else {
+                continue;
+            };
+            let twin = class
+                .decisions
+                .iter()
+                .find(|other| owner_piece(other.candidate) == Some(kept));
+            if let Some(twin) = twin {
+                let (start, end) = address_of(decision.candidate);
+                data_aliases.push((start, end, address_of(twin.candidate).0));
+            }
+        }
+    }
+    data_aliases.sort_unstable();
     // A removed function's kept copy must itself stay.
     for piece in &pieces {
         if let Fate::Alias(kept) | Fate::Thunk(kept) = piece.fate
@@ -369,7 +493,7 @@ fn pieces(
             );
         }
     }
-    Ok((pieces, (aliases, thunks)))
+    Ok((pieces, (aliases, thunks), data_aliases))
 }
 
 /// Each thunk: the landing pad the function started with, then a jump to
@@ -431,18 +555,72 @@ pub(crate) struct Decoded {
 /// Every branch and PC-relative operand of every executable section,
 /// decoded, written again where its place or target moves. Returns the
 /// position-independent jump tables the code reads.
+/// Where the kept relocations are: the sections they patch and their places.
+#[derive(Debug, Default)]
+pub(crate) struct Relocated {
+    sections: std::collections::HashSet<usize>,
+    places: std::collections::HashSet<u64>,
+}
+
+impl Relocated {
+    fn of(elf: &Elf<'_>, shape: &Shape) -> anyhow::Result<Relocated> {
+        let mut relocated = Relocated::default();
+        for &(relocations, target) in &shape.kept {
+            relocated.sections.insert(target);
+            relocated
+                .places
+                .extend(elf.relas(relocations)?.iter().map(|r| r.offset));
+        }
+        Ok(relocated)
+    }
+
+    /// Whether a decoded field at `place` in section `section`, naming
+    /// `target`, is a field: the link kept a relocation there, or no
+    /// relocation was kept for its section (code the linker wrote: PLT
+    /// entries), or it names code (an assembler resolves a branch inside
+    /// its own section without a relocation). Bytes of data in code that
+    /// decode as an instruction name random places, rarely code.
+    fn is_field(&self, elf: &Elf<'_>, section: usize, place: u64, target: u64) -> bool {
+        !self.sections.contains(&section)
+            || self.places.contains(&place)
+            || elf
+                .section_at(target)
+                .is_some_and(|i| elf.sections[i].is_executable())
+    }
+}
+
 fn patch_code(
     elf: &Elf<'_>,
     object: &icf_object::Object<'_>,
     layout: &Layout,
     arch: &dyn Architecture,
+    relocated: &Relocated,
     patches: &mut Patches,
 ) -> anyhow::Result<Decoded> {
     let data_in_code = data_marks(elf, object);
     let mut found = Vec::new();
     let mut decoded = Decoded::default();
     let tables = &mut decoded.tables;
-    for extent in object.functions() {
+    let extents = object.functions();
+    // Code no symbol covers that is not padding: what the linker wrote into
+    // `.text` (GNU ld's erratum 843419 stubs, range extension veneers).
+    let mut stubs: Vec<(u64, u64)> = extents
+        .iter()
+        .filter(|e| e.symbols.is_empty())
+        .filter_map(|e| {
+            let section = elf.sections.get(e.section.index())?;
+            let code = elf
+                .bytes(e.section.index())
+                .get(e.start as usize..e.end as usize)?;
+            (!arch.is_padding(code)).then_some((section.addr + e.start, section.addr + e.end))
+        })
+        .collect();
+    stubs.sort_unstable();
+    let in_stub = |address: u64| {
+        let after = stubs.partition_point(|&(start, _)| start <= address);
+        after > 0 && address < stubs[after - 1].1
+    };
+    for extent in extents {
         let index = extent.section.index();
         let section = &elf.sections[index];
         let start = section.addr + extent.start;
@@ -454,33 +632,31 @@ fn patch_code(
         arch.linked_references(code, start, &mut found);
         let marks = data_in_code.get(&extent.section);
         for reference in &found {
-            if let Some(shape) = reference.table
-                && let icf_arch::TableShape::Relative32 { entries } = shape
+            if reference.use_ == LinkedUse::Absolute {
+                continue;
+            }
+            let place = start + reference.offset;
+            // AArch64 data in code (`$d`) is no instruction.
+            if marks.is_some_and(|m| is_data(m, extent.start + reference.offset))
+                || !relocated.is_field(elf, index, place, reference.target)
             {
+                continue;
+            }
+            if let Some(icf_arch::TableShape::Relative32 { entries }) = reference.table {
                 tables.push(Table {
                     base: reference.target,
                     entries,
                 });
-            }
-            if reference.use_ == LinkedUse::Absolute {
-                continue;
-            }
-            // A place in data the code computes: a table may start there.
-            if reference.use_ == LinkedUse::PcRelative
-                && reference.table.is_none()
+            } else if reference.use_ == LinkedUse::PcRelative
                 && elf
                     .section_at(reference.target)
                     .is_some_and(|i| !elf.sections[i].is_executable())
             {
+                // A place in data the code computes: a table may start there.
                 tables.push(Table {
                     base: reference.target,
                     entries: None,
                 });
-            }
-            let place = start + reference.offset;
-            // AArch64 data in code (`$d`) is no instruction.
-            if marks.is_some_and(|m| is_data(m, extent.start + reference.offset)) {
-                continue;
             }
             decoded
                 .fields
@@ -492,6 +668,31 @@ fn patch_code(
             let (new_place, new_target) = (layout.map(place), layout.map(target));
             if new_place == place && new_target == target {
                 continue;
+            }
+            // No relocation backs it: an assembler resolved it inside its
+            // section, which is a function's start (a call or tail call, the
+            // address of a static function), or the linker wrote it (a stub
+            // and the branches to and from it); into another function's
+            // middle only hand-written assembly goes, where data in code
+            // decodes as instructions too. Moving either way on a guess
+            // could break the program: refuse.
+            let moved_apart = new_target.wrapping_sub(target) != new_place.wrapping_sub(place);
+            if moved_apart
+                && relocated.sections.contains(&index)
+                && !relocated.places.contains(&place)
+                && layout
+                    .piece_start(target)
+                    .is_some_and(|start| start != target)
+                && !in_stub(place)
+                && !in_stub(target)
+            {
+                bail!(
+                    "{}+{:#x}: bytes that decode as a reference to the middle of another function \
+                     ({target:#x}) with no relocation kept: icf cannot tell whether they are an \
+                     instruction or data in code",
+                    section.name,
+                    place - section.addr
+                );
             }
             let size = field_size(arch, reference.r_type);
             let mut field = elf

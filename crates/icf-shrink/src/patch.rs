@@ -8,9 +8,17 @@ use std::collections::BTreeMap;
 #[derive(Debug, Default)]
 pub struct Patches {
     pub writes: BTreeMap<u64, Vec<u8>>,
+    /// Edits to sections no segment loads: (section index, offset, bytes).
+    pub unloaded: Vec<(usize, u64, Vec<u8>)>,
 }
 
 impl Patches {
+    /// Writes `bytes` at `address` over whatever was planned there: a
+    /// field written from its kept relocation over what decoding guessed.
+    pub fn replace(&mut self, address: u64, bytes: Vec<u8>) {
+        self.writes.insert(address, bytes);
+    }
+
     pub fn put(&mut self, address: u64, bytes: Vec<u8>) -> anyhow::Result<()> {
         if let Some(earlier) = self.writes.get(&address) {
             if *earlier != bytes {

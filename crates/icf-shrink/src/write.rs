@@ -22,7 +22,7 @@ pub struct Written {
 /// DWARF and its relocations (kept relocations of allocated sections are
 /// written again, `kept.rs`).
 fn is_emptied(elf: &Elf<'_>, section: &SectionInfo) -> bool {
-    let debug = |s: &SectionInfo| s.name.starts_with(".debug_") || s.name.starts_with(".zdebug_");
+    let debug = crate::elf::is_debug;
     if section.is_alloc() {
         return false;
     }
@@ -43,6 +43,7 @@ pub(crate) fn write(
     patches: &Patches,
     symbols: &[SymbolInfo],
     rewritten: &crate::kept::Rewritten,
+    fill_bytes: &[u8],
 ) -> anyhow::Result<Written> {
     let data = elf.data;
     let load = &elf.segments[shape.segment];
@@ -116,24 +117,49 @@ pub(crate) fn write(
             .with_context(|| format!("file bytes {start:#x}..{end:#x} past the end"))
     };
     let text_offset = text.offset;
+    let headers_end = elf.phoff + 56 * elf.segments.len() as u64;
+    if text_offset < headers_end.max(64) {
+        bail!(".text at file offset {text_offset:#x} overlaps the ELF and program headers");
+    }
     let mut out: Vec<u8> = Vec::with_capacity(data.len());
     out.extend_from_slice(get(0, text_offset)?);
-    out.resize((text_offset + layout.new_text_end - text.addr) as usize, 0);
-    for piece in &layout.pieces {
+    // Gaps in code hold the architecture's filler, so a decoder running
+    // past a function that does not return meets no bogus instruction.
+    let fill = |out: &mut Vec<u8>, end: u64| {
+        while (out.len() as u64) < end {
+            let gap = (end - out.len() as u64) as usize;
+            out.extend_from_slice(&fill_bytes[..gap.min(fill_bytes.len())]);
+        }
+    };
+    fill(&mut out, text_offset + layout.new_text_end - text.addr);
+    for (index, piece) in layout.pieces.iter().enumerate() {
         if piece.fate != Fate::Keep {
             continue;
         }
+        // The piece, and as much of the padding that followed it as fits
+        // before what comes next: the bytes after a function that does not
+        // return stay what they were.
+        let next = layout.pieces[index + 1..]
+            .iter()
+            .find(|p| matches!(p.fate, Fate::Keep | Fate::Thunk(_)))
+            .map_or(layout.new_text_end, |p| p.new_start);
+        let padding = layout
+            .pieces
+            .get(index + 1)
+            .filter(|p| p.fate == Fate::Padding)
+            .map_or(0, |p| p.end - p.start);
+        let size = piece.end - piece.start;
+        let carried = size + padding.min(next - (piece.new_start + size));
         let from = text_offset + (piece.start - text.addr);
         let to = (text_offset + (piece.new_start - text.addr)) as usize;
-        out[to..to + (piece.end - piece.start) as usize]
-            .copy_from_slice(get(from, from + piece.end - piece.start)?);
+        out[to..to + carried as usize].copy_from_slice(get(from, from + carried)?);
     }
     let tail_file_start = if layout.tail_start < layout.tail_end {
         load.offset + (layout.tail_start - load.vaddr)
     } else {
         segment_file_end
     };
-    out.resize((tail_file_start - delta) as usize, 0);
+    fill(&mut out, tail_file_start - delta);
     out.extend_from_slice(get(tail_file_start, segment_file_end)?);
     if alloc_end > segment_file_end {
         out.resize((segment_file_end - shift) as usize, 0);
@@ -142,8 +168,11 @@ pub(crate) fn write(
     // Patches, by new address.
     for (&address, bytes) in &patches.writes {
         let offset = file_offset(&segments, address, bytes.len() as u64)
-            .with_context(|| format!("a patch at {address:#x} lands in no segment"))?;
-        out[offset as usize..offset as usize + bytes.len()].copy_from_slice(bytes);
+            .with_context(|| format!("a patch at {address:#x} lands in no segment"))?
+            as usize;
+        out.get_mut(offset..offset + bytes.len())
+            .with_context(|| format!("a patch at {address:#x} lands past the file's end"))?
+            .copy_from_slice(bytes);
     }
     // Symbol tables: .dynsym in place (allocated), .symtab below.
     let mut symtab_bytes = None;
@@ -167,7 +196,9 @@ pub(crate) fn write(
         }
         if section.is_alloc() {
             let offset = sections[index].offset as usize;
-            out[offset..offset + bytes.len()].copy_from_slice(&bytes);
+            out.get_mut(offset..offset + bytes.len())
+                .with_context(|| format!("{} lies past the loaded bytes", section.name))?
+                .copy_from_slice(&bytes);
         } else {
             symtab_bytes = Some((index, bytes));
         }
@@ -192,7 +223,12 @@ pub(crate) fn write(
             Some((symtab, bytes)) if *symtab == index => out.extend_from_slice(bytes),
             _ => {
                 let old = &elf.sections[index];
+                let start = out.len();
                 out.extend_from_slice(get(old.offset, old.offset + old.size)?);
+                for (_, offset, bytes) in patches.unloaded.iter().filter(|(i, _, _)| *i == index) {
+                    let at = start + *offset as usize;
+                    out[at..at + bytes.len()].copy_from_slice(bytes);
+                }
             }
         }
     }
@@ -240,6 +276,11 @@ pub(crate) fn new_symbol(
     }
     if symbol.kind == E::STT_SECTION.0 {
         return Some((layout.new_section_address(section.addr), symbol.size));
+    }
+    if !section.is_executable()
+        && let Some(value) = layout.data_symbol(symbol.value)
+    {
+        return Some((value, symbol.size));
     }
     let mut size = symbol.size;
     if let Some(Fate::Thunk(_)) = layout.fate_at(symbol.value)

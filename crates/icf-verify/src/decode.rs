@@ -26,7 +26,7 @@ pub(crate) fn plt_slot(image: &Image, section: usize, address: u64) -> Option<&S
     };
     let entry_size = entry_size.max(1);
     let entry = s.address + address.checked_sub(s.address)? / entry_size * entry_size;
-    let end = (entry + entry_size).min(s.address + s.size);
+    let end = (entry + entry_size).min(s.address.saturating_add(s.size));
     let decoded = decode(image, entry, end)?;
     let slot = decoded
         .iter()

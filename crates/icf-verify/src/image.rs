@@ -1711,9 +1711,9 @@ fn offset_table_targets(
         let Some(reloc) = emitted.get(&place) else {
             continue;
         };
-        let in_code = sections
-            .iter()
-            .any(|s| s.executable && (s.address..s.address + s.size).contains(&place));
+        let in_code = sections.iter().any(|s| {
+            s.executable && (s.address..s.address.saturating_add(s.size)).contains(&place)
+        });
         if !is_relative_offset(arch, reloc.r_type) || in_code {
             previous = None;
             continue;

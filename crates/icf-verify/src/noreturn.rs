@@ -44,6 +44,12 @@ const NAMES: [&str; 30] = [
     "_ZSt9terminatev",
 ];
 
+/// Functions that never return and that each program defines for itself,
+/// hidden (so local in a linked image): clang's landing pad for
+/// `noexcept`, `__cxa_begin_catch` then `std::terminate`. The name is
+/// reserved to the implementation.
+const HIDDEN_NAMES: [&str; 1] = ["__clang_call_terminate"];
+
 /// Mangled prefixes of functions that never return: C++'s
 /// `std::__throw_*`, LLVM's fatal errors, Rust's panics and
 /// `handle_alloc_error`.
@@ -80,7 +86,10 @@ pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
         .symbols
         .iter()
         // A program's own static function may take one of these names.
-        .filter(|s| s.kind == SymbolKind::Function && s.global && never_returns(&s.name))
+        .filter(|s| {
+            s.kind == SymbolKind::Function
+                && ((s.global && never_returns(&s.name)) || HIDDEN_NAMES.contains(&s.name.as_str()))
+        })
         .map(|s| s.address)
         .collect();
     for (index, section) in image.sections.iter().enumerate() {

@@ -370,7 +370,7 @@ pub(crate) fn reach(image: &Image) -> Reached {
             let words = s.size.div_ceil(64) as usize;
             SectionMap {
                 start: s.address,
-                end: s.address + s.size,
+                end: s.address.saturating_add(s.size),
                 starts: vec![0; words],
                 covered: vec![0; words],
             }

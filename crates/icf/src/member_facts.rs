@@ -339,6 +339,15 @@ impl<'data> Analysis<'_, 'data> {
                 return Some(KeepReason::Ineligible("an ifunc resolver".to_string()));
             }
         }
+        if self
+            .options
+            .keep_places
+            .contains(&(info.section.0, info.start))
+        {
+            return Some(KeepReason::Ineligible(
+                "a short jump reaches it from the code before it".to_string(),
+            ));
+        }
         if let Some(only) = &self.options.only_code_in {
             let outside = match info.origin {
                 Origin::Function(_) => elf.sections[info.section.index()].name != only.as_bytes(),

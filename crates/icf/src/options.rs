@@ -86,6 +86,10 @@ pub struct PlanOptions {
     /// `.text` and moves nothing else, so a fold anywhere else could not
     /// happen, and a fold that relies on one must not be planned).
     pub only_code_in: Option<String>,
+    /// Candidates that keep their own body, by section index and offset
+    /// (`icf shrink`: functions a short jump from their neighbour reaches,
+    /// which no copy elsewhere could be in reach of).
+    pub keep_places: Vec<(u32, u64)>,
     /// Where comparator keys are kept between runs (see [`CacheChoice`]);
     /// `None` lifts every object.
     pub cache: Option<CacheSettings>,

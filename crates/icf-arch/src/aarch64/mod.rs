@@ -166,6 +166,10 @@ impl Architecture for Aarch64 {
         relocate::is_padding(bytes)
     }
 
+    fn code_fill(&self) -> &'static [u8] {
+        relocate::FILL
+    }
+
     fn syntax(&self) -> &'static dyn Syntax {
         &lift::Aarch64Syntax
     }

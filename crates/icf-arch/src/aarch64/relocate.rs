@@ -18,19 +18,19 @@ pub(super) fn kept(r_type: u32) -> KeptReloc {
         | elf::R_AARCH64_ADR_PREL_LO21
         | elf::R_AARCH64_ADR_PREL_PG_HI21
         | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
-        | elf::R_AARCH64_ADR_GOT_PAGE
+        | elf::R_AARCH64_ADD_ABS_LO12_NC
+        | elf::R_AARCH64_LDST8_ABS_LO12_NC
+        | elf::R_AARCH64_LDST16_ABS_LO12_NC
+        | elf::R_AARCH64_LDST32_ABS_LO12_NC
+        | elf::R_AARCH64_LDST64_ABS_LO12_NC
+        | elf::R_AARCH64_LDST128_ABS_LO12_NC => KeptReloc::Instruction,
+        elf::R_AARCH64_ADR_GOT_PAGE
         | elf::R_AARCH64_GOT_LD_PREL19
         | elf::R_AARCH64_PREL64
         | elf::R_AARCH64_PREL32
         | elf::R_AARCH64_PREL16
         | elf::R_AARCH64_PLT32 => KeptReloc::PcRelative,
-        elf::R_AARCH64_ADD_ABS_LO12_NC
-        | elf::R_AARCH64_LDST8_ABS_LO12_NC
-        | elf::R_AARCH64_LDST16_ABS_LO12_NC
-        | elf::R_AARCH64_LDST32_ABS_LO12_NC
-        | elf::R_AARCH64_LDST64_ABS_LO12_NC
-        | elf::R_AARCH64_LDST128_ABS_LO12_NC
-        | elf::R_AARCH64_LD64_GOT_LO12_NC => KeptReloc::Low12,
+        elf::R_AARCH64_LD64_GOT_LO12_NC => KeptReloc::Low12,
         _ => KeptReloc::Other,
     }
 }
@@ -39,6 +39,39 @@ fn word(field: &[u8]) -> Result<u32, String> {
     match field.get(..4) {
         Some(&[a, b, c, d]) => Ok(u32::from_le_bytes([a, b, c, d])),
         _ => Err("an instruction needs 4 bytes".to_string()),
+    }
+}
+
+/// The instruction word in `field`, when it is one relocation `r_type`
+/// patches (a linker may have relaxed it into another, or a `nop`).
+fn patched_word(r_type: elf::RelocationType, field: &[u8]) -> Result<u32, String> {
+    let w = word(field)?;
+    let add_immediate = w & 0x7f80_0000 == 0x1100_0000;
+    let load_store = w & 0x3b00_0000 == 0x3900_0000;
+    let fits = match r_type {
+        elf::R_AARCH64_CALL26 | elf::R_AARCH64_JUMP26 => w & 0x7c00_0000 == 0x1400_0000,
+        // `b.cond`, `cbz`/`cbnz`.
+        elf::R_AARCH64_CONDBR19 => w & 0xff00_0010 == 0x5400_0000 || w & 0x7e00_0000 == 0x3400_0000,
+        elf::R_AARCH64_TSTBR14 => w & 0x7e00_0000 == 0x3600_0000,
+        elf::R_AARCH64_LD_PREL_LO19 | elf::R_AARCH64_GOT_LD_PREL19 => {
+            w & 0x3b00_0000 == 0x1800_0000
+        }
+        elf::R_AARCH64_ADR_PREL_LO21 => w & 0x9f00_0000 == 0x1000_0000,
+        elf::R_AARCH64_ADR_PREL_PG_HI21
+        | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
+        | elf::R_AARCH64_ADR_GOT_PAGE => w & 0x9f00_0000 == 0x9000_0000,
+        elf::R_AARCH64_ADD_ABS_LO12_NC => add_immediate,
+        // A GOT load the linker relaxed into the `add` of the address.
+        elf::R_AARCH64_LD64_GOT_LO12_NC => load_store || add_immediate,
+        _ => load_store,
+    };
+    if fits {
+        Ok(w)
+    } else {
+        Err(format!(
+            "{w:#010x} is not an instruction relocation type {} patches",
+            r_type.0
+        ))
     }
 }
 
@@ -85,32 +118,40 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
         }
         elf::R_AARCH64_ABS32 => return write_data(field, 4, value as i64, false),
         elf::R_AARCH64_PREL32 | elf::R_AARCH64_PLT32 => return write_data(field, 4, delta, true),
-        elf::R_AARCH64_CALL26 | elf::R_AARCH64_JUMP26 => displacement(word(field)?, delta, 0, 26)?,
-        elf::R_AARCH64_CONDBR19 | elf::R_AARCH64_LD_PREL_LO19 | elf::R_AARCH64_GOT_LD_PREL19 => {
-            displacement(word(field)?, delta, 5, 19)?
+        kind @ (elf::R_AARCH64_CALL26 | elf::R_AARCH64_JUMP26) => {
+            displacement(patched_word(kind, field)?, delta, 0, 26)?
         }
-        elf::R_AARCH64_TSTBR14 => displacement(word(field)?, delta, 5, 14)?,
-        elf::R_AARCH64_ADR_PREL_LO21 => adr_immediate(word(field)?, delta)?,
-        elf::R_AARCH64_ADR_PREL_PG_HI21
+        kind @ (elf::R_AARCH64_CONDBR19
+        | elf::R_AARCH64_LD_PREL_LO19
+        | elf::R_AARCH64_GOT_LD_PREL19) => displacement(patched_word(kind, field)?, delta, 5, 19)?,
+        kind @ elf::R_AARCH64_TSTBR14 => displacement(patched_word(kind, field)?, delta, 5, 14)?,
+        kind @ elf::R_AARCH64_ADR_PREL_LO21 => adr_immediate(patched_word(kind, field)?, delta)?,
+        kind @ (elf::R_AARCH64_ADR_PREL_PG_HI21
         | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
-        | elf::R_AARCH64_ADR_GOT_PAGE => {
+        | elf::R_AARCH64_ADR_GOT_PAGE) => {
             let pages = ((value & !0xfff).wrapping_sub(place & !0xfff) as i64) >> 12;
-            adr_immediate(word(field)?, pages)?
+            adr_immediate(patched_word(kind, field)?, pages)?
         }
-        elf::R_AARCH64_ADD_ABS_LO12_NC | elf::R_AARCH64_LDST8_ABS_LO12_NC => {
-            low12(word(field)?, 0)?
+        kind @ (elf::R_AARCH64_ADD_ABS_LO12_NC | elf::R_AARCH64_LDST8_ABS_LO12_NC) => {
+            low12(patched_word(kind, field)?, 0)?
         }
-        elf::R_AARCH64_LDST16_ABS_LO12_NC => low12(word(field)?, 1)?,
-        elf::R_AARCH64_LDST32_ABS_LO12_NC => low12(word(field)?, 2)?,
-        elf::R_AARCH64_LDST64_ABS_LO12_NC | elf::R_AARCH64_LD64_GOT_LO12_NC => {
-            low12(word(field)?, 3)?
+        kind @ elf::R_AARCH64_LDST16_ABS_LO12_NC => low12(patched_word(kind, field)?, 1)?,
+        kind @ elf::R_AARCH64_LDST32_ABS_LO12_NC => low12(patched_word(kind, field)?, 2)?,
+        kind @ elf::R_AARCH64_LDST64_ABS_LO12_NC => low12(patched_word(kind, field)?, 3)?,
+        kind @ elf::R_AARCH64_LD64_GOT_LO12_NC => {
+            let w = patched_word(kind, field)?;
+            // Relaxed into an `add`: the low bits unscaled.
+            low12(w, if w & 0x7f80_0000 == 0x1100_0000 { 0 } else { 3 })?
         }
-        elf::R_AARCH64_LDST128_ABS_LO12_NC => low12(word(field)?, 4)?,
+        kind @ elf::R_AARCH64_LDST128_ABS_LO12_NC => low12(patched_word(kind, field)?, 4)?,
         _ => return Err(format!("icf does not write relocation type {r_type}")),
     };
     field[..4].copy_from_slice(&new.to_le_bytes());
     Ok(())
 }
+
+/// What fills the gaps between functions: `nop`.
+pub(super) const FILL: &[u8] = &[0x1f, 0x20, 0x03, 0xd5];
 
 /// `nop`, zero words, and lld's trap filler.
 pub(super) fn is_padding(bytes: &[u8]) -> bool {
@@ -171,6 +212,20 @@ mod tests {
         assert_eq!(
             written(elf::R_AARCH64_LDST64_ABS_LO12_NC, 0xf940_0021, 0, 0x12348),
             0xf941_a421
+        );
+    }
+
+    #[test]
+    fn an_instruction_of_another_kind_is_not_written() {
+        // A `nop` where the linker relaxed an `adrp` away; an `adr` where an `add` was.
+        let mut field = 0xd503_201fu32.to_le_bytes();
+        assert!(write(elf::R_AARCH64_ADR_PREL_PG_HI21.0, &mut field, 0, 0x1000).is_err());
+        let mut field = 0x1000_0000u32.to_le_bytes();
+        assert!(write(elf::R_AARCH64_ADD_ABS_LO12_NC.0, &mut field, 0, 0x1000).is_err());
+        // A GOT load relaxed into `add x0, x0, #lo12`: unscaled.
+        assert_eq!(
+            written(elf::R_AARCH64_LD64_GOT_LO12_NC, 0x9100_0000, 0, 0x12344),
+            0x910d_1000
         );
     }
 

@@ -147,6 +147,10 @@ impl Architecture for X86_64 {
         relocate::is_padding(bytes)
     }
 
+    fn code_fill(&self) -> &'static [u8] {
+        relocate::FILL
+    }
+
     fn syntax(&self) -> &'static dyn Syntax {
         &lift::X86Syntax
     }

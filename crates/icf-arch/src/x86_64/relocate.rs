@@ -46,6 +46,10 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
     }
 }
 
+/// What fills the gaps between functions: `int3`, one byte at a time, so
+/// a decoder that runs past a function's end stops at the next one.
+pub(super) const FILL: &[u8] = &[0xcc];
+
 /// `nop`s of any length, `int3`, and zero bytes.
 pub(super) fn is_padding(bytes: &[u8]) -> bool {
     if bytes.iter().all(|&b| b == 0 || b == 0xcc) {
