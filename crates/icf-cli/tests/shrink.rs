@@ -44,7 +44,7 @@
 //! every combination.
 
 use icf_fixtures::{Build, Compiler, Linker, Target};
-use object::{Object as _, ObjectSection as _};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -116,6 +116,9 @@ struct Program {
     sources: &'static [&'static str],
     cxx: bool,
     shape: Shape,
+    /// Compiled with `-ffunction-sections` (else the assembler resolves
+    /// calls between the functions of a unit without relocations).
+    function_sections: bool,
 }
 
 /// One build of a program.
@@ -369,7 +372,10 @@ struct Outcome {
 /// Links IN for `combination` and shrinks it in each mode; panics only
 /// when the test environment cannot build or run IN.
 fn check_combination(program: &Program, combination: Combination) -> Outcome {
-    let build = combination.build();
+    let build = Build {
+        function_sections: program.function_sections,
+        ..combination.build()
+    };
     let label = combination.label();
     let dir = icf_fixtures::source_dir()
         .join("../target/shrink")
@@ -807,6 +813,7 @@ fn identical_functions_and_address_compared_twins() {
         sources: &["c/identical.c"],
         cxx: false,
         shape: Shape::Executable,
+        function_sections: true,
     });
 }
 
@@ -817,6 +824,7 @@ fn callers_lookup_tables_and_jump_tables() {
         sources: &["c/fold_cases.c"],
         cxx: false,
         shape: Shape::Executable,
+        function_sections: true,
     });
 }
 
@@ -827,6 +835,7 @@ fn functions_in_constant_and_writable_pointer_tables() {
         sources: &["report/pointer_table.c"],
         cxx: false,
         shape: Shape::Executable,
+        function_sections: true,
     });
 }
 
@@ -837,6 +846,7 @@ fn static_twins_across_objects_and_compared_addresses() {
         sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
         cxx: false,
         shape: Shape::Executable,
+        function_sections: true,
     });
 }
 
@@ -847,6 +857,7 @@ fn virtual_functions_and_function_pointers_in_data() {
         sources: &["e2e/virtual_main.cpp", "e2e/virtual_tile.cpp"],
         cxx: true,
         shape: Shape::Executable,
+        function_sections: true,
     });
 }
 
@@ -861,6 +872,7 @@ fn template_instances_in_several_units() {
         ],
         cxx: true,
         shape: Shape::Executable,
+        function_sections: true,
     });
 }
 
@@ -871,6 +883,7 @@ fn functions_with_exception_tables() {
         sources: &["e2e/exceptions_main.cpp"],
         cxx: true,
         shape: Shape::Executable,
+        function_sections: true,
     });
 }
 
@@ -883,7 +896,112 @@ fn a_shared_library_s_exported_and_hidden_twins() {
         shape: Shape::Library {
             loader: "e2e/shlib_main.c",
         },
+        function_sections: true,
     });
+}
+
+#[test]
+fn identical_functions_in_one_section_per_unit() {
+    // Without -ffunction-sections the assembler resolves calls between the
+    // functions of a unit: fields no kept relocation names.
+    check(&Program {
+        name: "identical_one_section",
+        sources: &["c/identical.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: false,
+    });
+}
+
+#[test]
+fn a_pointer_to_an_ifunc_keeps_naming_its_plt_entry() {
+    check(&Program {
+        name: "ifunc_pointer",
+        sources: &["shrink/ifunc_pointer.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+    });
+}
+
+#[test]
+fn a_function_aligned_to_64_keeps_its_alignment() {
+    check(&Program {
+        name: "aligned",
+        sources: &["shrink/aligned.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+    });
+}
+
+#[test]
+fn a_function_a_short_jump_reaches_keeps_its_body() {
+    check(&Program {
+        name: "short_jump",
+        sources: &["shrink/short_jump.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: false,
+    });
+}
+
+#[test]
+fn a_probe_note_follows_its_function() {
+    let program = Program {
+        name: "probe_note",
+        sources: &["shrink/probe_note.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+    };
+    check(&program);
+    // Every build's note names the same place in `probed` before and after.
+    let mut checked = 0;
+    for combination in combinations(&program) {
+        if refusal(combination).is_some() {
+            continue;
+        }
+        let dir = icf_fixtures::source_dir()
+            .join("../target/shrink/probe_note")
+            .join(combination.label());
+        for mode in MODES {
+            let offsets: Vec<u64> = [dir.join("in"), dir.join(format!("out-{mode}"))]
+                .iter()
+                .map(|path| probe_offset(path))
+                .collect();
+            assert_eq!(
+                offsets[0],
+                offsets[1],
+                "{}: the probe moved apart from `probed`",
+                dir.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no probe note checked");
+}
+
+/// The distance from `probed` to the address of the first SystemTap probe
+/// in `.note.stapsdt` (name, type 3, then the probe's address).
+fn probe_offset(path: &Path) -> u64 {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let file = object::File::parse(&*bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let note = file
+        .section_by_name(".note.stapsdt")
+        .and_then(|s| s.data().ok())
+        .unwrap_or_else(|| panic!("{}: no .note.stapsdt", path.display()));
+    // namesz, descsz, type, "stapsdt\0", then the descriptor.
+    let pc = note
+        .get(20..28)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .unwrap_or_else(|| panic!("{}: short note", path.display()));
+    let probed = file
+        .symbols()
+        .find(|s| s.name() == Ok("probed"))
+        .unwrap_or_else(|| panic!("{}: no symbol probed", path.display()))
+        .address();
+    pc.wrapping_sub(probed)
 }
 
 /// `c/identical.c` built by gcc for x86-64 and linked by GNU ld with
