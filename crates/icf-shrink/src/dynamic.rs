@@ -60,17 +60,15 @@ pub(crate) fn patch(
                         rela.offset
                     );
                 }
-                match arch.dynamic_reloc(rela.r_type) {
-                    Some(DynamicReloc::Relative | DynamicReloc::IRelative) => {
-                        let old = rela.addend as u64;
-                        if layout.moves(old) {
-                            let field = section.addr + number as u64 * 24 + 16;
-                            patches
-                                .put(layout.map(field), layout.map(old).to_le_bytes().to_vec())?;
-                        }
-                        repoint_content(rela.offset, old, patches)?;
+                if let Some(DynamicReloc::Relative | DynamicReloc::IRelative) =
+                    arch.dynamic_reloc(rela.r_type)
+                {
+                    let old = rela.addend as u64;
+                    if layout.moves(old) {
+                        let field = section.addr + number as u64 * 24 + 16;
+                        patches.put(layout.map(field), layout.map(old).to_le_bytes().to_vec())?;
                     }
-                    _ => {}
+                    repoint_content(rela.offset, old, patches)?;
                 }
             }
         } else if section.sh_type == SHT_RELR {

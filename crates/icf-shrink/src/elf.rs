@@ -30,11 +30,11 @@ pub struct SectionInfo {
 
 impl SectionInfo {
     pub fn is_alloc(&self) -> bool {
-        self.flags & u64::from(elf::SHF_ALLOC.0) != 0
+        self.flags & elf::SHF_ALLOC.0 != 0
     }
 
     pub fn is_executable(&self) -> bool {
-        self.flags & u64::from(elf::SHF_EXECINSTR.0) != 0
+        self.flags & elf::SHF_EXECINSTR.0 != 0
     }
 
     /// Whether its bytes are in the file.

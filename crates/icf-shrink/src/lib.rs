@@ -375,15 +375,19 @@ impl Shape {
     }
 }
 
+/// The pieces of `.text` with their fates, the numbers of aliases and
+/// thunks, and the folded jump tables (see [`Layout::data_aliases`]).
+type Planned = (Vec<Piece>, (usize, usize), Vec<(u64, u64, u64)>);
+
 /// The pieces of `.text` and their fates from the plan; the numbers of
-/// aliases and thunks.
+/// aliases and thunks; the jump tables folded with their functions.
 fn pieces(
     elf: &Elf<'_>,
     shape: &Shape,
     object: &icf_object::Object<'_>,
     analysis: &icf::Analysis<'_, '_>,
     arch: &dyn Architecture,
-) -> anyhow::Result<(Vec<Piece>, (usize, usize), Vec<(u64, u64, u64)>)> {
+) -> anyhow::Result<Planned> {
     let text = icf_object::SectionIndex(shape.text as u32);
     let bytes = elf.bytes(shape.text);
     let extents: Vec<_> = object
@@ -460,9 +464,8 @@ fn pieces(
         if analysis.candidates[class.kept.index()].is_code() {
             continue;
         }
-        let owner_piece = |candidate: icf::CandidateId| {
-            analysis.owner[candidate.index()].and_then(|owner| piece_of(owner))
-        };
+        let owner_piece =
+            |candidate: icf::CandidateId| analysis.owner[candidate.index()].and_then(&piece_of);
         for decision in &class.decisions {
             let Some(owner) = owner_piece(decision.candidate) else {
                 continue;
