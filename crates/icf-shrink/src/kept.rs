@@ -12,10 +12,11 @@
 //! table's start). In OUT it means that plus however far the named place
 //! moved; its addend is that minus the symbol's new address.
 
+use crate::code::{Decoded, field_size};
 use crate::elf::{Elf, SymbolInfo};
 use crate::layout::Layout;
-use crate::patch::Patches;
-use crate::{Decoded, Shape};
+use crate::patch::{Patches, Rewritten};
+use crate::shape::Shape;
 use anyhow::{Context, bail};
 use icf_arch::{Architecture, KeptReloc};
 use object::elf as E;
@@ -55,14 +56,11 @@ fn symbol(elf: &Elf<'_>, layout: &Layout, symbols: &[SymbolInfo], index: u32) ->
                 Symbol::At(section.addr, layout.new_section_address(section.addr), true)
             });
     }
-    match crate::write::new_symbol(elf, layout, s) {
+    match crate::symbols::new_symbol(elf, layout, s) {
         Some((value, _)) => Symbol::At(s.value, value, false),
         None => Symbol::At(s.value, s.value, false),
     }
 }
-
-/// The kept relocation sections written again: (section index, bytes).
-pub(crate) type Rewritten = Vec<(usize, Vec<u8>)>;
 
 pub(crate) fn patch(
     elf: &Elf<'_>,
@@ -394,11 +392,6 @@ fn relaxed_got_load(
 
 /// How far an entry may lie from its table's start (16,384 entries).
 const MAX_TABLE_BYTES: u64 = 4 << 14;
-
-fn field_size(arch: &dyn Architecture, r_type: u32) -> usize {
-    arch.elf_reloc(r_type)
-        .map_or(4, |info| usize::from(info.size))
-}
 
 /// When `place` is an entry of a jump table the code reads, the table's
 /// base and the case the entry leads to: the table is the nearest place at

@@ -4,6 +4,9 @@
 use anyhow::bail;
 use std::collections::BTreeMap;
 
+/// The kept relocation sections written again: (section index, bytes).
+pub(crate) type Rewritten = Vec<(usize, Vec<u8>)>;
+
 /// Bytes to write at new addresses; two writes to one place must agree.
 #[derive(Debug, Default)]
 pub struct Patches {

@@ -4,10 +4,10 @@
 //! the sections no segment loads, packed, and the section header table.
 //! Every patch lands at its new address; symbol values follow the map.
 
-use crate::Shape;
 use crate::elf::{Elf, SectionInfo, Segment, SymbolInfo};
 use crate::layout::{Fate, Layout};
 use crate::patch::Patches;
+use crate::shape::Shape;
 use anyhow::{Context, bail};
 use object::elf as E;
 
@@ -42,7 +42,7 @@ pub(crate) fn write(
     layout: &Layout,
     patches: &Patches,
     symbols: &[SymbolInfo],
-    rewritten: &crate::kept::Rewritten,
+    rewritten: &crate::patch::Rewritten,
     fill_bytes: &[u8],
 ) -> anyhow::Result<Written> {
     let data = elf.data;
@@ -187,7 +187,7 @@ pub(crate) fn write(
         };
         let mut bytes = elf.bytes(index).to_vec();
         for (number, symbol) in table.iter().enumerate() {
-            let Some(new) = new_symbol(elf, layout, symbol) else {
+            let Some(new) = crate::symbols::new_symbol(elf, layout, symbol) else {
                 continue;
             };
             let at = number * 24;
@@ -252,43 +252,6 @@ pub(crate) fn write(
         bytes: out,
         emptied,
     })
-}
-
-/// A symbol's new value and size, `None` when it does not change.
-pub(crate) fn new_symbol(
-    elf: &Elf<'_>,
-    layout: &Layout,
-    symbol: &SymbolInfo,
-) -> Option<(u64, u64)> {
-    let index = usize::from(symbol.shndx);
-    // An undefined function's value in a non-PIE executable is its PLT
-    // entry, the address every module uses for it: it moves with the PLT.
-    if symbol.shndx == E::SHN_UNDEF.0 {
-        return (symbol.value != 0 && symbol.kind != E::STT_TLS.0 && layout.moves(symbol.value))
-            .then(|| (layout.map(symbol.value), symbol.size));
-    }
-    if symbol.shndx >= E::SHN_LORESERVE {
-        return None;
-    }
-    let section = elf.sections.get(index)?;
-    if !section.is_alloc() || symbol.kind == E::STT_TLS.0 {
-        return None;
-    }
-    if symbol.kind == E::STT_SECTION.0 {
-        return Some((layout.new_section_address(section.addr), symbol.size));
-    }
-    if !section.is_executable()
-        && let Some(value) = layout.data_symbol(symbol.value)
-    {
-        return Some((value, symbol.size));
-    }
-    let mut size = symbol.size;
-    if let Some(Fate::Thunk(_)) = layout.fate_at(symbol.value)
-        && layout.piece_start(symbol.value) == Some(symbol.value)
-    {
-        size = layout.thunk_size_at(symbol.value).unwrap_or(size);
-    }
-    Some((layout.map(symbol.value), size))
 }
 
 fn file_offset(segments: &[Segment], address: u64, size: u64) -> Option<u64> {

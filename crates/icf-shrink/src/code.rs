@@ -1,0 +1,252 @@
+//! The code of every executable section, decoded: each branch and
+//! PC-relative field found (`icf-arch`'s `linked_references`), checked
+//! against the kept relocations where there are any, and written again
+//! where its place or target moves.
+
+use crate::elf::Elf;
+use crate::layout::Layout;
+use crate::patch::Patches;
+use crate::shape::Shape;
+use anyhow::{Context, bail};
+use icf_arch::{Architecture, LinkedUse};
+use std::collections::HashMap;
+
+/// A jump table's base and its entries' reach, from the code that reads
+/// it; or any place in data the code computes the address of, where a
+/// table whose dispatch was not recognized may start.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Table {
+    pub base: u64,
+    pub entries: Option<u32>,
+}
+
+/// What decoding the code found.
+#[derive(Debug, Default)]
+pub(crate) struct Decoded {
+    /// Each branch or PC-relative field (x86-64: the field; AArch64: the
+    /// instruction word), with the address it names and the bias of its
+    /// instruction (what an assembler adds: `S + A` is their sum).
+    pub fields: HashMap<u64, (u64, i64)>,
+    /// Position-independent jump tables, and places in data the code
+    /// computes, by base.
+    pub tables: Vec<Table>,
+}
+
+/// Where the kept relocations are: the sections they patch and their places.
+#[derive(Debug, Default)]
+pub(crate) struct Relocated {
+    sections: std::collections::HashSet<usize>,
+    places: std::collections::HashSet<u64>,
+}
+
+impl Relocated {
+    pub(crate) fn of(elf: &Elf<'_>, shape: &Shape) -> anyhow::Result<Relocated> {
+        let mut relocated = Relocated::default();
+        for &(relocations, target) in &shape.kept {
+            relocated.sections.insert(target);
+            relocated
+                .places
+                .extend(elf.relas(relocations)?.iter().map(|r| r.offset));
+        }
+        Ok(relocated)
+    }
+
+    /// Whether a decoded field at `place` in section `section`, naming
+    /// `target`, is a field: the link kept a relocation there, or no
+    /// relocation was kept for its section (code the linker wrote: PLT
+    /// entries), or it names code (an assembler resolves a branch inside
+    /// its own section without a relocation). Bytes of data in code that
+    /// decode as an instruction name random places, rarely code.
+    fn is_field(&self, elf: &Elf<'_>, section: usize, place: u64, target: u64) -> bool {
+        !self.sections.contains(&section)
+            || self.places.contains(&place)
+            || elf
+                .section_at(target)
+                .is_some_and(|i| elf.sections[i].is_executable())
+    }
+}
+
+/// Every branch and PC-relative operand of every executable section,
+/// decoded, written again where its place or target moves. Returns what it
+/// found: the fields, and the jump tables and places in data the code reads.
+pub(crate) fn patch_code(
+    elf: &Elf<'_>,
+    object: &icf_object::Object<'_>,
+    layout: &Layout,
+    arch: &dyn Architecture,
+    relocated: &Relocated,
+    patches: &mut Patches,
+) -> anyhow::Result<Decoded> {
+    let data_in_code = data_marks(elf, object);
+    let mut found = Vec::new();
+    let mut decoded = Decoded::default();
+    let tables = &mut decoded.tables;
+    let extents = object.functions();
+    // Code no symbol covers that is not padding: what the linker wrote into
+    // `.text` (GNU ld's erratum 843419 stubs, range extension veneers).
+    let mut stubs: Vec<(u64, u64)> = extents
+        .iter()
+        .filter(|e| e.symbols.is_empty())
+        .filter_map(|e| {
+            let section = elf.sections.get(e.section.index())?;
+            let code = elf
+                .bytes(e.section.index())
+                .get(e.start as usize..e.end as usize)?;
+            (!arch.is_padding(code)).then_some((section.addr + e.start, section.addr + e.end))
+        })
+        .collect();
+    stubs.sort_unstable();
+    let in_stub = |address: u64| {
+        let after = stubs.partition_point(|&(start, _)| start <= address);
+        after > 0 && address < stubs[after - 1].1
+    };
+    for extent in extents {
+        let index = extent.section.index();
+        let section = &elf.sections[index];
+        let start = section.addr + extent.start;
+        let code = &elf.bytes(index)[extent.start as usize..extent.end as usize];
+        if extent.symbols.is_empty() && arch.is_padding(code) {
+            continue;
+        }
+        found.clear();
+        arch.linked_references(code, start, &mut found);
+        let marks = data_in_code.get(&extent.section);
+        for reference in &found {
+            if reference.use_ == LinkedUse::Absolute {
+                continue;
+            }
+            let place = start + reference.offset;
+            // AArch64 data in code (`$d`) is no instruction.
+            if marks.is_some_and(|m| is_data(m, extent.start + reference.offset))
+                || !relocated.is_field(elf, index, place, reference.target)
+            {
+                continue;
+            }
+            if let Some(icf_arch::TableShape::Relative32 { entries }) = reference.table {
+                tables.push(Table {
+                    base: reference.target,
+                    entries,
+                });
+            } else if reference.use_ == LinkedUse::PcRelative
+                && elf
+                    .section_at(reference.target)
+                    .is_some_and(|i| !elf.sections[i].is_executable())
+            {
+                // A place in data the code computes: a table may start there.
+                tables.push(Table {
+                    base: reference.target,
+                    entries: None,
+                });
+            }
+            decoded
+                .fields
+                .insert(place, (reference.target, reference.bias));
+            if !layout.is_carried(place) {
+                continue;
+            }
+            let target = reference.target;
+            let (new_place, new_target) = (layout.map(place), layout.map(target));
+            if new_place == place && new_target == target {
+                continue;
+            }
+            // No relocation backs it: an assembler resolved it inside its
+            // section, which is a function's start (a call or tail call, the
+            // address of a static function), or the linker wrote it (a stub
+            // and the branches to and from it); into another function's
+            // middle only hand-written assembly goes, where data in code
+            // decodes as instructions too. Moving either way on a guess
+            // could break the program: refuse.
+            let moved_apart = new_target.wrapping_sub(target) != new_place.wrapping_sub(place);
+            if moved_apart
+                && relocated.sections.contains(&index)
+                && !relocated.places.contains(&place)
+                && layout
+                    .piece_start(target)
+                    .is_some_and(|start| start != target)
+                && !in_stub(place)
+                && !in_stub(target)
+            {
+                bail!(
+                    "{}+{:#x}: bytes that decode as a reference to the middle of another function \
+                     ({target:#x}) with no relocation kept: icf cannot tell whether they are an \
+                     instruction or data in code",
+                    section.name,
+                    place - section.addr
+                );
+            }
+            let size = field_size(arch, reference.r_type);
+            let mut field = elf
+                .read(place, size)
+                .with_context(|| format!("code at {place:#x} runs past its section"))?
+                .to_vec();
+            arch.write_reloc(
+                reference.r_type,
+                &mut field,
+                new_place,
+                new_target.wrapping_add(reference.bias as u64),
+            )
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{}+{:#x}: cannot point the field at {place:#x} to {new_target:#x} from {new_place:#x}: {e}",
+                    section.name,
+                    place - section.addr
+                )
+            })?;
+            patches.put(new_place, field)?;
+        }
+    }
+    // A recognized table (its size known) before a mere reference to the same place.
+    decoded
+        .tables
+        .sort_by_key(|t| (t.base, t.entries.is_none()));
+    decoded.tables.dedup_by_key(|t| t.base);
+    Ok(decoded)
+}
+
+pub(crate) fn field_size(arch: &dyn Architecture, r_type: u32) -> usize {
+    arch.elf_reloc(r_type)
+        .map_or(4, |info| usize::from(info.size))
+}
+
+/// AArch64 mapping symbols per executable section: (offset, whether data
+/// starts there: `$d`; code again: `$x`), sorted.
+fn data_marks(
+    elf: &Elf<'_>,
+    object: &icf_object::Object<'_>,
+) -> HashMap<icf_object::SectionIndex, Vec<(u64, bool)>> {
+    let mut marks: HashMap<icf_object::SectionIndex, Vec<(u64, bool)>> = HashMap::new();
+    for symbol in &object.symbols {
+        let icf_object::SymbolPlace::Section(section) = symbol.place else {
+            continue;
+        };
+        let mark = |letter: &[u8]| {
+            symbol.name == letter
+                || (symbol.name.starts_with(letter) && symbol.name.get(2) == Some(&b'.'))
+        };
+        let data = if mark(b"$d") {
+            true
+        } else if mark(b"$x") {
+            false
+        } else {
+            continue;
+        };
+        if elf
+            .sections
+            .get(section.index())
+            .is_some_and(|s| s.is_executable())
+        {
+            marks.entry(section).or_default().push((symbol.value, data));
+        }
+    }
+    for list in marks.values_mut() {
+        list.sort_unstable();
+    }
+    marks
+}
+
+/// Whether section offset `offset` lies in data: the last mapping symbol
+/// at or before it is `$d`.
+fn is_data(marks: &[(u64, bool)], offset: u64) -> bool {
+    let after = marks.partition_point(|&(at, _)| at <= offset);
+    after > 0 && marks[after - 1].1
+}
