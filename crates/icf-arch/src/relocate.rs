@@ -24,6 +24,15 @@ pub enum KeptReloc {
     /// be written again from the relocation alone, whatever decoding
     /// paired.
     Instruction,
+    /// An AArch64 `adrp`'s page (not through the GOT): an `Instruction`
+    /// field whose linker may also have written it as an `adr` of the page
+    /// (GNU ld's Cortex-A53 erratum 843419 workaround) or relaxed it into
+    /// an `adr` of the whole address (the next word then a `nop`).
+    Page,
+    /// An AArch64 `adrp`'s page of a GOT entry: decoding says which (the
+    /// linker may have relaxed the load into the address itself), and GNU
+    /// ld may have written it as an `adr` of the page too.
+    GotPage,
     /// A PC-relative GOT load the linker may have relaxed into an
     /// immediate holding the symbol's address (x86-64 `GOTPCRELX`:
     /// `mov foo@GOTPCREL(%rip), %reg` becomes `mov $foo, %reg` in a

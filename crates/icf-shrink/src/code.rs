@@ -8,7 +8,7 @@ use crate::layout::Layout;
 use crate::patch::Patches;
 use crate::shape::Shape;
 use anyhow::{Context, bail};
-use icf_arch::{Architecture, LinkedUse};
+use icf_arch::{Architecture, KeptReloc, LinkedUse};
 use std::collections::HashMap;
 
 /// A jump table's base and its entries' reach, from the code that reads
@@ -20,13 +20,30 @@ pub(crate) struct Table {
     pub entries: Option<u32>,
 }
 
+/// One decoded field: the address it names, its instruction's bias (what
+/// an assembler adds: `S + A` is their sum) and the relocation type an
+/// assembler writes for it.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Field {
+    pub target: u64,
+    pub bias: i64,
+    pub r_type: u32,
+}
+
+impl Field {
+    /// The `S + A` of the relocation an assembler writes here.
+    pub fn meaning(&self) -> u64 {
+        self.target.wrapping_add(self.bias as u64)
+    }
+}
+
 /// What decoding the code found.
 #[derive(Debug, Default)]
 pub(crate) struct Decoded {
     /// Each branch or PC-relative field (x86-64: the field; AArch64: the
     /// instruction word), with the address it names and the bias of its
     /// instruction (what an assembler adds: `S + A` is their sum).
-    pub fields: HashMap<u64, (u64, i64)>,
+    pub fields: HashMap<u64, Field>,
     /// Position-independent jump tables, and places in data the code
     /// computes, by base.
     pub tables: Vec<Table>,
@@ -36,7 +53,9 @@ pub(crate) struct Decoded {
 #[derive(Debug, Default)]
 pub(crate) struct Relocated {
     sections: std::collections::HashSet<usize>,
-    places: std::collections::HashSet<u64>,
+    /// The type of the relocation kept at each place (the first, where a
+    /// place has several).
+    places: HashMap<u64, u32>,
 }
 
 impl Relocated {
@@ -44,9 +63,9 @@ impl Relocated {
         let mut relocated = Relocated::default();
         for &(relocations, target) in &shape.kept {
             relocated.sections.insert(target);
-            relocated
-                .places
-                .extend(elf.relas(relocations)?.iter().map(|r| r.offset));
+            for rela in elf.relas(relocations)? {
+                relocated.places.entry(rela.offset).or_insert(rela.r_type);
+            }
         }
         Ok(relocated)
     }
@@ -59,7 +78,7 @@ impl Relocated {
     /// decode as an instruction name random places, rarely code.
     fn is_field(&self, elf: &Elf<'_>, section: usize, place: u64, target: u64) -> bool {
         !self.sections.contains(&section)
-            || self.places.contains(&place)
+            || self.places.contains_key(&place)
             || elf
                 .section_at(target)
                 .is_some_and(|i| elf.sections[i].is_executable())
@@ -138,9 +157,14 @@ pub(crate) fn patch_code(
                     entries: None,
                 });
             }
-            decoded
-                .fields
-                .insert(place, (reference.target, reference.bias));
+            decoded.fields.insert(
+                place,
+                Field {
+                    target: reference.target,
+                    bias: reference.bias,
+                    r_type: reference.r_type,
+                },
+            );
             if !layout.is_carried(place) {
                 continue;
             }
@@ -159,7 +183,7 @@ pub(crate) fn patch_code(
             let moved_apart = new_target.wrapping_sub(target) != new_place.wrapping_sub(place);
             if moved_apart
                 && relocated.sections.contains(&index)
-                && !relocated.places.contains(&place)
+                && !relocated.places.contains_key(&place)
                 && layout
                     .piece_start(target)
                     .is_some_and(|start| start != target)
@@ -175,12 +199,18 @@ pub(crate) fn patch_code(
                 );
             }
             let size = field_size(arch, reference.r_type);
-            let mut field = elf
-                .read(place, size)
-                .with_context(|| format!("code at {place:#x} runs past its section"))?
-                .to_vec();
+            let mut field = with_context(elf, place, size)
+                .with_context(|| format!("code at {place:#x} runs past its section"))?;
+            // GNU ld's erratum 843419 form of an `adrp`, an `adr` of a page
+            // where the kept relocation names a page: written as a page, an
+            // `adrp` again unless it lands in a page's last two words.
+            let page_type = relocated.places.get(&place).copied().filter(|&kept| {
+                matches!(arch.kept_reloc(kept), KeptReloc::Page | KeptReloc::GotPage)
+                    && arch.kept_reloc(reference.r_type) == KeptReloc::Instruction
+                    && target & 0xfff == 0
+            });
             arch.write_reloc(
-                reference.r_type,
+                page_type.unwrap_or(reference.r_type),
                 &mut field,
                 new_place,
                 new_target.wrapping_add(reference.bias as u64),
@@ -192,6 +222,7 @@ pub(crate) fn patch_code(
                     place - section.addr
                 )
             })?;
+            field.truncate(size);
             patches.put(new_place, field)?;
         }
     }
@@ -201,6 +232,18 @@ pub(crate) fn patch_code(
         .sort_by_key(|t| (t.base, t.entries.is_none()));
     decoded.tables.dedup_by_key(|t| t.base);
     Ok(decoded)
+}
+
+/// The `size` bytes of the field at `place`, and up to three instruction
+/// words after it, which an AArch64 `adrp` moved to a page's end looks at
+/// (whether a load or store follows: Cortex-A53 erratum 843419).
+pub(crate) fn with_context(elf: &Elf<'_>, place: u64, size: usize) -> Option<Vec<u8>> {
+    let field = elf.read(place, size)?;
+    let more = (1..=12)
+        .rev()
+        .find_map(|extra| elf.read(place, size + extra))
+        .unwrap_or(field);
+    Some(more.to_vec())
 }
 
 pub(crate) fn field_size(arch: &dyn Architecture, r_type: u32) -> usize {

@@ -12,7 +12,7 @@
 //! table's start). In OUT it means that plus however far the named place
 //! moved; its addend is that minus the symbol's new address.
 
-use crate::code::{Decoded, field_size};
+use crate::code::{Decoded, field_size, with_context};
 use crate::elf::{Elf, SymbolInfo};
 use crate::layout::Layout;
 use crate::patch::{Patches, Rewritten};
@@ -168,28 +168,44 @@ pub(crate) fn patch(
                         patches.put(layout.map(place), field)?;
                     }
                 }
-                KeptReloc::Instruction if code => {
-                    match decoded.fields.get(&place) {
-                        Some(&(named, bias)) if named.wrapping_add(bias as u64) == meaning => {
-                            new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
+                kind @ (KeptReloc::Instruction | KeptReloc::Page) if code => {
+                    let found = decoded.fields.get(&place).copied();
+                    // An `adr` where the relocation names a page is either
+                    // the whole address (the linker relaxed `adrp` + `add`,
+                    // the next word a `nop`) or GNU ld's erratum 843419 form
+                    // of the page, which only the relocation tells apart when
+                    // the address is the page.
+                    let page_by_adr = kind == KeptReloc::Page
+                        && found.is_some_and(|f| {
+                            arch.kept_reloc(f.r_type) != KeptReloc::Page
+                                && meaning & 0xfff == 0
+                                && !elf.read(place + 4, 4).is_some_and(|w| arch.is_padding(w))
+                        });
+                    match found {
+                        Some(f) if f.meaning() == meaning && !page_by_adr => {
+                            new_meaning = Some(layout.map(f.target).wrapping_add(f.bias as u64));
                         }
                         // A branch to a PLT entry or a range extension thunk.
-                        Some(&(named, _)) if linker_made(named) => new_meaning = None,
-                        found => {
+                        Some(f) if linker_made(f.target) => new_meaning = None,
+                        _ => {
                             // What the instruction computes is `S + A`: write
                             // it from the relocation, over whatever decoding
                             // paired (an `adrp` whose page stays live across a
                             // call, a low half before its `adrp`).
                             let word =
                                 elf.read(place, 4).context("instruction past the section")?;
-                            let mut field = word.to_vec();
+                            let mut field = with_context(elf, place, 4)
+                                .context("instruction past the section")?;
                             match arch.write_reloc(
                                 rela.r_type,
                                 &mut field,
                                 layout.map(place),
                                 layout.map(meaning),
                             ) {
-                                Ok(()) => patches.replace(layout.map(place), field),
+                                Ok(()) => {
+                                    field.truncate(4);
+                                    patches.replace(layout.map(place), field);
+                                }
                                 // Relaxed by the linker: into a `nop`, or into an
                                 // instruction decoding found (`adr`).
                                 Err(_) if arch.is_padding(word) || found.is_some() => {}
@@ -198,15 +214,20 @@ pub(crate) fn patch(
                         }
                     }
                 }
-                KeptReloc::PcRelative | KeptReloc::Low12 | KeptReloc::RelaxableGotLoad if code => {
-                    match decoded.fields.get(&place) {
-                        Some(&(named, bias)) if named.wrapping_add(bias as u64) == meaning => {
+                KeptReloc::PcRelative
+                | KeptReloc::GotPage
+                | KeptReloc::Low12
+                | KeptReloc::RelaxableGotLoad
+                    if code =>
+                {
+                    match decoded.fields.get(&place).map(|f| (f.target, f.bias)) {
+                        Some((named, bias)) if named.wrapping_add(bias as u64) == meaning => {
                             new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
                         }
                         // Reached through a GOT or PLT entry: still names its symbol.
-                        Some(&(named, _)) if linker_made(named) => new_meaning = None,
-                        Some(&(named, _)) if !moves && !layout.moves(named) => new_meaning = None,
-                        Some(&(named, _)) => bail!(
+                        Some((named, _)) if linker_made(named) => new_meaning = None,
+                        Some((named, _)) if !moves && !layout.moves(named) => new_meaning = None,
+                        Some((named, _)) => bail!(
                             "{}: the {:?} relocation names {meaning:#x}, the instruction there {named:#x}: \
                              the relocations the link kept disagree with its code",
                             at(),
@@ -286,6 +307,8 @@ pub(crate) fn patch(
                 KeptReloc::RelaxableGotLoad
                 | KeptReloc::Low12
                 | KeptReloc::Instruction
+                | KeptReloc::Page
+                | KeptReloc::GotPage
                 | KeptReloc::Other => {
                     if layout.moves(meaning) {
                         bail!(

@@ -10,6 +10,9 @@
 //!   address up to that: no function needed more, whether or not padding
 //!   before it shows it (a function can need 32 and follow one that ends
 //!   on a multiple of 32).
+//! - Code that runs on past its last instruction (it falls through) keeps
+//!   what it runs into right after it, padding included: that piece moves
+//!   with it, unaligned, and the plan keeps it (`run_on_into` in `lib.rs`).
 //! - A removed function's addresses map to the same offsets in its kept
 //!   copy, which is identical code: a pointer into it (a jump table entry,
 //!   a return address) lands on the same instruction there.
@@ -43,6 +46,8 @@ pub struct Piece {
     /// For a thunk, its size.
     pub thunk_size: u64,
     pub align: u64,
+    /// The code before runs on into it: it follows that code with no gap.
+    pub joined: bool,
 }
 
 /// The new place of everything in the segment holding `.text`.
@@ -87,8 +92,29 @@ impl Layout {
         tail_end: u64,
         tail_align: u64,
     ) -> Layout {
+        // What each piece needs, and a kept copy what every member folded
+        // into it needs: an alias's address is the kept copy's.
+        let needs = |piece: &Piece| own_alignment(piece.start).min(text_align.max(1));
+        let mut required: Vec<u64> = pieces.iter().map(needs).collect();
+        for (index, piece) in pieces.iter().enumerate() {
+            if let Fate::Alias(kept) = piece.fate {
+                required[kept] = required[kept].max(required[index]);
+            }
+        }
+        // A piece the kept code before it runs into moves with that code:
+        // the chain moves as one, by a multiple of what each of its pieces
+        // needs.
+        let joined: Vec<bool> = (0..pieces.len())
+            .map(|i| pieces[i].joined && i > 0 && pieces[i - 1].fate == Fate::Keep)
+            .collect();
+        let mut chain_align = required.clone();
+        for i in (1..pieces.len()).rev() {
+            if joined[i] {
+                chain_align[i - 1] = chain_align[i - 1].max(chain_align[i]);
+            }
+        }
         let mut cursor = text_start;
-        for piece in &mut pieces {
+        for (index, piece) in pieces.iter_mut().enumerate() {
             let size = match piece.fate {
                 Fate::Padding | Fate::Alias(_) => {
                     piece.new_start = cursor;
@@ -97,8 +123,20 @@ impl Layout {
                 Fate::Thunk(_) => piece.thunk_size,
                 Fate::Keep => piece.end - piece.start,
             };
-            piece.align = own_alignment(piece.start).min(text_align.max(1));
-            piece.new_start = cursor.next_multiple_of(piece.align);
+            if joined[index] {
+                piece.align = 1;
+                piece.new_start = cursor;
+            } else {
+                // Alone, a multiple of its alignment; at the head of a chain,
+                // the first place at or after the cursor that is where it
+                // was, modulo the chain's alignment, so that every piece of
+                // the chain keeps its own.
+                let align = chain_align[index];
+                let chained = joined.get(index + 1).copied().unwrap_or(false);
+                let residue = if chained { piece.start % align } else { 0 };
+                piece.align = align;
+                piece.new_start = cursor + (residue + align - cursor % align) % align;
+            }
             cursor = piece.new_start + size;
         }
         let freed = text_end - cursor;
@@ -199,6 +237,21 @@ impl Layout {
         !(self.text_start..self.text_end).contains(&address)
     }
 
+    /// The first function folded into a kept copy whose alignment the copy's
+    /// new address does not keep (a copy that must follow the code running
+    /// into it could not be aligned for its aliases), as (its address, the
+    /// kept copy's new address).
+    pub fn misaligned_alias(&self, text_align: u64) -> Option<(u64, u64)> {
+        self.pieces.iter().find_map(|piece| {
+            let Fate::Alias(kept) = piece.fate else {
+                return None;
+            };
+            let need = own_alignment(piece.start).min(text_align.max(1));
+            let at = self.pieces[kept].new_start;
+            (at % need != 0).then_some((piece.start, at))
+        })
+    }
+
     /// Whether anything at `address` moves.
     pub fn moves(&self, address: u64) -> bool {
         self.map(address) != address
@@ -209,6 +262,21 @@ impl Layout {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_kept_copy_is_aligned_as_the_most_aligned_function_folded_into_it() {
+        // f at 0x1010 (16), g at 0x1100 (256 with .text aligned to 256) an alias of f.
+        let pieces = vec![
+            piece(0x1000, 0x1010, Fate::Keep),
+            piece(0x1010, 0x1020, Fate::Keep),
+            piece(0x1020, 0x1100, Fate::Padding),
+            piece(0x1100, 0x1110, Fate::Alias(1)),
+        ];
+        let layout = Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16);
+        assert_eq!(layout.map(0x1010), 0x1100);
+        assert_eq!(layout.map(0x1100), 0x1100);
+        assert!(layout.misaligned_alias(256).is_none());
+    }
+
     fn piece(start: u64, end: u64, fate: Fate) -> Piece {
         Piece {
             start,
@@ -217,6 +285,7 @@ mod tests {
             new_start: 0,
             thunk_size: 5,
             align: 1,
+            joined: false,
         }
     }
 
@@ -254,6 +323,7 @@ mod tests {
             0x1030,
             "padding maps to the end before it"
         );
+        assert!(layout.misaligned_alias(32).is_none());
         assert!(!layout.is_carried(0x1048));
         assert!(layout.is_carried(0x1090));
     }

@@ -134,7 +134,9 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let arch = icf_arch::of(object.arch);
     // A short jump cannot reach a copy elsewhere: the function it reaches
     // keeps its body, and the plan is made again without folding it.
-    let mut keep_places = Vec::new();
+    // What code runs on into (it falls through its last instruction) keeps
+    // its body and its place right after it.
+    let mut keep_places = run_on_into(&elf, &shape, object, arch);
     let (pieces, counts, data_aliases) = loop {
         let analysis = icf::Analysis::run(
             &program,
@@ -173,6 +175,13 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         shape.tail_align,
     );
     layout.data_aliases = data_aliases;
+    if let Some((alias, at)) = layout.misaligned_alias(elf.sections[shape.text].align) {
+        bail!(
+            "{}: the function at {alias:#x} folds into a copy that must stay right after the \
+             code running into it, at {at:#x}, which does not keep its alignment",
+            input.display()
+        );
+    }
     let mut patches = Patches::default();
     let symbols = elf.symbols(shape.symtab).map_err(named)?;
     write_thunks(&layout, arch, &mut patches)?;
@@ -217,6 +226,36 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         dropped_fdes,
         emptied: written.emptied,
     })
+}
+
+/// The pieces of `.text` the code before them runs on into, as (section
+/// index, offset), what `PlanOptions::keep_places` takes.
+fn run_on_into(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    object: &icf_object::Object<'_>,
+    arch: &dyn Architecture,
+) -> Vec<(u32, u64)> {
+    let bytes = elf.bytes(shape.text);
+    let mut reached = Vec::new();
+    let mut runs_on = false;
+    for f in object
+        .functions()
+        .into_iter()
+        .filter(|f| f.section.index() == shape.text)
+    {
+        let Some(code) = bytes.get(f.start as usize..f.end as usize) else {
+            continue;
+        };
+        if f.symbols.is_empty() && arch.is_padding(code) {
+            continue;
+        }
+        if runs_on {
+            reached.push((shape.text as u32, f.start));
+        }
+        runs_on = arch.runs_off_the_end(code);
+    }
+    reached
 }
 
 /// How many functions reached by short jumps icf keeps unfolded before it
@@ -280,25 +319,30 @@ fn pieces(
         .into_iter()
         .filter(|f| f.section == text)
         .collect();
-    let mut pieces: Vec<Piece> = extents
-        .iter()
-        .map(|f| {
-            let code = &bytes[f.start as usize..f.end as usize];
-            let fate = if f.symbols.is_empty() && arch.is_padding(code) {
+    let mut pieces: Vec<Piece> = Vec::with_capacity(extents.len());
+    // Whether the code before runs on into this piece.
+    let mut runs_on = false;
+    for f in &extents {
+        let code = &bytes[f.start as usize..f.end as usize];
+        let padding = f.symbols.is_empty() && arch.is_padding(code);
+        pieces.push(Piece {
+            start: shape.text_start + f.start,
+            end: shape.text_start + f.end,
+            // Padding the code before runs through stays.
+            fate: if padding && !runs_on {
                 Fate::Padding
             } else {
                 Fate::Keep
-            };
-            Piece {
-                start: shape.text_start + f.start,
-                end: shape.text_start + f.end,
-                fate,
-                new_start: 0,
-                thunk_size: 0,
-                align: 1,
-            }
-        })
-        .collect();
+            },
+            new_start: 0,
+            thunk_size: 0,
+            align: 1,
+            joined: runs_on,
+        });
+        if !padding {
+            runs_on = arch.runs_off_the_end(code);
+        }
+    }
     let index_of: HashMap<u64, usize> = pieces
         .iter()
         .enumerate()

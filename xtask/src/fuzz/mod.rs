@@ -279,6 +279,9 @@ fn print_outcome(outcome: &Outcome) {
 struct Bucket {
     programs: u64,
     folds: [u64; 2],
+    /// `icf shrink` runs on plain `-q` binaries (both modes): shrunk, refused.
+    shrunk: u64,
+    refused: u64,
     findings: BTreeMap<(FindingKind, Mode), u64>,
     invalid: u64,
     seconds: f64,
@@ -287,8 +290,26 @@ struct Bucket {
 /// How `icf verify` names the one difference `--unproved-ok` lets pass.
 const MERGED_ADDRESSES: &str = "differs: significant addresses merged:";
 
+/// A refusal's message without what varies (paths, offsets), to count
+/// refusals by kind.
+fn refusal_kind(reason: &str) -> String {
+    let text = reason.trim_start_matches("icf: error: ");
+    let text = text.split_once(": ").map_or(text, |(_, rest)| rest);
+    text.split(|c: char| c == ':' || c == '(')
+        .next()
+        .unwrap_or(text)
+        .chars()
+        .filter(|c| !c.is_ascii_hexdigit() || c.is_alphabetic())
+        .take(80)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
 #[derive(Debug, Default)]
 struct Summary {
+    /// `icf shrink`'s refusals by kind.
+    refusals: BTreeMap<String, u64>,
     buckets: BTreeMap<(Arch, Linker), Bucket>,
     findings: u64,
     /// Findings that are `icf verify` rejections of pairs that behave
@@ -313,13 +334,27 @@ impl Summary {
             bucket.invalid += 1;
             self.invalid += 1;
         }
+        for shrink in outcome.shrink.iter().flatten() {
+            match shrink {
+                Ok(()) => bucket.shrunk += 1,
+                Err(reason) => {
+                    bucket.refused += 1;
+                    *self.refusals.entry(refusal_kind(reason)).or_default() += 1;
+                }
+            }
+        }
         for finding in &outcome.findings {
             *bucket
                 .findings
                 .entry((finding.kind, finding.mode))
                 .or_default() += 1;
             self.findings += 1;
-            if finding.kind == FindingKind::Verify && finding.detail.contains(MERGED_ADDRESSES) {
+            // What icf verify cannot prove of a shrunk binary that behaves
+            // as the plain one is a limit of the proof (AArch64 byte tables
+            // whose end it cannot see), reported, not a wrong fold.
+            if (finding.kind == FindingKind::Verify && finding.detail.contains(MERGED_ADDRESSES))
+                || finding.kind == FindingKind::ShrinkVerify
+            {
                 self.unproved += 1;
             }
         }
@@ -343,6 +378,8 @@ impl Summary {
             for slot in 0..2 {
                 total.folds[slot] += bucket.folds[slot];
             }
+            total.shrunk += bucket.shrunk;
+            total.refused += bucket.refused;
             for (key, count) in &bucket.findings {
                 *total.findings.entry(*key).or_default() += count;
             }
@@ -356,6 +393,21 @@ impl Summary {
                 total.seconds / total.programs as f64
             );
         }
+        println!(
+            "  icf shrink on the -q programs: {} shrunk, {} refused{}",
+            total.shrunk,
+            total.refused,
+            if self.refusals.is_empty() {
+                String::new()
+            } else {
+                let reasons: Vec<String> = self
+                    .refusals
+                    .iter()
+                    .map(|(reason, count)| format!("{count} x {reason}"))
+                    .collect();
+                format!(" ({})", reasons.join("; "))
+            }
+        );
         if !self.programs_with_findings.is_empty() {
             let mut seeds = self.programs_with_findings.clone();
             seeds.sort_unstable();
@@ -465,6 +517,7 @@ mod tests {
                 detail: detail.to_string(),
             }],
             invalid: None,
+            shrink: [None, None],
             seconds: 0.0,
             repro: None,
         }

@@ -54,6 +54,13 @@ pub enum FindingKind {
     /// The link with icf's cache (cold for safe mode, warm for all: the
     /// same objects) wrote another binary than the link without it.
     CacheDiff,
+    /// `icf shrink` on the plain `-q` binary failed other than by refusing
+    /// it (a panic, an error not naming the input).
+    ShrinkFailed,
+    /// The shrunk binary ended otherwise or printed otherwise than the plain one.
+    ShrinkDiff,
+    /// `icf verify PLAIN SHRUNK` rejected a shrunk binary whose output matches.
+    ShrinkVerify,
 }
 
 impl FindingKind {
@@ -65,6 +72,9 @@ impl FindingKind {
             FindingKind::OutputDiff => "output-diff",
             FindingKind::Verify => "verify",
             FindingKind::CacheDiff => "cache-diff",
+            FindingKind::ShrinkFailed => "shrink-failed",
+            FindingKind::ShrinkDiff => "shrink-diff",
+            FindingKind::ShrinkVerify => "shrink-verify",
         }
     }
 }
@@ -104,6 +114,10 @@ pub struct Outcome {
     pub findings: Vec<Finding>,
     /// Set when the plain build itself failed: a generator bug, not an icf one.
     pub invalid: Option<String>,
+    /// Per mode, what `icf shrink` did with the plain `-q` binary: `None`
+    /// when not run (no `-q`, or a linker script), else whether it shrank
+    /// it (`Ok`) or refused it, with the reason.
+    pub shrink: [Option<Result<(), String>>; 2],
     pub seconds: f64,
     pub repro: Option<PathBuf>,
 }
@@ -164,6 +178,8 @@ struct Plan {
     link: Vec<String>,
     /// The command that runs a binary, without the binary.
     runner: Vec<String>,
+    /// The link's `--keep-unique` symbols.
+    keep_unique: Vec<String>,
 }
 
 impl Plan {
@@ -269,6 +285,7 @@ impl Plan {
             archive,
             link,
             runner,
+            keep_unique: config.keep_unique.clone(),
         }
     }
 
@@ -320,12 +337,36 @@ impl Plan {
         Step { args }
     }
 
+    /// `icf shrink` of the plain binary (linked with `-q`), told the
+    /// link's `--keep-unique` symbols (a binary does not record them).
+    fn shrink(&self, mode: Mode) -> Step {
+        let mut args = vec![
+            ICF.to_string(),
+            "shrink".into(),
+            "--mode".into(),
+            mode.name().into(),
+        ];
+        for symbol in &self.keep_unique {
+            args.extend(["--keep-unique".into(), symbol.clone()]);
+        }
+        args.extend([
+            "plain".into(),
+            "-o".into(),
+            format!("shrunk-{}", mode.name()),
+        ]);
+        Step { args }
+    }
+
     fn verify(&self, mode: Mode) -> Step {
+        self.verify_binary(mode, &format!("folded-{}", mode.name()))
+    }
+
+    fn verify_binary(&self, mode: Mode, binary: &str) -> Step {
         let mut args = vec![
             ICF.to_string(),
             "verify".into(),
             "plain".into(),
-            format!("folded-{}", mode.name()),
+            binary.to_string(),
         ];
         if mode == Mode::All {
             args.extend(["--mode".into(), "all".into()]);
@@ -495,6 +536,7 @@ pub fn run_program(
         folds: [None, None],
         findings: Vec::new(),
         invalid: None,
+        shrink: [None, None],
         seconds: 0.0,
         repro: None,
     };
@@ -624,18 +666,96 @@ fn check(
             }
         }
     }
+    if program.config.keep_relocs && program.linker_script.is_none() {
+        for (slot, mode) in Mode::BOTH.into_iter().enumerate() {
+            check_shrink(plan, tools, dir, mode, &plain, outcome, slot)?;
+        }
+    }
+    Ok(())
+}
+
+/// `icf shrink` of the plain `-q` binary in `mode`: a clean refusal (exit
+/// status 1) is recorded, not a finding; a shrunk binary must run as the
+/// plain one and pass `icf verify` against it.
+fn check_shrink(
+    plan: &Plan,
+    tools: &Tools,
+    dir: &Path,
+    mode: Mode,
+    plain: &Run,
+    outcome: &mut Outcome,
+    slot: usize,
+) -> Result<()> {
+    let output = execute(&plan.shrink(mode), dir, tools)?;
+    match output.status.code() {
+        Some(0) => outcome.shrink[slot] = Some(Ok(())),
+        Some(1) => {
+            let reason = String::from_utf8_lossy(&output.stderr)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            outcome.shrink[slot] = Some(Err(reason));
+            return Ok(());
+        }
+        _ => {
+            outcome.findings.push(Finding {
+                kind: FindingKind::ShrinkFailed,
+                mode,
+                detail: format!(
+                    "`icf shrink` {}:\n{}",
+                    output.status,
+                    tail(&output.stderr, 12)
+                ),
+            });
+            return Ok(());
+        }
+    }
+    let binary = format!("shrunk-{}", mode.name());
+    let shrunk = run_binary(&plan.run(&binary), dir, tools)?;
+    fs::write(dir.join(format!("{binary}.out")), &shrunk.stdout)
+        .with_context(|| format!("writing {binary}.out"))?;
+    let (plain_lines, shrunk_lines) = (
+        comparable(&plain.stdout, mode),
+        comparable(&shrunk.stdout, mode),
+    );
+    if shrunk.status != plain.status || plain_lines != shrunk_lines {
+        outcome.findings.push(Finding {
+            kind: FindingKind::ShrinkDiff,
+            mode,
+            detail: format!(
+                "plain: {}, shrunk: {}\n{}",
+                plain.status,
+                shrunk.status,
+                first_differences(&plain_lines, &shrunk_lines)
+            ),
+        });
+        return Ok(());
+    }
+    let output = execute(&plan.verify_binary(mode, &binary), dir, tools)?;
+    if !output.status.success() {
+        let mut detail = tail(&output.stdout, 8);
+        detail.push('\n');
+        detail.push_str(&tail(&output.stderr, 8));
+        outcome.findings.push(Finding {
+            kind: FindingKind::ShrinkVerify,
+            mode,
+            detail,
+        });
+    }
     Ok(())
 }
 
 /// `build.sh` and `README.md` of a reproduction directory.
 fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outcome) -> Result<()> {
     let mut script = String::new();
-    let _ = writeln!(script, "#!/bin/sh");
+    let _ = writeln!(script, "#!/bin/bash");
     let _ = writeln!(
         script,
         "# Reproduces `cargo xtask fuzz --seed {} --count 1 --arch {}`: builds the program,\n\
-         # links it plain and through icf in both modes, runs all three and diffs.\n\
-         # Usage: ICF=/path/to/icf sh build.sh",
+         # links it plain and through icf in both modes, runs all three and diffs\n\
+         # (and, for a -q link, shrinks the plain binary in both modes the same way).\n\
+         # Usage: ICF=/path/to/icf bash build.sh",
         program.seed,
         program.config.arch.name()
     );
@@ -683,6 +803,26 @@ fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outc
             );
         }
     }
+    if program.config.keep_relocs && program.linker_script.is_none() {
+        for mode in Mode::BOTH {
+            let name = mode.name();
+            let filter = match mode {
+                Mode::Safe => "cat".to_string(),
+                Mode::All => format!("grep -v '^{}'", FUNCTION_ADDRESS_PREFIX),
+            };
+            let _ = writeln!(
+                status,
+                "if {}; then\n  {} > shrunk-{name}.out; echo \"exit $?\" >> shrunk-{name}.out\n  \
+                 {filter} shrunk-{name}.out | diff <({filter} plain.out) - > shrunk-{name}.diff \
+                 && echo 'shrink {name}: same output' || {{ echo 'shrink {name}: OUTPUT DIFFERS'; status=1; }}\n  \
+                 {} || {{ echo 'shrink {name}: icf verify failed'; status=1; }}\nelse\n  \
+                 echo 'icf shrink --mode {name} refused or failed'\nfi",
+                plan.shrink(mode).shell(),
+                plan.run(&format!("shrunk-{name}")).shell(),
+                plan.verify_binary(mode, &format!("shrunk-{name}")).shell()
+            );
+        }
+    }
     script.push_str(&status);
     script.push_str("exit $status\n");
     let script_path = dir.join("build.sh");
@@ -710,7 +850,7 @@ fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outc
     );
     let _ = writeln!(
         readme,
-        "Run `ICF=/path/to/icf sh build.sh`: it compiles, links `plain`, links\n\
+        "Run `ICF=/path/to/icf bash build.sh`: it compiles, links `plain`, links\n\
          `folded-safe` and `folded-all` through `icf link --strict`, runs them and diffs\n\
          the transcripts (`{}` lines, comparing function addresses, are dropped for mode all).\n",
         FUNCTION_ADDRESS_PREFIX.trim_end()

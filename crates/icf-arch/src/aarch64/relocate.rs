@@ -16,16 +16,15 @@ pub(super) fn kept(r_type: u32) -> KeptReloc {
         | elf::R_AARCH64_TSTBR14
         | elf::R_AARCH64_LD_PREL_LO19
         | elf::R_AARCH64_ADR_PREL_LO21
-        | elf::R_AARCH64_ADR_PREL_PG_HI21
-        | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
         | elf::R_AARCH64_ADD_ABS_LO12_NC
         | elf::R_AARCH64_LDST8_ABS_LO12_NC
         | elf::R_AARCH64_LDST16_ABS_LO12_NC
         | elf::R_AARCH64_LDST32_ABS_LO12_NC
         | elf::R_AARCH64_LDST64_ABS_LO12_NC
         | elf::R_AARCH64_LDST128_ABS_LO12_NC => KeptReloc::Instruction,
-        elf::R_AARCH64_ADR_GOT_PAGE
-        | elf::R_AARCH64_GOT_LD_PREL19
+        elf::R_AARCH64_ADR_PREL_PG_HI21 | elf::R_AARCH64_ADR_PREL_PG_HI21_NC => KeptReloc::Page,
+        elf::R_AARCH64_ADR_GOT_PAGE => KeptReloc::GotPage,
+        elf::R_AARCH64_GOT_LD_PREL19
         | elf::R_AARCH64_PREL64
         | elf::R_AARCH64_PREL32
         | elf::R_AARCH64_PREL16
@@ -57,9 +56,10 @@ fn patched_word(r_type: elf::RelocationType, field: &[u8]) -> Result<u32, String
             w & 0x3b00_0000 == 0x1800_0000
         }
         elf::R_AARCH64_ADR_PREL_LO21 => w & 0x9f00_0000 == 0x1000_0000,
+        // `adrp`, or GNU ld's `adr` of the page at a page's end.
         elf::R_AARCH64_ADR_PREL_PG_HI21
         | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
-        | elf::R_AARCH64_ADR_GOT_PAGE => w & 0x9f00_0000 == 0x9000_0000,
+        | elf::R_AARCH64_ADR_GOT_PAGE => w & 0x1f00_0000 == 0x1000_0000,
         elf::R_AARCH64_ADD_ABS_LO12_NC => add_immediate,
         // A GOT load the linker relaxed into the `add` of the address.
         elf::R_AARCH64_LD64_GOT_LO12_NC => load_store || add_immediate,
@@ -129,8 +129,28 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
         kind @ (elf::R_AARCH64_ADR_PREL_PG_HI21
         | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
         | elf::R_AARCH64_ADR_GOT_PAGE) => {
-            let pages = ((value & !0xfff).wrapping_sub(place & !0xfff) as i64) >> 12;
-            adr_immediate(patched_word(kind, field)?, pages)?
+            let w = patched_word(kind, field)?;
+            // The words after it, when the caller gives them: the erratum
+            // needs a load or store based on the register the `adrp` writes
+            // among the next three.
+            let register = w & 0x1f;
+            let exposed = field.len() < 8
+                || field[4..].chunks_exact(4).take(3).any(|next| {
+                    let next = u32::from_le_bytes([next[0], next[1], next[2], next[3]]);
+                    next & 0x3b00_0000 == 0x3900_0000 && (next >> 5) & 0x1f == register
+                });
+            if place & 0xfff >= ERRATUM_843419_START && exposed {
+                // Cortex-A53 erratum 843419: an `adrp` in a page's last two
+                // words may compute a wrong address. As GNU ld does, the
+                // same page by `adr`, which the erratum does not touch.
+                let page = (value & !0xfff).wrapping_sub(place) as i64;
+                adr_immediate(w & 0x7fff_ffff, page).map_err(|_| {
+                    format!("an adrp at {place:#x} (a page's last two words, Cortex-A53 erratum 843419) whose page {value:#x} is beyond adr's reach")
+                })?
+            } else {
+                let pages = ((value & !0xfff).wrapping_sub(place & !0xfff) as i64) >> 12;
+                adr_immediate(w | 0x8000_0000, pages)?
+            }
         }
         kind @ (elf::R_AARCH64_ADD_ABS_LO12_NC | elf::R_AARCH64_LDST8_ABS_LO12_NC) => {
             low12(patched_word(kind, field)?, 0)?
@@ -150,8 +170,14 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
     Ok(())
 }
 
+/// Where in a page an `adrp` is exposed to Cortex-A53 erratum 843419.
+const ERRATUM_843419_START: u64 = 0xff8;
+
+/// `nop`.
+const NOP: u32 = 0xd503_201f;
+
 /// What fills the gaps between functions: `nop`.
-pub(super) const FILL: &[u8] = &[0x1f, 0x20, 0x03, 0xd5];
+pub(super) const FILL: &[u8] = &NOP.to_le_bytes();
 
 /// `nop`, zero words, and lld's trap filler.
 pub(super) fn is_padding(bytes: &[u8]) -> bool {
@@ -160,6 +186,28 @@ pub(super) fn is_padding(bytes: &[u8]) -> bool {
             let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             w == 0xd503_201f || w == 0 || w == 0xd4d4_d4d4
         })
+}
+
+/// Whether the last word of `code` lets control go on past it: it is no
+/// `b`, `bl`, `br`, `blr`, `ret`, `brk`, `hlt` or `udf`.
+pub(super) fn runs_off_the_end(code: &[u8]) -> bool {
+    // Trailing `nop`s are padding it runs through: what matters is the
+    // last instruction before them.
+    let Some(w) = code
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .rfind(|&w| w != NOP)
+    else {
+        return false;
+    };
+    let stops = w & 0x7c00_0000 == 0x1400_0000 // b, bl
+        || w & 0xfffffc1f == 0xd61f_0000 // br
+        || w & 0xfffffc1f == 0xd63f_0000 // blr
+        || w & 0xfffffc1f == 0xd65f_0000 // ret
+        || w & 0xffe0_001f == 0xd420_0000 // brk
+        || w & 0xffe0_001f == 0xd440_0000 // hlt
+        || w >> 16 == 0; // udf
+    !stops
 }
 
 #[cfg(test)]
@@ -184,12 +232,12 @@ mod tests {
             written(elf::R_AARCH64_CONDBR19, 0x5400_0001, 0x2000, 0x2008),
             0x5400_0041
         );
-        // adrp x0, 0x12000 from 0x10ffc (two pages on); adrp x0, 0x10000 from 0x11000 (one page back)
+        // adrp x0, 0x12000 from 0x10ff0 (two pages on); adrp x0, 0x10000 from 0x11000 (one page back)
         assert_eq!(
             written(
                 elf::R_AARCH64_ADR_PREL_PG_HI21,
                 0x9000_0000,
-                0x10ffc,
+                0x10ff0,
                 0x12345
             ),
             0xd000_0000
@@ -213,6 +261,84 @@ mod tests {
             written(elf::R_AARCH64_LDST64_ABS_LO12_NC, 0xf940_0021, 0, 0x12348),
             0xf941_a421
         );
+    }
+
+    #[test]
+    fn an_adrp_moved_to_a_page_s_last_two_words_becomes_an_adr() {
+        // adrp x1 at 0x10ff8 for the page 0x12000: adr x1, .+0x1008.
+        assert_eq!(
+            written(
+                elf::R_AARCH64_ADR_PREL_PG_HI21,
+                0x9000_0001,
+                0x10ff8,
+                0x12345
+            ),
+            0x1000_8041
+        );
+        let mut field = 0x9000_0001u32.to_le_bytes();
+        assert!(
+            write(
+                elf::R_AARCH64_ADR_PREL_PG_HI21.0,
+                &mut field,
+                0x10ffc,
+                0x4000_0000
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn an_adrp_at_a_page_s_end_stays_unless_a_load_based_on_it_follows() {
+        let words = |words: &[u32]| {
+            words
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect::<Vec<u8>>()
+        };
+        let first = |field: &[u8]| u32::from_le_bytes([field[0], field[1], field[2], field[3]]);
+        // add x1, x1, #lo12; ldr x0, [x0]; ret: no load based on x1.
+        let mut field = words(&[0x9000_0001, 0x9100_0021, 0xf940_0000, 0xd65f_03c0]);
+        write(
+            elf::R_AARCH64_ADR_PREL_PG_HI21.0,
+            &mut field,
+            0x10ff8,
+            0x12345,
+        )
+        .expect("fits");
+        assert_eq!(first(&field), 0xd000_0001, "adrp x1, two pages on");
+        // ldr x2, [x1, #8]: exposed, so an adr.
+        let mut field = words(&[0x9000_0001, 0xf940_0422]);
+        write(
+            elf::R_AARCH64_ADR_PREL_PG_HI21.0,
+            &mut field,
+            0x10ff8,
+            0x12345,
+        )
+        .expect("fits");
+        assert_eq!(first(&field), 0x1000_8041);
+    }
+
+    #[test]
+    fn an_adr_of_a_page_moved_off_a_page_s_end_is_an_adrp_again() {
+        // adr x1 (GNU ld's erratum form) moved to 0x11000, page 0x12000.
+        assert_eq!(
+            written(
+                elf::R_AARCH64_ADR_PREL_PG_HI21,
+                0x1000_8041,
+                0x11000,
+                0x12345
+            ),
+            0xb000_0001
+        );
+    }
+
+    #[test]
+    fn a_function_ending_in_an_add_or_a_conditional_branch_runs_off_its_end() {
+        assert!(!runs_off_the_end(&0xd65f_03c0u32.to_le_bytes())); // ret
+        assert!(!runs_off_the_end(&0x17ff_ffffu32.to_le_bytes())); // b .-4
+        assert!(!runs_off_the_end(&0x9400_0000u32.to_le_bytes())); // bl (of a function that never returns)
+        assert!(runs_off_the_end(&0x5400_0001u32.to_le_bytes())); // b.ne
+        assert!(runs_off_the_end(&0x9118_3c00u32.to_le_bytes())); // add
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! field again, and the padding between functions.
 
 use crate::relocate::{KeptReloc, write_data};
-use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
 use object::elf;
 
 pub(super) fn kept(r_type: u32) -> KeptReloc {
@@ -70,6 +70,46 @@ pub(super) fn is_padding(bytes: &[u8]) -> bool {
         }
 }
 
+/// Whether the last instruction of `code`, decoded from its start, lets
+/// control go on past it.
+pub(super) fn runs_off_the_end(code: &[u8]) -> bool {
+    // Zero bytes a linker pads with are no code: the last instruction is
+    // the last that starts before them (it may end in zeros of its own).
+    let zeros = code
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |last| last + 1);
+    let mut decoder = Decoder::new(64, code, DecoderOptions::NONE);
+    let mut last = None;
+    for instruction in decoder.iter() {
+        if instruction.ip() as usize >= zeros {
+            break;
+        }
+        // Trailing `nop`s are padding it runs through: what matters is
+        // the last instruction before them.
+        if instruction.is_invalid() || instruction.mnemonic() != Mnemonic::Nop {
+            last = Some(instruction);
+        }
+    }
+    let Some(last) = last else {
+        return false;
+    };
+    if last.is_invalid() || last.next_ip() as usize > code.len() {
+        // Undecodable, or cut short: assume it goes on.
+        return true;
+    }
+    !matches!(
+        last.flow_control(),
+        FlowControl::Return
+            | FlowControl::UnconditionalBranch
+            | FlowControl::IndirectBranch
+            | FlowControl::Interrupt
+            | FlowControl::Exception
+            | FlowControl::Call
+            | FlowControl::IndirectCall
+    ) && last.mnemonic() != Mnemonic::Hlt
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +122,19 @@ mod tests {
         assert!(write(elf::R_X86_64_32.0, &mut field, 0, 1 << 33).is_err());
         let mut short = [0u8; 1];
         assert!(write(elf::R_X86_64_PC8.0, &mut short, 0, 200).is_err());
+    }
+
+    #[test]
+    fn a_function_ending_in_a_conditional_jump_runs_off_its_end() {
+        assert!(!runs_off_the_end(&[0x48, 0x89, 0xf8, 0xc3])); // mov; ret
+        assert!(!runs_off_the_end(&[0xeb, 0xfe])); // jmp .
+        assert!(!runs_off_the_end(&[0x0f, 0x0b])); // ud2
+        assert!(!runs_off_the_end(&[0xe8, 0, 0, 0, 0])); // call (of a function that never returns)
+        assert!(runs_off_the_end(&[0x74, 0x02])); // je
+        assert!(runs_off_the_end(&[0x83, 0xc7, 0x01])); // add $1, %edi
+        assert!(!runs_off_the_end(&[0xe9, 0, 0, 0, 0, 0x90, 0x90])); // jmp; nop; nop
+        assert!(runs_off_the_end(&[0x74, 0x02, 0x90])); // je; nop
+        assert!(!runs_off_the_end(&[0xc3, 0x90, 0, 0, 0, 0])); // ret; nop; zeros
     }
 
     #[test]
