@@ -295,7 +295,7 @@ const MERGED_ADDRESSES: &str = "differs: significant addresses merged:";
 fn refusal_kind(reason: &str) -> String {
     let text = reason.trim_start_matches("icf: error: ");
     let text = text.split_once(": ").map_or(text, |(_, rest)| rest);
-    text.split(|c: char| c == ':' || c == '(')
+    text.split([':', '('])
         .next()
         .unwrap_or(text)
         .chars()
