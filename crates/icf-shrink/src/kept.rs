@@ -127,15 +127,20 @@ pub(crate) fn patch(
                             word[..field.len()].copy_from_slice(field);
                             let value = u64::from_le_bytes(word);
                             if value != 0 && (layout.moves(value) || layout.moves(place)) {
-                                let mut field = field.to_vec();
-                                arch.write_reloc(
+                                let new_place = layout.map(place);
+                                let size = usize::from(size);
+                                rewrite(
+                                    elf,
+                                    arch,
+                                    patches,
                                     rela.r_type,
-                                    &mut field,
-                                    layout.map(place),
+                                    place,
+                                    size,
+                                    new_place,
                                     layout.map(value),
+                                    new_place,
                                 )
-                                .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
-                                patches.put(layout.map(place), field)?;
+                                .map_err(|e| e.context(at()))?;
                             }
                         }
                         out.push((layout.map(place), rela.sym, rela.r_type, addend));
@@ -154,18 +159,20 @@ pub(crate) fn patch(
                 _ if eh_frame => {}
                 KeptReloc::Address { size } => {
                     if moves {
-                        let mut field = elf
-                            .read(place, usize::from(size))
-                            .with_context(|| format!("{}: field past the section", at()))?
-                            .to_vec();
-                        arch.write_reloc(
+                        let new_place = layout.map(place);
+                        let size = usize::from(size);
+                        rewrite(
+                            elf,
+                            arch,
+                            patches,
                             rela.r_type,
-                            &mut field,
-                            layout.map(place),
+                            place,
+                            size,
+                            new_place,
                             layout.map(meaning),
+                            new_place,
                         )
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
-                        patches.put(layout.map(place), field)?;
+                        .map_err(|e| e.context(at()))?;
                     }
                 }
                 kind @ (KeptReloc::Instruction | KeptReloc::Page) if code => {
@@ -268,15 +275,20 @@ pub(crate) fn patch(
                         .flatten();
                     if let Some((base, case)) = entry {
                         if layout.moves(base) || layout.moves(case) {
-                            let mut field = elf.read(place, 4).context("entry")?.to_vec();
-                            arch.write_reloc(
+                            // `case - table`: the field counts from the table.
+                            let (from, to) = (layout.map(base), layout.map(case));
+                            rewrite(
+                                elf,
+                                arch,
+                                patches,
                                 rela.r_type,
-                                &mut field,
-                                layout.map(base),
-                                layout.map(case),
+                                place,
+                                4,
+                                from,
+                                to,
+                                layout.map(place),
                             )
-                            .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
-                            patches.put(layout.map(place), field)?;
+                            .map_err(|e| e.context(at()))?;
                         }
                         let bias = meaning.wrapping_sub(case);
                         new_meaning = Some(layout.map(case).wrapping_add(bias));
@@ -292,16 +304,19 @@ pub(crate) fn patch(
                                 name()
                             );
                         }
-                        let size = field_size(arch, rela.r_type);
-                        let mut field = elf.read(place, size).context("field")?.to_vec();
-                        arch.write_reloc(
+                        let (size, new_place) = (field_size(arch, rela.r_type), layout.map(place));
+                        rewrite(
+                            elf,
+                            arch,
+                            patches,
                             rela.r_type,
-                            &mut field,
-                            layout.map(place),
+                            place,
+                            size,
+                            new_place,
                             layout.map(meaning),
+                            new_place,
                         )
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
-                        patches.put(layout.map(place), field)?;
+                        .map_err(|e| e.context(at()))?;
                     }
                 }
                 KeptReloc::RelaxableGotLoad
@@ -390,6 +405,30 @@ fn encode(relocations: Vec<(u64, u32, u32, i64)>) -> Vec<u8> {
     bytes
 }
 
+/// The field of relocation type `r_type` at `place` (`size` bytes) written
+/// again naming `value` as seen from `seen_from`, into `patches` at
+/// `write_at` (its new place).
+#[allow(clippy::too_many_arguments)]
+fn rewrite(
+    elf: &Elf<'_>,
+    arch: &dyn Architecture,
+    patches: &mut Patches,
+    r_type: u32,
+    place: u64,
+    size: usize,
+    seen_from: u64,
+    value: u64,
+    write_at: u64,
+) -> anyhow::Result<()> {
+    let mut field = elf
+        .read(place, size)
+        .context("field past the section")?
+        .to_vec();
+    arch.write_reloc(r_type, &mut field, seen_from, value)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    patches.put(write_at, field)
+}
+
 /// An x86-64 GOT load the linker relaxed into an immediate: the field holds
 /// the symbol's address, which moved.
 fn relaxed_got_load(
@@ -407,10 +446,18 @@ fn relaxed_got_load(
         bail!("a field neither decoded nor relaxed to its symbol's address");
     }
     let absolute = arch.absolute_data(4).context("no 4-byte absolute type")?;
-    let mut field = field.to_vec();
-    arch.write_reloc(absolute, &mut field, layout.map(place), layout.map(symbol))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    patches.put(layout.map(place), field)
+    let new_place = layout.map(place);
+    rewrite(
+        elf,
+        arch,
+        patches,
+        absolute,
+        place,
+        4,
+        new_place,
+        layout.map(symbol),
+        new_place,
+    )
 }
 
 /// How far an entry may lie from its table's start (16,384 entries).

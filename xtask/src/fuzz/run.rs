@@ -436,6 +436,14 @@ fn execute(step: &Step, dir: &Path, tools: &Tools) -> Result<Output> {
         .with_context(|| format!("could not start `{}`", step.shell()))
 }
 
+/// What `icf verify` printed when it rejected a pair: the end of both streams.
+fn verify_detail(output: &Output) -> String {
+    let mut detail = tail(&output.stdout, 8);
+    detail.push('\n');
+    detail.push_str(&tail(&output.stderr, 8));
+    detail
+}
+
 fn tail(bytes: &[u8], lines: usize) -> String {
     let text = String::from_utf8_lossy(bytes);
     let all: Vec<&str> = text.lines().collect();
@@ -655,13 +663,10 @@ fn check(
         if same {
             let output = execute(&plan.verify(mode), dir, tools)?;
             if !output.status.success() {
-                let mut detail = tail(&output.stdout, 8);
-                detail.push('\n');
-                detail.push_str(&tail(&output.stderr, 8));
                 outcome.findings.push(Finding {
                     kind: FindingKind::Verify,
                     mode,
-                    detail,
+                    detail: verify_detail(&output),
                 });
             }
         }
@@ -734,13 +739,10 @@ fn check_shrink(
     }
     let output = execute(&plan.verify_binary(mode, &binary), dir, tools)?;
     if !output.status.success() {
-        let mut detail = tail(&output.stdout, 8);
-        detail.push('\n');
-        detail.push_str(&tail(&output.stderr, 8));
         outcome.findings.push(Finding {
             kind: FindingKind::ShrinkVerify,
             mode,
-            detail,
+            detail: verify_detail(&output),
         });
     }
     Ok(())

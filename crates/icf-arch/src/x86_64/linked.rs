@@ -50,28 +50,22 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
         // A PC-relative field counts from the end of its instruction.
         let bias = |field: u64| -> i64 { -((end - (address + field)) as i64) };
         let is_branch = matches!(instr.op0_kind(), OpKind::NearBranch64) && instr.op_count() == 1;
-        if is_branch && offsets.immediate_size() == 4 {
+        // A rel32 branch; or a short one out of the decoded code (a tail
+        // call to the function the assembler placed next): a field a linker
+        // never wrote, but one that names another place all the same.
+        let target = instr.near_branch_target();
+        let leaves = target < address || target - address >= code.len() as u64;
+        let branch_type = match offsets.immediate_size() {
+            4 => Some(elf::R_X86_64_PLT32),
+            1 if leaves => Some(elf::R_X86_64_PC8),
+            _ => None,
+        };
+        if let Some(r_type) = branch_type.filter(|_| is_branch) {
             let field = start + offsets.immediate_offset() as u64;
             out.push(LinkedReference {
                 offset: field,
-                r_type: elf::R_X86_64_PLT32.0,
-                target: instr.near_branch_target(),
-                bias: bias(field),
-                use_: LinkedUse::Branch,
-                table: None,
-            });
-            continue;
-        }
-        // A short branch out of the decoded code (a tail call to the
-        // function the assembler placed next): a field a linker never
-        // wrote, but one that names another place all the same.
-        let leaves = |target: u64| target < address || target - address >= code.len() as u64;
-        if is_branch && offsets.immediate_size() == 1 && leaves(instr.near_branch_target()) {
-            let field = start + offsets.immediate_offset() as u64;
-            out.push(LinkedReference {
-                offset: field,
-                r_type: elf::R_X86_64_PC8.0,
-                target: instr.near_branch_target(),
+                r_type: r_type.0,
+                target,
                 bias: bias(field),
                 use_: LinkedUse::Branch,
                 table: None,
