@@ -228,34 +228,75 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     })
 }
 
-/// The pieces of `.text` the code before them runs on into, as (section
-/// index, offset), what `PlanOptions::keep_places` takes.
+/// For each piece of `.text` (`extents`, in address order): whether the
+/// code before it reaches it by running off its end (falling through, or
+/// through padding), or a short jump (`jmp rel8`, whose reach another
+/// placement could break) spans from before it to it or from it back over
+/// it. Such a piece stays right after the piece before it, and keeps its
+/// body.
+fn joined_pieces(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    extents: &[icf_object::FunctionExtent],
+    arch: &dyn Architecture,
+) -> Vec<bool> {
+    let bytes = elf.bytes(shape.text);
+    let mut joined = vec![false; extents.len()];
+    // How far the code so far reaches on: past its end, or to this address.
+    let mut runs_on = false;
+    let mut reach_to = 0u64;
+    let mut found = Vec::new();
+    for (index, f) in extents.iter().enumerate() {
+        let Some(code) = bytes.get(f.start as usize..f.end as usize) else {
+            continue;
+        };
+        joined[index] = runs_on || f.start <= reach_to && index > 0;
+        if f.symbols.is_empty() && arch.is_padding(code) {
+            continue;
+        }
+        runs_on = arch.runs_off_the_end(code);
+        found.clear();
+        let start = shape.text_start + f.start;
+        arch.linked_references(code, start, &mut found);
+        for reference in &found {
+            if field_size(arch, reference.r_type) != 1 {
+                continue;
+            }
+            let target = reference.target.wrapping_sub(shape.text_start);
+            if target >= f.end {
+                reach_to = reach_to.max(target);
+            } else {
+                // Backward: everything from the piece it reaches on.
+                let first = extents.partition_point(|e| e.start <= target);
+                for later in joined.iter_mut().take(index + 1).skip(first) {
+                    *later = true;
+                }
+            }
+        }
+    }
+    joined
+}
+
+/// The pieces of `.text` that must follow the code before them (see
+/// [`joined_pieces`]), as (section index, offset): what
+/// `PlanOptions::keep_places` takes.
 fn run_on_into(
     elf: &Elf<'_>,
     shape: &Shape,
     object: &icf_object::Object<'_>,
     arch: &dyn Architecture,
 ) -> Vec<(u32, u64)> {
-    let bytes = elf.bytes(shape.text);
-    let mut reached = Vec::new();
-    let mut runs_on = false;
-    for f in object
+    let extents: Vec<_> = object
         .functions()
         .into_iter()
         .filter(|f| f.section.index() == shape.text)
-    {
-        let Some(code) = bytes.get(f.start as usize..f.end as usize) else {
-            continue;
-        };
-        if f.symbols.is_empty() && arch.is_padding(code) {
-            continue;
-        }
-        if runs_on {
-            reached.push((shape.text as u32, f.start));
-        }
-        runs_on = arch.runs_off_the_end(code);
-    }
-    reached
+        .collect();
+    joined_pieces(elf, shape, &extents, arch)
+        .into_iter()
+        .zip(&extents)
+        .filter(|&(joined, _)| joined)
+        .map(|(_, f)| (shape.text as u32, f.start))
+        .collect()
 }
 
 /// How many functions reached by short jumps icf keeps unfolded before it
@@ -319,17 +360,16 @@ fn pieces(
         .into_iter()
         .filter(|f| f.section == text)
         .collect();
+    let joined = joined_pieces(elf, shape, &extents, arch);
     let mut pieces: Vec<Piece> = Vec::with_capacity(extents.len());
-    // Whether the code before runs on into this piece.
-    let mut runs_on = false;
-    for f in &extents {
+    for (f, &joined) in extents.iter().zip(&joined) {
         let code = &bytes[f.start as usize..f.end as usize];
         let padding = f.symbols.is_empty() && arch.is_padding(code);
         pieces.push(Piece {
             start: shape.text_start + f.start,
             end: shape.text_start + f.end,
-            // Padding the code before runs through stays.
-            fate: if padding && !runs_on {
+            // Padding the code before runs (or jumps) through stays.
+            fate: if padding && !joined {
                 Fate::Padding
             } else {
                 Fate::Keep
@@ -337,11 +377,8 @@ fn pieces(
             new_start: 0,
             thunk_size: 0,
             align: 1,
-            joined: runs_on,
+            joined,
         });
-        if !padding {
-            runs_on = arch.runs_off_the_end(code);
-        }
     }
     let index_of: HashMap<u64, usize> = pieces
         .iter()
