@@ -127,18 +127,19 @@ pub(crate) fn patch(
                             word[..field.len()].copy_from_slice(field);
                             let value = u64::from_le_bytes(word);
                             if value != 0 && (layout.moves(value) || layout.moves(place)) {
-                                let new_place = layout.map(place);
                                 let size = usize::from(size);
                                 rewrite(
                                     elf,
                                     arch,
+                                    layout,
                                     patches,
-                                    rela.r_type,
-                                    place,
-                                    size,
-                                    new_place,
+                                    KeptField {
+                                        r_type: rela.r_type,
+                                        place,
+                                        size,
+                                    },
                                     layout.map(value),
-                                    new_place,
+                                    None,
                                 )
                                 .map_err(|e| e.context(at()))?;
                             }
@@ -159,18 +160,19 @@ pub(crate) fn patch(
                 _ if eh_frame => {}
                 KeptReloc::Address { size } => {
                     if moves {
-                        let new_place = layout.map(place);
                         let size = usize::from(size);
                         rewrite(
                             elf,
                             arch,
+                            layout,
                             patches,
-                            rela.r_type,
-                            place,
-                            size,
-                            new_place,
+                            KeptField {
+                                r_type: rela.r_type,
+                                place,
+                                size,
+                            },
                             layout.map(meaning),
-                            new_place,
+                            None,
                         )
                         .map_err(|e| e.context(at()))?;
                     }
@@ -280,13 +282,15 @@ pub(crate) fn patch(
                             rewrite(
                                 elf,
                                 arch,
+                                layout,
                                 patches,
-                                rela.r_type,
-                                place,
-                                4,
-                                from,
+                                KeptField {
+                                    r_type: rela.r_type,
+                                    place,
+                                    size: 4,
+                                },
                                 to,
-                                layout.map(place),
+                                Some(from),
                             )
                             .map_err(|e| e.context(at()))?;
                         }
@@ -304,17 +308,19 @@ pub(crate) fn patch(
                                 name()
                             );
                         }
-                        let (size, new_place) = (field_size(arch, rela.r_type), layout.map(place));
+                        let size = field_size(arch, rela.r_type);
                         rewrite(
                             elf,
                             arch,
+                            layout,
                             patches,
-                            rela.r_type,
-                            place,
-                            size,
-                            new_place,
+                            KeptField {
+                                r_type: rela.r_type,
+                                place,
+                                size,
+                            },
                             layout.map(meaning),
-                            new_place,
+                            None,
                         )
                         .map_err(|e| e.context(at()))?;
                     }
@@ -405,28 +411,39 @@ fn encode(relocations: Vec<(u64, u32, u32, i64)>) -> Vec<u8> {
     bytes
 }
 
-/// The field of relocation type `r_type` at `place` (`size` bytes) written
-/// again naming `value` as seen from `seen_from`, into `patches` at
-/// `write_at` (its new place).
-#[allow(clippy::too_many_arguments)]
-fn rewrite(
-    elf: &Elf<'_>,
-    arch: &dyn Architecture,
-    patches: &mut Patches,
+/// A field a kept relocation names: its type, old place and size.
+#[derive(Copy, Clone, Debug)]
+struct KeptField {
     r_type: u32,
     place: u64,
     size: usize,
-    seen_from: u64,
+}
+
+/// Writes `field` again at its new place, naming `value` as seen from its
+/// new place, or from `counted_from` (a jump table entry counts from the
+/// table's new start).
+fn rewrite(
+    elf: &Elf<'_>,
+    arch: &dyn Architecture,
+    layout: &Layout,
+    patches: &mut Patches,
+    field: KeptField,
     value: u64,
-    write_at: u64,
+    counted_from: Option<u64>,
 ) -> anyhow::Result<()> {
-    let mut field = elf
-        .read(place, size)
+    let new_place = layout.map(field.place);
+    let mut bytes = elf
+        .read(field.place, field.size)
         .context("field past the section")?
         .to_vec();
-    arch.write_reloc(r_type, &mut field, seen_from, value)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    patches.put(write_at, field)
+    arch.write_reloc(
+        field.r_type,
+        &mut bytes,
+        counted_from.unwrap_or(new_place),
+        value,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    patches.put(new_place, bytes)
 }
 
 /// An x86-64 GOT load the linker relaxed into an immediate: the field holds
@@ -446,17 +463,18 @@ fn relaxed_got_load(
         bail!("a field neither decoded nor relaxed to its symbol's address");
     }
     let absolute = arch.absolute_data(4).context("no 4-byte absolute type")?;
-    let new_place = layout.map(place);
     rewrite(
         elf,
         arch,
+        layout,
         patches,
-        absolute,
-        place,
-        4,
-        new_place,
+        KeptField {
+            r_type: absolute,
+            place,
+            size: 4,
+        },
         layout.map(symbol),
-        new_place,
+        None,
     )
 }
 
