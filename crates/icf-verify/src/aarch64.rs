@@ -10,13 +10,13 @@
 //! (a word no decoder knows is compared as bytes).
 
 use yaxpeax_arch::{Decoder, U8Reader};
-use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, SizeCode};
+use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, ShiftStyle, SizeCode};
 
 use crate::aarch64_flow::{
     Held, Surroundings, destination, ends_path, holdings_at_entry, reads_first_operand,
     register_copy,
 };
-use crate::code::{A64Key, Decoded, Key, Reference, Use};
+use crate::code::{A64Key, Decoded, Key, Reach, Reference, Use};
 use crate::image::{Image, SymbolKind};
 use rayon::prelude::*;
 
@@ -134,6 +134,12 @@ fn decode_patched(
                     use_,
                     field: pc,
                     width: 0,
+                    // A literal load reads at its address.
+                    reach: if use_ == Use::Access {
+                        Reach::Forward
+                    } else {
+                        Reach::Unknown
+                    },
                 });
             }
         } else {
@@ -189,6 +195,7 @@ fn decode_patched(
                 use_: Use::Address,
                 field: start + u64::from(decoded.offset),
                 width: 0,
+                reach: Reach::Unknown,
             });
         }
     }
@@ -372,13 +379,16 @@ fn local_data_addresses(out: &mut [Decoded], start: u64, around: &dyn Surroundin
         let Some(register) = destination(instr) else {
             continue;
         };
-        if !out[at].refs.iter().any(|r| r.use_ == from) || escapes(out, start, at, register, around)
-        {
+        if !out[at].refs.iter().any(|r| r.use_ == from) {
             continue;
         }
+        let Some(reach) = address_reach(out, start, at, register, around) else {
+            continue;
+        };
         for reference in &mut out[at].refs {
             if reference.use_ == from {
                 reference.use_ = to;
+                reference.reach = reach;
             }
         }
     }
@@ -398,33 +408,41 @@ fn local_data_addresses(out: &mut [Decoded], start: u64, around: &dyn Surroundin
 /// other read of the register, any other register at a call or return
 /// (x8 carries the address of a result returned in memory), an indirect
 /// branch, a branch out of the function, a word that does not decode, or
-/// more than 1024 steps.
-fn escapes(
+/// more than 1024 steps. `None` then; else which side of the address the
+/// loads and stores based on the register read: an immediate offset says,
+/// a register offset only when it is a zero-extended 32-bit index (`uxtw`),
+/// which is never negative.
+fn address_reach(
     out: &[Decoded],
     start: u64,
     at: usize,
     register: u16,
     around: &dyn Surroundings,
-) -> bool {
+) -> Option<Reach> {
     let index_of = |address: u64| {
         let offset = address.checked_sub(start)?;
         let index = usize::try_from(offset / 4).ok()?;
         (offset % 4 == 0 && index < out.len()).then_some(index)
     };
     let mut seen = std::collections::HashSet::new();
+    let (mut forward, mut backward) = (true, true);
     let mut work = vec![at + 1];
     while let Some(index) = work.pop() {
         if !seen.insert(index) {
             continue;
         }
         if seen.len() > 1024 {
-            return true;
+            return None;
         }
         let Some(Key::Aarch64(A64Key(instr))) = out.get(index).map(|d| &d.key) else {
-            return true;
+            return None;
         };
+        if let Some((lo, hi, size)) = access(instr, register) {
+            forward &= lo >= 0;
+            backward &= hi.saturating_add(size) <= 0;
+        }
         match step(instr, register) {
-            Step::Escapes => return true,
+            Step::Escapes => return None,
             Step::Gone => continue,
             Step::Held => {}
         }
@@ -438,12 +456,12 @@ fn escapes(
         match instr.opcode {
             Opcode::B => match target() {
                 Some(to) => work.push(to),
-                None => return true,
+                None => return None,
             },
             Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
                 match target() {
                     Some(to) => work.extend([index + 1, to]),
-                    None => return true,
+                    None => return None,
                 }
             }
             Opcode::BL | Opcode::BLR => {
@@ -461,21 +479,89 @@ fn escapes(
                     9..=18 => {}
                     19..=28 => work.push(index + 1),
                     _ if unread_argument => {}
-                    _ => return true,
+                    _ => return None,
                 }
             }
             Opcode::RET => {
                 let result =
                     register == 0 || (register == 1 && !around.returns_one_register(start));
                 if result || !(0..=18).contains(&register) {
-                    return true;
+                    return None;
                 }
             }
-            _ if !A64Key(*instr).falls_through() => return true,
+            _ if !A64Key(*instr).falls_through() => return None,
             _ => work.push(index + 1),
         }
     }
-    false
+    Some(match (forward, backward) {
+        // No access at all reads nothing on either side.
+        (true, _) => Reach::Forward,
+        (false, true) => Reach::Backward,
+        (false, false) => Reach::Unknown,
+    })
+}
+
+/// The offsets from `register` a load or store based on it reads (lowest,
+/// highest, bytes): an immediate offset exactly; a zero-extended 32-bit
+/// index (`uxtw`, `uxtb`, `uxth`) from 0 up; any other register offset
+/// anywhere. `None` when `instr` accesses nothing through `register`.
+fn access(instr: &Instruction, register: u16) -> Option<(i64, i64, i64)> {
+    let size = access_size(instr);
+    instr.operands.iter().find_map(|operand| match *operand {
+        Operand::RegPreIndex(base, offset, false) if base == register => {
+            Some((i64::from(offset), i64::from(offset), size))
+        }
+        Operand::RegRegOffset(
+            base,
+            _,
+            SizeCode::W,
+            ShiftStyle::UXTW | ShiftStyle::UXTB | ShiftStyle::UXTH,
+            _,
+        ) if base == register => Some((0, i64::MAX, size)),
+        Operand::RegRegOffset(base, ..) if base == register => Some((i64::MIN, i64::MAX, size)),
+        _ => None,
+    })
+}
+
+/// How many bytes a load or store transfers, at most: from its first
+/// register's size for the general forms, else 32 (a pair of vectors).
+fn access_size(instr: &Instruction) -> i64 {
+    let general = match instr.operands[0] {
+        Operand::Register(SizeCode::W, _) => Some(4),
+        Operand::Register(SizeCode::X, _) => Some(8),
+        _ => None,
+    };
+    match (instr.opcode, general) {
+        (
+            Opcode::LDRB
+            | Opcode::STRB
+            | Opcode::LDRSB
+            | Opcode::LDURB
+            | Opcode::STURB
+            | Opcode::LDURSB,
+            _,
+        ) => 1,
+        (
+            Opcode::LDRH
+            | Opcode::STRH
+            | Opcode::LDRSH
+            | Opcode::LDURH
+            | Opcode::STURH
+            | Opcode::LDURSH,
+            _,
+        ) => 2,
+        (Opcode::LDP | Opcode::STP | Opcode::LDNP | Opcode::STNP | Opcode::LDPSW, Some(n)) => 2 * n,
+        (
+            Opcode::LDR
+            | Opcode::STR
+            | Opcode::LDUR
+            | Opcode::STUR
+            | Opcode::LDRSW
+            | Opcode::LDURSW,
+            Some(n),
+        ) => n,
+        _ => 32,
+    }
 }
 
 /// What one instruction does to an address held in a register.
@@ -559,6 +645,12 @@ fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<(R
             use_,
             field: 0,
             width: 0,
+            // A load or store completing the page reads at the address.
+            reach: if use_ == Use::Access {
+                Reach::Forward
+            } else {
+                Reach::Unknown
+            },
         },
         adrp,
     ))
@@ -759,6 +851,26 @@ mod tests {
         let loaded = uses(&[0x9000_0009, 0x9100_4129, 0xb868_5920, 0xd65f_03c0]);
         assert!(loaded.contains(&Use::Access), "{loaded:?}");
         assert!(!loaded.contains(&Use::Address), "{loaded:?}");
+    }
+
+    fn reaches(words: &[u32]) -> Vec<Reach> {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        decode(&bytes, 0x10000)
+            .iter()
+            .flat_map(|d| d.refs.iter().map(|r| r.reach))
+            .collect()
+    }
+
+    #[test]
+    fn the_side_of_an_address_its_loads_read() {
+        // adrp x9, page; add x9, x9, #0x10; then a load; ret
+        let with = |load: u32| reaches(&[0x9000_0009, 0x9100_4129, load, 0xd65f_03c0]);
+        // ldr w0, [x9, w8, uxtw #2]: a zero-extended index
+        assert_eq!(with(0xb868_5920), vec![Reach::Forward]);
+        // ldur w0, [x9, #-4]: the word before (one past an array's end)
+        assert_eq!(with(0xb85f_c120), vec![Reach::Backward]);
+        // ldr w0, [x9, x8, lsl #2]: a 64-bit index, of either sign
+        assert_eq!(with(0xb868_7920), vec![Reach::Unknown]);
     }
 
     #[test]

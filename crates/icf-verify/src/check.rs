@@ -14,9 +14,10 @@
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 
-use crate::code::{self, Decoded, Key, Use};
+use crate::code::{self, Decoded, Key, Reach, Use};
 use crate::decode;
 use crate::image::{self, Image, SectionRole, Symbol, SymbolId, SymbolKind};
+use crate::x86_table;
 use crate::{Difference, DifferenceKind, Location, Mode, Site, Stats, VerifyOptions};
 
 /// A range of code: a function's extent, or an unnamed run of code.
@@ -88,6 +89,9 @@ struct TargetCheck {
     /// How many bytes an access reads there, exactly (see
     /// [`Reference::width`](crate::code::Reference::width)); 0 when unknown.
     width: u64,
+    /// Which side of the target the code reads through it (see
+    /// [`Reference::reach`](crate::code::Reference::reach)).
+    reach: Reach,
     /// The functions holding the sites (for jump tables), if code.
     functions: Option<(Extent, Extent)>,
     via: Option<StepId>,
@@ -146,6 +150,16 @@ enum Place {
     /// end of a section a linker script names).
     SectionEnd(usize),
     Outside(u64),
+}
+
+/// Which side of an address that ends one object and starts another the
+/// code reads (see `Checker::side_of_boundary`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    /// The object ending there: one past its end.
+    End,
+    /// What starts there.
+    Start,
 }
 
 /// A failure with the pair or data object that led to it.
@@ -406,40 +420,87 @@ impl<'a> Checker<'a> {
         .partition(|place| {
             matches!(*place, Place::Symbol(id, offset) if self.plain.symbol(id).ends_at_offset(offset))
         });
-        if ends.is_empty() {
-            return self.check_places(check, &starts);
+        if ends.is_empty() || starts.is_empty() {
+            return self.check_places(check, if starts.is_empty() { &ends } else { &starts });
         }
-        let relocated_end = self
+        match self.side_of_boundary(check, &ends) {
+            Some(Side::End) => self.check_places(check, &ends),
+            Some(Side::Start) => self.check_places(check, &starts),
+            // The code may read either way from the address: the bytes
+            // before it and after it must both correspond. A choice of one
+            // reading, made to prove more, is how a fold whose code reads
+            // one side was once proved by the bytes of the other.
+            None => match (
+                self.check_places(check, &ends),
+                self.check_places(check, &starts),
+            ) {
+                (Ok(()), Ok(())) => Ok(()),
+                // Of two failures, a merged address is the more telling.
+                (Err(end), Err(start))
+                    if start.local.kind == DifferenceKind::SignificantAddressesMerged
+                        && end.local.kind != DifferenceKind::SignificantAddressesMerged =>
+                {
+                    Err(start)
+                }
+                (Err(failure), _) | (_, Err(failure)) => Err(failure),
+            },
+        }
+    }
+
+    /// Which side of an address that ends one data object (`ends`) and
+    /// starts another place the code reaches from it, when something says
+    /// so for certain; `None` when the code may read either side.
+    ///
+    /// - A kept relocation (`-q`) naming the object that ends there, or the
+    ///   one that starts there: the compiler named that object, and code
+    ///   reaches only the object it names (a section symbol, as anchors
+    ///   and local labels are written, names neither).
+    /// - A call or jump, a jump table of the site's own function, or an
+    ///   access of a known width at the address itself: the code reads
+    ///   forward, what starts there.
+    /// - An address that does not escape and whose every access, through
+    ///   it and the pointers derived from it, reads at known offsets on one
+    ///   side of it ([`Reach`], from the escape scans).
+    /// - A jump table only other functions read: its start belongs to
+    ///   them, and this code names the end of the object before it.
+    fn side_of_boundary(&self, check: &TargetCheck, ends: &[Place]) -> Option<Side> {
+        if let Some(id) = self
             .plain
             .emitted
             .get(&check.plain_field)
             .and_then(|reloc| reloc.symbol)
-            .is_some_and(|id| ends.contains(&Place::Symbol(id, self.plain.symbol(id).size)));
-        // Only its own function reads a jump table: an address that starts
-        // another function's table and ends an object is that end.
+        {
+            let symbol = self.plain.symbol(id);
+            if ends.contains(&Place::Symbol(id, symbol.size)) {
+                return Some(Side::End);
+            }
+            if (symbol.address..symbol.end()).contains(&check.plain_target) {
+                return Some(Side::Start);
+            }
+        }
+        let forward_access = check.use_ == Use::Access && check.width > 0;
+        if matches!(check.use_, Use::Call | Use::Jump)
+            || forward_access
+            || check.reach == Reach::Forward
+        {
+            return Some(Side::Start);
+        }
+        if check.reach == Reach::Backward {
+            return Some(Side::End);
+        }
         let readers = self.plain.jump_table_at(check.plain_target);
-        let foreign_table = !readers.is_empty()
-            && readers.iter().all(|t| {
-                check
-                    .functions
-                    .is_none_or(|(function, _)| t.function != function.start)
-            });
-        if relocated_end || foreign_table {
-            return self.check_places(check, &ends);
+        let own_table = readers.iter().any(|t| {
+            check
+                .functions
+                .is_some_and(|(function, _)| t.function == function.start)
+        });
+        if !readers.is_empty() && !own_table {
+            return Some(Side::End);
         }
-        match self.check_places(check, &starts) {
-            Ok(()) => Ok(()),
-            Err(failure) if self.is_jump_table(check) => Err(failure),
-            // Both failing, the start's reason is the one to report, unless
-            // the end's is a merged address (the more telling one).
-            Err(failure) => self.check_places(check, &ends).map_err(|end| {
-                if end.local.kind == DifferenceKind::SignificantAddressesMerged {
-                    end
-                } else {
-                    failure
-                }
-            }),
+        if own_table || self.is_jump_table(check) {
+            return Some(Side::Start);
         }
+        None
     }
 
     /// With [`VerifyOptions::assume_odr`]: whether `ps` and `fs` are one
@@ -634,6 +695,13 @@ impl<'a> Checker<'a> {
                     plain_field: 0,
                     folded_field: 0,
                     width: 0,
+                    // What a dereferenced pointer's accesses read (the
+                    // scan followed the loaded pointer).
+                    reach: if check.use_ == Use::Deref {
+                        check.reach
+                    } else {
+                        Reach::Unknown
+                    },
                     ..*check
                 });
                 Ok(None)
@@ -856,6 +924,7 @@ impl<'a> Checker<'a> {
                 plain_site: symbol.address,
                 folded_site: 0,
                 width: 0,
+                reach: Reach::Unknown,
                 functions: None,
                 via: None,
                 root,
@@ -942,6 +1011,7 @@ impl<'a> Checker<'a> {
                 plain_site: symbol.address,
                 folded_site: folded_address,
                 width: 0,
+                reach: Reach::Unknown,
                 functions: None,
                 via: None,
                 root,
@@ -1054,6 +1124,7 @@ impl<'a> Checker<'a> {
                 plain_site: p_at,
                 folded_site: f_at,
                 width: 0,
+                reach: Reach::Unknown,
                 functions: None,
                 via,
                 root: check.root,
@@ -1129,6 +1200,9 @@ impl<'a> Checker<'a> {
             return reason;
         }
         if let Some(reason) = self.compare_offset_table(check) {
+            return reason;
+        }
+        if let Some(reason) = self.compare_offsets_read_by_code(check) {
             return reason;
         }
         let section = &self.plain.sections[self.plain.section_at(p)?];
@@ -1225,6 +1299,76 @@ impl<'a> Checker<'a> {
         Some(None)
     }
 
+    /// A table of 4-byte offsets from its own start in images without kept
+    /// relocations, recognized by the code that reads it: both sites form
+    /// the table's address and only load an entry and add it back
+    /// (`x86_table::reads_offsets_from`). Entry by entry, the addresses
+    /// they form must correspond, as with kept relocations
+    /// (`compare_offset_table`). Nothing says where such a table ends, so
+    /// it runs while both images' entries name mapped places, up to the
+    /// next symbol, label or referenced place of either image and short of
+    /// the lowest place an entry names past the table (a table never holds
+    /// what it points to); what is left up to the usual bound of unnamed
+    /// data is compared as bytes, so an entry the bound cut off is never
+    /// skipped. `None`: not such a table.
+    fn compare_offsets_read_by_code(&mut self, check: &TargetCheck) -> Option<Option<String>> {
+        let (p, f) = (check.plain_target, check.folded_target);
+        if self.plain.arch != image::Arch::X86_64
+            || check.functions.is_none()
+            || self.plain.has_emitted_relocs()
+            || self.folded.has_emitted_relocs()
+            || !x86_table::reads_offsets_from(self.plain, check.plain_site, p)
+            || !x86_table::reads_offsets_from(self.folded, check.folded_site, f)
+        {
+            return None;
+        }
+        let (plain_end, folded_end) = (self.plain.data_end(p), self.folded.data_end(f));
+        let (mut plain_limit, mut folded_limit) = (plain_end, folded_end);
+        let target = |image: &Image, table: u64, at: u64| {
+            image
+                .read_u32(at)
+                .map(|v| table.wrapping_add(v as i32 as i64 as u64))
+                .filter(|&a| image.section_at(a).is_some())
+        };
+        let mut entries = Vec::new();
+        let mut n = 0u64;
+        loop {
+            let (p_at, f_at) = (p + 4 * n, f + 4 * n);
+            if p_at + 4 > plain_limit || f_at + 4 > folded_limit {
+                break;
+            }
+            let (Some(a), Some(b)) = (target(self.plain, p, p_at), target(self.folded, f, f_at))
+            else {
+                break;
+            };
+            if (p..p_at + 4).contains(&a) || (f..f_at + 4).contains(&b) {
+                break;
+            }
+            if a > p {
+                plain_limit = plain_limit.min(a);
+            }
+            if b > f {
+                folded_limit = folded_limit.min(b);
+            }
+            entries.push((a, b, p_at, f_at));
+            n += 1;
+        }
+        if entries.is_empty() {
+            return None;
+        }
+        let rest = (plain_end - p)
+            .min(folded_end.saturating_sub(f))
+            .min(256)
+            .saturating_sub(4 * n);
+        if rest > 0
+            && let Some(reason) = self.compare_data(check, p + 4 * n, f + 4 * n, rest)
+        {
+            return Some(Some(reason));
+        }
+        self.queue_words(check, entries, Use::Address);
+        Some(None)
+    }
+
     /// Queues the targets that words of data reached from `check` name:
     /// (PLAIN target, FOLDED target, PLAIN place, FOLDED place), each used
     /// as `use_`.
@@ -1243,6 +1387,7 @@ impl<'a> Checker<'a> {
                 plain_site: p_at,
                 folded_site: f_at,
                 width: 0,
+                reach: Reach::Unknown,
                 functions: None,
                 via,
                 root: check.root,
@@ -1559,20 +1704,6 @@ fn same_use(a: Use, b: Use) -> bool {
     a == b || (data(a) && data(b))
 }
 
-/// Of two uses that are the same (see `same_use`), the one that observes
-/// less: a dereferenced pointer load, then an access, then an address.
-/// Each image's escape scan over-approximates what its code observes, and
-/// the pair's code is the same (instruction by instruction, targets
-/// corresponding, or the pair does not verify), so what either scan
-/// proves unobserved is unobserved in both.
-fn observing_less(a: Use, b: Use) -> Use {
-    let rank = |u: Use| match u {
-        Use::Address => 2,
-        Use::Access => 1,
-        _ => 0,
-    };
-    if rank(b) < rank(a) { b } else { a }
-}
 
 /// Decodes and compares one pair; pure, so pairs run in parallel.
 fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool) -> PairResult {
@@ -1743,10 +1874,13 @@ fn compare_code(
                 }
                 continue;
             }
-            // One image's escape scan may know less (a jump table it could
-            // not bound, a callee without a DWARF prototype): an access in
-            // one and an address in the other is an access.
-            let use_ = observing_less(x.use_, y.use_);
+            // The two images' escape scans may disagree (a jump table one
+            // could not bound, a callee without a DWARF prototype). PLAIN's
+            // decides: its facts describe what the code must do, and
+            // FOLDED's code stands in for it; FOLDED's facts are those of
+            // whatever was folded there (the kept copy's prototype says
+            // nothing of what this function's callers read).
+            let use_ = x.use_;
             checks.push(TargetCheck {
                 plain_target: x.address,
                 folded_target: y.address,
@@ -1760,6 +1894,11 @@ fn compare_code(
                     x.width.min(y.width)
                 } else {
                     0
+                },
+                reach: if matches!(use_, Use::Access | Use::Deref) {
+                    x.reach
+                } else {
+                    Reach::Unknown
                 },
                 functions: Some((p, f)),
                 via: task.via,
@@ -1781,6 +1920,7 @@ fn compare_code(
             plain_site: p.start + u64::from(left.offset),
             folded_site: f.start + u64::from(right.offset),
             width: 0,
+            reach: Reach::Unknown,
             functions: Some((p, f)),
             via: task.via,
             root: task.root,

@@ -35,6 +35,21 @@ pub(crate) enum Use {
     VtableSlot,
 }
 
+/// Which bytes around a referenced address the code reads through it: what
+/// tells one past the end of one object from the start of the next, when
+/// no relocation says which the code names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Not known: the address escapes, or some access through it has an
+    /// offset of unknown sign (an index register).
+    #[default]
+    Unknown,
+    /// Only bytes at or after the address.
+    Forward,
+    /// Only bytes before the address.
+    Backward,
+}
+
 /// One target of an instruction.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Reference {
@@ -47,6 +62,9 @@ pub(crate) struct Reference {
     /// can offset (x86-64 `addsd .LC0(%rip),%xmm0`): how many bytes it reads
     /// or writes, exactly; 0 when unknown or not such an access.
     pub width: u64,
+    /// For an [`Use::Access`] or [`Use::Deref`]: which side of the address
+    /// the accesses through it read.
+    pub reach: Reach,
 }
 
 /// What must be equal between two instructions, targets apart.

@@ -12,9 +12,9 @@ use iced_x86::{
     Mnemonic, OpKind, Register,
 };
 
-use crate::code::{Decoded, Key, Operand, Reference, Use, X86Key};
+use crate::code::{Decoded, Key, Operand, Reach, Reference, Use, X86Key};
 use crate::image::{Image, is_absolute_address, x86_field_size};
-use crate::x86_escape::{Body, Scan, address_escapes};
+use crate::x86_escape::{Body, Scan, address_reach};
 
 impl X86Key {
     pub(crate) fn falls_through(&self) -> bool {
@@ -137,7 +137,8 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
 /// loads from, and icf merges it with its twin). Likewise a 64-bit load of
 /// a pointer (`mov foo@GOTPCREL(%rip), %rax`) that does not escape is only
 /// dereferenced: its reference becomes [`Use::Deref`]. See
-/// [`address_escapes`].
+/// [`address_reach`], which also says which side of the address the
+/// accesses through it read.
 fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
     let scan = Scan::new(body);
     for (at, decoded) in out.iter_mut().enumerate() {
@@ -174,12 +175,16 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
             }
             _ => continue,
         };
-        if image.is_code(target) || address_escapes(&scan, at) {
+        if image.is_code(target) {
             continue;
         }
+        let Some(reach) = address_reach(&scan, at) else {
+            continue;
+        };
         for reference in &mut decoded.refs {
             if reference.address == target && reference.use_ == from {
                 reference.use_ = to;
+                reference.reach = reach;
             }
         }
     }
@@ -218,6 +223,7 @@ fn data_run(image: &Image, bytes: &[u8], ip: u64, from: u64, to: u64) -> Decoded
                 use_,
                 field: at,
                 width: 0,
+                reach: Reach::Unknown,
             });
         }
     }
@@ -350,6 +356,7 @@ fn normalize(
                     use_,
                     field: immediate_field_or_end(instr, offsets),
                     width: 0,
+                    reach: Reach::Unknown,
                 });
                 Operand::Target
             }
@@ -370,6 +377,7 @@ fn normalize(
                         use_: Use::Address,
                         field: immediate_field,
                         width: 0,
+                        reach: Reach::Unknown,
                     });
                     Operand::Target
                 } else {
@@ -400,6 +408,11 @@ fn normalize(
                         use_,
                         field: displacement_field,
                         width,
+                        reach: if use_ == Use::Access {
+                            Reach::Forward
+                        } else {
+                            Reach::Unknown
+                        },
                     });
                     None
                 } else {
@@ -414,6 +427,7 @@ fn normalize(
                             use_,
                             field: displacement_field,
                             width: 0,
+                            reach: Reach::Unknown,
                         });
                         None
                     } else {
@@ -461,6 +475,7 @@ fn normalize(
             use_: Use::Address,
             field,
             width: 0,
+            reach: Reach::Unknown,
         };
         return (address_key(register), vec![reference]);
     }

@@ -15,7 +15,10 @@
 use iced_x86::{
     FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
 };
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use crate::code::Reach;
 
 /// Instructions visited over all paths before the scan gives up.
 const STEP_BUDGET: usize = 2048;
@@ -74,8 +77,123 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// The offsets, from the address, a register may hold: a derived pointer
+/// is the address plus something in `lo..=hi` (`i64::MIN`/`i64::MAX`
+/// stand for no bound).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    lo: i64,
+    hi: i64,
+}
+
+impl Span {
+    const EXACT_ZERO: Span = Span { lo: 0, hi: 0 };
+    const ANY: Span = Span {
+        lo: i64::MIN,
+        hi: i64::MAX,
+    };
+
+    fn plus(self, delta: i64) -> Span {
+        let bound = |b: i64| match b {
+            i64::MIN | i64::MAX => b,
+            _ => b.saturating_add(delta),
+        };
+        Span {
+            lo: bound(self.lo),
+            hi: bound(self.hi),
+        }
+    }
+
+    fn contains(self, other: Span) -> bool {
+        self.lo <= other.lo && other.hi <= self.hi
+    }
+
+    /// `self` grown to hold `other`, each bound that moved going to no
+    /// bound at all, so that a loop stepping a pointer reaches a fixed point.
+    fn widened(self, other: Span) -> Span {
+        Span {
+            lo: if other.lo < self.lo {
+                i64::MIN
+            } else {
+                self.lo
+            },
+            hi: if other.hi > self.hi {
+                i64::MAX
+            } else {
+                self.hi
+            },
+        }
+    }
+}
+
+/// The general registers known to hold a value below 2^63 since the scan
+/// began: last written as 32-bit registers, which zero-extends (`and
+/// $3,%edi`, `movzbl`); one bit per register number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct NonNegative(u16);
+
+impl NonNegative {
+    fn bit(register: Register) -> u16 {
+        1 << (register.full_register().number() & 15)
+    }
+
+    fn holds(self, register: Register) -> bool {
+        register.full_register().is_gpr64() && self.0 & Self::bit(register) != 0
+    }
+
+    fn set(&mut self, register: Register, non_negative: bool) {
+        if non_negative {
+            self.0 |= Self::bit(register);
+        } else {
+            self.0 &= !Self::bit(register);
+        }
+    }
+
+    /// Whether every register `other` knows non-negative, this knows too.
+    fn includes(self, other: NonNegative) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    fn and(self, other: NonNegative) -> NonNegative {
+        NonNegative(self.0 & other.0)
+    }
+}
+
+/// Where the accesses seen so far fall relative to the address.
+#[derive(Clone, Copy, Debug)]
+struct Accesses {
+    /// Every access reads at or after the address.
+    forward: bool,
+    /// Every access reads before it.
+    backward: bool,
+}
+
+impl Accesses {
+    /// An access of `size` bytes at offsets `at` from the address; `None`
+    /// when an index register offsets it by an unknown amount.
+    fn add(&mut self, at: Option<Span>, size: u64) {
+        match at {
+            Some(at) => {
+                self.forward &= at.lo != i64::MIN && at.lo >= 0;
+                self.backward &= at.hi != i64::MAX && at.hi.saturating_add(size.max(1) as i64) <= 0;
+            }
+            None => (self.forward, self.backward) = (false, false),
+        }
+    }
+
+    fn reach(self) -> Reach {
+        match (self.forward, self.backward) {
+            // No access at all reads nothing on either side.
+            (true, _) => Reach::Forward,
+            (false, true) => Reach::Backward,
+            (false, false) => Reach::Unknown,
+        }
+    }
+}
+
 /// Whether the address that the `lea` at `at` of the scanned [`Body`]
-/// writes to its destination escapes on some path.
+/// writes to its destination escapes on some path (then `None`), and if
+/// not, which side of it the accesses through it read.
 ///
 /// The address does not escape on a path while every read of a register
 /// holding it is the base or index of a memory operand (not of a `lea`),
@@ -94,7 +212,14 @@ impl<'a> Scan<'a> {
 /// store of the register, a comparison, a subtraction from another
 /// pointer, a push), another indirect branch, a jump out of the function,
 /// data, an instruction the scan cannot decode, or the step budget.
-pub(crate) fn address_escapes(scan: &Scan, at: usize) -> bool {
+///
+/// For the side, the scan keeps, for each register
+/// holding the address or a pointer derived from it, the interval of
+/// offsets it may hold (exact through copies and constant derivations,
+/// widened to no bound where a loop steps it), and an access through a
+/// register adds its displacement. An index register (its sign unknown:
+/// `end[-i]` is `neg`, then an indexed load) makes the reach unknown.
+pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
     let Body {
         instructions,
         jump_targets,
@@ -104,37 +229,68 @@ pub(crate) fn address_escapes(scan: &Scan, at: usize) -> bool {
     let index_of = |ip: u64| scan.index_of(ip);
     // The `lea` (or pointer load) writing the register.
     let Some(Some(lea)) = instructions.get(at) else {
-        return true;
+        return None;
     };
     let mut factory = InstructionInfoFactory::new();
-    // (instruction, registers holding the address, past a jump table dispatch)
-    let mut seen: HashSet<(usize, Vec<Register>, bool)> = HashSet::new();
+    let mut accesses = Accesses {
+        forward: true,
+        backward: true,
+    };
+    // (instruction, registers holding the address, past a jump table
+    // dispatch) -> the offsets each of those registers held there so far,
+    // and the registers known non-negative on every path there.
+    type State = (usize, Vec<Register>, bool);
+    let mut seen: HashMap<State, (Vec<Span>, NonNegative)> = HashMap::new();
     let mut work = vec![(
         lea.next_ip(),
-        vec![lea.op0_register().full_register()],
+        vec![(lea.op0_register().full_register(), Span::EXACT_ZERO)],
+        non_negative_before(scan, at, &mut factory),
         false,
     )];
     let mut steps = 0;
-    while let Some((ip, held, dispatched)) = work.pop() {
-        let Some(index) = index_of(ip) else {
-            return true;
+    while let Some((ip, held, non_negative, dispatched)) = work.pop() {
+        let index = index_of(ip)?;
+        let registers: Vec<Register> = held.iter().map(|&(r, _)| r).collect();
+        let spans: Vec<Span> = held.iter().map(|&(_, s)| s).collect();
+        let (held, mut non_negative) = match seen.entry((index, registers, dispatched)) {
+            Entry::Occupied(mut known) => {
+                let (known_spans, known_non_negative) = known.get();
+                if known_spans.iter().zip(&spans).all(|(k, s)| k.contains(*s))
+                    && non_negative.includes(*known_non_negative)
+                {
+                    continue;
+                }
+                let widened: Vec<Span> = known_spans
+                    .iter()
+                    .zip(&spans)
+                    .map(|(k, s)| k.widened(*s))
+                    .collect();
+                let joined = known_non_negative.and(non_negative);
+                known.insert((widened.clone(), joined));
+                (held.iter().map(|&(r, _)| r).zip(widened).collect(), joined)
+            }
+            Entry::Vacant(slot) => {
+                slot.insert((spans, non_negative));
+                (held, non_negative)
+            }
         };
-        if !seen.insert((index, held.clone(), dispatched)) {
-            continue;
-        }
         steps += 1;
         if steps > STEP_BUDGET {
-            return true;
+            return None;
         }
         let Some(instruction) = &instructions[index] else {
-            return true;
+            return None;
         };
-        let Some(after) = step(&mut factory, instruction, held) else {
-            return true;
-        };
-        let mut after = after;
-        after.sort_unstable();
-        after.dedup();
+        let mut after = step(
+            &mut factory,
+            instruction,
+            held,
+            &mut non_negative,
+            &mut accesses,
+        )?;
+        after.sort_unstable_by_key(|&(r, _)| r);
+        after.dedup_by_key(|&mut (r, _)| r);
+        let holds = |after: &[(Register, Span)], r: Register| after.iter().any(|&(h, _)| h == r);
         let indirect = instruction.flow_control() == FlowControl::IndirectBranch;
         let successors = match instruction.flow_control() {
             FlowControl::Next => vec![instruction.next_ip()],
@@ -146,10 +302,8 @@ pub(crate) fn address_escapes(scan: &Scan, at: usize) -> bool {
             }
             FlowControl::Return => {
                 let second_result = !dispatched && !single_register_return;
-                if after.contains(&Register::RAX)
-                    || (after.contains(&Register::RDX) && second_result)
-                {
-                    return true;
+                if holds(&after, Register::RAX) || (holds(&after, Register::RDX) && second_result) {
+                    return None;
                 }
                 continue;
             }
@@ -164,7 +318,7 @@ pub(crate) fn address_escapes(scan: &Scan, at: usize) -> bool {
                 if instruction.op0_kind() == OpKind::Register && !jump_targets.is_empty() =>
             {
                 let landed = instruction.op0_register().full_register();
-                after.retain(|&r| r != landed);
+                after.retain(|&(r, _)| r != landed);
                 jump_targets.to_vec()
             }
             FlowControl::Call => {
@@ -180,22 +334,27 @@ pub(crate) fn address_escapes(scan: &Scan, at: usize) -> bool {
                     Some(found) => usize::from(argument_registers[found].1).min(ARGUMENTS.len()),
                     None => ARGUMENTS.len(),
                 };
-                if after.iter().any(|r| ARGUMENTS[..read].contains(r)) {
-                    return true;
+                if after.iter().any(|(r, _)| ARGUMENTS[..read].contains(r)) {
+                    return None;
                 }
-                after.retain(|r| !CLOBBERED.contains(r) && !ARGUMENTS[read..].contains(r));
+                after.retain(|(r, _)| !CLOBBERED.contains(r) && !ARGUMENTS[read..].contains(r));
                 vec![instruction.next_ip()]
             }
-            _ => return true,
+            _ => return None,
         };
         if after.is_empty() {
             continue;
         }
         for successor in successors {
-            work.push((successor, after.clone(), dispatched || indirect));
+            work.push((
+                successor,
+                after.clone(),
+                non_negative,
+                dispatched || indirect,
+            ));
         }
     }
-    false
+    Some(accesses.reach())
 }
 
 fn is_near_branch(instruction: &Instruction) -> bool {
@@ -205,49 +364,94 @@ fn is_near_branch(instruction: &Instruction) -> bool {
     )
 }
 
-/// The registers holding the address after `instruction`, or `None` if the
-/// instruction lets it escape (its flow aside, which the caller judges).
+/// The registers holding the address after `instruction` (with the
+/// offsets each may hold), or `None` if the instruction lets it escape
+/// (its flow aside, which the caller judges); its accesses through them go
+/// to `accesses`.
 fn step(
     factory: &mut InstructionInfoFactory,
     instruction: &Instruction,
-    mut held: Vec<Register>,
-) -> Option<Vec<Register>> {
+    mut held: Vec<(Register, Span)>,
+    non_negative: &mut NonNegative,
+    accesses: &mut Accesses,
+) -> Option<Vec<(Register, Span)>> {
     let mnemonic = instruction.mnemonic();
-    let holds = |r: Register| held.contains(&r.full_register());
+    let span_of = |r: Register| {
+        held.iter()
+            .find(|&&(h, _)| h == r.full_register())
+            .map(|&(_, s)| s)
+    };
+    let holds = |r: Register| span_of(r).is_some();
     let operand_register =
         |i: u32| (instruction.op_kind(i) == OpKind::Register).then(|| instruction.op_register(i));
     let gpr64_destination = operand_register(0).filter(|r| r.is_gpr64());
-    // A derived pointer: the destination holds it from now on, and the
-    // reads this instruction makes of held registers are accounted for.
-    let derived = match mnemonic {
+    let immediate = || match instruction.op_kind(1) {
+        OpKind::Immediate8to64
+        | OpKind::Immediate32to64
+        | OpKind::Immediate8to32
+        | OpKind::Immediate32
+        | OpKind::Immediate8 => Some(instruction.immediate(1) as i64),
+        _ => None,
+    };
+    // A derived pointer: the destination holds it from now on (at these
+    // offsets), and the reads this instruction makes of held registers
+    // are accounted for.
+    let derived: Option<(Register, Span)> = match mnemonic {
         Mnemonic::Mov => operand_register(1)
-            .filter(|&r| r.is_gpr64() && holds(r))
-            .and(gpr64_destination),
+            .filter(|&r| r.is_gpr64())
+            .and_then(span_of)
+            .and_then(|span| gpr64_destination.map(|d| (d, span))),
         Mnemonic::Lea => {
             let base = instruction.memory_base();
-            (holds(base) && !holds(instruction.memory_index()) && base.is_gpr64())
-                .then_some(gpr64_destination)
-                .flatten()
+            let index = instruction.memory_index();
+            match (span_of(base), gpr64_destination) {
+                (Some(span), Some(d)) if !holds(index) && base.is_gpr64() => {
+                    let at = span.plus(instruction.memory_displacement64() as i64);
+                    Some((d, indexed(at, index, *non_negative)))
+                }
+                _ => None,
+            }
         }
         // held += something else (an offset), or other += held.
-        Mnemonic::Add => gpr64_destination.filter(|&d| {
-            let source_held = operand_register(1).is_some_and(holds);
-            !(holds(d) && source_held)
-                && (holds(d) || source_held)
-                && instruction.op_kind(1) != OpKind::Memory
-        }),
+        Mnemonic::Add => gpr64_destination
+            .filter(|&d| {
+                let source_held = operand_register(1).is_some_and(holds);
+                !(holds(d) && source_held)
+                    && (holds(d) || source_held)
+                    && instruction.op_kind(1) != OpKind::Memory
+            })
+            .map(|d| match (span_of(d), immediate()) {
+                (Some(span), Some(delta)) => (d, span.plus(delta)),
+                _ => (d, Span::ANY),
+            }),
         // held -= an offset (not a pointer difference: the source is not held).
-        Mnemonic::Sub => gpr64_destination.filter(|&d| {
-            holds(d)
-                && !operand_register(1).is_some_and(holds)
-                && instruction.op_kind(1) != OpKind::Memory
-        }),
+        Mnemonic::Sub => gpr64_destination
+            .filter(|&d| {
+                holds(d)
+                    && !operand_register(1).is_some_and(holds)
+                    && instruction.op_kind(1) != OpKind::Memory
+            })
+            .map(|d| match (span_of(d), immediate()) {
+                (Some(span), Some(delta)) if delta != i64::MIN => (d, span.plus(-delta)),
+                _ => (d, Span::ANY),
+            }),
         _ => None,
     };
     let memory = mnemonic != Mnemonic::Lea
         && (0..instruction.op_count()).any(|i| instruction.op_kind(i) == OpKind::Memory);
     let base = instruction.memory_base().full_register();
     let index = instruction.memory_index().full_register();
+    if memory && (holds(base) || holds(index)) {
+        let at = match span_of(base) {
+            Some(span) if !holds(index) => Some(indexed(
+                span.plus(instruction.memory_displacement64() as i64),
+                index,
+                *non_negative,
+            )),
+            _ => None,
+        };
+        accesses.add(at, instruction.memory_size().size() as u64);
+    }
     let info = factory.info(instruction);
     // iced reports one use of a register that is both the base of a memory
     // operand and an explicit operand (`mov %r8, (%r8)` stores the
@@ -273,7 +477,7 @@ fn step(
             OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
         );
         if reads
-            && held.contains(&full)
+            && holds(full)
             && derived.is_none()
             && !jump
             && !(memory && (full == base || full == index))
@@ -295,16 +499,121 @@ fn step(
         .filter(|u| matches!(u.access(), OpAccess::CondWrite | OpAccess::ReadCondWrite))
         .map(|u| u.register().full_register())
         .collect();
-    held.retain(|r| !written.contains(r) || conditional.contains(r));
-    if let Some(destination) = derived {
-        held.push(destination.full_register());
+    held.retain(|(r, _)| !written.contains(r) || conditional.contains(r));
+    // A 32-bit destination is zero-extended, even by a `cmov` not taken
+    // (iced names the 64-bit register it writes, so the operand says).
+    let destination32 = operand_register(0)
+        .filter(|r| r.is_gpr32())
+        .map(Register::full_register);
+    for used in info.used_registers() {
+        let writes = matches!(
+            used.access(),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        );
+        if writes && used.register().is_gpr() {
+            let full = used.register().full_register();
+            non_negative.set(full, destination32 == Some(full));
+        }
+    }
+    if let Some((destination, span)) = derived {
+        let destination = destination.full_register();
+        // A conditional write keeps the old offsets beside the new ones.
+        match held.iter_mut().find(|(r, _)| *r == destination) {
+            Some((_, old)) => {
+                *old = Span {
+                    lo: old.lo.min(span.lo),
+                    hi: old.hi.max(span.hi),
+                }
+            }
+            None => held.push((destination, span)),
+        }
     }
     Some(held)
 }
 
+/// How many straight-line instructions before the `lea` are searched for
+/// the last write of an index register.
+const LOOK_BACK: usize = 8;
+
+/// The registers known non-negative when the instruction at `at` runs:
+/// those whose last write in the straight-line run before it (no branch
+/// target inside, at most [`LOOK_BACK`] instructions) is a 32-bit
+/// destination (`and $7,%edi` before `lea T(%rip),%rax`).
+fn non_negative_before(
+    scan: &Scan,
+    at: usize,
+    factory: &mut InstructionInfoFactory,
+) -> NonNegative {
+    let instructions = scan.body.instructions;
+    let Some(Some(first)) = instructions.get(at) else {
+        return NonNegative::default();
+    };
+    // Where branches of the function land: a run ends there.
+    let mut targets: Vec<u64> = instructions
+        .iter()
+        .flatten()
+        .filter(|i| is_near_branch(i))
+        .map(|i| i.near_branch_target())
+        .chain(scan.body.jump_targets.iter().copied())
+        .collect();
+    targets.sort_unstable();
+    let mut known = NonNegative::default();
+    let mut decided = 0u16;
+    let mut start = first.ip();
+    for instruction in instructions[..at].iter().rev().take(LOOK_BACK) {
+        let Some(instruction) = instruction else {
+            break;
+        };
+        if instruction.next_ip() != start
+            || instruction.flow_control() != FlowControl::Next
+            || targets.binary_search(&start).is_ok()
+        {
+            break;
+        }
+        start = instruction.ip();
+        let destination32 = (instruction.op_count() > 0
+            && instruction.op0_kind() == OpKind::Register)
+            .then(|| instruction.op0_register())
+            .filter(|r| r.is_gpr32())
+            .map(Register::full_register);
+        for used in factory.info(instruction).used_registers() {
+            let writes = matches!(
+                used.access(),
+                OpAccess::Write
+                    | OpAccess::CondWrite
+                    | OpAccess::ReadWrite
+                    | OpAccess::ReadCondWrite
+            );
+            let full = used.register().full_register();
+            if !writes || !used.register().is_gpr() || decided & NonNegative::bit(full) != 0 {
+                continue;
+            }
+            decided |= NonNegative::bit(full);
+            known.set(full, destination32 == Some(full));
+        }
+    }
+    known
+}
+
+/// The offsets `at` plus an index register (any scale): bounded below
+/// when the index is known non-negative, unknown otherwise.
+fn indexed(at: Span, index: Register, non_negative: NonNegative) -> Span {
+    if index == Register::None {
+        at
+    } else if non_negative.holds(index) {
+        Span {
+            lo: at.lo,
+            hi: i64::MAX,
+        }
+    } else {
+        Span::ANY
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Body, Scan, address_escapes};
+    use super::{Body, Scan, address_reach};
+    use crate::code::Reach;
     use iced_x86::{Decoder, DecoderOptions};
 
     /// Whether the `lea` at the start of `hex` (machine code at 0x1000)
@@ -339,7 +648,78 @@ mod tests {
             single_register_return,
             argument_registers,
         };
-        address_escapes(&Scan::new(&body), 0)
+        address_reach(&Scan::new(&body), 0).is_none()
+    }
+
+    /// Which side of the address the `lea` at the start of `hex` forms
+    /// the code reads, `None` if it escapes.
+    fn reach(hex: &str) -> Option<Reach> {
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
+        let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
+        let body = Body {
+            instructions: &instructions,
+            jump_targets: &[],
+            single_register_return: true,
+            argument_registers: &[],
+        };
+        address_reach(&Scan::new(&body), 0)
+    }
+
+    #[test]
+    fn the_side_an_address_is_read_on() {
+        // lea t,%rcx; mov 4(%rcx),%eax; ret
+        assert_eq!(reach("488d0d000000008b4104c3"), Some(Reach::Forward));
+        // lea t,%rcx; mov -4(%rcx),%eax; ret (one past an array's end)
+        assert_eq!(reach("488d0d000000008b41fcc3"), Some(Reach::Backward));
+        // lea t,%rcx; mov -2(%rcx),%eax; ret: a 4-byte read across it
+        assert_eq!(reach("488d0d000000008b41fec3"), Some(Reach::Unknown));
+        // lea t,%rcx; neg %rdi; mov (%rcx,%rdi,4),%eax; ret (end[-i])
+        assert_eq!(reach("488d0d0000000048f7df8b04b9c3"), Some(Reach::Unknown));
+        // lea t+16,%rcx; lea -16(%rcx),%rdx; mov 8(%rdx),%eax; ret: -8
+        assert_eq!(
+            reach("488d0d00000000488d51f08b4208c3"),
+            Some(Reach::Backward)
+        );
+        // lea t,%rcx; add $8,%rcx; sub $4,%rcx; mov (%rcx),%eax; ret: +4
+        assert_eq!(
+            reach("488d0d000000004883c1084883e9048b01c3"),
+            Some(Reach::Forward)
+        );
+    }
+
+    #[test]
+    fn an_index_written_as_32_bits_is_not_negative() {
+        // lea t,%rdx; mov %ecx,%edi; and $3,%edi; movslq (%rdx,%rdi,4),%rax; ret
+        assert_eq!(
+            reach("488d150000000089cf83e703486304bac3"),
+            Some(Reach::Forward)
+        );
+        // An index the scan never saw written may be negative.
+        // lea t,%rdx; movslq (%rdx,%rdi,4),%rax; ret
+        assert_eq!(
+            reach("488d15000000004863 04bac3".replace(' ', "").as_str()),
+            Some(Reach::Unknown)
+        );
+    }
+
+    #[test]
+    fn a_loop_stepping_a_pointer_widens_its_offsets() {
+        // lea t,%rcx; 1: mov (%rcx),%eax; add $4,%rcx; dec %edi; jne 1b; ret
+        // (forward from 0, stepping up: still forward)
+        assert_eq!(
+            reach("488d0d000000008b014883c104ffcf75f6c3"),
+            Some(Reach::Forward)
+        );
+        // The same stepping down from the address: reads at 0, -4, ...
+        // lea t,%rcx; 1: mov (%rcx),%eax; sub $4,%rcx; dec %edi; jne 1b; ret
+        assert_eq!(
+            reach("488d0d000000008b014883e904ffcf75f6c3"),
+            Some(Reach::Unknown)
+        );
     }
 
     #[test]

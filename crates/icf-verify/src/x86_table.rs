@@ -316,3 +316,126 @@ pub(crate) fn table_bound(
     }
     None
 }
+
+/// Whether the instruction at `at`, which forms `table`'s address in a
+/// register (`lea T(%rip),%rdi`), starts the one shape of code that reads
+/// the table as 4-byte offsets from its own start and nothing else:
+///
+/// ```text
+/// lea T(%rip),%rdi ; movslq (%rdi,%rcx,4),%rsi ; add %rdi,%rsi ; mov %rax,%rdi
+/// ```
+///
+/// the load of an entry indexed from the register, the entry added back to
+/// it, and the register overwritten (or the sum written over it) before
+/// anything else reads it (rustc's tables of variant names for `Debug`).
+/// Each step comes within [`LOAD_DISTANCE`] straight-line instructions of
+/// the last, and nothing in between reads the table's address or writes
+/// the entry. Anything else is not recognized, and the table is compared
+/// as bytes.
+pub(crate) fn reads_offsets_from(image: &Image, at: u64, table: u64) -> bool {
+    let Some(first) = decode_at(image, at) else {
+        return false;
+    };
+    if first.mnemonic() != Mnemonic::Lea
+        || !first.is_ip_rel_memory_operand()
+        || first.ip_rel_memory_address() != table
+    {
+        return false;
+    }
+    let base = first.op0_register().full_register();
+    let mut factory = InstructionInfoFactory::new();
+    let mut address = first.next_ip();
+    let mut entry: Option<Register> = None;
+    let mut added = false;
+    let mut distance = 0;
+    while distance < LOAD_DISTANCE {
+        let Some(instruction) = decode_at(image, address) else {
+            return false;
+        };
+        if instruction.flow_control() != FlowControl::Next {
+            return false;
+        }
+        address = instruction.next_ip();
+        distance += 1;
+        let (reads_base, writes_base) = access(&mut factory, &instruction, base);
+        match entry {
+            None if instruction.mnemonic() == Mnemonic::Movsxd
+                && instruction.op0_kind() == OpKind::Register
+                && instruction.op1_kind() == OpKind::Memory
+                && instruction.memory_base().full_register() == base
+                && instruction.memory_index() != Register::None
+                && instruction.memory_index().full_register() != base
+                && instruction.memory_index_scale() == 4
+                && instruction.memory_displacement64() == 0
+                && instruction.op0_register().full_register() != base =>
+            {
+                entry = Some(instruction.op0_register().full_register());
+                distance = 0;
+            }
+            Some(loaded) if !added && adds(&instruction, base, loaded) => {
+                // The sum written over the table's address ends it.
+                if instruction.op0_register().full_register() == base {
+                    return true;
+                }
+                added = true;
+                distance = 0;
+            }
+            Some(_) if added && writes_base && !reads_base => return true,
+            Some(loaded) if !added && access(&mut factory, &instruction, loaded).1 => {
+                return false;
+            }
+            _ if reads_base || writes_base => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether `instruction` reads `register` (an operand or an address) and
+/// whether it writes all of it; a write of 8 or 16 bits keeps the rest, so
+/// it counts as a read too.
+fn access(
+    factory: &mut InstructionInfoFactory,
+    instruction: &Instruction,
+    register: Register,
+) -> (bool, bool) {
+    let (mut read, mut write) = (false, false);
+    for used in factory.info(instruction).used_registers() {
+        if used.register().full_register() != register {
+            continue;
+        }
+        let whole = used.register().is_gpr32() || used.register().is_gpr64();
+        match used.access() {
+            OpAccess::Read | OpAccess::CondRead => read = true,
+            OpAccess::Write if whole => write = true,
+            OpAccess::Write | OpAccess::CondWrite => (read, write) = (true, true),
+            OpAccess::ReadWrite | OpAccess::ReadCondWrite => (read, write) = (true, true),
+            _ => {}
+        }
+    }
+    (read, write)
+}
+
+/// `add %a,%b` or `add %b,%a` (64-bit), or `lea (%a,%b),%c`.
+fn adds(instruction: &Instruction, a: Register, b: Register) -> bool {
+    let pair = |x: Register, y: Register| {
+        let (x, y) = (x.full_register(), y.full_register());
+        (x == a && y == b) || (x == b && y == a)
+    };
+    match instruction.mnemonic() {
+        Mnemonic::Add => {
+            instruction.op_count() == 2
+                && instruction.op0_kind() == OpKind::Register
+                && instruction.op1_kind() == OpKind::Register
+                && instruction.op0_register().is_gpr64()
+                && pair(instruction.op0_register(), instruction.op1_register())
+        }
+        Mnemonic::Lea => {
+            instruction.op1_kind() == OpKind::Memory
+                && instruction.memory_index_scale() == 1
+                && instruction.memory_displacement64() == 0
+                && pair(instruction.memory_base(), instruction.memory_index())
+        }
+        _ => false,
+    }
+}

@@ -637,6 +637,63 @@ fn tables_of_offsets_to_data_compare_by_what_the_entries_name() {
     assert_caught(&plain, &wrong, Mode::All, DifferenceKind::DataDiffers, "n2");
 }
 
+/// `name` returning the last byte of the `%rdi`-th of two strings, read as
+/// rustc reads the names of a `Debug` enum: a table of lengths and a table
+/// of offsets from its own start, in `.rodata` after the strings (`pad`
+/// first, which moves the strings and the tables apart).
+fn rust_names(name: &str, pad: &str, strings: [&str; 2]) -> String {
+    function(
+        name,
+        "  mov %edi, %ecx\n  lea .Ll_{name}(%rip), %rdx\n  mov (%rdx,%rcx,8), %rdx\n\
+         lea .Lt_{name}(%rip), %rdi\n  movslq (%rdi,%rcx,4), %rsi\n  add %rdi, %rsi\n\
+         mov %rdx, %rdi\n  movzbl -1(%rsi,%rdi), %eax\n  ret"
+            .replace("{name}", name)
+            .as_str(),
+    ) + &format!(
+        ".section .rodata\n.Ls_{name}: .ascii \"{pad}{0}{1}\"\n.p2align 2\n\
+         .Lt_{name}: .long .Ls_{name}+{2}-.Lt_{name}, .Ls_{name}+{3}-.Lt_{name}\n\
+         .p2align 3\n.Ll_{name}: .quad {4}, {5}\n",
+        strings[0],
+        strings[1],
+        pad.len(),
+        pad.len() + strings[0].len(),
+        strings[0].len(),
+        strings[1].len(),
+    )
+}
+
+#[test]
+fn tables_of_offsets_read_by_their_code_compare_without_q() {
+    // Without kept relocations, the table is recognized by the code that
+    // reads it: the entries' bytes differ (n2's strings lie at other
+    // distances from its table), the strings they name do not.
+    let calls = ["n1", "n2"];
+    let n1 = rust_names("n1", "", ["Alpha", "Beta"]);
+    let plain = x86_program(
+        &format!("{n1}{}", rust_names("n2", "xyz", ["Alpha", "Beta"])),
+        &calls,
+    );
+    let wrong_plain = x86_program(
+        &format!("{n1}{}", rust_names("n2", "xyz", ["Alpha", "Bet!"])),
+        &calls,
+    );
+    let folded = x86_program(&format!("{n1}{}", alias("n2", "n1", 36)), &calls);
+    let dir = work_dir("offset_tables_without_q");
+    let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
+    let wrong_plain = link(&dir, "gcc", "wrong_plain.s", &wrong_plain, &[]);
+    let folded = link(&dir, "gcc", "folded.s", &folded, &[]);
+    assert_passes(&plain, &folded, Mode::Safe);
+    assert_passes(&plain, &folded, Mode::All);
+    // Folded onto n1, a PLAIN n2 whose second name differs is caught.
+    assert_caught(
+        &wrong_plain,
+        &folded,
+        Mode::All,
+        DifferenceKind::DataDiffers,
+        "n2",
+    );
+}
+
 /// A vague-linkage (weak, C++-mangled) function.
 fn weak_function(name: &str, body: &str) -> String {
     format!(".weak {name}\n{}", function(name, body))
@@ -1342,6 +1399,9 @@ __attribute__((noinline)) long f(long a, long b) {
   return x;
 }
 __attribute__((noinline)) const int *p(void) { return &ca2[3]; }
+/* Last in .rodata in both links: printf's format string starts where it
+   ends, not where ca2n (folded into ca2) ends. */
+const int tail[1] = {5};
 int main(int argc, char **argv) {
   (void)argv;
   printf("%ld %ld\n", f(argc, argc + 6), (long)(p() - ca2));
@@ -1764,10 +1824,13 @@ fn an_aarch64_argument_register_the_callee_does_not_read_keeps_no_address() {
     // prototype reads x0 only: the address in x7 dies at the call,
     // unobserved, so FOLDED may read `tab_a`'s equal bytes instead of
     // `tab_b`'s. `callee8` reads x7 as its eighth parameter: there the
-    // address is observed, and merging it with `tab_a`'s is caught.
+    // address is observed, and merging it with `tab_a`'s is caught. (Equal
+    // pads before the tables make what ends where each starts alike.)
     let source = |table: &str, called: &str| {
         format!(
-            "const int tab_a[4] = {{1, 2, 3, 4}};\n\
+            "const int pad_a[4] = {{9, 9, 9, 9}};\n\
+             const int tab_a[4] = {{1, 2, 3, 4}};\n\
+             const int pad_b[4] = {{9, 9, 9, 9}};\n\
              const int tab_b[4] = {{1, 2, 3, 4}};\n\
              __attribute__((noipa)) int callee(int x) {{ return x + 1; }}\n\
              __attribute__((noipa)) int callee8(int a, int b, int c, int d, int e, int f, int g,\n\
@@ -1781,7 +1844,8 @@ fn an_aarch64_argument_register_the_callee_does_not_read_keeps_no_address() {
         )
     };
     let dir = work_dir("aarch64_unread_argument");
-    let flags = ["-O2", "-g", "-no-pie"];
+    // (Source order in .rodata, pads before their tables.)
+    let flags = ["-O2", "-g", "-no-pie", "-fno-toplevel-reorder"];
     let compiler = "aarch64-linux-gnu-gcc";
     let plain = link(
         &dir,
@@ -1844,4 +1908,201 @@ fn an_aarch64_address_in_x18_dies_at_a_return() {
     let plain = link(&dir, compiler, "plain.c", &source("tab_b"), &flags);
     let folded = link(&dir, compiler, "folded.c", &source("tab_a"), &flags);
     assert_passes(&plain, &folded, Mode::Safe);
+}
+
+/// The exit status of `binary` (an AArch64 one under qemu-aarch64).
+fn exit_status(binary: &Path, aarch64: bool) -> i32 {
+    let mut command = if aarch64 {
+        let mut qemu = Command::new("qemu-aarch64");
+        qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
+        qemu
+    } else {
+        Command::new(binary)
+    };
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));
+    status.code().expect("the program exits, not killed")
+}
+
+/// A program reading `.rodata` (`data`, sized global arrays) through an
+/// address at an object boundary: `reader1` and `reader2` form `address`
+/// (its `{}` replaced by their number) and load the word `offset` bytes
+/// from it, through a register, so no access width is known at the
+/// address; `reader2` is an alias of `reader1` when `fold`. `main` exits
+/// with `10 * reader1() + reader2()`.
+fn boundary_program(aarch64: bool, data: &str, address: &str, offset: i32, fold: bool) -> String {
+    let reader = |n: &str| {
+        let address = address.replace("{}", n);
+        let name = format!("reader{n}");
+        if aarch64 {
+            format!(
+                ".text\n.globl {name}\n.type {name},%function\n{name}:\n  adrp x1, {address}\n  add x1, x1, :lo12:{address}\n  ldur w0, [x1, {offset}]\n  ret\n.L{name}_end:\n.size {name}, .-{name}\n"
+            )
+        } else {
+            function(
+                &name,
+                &format!(
+                    "  lea {address}(%rip), %rax\n  mov {offset}(%rax), %eax\n  ret\n.L{name}_end:"
+                ),
+            )
+        }
+    };
+    let (kind, main) = if aarch64 {
+        (
+            "%",
+            "  stp x29, x30, [sp, -32]!\n  str x19, [sp, 16]\n  bl reader1\n  mov w19, w0\n  bl reader2\n  mov w1, 10\n  madd w0, w19, w1, w0\n  ldr x19, [sp, 16]\n  ldp x29, x30, [sp], 32\n  ret",
+        )
+    } else {
+        (
+            "@",
+            "  push %rbx\n  call reader1\n  mov %eax, %ebx\n  call reader2\n  imul $10, %ebx, %ebx\n  add %ebx, %eax\n  pop %rbx\n  ret",
+        )
+    };
+    let second = if fold {
+        format!(
+            ".globl reader2\n.type reader2,{kind}function\n.set reader2, reader1\n.size reader2, .Lreader1_end-reader1\n"
+        )
+    } else {
+        reader("2")
+    };
+    format!(
+        ".section .rodata\n.p2align 4\n{}{}{second}.text\n.globl main\n.type main,{kind}function\nmain:\n{main}\n.size main, .-main\n\
+         .section .note.GNU-stack,\"\",{kind}progbits\n",
+        data.replace('@', kind),
+        reader("1"),
+    )
+}
+
+/// A sized global array `name` of four words.
+fn array(name: &str, values: &str) -> String {
+    format!(".globl {name}\n.type {name},@object\n{name}: .long {values}\n.size {name}, 16\n")
+}
+
+/// One case of an address at a boundary of objects: PLAIN's data, the
+/// FOLDED data (`reader2` folded onto `reader1`), the address the readers
+/// form and the offset they load at.
+struct Boundary<'a> {
+    plain: String,
+    folded: String,
+    address: &'a str,
+    offset: i32,
+}
+
+/// Links `case` for x86-64 (and AArch64 when `aarch64_too`), with and
+/// without `-q`, runs PLAIN and FOLDED, and asks verify in both modes:
+/// FOLDED must be rejected (on the path through `reader2`) exactly when it
+/// behaves differently.
+fn assert_boundary_case(test: &str, case: &Boundary<'_>, wrong: bool, aarch64_too: bool) {
+    for aarch64 in [false, true] {
+        if aarch64 && !aarch64_too {
+            continue;
+        }
+        let compiler = if aarch64 {
+            "aarch64-linux-gnu-gcc"
+        } else {
+            "gcc"
+        };
+        for q in [false, true] {
+            let arch = if aarch64 { "aarch64" } else { "x86_64" };
+            let dir = work_dir(&format!("{test}_{arch}{}", if q { "_q" } else { "" }));
+            let mut flags = vec!["-no-pie", "-fuse-ld=bfd"];
+            if q {
+                flags.push("-Wl,-q");
+            }
+            let source = |data: &str, fold: bool| {
+                boundary_program(aarch64, data, case.address, case.offset, fold)
+            };
+            let plain = link(
+                &dir,
+                compiler,
+                "plain.s",
+                &source(&case.plain, false),
+                &flags,
+            );
+            let folded = link(
+                &dir,
+                compiler,
+                "folded.s",
+                &source(&case.folded, true),
+                &flags,
+            );
+            let (before, after) = (exit_status(&plain, aarch64), exit_status(&folded, aarch64));
+            assert_eq!(
+                before != after,
+                wrong,
+                "{test} {arch}: PLAIN exits {before}, FOLDED {after}"
+            );
+            for mode in [Mode::Safe, Mode::All] {
+                let outcome = check(&plain, &folded, mode);
+                match outcome.difference {
+                    Some(difference) if wrong => {
+                        assert!(difference.to_string().contains("reader2"), "{difference}")
+                    }
+                    None if !wrong => {}
+                    _ => panic!(
+                        "{test} {arch} (-q: {q}, {mode:?}): expected {}:\n{outcome}",
+                        if wrong { "a rejection" } else { "a pass" }
+                    ),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_end_read_as_the_start_of_equal_bytes_is_caught() {
+    // reader{n} reads the last word of A{n} through one past its end. In
+    // PLAIN, A2's end is B1's start; in FOLDED, A1's end is X's start, and
+    // X holds B1's bytes (and A2's, so reader1 still verifies). Reading
+    // both addresses as starts would prove the pair; the code reads the
+    // words before them, 4 and 8 (M2-1's one-past-the-end case, which
+    // milestone 1's icf folded and verify passed).
+    let case = Boundary {
+        plain: array("A1", "1, 2, 3, 4") + &array("A2", "5, 6, 7, 8") + &array("B1", "5, 6, 7, 8"),
+        folded: array("A1", "1, 2, 3, 4")
+            + &array("X", "5, 6, 7, 8")
+            + &array("A2", "5, 6, 7, 8")
+            + &array("B1", "5, 6, 7, 8"),
+        address: "A{}+16",
+        offset: -4,
+    };
+    assert_boundary_case("end_as_start", &case, true, true);
+}
+
+#[test]
+fn a_start_read_as_the_end_of_equal_bytes_is_caught() {
+    // The mirror: reader{n} reads the first word of Q{n}, which starts
+    // where P{n} ends; P1 and P2 are equal, Q1 and Q2 are not.
+    let data = array("P1", "1, 2, 3, 4")
+        + &array("Q1", "9, 9, 9, 9")
+        + &array("P2", "1, 2, 3, 4")
+        + &array("Q2", "5, 6, 7, 8");
+    let case = Boundary {
+        plain: data.clone(),
+        folded: data,
+        address: "Q{}",
+        offset: 0,
+    };
+    assert_boundary_case("start_as_end", &case, true, true);
+}
+
+#[test]
+fn a_boundary_with_equal_bytes_on_both_sides_verifies() {
+    // Both readings agree: the fold is correct whichever side is read.
+    // (x86-64 only: on AArch64 verify counts an `adrp`+`add` address as
+    // observed, so merging A2 into A1 is rejected there for that reason.)
+    let data = array("A1", "1, 2, 3, 4")
+        + &array("B1", "9, 9, 9, 9")
+        + &array("A2", "1, 2, 3, 4")
+        + &array("B2", "9, 9, 9, 9");
+    for (test, address, offset) in [("boundary_end", "A{}+16", -4), ("boundary_start", "B{}", 0)] {
+        let case = Boundary {
+            plain: data.clone(),
+            folded: data.clone(),
+            address,
+            offset,
+        };
+        assert_boundary_case(test, &case, false, false);
+    }
 }
