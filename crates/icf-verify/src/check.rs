@@ -1704,7 +1704,6 @@ fn same_use(a: Use, b: Use) -> bool {
     a == b || (data(a) && data(b))
 }
 
-
 /// Decodes and compares one pair; pure, so pairs run in parallel.
 fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool) -> PairResult {
     let p = task.plain;
