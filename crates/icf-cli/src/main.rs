@@ -44,6 +44,12 @@ struct FoldArgs {
     /// target directory above a link's output, else `~/.cache/icf`).
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<std::path::PathBuf>,
+    /// Testing only: after planning, make this wrong fold on purpose
+    /// (KIND is merge, alias, thunk, unaligned-thunk or table; see
+    /// `crates/icf/src/plant.rs`), so that `icf verify` can be checked to
+    /// reject it. `cargo xtask fuzz` uses it; repeatable.
+    #[arg(long = "plant-fold", value_name = "KIND:KEPT=MEMBER", hide = true)]
+    plant_fold: Vec<icf::PlantedFold>,
 }
 
 impl FoldArgs {
@@ -325,7 +331,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let files = icf::Inputs::open(&inputs)?;
             let program = load(&files, &fold, cli.verbose)?;
             let load = started.elapsed();
-            let analysis = analyze(&program, &fold);
+            let mut analysis = analyze(&program, &fold);
+            analysis.plant(&fold.plant_fold)?;
             let plan = &analysis.plan;
             let edits = analysis.object_edits(plan);
             let outputs = icf::write_outputs(&program, &edits, &out_dir, icf::OutputKind::Copies)?;
@@ -489,6 +496,7 @@ fn plan_options(fold: &FoldArgs) -> icf::PlanOptions {
         only_code_in: None,
         keep_places: Vec::new(),
         cache: fold.cache().resolve(None),
+        plants: fold.plant_fold.clone(),
     }
 }
 

@@ -71,6 +71,11 @@ pub enum KeepReason {
     /// A jump table, which folds with its function or not at all: its
     /// function keeps its own body.
     TableOfUnfoldedFunction,
+    /// A wrong fold made on purpose: only icf's hidden testing option
+    /// `--plant-fold` plans it, to check that `icf verify` rejects it. A
+    /// thunk planted `keep_alignment: false` is aligned only as a jump
+    /// needs, not as its function was.
+    Planted { keep_alignment: bool },
 }
 
 /// What happens to one member.

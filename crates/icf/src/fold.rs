@@ -20,7 +20,7 @@ use crate::comdat::ComdatInstances;
 use crate::program::{ObjectId, Program};
 use anyhow::Context;
 use icf_fold::CandidateId;
-use icf_fold::plan::{Action, ClassPlan};
+use icf_fold::plan::{Action, ClassPlan, KeepReason};
 use icf_ir::Arch;
 use icf_object::{
     Binding, Destination, Edits, NewContents, NewReloc, NewSymbol, SectionIndex, SymbolKind,
@@ -180,7 +180,9 @@ impl Analysis<'_, '_> {
                         .moved
                         .insert(member.section, destination);
                 }
-                Action::Thunk(_) => self.replace_with_thunk(decision.candidate, &alias, edits),
+                Action::Thunk(ref reason) => {
+                    self.replace_with_thunk(decision.candidate, &alias, reason, edits)
+                }
                 Action::Kept | Action::Keep(_) => {}
             }
         }
@@ -280,17 +282,25 @@ impl Analysis<'_, '_> {
     }
 
     /// Replaces the body of `member` (a whole section) with a thunk that
-    /// jumps to `alias`.
-    fn replace_with_thunk(&self, member: CandidateId, alias: &str, edits: &mut EditsBuilder) {
+    /// jumps to `alias`, aligned as the function was unless `reason` is a
+    /// thunk planted without its alignment (`--plant-fold`).
+    fn replace_with_thunk(
+        &self,
+        member: CandidateId,
+        alias: &str,
+        reason: &KeepReason,
+        edits: &mut EditsBuilder,
+    ) {
         let info = &self.candidates[member.index()];
         let elf = &self.program.object(info.object).elf;
         let symbol = SymbolRef::New(edits.alias_symbol(info.object, alias));
-        let thunk = thunk(
-            elf.arch,
-            elf.feature_1_and & 1 != 0,
-            symbol,
-            elf.section(info.section).align,
-        );
+        let align = match reason {
+            KeepReason::Planted {
+                keep_alignment: false,
+            } => 1,
+            _ => elf.section(info.section).align,
+        };
+        let thunk = thunk(elf.arch, elf.feature_1_and & 1 != 0, symbol, align);
         edits.of(info.object).replaced.insert(info.section, thunk);
     }
 
@@ -337,8 +347,8 @@ impl Analysis<'_, '_> {
             });
         }
         for decision in &class.decisions {
-            if matches!(decision.action, Action::Thunk(_)) {
-                self.replace_with_thunk(decision.candidate, &alias, edits);
+            if let Action::Thunk(reason) = &decision.action {
+                self.replace_with_thunk(decision.candidate, &alias, reason, edits);
             }
         }
     }

@@ -29,6 +29,7 @@ mod names;
 mod narrow;
 mod objects;
 mod options;
+mod plant;
 mod program;
 mod report;
 mod resolution;
@@ -53,7 +54,7 @@ pub use linker_script::{Placement, ScriptMap};
 pub use live::live_sections;
 pub use names::{demangle, fnv1a};
 pub use objects::SymbolRef;
-pub use options::{CacheChoice, CacheSettings, PlanOptions};
+pub use options::{CacheChoice, CacheSettings, PlanOptions, PlantKind, PlantedFold};
 pub use program::{
     Exports, FunctionId, FunctionInfo, GcRoots, Inputs, LoadedObject, ObjectId, Options, Program,
 };

@@ -206,6 +206,7 @@ fn fold_inputs(
     let program = Program::load(&inputs, program_options)?;
     let load = started.elapsed();
     let mut analysis = Analysis::run(&program, &plan_options);
+    analysis.plant(&plan_options.plants)?;
     let cache_writes = analysis.cache_writes.take();
     let plan = &analysis.plan;
     if parsed.format == crate::link_command::LinkFormat::MachO {

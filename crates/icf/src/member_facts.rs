@@ -49,6 +49,73 @@ impl<'data> Analysis<'_, 'data> {
         }
     }
 
+    /// The plan of `members` as one class, for a wrong fold planted on
+    /// purpose (`--plant-fold`, see `plant.rs`). With `rules` the planner
+    /// decides as it would had the comparator found them equal; without,
+    /// as if no address were significant and nothing named by
+    /// `--keep-unique`, the first member is the kept copy unless it cannot
+    /// be one, and only the rules that keep the edits linkable still hold
+    /// (a section that cannot move keeps its body, a global symbol that
+    /// cannot move to the kept copy's object makes a thunk).
+    pub(crate) fn plan_planted(&self, members: &[CandidateId], rules: bool) -> ClassPlan {
+        let no_significance = vec![None; self.candidates.len()];
+        let keep_unique: HashSet<&str> = if rules {
+            self.options
+                .keep_unique
+                .iter()
+                .map(String::as_str)
+                .collect()
+        } else {
+            HashSet::default()
+        };
+        let entered = self.entered();
+        let mut anchors = self.load_anchors();
+        let groups = self.comdat_instances();
+        let table_stays = if rules {
+            self.functions_whose_tables_stay()
+        } else {
+            HashSet::default()
+        };
+        let inputs = FactInputs {
+            significance: if rules {
+                &self.plan.significance
+            } else {
+                &no_significance
+            },
+            keep_unique: &keep_unique,
+            entered: &entered,
+            groups: &groups,
+            table_stays: &table_stays,
+        };
+        let facts: Vec<MemberFacts> = members
+            .iter()
+            .enumerate()
+            .map(|(index, &candidate)| {
+                let facts = self.member_facts(candidate, &inputs);
+                match (rules, index) {
+                    (true, _) => facts,
+                    (false, 0) => MemberFacts {
+                        must_keep: None,
+                        preference: (0, 0, 0, 0),
+                        ..facts
+                    },
+                    (false, _) => MemberFacts {
+                        preference: (u8::MAX, u8::MAX, u8::MAX, index as u32),
+                        ..facts
+                    },
+                }
+            })
+            .collect();
+        let class = ClassId(members.iter().map(|c| c.0).min().unwrap_or(0));
+        self.plan_one_class(class, facts, &groups, &mut anchors)
+    }
+
+    /// Whether `candidate` can become a thunk: code something enters only
+    /// at its start (see [`Analysis::entered`]).
+    pub(crate) fn may_become_thunk(&self, candidate: CandidateId) -> bool {
+        self.thunk_size(candidate, &self.entered()).is_some()
+    }
+
     /// The functions whose jump table may not fold (it shares its section
     /// with data that stays): such a function keeps its body, for its
     /// table folds with it or not at all.
@@ -206,7 +273,7 @@ impl<'data> Analysis<'_, 'data> {
     /// functions' kept copy is kept, a table whose function became an
     /// alias of that copy becomes an alias of it, and every other table
     /// keeps its body (its function still jumps through it).
-    fn tables_follow_their_functions(&self, classes: &mut [ClassPlan]) {
+    pub(crate) fn tables_follow_their_functions(&self, classes: &mut [ClassPlan]) {
         let mut fate: HashMap<CandidateId, (CandidateId, bool)> = HashMap::default();
         for class in classes.iter() {
             for decision in &class.decisions {

@@ -93,6 +93,79 @@ pub struct PlanOptions {
     /// Where comparator keys are kept between runs (see [`CacheChoice`]);
     /// `None` lifts every object.
     pub cache: Option<CacheSettings>,
+    /// Wrong folds made on purpose after the plan, for testing `icf
+    /// verify` (the hidden `--plant-fold`; see `plant.rs`). Empty except
+    /// in `cargo xtask fuzz`'s planted builds.
+    pub plants: Vec<PlantedFold>,
+}
+
+/// What a planted fold does (see `plant.rs`).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum PlantKind {
+    Merge,
+    Alias,
+    Thunk,
+    UnalignedThunk,
+    Table,
+}
+
+impl PlantKind {
+    const ALL: [PlantKind; 5] = [
+        PlantKind::Merge,
+        PlantKind::Alias,
+        PlantKind::Thunk,
+        PlantKind::UnalignedThunk,
+        PlantKind::Table,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PlantKind::Merge => "merge",
+            PlantKind::Alias => "alias",
+            PlantKind::Thunk => "thunk",
+            PlantKind::UnalignedThunk => "unaligned-thunk",
+            PlantKind::Table => "table",
+        }
+    }
+}
+
+/// One `--plant-fold KIND:KEPT=MEMBER`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct PlantedFold {
+    pub kind: PlantKind,
+    pub kept: String,
+    pub member: String,
+}
+
+impl std::str::FromStr for PlantedFold {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<PlantedFold, String> {
+        let usage = || format!("`{text}` is not KIND:KEPT=MEMBER");
+        let (kind, pair) = text.split_once(':').ok_or_else(usage)?;
+        let (kept, member) = pair.split_once('=').ok_or_else(usage)?;
+        let kind = PlantKind::ALL
+            .into_iter()
+            .find(|k| k.name() == kind)
+            .ok_or_else(|| {
+                let names: Vec<&str> = PlantKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown kind `{kind}` (one of {})", names.join(", "))
+            })?;
+        if kept.is_empty() || member.is_empty() {
+            return Err(usage());
+        }
+        Ok(PlantedFold {
+            kind,
+            kept: kept.to_string(),
+            member: member.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for PlantedFold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}={}", self.kind.name(), self.kept, self.member)
+    }
 }
 
 /// Whether and where to keep comparator keys between runs (icf's cache).
@@ -185,6 +258,20 @@ fn parse_size(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plants_read_as_kind_kept_member() {
+        let plant: PlantedFold = "unaligned-thunk:f1_0=f1_2".parse().expect("a plant");
+        assert_eq!(plant.kind, PlantKind::UnalignedThunk);
+        assert_eq!(
+            (plant.kept.as_str(), plant.member.as_str()),
+            ("f1_0", "f1_2")
+        );
+        assert_eq!(plant.to_string(), "unaligned-thunk:f1_0=f1_2");
+        assert!("alias:f=".parse::<PlantedFold>().is_err());
+        assert!("fold:f=g".parse::<PlantedFold>().is_err());
+        assert!("alias f=g".parse::<PlantedFold>().is_err());
+    }
 
     #[test]
     fn sizes_read_with_units() {

@@ -461,6 +461,10 @@ impl Analysis<'_, '_> {
         KeepReason::TableOfUnfoldedFunction => {
             "a jump table folds with its function, which keeps its own body".to_string()
         }
+        KeepReason::Planted { keep_alignment } => format!(
+            "a wrong fold planted by --plant-fold{}",
+            if *keep_alignment { "" } else { ", without its function's alignment" }
+        ),
         KeepReason::SignificantAddress => match &plan.significance[candidate.index()] {
             Some(why) => format!("{}; a thunk would not be smaller", self.describe_significance(why)),
             None => "address is significant".to_string(),
