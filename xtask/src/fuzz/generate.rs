@@ -160,6 +160,50 @@ pub struct Program {
     pub linker_script: Option<String>,
     pub families: usize,
     pub functions: usize,
+    /// What the generator knows of the families `plant.rs` picks wrong
+    /// folds from (template and pointer families).
+    pub family_info: Vec<FamilyInfo>,
+    /// C functions the linked files define (not their weak overrides), by
+    /// name: whether each has a section of its own.
+    pub own_sections: std::collections::BTreeMap<String, bool>,
+}
+
+/// What the generator knows of one family, for `plant.rs` to pick wrong
+/// folds from. Recording it draws no random number: a seed gives the same
+/// program with it as without.
+#[derive(Debug, Clone)]
+pub struct FamilyInfo {
+    pub kind: FamilyKind,
+    pub members: Vec<MemberInfo>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FamilyKind {
+    /// Rendered from a template; `switch` when it holds a switch dense
+    /// enough for a jump table.
+    Template { switch: bool },
+    /// `const int *p(void)` returning a place in a const array.
+    Pointer,
+}
+
+/// One member of a family.
+#[derive(Debug, Clone)]
+pub struct MemberInfo {
+    /// The function's own symbol (a `static` one's, not its wrapper's).
+    pub name: String,
+    /// It has a section of its own (`-ffunction-sections`, not `.text.fzhot`).
+    pub own_section: bool,
+    /// It differs from the family's first member (a mutation, or another
+    /// place for a pointer family).
+    pub variant: bool,
+    /// Weak, with a strong definition of the name elsewhere: the name may
+    /// resolve to other code.
+    pub overridden: bool,
+    /// Declared `aligned(N)`.
+    pub align: Option<u32>,
+    /// For a pointer family: the array it points into, the index, and
+    /// whether that is one past the array's end.
+    pub place: Option<(String, usize, bool)>,
 }
 
 /// Picks the arch for `seed` when the user allows both.
@@ -304,6 +348,13 @@ impl Template {
 
     fn reuse(&mut self, hole: usize) {
         self.parts.push(Part::Hole(hole));
+    }
+
+    /// Whether the template holds a switch (see `switch_statement`).
+    fn has_switch(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|part| matches!(part, Part::Text(text) if text.contains("switch (")))
     }
 
     fn render(&self, mutation: Mutation) -> String {
@@ -451,6 +502,8 @@ struct Generator {
     families: usize,
     functions: usize,
     keep_unique: Vec<String>,
+    family_info: Vec<FamilyInfo>,
+    own_sections: std::collections::BTreeMap<String, bool>,
 }
 
 impl Generator {
@@ -526,6 +579,8 @@ impl Generator {
             families: 0,
             functions: 0,
             keep_unique: Vec::new(),
+            family_info: Vec::new(),
+            own_sections: Default::default(),
         }
     }
 
@@ -976,6 +1031,13 @@ impl Generator {
         self.functions += 1;
     }
 
+    /// Records that `unit` defines the C function `name` (in `.text.fzhot`
+    /// when `hot`), for [`Program::own_sections`].
+    fn record_function(&mut self, unit: usize, name: &str, hot: bool) {
+        let own = self.units[unit].function_sections && !hot;
+        self.own_sections.insert(name.to_string(), own);
+    }
+
     fn int_arguments(&mut self) -> Vec<(i64, i64)> {
         let mut inputs: Vec<(i64, i64)> = INT_INPUTS.to_vec();
         let keep = 3;
@@ -1021,6 +1083,7 @@ impl Generator {
         let observed = self.rng.chance(25);
         let hot_family = self.config.linker_script && self.rng.chance(35);
         let mut callable = Vec::new();
+        let mut infos = Vec::new();
         for member in 0..members {
             let name = format!("{}{family}_{member}", signature.prefix());
             let unit = self.random_linked_unit();
@@ -1063,6 +1126,15 @@ impl Generator {
                 signature.declare(&name)
             );
             self.place(unit, &definition);
+            self.record_function(unit, &name, hot);
+            let mut info = MemberInfo {
+                name: name.clone(),
+                own_section: self.units[unit].function_sections && !hot,
+                variant: mutation.is_some(),
+                overridden: false,
+                align,
+                place: None,
+            };
             let called = if linkage == Linkage::Static {
                 // A global wrapper calls it; the wrappers of equal statics are equal too.
                 let wrapper = format!("w_{name}");
@@ -1080,6 +1152,7 @@ impl Generator {
                     "__attribute__((noinline)) {result} {wrapper}({arguments}) {{ {ret}{call}; }}\n"
                 );
                 self.place(unit, &wrapper_definition);
+                self.record_function(unit, &wrapper, false);
                 wrapper
             } else {
                 name.clone()
@@ -1109,6 +1182,7 @@ impl Generator {
                     let definition =
                         format!("{attributes})) {} {{\n{body}}}\n", signature.declare(&name));
                     self.place(target, &definition);
+                    info.overridden = true;
                 }
             }
             if hot {
@@ -1131,7 +1205,14 @@ impl Generator {
             }
             self.call_in_main(signature, &called, &inputs);
             callable.push((called, linkage));
+            infos.push(info);
         }
+        self.family_info.push(FamilyInfo {
+            kind: FamilyKind::Template {
+                switch: template.has_switch(),
+            },
+            members: infos,
+        });
         if let Some(unused) = self.unreferenced_unit
             && self.rng.chance(40)
         {
@@ -1239,14 +1320,24 @@ impl Generator {
         ];
         let members = self.member_count();
         let mut returned = Vec::new();
+        let mut infos = Vec::new();
         for member in 0..members {
             let name = format!("p{family}_{member}");
             let (array, index) = self.member_target(member, &default, &alternatives);
             let unit = self.random_linked_unit();
+            infos.push(MemberInfo {
+                name: name.clone(),
+                own_section: self.units[unit].function_sections,
+                variant: (array.as_str(), index) != (default.0.as_str(), default.1),
+                overridden: false,
+                align: None,
+                place: Some((array.clone(), index, index == len)),
+            });
             let definition = format!(
                 "__attribute__((noinline)) const int *{name}(void) {{ return &{array}[{index}]; }}\n"
             );
             self.place(unit, &definition);
+            self.record_function(unit, &name, false);
             let _ = writeln!(self.header, "const int *{name}(void);");
             let read = if index == len { -1 } else { 0 };
             let _ = writeln!(
@@ -1255,6 +1346,10 @@ impl Generator {
             );
             returned.push((name, index < len));
         }
+        self.family_info.push(FamilyInfo {
+            kind: FamilyKind::Pointer,
+            members: infos,
+        });
         // Data addresses never merge: compare the in-bounds ones in both modes.
         let inside: Vec<&String> = returned
             .iter()
@@ -1290,6 +1385,7 @@ impl Generator {
                 "__attribute__((noinline)) int *{name}(void) {{ return &{array}[{index}]; }}\n"
             );
             self.place(unit, &definition);
+            self.record_function(unit, &name, false);
             let _ = writeln!(self.header, "int *{name}(void);");
             let _ = writeln!(
                 self.main_body,
@@ -1321,6 +1417,7 @@ impl Generator {
             let definition =
                 format!("__attribute__((noinline)) fz_fn {name}(void) {{ return {callee}; }}\n");
             self.place(unit, &definition);
+            self.record_function(unit, &name, false);
             let _ = writeln!(self.header, "fz_fn {name}(void);");
             let _ = writeln!(
                 self.main_body,
@@ -1470,6 +1567,8 @@ impl Generator {
             }),
             families: self.families,
             functions: self.functions,
+            family_info: self.family_info,
+            own_sections: self.own_sections,
         }
     }
 }
