@@ -3,15 +3,19 @@
 //! Each seed gives one random multi-file C program ([`generate`]), built
 //! with random compiler flags and linked by a random linker, once plain and
 //! once through `icf link --strict` per mode ([`run`]); the folded programs
-//! must behave exactly like the plain one. Programs run on `--jobs` worker
-//! threads; each prints one line, and the end shows a summary per arch and
-//! linker. Any finding makes the command fail, and leaves a reproduction in
-//! `target/fuzz/repro-<seed>/`.
+//! must behave exactly like the plain one. Each program also gets one wrong
+//! fold planted on purpose ([`plant`]): `icf verify` must reject it
+//! whenever it changes what the program does. Programs run on `--jobs`
+//! worker threads; each prints one line, and the end shows a summary per
+//! arch and linker and the planted folds per kind. Any finding makes the
+//! command fail, and leaves a reproduction in `target/fuzz/repro-<seed>/`;
+//! `--ci` also fails when some kind of planted fold was never planted.
 //!
 //! Main assumption: a seed fully decides program, flags and linker (the arch
 //! too under `--arch both`), so `--seed S --count 1` replays any line.
 
 mod generate;
+mod plant;
 mod run;
 
 use std::collections::BTreeMap;
@@ -69,6 +73,10 @@ pub struct FuzzArgs {
     /// Keep the work directories of programs without findings (target/fuzz/work/).
     #[arg(long)]
     keep_work: bool,
+    /// Where the work directories and reproductions go (default
+    /// target/fuzz; another directory lets two campaigns run at once).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
     /// Pairs `icf verify` rejects only for merging addresses it counts as
     /// observed, and which behave alike, are listed but do not fail the
     /// run: verify takes an address left in a dead ABI register (an
@@ -95,6 +103,7 @@ pub fn run_ci(icf: PathBuf) -> Result<()> {
         icf: Some(icf),
         ci: true,
         keep_work: false,
+        dir: None,
         unproved_ok: false,
     })
 }
@@ -140,7 +149,12 @@ pub fn run(args: &FuzzArgs) -> Result<()> {
         }
     );
     let tools = Tools { icf };
-    let root = corpus::workspace_root()?.join("target/fuzz");
+    let root = match &args.dir {
+        Some(dir) => {
+            std::path::absolute(dir).with_context(|| format!("--dir {}", dir.display()))?
+        }
+        None => corpus::workspace_root()?.join("target/fuzz"),
+    };
     let work = root.join("work");
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
 
@@ -211,6 +225,22 @@ pub fn run(args: &FuzzArgs) -> Result<()> {
     if let Some(error) = errors.into_iter().next() {
         return Err(error);
     }
+    let unplanted: Vec<&str> = plant::Kind::ALL
+        .iter()
+        .filter(|kind| {
+            summary
+                .plants
+                .get(kind)
+                .is_none_or(|counts| counts.planted == 0)
+        })
+        .map(|kind| kind.name())
+        .collect();
+    if args.ci && !unplanted.is_empty() {
+        bail!(
+            "no wrong fold of kind {} was planted: the CI seeds must plant every kind",
+            unplanted.join(", ")
+        );
+    }
     let behaviour = summary.findings - summary.unproved - summary.shrink_unproved;
     if summary.shrink_unproved > 0 {
         println!(
@@ -257,8 +287,13 @@ fn print_outcome(outcome: &Outcome) {
             .collect();
         format!("FINDING {}", kinds.join(" "))
     };
+    let plant = outcome
+        .plant
+        .as_ref()
+        .map(|planted| format!(" | {}", planted.describe()))
+        .unwrap_or_default();
     println!(
-        "seed {} {} {} | {} | {} fns, folds safe {} all {} | {:.1}s | {verdict}{}",
+        "seed {} {} {} | {} | {} fns, folds safe {} all {}{plant} | {:.1}s | {verdict}{}",
         outcome.seed,
         outcome.arch.name(),
         outcome.linker.name(),
@@ -323,6 +358,8 @@ struct Summary {
     unproved: u64,
     invalid: u64,
     programs_with_findings: Vec<u64>,
+    /// The planted wrong folds, per kind.
+    plants: BTreeMap<plant::Kind, plant::Counts>,
 }
 
 impl Summary {
@@ -339,6 +376,12 @@ impl Summary {
         if outcome.invalid.is_some() {
             bucket.invalid += 1;
             self.invalid += 1;
+        }
+        if let Some(planted) = &outcome.plant {
+            self.plants
+                .entry(planted.pick.kind)
+                .or_default()
+                .add(planted);
         }
         for shrink in outcome.shrink.iter().flatten() {
             match shrink {
@@ -415,6 +458,7 @@ impl Summary {
                 format!(" ({})", reasons.join("; "))
             }
         );
+        self.print_plants();
         if !self.programs_with_findings.is_empty() {
             let mut seeds = self.programs_with_findings.clone();
             seeds.sort_unstable();
@@ -432,6 +476,43 @@ impl Summary {
             );
         }
     }
+}
+
+impl Summary {
+    /// The planted wrong folds per kind: `icf verify` must reject every
+    /// one that behaves differently.
+    fn print_plants(&self) {
+        println!("  planted wrong folds (icf verify must reject each that behaves differently):");
+        println!(
+            "  {:<16} {:>6} {:>7} {:>7} {:>8} {:>8} {:>12}",
+            "kind", "picked", "refused", "planted", "differs", "rejected", "false passes"
+        );
+        let mut total = plant::Counts::default();
+        for kind in plant::Kind::ALL {
+            let counts = self.plants.get(&kind).copied().unwrap_or_default();
+            print_counts(kind.name(), &counts);
+            total.picked += counts.picked;
+            total.refused += counts.refused;
+            total.planted += counts.planted;
+            total.differs += counts.differs;
+            total.rejected += counts.rejected;
+            total.false_passes += counts.false_passes;
+        }
+        print_counts("all", &total);
+    }
+}
+
+fn print_counts(name: &str, counts: &plant::Counts) {
+    println!(
+        "  {:<16} {:>6} {:>7} {:>7} {:>8} {:>8} {:>12}",
+        name,
+        counts.picked,
+        counts.refused,
+        counts.planted,
+        counts.differs,
+        counts.rejected,
+        counts.false_passes
+    );
 }
 
 fn print_bucket(arch: &str, linker: &str, bucket: &Bucket) {
@@ -525,6 +606,7 @@ mod tests {
             }],
             invalid: None,
             shrink: [None, None],
+            plant: None,
             seconds: 0.0,
             repro: None,
         }

@@ -1,8 +1,9 @@
 //! Building, linking, running and comparing one generated program: compile
 //! every file, archive the archive members, link once plain and once through
 //! `icf link --strict` per mode, run all three, compare exit status and
-//! transcript, run `icf verify` on each pair, and on a
-//! finding turn the work directory into a self-contained reproduction.
+//! transcript, run `icf verify` on each pair, plant one wrong fold that
+//! verify must reject (`plant.rs`), and on a finding turn the work
+//! directory into a self-contained reproduction.
 //!
 //! Main assumption: every step is one external command run in the program's
 //! directory, so the same list of steps both drives the run here and becomes
@@ -18,6 +19,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::generate::{Arch, Compiler, FUNCTION_ADDRESS_PREFIX, Linker, Pic, Program};
+use super::plant::{self, Planted};
 use crate::process::shell_quote;
 
 /// Which `--mode` a folded build used.
@@ -61,6 +63,12 @@ pub enum FindingKind {
     ShrinkDiff,
     /// `icf verify PLAIN SHRUNK` rejected a shrunk binary whose output matches.
     ShrinkVerify,
+    /// A wrong fold planted on purpose (`plant.rs`) changed what the
+    /// program does, and `icf verify` passed it.
+    VerifyFalsePass,
+    /// `icf verify` of a planted build died (a panic, a signal) instead of
+    /// answering.
+    VerifyCrashed,
 }
 
 impl FindingKind {
@@ -75,6 +83,8 @@ impl FindingKind {
             FindingKind::ShrinkFailed => "shrink-failed",
             FindingKind::ShrinkDiff => "shrink-diff",
             FindingKind::ShrinkVerify => "shrink-verify",
+            FindingKind::VerifyFalsePass => "verify-false-pass",
+            FindingKind::VerifyCrashed => "verify-crashed",
         }
     }
 }
@@ -118,6 +128,8 @@ pub struct Outcome {
     /// when not run (no `-q`, or a linker script), else whether it shrank
     /// it (`Ok`) or refused it, with the reason.
     pub shrink: [Option<Result<(), String>>; 2],
+    /// The wrong fold planted on purpose, and what came of it.
+    pub plant: Option<Planted>,
     pub seconds: f64,
     pub repro: Option<PathBuf>,
 }
@@ -129,12 +141,12 @@ pub struct Tools {
 }
 
 /// A placeholder word in a step's arguments, replaced by the icf binary.
-const ICF: &str = "@ICF@";
+pub(super) const ICF: &str = "@ICF@";
 
 /// One command of a build, run in the program's directory.
 #[derive(Debug, Clone)]
-struct Step {
-    args: Vec<String>,
+pub(super) struct Step {
+    pub(super) args: Vec<String>,
 }
 
 impl Step {
@@ -154,7 +166,7 @@ impl Step {
     }
 
     /// The step as a line of `sh`, with icf as `"$ICF"`.
-    fn shell(&self) -> String {
+    pub(super) fn shell(&self) -> String {
         self.args
             .iter()
             .map(|arg| {
@@ -171,11 +183,11 @@ impl Step {
 
 /// The commands that build and run one program.
 #[derive(Debug)]
-struct Plan {
+pub(super) struct Plan {
     compile: Vec<Step>,
     archive: Option<Step>,
     /// The link command without `-o OUTPUT`.
-    link: Vec<String>,
+    pub(super) link: Vec<String>,
     /// The command that runs a binary, without the binary.
     runner: Vec<String>,
     /// The link's `--keep-unique` symbols.
@@ -331,7 +343,7 @@ impl Plan {
         Step { args }
     }
 
-    fn run(&self, binary: &str) -> Step {
+    pub(super) fn run(&self, binary: &str) -> Step {
         let mut args = self.runner.clone();
         args.push(format!("./{binary}"));
         Step { args }
@@ -361,7 +373,7 @@ impl Plan {
         self.verify_binary(mode, &format!("folded-{}", mode.name()))
     }
 
-    fn verify_binary(&self, mode: Mode, binary: &str) -> Step {
+    pub(super) fn verify_binary(&self, mode: Mode, binary: &str) -> Step {
         let mut args = vec![
             ICF.to_string(),
             "verify".into(),
@@ -424,33 +436,33 @@ pub fn describe(program: &Program) -> String {
 
 /// What a run of a binary produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Run {
+pub(super) struct Run {
     /// `exit N`, `signal N` or `timeout`.
-    status: String,
-    stdout: String,
+    pub(super) status: String,
+    pub(super) stdout: String,
 }
 
-fn execute(step: &Step, dir: &Path, tools: &Tools) -> Result<Output> {
+pub(super) fn execute(step: &Step, dir: &Path, tools: &Tools) -> Result<Output> {
     step.command(dir, tools)
         .output()
         .with_context(|| format!("could not start `{}`", step.shell()))
 }
 
 /// What `icf verify` printed when it rejected a pair: the end of both streams.
-fn verify_detail(output: &Output) -> String {
+pub(super) fn verify_detail(output: &Output) -> String {
     let mut detail = tail(&output.stdout, 8);
     detail.push('\n');
     detail.push_str(&tail(&output.stderr, 8));
     detail
 }
 
-fn tail(bytes: &[u8], lines: usize) -> String {
+pub(super) fn tail(bytes: &[u8], lines: usize) -> String {
     let text = String::from_utf8_lossy(bytes);
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-fn run_binary(step: &Step, dir: &Path, tools: &Tools) -> Result<Run> {
+pub(super) fn run_binary(step: &Step, dir: &Path, tools: &Tools) -> Result<Run> {
     use std::os::unix::process::ExitStatusExt;
     let output = execute(step, dir, tools)?;
     let status = match (output.status.code(), output.status.signal()) {
@@ -471,7 +483,7 @@ fn run_binary(step: &Step, dir: &Path, tools: &Tools) -> Result<Run> {
 
 /// The transcript as compared in `mode`: in mode all, lines comparing
 /// addresses of distinct functions do not count.
-fn comparable(stdout: &str, mode: Mode) -> Vec<&str> {
+pub(super) fn comparable(stdout: &str, mode: Mode) -> Vec<&str> {
     stdout
         .lines()
         .filter(|line| mode == Mode::Safe || !line.starts_with(FUNCTION_ADDRESS_PREFIX))
@@ -479,7 +491,7 @@ fn comparable(stdout: &str, mode: Mode) -> Vec<&str> {
 }
 
 /// The first differing lines of two transcripts, for the report.
-fn first_differences(plain: &[&str], folded: &[&str]) -> String {
+pub(super) fn first_differences(plain: &[&str], folded: &[&str]) -> String {
     let mut out = String::new();
     let mut shown = 0;
     for index in 0..plain.len().max(folded.len()) {
@@ -545,6 +557,7 @@ pub fn run_program(
         findings: Vec::new(),
         invalid: None,
         shrink: [None, None],
+        plant: None,
         seconds: 0.0,
         repro: None,
     };
@@ -671,6 +684,7 @@ fn check(
             }
         }
     }
+    plant::check(program, plan, tools, dir, &plain, outcome)?;
     if program.config.keep_relocs && program.linker_script.is_none() {
         for (slot, mode) in Mode::BOTH.into_iter().enumerate() {
             check_shrink(plan, tools, dir, mode, &plain, outcome, slot)?;
@@ -756,7 +770,8 @@ fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outc
         script,
         "# Reproduces `cargo xtask fuzz --seed {} --count 1 --arch {}`: builds the program,\n\
          # links it plain and through icf in both modes, runs all three and diffs\n\
-         # (and, for a -q link, shrinks the plain binary in both modes the same way).\n\
+         # (and, for a -q link, shrinks the plain binary in both modes the same way;\n\
+         # then links, runs and verifies the program with its planted wrong fold).\n\
          # Usage: ICF=/path/to/icf bash build.sh",
         program.seed,
         program.config.arch.name()
@@ -825,6 +840,9 @@ fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outc
             );
         }
     }
+    if let Some(planted) = &outcome.plant {
+        status.push_str(&plant::script(planted, plan));
+    }
     script.push_str(&status);
     script.push_str("exit $status\n");
     let script_path = dir.join("build.sh");
@@ -871,6 +889,9 @@ fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outc
             finding.mode.name(),
             finding.detail.trim_end()
         );
+    }
+    if let Some(planted) = &outcome.plant {
+        readme.push_str(&plant::readme(planted));
     }
     fs::write(dir.join("README.md"), readme).context("writing README.md")?;
     Ok(())
