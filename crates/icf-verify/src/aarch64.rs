@@ -157,7 +157,12 @@ fn decode_patched(
                 .collect();
             let completion = complete_page(&mut instr, &mut open);
             if let Some((reference, adrp)) = completion {
-                refs.push(reference);
+                // The completing instruction's field: a `-q` link keeps
+                // the relocation naming the symbol there (`:lo12:sym`).
+                refs.push(Reference {
+                    field: pc,
+                    ..reference
+                });
                 completed[adrp] = true;
             }
             // A page read any other way (a base with a register offset,

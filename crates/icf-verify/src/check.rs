@@ -688,12 +688,13 @@ impl<'a> Checker<'a> {
                     Use::Deref => Use::Access,
                     _ => Use::Address,
                 };
+                // The code's field stays: a relocation a `-q` link kept
+                // there (`foo@GOTPCREL`, `:got_lo12:foo`) names the
+                // symbol whose address the slot holds.
                 self.queue.push(TargetCheck {
                     plain_target: *a,
                     folded_target: *b,
                     use_,
-                    plain_field: 0,
-                    folded_field: 0,
                     width: 0,
                     // What a dereferenced pointer's accesses read (the
                     // scan followed the loaded pointer).
