@@ -461,8 +461,6 @@ impl<'a> Checker<'a> {
     /// - An address that does not escape and whose every access, through
     ///   it and the pointers derived from it, reads at known offsets on one
     ///   side of it ([`Reach`], from the escape scans).
-    /// - A jump table only other functions read: its start belongs to
-    ///   them, and this code names the end of the object before it.
     fn side_of_boundary(&self, check: &TargetCheck, ends: &[Place]) -> Option<Side> {
         if let Some(id) = self
             .plain
@@ -488,15 +486,17 @@ impl<'a> Checker<'a> {
         if check.reach == Reach::Backward {
             return Some(Side::End);
         }
-        let readers = self.plain.jump_table_at(check.plain_target);
-        let own_table = readers.iter().any(|t| {
-            check
-                .functions
-                .is_some_and(|(function, _)| t.function == function.start)
-        });
-        if !readers.is_empty() && !own_table {
-            return Some(Side::End);
-        }
+        // Another function's jump table starting there says nothing of
+        // what this code reads: an index of unknown sign may read either.
+        let own_table = self
+            .plain
+            .jump_table_at(check.plain_target)
+            .iter()
+            .any(|t| {
+                check
+                    .functions
+                    .is_some_and(|(function, _)| t.function == function.start)
+            });
         if own_table || self.is_jump_table(check) {
             return Some(Side::Start);
         }
@@ -505,7 +505,9 @@ impl<'a> Checker<'a> {
 
     /// With [`VerifyOptions::assume_odr`]: whether `ps` and `fs` are one
     /// unit's and another's internal constant of the same name (libstdc++'s
-    /// `std::piecewise_construct` before C++17), referenced from C++ code. An
+    /// `std::piecewise_construct` before C++17), referenced from a
+    /// vague-linkage C++ function (an inline function: a strong one has one
+    /// definition, and the rule says nothing of its constants). An
     /// inline function that names it is one function in every unit, by the
     /// one-definition rule, whichever unit's copy the linker keeps: PLAIN's
     /// and FOLDED's links may keep different ones, so the constant they name
@@ -515,11 +517,9 @@ impl<'a> Checker<'a> {
             && ps.name == fs.name
             && ps.file.is_some()
             && fs.file.is_some()
-            && check.functions.is_some_and(|(function, _)| {
-                self.plain
-                    .function_starting_at(function.start)
-                    .is_some_and(|id| self.plain.symbol(id).name.starts_with("_Z"))
-            })
+            && check
+                .functions
+                .is_some_and(|(function, _)| self.plain.vague_linkage_function_at(function.start))
     }
 
     /// Whether PLAIN's target is a jump table of the function holding the
@@ -738,28 +738,19 @@ impl<'a> Checker<'a> {
                 // it (`SHF_MERGE`), so its address is not recorded.
                 Ok(None)
             }
-            // (FOLDED's place one past the object's end says nothing of
-            // what follows: that counts only where PLAIN's is no object's
-            // end either, as when a fold lays out a Rust string right after
-            // a kept copy, and the string's own end is unknown.)
+            // Unnamed read-only data (no address identity) kept as a named
+            // object's copy: PLAIN's piece, compared as unnamed data. (One
+            // past the object's end is no place in it: that is the section
+            // place FOLDED offers as well.)
             (Place::Section(p, _), Place::Symbol(f, f_offset))
-                if (*f_offset < self.folded.symbol(*f).size
-                    || !self.plain.ends_object(check.plain_target))
+                if *f_offset < self.folded.symbol(*f).size
                     && !self.plain.sections[*p].executable
                     && !self.plain.sections[*p].writable
                     && self.plain.sections[*p].name
                         == self.folded.sections[self.folded.symbol(*f).section].name
                     && !self.folded.sections[self.folded.symbol(*f).section].writable =>
             {
-                // Unnamed read-only data (no address identity) kept as a
-                // named object's copy: equal bytes, up to that object's end.
-                let limit = self
-                    .folded
-                    .symbol(*f)
-                    .size
-                    .saturating_sub(*f_offset)
-                    .min(access_limit(check));
-                match self.compare_unnamed_data(check, limit) {
+                match self.compare_unnamed_data(check, access_limit(check)) {
                     Some(reason) => Ok(Some((DifferenceKind::DataDiffers, reason))),
                     None => Ok(None),
                 }
@@ -1207,40 +1198,44 @@ impl<'a> Checker<'a> {
             return reason;
         }
         let section = &self.plain.sections[self.plain.section_at(p)?];
-        // The piece ends at the next symbol or label of either image, or at
-        // the next relocated offset (another piece: a jump table).
-        let end = |image: &Image, at: u64| image.data_end(at).min(image.next_offset_place(at));
-        let (plain_end, folded_end) = (end(self.plain, p), end(self.folded, f));
-        let to_next_symbol = (plain_end - p).min(folded_end.saturating_sub(f)).min(limit);
+        let bytes = self.plain.bytes_to_section_end(p)?;
+        // An access of a known width reads exactly its bytes.
+        if limit != u64::MAX {
+            return self.compare_data(check, p, f, limit.min(bytes.len() as u64));
+        }
+        // Otherwise what the code reads is unknown: at least PLAIN's piece,
+        // up to its next symbol, label, referenced place or relocated
+        // offset (FOLDED must hold the same bytes there, whatever bounds
+        // its own layout has).
+        let end = self.plain.data_end(p).min(self.plain.next_offset_place(p));
+        let to_bound = (end - p).min(bytes.len() as u64);
         // Rust code passes a string's length with its address (`&str`): its
         // bytes need no NUL and are packed back to back, so the piece is
         // what the known bounds say. C code reads a string up to its NUL.
         let c_string = check
             .functions
             .is_none_or(|(plain_fn, _)| !in_rust_function(self.plain, plain_fn.start));
-        let bytes = self.plain.bytes_to_section_end(p)?;
-        let through_nul = || {
-            (bytes
-                .iter()
-                .position(|&b| b == 0)
-                .map_or(bytes.len(), |n| n + 1) as u64)
-                .min(to_next_symbol)
-        };
+        let through_nul = bytes
+            .iter()
+            .position(|&b| b == 0)
+            .map_or(bytes.len(), |n| n + 1) as u64;
         let len = if section.strings && c_string {
-            // (lld marks a whole `.rodata` mergeable strings when its inputs
-            // are: the string ends at its NUL or at the next symbol.)
-            through_nul()
+            // A mergeable-strings section holds strings that end at their
+            // NUL: the linker merges them by it, and a suffix of one may be
+            // another string (so a referenced place inside is no bound).
+            // (lld marks a whole `.rodata` mergeable strings when its
+            // inputs are.)
+            through_nul
         } else if c_string && is_text(bytes) {
             // GNU ld merges `.rodata.str*` into `.rodata` and drops the
-            // string flags: what C code references that reads as text up
-            // to a NUL is taken for a string, which the program reads to
-            // its NUL. (An array of such bytes read past its first zero
-            // is compared only that far.)
-            through_nul()
+            // string flags: what reads as text up to a NUL may be a string
+            // whose suffix something else references, or an array read
+            // past its first zero: both are compared.
+            through_nul.max(to_bound)
         } else if section.merge_entry_size > 0 && !section.strings {
-            section.merge_entry_size.min(to_next_symbol)
+            section.merge_entry_size.max(to_bound)
         } else {
-            to_next_symbol.min(256)
+            to_bound
         };
         self.compare_data(check, p, f, len)
     }
@@ -1296,7 +1291,7 @@ impl<'a> Checker<'a> {
             }
             i += 1;
         }
-        self.queue_words(check, entries, Use::Address);
+        self.queue_words(check, entries, Use::Address, check.functions);
         Some(None)
     }
 
@@ -1366,14 +1361,22 @@ impl<'a> Checker<'a> {
         {
             return Some(Some(reason));
         }
-        self.queue_words(check, entries, Use::Address);
+        self.queue_words(check, entries, Use::Address, check.functions);
         Some(None)
     }
 
     /// Queues the targets that words of data reached from `check` name:
     /// (PLAIN target, FOLDED target, PLAIN place, FOLDED place), each used
-    /// as `use_`.
-    fn queue_words(&mut self, check: &TargetCheck, words: Vec<(u64, u64, u64, u64)>, use_: Use) {
+    /// as `use_` by `functions` (the code reading the words' targets, for
+    /// a table of offsets the code adds back: a Rust function's strings
+    /// carry no NUL).
+    fn queue_words(
+        &mut self,
+        check: &TargetCheck,
+        words: Vec<(u64, u64, u64, u64)>,
+        use_: Use,
+        functions: Option<(Extent, Extent)>,
+    ) {
         if words.is_empty() {
             return;
         }
@@ -1389,7 +1392,7 @@ impl<'a> Checker<'a> {
                 folded_site: f_at,
                 width: 0,
                 reach: Reach::Unknown,
-                functions: None,
+                functions,
                 via,
                 root: check.root,
             });
@@ -1502,7 +1505,7 @@ impl<'a> Checker<'a> {
                 count += 1;
             }
             if count > 0 {
-                self.queue_words(check, outside, Use::Jump);
+                self.queue_words(check, outside, Use::Jump, None);
                 return Some(None);
             }
         }

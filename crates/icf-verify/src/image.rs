@@ -801,14 +801,6 @@ impl Image {
         self.exported_names.contains(name)
     }
 
-    /// Whether a sized data object ends at `address`.
-    pub fn ends_object(&self, address: u64) -> bool {
-        let (_, ending) = self.symbols_around(address);
-        ending
-            .iter()
-            .any(|&id| self.symbol(id).kind == SymbolKind::Object && self.symbol(id).size > 0)
-    }
-
     /// The jump table targets in `[start, end)`.
     /// The records of the jump table at `table` (one per function reading it).
     pub fn jump_table_at(&self, table: u64) -> &[JumpTable] {

@@ -361,6 +361,35 @@ pub(crate) struct Reached {
 }
 
 /// Walks `image`'s code from every entry.
+/// The places the entries of the table of offsets at `table` name: entry
+/// by entry while the table runs short of the next referenced place
+/// (`referenced`, sorted) and of the lowest place an entry names past it,
+/// and each names a place in the table's section outside the table.
+fn offset_entries(image: &Image, table: u64, referenced: &[u64]) -> Vec<u64> {
+    let Some(section) = image.section_at(table) else {
+        return Vec::new();
+    };
+    let next = referenced.partition_point(|&a| a <= table);
+    let mut limit = referenced.get(next).copied().unwrap_or(u64::MAX);
+    let mut named = Vec::new();
+    let mut at = table;
+    while at.saturating_add(4) <= limit {
+        let Some(entry) = image.read_u32(at) else {
+            break;
+        };
+        let target = table.wrapping_add(entry as i32 as i64 as u64);
+        if image.section_at(target) != Some(section) || (table..at + 4).contains(&target) {
+            break;
+        }
+        if target > table {
+            limit = limit.min(target);
+        }
+        named.push(target);
+        at += 4;
+    }
+    named
+}
+
 pub(crate) fn reach(image: &Image) -> Reached {
     let mut sections: Vec<SectionMap> = image
         .sections
@@ -426,6 +455,17 @@ pub(crate) fn reach(image: &Image) -> Reached {
         }
     }
     let mut referenced_data: Vec<u64> = walk.tables.iter().map(|&(_, t)| t).collect();
+    referenced_data.sort_unstable();
+    referenced_data.dedup();
+    // What the entries of a table of offsets name (rustc's variant names)
+    // starts a piece as what code references does.
+    let named: Vec<u64> = walk
+        .tables
+        .iter()
+        .filter(|&&(at, table)| x86_table::reads_offsets_from(image, at, table))
+        .flat_map(|&(_, table)| offset_entries(image, table, &referenced_data))
+        .collect();
+    referenced_data.extend(named);
     referenced_data.sort_unstable();
     referenced_data.dedup();
     let mut jump_targets = walk.jump_targets;

@@ -358,8 +358,11 @@ fn unnamed_rodata(greet: &str, unread: &str, align: u32) -> String {
 
 #[test]
 fn unnamed_aarch64_data_ends_at_the_next_referenced_place_or_a_strings_nul() {
-    // FOLDED lays the same data out with another unread string and more
-    // padding: what the code reads is equal.
+    // FOLDED lays the same data out with more padding: what the code
+    // reads is equal. (Another string after "hello" would not be: in a
+    // section without the strings flag, GNU ld's `.rodata`, an array
+    // of text may be read past its first NUL, up to the next referenced
+    // place, so verify compares that far.)
     let dir = work_dir("aarch64_unnamed_rodata");
     let build = |name: &str, greet: &str, unread: &str, align: u32| {
         let source = unnamed_rodata(greet, unread, align);
@@ -372,8 +375,16 @@ fn unnamed_aarch64_data_ends_at_the_next_referenced_place_or_a_strings_nul() {
         )
     };
     let plain = build("plain.s", "hello", "unused", 8);
-    let folded = build("folded.s", "hello", "unused!!", 16);
+    let folded = build("folded.s", "hello", "unused", 16);
     assert_passes(&plain, &folded, Mode::Safe);
+    let other = build("other.s", "hello", "unused!!", 16);
+    assert_caught(
+        &plain,
+        &other,
+        Mode::Safe,
+        DifferenceKind::DataDiffers,
+        "greet",
+    );
     // A different string is caught.
     let wrong = build("wrong.s", "hellp", "unused", 8);
     assert_caught(
@@ -667,17 +678,24 @@ fn tables_of_offsets_read_by_their_code_compare_without_q() {
     // Without kept relocations, the table is recognized by the code that
     // reads it: the entries' bytes differ (n2's strings lie at other
     // distances from its table), the strings they name do not.
-    let calls = ["n1", "n2"];
-    let n1 = rust_names("n1", "", ["Alpha", "Beta"]);
+    // (Rust functions: their strings carry no NUL.)
+    let (n1, n2) = (
+        "_ZN1t2n117h0123456789abcdefE",
+        "_ZN1t2n217h0123456789abcdefE",
+    );
+    let calls = [n1, n2];
+    // (n2's data comes first: nothing says where n1's table of lengths
+    // ends, so it is compared up to the section's end, in both images.)
+    let n1_code = rust_names(n1, "", ["Alpha", "Beta"]);
     let plain = x86_program(
-        &format!("{n1}{}", rust_names("n2", "xyz", ["Alpha", "Beta"])),
+        &format!("{}{n1_code}", rust_names(n2, "xyz", ["Alpha", "Beta"])),
         &calls,
     );
     let wrong_plain = x86_program(
-        &format!("{n1}{}", rust_names("n2", "xyz", ["Alpha", "Bet!"])),
+        &format!("{}{n1_code}", rust_names(n2, "xyz", ["Alpha", "Bet!"])),
         &calls,
     );
-    let folded = x86_program(&format!("{n1}{}", alias("n2", "n1", 36)), &calls);
+    let folded = x86_program(&format!("{n1_code}{}", alias(n2, n1, 36)), &calls);
     let dir = work_dir("offset_tables_without_q");
     let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
     let wrong_plain = link(&dir, "gcc", "wrong_plain.s", &wrong_plain, &[]);
@@ -690,7 +708,7 @@ fn tables_of_offsets_read_by_their_code_compare_without_q() {
         &folded,
         Mode::All,
         DifferenceKind::DataDiffers,
-        "n2",
+        n2,
     );
 }
 
@@ -1626,25 +1644,42 @@ fn absolute_switch(name: &str, values: [u32; 2]) -> (String, String) {
 }
 
 #[test]
-fn an_address_ending_an_array_is_not_the_start_of_another_function_s_jump_table() {
-    // `end` returns one past `tab`, which PLAIN follows with `s`'s jump
-    // table and FOLDED (another layout) with `t`'s: `end` never reads a
-    // table of another function, so the address is `tab`'s end in both.
+fn an_address_ending_an_array_and_starting_another_function_s_jump_table() {
+    // `end` forms one past `tab`, which PLAIN follows with `s`'s jump
+    // table and FOLDED (another layout) with `t`'s. Reading the word
+    // before it, `end` reads `tab` in both: the fold is proved.
     let (s, s_table) = absolute_switch("s", [1, 2]);
     let (t, t_table) = absolute_switch("t", [3, 4]);
     let array = ".globl tab\n.type tab,@object\ntab: .quad 7, 8\n.size tab, 16\n";
-    let end = function("end", "  mov $tab+16, %eax\n  ret");
     let calls = ["s", "t", "end"];
-    let plain = x86_program(
-        &format!("{s}{t}{end}.section .rodata\n{array}{s_table}{t_table}"),
-        &calls,
+    let build = |test: &str, body: &str| {
+        let end = function("end", body);
+        let plain = x86_program(
+            &format!("{s}{t}{end}.section .rodata\n{array}{s_table}{t_table}"),
+            &calls,
+        );
+        let folded = x86_program(
+            &format!("{s}{t}{end}.section .rodata\n{s_table}{array}{t_table}"),
+            &calls,
+        );
+        x86_pair(test, &plain, &folded, &["-no-pie"])
+    };
+    let (plain, folded) = build(
+        "array_end_before_a_table",
+        "  mov $tab+16, %eax\n  mov -8(%rax), %rax\n  ret",
     );
-    let folded = x86_program(
-        &format!("{s}{t}{end}.section .rodata\n{s_table}{array}{t_table}"),
-        &calls,
-    );
-    let (plain, folded) = x86_pair("array_end_before_a_table", &plain, &folded, &["-no-pie"]);
     assert_passes(&plain, &folded, Mode::All);
+    // Returned, the address may be read on either side (another
+    // function's table is data to this code): both must correspond, and
+    // the tables do not. Verify cannot prove this correct fold.
+    let (plain, folded) = build("array_end_returned", "  mov $tab+16, %eax\n  ret");
+    assert_caught(
+        &plain,
+        &folded,
+        Mode::All,
+        DifferenceKind::InstructionsDiffer,
+        "end",
+    );
 }
 
 #[test]
