@@ -21,8 +21,9 @@
 //!   with one of its family returning another place (the next array's
 //!   start, a twin's end, another index), as narrowing the end pointer to
 //!   the next object would (`merge`, mode all).
-//! - `jump-table`: a function of a family with a switch jumping through
-//!   another member's jump table (`table`, mode safe). Only x86-64 clang
+//! - `jump-table`: a function with a switch jumping through the jump table
+//!   of a variant of its family, or of another family's function, half
+//!   the time each where both exist (`table`, mode safe). Only x86-64 clang
 //!   with `-ffunction-sections` gives a table a section of its own that
 //!   relocations tie to its function (gcc puts tables in `.rodata`,
 //!   AArch64 tables hold offsets the assembler resolved), which is what icf
@@ -31,12 +32,14 @@
 //!   `main` prints, made a thunk to a twin aligned only as a jump needs
 //!   (`unaligned-thunk`, mode safe).
 //!
-//! The kind is the seed's (round robin over the kinds), or the next one
-//! the program offers a pair for; the pair is drawn from what the generator
-//! knows of its families ([`FamilyInfo`]) and from icf's JSON reports of
-//! the folded builds (near-duplicate groups, members kept apart). A plant
-//! icf refuses (the pair cannot be folded by its edits: a section shared
-//! with other code, a table icf does not know) is counted, not a finding.
+//! The kind is the seed's (round robin over the kinds), or when the
+//! program offers no pair for it another kind in an order the seed draws;
+//! the pair is drawn from what the generator knows of its families
+//! ([`FamilyInfo`]) and from icf's JSON reports of the folded builds
+//! (near-duplicate groups, members kept apart). A plant icf refuses (the
+//! pair cannot be folded by its edits: a section shared with other code, a
+//! table icf does not know, a function `--gc-sections` drops) is counted,
+//! not a finding.
 //!
 //! Main assumption: one planted link, run and verify per program keeps the
 //! campaign's cost within a third more than without it.
@@ -49,7 +52,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::generate::{
-    Arch, Compiler, FUNCTION_ADDRESS_PREFIX, FamilyInfo, FamilyKind, Program, Rng,
+    Arch, Compiler, FUNCTION_ADDRESS_PREFIX, FamilyInfo, FamilyKind, MemberInfo, Program, Rng,
 };
 use super::run::{self, Finding, FindingKind, ICF, Mode, Outcome, Plan, Run, Step, Tools};
 
@@ -190,12 +193,18 @@ impl Sources<'_> {
     }
 }
 
-/// The wrong fold to plant in the program of `seed`, if it offers any.
+/// The wrong fold to plant in the program of `seed`, if it offers any:
+/// of the seed's kind (round robin), else of another kind in an order the
+/// seed draws.
 pub fn pick(seed: u64, sources: &Sources<'_>) -> Option<Pick> {
     let mut rng = Rng::new(seed ^ 0x0b1a_57ed_f01d_0000);
-    let first = (seed % Kind::ALL.len() as u64) as usize;
-    (0..Kind::ALL.len())
-        .map(|offset| Kind::ALL[(first + offset) % Kind::ALL.len()])
+    let first = Kind::ALL[(seed % Kind::ALL.len() as u64) as usize];
+    let mut others: Vec<Kind> = Kind::ALL.into_iter().filter(|&k| k != first).collect();
+    for index in (1..others.len()).rev() {
+        others.swap(index, rng.below(index + 1));
+    }
+    std::iter::once(first)
+        .chain(others)
         .find_map(|kind| pick_kind(kind, sources, &mut rng))
 }
 
@@ -238,11 +247,14 @@ fn pick_kind(kind: Kind, sources: &Sources<'_>, rng: &mut Rng) -> Option<Pick> {
             if sources.arch != Some(Arch::X86_64) || !sources.clang {
                 return None;
             }
-            family_pairs(sources.families, true, |kept, member| {
-                kept.own_section && member.own_section && (kept.variant || member.variant)
-            })
+            let (within, across) = jump_table_pairs(sources.families);
+            match (within.is_empty(), across.is_empty()) {
+                (false, false) if rng.below(2) == 0 => within,
+                (false, true) => within,
+                _ => across,
+            }
         }
-        Kind::UnalignedThunk => family_pairs(sources.families, false, |kept, member| {
+        Kind::UnalignedThunk => family_pairs(sources.families, |kept, member| {
             member.own_section && member.align.is_some() && !kept.variant && !member.variant
         }),
     };
@@ -250,16 +262,16 @@ fn pick_kind(kind: Kind, sources: &Sources<'_>, rng: &mut Rng) -> Option<Pick> {
     Some(Pick { kind, kept, member })
 }
 
-/// Pairs of members of one template family (with a switch, or without)
-/// that `fits`, neither overridden.
+/// Pairs of members of one template family without a switch (a function
+/// with a jump table is entered past its start: no thunk) that `fits`,
+/// neither overridden.
 fn family_pairs(
     families: &[FamilyInfo],
-    switch: bool,
-    fits: impl Fn(&super::generate::MemberInfo, &super::generate::MemberInfo) -> bool,
+    fits: impl Fn(&MemberInfo, &MemberInfo) -> bool,
 ) -> Vec<(String, String)> {
     let mut pairs = Vec::new();
     for family in families {
-        if family.kind != (FamilyKind::Template { switch }) {
+        if family.kind != (FamilyKind::Template { switch: false }) {
             continue;
         }
         for kept in family.members.iter().filter(|m| !m.overridden) {
@@ -271,6 +283,31 @@ fn family_pairs(
         }
     }
     pairs
+}
+
+/// (kept, member) pairs of functions with a switch, both in sections of
+/// their own and neither overridden: of one family where one of them is a
+/// variant, and of two families.
+fn jump_table_pairs(families: &[FamilyInfo]) -> (Vec<(String, String)>, Vec<(String, String)>) {
+    let members: Vec<(usize, &MemberInfo)> = families
+        .iter()
+        .enumerate()
+        .filter(|(_, family)| family.kind == FamilyKind::Template { switch: true })
+        .flat_map(|(index, family)| family.members.iter().map(move |member| (index, member)))
+        .filter(|(_, member)| member.own_section && !member.overridden)
+        .collect();
+    let (mut within, mut across) = (Vec::new(), Vec::new());
+    for &(kept_family, kept) in &members {
+        for &(member_family, member) in &members {
+            let pair = (kept.name.clone(), member.name.clone());
+            if kept_family != member_family {
+                across.push(pair);
+            } else if kept.name != member.name && (kept.variant || member.variant) {
+                within.push(pair);
+            }
+        }
+    }
+    (within, across)
 }
 
 /// (kept, member) pairs of pointer families where the member returns one
@@ -559,7 +596,6 @@ impl Counts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fuzz::generate::MemberInfo;
 
     fn member(name: &str, place: Option<(&str, usize, bool)>) -> MemberInfo {
         MemberInfo {
@@ -649,13 +685,68 @@ mod tests {
             pick(1, &sources).map(|p| p.argument()),
             Some("alias:f0_0=f0_1".into())
         );
-        // No pointer family, no switch: the thunk of the aligned member.
-        for seed in [2, 3, 4] {
-            assert_eq!(
-                pick(seed, &sources).map(|p| p.argument()),
-                Some("unaligned-thunk:f0_1=f0_0".into())
+        assert_eq!(
+            pick(4, &sources).map(|p| p.argument()),
+            Some("unaligned-thunk:f0_1=f0_0".into())
+        );
+        // No pointer family, no switch: another kind the program offers.
+        for seed in [2, 3, 7, 8, 12, 13] {
+            let kind = pick(seed, &sources).map(|p| p.kind);
+            assert!(
+                matches!(
+                    kind,
+                    Some(Kind::NearDuplicate | Kind::Significant | Kind::UnalignedThunk)
+                ),
+                "seed {seed}: {kind:?}"
             );
         }
+        let only_thunks = Sources {
+            near_duplicates: Vec::new(),
+            kept_apart: Vec::new(),
+            ..sources
+        };
+        assert!(
+            (0..10)
+                .all(|seed| pick(seed, &only_thunks).map(|p| p.kind) == Some(Kind::UnalignedThunk))
+        );
+        assert_eq!(pick(0, &Sources::default()), None);
+    }
+
+    #[test]
+    fn jump_tables_come_from_a_variant_of_the_family_or_another_family() {
+        let switch = |members: Vec<MemberInfo>| FamilyInfo {
+            kind: FamilyKind::Template { switch: true },
+            members,
+        };
+        let families = [
+            switch(vec![
+                member("f0_0", None),
+                member("f0_1", None),
+                MemberInfo {
+                    variant: true,
+                    ..member("f0_2", None)
+                },
+            ]),
+            switch(vec![MemberInfo {
+                own_section: false,
+                ..member("f1_0", None)
+            }]),
+            switch(vec![member("f2_0", None)]),
+        ];
+        let (within, across) = jump_table_pairs(&families);
+        let names = |pairs: &[(String, String)]| -> Vec<String> {
+            pairs.iter().map(|(k, m)| format!("{k}={m}")).collect()
+        };
+        assert_eq!(
+            names(&within),
+            ["f0_0=f0_2", "f0_1=f0_2", "f0_2=f0_0", "f0_2=f0_1"]
+        );
+        assert_eq!(across.len(), 6);
+        assert!(
+            names(&across)
+                .iter()
+                .all(|pair| pair.contains("f2_0") && !pair.contains("f1_0"))
+        );
     }
 
     #[test]
