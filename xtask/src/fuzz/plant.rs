@@ -56,6 +56,9 @@ use super::generate::{
 };
 use super::run::{self, Finding, FindingKind, ICF, Mode, Outcome, Plan, Run, Step, Tools};
 
+/// (kept, member) pairs of function names.
+type Pairs = Vec<(String, String)>;
+
 /// The binary a planted build writes.
 const PLANTED: &str = "planted";
 
@@ -288,7 +291,7 @@ fn family_pairs(
 /// (kept, member) pairs of functions with a switch, both in sections of
 /// their own and neither overridden: of one family where one of them is a
 /// variant, and of two families.
-fn jump_table_pairs(families: &[FamilyInfo]) -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn jump_table_pairs(families: &[FamilyInfo]) -> (Pairs, Pairs) {
     let members: Vec<(usize, &MemberInfo)> = families
         .iter()
         .enumerate()
