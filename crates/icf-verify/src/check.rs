@@ -846,6 +846,29 @@ impl<'a> Checker<'a> {
             Use::VtableSlot => !function,
             Use::Call | Use::Jump | Use::Access | Use::Deref => false,
         };
+        // A program may rely on the alignment a function is declared
+        // with (`aligned(N)`), and see it in any address it takes, in
+        // every mode (mode all gives up distinct addresses, not that).
+        if function
+            && check.use_ == Use::Address
+            && let Ok(found) = self
+                .plain
+                .declared_alignments
+                .binary_search_by_key(&plain, |&(address, _)| address)
+        {
+            let alignment = self.plain.declared_alignments[found].1;
+            if folded % alignment != 0 {
+                return Err(self.fail(
+                    check,
+                    DifferenceKind::AlignmentLost,
+                    format!(
+                        "{} is declared aligned to {alignment} and its address is observed, but {} is not",
+                        self.plain.describe(plain),
+                        self.folded.describe(folded)
+                    ),
+                ));
+            }
+        }
         if !observed {
             return Ok(());
         }

@@ -31,6 +31,10 @@ pub(crate) struct Prototypes {
     /// enumeration of at most 8 bytes: in the first integer register,
     /// which a call to them therefore writes, sorted.
     pub integer_returns: Vec<u64>,
+    /// (entry address, bytes) of the functions declared with an alignment
+    /// (`DW_AT_alignment`: GCC writes it for `aligned(N)`; clang does not),
+    /// sorted.
+    pub declared_alignments: Vec<(u64, u64)>,
 }
 
 /// The prototypes `image`'s DWARF gives (none without `.debug_info`).
@@ -77,6 +81,13 @@ pub(crate) fn prototypes(image: &Image) -> Prototypes {
             if returns_integer(&unit, entry) {
                 found.integer_returns.push(low_pc);
             }
+            if let Some(alignment) = entry
+                .attr_value(constants::DW_AT_alignment)
+                .and_then(|value| value.udata_value())
+                .filter(|a| a.is_power_of_two())
+            {
+                found.declared_alignments.push((low_pc, alignment));
+            }
             // A value returned in memory comes back through a pointer the
             // caller passes: in the first argument register on x86-64
             // (the parameters move up one), in x8 on AArch64 (counted
@@ -94,6 +105,8 @@ pub(crate) fn prototypes(image: &Image) -> Prototypes {
     found.integer_returns.sort_unstable();
     found.integer_returns.dedup();
     found.argument_registers.sort_unstable();
+    found.declared_alignments.sort_unstable();
+    found.declared_alignments.dedup();
     // An address two prototypes claim says nothing.
     let claimed_twice: Vec<u64> = found
         .argument_registers

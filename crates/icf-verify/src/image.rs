@@ -318,6 +318,9 @@ pub(crate) struct Image {
     /// (entry address, how many argument registers the function reads),
     /// sorted, where its DWARF prototype says (`dwarf.rs`).
     pub argument_registers: Vec<(u64, u8)>,
+    /// (entry address, bytes) of functions whose DWARF declares an
+    /// alignment, sorted (`dwarf.rs`).
+    pub declared_alignments: Vec<(u64, u64)>,
     /// Every non-code address an instruction references (x86-64: a reached
     /// one; AArch64: one in a function), sorted: where a piece of unnamed
     /// data (a table, a constant, a string) starts.
@@ -583,6 +586,7 @@ impl Image {
             single_register_returns: Vec::new(),
             integer_returns: Vec::new(),
             argument_registers: Vec::new(),
+            declared_alignments: Vec::new(),
             erratum_patches,
             bindings_kept,
             pointer_places,

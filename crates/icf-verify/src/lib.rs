@@ -290,6 +290,7 @@ fn read_image(path: &Path) -> Result<image::Image, Error> {
     image.single_register_returns = prototypes.single_register_returns;
     image.integer_returns = prototypes.integer_returns;
     image.argument_registers = prototypes.argument_registers;
+    image.declared_alignments = prototypes.declared_alignments;
     let mut code_references = Vec::new();
     if image.arch == Arch::X86_64 {
         let reached = reach::reach(&image);

@@ -82,6 +82,9 @@ pub enum DifferenceKind {
     /// Addresses PLAIN keeps distinct and observes are one in FOLDED (or
     /// one observed address became two).
     SignificantAddressesMerged,
+    /// An observed function address lost the alignment its declaration
+    /// asks for (`__attribute__((aligned(N)))`, from DWARF).
+    AlignmentLost,
 }
 
 /// One place on the way to a difference, in both images.
@@ -173,6 +176,7 @@ impl fmt::Display for DifferenceKind {
             DifferenceKind::TargetsDiffer => "targets do not correspond",
             DifferenceKind::DataDiffers => "data differs",
             DifferenceKind::SignificantAddressesMerged => "significant addresses merged",
+            DifferenceKind::AlignmentLost => "declared alignment lost",
         })
     }
 }
