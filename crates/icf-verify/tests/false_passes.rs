@@ -120,7 +120,6 @@ fn wrong_folds_an_earlier_verify_proved_are_rejected() {
             let options = VerifyOptions {
                 mode,
                 assume_odr,
-                ..VerifyOptions::default()
             };
             let outcome = verify(&plain, &folded, &options).expect("both images are valid");
             if outcome.passed() {
