@@ -545,6 +545,22 @@ impl<'a> Checker<'a> {
     /// Whether FOLDED's target stands for one of `plain_places`, PLAIN's
     /// interpretations of its target.
     fn check_places(&mut self, check: &TargetCheck, plain_places: &[Place]) -> Result<(), Failure> {
+        // Several symbols holding the target (one object overlapping
+        // another, `A` and `A_hi = A + 8`) are several extents the code may
+        // read: each must correspond, not just one.
+        let holding: Vec<Place> = plain_places
+            .iter()
+            .filter(|place| {
+                matches!(**place, Place::Symbol(id, offset) if !self.plain.symbol(id).ends_at_offset(offset))
+            })
+            .cloned()
+            .collect();
+        if holding.len() > 1 {
+            for place in holding {
+                self.check_places(check, std::slice::from_ref(&place))?;
+            }
+            return Ok(());
+        }
         // The same symbol at the same offset.
         for place in plain_places {
             if let Place::Symbol(id, offset) = *place
@@ -755,11 +771,38 @@ impl<'a> Checker<'a> {
                     None => Ok(None),
                 }
             }
-            // The fold changes a section's size, not which section ends.
+            // The fold changes a section's size, not which section ends;
+            // code may read back from the end (`__stop_foo[-1]`), so the
+            // last piece of a data section, from the last symbol holding
+            // its last byte (else from its start), must be the same.
             (Place::SectionEnd(p), Place::SectionEnd(f))
                 if self.plain.sections[*p].name == self.folded.sections[*f].name =>
             {
-                Ok(None)
+                let (ps, fs) = (&self.plain.sections[*p], &self.folded.sections[*f]);
+                if ps.executable {
+                    return Ok(None);
+                }
+                let (plain_end, folded_end) = (ps.address + ps.size, fs.address + fs.size);
+                let last = self
+                    .plain
+                    .symbols_around(plain_end - 1)
+                    .0
+                    .iter()
+                    .map(|&id| self.plain.symbol(id).address)
+                    .max()
+                    .unwrap_or(ps.address)
+                    .max(ps.address);
+                let len = plain_end - last;
+                let Some(folded_start) = folded_end
+                    .checked_sub(len)
+                    .filter(|&start| start >= fs.address)
+                else {
+                    return differ("the section's last piece is longer than FOLDED's section");
+                };
+                match self.compare_data(check, last, folded_start, len) {
+                    Some(reason) => Ok(Some((DifferenceKind::DataDiffers, reason))),
+                    None => Ok(None),
+                }
             }
             (Place::Outside(a), Place::Outside(b)) if a == b => Ok(None),
             _ => differ("they are different kinds of places"),
@@ -1313,6 +1356,14 @@ impl<'a> Checker<'a> {
                 }
             }
             i += 1;
+        }
+        // What follows the relocated entries up to the piece's end is data
+        // the same code may read (a length beside an offset): bytes.
+        let rest = plain_end.saturating_sub(p + 4 * i);
+        if rest > 0
+            && let Some(reason) = self.compare_data(check, p + 4 * i, f + 4 * i, rest)
+        {
+            return Some(Some(reason));
         }
         self.queue_words(check, entries, Use::Address, check.functions);
         Some(None)

@@ -117,10 +117,7 @@ fn wrong_folds_an_earlier_verify_proved_are_rejected() {
             .is_some_and(|options| options.contains("--assume-odr"));
         let mut verified = Vec::new();
         for mode in [Mode::Safe, Mode::All] {
-            let options = VerifyOptions {
-                mode,
-                assume_odr,
-            };
+            let options = VerifyOptions { mode, assume_odr };
             let outcome = verify(&plain, &folded, &options).expect("both images are valid");
             if outcome.passed() {
                 verified.push(format!("{mode:?}: {}", outcome.stats));
