@@ -1540,17 +1540,10 @@ impl<'a> Checker<'a> {
                 }
                 let plain_target = entry(self.plain, p, count);
                 let folded_target = entry(self.folded, f, count);
-                // A case the compiler knows unreachable jumps to the
-                // function's end, in both.
-                if exact.is_some()
-                    && plain_target == Some(plain_fn.end)
-                    && folded_target == Some(folded_fn.end)
-                {
-                    count += 1;
-                    continue;
-                }
                 // In a table of known size, a case outside the function
-                // (GCC's `f.cold` part) is a jump there, in both.
+                // (GCC's `f.cold` part; the function's end, where a case
+                // the compiler knows unreachable goes) is a jump there, in
+                // both: whatever runs there must correspond.
                 if exact.is_some()
                     && let (Some(a), Some(b)) = (plain_target, folded_target)
                     && !plain_fn.contains(a)
@@ -1579,6 +1572,22 @@ impl<'a> Checker<'a> {
                 count += 1;
             }
             if count > 0 {
+                // Without an exact bound the entries recognized may not be
+                // all (a case jumping out of the function ends them): the
+                // rest of the piece is compared as bytes.
+                if exact.is_none() {
+                    let at = p + width * count;
+                    let to_section_end = self
+                        .plain
+                        .bytes_to_section_end(at)
+                        .map_or(0, |bytes| bytes.len() as u64);
+                    let rest = table_end.saturating_sub(at).min(to_section_end);
+                    if rest > 0
+                        && let Some(reason) = self.compare_data(check, at, f + width * count, rest)
+                    {
+                        return Some(Some(reason));
+                    }
+                }
                 self.queue_words(check, outside, Use::Jump, None);
                 return Some(None);
             }
