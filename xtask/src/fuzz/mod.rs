@@ -497,8 +497,15 @@ impl Summary {
             total.differs += counts.differs;
             total.rejected += counts.rejected;
             total.false_passes += counts.false_passes;
+            total.seconds += counts.seconds;
         }
         print_counts("all", &total);
+        let work: f64 = self.buckets.values().map(|bucket| bucket.seconds).sum();
+        println!(
+            "  the planted builds took {:.0} s of work, {:.0}% of the campaign's",
+            total.seconds,
+            100.0 * total.seconds / work.max(1e-9)
+        );
     }
 }
 

@@ -140,6 +140,8 @@ pub struct Ran {
 pub struct Planted {
     pub pick: Pick,
     pub result: Result<Ran, String>,
+    /// Time spent linking, running and verifying it.
+    pub seconds: f64,
 }
 
 impl Planted {
@@ -453,6 +455,7 @@ pub(super) fn check(
     let Some(pick) = pick(program.seed, &sources) else {
         return Ok(());
     };
+    let started = std::time::Instant::now();
     let mode = pick.kind.mode();
     let output = run::execute(&link_step(plan, &pick), dir, tools)?;
     if !output.status.success() {
@@ -460,6 +463,7 @@ pub(super) fn check(
         outcome.plant = Some(Planted {
             pick,
             result: Err(reason),
+            seconds: started.elapsed().as_secs_f64(),
         });
         return Ok(());
     }
@@ -503,6 +507,7 @@ pub(super) fn check(
     outcome.plant = Some(Planted {
         pick,
         result: Ok(Ran { differs, verified }),
+        seconds: started.elapsed().as_secs_f64(),
     });
     Ok(())
 }
@@ -579,11 +584,14 @@ pub struct Counts {
     pub rejected: u64,
     /// Behaving differently and verified.
     pub false_passes: u64,
+    /// Time spent on the planted builds.
+    pub seconds: f64,
 }
 
 impl Counts {
     pub fn add(&mut self, planted: &Planted) {
         self.picked += 1;
+        self.seconds += planted.seconds;
         match planted.result {
             Err(_) => self.refused += 1,
             Ok(ran) => {
