@@ -31,6 +31,16 @@ fn decode_word(decoder: &InstDecoder, word: [u8; 4]) -> Option<Instruction> {
     decoder.decode(&mut reader).ok()
 }
 
+/// `bytes` (loaded at a word boundary) decoded word by word as they are,
+/// PC-relative fields included; `None` where a word does not decode.
+pub(crate) fn raw_words(bytes: &[u8]) -> Vec<Option<Instruction>> {
+    let decoder = InstDecoder::default();
+    bytes
+        .chunks_exact(4)
+        .map(|c| decode_word(&decoder, [c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 /// An `adrp` whose register may still be completed by an `add`/load/store.
 struct OpenPage {
     register: u16,

@@ -742,6 +742,112 @@ fn bound(
     None
 }
 
+/// How many bytes of the table whose address the instruction at word
+/// `at` of `raw` (loaded at `start`) completes (`add xT, xT, :lo12:T`) the
+/// code may read: an indexed load through `xT` (`ldrb`, `ldrh`, `ldr w`,
+/// signed or not) within a few straight-line words, at an index an exact
+/// range check bounds (`cmp wI, #n; b.hi`), nothing branching between the
+/// check and the load. `None` when not so recognized.
+pub(crate) fn table_length(raw: &[Option<Instruction>], start: u64, at: usize) -> Option<u64> {
+    let completing = raw.get(at)?.as_ref()?;
+    let table = destination(completing)?;
+    let entered = branch_targets(raw, start);
+    for load_at in at + 1..(at + 4).min(raw.len()) {
+        let load = raw[load_at].as_ref()?;
+        let width = match (load.opcode, load.operands[0]) {
+            (Opcode::LDRB | Opcode::LDRSB, _) => 1,
+            (Opcode::LDRH | Opcode::LDRSH, _) => 2,
+            (Opcode::LDRSW, _) | (Opcode::LDR, Operand::Register(SizeCode::W, _)) => 4,
+            _ => {
+                if ends_path(load.opcode) || written_registers(load).contains(&table) {
+                    return None;
+                }
+                continue;
+            }
+        };
+        let Operand::RegRegOffset(base, index, _, _, _) = load.operands[1] else {
+            return None;
+        };
+        if base != table || (at + 1..=load_at).any(|k| entered[k]) {
+            return None;
+        }
+        let (count, exact) = bound(raw, &entered, load_at, index)
+            .or_else(|| taken_bound(raw, &entered, start, load_at, index))?;
+        return exact.then_some(count * width);
+    }
+    None
+}
+
+/// The bound a `cmp wI, #n; b.ls` (n + 1 entries) or `b.lo` (n) puts on
+/// the index at its taken edge, when that edge is the only way into the
+/// straight run holding the load at word `at`: the run starts at the
+/// branch's target, nothing falls into it, nothing else branches there,
+/// and nothing in it writes the index.
+fn taken_bound(
+    raw: &[Option<Instruction>],
+    entered: &[bool],
+    start: u64,
+    at: usize,
+    index: u16,
+) -> Option<(u64, bool)> {
+    let mut first = at;
+    while !entered[first] {
+        let previous = raw.get(first.checked_sub(1)?)?.as_ref()?;
+        if is_branch(previous.opcode)
+            || ends_path(previous.opcode)
+            || written_registers(previous).contains(&index)
+        {
+            return None;
+        }
+        first -= 1;
+    }
+    // Nothing falls into the run from the word before it.
+    if first > 0 && raw[first - 1].as_ref().is_none_or(|p| !ends_path(p.opcode)) {
+        return None;
+    }
+    let mut sources = raw.iter().enumerate().filter(|(j, instr)| {
+        instr.as_ref().is_some_and(|instr| {
+            is_branch(instr.opcode) && branch_target(instr, *j, raw.len(), start) == Some(first)
+        })
+    });
+    let (j, branch) = sources.next()?;
+    if sources.next().is_some() || j == 0 || entered[j] {
+        return None;
+    }
+    let (Some(branch), Some(cmp)) = (branch.as_ref(), raw[j - 1].as_ref()) else {
+        return None;
+    };
+    let compared = match (cmp.opcode, cmp.operands) {
+        (
+            Opcode::SUBS,
+            [
+                Operand::Register(_, 31),
+                Operand::Register(SizeCode::W, r) | Operand::RegisterOrSP(SizeCode::W, r),
+                Operand::Immediate(n),
+                _,
+            ],
+        ) if r == index => u64::from(n),
+        _ => return None,
+    };
+    let count = match branch.opcode {
+        Opcode::Bcc(LS) => compared + 1,
+        Opcode::Bcc(LO) => compared,
+        _ => return None,
+    };
+    (count <= MAX_TABLE_ENTRIES).then_some((count, true))
+}
+
+fn is_branch(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::B | Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ
+    )
+}
+
+/// Condition codes: unsigned lower or same, and lower.
+const LS: u8 = 9;
+const LO: u8 = 3;
+
 /// Condition codes: unsigned higher, and higher or same.
 const HI: u8 = 8;
 const HS: u8 = 2;

@@ -19,6 +19,7 @@ use crate::decode;
 use crate::image::{self, Image, SectionRole, Symbol, SymbolId, SymbolKind};
 use crate::x86_table;
 use crate::{Difference, DifferenceKind, Location, Mode, Site, Stats, VerifyOptions};
+use crate::{aarch64, aarch64_flow};
 
 /// A range of code: a function's extent, or an unnamed run of code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1269,6 +1270,10 @@ impl<'a> Checker<'a> {
         if limit != u64::MAX {
             return self.compare_data(check, p, f, limit.min(bytes.len() as u64));
         }
+        // So does an AArch64 table indexed under an exact range check.
+        if let Some(len) = self.aarch64_table_length(check) {
+            return self.compare_data(check, p, f, len.min(bytes.len() as u64));
+        }
         // Otherwise what the code reads is unknown: at least PLAIN's piece,
         // up to its next symbol, label, referenced place or relocated
         // offset (FOLDED must hold the same bytes there, whatever bounds
@@ -1304,6 +1309,22 @@ impl<'a> Checker<'a> {
             to_bound
         };
         self.compare_data(check, p, f, len)
+    }
+
+    /// AArch64: how many bytes of the table the code at PLAIN's site reads,
+    /// when an exact range check bounds its index
+    /// (`aarch64_flow::table_length`).
+    fn aarch64_table_length(&self, check: &TargetCheck) -> Option<u64> {
+        let (function, _) = check.functions?;
+        if self.plain.arch != image::Arch::Aarch64 {
+            return None;
+        }
+        let raw = aarch64::raw_words(
+            self.plain
+                .bytes(function.start, function.end - function.start)?,
+        );
+        let at = usize::try_from(check.plain_site.checked_sub(function.start)? / 4).ok()?;
+        aarch64_flow::table_length(&raw, function.start, at)
     }
 
     /// A table of 4-byte offsets from its own start that a `-q` link kept
