@@ -1276,9 +1276,23 @@ impl<'a> Checker<'a> {
         }
         // Otherwise what the code reads is unknown: at least PLAIN's piece,
         // up to its next symbol, label, referenced place or relocated
-        // offset (FOLDED must hold the same bytes there, whatever bounds
-        // its own layout has).
-        let end = self.plain.data_end(p).min(self.plain.next_offset_place(p));
+        // offset, or the end of the object holding it (FOLDED must hold
+        // the same bytes there, whatever bounds its own layout has).
+        let object_end = self
+            .plain
+            .symbols_around(p)
+            .0
+            .iter()
+            .map(|&id| self.plain.symbol(id))
+            .filter(|s| s.kind == SymbolKind::Object && s.size > 0)
+            .map(|s| s.end())
+            .min()
+            .unwrap_or(u64::MAX);
+        let end = self
+            .plain
+            .data_end(p)
+            .min(self.plain.next_offset_place(p))
+            .min(object_end);
         let to_bound = (end - p).min(bytes.len() as u64);
         // Rust code passes a string's length with its address (`&str`): its
         // bytes need no NUL and are packed back to back, so the piece is
@@ -1561,14 +1575,16 @@ impl<'a> Checker<'a> {
                 }
                 let plain_target = entry(self.plain, p, count);
                 let folded_target = entry(self.folded, f, count);
-                // In a table of known size, a case outside the function
-                // (GCC's `f.cold` part; the function's end, where a case
-                // the compiler knows unreachable goes) is a jump there, in
-                // both: whatever runs there must correspond.
-                if exact.is_some()
-                    && let (Some(a), Some(b)) = (plain_target, folded_target)
+                // A case outside the function (GCC's `f.cold` part; a tail
+                // jump to another function; the function's end, where a
+                // case the compiler knows unreachable goes) is a jump
+                // there, in both: whatever runs there must correspond.
+                // Without a known size, only where it lands in code (an
+                // entry landing nowhere ends the table).
+                if let (Some(a), Some(b)) = (plain_target, folded_target)
                     && !plain_fn.contains(a)
                     && !folded_fn.contains(b)
+                    && (exact.is_some() || (self.plain.is_code(a) && self.folded.is_code(b)))
                 {
                     outside.push((a, b, p + width * count, f + width * count));
                     count += 1;
@@ -1593,22 +1609,6 @@ impl<'a> Checker<'a> {
                 count += 1;
             }
             if count > 0 {
-                // Without an exact bound the entries recognized may not be
-                // all (a case jumping out of the function ends them): the
-                // rest of the piece is compared as bytes.
-                if exact.is_none() {
-                    let at = p + width * count;
-                    let to_section_end = self
-                        .plain
-                        .bytes_to_section_end(at)
-                        .map_or(0, |bytes| bytes.len() as u64);
-                    let rest = table_end.saturating_sub(at).min(to_section_end);
-                    if rest > 0
-                        && let Some(reason) = self.compare_data(check, at, f + width * count, rest)
-                    {
-                        return Some(Some(reason));
-                    }
-                }
                 self.queue_words(check, outside, Use::Jump, None);
                 return Some(None);
             }
