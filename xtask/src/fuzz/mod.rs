@@ -484,8 +484,15 @@ impl Summary {
     fn print_plants(&self) {
         println!("  planted wrong folds (icf verify must reject each that behaves differently):");
         println!(
-            "  {:<16} {:>6} {:>7} {:>7} {:>8} {:>8} {:>12}",
-            "kind", "picked", "refused", "planted", "differs", "rejected", "false passes"
+            "  {:<16} {:>6} {:>7} {:>7} {:>8} {:>8} {:>12} {:>12}",
+            "kind",
+            "picked",
+            "refused",
+            "planted",
+            "differs",
+            "rejected",
+            "of them (1)",
+            "false passes"
         );
         let mut total = plant::Counts::default();
         for kind in plant::Kind::ALL {
@@ -496,10 +503,14 @@ impl Summary {
             total.planted += counts.planted;
             total.differs += counts.differs;
             total.rejected += counts.rejected;
+            total.regular_unproved += counts.regular_unproved;
             total.false_passes += counts.false_passes;
             total.seconds += counts.seconds;
         }
         print_counts("all", &total);
+        println!(
+            "  (1) rejections in programs whose regular folded build of that mode had a finding too"
+        );
         let work: f64 = self.buckets.values().map(|bucket| bucket.seconds).sum();
         println!(
             "  the planted builds took {:.0} s of work, {:.0}% of the campaign's",
@@ -511,13 +522,14 @@ impl Summary {
 
 fn print_counts(name: &str, counts: &plant::Counts) {
     println!(
-        "  {:<16} {:>6} {:>7} {:>7} {:>8} {:>8} {:>12}",
+        "  {:<16} {:>6} {:>7} {:>7} {:>8} {:>8} {:>12} {:>12}",
         name,
         counts.picked,
         counts.refused,
         counts.planted,
         counts.differs,
         counts.rejected,
+        counts.regular_unproved,
         counts.false_passes
     );
 }

@@ -132,6 +132,10 @@ pub struct Ran {
     pub differs: bool,
     /// `icf verify PLAIN PLANTED` passed.
     pub verified: bool,
+    /// The program's regular folded build of the same mode had a finding
+    /// (most often a fold verify cannot prove): a rejection of the planted
+    /// build may then not be the plant's.
+    pub regular_unproved: bool,
 }
 
 /// A planted fold and what came of it: `Err` with icf's reason when the
@@ -457,6 +461,7 @@ pub(super) fn check(
     };
     let started = std::time::Instant::now();
     let mode = pick.kind.mode();
+    let regular_unproved = outcome.findings.iter().any(|finding| finding.mode == mode);
     let output = run::execute(&link_step(plan, &pick), dir, tools)?;
     if !output.status.success() {
         let reason = run::tail(&output.stderr, 2);
@@ -506,7 +511,11 @@ pub(super) fn check(
     }
     outcome.plant = Some(Planted {
         pick,
-        result: Ok(Ran { differs, verified }),
+        result: Ok(Ran {
+            differs,
+            verified,
+            regular_unproved,
+        }),
         seconds: started.elapsed().as_secs_f64(),
     });
     Ok(())
@@ -582,6 +591,9 @@ pub struct Counts {
     pub differs: u64,
     /// Of those planted, the ones `icf verify` rejected.
     pub rejected: u64,
+    /// Of those rejected, the ones whose program's regular folded build
+    /// had a finding too (verify may have rejected another fold).
+    pub regular_unproved: u64,
     /// Behaving differently and verified.
     pub false_passes: u64,
     /// Time spent on the planted builds.
@@ -598,6 +610,7 @@ impl Counts {
                 self.planted += 1;
                 self.differs += u64::from(ran.differs);
                 self.rejected += u64::from(!ran.verified);
+                self.regular_unproved += u64::from(!ran.verified && ran.regular_unproved);
                 self.false_passes += u64::from(ran.differs && ran.verified);
             }
         }
