@@ -240,6 +240,10 @@ pub(crate) struct EmittedReloc {
     /// The named symbol when it is a function or object we know (not a
     /// section symbol): the owner of the reference.
     pub symbol: Option<SymbolId>,
+    /// The relocation names a section symbol: an assembler writes one for
+    /// a reference to a local label or object (`.LC0`, `.rodata+16`),
+    /// never for one naming a global symbol.
+    pub section_symbol: bool,
     /// `S + A`.
     pub value: u64,
 }
@@ -1539,6 +1543,7 @@ impl Relocations {
                 EmittedReloc {
                     r_type: rela.r_type(endian, false).0,
                     symbol,
+                    section_symbol: symbols.section_symbol_address.contains_key(&symbol_index),
                     value: base.wrapping_add(addend as u64),
                 },
             );

@@ -14,7 +14,7 @@ use iced_x86::{
 
 use crate::code::{Decoded, Key, Operand, Reach, Reference, Use, X86Key};
 use crate::image::{Image, is_absolute_address, x86_field_size};
-use crate::x86_escape::{Body, Scan, address_reach};
+use crate::x86_escape::{Body, Scan, address_reach, non_negative_at};
 
 impl X86Key {
     pub(crate) fn falls_through(&self) -> bool {
@@ -145,6 +145,23 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
         let Some(Some(instruction)) = body.instructions.get(at).copied() else {
             continue;
         };
+        // An array indexed at its absolute address (`-fno-pic`:
+        // `mov tab(,%rcx,4),%eax`) by an index known non-negative reads
+        // forward from the address.
+        let memory = instruction.mnemonic() != Mnemonic::Lea
+            && (0..instruction.op_count()).any(|i| instruction.op_kind(i) == OpKind::Memory);
+        if memory
+            && instruction.memory_base() == Register::None
+            && instruction.memory_index() != Register::None
+            && non_negative_at(&scan, at, instruction.memory_index())
+        {
+            let table = instruction.memory_displacement64();
+            for reference in &mut decoded.refs {
+                if reference.address == table && reference.use_ == Use::Access {
+                    reference.reach = Reach::Forward;
+                }
+            }
+        }
         if instruction.op_count() != 2 || instruction.op0_kind() != OpKind::Register {
             continue;
         }

@@ -531,6 +531,13 @@ fn step(
     Some(held)
 }
 
+/// Whether `register` holds a value below 2^63 when the instruction at
+/// `at` of the scanned body runs (see [`non_negative_before`]).
+pub(crate) fn non_negative_at(scan: &Scan, at: usize, register: Register) -> bool {
+    let mut factory = InstructionInfoFactory::new();
+    non_negative_before(scan, at, &mut factory).holds(register)
+}
+
 /// How many straight-line instructions before the `lea` are searched for
 /// the last write of an index register.
 const LOOK_BACK: usize = 8;
