@@ -30,7 +30,10 @@
 //!   knows as the function's table and can move.
 //! - `unaligned-thunk`: a member declared `aligned(N)`, whose alignment
 //!   `main` prints, made a thunk to a twin aligned only as a jump needs
-//!   (`unaligned-thunk`, mode safe).
+//!   (`unaligned-thunk`, mode safe). Only in gcc builds with `-g`: a linked
+//!   image keeps a function's declared alignment nowhere but in gcc's
+//!   `DW_AT_alignment` (clang writes none), so there alone can `icf
+//!   verify` tell a lost alignment from a chance one.
 //!
 //! The kind is the seed's (round robin over the kinds), or when the
 //! program offers no pair for it another kind in an order the seed draws;
@@ -172,6 +175,10 @@ impl Planted {
 pub struct Sources<'a> {
     pub arch: Option<Arch>,
     pub clang: bool,
+    /// The build records each function's declared alignment in DWARF
+    /// (gcc with `-g`: `DW_AT_alignment`), which is all `icf verify` can
+    /// know of it in a linked image.
+    pub alignment_in_dwarf: bool,
     pub families: &'a [FamilyInfo],
     /// Functions the program defines: whether each has a section of its
     /// own ([`Program::own_sections`]).
@@ -263,6 +270,7 @@ fn pick_kind(kind: Kind, sources: &Sources<'_>, rng: &mut Rng) -> Option<Pick> {
                 _ => across,
             }
         }
+        Kind::UnalignedThunk if !sources.alignment_in_dwarf => return None,
         Kind::UnalignedThunk => family_pairs(sources.families, |kept, member| {
             member.own_section && member.align.is_some() && !kept.variant && !member.variant
         }),
@@ -447,6 +455,8 @@ pub(super) fn check(
     let sources = Sources {
         arch: Some(program.config.arch),
         clang: program.config.compiler == Compiler::Clang,
+        alignment_in_dwarf: program.config.compiler != Compiler::Clang
+            && program.config.extra_cflags.iter().any(|flag| flag == "-g"),
         families: &program.family_info,
         own_sections: Some(&program.own_sections),
         near_duplicates: all
@@ -692,6 +702,7 @@ mod tests {
         let sources = Sources {
             arch: Some(Arch::X86_64),
             clang: true,
+            alignment_in_dwarf: true,
             families: &families,
             own_sections: Some(&sections),
             near_duplicates: vec![
