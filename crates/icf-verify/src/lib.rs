@@ -103,8 +103,10 @@
 //!   definition). An x86-64 load from a GOT slot the link fixed, `lea
 //!   sym(%rip)` and `mov $sym` are one instruction (linkers relax one into
 //!   another by the symbol they bind), and a RIP-relative access compares
-//!   only the bytes it reads. An address that ends an object and starts
-//!   another function's jump table is that end.
+//!   only the bytes it reads (`bt`, `bts`, `btr`, `btc` with a register
+//!   bit offset may read any, before or after the address). An address
+//!   that ends an object and starts another function's jump table is that
+//!   end.
 //! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
 //!   symbol a relocation names is the preferred owner of a target (so a
 //!   one-past-the-end pointer belongs to its array, not to the next one),

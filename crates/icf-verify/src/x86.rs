@@ -397,18 +397,19 @@ fn normalize(
                 };
                 let displacement = if instr.is_ip_rel_memory_operand() {
                     // No register offsets a RIP-relative operand: an access
-                    // reads or writes exactly the operand's bytes.
-                    let width = if use_ == Use::Access {
-                        instr.memory_size().size() as u64
-                    } else {
-                        0
-                    };
+                    // reads or writes exactly the operand's bytes, unless
+                    // a register bit offset moves it (`bt %edi, T(%rip)`).
+                    let exact = use_ == Use::Access && !accesses_beyond_operand(instr);
                     refs.push(Reference {
                         address: instr.ip_rel_memory_address(),
                         use_,
                         field: displacement_field,
-                        width,
-                        reach: if use_ == Use::Access {
+                        width: if exact {
+                            instr.memory_size().size() as u64
+                        } else {
+                            0
+                        },
+                        reach: if exact {
                             Reach::Forward
                         } else {
                             Reach::Unknown
@@ -480,6 +481,20 @@ fn normalize(
         return (address_key(register), vec![reference]);
     }
     (key, refs)
+}
+
+/// Whether `instr` may access memory outside its memory operand's bytes:
+/// `bt`, `bts`, `btr` and `btc` with a register bit offset address the bit
+/// string at the operand, the offset (signed, any size) selecting a byte
+/// anywhere before or after it. (An immediate offset is taken modulo the
+/// operand's width.)
+pub(crate) fn accesses_beyond_operand(instr: &Instruction) -> bool {
+    matches!(
+        instr.mnemonic(),
+        Mnemonic::Bt | Mnemonic::Bts | Mnemonic::Btr | Mnemonic::Btc
+    ) && instr.op_count() == 2
+        && instr.op0_kind() == OpKind::Memory
+        && instr.op1_kind() == OpKind::Register
 }
 
 /// The one key of every way to put an address in a register.

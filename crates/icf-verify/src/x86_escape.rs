@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use crate::code::Reach;
+use crate::x86::accesses_beyond_operand;
 
 /// Instructions visited over all paths before the scan gives up.
 const STEP_BUDGET: usize = 2048;
@@ -443,6 +444,8 @@ fn step(
     let index = instruction.memory_index().full_register();
     if memory && (holds(base) || holds(index)) {
         let at = match span_of(base) {
+            // A register bit offset reaches any byte, on either side.
+            _ if accesses_beyond_operand(instruction) => None,
             Some(span) if !holds(index) => Some(indexed(
                 span.plus(instruction.memory_displacement64() as i64),
                 index,
@@ -689,6 +692,16 @@ mod tests {
             reach("488d0d000000004883c1084883e9048b01c3"),
             Some(Reach::Forward)
         );
+    }
+
+    #[test]
+    fn a_register_bit_offset_reads_on_either_side() {
+        // lea t,%rcx; bt %edi,(%rcx); ret: the bit string starts at t,
+        // and %edi (signed) picks any byte before or after it.
+        assert_eq!(reach("488d0d000000000fa339c3"), Some(Reach::Unknown));
+        // lea t,%rcx; btl $3,(%rcx); ret: an immediate offset stays in
+        // the operand.
+        assert_eq!(reach("488d0d000000000fba2103c3"), Some(Reach::Forward));
     }
 
     #[test]
