@@ -162,8 +162,8 @@
 //!   A `lea` (x86-64), `adr` or `adrp`+`add` (AArch64) of data makes its
 //!   address a value only if the address escapes on some path through the
 //!   function: the scan follows both ways at every conditional branch and
-//!   around loops, and on x86-64 into every target of the function's jump
-//!   tables, tracking the registers holding the address (copies, and
+//!   around loops, and on x86-64 from a jump table's dispatch into every
+//!   target of the function's jump tables, tracking the registers holding the address (copies, and
 //!   pointers derived by `lea`, `add` or `sub` of an offset). Used only as
 //!   the base or index of memory operands until overwritten, clobbered by
 //!   a call (`rax`, `r10`, `r11`; x9-x18) or dead at a return, it is an
@@ -171,7 +171,10 @@
 //!   code only loads from); a callee-saved register carries it across a
 //!   call. Any other read (stored, compared, subtracted from another
 //!   pointer, an argument register at a call, a result register at a
-//!   return), an indirect branch other than a jump table's dispatch, or
+//!   return), an indirect branch other than a jump table's dispatch (one
+//!   whose register the code computes from an entry of a table the walk
+//!   read for the function, in a run nothing branches into: any other is
+//!   an indirect tail call, which may read every register), or
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
 //!   a dereference: what it points to is not observed either. When

@@ -15,6 +15,7 @@ use iced_x86::{
 use crate::code::{Decoded, Key, Operand, Reach, Reference, Use, X86Key};
 use crate::image::{Image, is_absolute_address, x86_field_size};
 use crate::x86_escape::{Body, Scan, address_reach};
+use crate::x86_table;
 
 impl X86Key {
     pub(crate) fn falls_through(&self) -> bool {
@@ -120,14 +121,58 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
     if cursor < end {
         data_runs(&mut out, &mut instructions, cursor, end);
     }
+    let dispatches = dispatch_jumps(image, &instructions, ip, end);
     let body = Body {
         instructions: &instructions,
         jump_targets: image.jump_targets_in(ip, end),
+        dispatches: &dispatches,
         single_register_return: image.single_register_returns.binary_search(&ip).is_ok(),
         argument_registers: &image.argument_registers,
     };
     local_data_addresses(image, &mut out, &body);
     out
+}
+
+/// The jump table dispatches among `instructions`, the reached
+/// instructions of the function spanning `[start, end)` in address order
+/// (see [`x86_table::dispatch_jumps`]): jumps to an entry of a table the
+/// walk read for this function, computed by a run of code that nothing in
+/// the function branches into.
+pub(crate) fn dispatch_jumps(
+    image: &Image,
+    instructions: &[Option<Instruction>],
+    start: u64,
+    end: u64,
+) -> Vec<u64> {
+    let mut entered: Vec<u64> = instructions
+        .iter()
+        .flatten()
+        .filter(|i| {
+            matches!(
+                i.op0_kind(),
+                OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+            )
+        })
+        .map(Instruction::near_branch_target)
+        .chain(image.jump_targets_in(start, end).iter().copied())
+        .chain(
+            image
+                .landing_pads
+                .iter()
+                .copied()
+                .filter(|a| (start..end).contains(a)),
+        )
+        .collect();
+    entered.sort_unstable();
+    let is_table = |table: u64| {
+        image
+            .jump_table_at(table)
+            .iter()
+            .any(|t| (start..end).contains(&t.function))
+    };
+    x86_table::dispatch_jumps(instructions, is_table, |a| {
+        entered.binary_search(&a).is_ok()
+    })
 }
 
 /// A `lea` of data (or a `mov $sym, %reg`, its position-dependent form)

@@ -439,3 +439,216 @@ fn adds(instruction: &Instruction, a: Register, b: Register) -> bool {
         _ => false,
     }
 }
+
+/// The indirect jumps among `instructions` (one function's reached
+/// instructions in address order, `None` for bytes no path reaches) that
+/// dispatch a jump table, by their addresses, sorted: those where the code
+/// leaves no doubt that the jump goes to an entry of a table `is_table`
+/// accepts (one the reachability walk read for this function):
+///
+/// ```text
+/// jmp *T(,%i,8)      mov T(,%i,8),%r       lea T(%rip),%b (or mov $T,%b)
+///                    jmp *%r               ... (nothing writes %b)
+///                                          movslq (%b,%i,4),%e
+///                                          add %b,%e (or lea (%b,%e),%r)
+///                                          jmp *%e
+/// ```
+///
+/// each a straight-line run that no branch, jump table entry or landing
+/// pad (`entered`) enters after its first instruction. Any other indirect
+/// jump may go anywhere: an indirect tail call, which may read every
+/// argument register (see `x86_escape.rs`).
+pub(crate) fn dispatch_jumps(
+    instructions: &[Option<Instruction>],
+    is_table: impl Fn(u64) -> bool,
+    entered: impl Fn(u64) -> bool,
+) -> Vec<u64> {
+    let mut factory = InstructionInfoFactory::new();
+    let mut found = Vec::new();
+    for (at, jump) in instructions.iter().enumerate() {
+        let Some(jump) = jump else {
+            continue;
+        };
+        if jump.mnemonic() != Mnemonic::Jmp {
+            continue;
+        }
+        let dispatch = match jump.op0_kind() {
+            OpKind::Memory => absolute_entry(jump).is_some_and(&is_table),
+            OpKind::Register => {
+                let target = jump.op0_register().full_register();
+                register_dispatch(instructions, at, target, &is_table, &entered, &mut factory)
+            }
+            _ => false,
+        };
+        if dispatch {
+            found.push(jump.ip());
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+/// `T(,%i,8)` with no base: the table `T` an instruction reads an 8-byte
+/// entry of.
+fn absolute_entry(instruction: &Instruction) -> Option<u64> {
+    ((0..instruction.op_count()).any(|n| instruction.op_kind(n) == OpKind::Memory)
+        && instruction.memory_base() == Register::None
+        && instruction.memory_index() != Register::None
+        && instruction.memory_index_scale() == 8
+        && !instruction.is_ip_rel_memory_operand())
+    .then(|| instruction.memory_displacement64())
+}
+
+/// The instruction before `instructions[at]` if it ends where that one
+/// starts and nothing enters the latter: the run goes on backwards.
+fn straight_before<'a>(
+    instructions: &'a [Option<Instruction>],
+    at: usize,
+    entered: &impl Fn(u64) -> bool,
+) -> Option<(usize, &'a Instruction)> {
+    let current = instructions.get(at)?.as_ref()?;
+    let previous = at.checked_sub(1)?;
+    let instruction = instructions[previous].as_ref()?;
+    (instruction.next_ip() == current.ip()
+        && instruction.flow_control() == FlowControl::Next
+        && !entered(current.ip()))
+    .then_some((previous, instruction))
+}
+
+/// Whether the jump through `target` at `instructions[at]` ends one of the
+/// register shapes of [`dispatch_jumps`].
+fn register_dispatch(
+    instructions: &[Option<Instruction>],
+    at: usize,
+    target: Register,
+    is_table: &impl Fn(u64) -> bool,
+    entered: &impl Fn(u64) -> bool,
+    factory: &mut InstructionInfoFactory,
+) -> bool {
+    let Some((sum_at, sum)) = straight_before(instructions, at, entered) else {
+        return false;
+    };
+    // `mov T(,%i,8),%r ; jmp *%r`
+    if sum.mnemonic() == Mnemonic::Mov
+        && sum.op_count() == 2
+        && sum.op0_kind() == OpKind::Register
+        && sum.op0_register() == target
+        && target.is_gpr64()
+    {
+        return absolute_entry(sum).is_some_and(is_table);
+    }
+    // The sum of the table's address and an entry, in `target`.
+    let (first, second) = match sum.mnemonic() {
+        Mnemonic::Add
+            if sum.op_count() == 2
+                && sum.op0_kind() == OpKind::Register
+                && sum.op1_kind() == OpKind::Register
+                && sum.op0_register() == target
+                && target.is_gpr64()
+                && sum.op1_register().is_gpr64() =>
+        {
+            (target, sum.op1_register())
+        }
+        Mnemonic::Lea
+            if sum.op1_kind() == OpKind::Memory
+                && sum.op0_register() == target
+                && target.is_gpr64()
+                && sum.memory_index_scale() == 1
+                && sum.memory_displacement64() == 0
+                && sum.memory_base().is_gpr64()
+                && sum.memory_index().is_gpr64() =>
+        {
+            (sum.memory_base(), sum.memory_index())
+        }
+        _ => return false,
+    };
+    let Some((load_at, load)) = straight_before(instructions, sum_at, entered) else {
+        return false;
+    };
+    // `movslq (%b,%i,4),%e`, the entry in one register and the table's
+    // address in the other.
+    let is_load = load.mnemonic() == Mnemonic::Movsxd
+        && load.op_count() == 2
+        && load.op0_kind() == OpKind::Register
+        && load.op1_kind() == OpKind::Memory
+        && load.memory_index_scale() == 4
+        && load.memory_displacement64() == 0
+        && load.memory_index() != Register::None;
+    if !is_load {
+        return false;
+    }
+    let entry = load.op0_register().full_register();
+    let base = load.memory_base().full_register();
+    if !base.is_gpr64()
+        || base == entry
+        || !((first == entry && second == base) || (first == base && second == entry))
+    {
+        return false;
+    }
+    // The last write of the base before the load puts the table's address
+    // there.
+    let mut cursor = load_at;
+    for _ in 0..=LOAD_DISTANCE {
+        let Some((previous_at, previous)) = straight_before(instructions, cursor, entered) else {
+            return false;
+        };
+        if writes(factory, previous, base) {
+            let table = match previous.mnemonic() {
+                Mnemonic::Lea if previous.is_ip_rel_memory_operand() => {
+                    previous.ip_rel_memory_address()
+                }
+                Mnemonic::Mov
+                    if previous.op_count() == 2
+                        && matches!(
+                            previous.op1_kind(),
+                            OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
+                        ) =>
+                {
+                    previous.immediate(1)
+                }
+                _ => return false,
+            };
+            return previous.op0_kind() == OpKind::Register
+                && previous.op0_register().full_register() == base
+                && (previous.op0_register().is_gpr64() || previous.op0_register().is_gpr32())
+                && is_table(table);
+        }
+        cursor = previous_at;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dispatch_jumps;
+    use iced_x86::{Decoder, DecoderOptions};
+
+    /// 0x1000: lea T(%rip),%rdx (T = 0x1007); mov %edi,%edi;
+    /// movslq (%rdx,%rdi,4),%rax; 0x100d: add %rdx,%rax; 0x1010: jmp *%rax;
+    /// 0x1012: lea A(%rip),%rdi; 0x1019: jmp *%rax;
+    /// 0x101b: jmp *0x2000(,%rdi,8);
+    /// 0x1022: mov 0x2000(,%rdi,8),%rax; 0x102a: jmp *%rax
+    const CODE: &str =
+        "488d150000000089ff486304ba4801d0ffe0488d3d00000000ffe0ff24fd00200000488b04fd00200000ffe0";
+
+    fn dispatches(is_table: impl Fn(u64) -> bool, entered: impl Fn(u64) -> bool) -> Vec<u64> {
+        let bytes: Vec<u8> = (0..CODE.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&CODE[i..i + 2], 16).expect("hex"))
+            .collect();
+        let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
+        let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
+        dispatch_jumps(&instructions, is_table, entered)
+    }
+
+    #[test]
+    fn only_the_jumps_a_table_load_computes_dispatch() {
+        let tables = |t: u64| t == 0x1007 || t == 0x2000;
+        // The jump after `lea A(%rip),%rdi` is a tail call.
+        assert_eq!(dispatches(tables, |_| false), vec![0x1010, 0x101b, 0x102a]);
+        // A branch into the run may bring anything to the jump.
+        assert_eq!(dispatches(tables, |a| a == 0x100d), vec![0x101b, 0x102a]);
+        // Nor is a load from what is no table of the function a dispatch.
+        assert_eq!(dispatches(|t| t == 0x1007, |_| false), vec![0x1010]);
+    }
+}
