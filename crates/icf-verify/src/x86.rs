@@ -135,44 +135,40 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
 
 /// The jump table dispatches among `instructions`, the reached
 /// instructions of the function spanning `[start, end)` in address order
-/// (see [`x86_table::dispatch_jumps`]): jumps to an entry of a table the
-/// walk read for this function, computed by a run of code that nothing in
-/// the function branches into.
+/// (see [`x86_table::dispatch_jumps`]): jumps whose register holds, on
+/// every path from the function's entries (its start, the symbols inside
+/// it, its landing pads), a table's address plus an entry of it, of a
+/// table the walk read for this function.
 pub(crate) fn dispatch_jumps(
     image: &Image,
     instructions: &[Option<Instruction>],
     start: u64,
     end: u64,
 ) -> Vec<u64> {
-    let mut entered: Vec<u64> = instructions
-        .iter()
-        .flatten()
-        .filter(|i| {
-            matches!(
-                i.op0_kind(),
-                OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
-            )
-        })
-        .map(Instruction::near_branch_target)
-        .chain(image.jump_targets_in(start, end).iter().copied())
-        .chain(
-            image
-                .landing_pads
-                .iter()
-                .copied()
-                .filter(|a| (start..end).contains(a)),
-        )
-        .collect();
-    entered.sort_unstable();
+    let jump_targets = image.jump_targets_in(start, end);
+    if jump_targets.is_empty() {
+        return Vec::new();
+    }
+    let mut entries = vec![start];
+    let mut symbol = start;
+    loop {
+        let next = image.next_symbol_start(symbol);
+        if next <= symbol || next >= end {
+            break;
+        }
+        symbol = next;
+        entries.push(symbol);
+    }
+    let pads = image.landing_pads.partition_point(|&a| a < start)
+        ..image.landing_pads.partition_point(|&a| a < end);
+    entries.extend(image.landing_pads.get(pads).unwrap_or_default());
     let is_table = |table: u64| {
         image
             .jump_table_at(table)
             .iter()
             .any(|t| (start..end).contains(&t.function))
     };
-    x86_table::dispatch_jumps(instructions, is_table, |a| {
-        entered.binary_search(&a).is_ok()
-    })
+    x86_table::dispatch_jumps(instructions, is_table, &entries, jump_targets)
 }
 
 /// A `lea` of data (or a `mov $sym, %reg`, its position-dependent form)

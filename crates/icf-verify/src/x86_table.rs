@@ -440,32 +440,127 @@ fn adds(instruction: &Instruction, a: Register, b: Register) -> bool {
     }
 }
 
+/// What the dispatch analysis knows a register holds on every path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    Unknown,
+    /// The address of the jump table at this address.
+    Table(u64),
+    /// A 4-byte entry of that table, sign-extended (`movslq (%b,%i,4)`).
+    Entry(u64),
+    /// The table's address plus one of its entries, or an 8-byte entry of
+    /// a table of addresses: where the table sends a jump.
+    Case(u64),
+}
+
+/// General registers by number.
+type State = [Held; 16];
+
 /// The indirect jumps among `instructions` (one function's reached
 /// instructions in address order, `None` for bytes no path reaches) that
-/// dispatch a jump table, by their addresses, sorted: those where the code
-/// leaves no doubt that the jump goes to an entry of a table `is_table`
+/// dispatch a jump table, by their addresses, sorted: those whose target,
+/// on every path through the function, is an entry of a table `is_table`
 /// accepts (one the reachability walk read for this function):
 ///
 /// ```text
 /// jmp *T(,%i,8)      mov T(,%i,8),%r       lea T(%rip),%b (or mov $T,%b)
-///                    jmp *%r               ... (nothing writes %b)
-///                                          movslq (%b,%i,4),%e
+///                    jmp *%r               movslq (%b,%i,4),%e
 ///                                          add %b,%e (or lea (%b,%e),%r)
 ///                                          jmp *%e
 /// ```
 ///
-/// each a straight-line run that no branch, jump table entry or landing
-/// pad (`entered`) enters after its first instruction. Any other indirect
-/// jump may go anywhere: an indirect tail call, which may read every
-/// argument register (see `x86_escape.rs`).
+/// A forward analysis over the function's paths says what each register
+/// holds: a table's address (`lea`/`mov $` of it), an entry loaded
+/// through it, their sum, kept by copies and across calls in callee-saved
+/// registers, lost by any other write and where paths with different
+/// values meet (so a table's address set up before a loop still holds at
+/// a dispatch inside it). Paths start with nothing known at `entries` (the
+/// function's start, its other symbols, its landing pads), go both ways
+/// at conditional branches, and from every indirect jump into every place
+/// the function's tables send one (`jump_targets`, sorted). Any other
+/// indirect jump may go anywhere: an indirect tail call, which may read
+/// every argument register (see `x86_escape.rs`). Main assumption: other
+/// functions enter this one only at `entries` (as the rest of the escape
+/// scan assumes), and a callee keeps the callee-saved registers.
 pub(crate) fn dispatch_jumps(
     instructions: &[Option<Instruction>],
     is_table: impl Fn(u64) -> bool,
-    entered: impl Fn(u64) -> bool,
+    entries: &[u64],
+    jump_targets: &[u64],
 ) -> Vec<u64> {
+    let mut by_ip: Vec<(u64, usize)> = instructions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, x)| x.map(|x| (x.ip(), i)))
+        .collect();
+    by_ip.sort_unstable();
+    let index_of = |ip: u64| {
+        by_ip
+            .binary_search_by_key(&ip, |&(ip, _)| ip)
+            .ok()
+            .map(|found| by_ip[found].1)
+    };
+    let mut states: Vec<Option<State>> = vec![None; instructions.len()];
+    let mut work: Vec<usize> = Vec::new();
+    let flow_into =
+        |states: &mut Vec<Option<State>>, work: &mut Vec<usize>, index: usize, state: &State| {
+            let merged = match &states[index] {
+                None => *state,
+                Some(known) => {
+                    let mut merged = *known;
+                    for (m, s) in merged.iter_mut().zip(state) {
+                        if m != s {
+                            *m = Held::Unknown;
+                        }
+                    }
+                    if merged == *known {
+                        return;
+                    }
+                    merged
+                }
+            };
+            states[index] = Some(merged);
+            work.push(index);
+        };
+    for &entry in entries {
+        if let Some(index) = index_of(entry) {
+            flow_into(&mut states, &mut work, index, &[Held::Unknown; 16]);
+        }
+    }
     let mut factory = InstructionInfoFactory::new();
+    let mut steps = 0usize;
+    while let Some(index) = work.pop() {
+        steps += 1;
+        // A budget far above any function's need: past it, no dispatch.
+        if steps > 64 * instructions.len() + 1024 {
+            return Vec::new();
+        }
+        let (Some(instruction), Some(before)) = (&instructions[index], states[index]) else {
+            continue;
+        };
+        let after = transfer(&mut factory, instruction, &before, &is_table);
+        let mut successors = Vec::new();
+        match instruction.flow_control() {
+            FlowControl::UnconditionalBranch => {
+                successors.extend(near_target(instruction).and_then(&index_of));
+            }
+            FlowControl::ConditionalBranch => {
+                successors.extend(near_target(instruction).and_then(&index_of));
+                successors.extend(index_of(instruction.next_ip()));
+            }
+            FlowControl::IndirectBranch => {
+                successors.extend(jump_targets.iter().filter_map(|&t| index_of(t)));
+            }
+            FlowControl::Return => {}
+            // Calls, interrupts and the rest may go on with the next one.
+            _ => successors.extend(index_of(instruction.next_ip())),
+        }
+        for successor in successors {
+            flow_into(&mut states, &mut work, successor, &after);
+        }
+    }
     let mut found = Vec::new();
-    for (at, jump) in instructions.iter().enumerate() {
+    for (index, jump) in instructions.iter().enumerate() {
         let Some(jump) = jump else {
             continue;
         };
@@ -474,10 +569,8 @@ pub(crate) fn dispatch_jumps(
         }
         let dispatch = match jump.op0_kind() {
             OpKind::Memory => absolute_entry(jump).is_some_and(&is_table),
-            OpKind::Register => {
-                let target = jump.op0_register().full_register();
-                register_dispatch(instructions, at, target, &is_table, &entered, &mut factory)
-            }
+            OpKind::Register => states[index]
+                .is_some_and(|state| matches!(held(&state, jump.op0_register()), Held::Case(_))),
             _ => false,
         };
         if dispatch {
@@ -486,6 +579,23 @@ pub(crate) fn dispatch_jumps(
     }
     found.sort_unstable();
     found
+}
+
+fn near_target(instruction: &Instruction) -> Option<u64> {
+    matches!(
+        instruction.op0_kind(),
+        OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+    )
+    .then(|| instruction.near_branch_target())
+}
+
+/// What a 64-bit general register holds; anything else holds nothing known.
+fn held(state: &State, register: Register) -> Held {
+    if register.is_gpr64() {
+        state[register.number() & 15]
+    } else {
+        Held::Unknown
+    }
 }
 
 /// `T(,%i,8)` with no base: the table `T` an instruction reads an 8-byte
@@ -499,123 +609,131 @@ fn absolute_entry(instruction: &Instruction) -> Option<u64> {
     .then(|| instruction.memory_displacement64())
 }
 
-/// The instruction before `instructions[at]` if it ends where that one
-/// starts and nothing enters the latter: the run goes on backwards.
-fn straight_before<'a>(
-    instructions: &'a [Option<Instruction>],
-    at: usize,
-    entered: &impl Fn(u64) -> bool,
-) -> Option<(usize, &'a Instruction)> {
-    let current = instructions.get(at)?.as_ref()?;
-    let previous = at.checked_sub(1)?;
-    let instruction = instructions[previous].as_ref()?;
-    (instruction.next_ip() == current.ip()
-        && instruction.flow_control() == FlowControl::Next
-        && !entered(current.ip()))
-    .then_some((previous, instruction))
+/// The registers a call may change (System V): all but the callee-saved.
+const CALL_CLOBBERED: [Register; 9] = [
+    Register::RAX,
+    Register::RCX,
+    Register::RDX,
+    Register::RSI,
+    Register::RDI,
+    Register::R8,
+    Register::R9,
+    Register::R10,
+    Register::R11,
+];
+
+/// The state after `instruction` runs in `before`.
+fn transfer(
+    factory: &mut InstructionInfoFactory,
+    instruction: &Instruction,
+    before: &State,
+    is_table: &impl Fn(u64) -> bool,
+) -> State {
+    let mut after = *before;
+    let destination = (instruction.op_count() > 0 && instruction.op0_kind() == OpKind::Register)
+        .then(|| instruction.op0_register());
+    // What the instruction puts in its destination, when it is one of the
+    // shapes the analysis follows.
+    let value = match (instruction.mnemonic(), destination) {
+        (Mnemonic::Lea, Some(d)) if d.is_gpr64() && instruction.is_ip_rel_memory_operand() => {
+            let table = instruction.ip_rel_memory_address();
+            Some(if is_table(table) {
+                Held::Table(table)
+            } else {
+                Held::Unknown
+            })
+        }
+        (Mnemonic::Lea, Some(d))
+            if d.is_gpr64()
+                && instruction.memory_index_scale() == 1
+                && instruction.memory_displacement64() == 0 =>
+        {
+            Some(sum(
+                held(before, instruction.memory_base()),
+                held(before, instruction.memory_index()),
+            ))
+        }
+        (Mnemonic::Mov, Some(d))
+            if (d.is_gpr64() || d.is_gpr32())
+                && matches!(
+                    instruction.op1_kind(),
+                    OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
+                ) =>
+        {
+            let table = instruction.immediate(1);
+            Some(if is_table(table) {
+                Held::Table(table)
+            } else {
+                Held::Unknown
+            })
+        }
+        (Mnemonic::Mov, Some(d)) if d.is_gpr64() && instruction.op1_kind() == OpKind::Register => {
+            Some(held(before, instruction.op1_register()))
+        }
+        (Mnemonic::Mov, Some(d)) if d.is_gpr64() && instruction.op1_kind() == OpKind::Memory => {
+            Some(match absolute_entry(instruction) {
+                Some(table) if is_table(table) => Held::Case(table),
+                _ => Held::Unknown,
+            })
+        }
+        (Mnemonic::Movsxd, Some(d))
+            if d.is_gpr64()
+                && instruction.op1_kind() == OpKind::Memory
+                && instruction.memory_index() != Register::None
+                && instruction.memory_index_scale() == 4
+                && instruction.memory_displacement64() == 0 =>
+        {
+            Some(match held(before, instruction.memory_base()) {
+                Held::Table(table) => Held::Entry(table),
+                _ => Held::Unknown,
+            })
+        }
+        (Mnemonic::Add, Some(d))
+            if d.is_gpr64()
+                && instruction.op1_kind() == OpKind::Register
+                && instruction.op1_register().is_gpr64() =>
+        {
+            Some(sum(
+                held(before, d),
+                held(before, instruction.op1_register()),
+            ))
+        }
+        _ => None,
+    };
+    // Every register the instruction writes holds nothing known, then the
+    // destination what the shape says.
+    for used in factory.info(instruction).used_registers() {
+        if matches!(
+            used.access(),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        ) && used.register().is_gpr()
+        {
+            after[used.register().full_register().number() & 15] = Held::Unknown;
+        }
+    }
+    if matches!(
+        instruction.flow_control(),
+        FlowControl::Call | FlowControl::IndirectCall
+    ) {
+        for register in CALL_CLOBBERED {
+            after[register.number() & 15] = Held::Unknown;
+        }
+    }
+    if let (Some(value), Some(d)) = (value, destination) {
+        after[d.full_register().number() & 15] = value;
+    }
+    after
 }
 
-/// Whether the jump through `target` at `instructions[at]` ends one of the
-/// register shapes of [`dispatch_jumps`].
-fn register_dispatch(
-    instructions: &[Option<Instruction>],
-    at: usize,
-    target: Register,
-    is_table: &impl Fn(u64) -> bool,
-    entered: &impl Fn(u64) -> bool,
-    factory: &mut InstructionInfoFactory,
-) -> bool {
-    let Some((sum_at, sum)) = straight_before(instructions, at, entered) else {
-        return false;
-    };
-    // `mov T(,%i,8),%r ; jmp *%r`
-    if sum.mnemonic() == Mnemonic::Mov
-        && sum.op_count() == 2
-        && sum.op0_kind() == OpKind::Register
-        && sum.op0_register() == target
-        && target.is_gpr64()
-    {
-        return absolute_entry(sum).is_some_and(is_table);
-    }
-    // The sum of the table's address and an entry, in `target`.
-    let (first, second) = match sum.mnemonic() {
-        Mnemonic::Add
-            if sum.op_count() == 2
-                && sum.op0_kind() == OpKind::Register
-                && sum.op1_kind() == OpKind::Register
-                && sum.op0_register() == target
-                && target.is_gpr64()
-                && sum.op1_register().is_gpr64() =>
-        {
-            (target, sum.op1_register())
+/// What `a + b` holds: a table's address plus one of its entries is where
+/// it sends a jump.
+fn sum(a: Held, b: Held) -> Held {
+    match (a, b) {
+        (Held::Table(t), Held::Entry(u)) | (Held::Entry(u), Held::Table(t)) if t == u => {
+            Held::Case(t)
         }
-        Mnemonic::Lea
-            if sum.op1_kind() == OpKind::Memory
-                && sum.op0_register() == target
-                && target.is_gpr64()
-                && sum.memory_index_scale() == 1
-                && sum.memory_displacement64() == 0
-                && sum.memory_base().is_gpr64()
-                && sum.memory_index().is_gpr64() =>
-        {
-            (sum.memory_base(), sum.memory_index())
-        }
-        _ => return false,
-    };
-    let Some((load_at, load)) = straight_before(instructions, sum_at, entered) else {
-        return false;
-    };
-    // `movslq (%b,%i,4),%e`, the entry in one register and the table's
-    // address in the other.
-    let is_load = load.mnemonic() == Mnemonic::Movsxd
-        && load.op_count() == 2
-        && load.op0_kind() == OpKind::Register
-        && load.op1_kind() == OpKind::Memory
-        && load.memory_index_scale() == 4
-        && load.memory_displacement64() == 0
-        && load.memory_index() != Register::None;
-    if !is_load {
-        return false;
+        _ => Held::Unknown,
     }
-    let entry = load.op0_register().full_register();
-    let base = load.memory_base().full_register();
-    if !base.is_gpr64()
-        || base == entry
-        || !((first == entry && second == base) || (first == base && second == entry))
-    {
-        return false;
-    }
-    // The last write of the base before the load puts the table's address
-    // there.
-    let mut cursor = load_at;
-    for _ in 0..=LOAD_DISTANCE {
-        let Some((previous_at, previous)) = straight_before(instructions, cursor, entered) else {
-            return false;
-        };
-        if writes(factory, previous, base) {
-            let table = match previous.mnemonic() {
-                Mnemonic::Lea if previous.is_ip_rel_memory_operand() => {
-                    previous.ip_rel_memory_address()
-                }
-                Mnemonic::Mov
-                    if previous.op_count() == 2
-                        && matches!(
-                            previous.op1_kind(),
-                            OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
-                        ) =>
-                {
-                    previous.immediate(1)
-                }
-                _ => return false,
-            };
-            return previous.op0_kind() == OpKind::Register
-                && previous.op0_register().full_register() == base
-                && (previous.op0_register().is_gpr64() || previous.op0_register().is_gpr32())
-                && is_table(table);
-        }
-        cursor = previous_at;
-    }
-    false
 }
 
 #[cfg(test)]
@@ -623,32 +741,50 @@ mod tests {
     use super::dispatch_jumps;
     use iced_x86::{Decoder, DecoderOptions};
 
-    /// 0x1000: lea T(%rip),%rdx (T = 0x1007); mov %edi,%edi;
-    /// movslq (%rdx,%rdi,4),%rax; 0x100d: add %rdx,%rax; 0x1010: jmp *%rax;
-    /// 0x1012: lea A(%rip),%rdi; 0x1019: jmp *%rax;
-    /// 0x101b: jmp *0x2000(,%rdi,8);
-    /// 0x1022: mov 0x2000(,%rdi,8),%rax; 0x102a: jmp *%rax
-    const CODE: &str =
-        "488d150000000089ff486304ba4801d0ffe0488d3d00000000ffe0ff24fd00200000488b04fd00200000ffe0";
-
-    fn dispatches(is_table: impl Fn(u64) -> bool, entered: impl Fn(u64) -> bool) -> Vec<u64> {
-        let bytes: Vec<u8> = (0..CODE.len())
+    /// The dispatches in `hex` (machine code at 0x1000), whose tables are
+    /// at 0x1100 (4-byte offsets) and 0x2000 (addresses).
+    fn dispatches(hex: &str, entries: &[u64], jump_targets: &[u64]) -> Vec<u64> {
+        let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
-            .map(|i| u8::from_str_radix(&CODE[i..i + 2], 16).expect("hex"))
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
             .collect();
         let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
         let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
-        dispatch_jumps(&instructions, is_table, entered)
+        let is_table = |t: u64| t == 0x1100 || t == 0x2000;
+        dispatch_jumps(&instructions, is_table, entries, jump_targets)
     }
 
     #[test]
-    fn only_the_jumps_a_table_load_computes_dispatch() {
-        let tables = |t: u64| t == 0x1007 || t == 0x2000;
-        // The jump after `lea A(%rip),%rdi` is a tail call.
-        assert_eq!(dispatches(tables, |_| false), vec![0x1010, 0x101b, 0x102a]);
-        // A branch into the run may bring anything to the jump.
-        assert_eq!(dispatches(tables, |a| a == 0x100d), vec![0x101b, 0x102a]);
-        // Nor is a load from what is no table of the function a dispatch.
-        assert_eq!(dispatches(|t| t == 0x1007, |_| false), vec![0x1010]);
+    fn a_table_address_set_up_before_a_loop_still_dispatches_in_it() {
+        // lea T(%rip),%rdx; 1: movslq (%rdx,%rdi,4),%rax; add %rdx,%rax;
+        // 0x100e: jmp *%rax; 0x1010: inc %edi; jmp 1b
+        let code = "488d15f9000000486304ba4801d0ffe0ffc7ebf3";
+        assert_eq!(dispatches(code, &[0x1000], &[0x1010]), vec![0x100e]);
+        // Entered at the loop with anything in %rdx, it goes anywhere.
+        assert_eq!(
+            dispatches(code, &[0x1000, 0x1007], &[0x1010]),
+            Vec::<u64>::new()
+        );
+    }
+
+    #[test]
+    fn only_jumps_to_what_a_table_entry_computes_dispatch() {
+        // 0x1000: lea T(%rip),%rdx; movslq (%rdx,%rdi,4),%rax; add %rdx,%rax;
+        //   0x100e: jmp *%rax (a dispatch)
+        // 0x1010: mov hook(%rip),%rax; lea A(%rip),%rdi; 0x101e: jmp *%rax
+        //   (a tail call)
+        // 0x1020: lea T(%rip),%rdx; call; movslq (%rdx,%rdi,4),%rax;
+        //   add %rdx,%rax; 0x1033: jmp *%rax (the call may change %rdx)
+        // 0x1035: lea T(%rip),%rbx; call; movslq (%rbx,%rdi,4),%rax;
+        //   lea (%rax,%rbx),%rcx; 0x1049: jmp *%rcx (%rbx is kept)
+        // 0x104b: jmp *T2(,%rdi,8); 0x1052: mov T2(,%rdi,8),%rax;
+        //   0x105a: jmp *%rax
+        let code = "488d15f9000000486304ba4801d0ffe0488b05e9010000488d3de2020000ffe0\
+                    488d15d9000000e8f4ffffff486304ba4801d0ffe0488d1dc4000000e8f4ffffff\
+                    486304bb488d0c18ffe1ff24fd00200000488b04fd00200000ffe0";
+        assert_eq!(
+            dispatches(code, &[0x1000, 0x1020, 0x1035, 0x104b, 0x1052], &[0x1010]),
+            vec![0x100e, 0x1049, 0x104b, 0x105a]
+        );
     }
 }
