@@ -172,9 +172,10 @@
 //!   call. Any other read (stored, compared, subtracted from another
 //!   pointer, an argument register at a call, a result register at a
 //!   return), an indirect branch other than a jump table's dispatch (one
-//!   whose register the code computes from an entry of a table the walk
-//!   read for the function, in a run nothing branches into: any other is
-//!   an indirect tail call, which may read every register), or
+//!   whose register holds, on every path from the function's entries, a
+//!   table's address plus an entry of it, of a table the walk read for the
+//!   function: any other is an indirect tail call, which may read every
+//!   register), or
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
 //!   a dereference: what it points to is not observed either. When
