@@ -39,8 +39,11 @@
 //!   from every place something enters code (function symbols and other
 //!   symbols in code, the entry point, landing pads from `.eh_frame` and
 //!   the LSDAs, addresses kept (`-q`) or dynamic relocations store) that
-//!   follows direct branches, calls, fall-through, and the entries of the
-//!   jump tables a function with an indirect jump reads. A table whose
+//!   follows direct branches, calls, fall-through, the entries of the
+//!   jump tables a function with an indirect jump reads, and the code
+//!   addresses reached instructions form (`lea 1f(%rip),%rax; jmp *%rax`),
+//!   unless the escape scan shows the address only loaded through (data
+//!   the function embeds, below). A table whose
 //!   dispatch is recognized (`movslq (base,idx,4); add base; jmp *` or
 //!   `jmp *T(,idx,8)`) after a range check (`cmp $N; ja`: exactly N+1
 //!   entries, where one at the function's end is an unreachable case and
@@ -50,7 +53,8 @@
 //!   an entry outside its function or inside a decoded instruction, at the
 //!   next table, at a data label, and with `-q` at an entry without a kept
 //!   relocation. Bytes of a function no path reaches are data (`lea
-//!   1f(%rip); jmp 2f; 1: .long -49; 2:`): each run is compared as bytes,
+//!   1f(%rip),%rax; jmp 2f; 1: .long -49; 2: movslq (%rax),%rax`): each
+//!   run is compared as bytes,
 //!   fields a kept relocation writes apart, compared as targets. So such
 //!   bytes never become a bogus branch into another function. AArch64
 //!   words are decoded linearly (fixed width: they cannot misalign).

@@ -49,7 +49,8 @@ pub(crate) struct TableBound {
     pub guarded: (u64, u64),
 }
 
-fn decode_at(image: &Image, address: u64) -> Option<Instruction> {
+/// The instruction at `address`, if it decodes.
+pub(crate) fn decode_at(image: &Image, address: u64) -> Option<Instruction> {
     let bytes = image.bytes_to_section_end(address)?;
     let bytes = &bytes[..bytes.len().min(15)];
     let mut decoder = Decoder::with_ip(64, bytes, address, DecoderOptions::NONE);
