@@ -228,6 +228,12 @@
 //! built without `-g` hit this in about one in a hundred links: clang
 //! leaves a table's address in `rdx` after a loop).
 //!
+//! A call through the PLT to a runtime function of a name that never
+//! returns (`exit`, `abort`, `__cxa_throw`, ...) is taken not to return
+//! (the code after it is another block); a function of such a name the
+//! image defines counts only where its code is proved never to return
+//! (`noreturn.rs`), but for the unwinder's `_Unwind_Resume`, trusted.
+//!
 //! Code reached only through computed addresses the decoder cannot see (a
 //! pointer built arithmetically) is still compared as a root but its
 //! address uses are not recorded; pointers stored unaligned in data are
