@@ -228,6 +228,12 @@
 //! built without `-g` hit this in about one in a hundred links: clang
 //! leaves a table's address in `rdx` after a loop).
 //!
+//! In a position-dependent image without kept relocations nothing tells
+//! an address in code from a number that equals one: an immediate or
+//! displacement of at least 4 bytes pointing into the image is compared as
+//! the place it points to, not as a number (requiring both would reject
+//! every fold that moves what such code names, string literals included).
+//!
 //! A call through the PLT to a runtime function of a name that never
 //! returns (`exit`, `abort`, `__cxa_throw`, ...) is taken not to return
 //! (the code after it is another block); a function of such a name the
