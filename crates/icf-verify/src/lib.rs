@@ -228,6 +228,16 @@
 //! built without `-g` hit this in about one in a hundred links: clang
 //! leaves a table's address in `rdx` after a loop).
 //!
+//! An address in a callee-saved register (`rbx`, `rbp`, `r12`-`r15`;
+//! x19-x28) is taken to cross a call unread: compiled code never
+//! interprets a callee-saved register it did not set (`setjmp` and
+//! context switches store it only to restore it), so only a hand-written
+//! callee reading it could observe the address. Proving that of each
+//! callee would mean following its save slots through the stack and every
+//! pointer into its frame, and would lose the proof wherever compiled code
+//! keeps an address in `rbx` across a call of a function that passes a
+//! local's address on.
+//!
 //! In a position-dependent image without kept relocations nothing tells
 //! an address in code from a number that equals one: an immediate or
 //! displacement of at least 4 bytes pointing into the image is compared as
