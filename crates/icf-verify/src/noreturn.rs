@@ -18,9 +18,11 @@
 //! `__run_exit_handlers`, itself never returning), or to a trusted PLT
 //! entry; other calls are taken to return. The proofs are co-inductive: a
 //! set of functions each of whose paths ends in a trap, a loop or a call
-//! of one of the set never returns. Main assumption: a function the image
-//! does not define, of one of these names, is the one the C, C++ or Rust
-//! runtime defines.
+//! of one of the set never returns. Main assumptions: a function the
+//! image does not define, of one of these names, is the one the C, C++ or
+//! Rust runtime defines; a callee returns, if at all, where its call would
+//! (the calling convention: none pops its return address to leave its
+//! caller's caller).
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -322,6 +324,11 @@ impl<'a> Prover<'a> {
                 Step::Call(target, next) => {
                     if self.stops_at(target) {
                         continue;
+                    }
+                    // A call into the function's own code runs it on this
+                    // path (its return may leave the function's caller).
+                    if (start..end).contains(&target) {
+                        work.push(target);
                     }
                     if next < end {
                         work.push(next);
