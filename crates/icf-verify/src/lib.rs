@@ -178,8 +178,9 @@
 //!   return), an indirect branch other than a jump table's dispatch (one
 //!   whose register holds, on every path from the function's entries, a
 //!   table's address plus an entry of it, of a table the walk read for the
-//!   function: any other is an indirect tail call, which may read every
-//!   register), or
+//!   function whose entries all land in it: any other is an indirect tail
+//!   call or a jump out of the function, which may read every register),
+//!   or
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
 //!   a dereference: what it points to is not observed either. When

@@ -446,9 +446,15 @@ impl Walk<'_> {
                 .filter(|a| (start..end).contains(a)),
         );
         let is_table = |table: u64| {
-            self.read_tables
+            let mine: Vec<_> = self
+                .read_tables
                 .iter()
-                .any(|&(t, function, _)| t == table && (start..end).contains(&function))
+                .filter(|&&(t, function, _)| t == table && (start..end).contains(&function))
+                .collect();
+            !mine.is_empty()
+                && mine.iter().all(|&&(_, _, bound)| {
+                    x86_table::stays_in(image, table, bound.map(|b| b.size), start, end)
+                })
         };
         let dispatches =
             x86_table::dispatch_jumps(&instructions, is_table, &entries, &jump_targets);

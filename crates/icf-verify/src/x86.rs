@@ -138,7 +138,8 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
 /// (see [`x86_table::dispatch_jumps`]): jumps whose register holds, on
 /// every path from the function's entries (its start, the symbols inside
 /// it, its landing pads), a table's address plus an entry of it, of a
-/// table the walk read for this function.
+/// table the walk read for this function whose entries all land in it
+/// ([`x86_table::stays_in`]).
 pub(crate) fn dispatch_jumps(
     image: &Image,
     instructions: &[Option<Instruction>],
@@ -163,10 +164,15 @@ pub(crate) fn dispatch_jumps(
         ..image.landing_pads.partition_point(|&a| a < end);
     entries.extend(image.landing_pads.get(pads).unwrap_or_default());
     let is_table = |table: u64| {
-        image
+        let mine: Vec<_> = image
             .jump_table_at(table)
             .iter()
-            .any(|t| (start..end).contains(&t.function))
+            .filter(|t| (start..end).contains(&t.function))
+            .collect();
+        !mine.is_empty()
+            && mine
+                .iter()
+                .all(|t| x86_table::stays_in(image, table, t.size, start, end))
     };
     x86_table::dispatch_jumps(instructions, is_table, &entries, jump_targets)
 }

@@ -441,6 +441,34 @@ fn adds(instruction: &Instruction, a: Register, b: Register) -> bool {
     }
 }
 
+/// Whether a dispatch of the table at `table` (of `size`, when a range
+/// check says) stays in the function spanning `[start, end)`: every entry
+/// of a table of exact size lands in it, or at its end (a case the
+/// compiler knows unreachable). One that lands elsewhere (GCC's `f.cold`)
+/// leaves the function, as a jump out of it does. A table of no exact
+/// size was read only up to its first entry outside the function.
+pub(crate) fn stays_in(
+    image: &Image,
+    table: u64,
+    size: Option<TableSize>,
+    start: u64,
+    end: u64,
+) -> bool {
+    let Some(size) = size.filter(|s| s.exact) else {
+        return true;
+    };
+    (0..size.entries).all(|i| {
+        let target = if size.relative {
+            image
+                .read_u32(table.wrapping_add(4 * i))
+                .map(|v| table.wrapping_add(v as i32 as i64 as u64))
+        } else {
+            image.read_pointer(table.wrapping_add(8 * i))
+        };
+        target.is_some_and(|t| (start..=end).contains(&t))
+    })
+}
+
 /// What the dispatch analysis knows a register holds on every path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Held {
@@ -461,7 +489,8 @@ type State = [Held; 16];
 /// instructions in address order, `None` for bytes no path reaches) that
 /// dispatch a jump table, by their addresses, sorted: those whose target,
 /// on every path through the function, is an entry of a table `is_table`
-/// accepts (one the reachability walk read for this function):
+/// accepts (one the reachability walk read for this function, whose
+/// entries all land in it: see [`stays_in`]):
 ///
 /// ```text
 /// jmp *T(,%i,8)      mov T(,%i,8),%r       lea T(%rip),%b (or mov $T,%b)
