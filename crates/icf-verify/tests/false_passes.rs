@@ -97,7 +97,11 @@ fn wrong_folds_an_earlier_verify_proved_are_rejected() {
     let mut failures = Vec::new();
     let mut open = Vec::new();
     for case in &cases {
-        let name = case.file_name().expect("named").to_string_lossy().into_owned();
+        let name = case
+            .file_name()
+            .expect("named")
+            .to_string_lossy()
+            .into_owned();
         let facts = read_case(case);
         let aarch64 = facts.get("arch").map(String::as_str) == Some("aarch64");
         let dir = work_dir(case);
@@ -113,11 +117,7 @@ fn wrong_folds_an_earlier_verify_proved_are_rejected() {
             .is_some_and(|options| options.contains("--assume-odr"));
         let mut verified = Vec::new();
         for mode in [Mode::Safe, Mode::All] {
-            let options = VerifyOptions {
-                mode,
-                assume_odr,
-                ..VerifyOptions::default()
-            };
+            let options = VerifyOptions { mode, assume_odr };
             let outcome = verify(&plain, &folded, &options).expect("both images are valid");
             if outcome.passed() {
                 verified.push(format!("{mode:?}: {}", outcome.stats));
