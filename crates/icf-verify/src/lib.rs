@@ -39,8 +39,11 @@
 //!   from every place something enters code (function symbols and other
 //!   symbols in code, the entry point, landing pads from `.eh_frame` and
 //!   the LSDAs, addresses kept (`-q`) or dynamic relocations store) that
-//!   follows direct branches, calls, fall-through, and the entries of the
-//!   jump tables a function with an indirect jump reads. A table whose
+//!   follows direct branches, calls, fall-through, the entries of the
+//!   jump tables a function with an indirect jump reads, and the code
+//!   addresses reached instructions form (`lea 1f(%rip),%rax; jmp *%rax`),
+//!   unless the escape scan shows the address only loaded through (data
+//!   the function embeds, below). A table whose
 //!   dispatch is recognized (`movslq (base,idx,4); add base; jmp *` or
 //!   `jmp *T(,idx,8)`) after a range check (`cmp $N; ja`: exactly N+1
 //!   entries, where one at the function's end is an unreachable case and
@@ -50,7 +53,8 @@
 //!   an entry outside its function or inside a decoded instruction, at the
 //!   next table, at a data label, and with `-q` at an entry without a kept
 //!   relocation. Bytes of a function no path reaches are data (`lea
-//!   1f(%rip); jmp 2f; 1: .long -49; 2:`): each run is compared as bytes,
+//!   1f(%rip),%rax; jmp 2f; 1: .long -49; 2: movslq (%rax),%rax`): each
+//!   run is compared as bytes,
 //!   fields a kept relocation writes apart, compared as targets. So such
 //!   bytes never become a bogus branch into another function. AArch64
 //!   words are decoded linearly (fixed width: they cannot misalign).
@@ -103,8 +107,10 @@
 //!   definition). An x86-64 load from a GOT slot the link fixed, `lea
 //!   sym(%rip)` and `mov $sym` are one instruction (linkers relax one into
 //!   another by the symbol they bind), and a RIP-relative access compares
-//!   only the bytes it reads. An address that ends an object and starts
-//!   another function's jump table is that end.
+//!   only the bytes it reads (`bt`, `bts`, `btr`, `btc` with a register
+//!   bit offset may read any, before or after the address). An address
+//!   that ends an object and starts another function's jump table is that
+//!   end.
 //! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
 //!   symbol a relocation names is the preferred owner of a target (so a
 //!   one-past-the-end pointer belongs to its array, not to the next one),
@@ -160,8 +166,8 @@
 //!   A `lea` (x86-64), `adr` or `adrp`+`add` (AArch64) of data makes its
 //!   address a value only if the address escapes on some path through the
 //!   function: the scan follows both ways at every conditional branch and
-//!   around loops, and on x86-64 into every target of the function's jump
-//!   tables, tracking the registers holding the address (copies, and
+//!   around loops, and on x86-64 from a jump table's dispatch into every
+//!   target of the function's jump tables, tracking the registers holding the address (copies, and
 //!   pointers derived by `lea`, `add` or `sub` of an offset). Used only as
 //!   the base or index of memory operands until overwritten, clobbered by
 //!   a call (`rax`, `r10`, `r11`; x9-x18) or dead at a return, it is an
@@ -169,7 +175,12 @@
 //!   code only loads from); a callee-saved register carries it across a
 //!   call. Any other read (stored, compared, subtracted from another
 //!   pointer, an argument register at a call, a result register at a
-//!   return), an indirect branch other than a jump table's dispatch, or
+//!   return), an indirect branch other than a jump table's dispatch (one
+//!   whose register holds, on every path from the function's entries, a
+//!   table's address plus an entry of it, of a table the walk read for the
+//!   function whose entries all land in it: any other is an indirect tail
+//!   call or a jump out of the function, which may read every register),
+//!   or
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
 //!   a dereference: what it points to is not observed either. When
@@ -217,6 +228,28 @@
 //! reported although the program may never read it (generated programs
 //! built without `-g` hit this in about one in a hundred links: clang
 //! leaves a table's address in `rdx` after a loop).
+//!
+//! An address in a callee-saved register (`rbx`, `rbp`, `r12`-`r15`;
+//! x19-x28) is taken to cross a call unread: compiled code never
+//! interprets a callee-saved register it did not set (`setjmp` and
+//! context switches store it only to restore it), so only a hand-written
+//! callee reading it could observe the address. Proving that of each
+//! callee would mean following its save slots through the stack and every
+//! pointer into its frame, and would lose the proof wherever compiled code
+//! keeps an address in `rbx` across a call of a function that passes a
+//! local's address on.
+//!
+//! In a position-dependent image without kept relocations nothing tells
+//! an address in code from a number that equals one: an immediate or
+//! displacement of at least 4 bytes pointing into the image is compared as
+//! the place it points to, not as a number (requiring both would reject
+//! every fold that moves what such code names, string literals included).
+//!
+//! A call through the PLT to a runtime function of a name that never
+//! returns (`exit`, `abort`, `__cxa_throw`, ...) is taken not to return
+//! (the code after it is another block); a function of such a name the
+//! image defines counts only where its code is proved never to return
+//! (`noreturn.rs`), but for the unwinder's `_Unwind_Resume`, trusted.
 //!
 //! Code reached only through computed addresses the decoder cannot see (a
 //! pointer built arithmetically) is still compared as a root but its

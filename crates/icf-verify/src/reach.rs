@@ -1,22 +1,29 @@
 //! Which bytes of x86-64 code are instructions: a recursive descent over
 //! the whole image from every place something enters code, following
 //! direct branches, calls and fall-through. Bytes no path reaches (data a
-//! function embeds: `lea 1f(%rip); jmp 2f; 1: .long -49; 2:`) are not
-//! decoded, so they never become a bogus branch whose target lands in
-//! another function. Main assumption: code is entered only at its symbols
-//! (functions and labels), the ELF entry point, landing pads (`eh.rs`),
-//! addresses that kept
-//! (`-q`) or dynamic relocations store, direct branch targets of reached
-//! code, and the entries of jump tables a reached function reads (4-byte
-//! offsets from the table or 8-byte addresses, each landing in the
-//! function and not inside one of its instructions) when the function
-//! holds an indirect jump.
+//! function embeds: `lea 1f(%rip),%rax; jmp 2f; 1: .long -49; 2: movslq
+//! (%rax),%rax`) are not decoded, so they never become a bogus branch whose
+//! target lands in another function. Main assumption: code is entered
+//! only at its symbols (functions and labels), the ELF entry point,
+//! landing pads (`eh.rs`), addresses that kept (`-q`) or dynamic
+//! relocations store, direct branch targets of reached code, the entries
+//! of jump tables a reached function reads (4-byte offsets from the table
+//! or 8-byte addresses, each landing in the function and not inside one of
+//! its instructions) when the function holds an indirect jump, and the
+//! code addresses reached instructions form (`lea 1f(%rip)`, `mov $1f`)
+//! unless the escape scan shows the address only loaded or stored through
+//! on every path (then what it points to is data): code reached through
+//! an address built arithmetically (`lea 1f(%rip),%r9; add %rcx,%r9; jmp
+//! *%r9`, glibc's `__memmove_ssse3`) is entered only at `1f`.
 
 use std::collections::{HashMap, HashSet};
+
+use iced_x86::{Instruction, Mnemonic, OpKind};
 
 use crate::code::Use;
 use crate::image::{Image, JumpTable, SymbolKind, TableSize, is_absolute_address};
 use crate::x86;
+use crate::x86_escape::{Body, Scan, address_reach};
 use crate::x86_table::{self, TableBound};
 
 /// Reads entry `i` of a table: its place, width and the address it names.
@@ -64,6 +71,10 @@ struct Walk<'a> {
     /// Code addresses reached instructions use other than by a branch or
     /// call (`lea 1f(%rip)`).
     code_references: Vec<u64>,
+    /// (instruction, code address) for each code address a reached
+    /// instruction forms as a value (`lea 1f(%rip)`, `mov $1f`) that is
+    /// not an entry yet (see [`Walk::enter_computed`]).
+    computed: Vec<(u64, u64)>,
     /// The range check found for each (instruction, table) examined.
     bounds: HashMap<(u64, u64), Option<TableBound>>,
     /// The tables read so far: (table, the function reading it, its
@@ -129,6 +140,9 @@ impl Walk<'_> {
                         self.branch_targets.push(target);
                     } else if reference.use_ != Use::Call {
                         self.code_references.push(target);
+                        if reference.use_ == Use::Address {
+                            self.computed.push((address, target));
+                        }
                     }
                 } else if self.image.is_mapped(target) {
                     self.tables.push((address, target));
@@ -335,6 +349,125 @@ impl Walk<'_> {
         starts
     }
 
+    /// Enters the code addresses reached instructions form as values
+    /// (`lea 1f(%rip),%rax; jmp *%rax`) that no path reached yet, unless
+    /// the address only ever serves to read memory: data a function embeds
+    /// (`lea 1f(%rip),%rax; jmp 2f; 1: .long 41073; 2: movslq (%rax),%rax`),
+    /// which stays data, compared as bytes. The escape scan of the
+    /// instruction forming it (`x86_escape.rs`) tells: one that lets the
+    /// address escape (stored, passed, jumped or called through, anything
+    /// the scan cannot follow) makes it an entry, as does any other
+    /// instruction forming it (`push $1f`). True when one was entered.
+    /// (Those judged data are judged again after the walk enters more
+    /// code: a new path may let the address out.)
+    fn enter_computed(&mut self) -> bool {
+        let mut pending = std::mem::take(&mut self.computed);
+        pending.sort_unstable();
+        pending.dedup();
+        let mut entered = false;
+        for (site, target) in pending {
+            let Some(index) = self.section(target) else {
+                continue;
+            };
+            if self.sections[index].is_start(target) {
+                continue;
+            }
+            if self.only_dereferenced(site) {
+                self.computed.push((site, target));
+            } else {
+                self.work.push(target);
+                entered = true;
+            }
+        }
+        entered
+    }
+
+    /// Whether the `lea` or `mov $` at `site` forms an address that its
+    /// function, on every path, only loads or stores through (see
+    /// [`x86_escape::address_reach`]), with what the walk knows so far of
+    /// the function: its reached instructions and jump tables.
+    fn only_dereferenced(&self, site: u64) -> bool {
+        let image = self.image;
+        let Some(instruction) = x86_table::decode_at(image, site) else {
+            return false;
+        };
+        let forms_value = instruction.op_count() == 2
+            && instruction.op0_kind() == OpKind::Register
+            && match instruction.mnemonic() {
+                Mnemonic::Lea => instruction.is_ip_rel_memory_operand(),
+                Mnemonic::Mov => matches!(
+                    instruction.op1_kind(),
+                    OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
+                ),
+                _ => false,
+            };
+        if !forms_value {
+            return false;
+        }
+        let (Some((start, end)), Some(index)) = (self.function_extent(site), self.section(site))
+        else {
+            return false;
+        };
+        let section = &self.sections[index];
+        let instructions: Vec<Option<Instruction>> = (start.max(section.start)
+            ..end.min(section.end))
+            .filter(|&a| section.is_start(a))
+            .map(|a| x86_table::decode_at(image, a))
+            .collect();
+        let Some(at) = instructions
+            .iter()
+            .position(|i| i.is_some_and(|i| i.ip() == site))
+        else {
+            return false;
+        };
+        let mut jump_targets: Vec<u64> = self
+            .jump_targets
+            .iter()
+            .copied()
+            .filter(|t| (start..end).contains(t))
+            .collect();
+        jump_targets.sort_unstable();
+        jump_targets.dedup();
+        let mut entries = vec![start];
+        let mut symbol = start;
+        loop {
+            let next = image.next_symbol_start(symbol);
+            if next <= symbol || next >= end {
+                break;
+            }
+            symbol = next;
+            entries.push(symbol);
+        }
+        entries.extend(
+            image
+                .landing_pads
+                .iter()
+                .copied()
+                .filter(|a| (start..end).contains(a)),
+        );
+        let is_table = |table: u64| {
+            let mine: Vec<_> = self
+                .read_tables
+                .iter()
+                .filter(|&&(t, function, _)| t == table && (start..end).contains(&function))
+                .collect();
+            !mine.is_empty()
+                && mine.iter().all(|&&(_, _, bound)| {
+                    x86_table::stays_in(image, table, bound.map(|b| b.size), start, end)
+                })
+        };
+        let dispatches =
+            x86_table::dispatch_jumps(&instructions, is_table, &entries, &jump_targets);
+        let body = Body {
+            instructions: &instructions,
+            jump_targets: &jump_targets,
+            dispatches: &dispatches,
+            single_register_return: image.single_register_returns.binary_search(&start).is_ok(),
+            argument_registers: &image.argument_registers,
+        };
+        address_reach(&Scan::new(&body), at).is_some()
+    }
+
     /// The first table a reached instruction references after `table`.
     fn next_table(&mut self, table: u64) -> u64 {
         if self.table_starts.len() != self.tables.len() {
@@ -433,13 +566,19 @@ pub(crate) fn reach(image: &Image) -> Reached {
         jump_targets: Vec::new(),
         branch_targets: Vec::new(),
         code_references: Vec::new(),
+        computed: Vec::new(),
         bounds: HashMap::new(),
         read_tables: Vec::new(),
     };
     let mut scanned = HashSet::new();
     loop {
         walk.drain();
-        if !walk.scan_tables(&mut scanned) {
+        if walk.scan_tables(&mut scanned) {
+            continue;
+        }
+        // Code only a computed address reaches, once everything else the
+        // function does is known.
+        if !walk.enter_computed() {
             break;
         }
     }

@@ -15,6 +15,7 @@ use iced_x86::{
 use crate::code::{Decoded, Key, Operand, Reach, Reference, Use, X86Key};
 use crate::image::{Image, is_absolute_address, x86_field_size};
 use crate::x86_escape::{Body, Scan, address_reach, non_negative_at};
+use crate::x86_table;
 
 impl X86Key {
     pub(crate) fn falls_through(&self) -> bool {
@@ -120,14 +121,60 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
     if cursor < end {
         data_runs(&mut out, &mut instructions, cursor, end);
     }
+    let dispatches = dispatch_jumps(image, &instructions, ip, end);
     let body = Body {
         instructions: &instructions,
         jump_targets: image.jump_targets_in(ip, end),
+        dispatches: &dispatches,
         single_register_return: image.single_register_returns.binary_search(&ip).is_ok(),
         argument_registers: &image.argument_registers,
     };
     local_data_addresses(image, &mut out, &body);
     out
+}
+
+/// The jump table dispatches among `instructions`, the reached
+/// instructions of the function spanning `[start, end)` in address order
+/// (see [`x86_table::dispatch_jumps`]): jumps whose register holds, on
+/// every path from the function's entries (its start, the symbols inside
+/// it, its landing pads), a table's address plus an entry of it, of a
+/// table the walk read for this function whose entries all land in it
+/// ([`x86_table::stays_in`]).
+pub(crate) fn dispatch_jumps(
+    image: &Image,
+    instructions: &[Option<Instruction>],
+    start: u64,
+    end: u64,
+) -> Vec<u64> {
+    let jump_targets = image.jump_targets_in(start, end);
+    if jump_targets.is_empty() {
+        return Vec::new();
+    }
+    let mut entries = vec![start];
+    let mut symbol = start;
+    loop {
+        let next = image.next_symbol_start(symbol);
+        if next <= symbol || next >= end {
+            break;
+        }
+        symbol = next;
+        entries.push(symbol);
+    }
+    let pads = image.landing_pads.partition_point(|&a| a < start)
+        ..image.landing_pads.partition_point(|&a| a < end);
+    entries.extend(image.landing_pads.get(pads).unwrap_or_default());
+    let is_table = |table: u64| {
+        let mine: Vec<_> = image
+            .jump_table_at(table)
+            .iter()
+            .filter(|t| (start..end).contains(&t.function))
+            .collect();
+        !mine.is_empty()
+            && mine
+                .iter()
+                .all(|t| x86_table::stays_in(image, table, t.size, start, end))
+    };
+    x86_table::dispatch_jumps(instructions, is_table, &entries, jump_targets)
 }
 
 /// A `lea` of data (or a `mov $sym, %reg`, its position-dependent form)
@@ -414,18 +461,19 @@ fn normalize(
                 };
                 let displacement = if instr.is_ip_rel_memory_operand() {
                     // No register offsets a RIP-relative operand: an access
-                    // reads or writes exactly the operand's bytes.
-                    let width = if use_ == Use::Access {
-                        instr.memory_size().size() as u64
-                    } else {
-                        0
-                    };
+                    // reads or writes exactly the operand's bytes, unless
+                    // a register bit offset moves it (`bt %edi, T(%rip)`).
+                    let exact = use_ == Use::Access && !accesses_beyond_operand(instr);
                     refs.push(Reference {
                         address: instr.ip_rel_memory_address(),
                         use_,
                         field: displacement_field,
-                        width,
-                        reach: if use_ == Use::Access {
+                        width: if exact {
+                            instr.memory_size().size() as u64
+                        } else {
+                            0
+                        },
+                        reach: if exact {
                             Reach::Forward
                         } else {
                             Reach::Unknown
@@ -497,6 +545,20 @@ fn normalize(
         return (address_key(register), vec![reference]);
     }
     (key, refs)
+}
+
+/// Whether `instr` may access memory outside its memory operand's bytes:
+/// `bt`, `bts`, `btr` and `btc` with a register bit offset address the bit
+/// string at the operand, the offset (signed, any size) selecting a byte
+/// anywhere before or after it. (An immediate offset is taken modulo the
+/// operand's width.)
+pub(crate) fn accesses_beyond_operand(instr: &Instruction) -> bool {
+    matches!(
+        instr.mnemonic(),
+        Mnemonic::Bt | Mnemonic::Bts | Mnemonic::Btr | Mnemonic::Btc
+    ) && instr.op_count() == 2
+        && instr.op0_kind() == OpKind::Memory
+        && instr.op1_kind() == OpKind::Register
 }
 
 /// The one key of every way to put an address in a register.

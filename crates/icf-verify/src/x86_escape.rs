@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use crate::code::Reach;
+use crate::x86::accesses_beyond_operand;
 
 /// Instructions visited over all paths before the scan gives up.
 const STEP_BUDGET: usize = 2048;
@@ -42,6 +43,10 @@ pub(crate) struct Body<'a> {
     pub instructions: &'a [Option<Instruction>],
     /// Where the function's jump tables send its dispatch.
     pub jump_targets: &'a [u64],
+    /// The indirect jumps that dispatch those tables, sorted
+    /// (`x86_table::dispatch_jumps`): every other one is an indirect tail
+    /// call.
+    pub dispatches: &'a [u64],
     /// Its DWARF prototype returns nothing in `rdx` (`dwarf.rs`).
     pub single_register_return: bool,
     /// (entry address, argument registers read) of the functions whose
@@ -205,13 +210,14 @@ impl Accesses {
 /// read (all six, unless a DWARF prototype of a direct callee says fewer;
 /// the clobbered ones drop, the callee-saved ones stay), or at a `ret` when neither
 /// `rax` nor `rdx` holds it (`rdx` only counts where the function may
-/// return a 9- to 16-byte value: no DWARF prototype says otherwise). A jump through a register (a jump table's
-/// dispatch) goes on at every jump table target; past it, what it leaves
-/// in `rdx` (the table's base: no source names it) is not a second return
-/// value, which every path would set. Anything else escapes: any other read (a
-/// store of the register, a comparison, a subtraction from another
-/// pointer, a push), another indirect branch, a jump out of the function,
-/// data, an instruction the scan cannot decode, or the step budget.
+/// return a 9- to 16-byte value: no DWARF prototype says otherwise). A
+/// jump table's dispatch, recognized by the code that computes it
+/// ([`Body::dispatches`]), goes on at every jump table target. Anything
+/// else escapes: any other read (a store of the register, a comparison, a
+/// subtraction from another pointer, a push), any other indirect branch
+/// while a register holds the address (an indirect tail call, which may
+/// read them all), a jump out of the function, data, an instruction the
+/// scan cannot decode, or the step budget.
 ///
 /// For the side, the scan keeps, for each register
 /// holding the address or a pointer derived from it, the interval of
@@ -223,6 +229,7 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
     let Body {
         instructions,
         jump_targets,
+        dispatches,
         single_register_return,
         argument_registers,
     } = *scan.body;
@@ -236,23 +243,22 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
         forward: true,
         backward: true,
     };
-    // (instruction, registers holding the address, past a jump table
-    // dispatch) -> the offsets each of those registers held there so far,
-    // and the registers known non-negative on every path there.
-    type State = (usize, Vec<Register>, bool);
+    // (instruction, registers holding the address) -> the offsets each of
+    // those registers held there so far, and the registers known
+    // non-negative on every path there.
+    type State = (usize, Vec<Register>);
     let mut seen: HashMap<State, (Vec<Span>, NonNegative)> = HashMap::new();
     let mut work = vec![(
         lea.next_ip(),
         vec![(lea.op0_register().full_register(), Span::EXACT_ZERO)],
         non_negative_before(scan, at, &mut factory),
-        false,
     )];
     let mut steps = 0;
-    while let Some((ip, held, non_negative, dispatched)) = work.pop() {
+    while let Some((ip, held, non_negative)) = work.pop() {
         let index = index_of(ip)?;
         let registers: Vec<Register> = held.iter().map(|&(r, _)| r).collect();
         let spans: Vec<Span> = held.iter().map(|&(_, s)| s).collect();
-        let (held, mut non_negative) = match seen.entry((index, registers, dispatched)) {
+        let (held, mut non_negative) = match seen.entry((index, registers)) {
             Entry::Occupied(mut known) => {
                 let (known_spans, known_non_negative) = known.get();
                 if known_spans.iter().zip(&spans).all(|(k, s)| k.contains(*s))
@@ -291,7 +297,6 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
         after.sort_unstable_by_key(|&(r, _)| r);
         after.dedup_by_key(|&mut (r, _)| r);
         let holds = |after: &[(Register, Span)], r: Register| after.iter().any(|&(h, _)| h == r);
-        let indirect = instruction.flow_control() == FlowControl::IndirectBranch;
         let successors = match instruction.flow_control() {
             FlowControl::Next => vec![instruction.next_ip()],
             FlowControl::ConditionalBranch if is_near_branch(instruction) => {
@@ -301,26 +306,32 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
                 vec![instruction.near_branch_target()]
             }
             FlowControl::Return => {
-                let second_result = !dispatched && !single_register_return;
-                if holds(&after, Register::RAX) || (holds(&after, Register::RDX) && second_result) {
+                if holds(&after, Register::RAX)
+                    || (holds(&after, Register::RDX) && !single_register_return)
+                {
                     return None;
                 }
                 continue;
             }
-            // A jump through a register (a jump table's base plus an
-            // entry) shows the address to no one: where it lands is
-            // compared as code. The paths go on at every place the
-            // function's jump tables send it, with the registers still
-            // holding the address.
-            // The jump's own register then holds where it landed, a code
-            // address, no longer the table's.
+            // A jump table's dispatch shows the address to no one: where
+            // it lands is compared as code. The paths go on at every place
+            // the function's jump tables send it, with the registers still
+            // holding the address; the jump's own register then holds
+            // where it landed, a code address, no longer the table's.
             FlowControl::IndirectBranch
-                if instruction.op0_kind() == OpKind::Register && !jump_targets.is_empty() =>
+                if !jump_targets.is_empty()
+                    && dispatches.binary_search(&instruction.ip()).is_ok() =>
             {
-                let landed = instruction.op0_register().full_register();
-                after.retain(|&(r, _)| r != landed);
+                if instruction.op0_kind() == OpKind::Register {
+                    let landed = instruction.op0_register().full_register();
+                    after.retain(|&(r, _)| r != landed);
+                }
                 jump_targets.to_vec()
             }
+            // Any other indirect jump is a tail call to code the scan does
+            // not know, which may read every register (falls to escape
+            // below unless nothing holds the address any more).
+            FlowControl::IndirectBranch if after.is_empty() => continue,
             FlowControl::Call => {
                 // A direct call of a function whose prototype says reads
                 // only its parameters' registers; it clobbers the rest.
@@ -346,12 +357,7 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
             continue;
         }
         for successor in successors {
-            work.push((
-                successor,
-                after.clone(),
-                non_negative,
-                dispatched || indirect,
-            ));
+            work.push((successor, after.clone(), non_negative));
         }
     }
     Some(accesses.reach())
@@ -443,6 +449,8 @@ fn step(
     let index = instruction.memory_index().full_register();
     if memory && (holds(base) || holds(index)) {
         let at = match span_of(base) {
+            // A register bit offset reaches any byte, on either side.
+            _ if accesses_beyond_operand(instruction) => None,
             Some(span) if !holds(index) => Some(indexed(
                 span.plus(instruction.memory_displacement64() as i64),
                 index,
@@ -643,15 +651,43 @@ mod tests {
         single_register_return: bool,
         argument_registers: &[(u64, u8)],
     ) -> bool {
+        escapes_dispatching(
+            hex,
+            jump_targets,
+            None,
+            single_register_return,
+            argument_registers,
+        )
+    }
+
+    /// `dispatches`: the jumps recognized as a jump table's dispatch;
+    /// `None` takes every `jmp` for one.
+    fn escapes_dispatching(
+        hex: &str,
+        jump_targets: &[u64],
+        dispatches: Option<&[u64]>,
+        single_register_return: bool,
+        argument_registers: &[(u64, u8)],
+    ) -> bool {
         let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
             .collect();
         let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
         let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
+        let dispatches: Vec<u64> = match dispatches {
+            Some(dispatches) => dispatches.to_vec(),
+            None => instructions
+                .iter()
+                .flatten()
+                .filter(|i| i.mnemonic() == iced_x86::Mnemonic::Jmp)
+                .map(|i| i.ip())
+                .collect(),
+        };
         let body = Body {
             instructions: &instructions,
             jump_targets,
+            dispatches: &dispatches,
             single_register_return,
             argument_registers,
         };
@@ -670,6 +706,7 @@ mod tests {
         let body = Body {
             instructions: &instructions,
             jump_targets: &[],
+            dispatches: &[],
             single_register_return: true,
             argument_registers: &[],
         };
@@ -696,6 +733,16 @@ mod tests {
             reach("488d0d000000004883c1084883e9048b01c3"),
             Some(Reach::Forward)
         );
+    }
+
+    #[test]
+    fn a_register_bit_offset_reads_on_either_side() {
+        // lea t,%rcx; bt %edi,(%rcx); ret: the bit string starts at t,
+        // and %edi (signed) picks any byte before or after it.
+        assert_eq!(reach("488d0d000000000fa339c3"), Some(Reach::Unknown));
+        // lea t,%rcx; btl $3,(%rcx); ret: an immediate offset stays in
+        // the operand.
+        assert_eq!(reach("488d0d000000000fba2103c3"), Some(Reach::Forward));
     }
 
     #[test]
@@ -811,9 +858,38 @@ mod tests {
         // 0x1016: mov %rdx,(%rdi); ret (stores the table's address)
         // 0x101a: add $4,%rax; ret (%rax is where the jump landed)
         let code = "488d1500000000486304824801d0ffe0b801000000c3488917c34883c004c3";
-        assert!(!escapes_with_jump_targets(code, &[0x1010, 0x101a]));
-        assert!(escapes_with_jump_targets(code, &[0x1010, 0x1016]));
+        assert!(!escapes_in(code, &[0x1010, 0x101a], true));
+        assert!(escapes_in(code, &[0x1010, 0x1016], true));
+        // The table's address left in rdx is a second result where the
+        // function may return a pair.
+        assert!(escapes_with_jump_targets(code, &[0x1010, 0x101a]));
         // Without known targets the jump goes anywhere.
         assert!(escapes(code));
+    }
+
+    #[test]
+    fn an_indirect_jump_that_is_no_dispatch_is_a_tail_call() {
+        // lea t,%rdi; jmp *%rax; 0x1009: ret. In a function with jump
+        // tables, but the jump is not their dispatch: a tail call passing
+        // the address.
+        let code = "488d3d00000000ffe0c3";
+        assert!(escapes_dispatching(code, &[0x1009], Some(&[]), true, &[]));
+        assert!(!escapes_dispatching(
+            code,
+            &[0x1009],
+            Some(&[0x1007]),
+            true,
+            &[]
+        ));
+    }
+
+    #[test]
+    fn past_a_dispatch_rdx_is_still_a_second_result() {
+        // lea t,%rdx; lea T,%rcx; movslq (%rcx,%rdi,4),%rax; add %rcx,%rax;
+        // jmp *%rax; 0x1017: mov $1,%eax; ret. A function returning a
+        // pair returns the address in rdx.
+        let code = "488d1500000000488d0d00000000486304b94801c8ffe0b801000000c3";
+        assert!(escapes_in(code, &[0x1017], false));
+        assert!(!escapes_in(code, &[0x1017], true));
     }
 }

@@ -49,7 +49,8 @@ pub(crate) struct TableBound {
     pub guarded: (u64, u64),
 }
 
-fn decode_at(image: &Image, address: u64) -> Option<Instruction> {
+/// The instruction at `address`, if it decodes.
+pub(crate) fn decode_at(image: &Image, address: u64) -> Option<Instruction> {
     let bytes = image.bytes_to_section_end(address)?;
     let bytes = &bytes[..bytes.len().min(15)];
     let mut decoder = Decoder::with_ip(64, bytes, address, DecoderOptions::NONE);
@@ -437,5 +438,383 @@ fn adds(instruction: &Instruction, a: Register, b: Register) -> bool {
                 && pair(instruction.memory_base(), instruction.memory_index())
         }
         _ => false,
+    }
+}
+
+/// Whether a dispatch of the table at `table` (of `size`, when a range
+/// check says) stays in the function spanning `[start, end)`: every entry
+/// of a table of exact size lands in it, or at its end (a case the
+/// compiler knows unreachable). One that lands elsewhere (GCC's `f.cold`)
+/// leaves the function, as a jump out of it does. A table of no exact
+/// size was read only up to its first entry outside the function.
+pub(crate) fn stays_in(
+    image: &Image,
+    table: u64,
+    size: Option<TableSize>,
+    start: u64,
+    end: u64,
+) -> bool {
+    let Some(size) = size.filter(|s| s.exact) else {
+        return true;
+    };
+    (0..size.entries).all(|i| {
+        let target = if size.relative {
+            image
+                .read_u32(table.wrapping_add(4 * i))
+                .map(|v| table.wrapping_add(v as i32 as i64 as u64))
+        } else {
+            image.read_pointer(table.wrapping_add(8 * i))
+        };
+        target.is_some_and(|t| (start..=end).contains(&t))
+    })
+}
+
+/// What the dispatch analysis knows a register holds on every path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    Unknown,
+    /// The address of the jump table at this address.
+    Table(u64),
+    /// A 4-byte entry of that table, sign-extended (`movslq (%b,%i,4)`).
+    Entry(u64),
+    /// The table's address plus one of its entries, or an 8-byte entry of
+    /// a table of addresses: where the table sends a jump.
+    Case(u64),
+}
+
+/// General registers by number.
+type State = [Held; 16];
+
+/// The indirect jumps among `instructions` (one function's reached
+/// instructions in address order, `None` for bytes no path reaches) that
+/// dispatch a jump table, by their addresses, sorted: those whose target,
+/// on every path through the function, is an entry of a table `is_table`
+/// accepts (one the reachability walk read for this function, whose
+/// entries all land in it: see [`stays_in`]):
+///
+/// ```text
+/// jmp *T(,%i,8)      mov T(,%i,8),%r       lea T(%rip),%b (or mov $T,%b)
+///                    jmp *%r               movslq (%b,%i,4),%e
+///                                          add %b,%e (or lea (%b,%e),%r)
+///                                          jmp *%e
+/// ```
+///
+/// A forward analysis over the function's paths says what each register
+/// holds: a table's address (`lea`/`mov $` of it), an entry loaded
+/// through it, their sum, kept by copies and across calls in callee-saved
+/// registers, lost by any other write and where paths with different
+/// values meet (so a table's address set up before a loop still holds at
+/// a dispatch inside it). Paths start with nothing known at `entries` (the
+/// function's start, its other symbols, its landing pads), go both ways
+/// at conditional branches, and from every indirect jump into every place
+/// the function's tables send one (`jump_targets`, sorted). Any other
+/// indirect jump may go anywhere: an indirect tail call, which may read
+/// every argument register (see `x86_escape.rs`). Main assumption: other
+/// functions enter this one only at `entries` (as the rest of the escape
+/// scan assumes), and a callee keeps the callee-saved registers.
+pub(crate) fn dispatch_jumps(
+    instructions: &[Option<Instruction>],
+    is_table: impl Fn(u64) -> bool,
+    entries: &[u64],
+    jump_targets: &[u64],
+) -> Vec<u64> {
+    let mut by_ip: Vec<(u64, usize)> = instructions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, x)| x.map(|x| (x.ip(), i)))
+        .collect();
+    by_ip.sort_unstable();
+    let index_of = |ip: u64| {
+        by_ip
+            .binary_search_by_key(&ip, |&(ip, _)| ip)
+            .ok()
+            .map(|found| by_ip[found].1)
+    };
+    let mut states: Vec<Option<State>> = vec![None; instructions.len()];
+    let mut work: Vec<usize> = Vec::new();
+    let flow_into =
+        |states: &mut Vec<Option<State>>, work: &mut Vec<usize>, index: usize, state: &State| {
+            let merged = match &states[index] {
+                None => *state,
+                Some(known) => {
+                    let mut merged = *known;
+                    for (m, s) in merged.iter_mut().zip(state) {
+                        if m != s {
+                            *m = Held::Unknown;
+                        }
+                    }
+                    if merged == *known {
+                        return;
+                    }
+                    merged
+                }
+            };
+            states[index] = Some(merged);
+            work.push(index);
+        };
+    for &entry in entries {
+        if let Some(index) = index_of(entry) {
+            flow_into(&mut states, &mut work, index, &[Held::Unknown; 16]);
+        }
+    }
+    let mut factory = InstructionInfoFactory::new();
+    let mut steps = 0usize;
+    while let Some(index) = work.pop() {
+        steps += 1;
+        // A budget far above any function's need: past it, no dispatch.
+        if steps > 64 * instructions.len() + 1024 {
+            return Vec::new();
+        }
+        let (Some(instruction), Some(before)) = (&instructions[index], states[index]) else {
+            continue;
+        };
+        let after = transfer(&mut factory, instruction, &before, &is_table);
+        let mut successors = Vec::new();
+        match instruction.flow_control() {
+            FlowControl::UnconditionalBranch => {
+                successors.extend(near_target(instruction).and_then(&index_of));
+            }
+            FlowControl::ConditionalBranch => {
+                successors.extend(near_target(instruction).and_then(&index_of));
+                successors.extend(index_of(instruction.next_ip()));
+            }
+            FlowControl::IndirectBranch => {
+                successors.extend(jump_targets.iter().filter_map(|&t| index_of(t)));
+            }
+            FlowControl::Return => {}
+            // Calls, interrupts and the rest may go on with the next one.
+            _ => successors.extend(index_of(instruction.next_ip())),
+        }
+        for successor in successors {
+            flow_into(&mut states, &mut work, successor, &after);
+        }
+    }
+    let mut found = Vec::new();
+    for (index, jump) in instructions.iter().enumerate() {
+        let Some(jump) = jump else {
+            continue;
+        };
+        if jump.mnemonic() != Mnemonic::Jmp {
+            continue;
+        }
+        let dispatch = match jump.op0_kind() {
+            OpKind::Memory => absolute_entry(jump).is_some_and(&is_table),
+            OpKind::Register => states[index]
+                .is_some_and(|state| matches!(held(&state, jump.op0_register()), Held::Case(_))),
+            _ => false,
+        };
+        if dispatch {
+            found.push(jump.ip());
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+fn near_target(instruction: &Instruction) -> Option<u64> {
+    matches!(
+        instruction.op0_kind(),
+        OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+    )
+    .then(|| instruction.near_branch_target())
+}
+
+/// What a 64-bit general register holds; anything else holds nothing known.
+fn held(state: &State, register: Register) -> Held {
+    if register.is_gpr64() {
+        state[register.number() & 15]
+    } else {
+        Held::Unknown
+    }
+}
+
+/// `T(,%i,8)` with no base: the table `T` an instruction reads an 8-byte
+/// entry of.
+fn absolute_entry(instruction: &Instruction) -> Option<u64> {
+    ((0..instruction.op_count()).any(|n| instruction.op_kind(n) == OpKind::Memory)
+        && instruction.memory_base() == Register::None
+        && instruction.memory_index() != Register::None
+        && instruction.memory_index_scale() == 8
+        && !instruction.is_ip_rel_memory_operand())
+    .then(|| instruction.memory_displacement64())
+}
+
+/// The registers a call may change (System V): all but the callee-saved.
+const CALL_CLOBBERED: [Register; 9] = [
+    Register::RAX,
+    Register::RCX,
+    Register::RDX,
+    Register::RSI,
+    Register::RDI,
+    Register::R8,
+    Register::R9,
+    Register::R10,
+    Register::R11,
+];
+
+/// The state after `instruction` runs in `before`.
+fn transfer(
+    factory: &mut InstructionInfoFactory,
+    instruction: &Instruction,
+    before: &State,
+    is_table: &impl Fn(u64) -> bool,
+) -> State {
+    let mut after = *before;
+    let destination = (instruction.op_count() > 0 && instruction.op0_kind() == OpKind::Register)
+        .then(|| instruction.op0_register());
+    // What the instruction puts in its destination, when it is one of the
+    // shapes the analysis follows.
+    let value = match (instruction.mnemonic(), destination) {
+        (Mnemonic::Lea, Some(d)) if d.is_gpr64() && instruction.is_ip_rel_memory_operand() => {
+            let table = instruction.ip_rel_memory_address();
+            Some(if is_table(table) {
+                Held::Table(table)
+            } else {
+                Held::Unknown
+            })
+        }
+        (Mnemonic::Lea, Some(d))
+            if d.is_gpr64()
+                && instruction.memory_index_scale() == 1
+                && instruction.memory_displacement64() == 0 =>
+        {
+            Some(sum(
+                held(before, instruction.memory_base()),
+                held(before, instruction.memory_index()),
+            ))
+        }
+        (Mnemonic::Mov, Some(d))
+            if (d.is_gpr64() || d.is_gpr32())
+                && matches!(
+                    instruction.op1_kind(),
+                    OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64
+                ) =>
+        {
+            let table = instruction.immediate(1);
+            Some(if is_table(table) {
+                Held::Table(table)
+            } else {
+                Held::Unknown
+            })
+        }
+        (Mnemonic::Mov, Some(d)) if d.is_gpr64() && instruction.op1_kind() == OpKind::Register => {
+            Some(held(before, instruction.op1_register()))
+        }
+        (Mnemonic::Mov, Some(d)) if d.is_gpr64() && instruction.op1_kind() == OpKind::Memory => {
+            Some(match absolute_entry(instruction) {
+                Some(table) if is_table(table) => Held::Case(table),
+                _ => Held::Unknown,
+            })
+        }
+        (Mnemonic::Movsxd, Some(d))
+            if d.is_gpr64()
+                && instruction.op1_kind() == OpKind::Memory
+                && instruction.memory_index() != Register::None
+                && instruction.memory_index_scale() == 4
+                && instruction.memory_displacement64() == 0 =>
+        {
+            Some(match held(before, instruction.memory_base()) {
+                Held::Table(table) => Held::Entry(table),
+                _ => Held::Unknown,
+            })
+        }
+        (Mnemonic::Add, Some(d))
+            if d.is_gpr64()
+                && instruction.op1_kind() == OpKind::Register
+                && instruction.op1_register().is_gpr64() =>
+        {
+            Some(sum(
+                held(before, d),
+                held(before, instruction.op1_register()),
+            ))
+        }
+        _ => None,
+    };
+    // Every register the instruction writes holds nothing known, then the
+    // destination what the shape says.
+    for used in factory.info(instruction).used_registers() {
+        if matches!(
+            used.access(),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        ) && used.register().is_gpr()
+        {
+            after[used.register().full_register().number() & 15] = Held::Unknown;
+        }
+    }
+    if matches!(
+        instruction.flow_control(),
+        FlowControl::Call | FlowControl::IndirectCall
+    ) {
+        for register in CALL_CLOBBERED {
+            after[register.number() & 15] = Held::Unknown;
+        }
+    }
+    if let (Some(value), Some(d)) = (value, destination) {
+        after[d.full_register().number() & 15] = value;
+    }
+    after
+}
+
+/// What `a + b` holds: a table's address plus one of its entries is where
+/// it sends a jump.
+fn sum(a: Held, b: Held) -> Held {
+    match (a, b) {
+        (Held::Table(t), Held::Entry(u)) | (Held::Entry(u), Held::Table(t)) if t == u => {
+            Held::Case(t)
+        }
+        _ => Held::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dispatch_jumps;
+    use iced_x86::{Decoder, DecoderOptions};
+
+    /// The dispatches in `hex` (machine code at 0x1000), whose tables are
+    /// at 0x1100 (4-byte offsets) and 0x2000 (addresses).
+    fn dispatches(hex: &str, entries: &[u64], jump_targets: &[u64]) -> Vec<u64> {
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
+        let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
+        let is_table = |t: u64| t == 0x1100 || t == 0x2000;
+        dispatch_jumps(&instructions, is_table, entries, jump_targets)
+    }
+
+    #[test]
+    fn a_table_address_set_up_before_a_loop_still_dispatches_in_it() {
+        // lea T(%rip),%rdx; 1: movslq (%rdx,%rdi,4),%rax; add %rdx,%rax;
+        // 0x100e: jmp *%rax; 0x1010: inc %edi; jmp 1b
+        let code = "488d15f9000000486304ba4801d0ffe0ffc7ebf3";
+        assert_eq!(dispatches(code, &[0x1000], &[0x1010]), vec![0x100e]);
+        // Entered at the loop with anything in %rdx, it goes anywhere.
+        assert_eq!(
+            dispatches(code, &[0x1000, 0x1007], &[0x1010]),
+            Vec::<u64>::new()
+        );
+    }
+
+    #[test]
+    fn only_jumps_to_what_a_table_entry_computes_dispatch() {
+        // 0x1000: lea T(%rip),%rdx; movslq (%rdx,%rdi,4),%rax; add %rdx,%rax;
+        //   0x100e: jmp *%rax (a dispatch)
+        // 0x1010: mov hook(%rip),%rax; lea A(%rip),%rdi; 0x101e: jmp *%rax
+        //   (a tail call)
+        // 0x1020: lea T(%rip),%rdx; call; movslq (%rdx,%rdi,4),%rax;
+        //   add %rdx,%rax; 0x1033: jmp *%rax (the call may change %rdx)
+        // 0x1035: lea T(%rip),%rbx; call; movslq (%rbx,%rdi,4),%rax;
+        //   lea (%rax,%rbx),%rcx; 0x1049: jmp *%rcx (%rbx is kept)
+        // 0x104b: jmp *T2(,%rdi,8); 0x1052: mov T2(,%rdi,8),%rax;
+        //   0x105a: jmp *%rax
+        let code = "488d15f9000000486304ba4801d0ffe0488b05e9010000488d3de2020000ffe0\
+                    488d15d9000000e8f4ffffff486304ba4801d0ffe0488d1dc4000000e8f4ffffff\
+                    486304bb488d0c18ffe1ff24fd00200000488b04fd00200000ffe0";
+        assert_eq!(
+            dispatches(code, &[0x1000, 0x1020, 0x1035, 0x104b, 0x1052], &[0x1010]),
+            vec![0x100e, 0x1049, 0x104b, 0x105a]
+        );
     }
 }
