@@ -1319,12 +1319,19 @@ impl<'a> Checker<'a> {
             // (lld marks a whole `.rodata` mergeable strings when its
             // inputs are.)
             through_nul
-        } else if c_string && is_text(bytes) {
+        } else if c_string && is_text(bytes) && check.functions.is_some() {
             // GNU ld merges `.rodata.str*` into `.rodata` and drops the
-            // string flags: what reads as text up to a NUL may be a string
-            // whose suffix something else references, or an array read
-            // past its first zero: both are compared.
+            // string flags: what C code reads as text up to a NUL may be a
+            // string whose suffix something else references, or an array
+            // read past its first zero: both are compared.
             through_nul.max(to_bound)
+        } else if c_string && is_text(bytes) {
+            // A pointer in data to text: a C string (read to its NUL) or a
+            // Rust `&str` (its length beside it), whose bytes run on into
+            // the next string with no NUL between: up to the first of
+            // both. (Which code reads through the pointer, and how far,
+            // nothing here says.)
+            through_nul.min(to_bound)
         } else if section.merge_entry_size > 0 && !section.strings {
             section.merge_entry_size.max(to_bound)
         } else {
