@@ -455,6 +455,33 @@ pub struct TableSize {
     pub relative: bool,
 }
 
+/// The size of a jump table that several readers (dispatches) index,
+/// from each one's bound (`None`: a reader whose index nothing bounds):
+/// the table must be read as far as any reader can index it, so the
+/// largest bound, exact only if an exact bound reaches it (a smaller exact
+/// bound says only that the entries below it are cases; a mask's larger
+/// bound does not say that the ones above are). No bound when a reader
+/// has none, or when readers disagree on the entries' width.
+pub(crate) fn combined_table_size(
+    sizes: impl IntoIterator<Item = Option<TableSize>>,
+) -> Option<TableSize> {
+    let mut combined: Option<TableSize> = None;
+    for size in sizes {
+        let size = size?;
+        combined = Some(match combined {
+            None => size,
+            Some(other) if other.relative != size.relative => return None,
+            Some(other) => TableSize {
+                entries: other.entries.max(size.entries),
+                exact: (other.exact && other.entries >= size.entries)
+                    || (size.exact && size.entries >= other.entries),
+                relative: size.relative,
+            },
+        });
+    }
+    combined
+}
+
 /// What a format's reader (`read_elf`, `macho_image::read`) finds in an
 /// image, before [`Image::assemble`] indexes it.
 pub(crate) struct ImageParts {
@@ -817,14 +844,10 @@ impl Image {
         &self.jump_tables[from..to]
     }
 
-    /// How many entries the jump table at `table` has, as the range check
-    /// of a function reading it says: an exact size if one says so, else
-    /// the largest bound.
+    /// How many entries the jump table at `table` has, as the range checks
+    /// of its readers say (see [`combined_table_size`]).
     pub fn jump_table_size(&self, table: u64) -> Option<TableSize> {
-        self.jump_table_at(table)
-            .iter()
-            .filter_map(|t| t.size)
-            .max_by_key(|size| (size.exact, size.entries))
+        combined_table_size(self.jump_table_at(table).iter().map(|t| t.size))
     }
 
     pub fn jump_targets_in(&self, start: u64, end: u64) -> &[u64] {
@@ -1740,7 +1763,48 @@ pub(crate) fn plus(name: &str, offset: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::is_rust_mangled;
+    use super::{TableSize, combined_table_size, is_rust_mangled};
+
+    fn size(entries: u64, exact: bool) -> Option<TableSize> {
+        Some(TableSize {
+            entries,
+            exact,
+            relative: true,
+        })
+    }
+
+    #[test]
+    fn a_table_is_read_as_far_as_any_reader_indexes_it() {
+        // One reader checks `cmp $1; ja` (2 entries exactly), another
+        // masks `and $3` (up to 4): the table has 4 entries to compare.
+        assert_eq!(
+            combined_table_size([size(2, true), size(4, false)]),
+            size(4, false)
+        );
+        assert_eq!(
+            combined_table_size([size(4, false), size(2, true)]),
+            size(4, false)
+        );
+        // An exact bound that reaches as far as the others stays exact.
+        assert_eq!(
+            combined_table_size([size(4, false), size(4, true)]),
+            size(4, true)
+        );
+        assert_eq!(
+            combined_table_size([size(3, true), size(5, true)]),
+            size(5, true)
+        );
+        // A reader without a bound leaves the table unbounded.
+        assert_eq!(combined_table_size([size(2, true), None]), None);
+        assert_eq!(combined_table_size([]), None);
+        // Readers that disagree on the entries' width: no bound.
+        let absolute = Some(TableSize {
+            entries: 2,
+            exact: true,
+            relative: false,
+        });
+        assert_eq!(combined_table_size([size(2, true), absolute]), None);
+    }
 
     #[test]
     fn rust_names_are_recognized() {

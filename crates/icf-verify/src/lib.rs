@@ -45,7 +45,10 @@
 //!   `jmp *T(,idx,8)`) after a range check (`cmp $N; ja`: exactly N+1
 //!   entries, where one at the function's end is an unreachable case and
 //!   one outside it a jump to a cold part; `and $M`: at most M+1) is read
-//!   first and to that bound (`x86_table.rs`); any other is read entry by
+//!   first and to that bound (`x86_table.rs`); a table several
+//!   dispatches read is compared as far as any of them can index it (the
+//!   largest bound, exact only where an exact one reaches it; none if one
+//!   dispatch has none); any other is read entry by
 //!   entry, each entry's code decoded before the next is read, and ends at
 //!   an entry outside its function or inside a decoded instruction, at the
 //!   next table, at a data label, and with `-q` at an entry without a kept
