@@ -154,12 +154,21 @@
 //!   (`_ZTV*`, `_ZTC*`) is not observed (C++ cannot compare a virtual
 //!   function's address), and read-only data without a symbol (string
 //!   literals, jump tables, constant pools) or with a compiler's name for
-//!   an anonymous constant (`anon.*`, `alloc_*`, `.L*`, `CSWTCH.*`: rustc's
-//!   constants, which Rust gives no address identity) has none. Nor, in
-//!   either mode, has a function whose name is Rust-mangled (legacy
-//!   `_ZN…17h<16 hex>E`, v0 `_R…`): rustc makes every function
-//!   `unnamed_addr`, Rust does not promise distinct functions distinct
-//!   addresses, and icf's safe mode merges them.
+//!   an anonymous constant has none: a local symbol (compilers make
+//!   these local; a global of such a name is the program's own object)
+//!   named `.L*` (rustc's `.Lanon.<hash>.<n>`), `anon.*`,
+//!   `alloc_<hash>` or `CSWTCH.<n>` (rustc's constants, which Rust gives
+//!   no address identity; gcc's switch tables). Nor, in either mode, has
+//!   a Rust function: a Rust-mangled name (legacy `_ZN…17h<16 hex>E`, v0
+//!   `_R…`) in an image whose `.comment` names rustc (rustc makes every
+//!   function `unnamed_addr`, Rust does not promise distinct functions
+//!   distinct addresses, and icf's safe mode merges them). The name is
+//!   trusted for each function of an image that links Rust with C (the
+//!   image does not say which object made a function): a C function
+//!   given a Rust-mangled assembler name there loses its identity. In a
+//!   mold executable, whose symbols are all local, an anonymous
+//!   constant's name alone decides; a Mach-O image has no `.comment`, so
+//!   none of its functions is taken for Rust's.
 //!   A `lea` (x86-64), `adr` or `adrp`+`add` (AArch64) of data makes its
 //!   address a value only if the address escapes on some path through the
 //!   function: the scan follows both ways at every conditional branch and

@@ -620,6 +620,7 @@ fn sized_symbols(
                 section: s.section,
                 weak: s.n_desc & N_WEAK_DEF != 0,
                 global,
+                rustc_function: false,
             }
         })
         .collect();
