@@ -13,7 +13,7 @@ use yaxpeax_arch::{Decoder, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, ShiftStyle, SizeCode};
 
 use crate::aarch64_flow::{
-    Held, Surroundings, destination, ends_path, holdings_at_entry, reads_first_operand,
+    Held, Surroundings, destination, ends_path, holdings_at_entry, is_call, reads_first_operand,
     register_copy,
 };
 use crate::code::{A64Key, Decoded, Key, Reach, Reference, Use};
@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 impl A64Key {
     pub(crate) fn falls_through(&self) -> bool {
-        !(ends_path(self.0.opcode) || matches!(self.0.opcode, Opcode::BL | Opcode::BLR))
+        !(ends_path(self.0.opcode) || is_call(self.0.opcode))
     }
 }
 
@@ -84,7 +84,8 @@ fn decode_patched(
         .map(|w| decode_word(&decoder, w.to_le_bytes()))
         .collect();
     let pages = page_definitions(&decoder, &words, &raw, start, around);
-    let entry = holdings_at_entry(&raw, &pages, start, around);
+    let holdings = holdings_at_entry(&raw, &pages, start, around);
+    let entry = &holdings.entry;
     let mut completed = vec![false; raw.len()];
     let mut escaped = vec![false; raw.len()];
     for (i, chunk) in bytes.chunks(4).enumerate() {
@@ -122,6 +123,7 @@ fn decode_patched(
                     Opcode::BL => Use::Call,
                     Opcode::B
                     | Opcode::Bcc(_)
+                    | Opcode::BCcc(_)
                     | Opcode::CBZ
                     | Opcode::CBNZ
                     | Opcode::TBZ
@@ -179,6 +181,13 @@ fn decode_patched(
             key: Key::Aarch64(A64Key(instr)),
             refs,
         });
+    }
+    // A page a call may have kept in a register it may also write, read
+    // after the call: the read may be of the page.
+    for &origin in &holdings.kept_by_calls {
+        if let Some(escapes) = escaped.get_mut(origin) {
+            *escapes = true;
+        }
     }
     fuse_address_pairs(&mut out, start);
     local_data_addresses(&mut out, start, around);
@@ -458,12 +467,15 @@ fn address_reach(
                 Some(to) => work.push(to),
                 None => return None,
             },
-            Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
-                match target() {
-                    Some(to) => work.extend([index + 1, to]),
-                    None => return None,
-                }
-            }
+            Opcode::Bcc(_)
+            | Opcode::BCcc(_)
+            | Opcode::CBZ
+            | Opcode::CBNZ
+            | Opcode::TBZ
+            | Opcode::TBNZ => match target() {
+                Some(to) => work.extend([index + 1, to]),
+                None => return None,
+            },
             Opcode::BL | Opcode::BLR => {
                 let callee = out[index]
                     .refs
@@ -736,6 +748,7 @@ pub(crate) fn disassemble(image: &Image, address: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aarch64_clobbers::CALLER_SAVED;
 
     /// Memory around a function under test: (address, bytes) pieces,
     /// landing pads and functions that never return.
@@ -746,6 +759,11 @@ mod tests {
         noreturn: Vec<u64>,
         integer_returns: Vec<u64>,
         code: Option<std::ops::Range<u64>>,
+        /// (entry, registers a call to it may write); any other callee
+        /// may write every caller-saved register.
+        clobbers: Vec<(u64, u32)>,
+        /// (entry, argument registers it reads).
+        arguments: Vec<(u64, u8)>,
     }
 
     impl Surroundings for Memory {
@@ -772,6 +790,20 @@ mod tests {
             self.code
                 .as_ref()
                 .is_some_and(|range| range.contains(&address))
+        }
+
+        fn call_clobbers(&self, entry: u64) -> u32 {
+            self.clobbers
+                .iter()
+                .find(|&&(at, _)| at == entry)
+                .map_or(CALLER_SAVED, |&(_, mask)| mask)
+        }
+
+        fn arguments_read(&self, entry: u64) -> Option<u8> {
+            self.arguments
+                .iter()
+                .find(|&&(at, _)| at == entry)
+                .map(|&(_, read)| read)
         }
     }
 
@@ -812,14 +844,84 @@ mod tests {
             0xd503_201f,
             0xd65f_03c0,
         ];
-        let kept_across = shape_in(&words, &Memory::default());
+        let untouched = Memory {
+            clobbers: vec![(0x10018, 0)],
+            ..Memory::default()
+        };
+        let kept_across = shape_in(&words, &untouched);
         assert_eq!(kept_across[3].1, vec![0x10008], "{kept_across:?}");
         let around = Memory {
             integer_returns: vec![0x10018],
+            clobbers: vec![(0x10018, 0)],
             ..Memory::default()
         };
         let overwritten = shape_in(&words, &around);
         assert!(overwritten[3].1.is_empty(), "{overwritten:?}");
+    }
+
+    #[test]
+    fn a_call_keeps_a_page_in_a_temporary_only_if_the_callee_never_writes_it() {
+        // adrp x9, page; bl callee; ldr w0, [x9, #8]; ret;
+        // callee: mov x9, #1; ret
+        let words = [
+            0x9000_0009,
+            0x9400_0003,
+            0xb940_0920,
+            0xd65f_03c0,
+            0xd280_0029,
+            0xd65f_03c0,
+        ];
+        let kept = Memory {
+            clobbers: vec![(0x10010, 0)],
+            ..Memory::default()
+        };
+        assert_eq!(shape_in(&words, &kept)[2].1, vec![0x10008]);
+        // The callee writes x9 (on some path): the load reads x9 as the
+        // callee left it, or the page if it did not write it; the page
+        // is then a value of its own, compared as an address.
+        for around in [
+            Memory {
+                clobbers: vec![(0x10010, 1 << 9)],
+                ..Memory::default()
+            },
+            Memory::default(),
+        ] {
+            let decoded = shape_in(&words, &around);
+            assert!(decoded[2].1.is_empty(), "{decoded:?}");
+            assert_eq!(decoded[0].1, vec![0x10000], "{decoded:?}");
+        }
+    }
+
+    #[test]
+    fn a_page_a_call_may_keep_is_a_value_only_where_read_after_it() {
+        // adrp x9, page; bl callee (which may write x9); then what reads
+        // or writes x9; ret; callee: ret
+        let with = |after: u32| {
+            let words = [0x9000_0009, 0x9400_0003, after, 0xd65f_03c0, 0xd65f_03c0];
+            shape_in(&words, &Memory::default())[0].1.clone()
+        };
+        // mov x9, #1: the page is dead after the call.
+        assert!(with(0xd280_0029).is_empty());
+        // ccmp x9, #0, #0, ne: read, as the callee may have left it.
+        assert_eq!(with(0xfa40_1920), vec![0x10000]);
+    }
+
+    #[test]
+    fn code_after_a_call_taken_never_to_return_holds_what_the_call_leaves() {
+        // adrp x19, page; bl callee; ldr w0, [x19, #8]; ret; callee: ret.
+        // If the callee does return after all, x19 still holds the page.
+        let words = [
+            0x9000_0013,
+            0x9400_0003,
+            0xb940_0a60,
+            0xd65f_03c0,
+            0xd65f_03c0,
+        ];
+        let noreturn = Memory {
+            noreturn: vec![0x10010],
+            ..Memory::default()
+        };
+        assert_eq!(shape_in(&words, &noreturn)[2].1, vec![0x10008]);
     }
 
     /// Decodes `bytes` loaded at `start`, with nothing around.

@@ -372,6 +372,9 @@ pub(crate) struct Image {
     /// Where calls go to functions that never return (`noreturn.rs`),
     /// sorted.
     pub noreturn_entries: Vec<u64>,
+    /// AArch64: (function entry, the caller-saved registers a call to it
+    /// may write, a mask of x0-x30), sorted (`aarch64_clobbers.rs`).
+    pub call_clobbers: Vec<(u64, u32)>,
     /// AArch64: the patches the linkers' Cortex-A53 erratum 843419 fix
     /// branches to (GNU ld's `e843419@*`, lld's `__CortexA53843419_*`),
     /// sorted: each holds the instruction it displaced, then a branch back.
@@ -659,6 +662,7 @@ impl Image {
             jump_tables: Vec::new(),
             landing_pads: Vec::new(),
             noreturn_entries: Vec::new(),
+            call_clobbers: Vec::new(),
             single_register_returns: Vec::new(),
             integer_returns: Vec::new(),
             argument_registers: Vec::new(),

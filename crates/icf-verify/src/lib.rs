@@ -67,13 +67,18 @@
 //!   immediate value, operand size, prefix or mnemonic does not.
 //!   On AArch64 an `adrp` and the `add`/load/store completing it form one
 //!   address; the page is tracked by register along every path (it holds
-//!   where all paths reaching an instruction bring it: a call keeps it, as
-//!   gcc's `-fipa-ra` relies on, except in x0 when the callee's DWARF
-//!   prototype returns an integer or pointer there; a register a call may clobber is
-//!   undefined there, so only the other paths decide; a copy carries it;
+//!   where all paths reaching an instruction bring it: a call keeps it in
+//!   x19-x28, and in a caller-saved register only where the callee's code,
+//!   and all it calls, provably never writes that register, which gcc's
+//!   `-fipa-ra` relies on (a callee returning an integer or pointer by its
+//!   DWARF prototype writes x0); a register a call may write is undefined
+//!   after it where no path reads it before writing it, so only the other
+//!   paths decide, and unknown where one does, the page it held then
+//!   counting as a value of its own; a copy carries it;
 //!   paths go into a jump table's cases from its dispatch, read from the
 //!   table where a `cmp` bounds it, into landing pads from every call,
-//!   and not past a call of a function that never returns), and the forms the
+//!   and not past a call of a function that never returns, though code
+//!   no other path reaches holds there what the call would leave), and the forms the
 //!   linkers relax it to depending on distance, which a fold changes, are
 //!   one form: `adrp`+`add`, lld's `nop`+`adr` and GNU ld's `adr`+`nop`
 //!   (unless a branch lands between the two), and GNU ld's erratum-843419
@@ -241,6 +246,7 @@
 //! bytes read past its first zero is compared only that far.
 
 mod aarch64;
+mod aarch64_clobbers;
 mod aarch64_flow;
 mod check;
 mod code;
@@ -315,6 +321,7 @@ fn read_image(path: &Path) -> Result<image::Image, Error> {
         padding::trim_function_ends(&mut image, &code_references);
     }
     if image.arch == Arch::Aarch64 {
+        image.call_clobbers = aarch64_clobbers::call_clobbers(&image);
         image.referenced_data = aarch64::referenced_data(&image);
     }
     Ok(image)
