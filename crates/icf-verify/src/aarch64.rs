@@ -408,12 +408,14 @@ fn local_data_addresses(out: &mut [Decoded], start: u64, around: &dyn Surroundin
 /// conditional branch, loops until an instruction repeats. It does not
 /// escape while it is only the base of loads and stores (never the value
 /// stored, no write-back) until an instruction overwrites it without
-/// reading it, or at a call or return in a temporary the call leaves dead
-/// (x9-x18: on Linux x16-x18 are temporaries too, which clang uses), in an
-/// argument register beyond those the callee's DWARF prototype reads, or
-/// at a return in x2-x18 (x0 and x1 carry results; x1
-/// none when the prototype returns one register at most); a call keeps it
-/// going in a callee-saved register (x19-x28). Anything else escapes: any
+/// reading it (a call whose callee returns an integer or pointer in x0 by
+/// its DWARF prototype overwrites x0), or at a return in x2-x18 (x0 and
+/// x1 carry results; x1 none when the prototype returns one register at
+/// most). A call keeps it going in a callee-saved register (x19-x28), and
+/// in a temporary (x9-x18: on Linux x16-x18 are temporaries too, which
+/// clang uses) or an argument register beyond those the callee's
+/// prototype reads: the callee may leave it alone, and gcc's `-fipa-ra`
+/// reads it after the call where it knows the callee does. Anything else escapes: any
 /// other read of the register, any other register at a call or return
 /// (x8 carries the address of a result returned in memory), an indirect
 /// branch, a branch out of the function, a word that does not decode, or
@@ -476,21 +478,26 @@ fn address_reach(
                 Some(to) => work.extend([index + 1, to]),
                 None => return None,
             },
-            Opcode::BL | Opcode::BLR => {
-                let callee = out[index]
-                    .refs
-                    .iter()
-                    .find(|r| r.use_ == Use::Call)
+            _ if is_call(instr.opcode) => {
+                let callee = (instr.opcode == Opcode::BL)
+                    .then(|| out[index].refs.iter().find(|r| r.use_ == Use::Call))
+                    .flatten()
                     .map(|r| r.address);
-                let unread_argument = instr.opcode == Opcode::BL
-                    && register < 8
+                let unread_argument = register < 8
                     && callee
                         .and_then(|callee| around.arguments_read(callee))
                         .is_some_and(|read| register >= u16::from(read));
+                // The callee's result in x0, where its prototype says.
+                let overwritten =
+                    register == 0 && callee.is_some_and(|callee| around.returns_in_x0(callee));
                 match register {
-                    9..=18 => {}
-                    19..=28 => work.push(index + 1),
-                    _ if unread_argument => {}
+                    _ if overwritten => {}
+                    // A callee keeps x19-x28; it may keep a temporary too
+                    // (gcc's -fipa-ra relies on it where it knows the
+                    // callee's code), and what code after the call then
+                    // reads there is the address.
+                    9..=28 => work.push(index + 1),
+                    _ if unread_argument => work.push(index + 1),
                     _ => return None,
                 }
             }
@@ -922,6 +929,34 @@ mod tests {
             ..Memory::default()
         };
         assert_eq!(shape_in(&words, &noreturn)[2].1, vec![0x10008]);
+    }
+
+    #[test]
+    fn an_address_a_call_may_keep_in_a_temporary_escapes_where_read_after_it() {
+        // adrp x3, page; add x3, x3, #0x10; bl callee (reads no
+        // argument); then cmp x3, x2 (gcc's -fipa-ra kept x3) or
+        // mov x3, #0; ret; callee: ret
+        let with = |after: u32| {
+            let words = [
+                0x9000_0003,
+                0x9100_4063,
+                0x9400_0003,
+                after,
+                0xd65f_03c0,
+                0xd65f_03c0,
+            ];
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let around = Memory {
+                arguments: vec![(0x10014, 0)],
+                ..Memory::default()
+            };
+            decode_patched(&bytes, 0x10000, |_| None, &around)
+                .iter()
+                .flat_map(|d| d.refs.iter().map(|r| r.use_))
+                .collect::<Vec<Use>>()
+        };
+        assert!(with(0xeb02_007f).contains(&Use::Address));
+        assert!(with(0xd280_0003).contains(&Use::Access));
     }
 
     /// Decodes `bytes` loaded at `start`, with nothing around.

@@ -181,10 +181,13 @@
 //!   tables, tracking the registers holding the address (copies, and
 //!   pointers derived by `lea`, `add` or `sub` of an offset). Used only as
 //!   the base or index of memory operands until overwritten, clobbered by
-//!   a call (`rax`, `r10`, `r11`; x9-x18) or dead at a return, it is an
+//!   a call (x86-64: `rax`, `r10`, `r11`) or dead at a return, it is an
 //!   access, not observed (clang's `.llvm_addrsig` leaves out a table the
 //!   code only loads from); a callee-saved register carries it across a
-//!   call. Any other read (stored, compared, subtracted from another
+//!   call, and on AArch64 so does every register the call neither reads
+//!   as an argument nor writes as a result by the callee's prototype (a
+//!   callee may leave a temporary alone, and gcc's `-fipa-ra` then reads
+//!   it after the call). Any other read (stored, compared, subtracted from another
 //!   pointer, an argument register at a call, a result register at a
 //!   return), an indirect branch other than a jump table's dispatch, or
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
