@@ -409,20 +409,20 @@ fn local_data_addresses(out: &mut [Decoded], start: u64, around: &dyn Surroundin
 /// escape while it is only the base of loads and stores (never the value
 /// stored, no write-back) until an instruction overwrites it without
 /// reading it (a call whose callee returns an integer or pointer in x0 by
-/// its DWARF prototype overwrites x0), or at a return in x2-x18 (x0 and
-/// x1 carry results; x1 none when the prototype returns one register at
-/// most). A call keeps it going in a callee-saved register (x19-x28), and
-/// in a temporary (x9-x18: on Linux x16-x18 are temporaries too, which
-/// clang uses) or an argument register beyond those the callee's
-/// prototype reads: the callee may leave it alone, and gcc's `-fipa-ra`
-/// reads it after the call where it knows the callee does. Anything else escapes: any
-/// other read of the register, any other register at a call or return
-/// (x8 carries the address of a result returned in memory), an indirect
-/// branch, a branch out of the function, a word that does not decode, or
-/// more than 1024 steps. `None` then; else which side of the address the
-/// loads and stores based on the register read: an immediate offset says,
-/// a register offset only when it is a zero-extended 32-bit index (`uxtw`),
-/// which is never negative.
+/// its DWARF prototype overwrites x0), or at a return in x2-x18 (x0 and x1
+/// carry results; x1 none when the prototype returns one register at most).
+/// A call keeps it going in a callee-saved register (x19-x28), and in a
+/// temporary (x9-x18: on Linux x16-x18 are temporaries too, which clang
+/// uses) or an argument register beyond those the callee's prototype reads:
+/// the callee may leave it alone, and gcc's `-fipa-ra` reads it after the
+/// call where it knows the callee does. Anything else escapes: any other
+/// read of the register, any other register at a call or return (x8 carries
+/// the address of a result returned in memory), an indirect branch, a
+/// branch out of the function, a word that does not decode, or more than
+/// 1024 steps. `None` then; else which side of the address the loads and
+/// stores based on the register read: an immediate offset says, a register
+/// offset only when it is a zero-extended 32-bit index (`uxtw`), which is
+/// never negative.
 fn address_reach(
     out: &[Decoded],
     start: u64,

@@ -78,8 +78,9 @@
 //!   paths go into a jump table's cases from its dispatch, read from the
 //!   table where a `cmp` bounds it, into landing pads from every call,
 //!   and not past a call of a function that never returns, though code
-//!   no other path reaches holds there what the call would leave), and the forms the
-//!   linkers relax it to depending on distance, which a fold changes, are
+//!   no other path reaches holds there what the call would leave), and
+//!   the forms the linkers relax it to depending on distance, which a
+//!   fold changes, are
 //!   one form: `adrp`+`add`, lld's `nop`+`adr` and GNU ld's `adr`+`nop`
 //!   (unless a branch lands between the two), and GNU ld's erratum-843419
 //!   `adr` of a data page that the next word completes, or that sits in
@@ -187,8 +188,9 @@
 //!   call, and on AArch64 so does every register the call neither reads
 //!   as an argument nor writes as a result by the callee's prototype (a
 //!   callee may leave a temporary alone, and gcc's `-fipa-ra` then reads
-//!   it after the call). Any other read (stored, compared, subtracted from another
-//!   pointer, an argument register at a call, a result register at a
+//!   it after the call). Any other read (stored, compared, subtracted
+//!   from another pointer, an argument register at a call, a result
+//!   register at a
 //!   return), an indirect branch other than a jump table's dispatch, or
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
