@@ -182,9 +182,10 @@ fn decode_patched(
             refs,
         });
     }
-    // A page a call may have kept in a register it may also write, read
-    // after the call: the read may be of the page.
-    for &origin in &holdings.kept_by_calls {
+    // A page a path may still bring where the analysis lost it (a call
+    // may have kept it, or paths that meet bring something else), read
+    // there: the read may be of the page.
+    for &origin in &holdings.lost_pages {
         if let Some(escapes) = escaped.get_mut(origin) {
             *escapes = true;
         }
@@ -911,6 +912,31 @@ mod tests {
         assert!(with(0xd280_0029).is_empty());
         // ccmp x9, #0, #0, ne: read, as the callee may have left it.
         assert_eq!(with(0xfa40_1920), vec![0x10000]);
+    }
+
+    #[test]
+    fn a_page_paths_disagree_on_is_a_value_where_read_after_they_meet() {
+        // cbz x0, 3f; adrp x9, page; b 4f; 3: mov x9, x1; 4: then what
+        // reads or writes x9; ret. Where the paths meet x9 is the page or
+        // x1: a load through it may read either.
+        let with = |after: u32| {
+            let words = [
+                0xb400_0060,
+                0x9000_0009,
+                0x1400_0002,
+                0xaa01_03e9,
+                after,
+                0xd65f_03c0,
+            ];
+            shape_in(&words, &Memory::default())
+        };
+        // ldr w0, [x9, #8]: no page completes it, and the page escapes.
+        let read = with(0xb940_0920);
+        assert!(read[4].1.is_empty(), "{read:?}");
+        assert_eq!(read[1].1, vec![0x10000], "{read:?}");
+        // mov x9, #1: nothing reads it.
+        let overwritten = with(0xd280_0029);
+        assert!(overwritten[1].1.is_empty(), "{overwritten:?}");
     }
 
     #[test]

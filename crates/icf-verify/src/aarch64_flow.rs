@@ -17,7 +17,9 @@
 //! other caller-saved register is clobbered: undefined after the call
 //! where no path reads it before writing it (a backward liveness), and
 //! unknown where one does (a result, say); a page it held there may still
-//! be read, and so is a page's value of its own (an escape).
+//! be read, and so is a value of its own (an escape). So is a page one
+//! path brings to a word where another brings something else in that
+//! register, if some path from there reads it.
 //!
 //! Main assumption: compiled code never reads a callee-saved register the
 //! caller left at entry before writing it (saving it is no read of a
@@ -142,10 +144,12 @@ pub(crate) struct Holdings {
     /// For each word, what its registers hold on every path that reaches
     /// it.
     pub entry: Vec<Vec<Holding>>,
-    /// The `adrp`s (by word) whose page a call may have kept in a
-    /// register it may also write, and that a path reads after the call:
-    /// the read may be of the page, which is then a value of its own.
-    pub kept_by_calls: Vec<usize>,
+    /// The `adrp`s (by word) whose page a path may still bring to a read
+    /// of a register where the analysis no longer knows it: a call that
+    /// may write the register may also have kept the page there, or
+    /// paths that meet bring something else in it. What is read there
+    /// may be the page, which is then a value of its own.
+    pub lost_pages: Vec<usize>,
 }
 
 /// For each word of the function `raw` (decoded words loaded at `start`;
@@ -160,7 +164,7 @@ pub(crate) fn holdings_at_entry(
     if raw.is_empty() {
         return Holdings {
             entry: Vec::new(),
-            kept_by_calls: Vec::new(),
+            lost_pages: Vec::new(),
         };
     }
     let entered = branch_targets(raw, start);
@@ -177,16 +181,16 @@ pub(crate) fn holdings_at_entry(
         flow = Flow::new(raw, pages, start, around, tables, live);
         flow.run();
     }
-    let mut kept_by_calls = flow.kept_by_calls;
-    kept_by_calls.sort_unstable();
-    kept_by_calls.dedup();
+    let mut lost_pages = flow.lost_pages;
+    lost_pages.sort_unstable();
+    lost_pages.dedup();
     Holdings {
         entry: flow
             .entry
             .into_iter()
             .map(Option::unwrap_or_default)
             .collect(),
-        kept_by_calls,
+        lost_pages,
     }
 }
 
@@ -231,8 +235,13 @@ struct Flow<'a> {
     /// For each word, the registers some path from its end may read
     /// before writing them (see [`live_after`]).
     live: Vec<u32>,
-    /// See [`Holdings::kept_by_calls`].
-    kept_by_calls: Vec<usize>,
+    /// See [`Holdings::lost_pages`].
+    lost_pages: Vec<usize>,
+    /// For each word, the registers some path from its start may read
+    /// before writing them.
+    live_before: Vec<u32>,
+    /// The words where the unwinder enters.
+    pads: Vec<usize>,
     steps: usize,
 }
 
@@ -243,7 +252,7 @@ impl<'a> Flow<'a> {
         start: u64,
         around: &'a dyn Surroundings,
         tables: HashMap<usize, Dispatch>,
-        live: Vec<u32>,
+        (live_before, live): (Vec<u32>, Vec<u32>),
     ) -> Self {
         Flow {
             raw,
@@ -255,7 +264,11 @@ impl<'a> Flow<'a> {
             called: None,
             dispatched: HashMap::new(),
             live,
-            kept_by_calls: Vec::new(),
+            lost_pages: Vec::new(),
+            live_before,
+            pads: (0..raw.len())
+                .filter(|&i| around.is_landing_pad(start + 4 * i as u64))
+                .collect(),
             steps: 0,
         }
     }
@@ -268,9 +281,7 @@ impl<'a> Flow<'a> {
         // At the function's start the callee-saved registers hold the
         // caller's values: undefined, like a call's clobbers.
         self.enter(0, &undefined(CALLEE_SAVED));
-        let pads: Vec<usize> = (0..self.raw.len())
-            .filter(|&i| self.around.is_landing_pad(self.start + 4 * i as u64))
-            .collect();
+        let pads = self.pads.clone();
         let orphans: Vec<usize> = (1..self.raw.len())
             .filter(|&i| self.entry[i].is_none() && !pads.contains(&i) && !self.continues(i - 1))
             .collect();
@@ -282,11 +293,12 @@ impl<'a> Flow<'a> {
                 self.enter(pad, &called);
             }
             for &orphan in &orphans {
-                let mut state = self.dispatched_to(orphan);
+                let live = self.live_before[orphan];
+                let mut state = self.dispatched_to(orphan, live);
                 // After a call of a function taken never to return: what
                 // the call would leave if it did.
                 if let Some(returned) = self.after_call(orphan - 1) {
-                    state = merge(&state, &returned);
+                    state = self.merge_live(&state, &returned, live);
                 }
                 self.enter(orphan, &state);
             }
@@ -366,16 +378,17 @@ impl<'a> Flow<'a> {
                 .iter()
                 .find(|h| h.register == register && matches!(h.held, Held::Page(_)))
             {
-                self.kept_by_calls.push(page.origin);
+                self.lost_pages.push(page.origin);
             }
         }
         after.sort_unstable();
         after
     }
 
-    /// What holds where code no path reaches starts at word `orphan`:
-    /// what every `br` that may go there leaves.
-    fn dispatched_to(&self, orphan: usize) -> Vec<Holding> {
+    /// What holds where code no path reaches starts at word `orphan`
+    /// (where `live` may be read): what every `br` that may go there
+    /// leaves.
+    fn dispatched_to(&mut self, orphan: usize, live: u32) -> Vec<Holding> {
         let mut states =
             self.dispatched
                 .iter()
@@ -387,15 +400,39 @@ impl<'a> Flow<'a> {
         let Some((_, first)) = states.next() else {
             return undefined(0..=30);
         };
-        states.fold(first.clone(), |state, (_, other)| merge(&state, other))
+        let mut state = first.clone();
+        let others: Vec<Vec<Holding>> = states.map(|(_, other)| other.clone()).collect();
+        for other in &others {
+            state = self.merge_live(&state, other, live);
+        }
+        state
+    }
+
+    /// What `old` and `new` agree on (see [`merge`]), where the registers
+    /// in `live` may be read next: a page either held that the merge
+    /// loses in such a register is noted lost (see
+    /// [`Holdings::lost_pages`]).
+    fn merge_live(&mut self, old: &[Holding], new: &[Holding], live: u32) -> Vec<Holding> {
+        let merged = merge(old, new);
+        for holding in old.iter().chain(new) {
+            if matches!(holding.held, Held::Page(_))
+                && live & bit(holding.register) != 0
+                && !merged
+                    .iter()
+                    .any(|h| h.register == holding.register && h.held == holding.held)
+            {
+                self.lost_pages.push(holding.origin);
+            }
+        }
+        merged
     }
 
     /// Merges `state` into word `at`'s entry and propagates what changes
     /// to a fixpoint.
     fn enter(&mut self, at: usize, state: &[Holding]) {
-        let merged = match &self.entry[at] {
+        let merged = match self.entry[at].clone() {
             None => state.to_vec(),
-            Some(old) => merge(old, state),
+            Some(old) => self.merge_live(&old, state, self.live_before[at]),
         };
         if self.entry[at].as_ref() == Some(&merged) {
             return;
@@ -415,7 +452,15 @@ impl<'a> Flow<'a> {
             if call {
                 let before = state.clone();
                 after = self.across_call(instr, i, &before, after);
-                merge_into(&mut self.called, &after);
+                // Every landing pad starts with what every call leaves.
+                let live = self
+                    .pads
+                    .iter()
+                    .fold(0, |live, &pad| live | self.live_before[pad]);
+                self.called = Some(match self.called.take() {
+                    None => after.clone(),
+                    Some(old) => self.merge_live(&old, &after, live),
+                });
             }
             let cases: &[usize] = match self.tables.get(&i) {
                 Some(Dispatch::Cases(cases)) => cases,
@@ -434,9 +479,9 @@ impl<'a> Flow<'a> {
                 .chain(cases)
                 .collect();
             for next in next {
-                let merged = match &self.entry[next] {
+                let merged = match self.entry[next].clone() {
                     None => after.clone(),
-                    Some(old) => merge(old, &after),
+                    Some(old) => self.merge_live(&old, &after, self.live_before[next]),
                 };
                 if self.entry[next].as_ref() != Some(&merged) {
                     self.entry[next] = Some(merged);
@@ -464,8 +509,9 @@ pub(crate) fn is_call(opcode: Opcode) -> bool {
 }
 
 /// For each word of the function `raw` (loaded at `start`, its jump
-/// tables `tables`), the registers some path from the word's end may read
-/// before writing them (a mask of x0-x30), at most: a backward liveness,
+/// tables `tables`), the registers some path from the word's start, and
+/// from its end, may read before writing them (masks of x0-x30), at most:
+/// a backward liveness,
 /// to a fixpoint. Paths go on after every call (one that never returns
 /// too) and from it into every landing pad; an indirect branch that is no
 /// recognised table, a branch out of the function, falling off its end or
@@ -476,7 +522,7 @@ fn live_after(
     start: u64,
     around: &dyn Surroundings,
     tables: &HashMap<usize, Dispatch>,
-) -> Vec<u32> {
+) -> (Vec<u32>, Vec<u32>) {
     let len = raw.len();
     let pads: Vec<usize> = (0..len)
         .filter(|&i| around.is_landing_pad(start + 4 * i as u64))
@@ -538,7 +584,7 @@ fn live_after(
             }
         }
     }
-    live_out
+    (live_in, live_out)
 }
 
 /// A direct branch (not a call): its target, if outside the function, is

@@ -74,7 +74,9 @@
 //!   DWARF prototype writes x0); a register a call may write is undefined
 //!   after it where no path reads it before writing it, so only the other
 //!   paths decide, and unknown where one does, the page it held then
-//!   counting as a value of its own; a copy carries it;
+//!   counting as a value of its own, as does one that paths meeting
+//!   disagree on where a path from there reads the register; a copy
+//!   carries it;
 //!   paths go into a jump table's cases from its dispatch, read from the
 //!   table where a `cmp` bounds it, into landing pads from every call,
 //!   and not past a call of a function that never returns, though code
