@@ -166,6 +166,9 @@ pub(crate) struct Symbol {
     pub weak: bool,
     /// Not `STB_LOCAL` (mold makes every symbol of an executable local).
     pub global: bool,
+    /// `STV_HIDDEN` or `STV_INTERNAL`: no other module sees it (GNU ld
+    /// keeps such a symbol global in `.symtab`; lld makes it local).
+    pub hidden: bool,
     /// A function with a Rust-mangled name in an image rustc contributed
     /// code to (see [`Symbol::is_rust_function`]); set by
     /// [`Image::assemble`].
@@ -190,16 +193,21 @@ impl Symbol {
     /// constant's address being distinct (Rust promises no address
     /// identity for constants; LLVM makes them `unnamed_addr`), so its
     /// address is not observed, as for read-only data without a symbol.
-    /// Only a local symbol (`STB_LOCAL`) of such a name is one: compilers
-    /// make every one of them local (rustc's and LLVM's are private, gcc's
-    /// `static`), while a global of that name is the program's own object
-    /// (a C array named `alloc_small`), whose address is its identity.
-    /// `alloc_` also needs its hash (16 hex digits at least), which a C
-    /// identifier of a local object seldom has; the other names are no C
+    /// Only a local or hidden symbol of such a name is one: compilers make
+    /// every one of them local (rustc's and LLVM's are private, gcc's
+    /// `static`), or hidden where link-time optimization shares one
+    /// between partitions (ThinLTO's `anon.<hash>.<n>.llvm.<n>`, gcc's
+    /// `CSWTCH.<n>.lto_priv.<n>`, which GNU ld keeps global), while a
+    /// global of that name that other modules see is the program's own
+    /// object (a C array named `alloc_large`), whose address is its
+    /// identity. `alloc_` also needs its hash (16 hex digits at least),
+    /// which a C identifier seldom has; the other names are no C
     /// identifiers at all. In an image whose symbol table keeps no binding
     /// (mold's executables) every symbol is local, and the name decides.
     pub fn is_anonymous_constant(&self) -> bool {
-        self.kind == SymbolKind::Object && !self.global && is_anonymous_constant_name(&self.name)
+        self.kind == SymbolKind::Object
+            && (!self.global || self.hidden)
+            && is_anonymous_constant_name(&self.name)
     }
 
     /// A Rust function: its name is Rust-mangled (legacy `_ZN…17h<16
@@ -220,7 +228,11 @@ impl Symbol {
 /// Whether `name` is a compiler's name for an anonymous constant (see
 /// [`Symbol::is_anonymous_constant`]).
 fn is_anonymous_constant_name(name: &str) -> bool {
-    let numbered = |rest: &str| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit());
+    // A number, then nothing or a suffix (`.lto_priv.0`).
+    let numbered = |rest: &str| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && (digits == rest.len() || rest.as_bytes()[digits] == b'.')
+    };
     let hashed = |rest: &str| {
         let hex = rest
             .bytes()
@@ -1484,6 +1496,7 @@ impl SymbolReader<'_> {
             section,
             weak: sym.st_bind().0 == STB_WEAK,
             global,
+            hidden: matches!(sym.st_visibility(), elf::STV_HIDDEN | elf::STV_INTERNAL),
             rustc_function: false,
         });
         *in_file += 1;
@@ -1877,6 +1890,7 @@ mod tests {
             section: 0,
             weak: false,
             global,
+            hidden: false,
             rustc_function: false,
         }
     }
@@ -1888,11 +1902,18 @@ mod tests {
             "anon.6834638a5033a7d54f2cae00dbc36086.4.llvm.12",
             "alloc_68d244bd4070015bf9253d1ac51d25f8",
             "CSWTCH.12",
+            "CSWTCH.1.lto_priv.0",
             ".LC0",
         ] {
             assert!(object(name, false).is_anonymous_constant(), "{name}");
-            // A global of that name is the program's own object.
+            // A global of that name is the program's own object, unless
+            // hidden (link-time optimization shares it that way).
             assert!(!object(name, true).is_anonymous_constant(), "{name}");
+            let hidden = Symbol {
+                hidden: true,
+                ..object(name, true)
+            };
+            assert!(hidden.is_anonymous_constant(), "{name}");
         }
         // A C static named like rustc's constants, without the hash.
         for name in ["alloc_small", "alloc_", "CSWTCH", "CSWTCH.x", "table"] {

@@ -162,11 +162,13 @@
 //!   (`_ZTV*`, `_ZTC*`) is not observed (C++ cannot compare a virtual
 //!   function's address), and read-only data without a symbol (string
 //!   literals, jump tables, constant pools) or with a compiler's name for
-//!   an anonymous constant has none: a local symbol (compilers make
-//!   these local; a global of such a name is the program's own object)
-//!   named `.L*` (rustc's `.Lanon.<hash>.<n>`), `anon.*`,
-//!   `alloc_<hash>` or `CSWTCH.<n>` (rustc's constants, which Rust gives
-//!   no address identity; gcc's switch tables). Nor, in either mode, has
+//!   an anonymous constant has none: a local or hidden symbol (compilers
+//!   make these local, or hidden where link-time optimization shares
+//!   one; a global of such a name that other modules see is the
+//!   program's own object) named `.L*` (rustc's `.Lanon.<hash>.<n>`),
+//!   `anon.*`, `alloc_<hash>` or `CSWTCH.<n>` (rustc's constants, which
+//!   Rust gives no address identity; gcc's switch tables). Nor, in either
+//!   mode, has
 //!   a Rust function: a Rust-mangled name (legacy `_ZN…17h<16 hex>E`, v0
 //!   `_R…`) in an image whose `.comment` names rustc (rustc makes every
 //!   function `unnamed_addr`, Rust does not promise distinct functions
