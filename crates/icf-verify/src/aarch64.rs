@@ -13,7 +13,7 @@ use yaxpeax_arch::{Decoder, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, ShiftStyle, SizeCode};
 
 use crate::aarch64_flow::{
-    Held, Surroundings, destination, ends_path, holdings_at_entry, reads_first_operand,
+    Held, Surroundings, destination, ends_path, holdings_at_entry, is_call, reads_first_operand,
     register_copy,
 };
 use crate::code::{A64Key, Decoded, Key, Reach, Reference, Use};
@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 impl A64Key {
     pub(crate) fn falls_through(&self) -> bool {
-        !(ends_path(self.0.opcode) || matches!(self.0.opcode, Opcode::BL | Opcode::BLR))
+        !(ends_path(self.0.opcode) || is_call(self.0.opcode))
     }
 }
 
@@ -94,7 +94,8 @@ fn decode_patched(
         .map(|w| decode_word(&decoder, w.to_le_bytes()))
         .collect();
     let pages = page_definitions(&decoder, &words, &raw, start, around);
-    let entry = holdings_at_entry(&raw, &pages, start, around);
+    let holdings = holdings_at_entry(&raw, &pages, start, around);
+    let entry = &holdings.entry;
     let mut completed = vec![false; raw.len()];
     let mut escaped = vec![false; raw.len()];
     for (i, chunk) in bytes.chunks(4).enumerate() {
@@ -132,6 +133,7 @@ fn decode_patched(
                     Opcode::BL => Use::Call,
                     Opcode::B
                     | Opcode::Bcc(_)
+                    | Opcode::BCcc(_)
                     | Opcode::CBZ
                     | Opcode::CBNZ
                     | Opcode::TBZ
@@ -194,6 +196,14 @@ fn decode_patched(
             key: Key::Aarch64(A64Key(instr)),
             refs,
         });
+    }
+    // A page a path may still bring where the analysis lost it (a call
+    // may have kept it, or paths that meet bring something else), read
+    // there: the read may be of the page.
+    for &origin in &holdings.lost_pages {
+        if let Some(escapes) = escaped.get_mut(origin) {
+            *escapes = true;
+        }
     }
     fuse_address_pairs(&mut out, start);
     local_data_addresses(&mut out, start, around);
@@ -414,19 +424,21 @@ fn local_data_addresses(out: &mut [Decoded], start: u64, around: &dyn Surroundin
 /// conditional branch, loops until an instruction repeats. It does not
 /// escape while it is only the base of loads and stores (never the value
 /// stored, no write-back) until an instruction overwrites it without
-/// reading it, or at a call or return in a temporary the call leaves dead
-/// (x9-x18: on Linux x16-x18 are temporaries too, which clang uses), in an
-/// argument register beyond those the callee's DWARF prototype reads, or
-/// at a return in x2-x18 (x0 and x1 carry results; x1
-/// none when the prototype returns one register at most); a call keeps it
-/// going in a callee-saved register (x19-x28). Anything else escapes: any
-/// other read of the register, any other register at a call or return
-/// (x8 carries the address of a result returned in memory), an indirect
-/// branch, a branch out of the function, a word that does not decode, or
-/// more than 1024 steps. `None` then; else which side of the address the
-/// loads and stores based on the register read: an immediate offset says,
-/// a register offset only when it is a zero-extended 32-bit index (`uxtw`),
-/// which is never negative.
+/// reading it (a call whose callee returns an integer or pointer in x0 by
+/// its DWARF prototype overwrites x0), or at a return in x2-x18 (x0 and x1
+/// carry results; x1 none when the prototype returns one register at most).
+/// A call keeps it going in a callee-saved register (x19-x28), and in a
+/// temporary (x9-x18: on Linux x16-x18 are temporaries too, which clang
+/// uses) or an argument register beyond those the callee's prototype reads:
+/// the callee may leave it alone, and gcc's `-fipa-ra` reads it after the
+/// call where it knows the callee does. Anything else escapes: any other
+/// read of the register, any other register at a call or return (x8 carries
+/// the address of a result returned in memory), an indirect branch, a
+/// branch out of the function, a word that does not decode, or more than
+/// 1024 steps. `None` then; else which side of the address the loads and
+/// stores based on the register read: an immediate offset says, a register
+/// offset only when it is a zero-extended 32-bit index (`uxtw`), which is
+/// never negative.
 fn address_reach(
     out: &[Decoded],
     start: u64,
@@ -473,27 +485,35 @@ fn address_reach(
                 Some(to) => work.push(to),
                 None => return None,
             },
-            Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
-                match target() {
-                    Some(to) => work.extend([index + 1, to]),
-                    None => return None,
-                }
-            }
-            Opcode::BL | Opcode::BLR => {
-                let callee = out[index]
-                    .refs
-                    .iter()
-                    .find(|r| r.use_ == Use::Call)
+            Opcode::Bcc(_)
+            | Opcode::BCcc(_)
+            | Opcode::CBZ
+            | Opcode::CBNZ
+            | Opcode::TBZ
+            | Opcode::TBNZ => match target() {
+                Some(to) => work.extend([index + 1, to]),
+                None => return None,
+            },
+            _ if is_call(instr.opcode) => {
+                let callee = (instr.opcode == Opcode::BL)
+                    .then(|| out[index].refs.iter().find(|r| r.use_ == Use::Call))
+                    .flatten()
                     .map(|r| r.address);
-                let unread_argument = instr.opcode == Opcode::BL
-                    && register < 8
+                let unread_argument = register < 8
                     && callee
                         .and_then(|callee| around.arguments_read(callee))
                         .is_some_and(|read| register >= u16::from(read));
+                // The callee's result in x0, where its prototype says.
+                let overwritten =
+                    register == 0 && callee.is_some_and(|callee| around.returns_in_x0(callee));
                 match register {
-                    9..=18 => {}
-                    19..=28 => work.push(index + 1),
-                    _ if unread_argument => {}
+                    _ if overwritten => {}
+                    // A callee keeps x19-x28; it may keep a temporary too
+                    // (gcc's -fipa-ra relies on it where it knows the
+                    // callee's code), and what code after the call then
+                    // reads there is the address.
+                    9..=28 => work.push(index + 1),
+                    _ if unread_argument => work.push(index + 1),
                     _ => return None,
                 }
             }
@@ -751,6 +771,7 @@ pub(crate) fn disassemble(image: &Image, address: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aarch64_clobbers::CALLER_SAVED;
 
     /// Memory around a function under test: (address, bytes) pieces,
     /// landing pads and functions that never return.
@@ -761,6 +782,11 @@ mod tests {
         noreturn: Vec<u64>,
         integer_returns: Vec<u64>,
         code: Option<std::ops::Range<u64>>,
+        /// (entry, registers a call to it may write); any other callee
+        /// may write every caller-saved register.
+        clobbers: Vec<(u64, u32)>,
+        /// (entry, argument registers it reads).
+        arguments: Vec<(u64, u8)>,
     }
 
     impl Surroundings for Memory {
@@ -787,6 +813,20 @@ mod tests {
             self.code
                 .as_ref()
                 .is_some_and(|range| range.contains(&address))
+        }
+
+        fn call_clobbers(&self, entry: u64) -> u32 {
+            self.clobbers
+                .iter()
+                .find(|&&(at, _)| at == entry)
+                .map_or(CALLER_SAVED, |&(_, mask)| mask)
+        }
+
+        fn arguments_read(&self, entry: u64) -> Option<u8> {
+            self.arguments
+                .iter()
+                .find(|&&(at, _)| at == entry)
+                .map(|&(_, read)| read)
         }
     }
 
@@ -827,14 +867,137 @@ mod tests {
             0xd503_201f,
             0xd65f_03c0,
         ];
-        let kept_across = shape_in(&words, &Memory::default());
+        let untouched = Memory {
+            clobbers: vec![(0x10018, 0)],
+            ..Memory::default()
+        };
+        let kept_across = shape_in(&words, &untouched);
         assert_eq!(kept_across[3].1, vec![0x10008], "{kept_across:?}");
         let around = Memory {
             integer_returns: vec![0x10018],
+            clobbers: vec![(0x10018, 0)],
             ..Memory::default()
         };
         let overwritten = shape_in(&words, &around);
         assert!(overwritten[3].1.is_empty(), "{overwritten:?}");
+    }
+
+    #[test]
+    fn a_call_keeps_a_page_in_a_temporary_only_if_the_callee_never_writes_it() {
+        // adrp x9, page; bl callee; ldr w0, [x9, #8]; ret;
+        // callee: mov x9, #1; ret
+        let words = [
+            0x9000_0009,
+            0x9400_0003,
+            0xb940_0920,
+            0xd65f_03c0,
+            0xd280_0029,
+            0xd65f_03c0,
+        ];
+        let kept = Memory {
+            clobbers: vec![(0x10010, 0)],
+            ..Memory::default()
+        };
+        assert_eq!(shape_in(&words, &kept)[2].1, vec![0x10008]);
+        // The callee writes x9 (on some path): the load reads x9 as the
+        // callee left it, or the page if it did not write it; the page
+        // is then a value of its own, compared as an address.
+        for around in [
+            Memory {
+                clobbers: vec![(0x10010, 1 << 9)],
+                ..Memory::default()
+            },
+            Memory::default(),
+        ] {
+            let decoded = shape_in(&words, &around);
+            assert!(decoded[2].1.is_empty(), "{decoded:?}");
+            assert_eq!(decoded[0].1, vec![0x10000], "{decoded:?}");
+        }
+    }
+
+    #[test]
+    fn a_page_a_call_may_keep_is_a_value_only_where_read_after_it() {
+        // adrp x9, page; bl callee (which may write x9); then what reads
+        // or writes x9; ret; callee: ret
+        let with = |after: u32| {
+            let words = [0x9000_0009, 0x9400_0003, after, 0xd65f_03c0, 0xd65f_03c0];
+            shape_in(&words, &Memory::default())[0].1.clone()
+        };
+        // mov x9, #1: the page is dead after the call.
+        assert!(with(0xd280_0029).is_empty());
+        // ccmp x9, #0, #0, ne: read, as the callee may have left it.
+        assert_eq!(with(0xfa40_1920), vec![0x10000]);
+    }
+
+    #[test]
+    fn a_page_paths_disagree_on_is_a_value_where_read_after_they_meet() {
+        // cbz x0, 3f; adrp x9, page; b 4f; 3: mov x9, x1; 4: then what
+        // reads or writes x9; ret. Where the paths meet x9 is the page or
+        // x1: a load through it may read either.
+        let with = |after: u32| {
+            let words = [
+                0xb400_0060,
+                0x9000_0009,
+                0x1400_0002,
+                0xaa01_03e9,
+                after,
+                0xd65f_03c0,
+            ];
+            shape_in(&words, &Memory::default())
+        };
+        // ldr w0, [x9, #8]: no page completes it, and the page escapes.
+        let read = with(0xb940_0920);
+        assert!(read[4].1.is_empty(), "{read:?}");
+        assert_eq!(read[1].1, vec![0x10000], "{read:?}");
+        // mov x9, #1: nothing reads it.
+        let overwritten = with(0xd280_0029);
+        assert!(overwritten[1].1.is_empty(), "{overwritten:?}");
+    }
+
+    #[test]
+    fn code_after_a_call_taken_never_to_return_holds_what_the_call_leaves() {
+        // adrp x19, page; bl callee; ldr w0, [x19, #8]; ret; callee: ret.
+        // If the callee does return after all, x19 still holds the page.
+        let words = [
+            0x9000_0013,
+            0x9400_0003,
+            0xb940_0a60,
+            0xd65f_03c0,
+            0xd65f_03c0,
+        ];
+        let noreturn = Memory {
+            noreturn: vec![0x10010],
+            ..Memory::default()
+        };
+        assert_eq!(shape_in(&words, &noreturn)[2].1, vec![0x10008]);
+    }
+
+    #[test]
+    fn an_address_a_call_may_keep_in_a_temporary_escapes_where_read_after_it() {
+        // adrp x3, page; add x3, x3, #0x10; bl callee (reads no
+        // argument); then cmp x3, x2 (gcc's -fipa-ra kept x3) or
+        // mov x3, #0; ret; callee: ret
+        let with = |after: u32| {
+            let words = [
+                0x9000_0003,
+                0x9100_4063,
+                0x9400_0003,
+                after,
+                0xd65f_03c0,
+                0xd65f_03c0,
+            ];
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let around = Memory {
+                arguments: vec![(0x10014, 0)],
+                ..Memory::default()
+            };
+            decode_patched(&bytes, 0x10000, |_| None, &around)
+                .iter()
+                .flat_map(|d| d.refs.iter().map(|r| r.use_))
+                .collect::<Vec<Use>>()
+        };
+        assert!(with(0xeb02_007f).contains(&Use::Address));
+        assert!(with(0xd280_0003).contains(&Use::Access));
     }
 
     /// Decodes `bytes` loaded at `start`, with nothing around.

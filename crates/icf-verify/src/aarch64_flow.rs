@@ -8,17 +8,30 @@
 //! call of a function that never returns, and enter landing pads with what
 //! every call leaves. Code no path reaches (the
 //! cases of a dispatch it does not recognise) starts with what every
-//! unrecognised `br` leaves.
+//! unrecognised `br` leaves, and code after a call of a function that
+//! never returns also with what that call would leave if it did.
 //!
-//! Main assumption: compiled code never reads a register the caller or a
-//! callee left (a callee-saved register at entry, a clobbered one after a
-//! call) before writing it, so such a register is undefined and agrees
-//! with any value another path brings.
+//! A call keeps what x19-x28 hold (AAPCS64), and what a caller-saved
+//! register holds only where the callee provably never writes it
+//! (`aarch64_clobbers.rs`: gcc's `-fipa-ra` keeps values there). Any
+//! other caller-saved register is clobbered: undefined after the call
+//! where no path reads it before writing it (a backward liveness), and
+//! unknown where one does (a result, say); a page it held there may still
+//! be read, and so is a value of its own (an escape). So is a page one
+//! path brings to a word where another brings something else in that
+//! register, if some path from there reads it.
+//!
+//! Main assumption: compiled code never reads a callee-saved register the
+//! caller left at entry before writing it (saving it is no read of a
+//! value), so such a register is undefined and agrees with any value
+//! another path brings; and a callee reads no register but its arguments
+//! (x0-x8).
 
 use std::collections::HashMap;
 
 use yaxpeax_arm::armv8::a64::{Instruction, Opcode, Operand, ShiftStyle, SizeCode};
 
+use crate::aarch64_clobbers::{CALLER_SAVED, bit};
 use crate::image::Image;
 
 /// What the analysis knows a register holds.
@@ -69,6 +82,12 @@ pub(crate) trait Surroundings {
     fn is_code(&self, _address: u64) -> bool {
         false
     }
+    /// The registers a call to the function at `entry` may write (a mask
+    /// of x0-x30, `aarch64_clobbers.rs`): every caller-saved one unless
+    /// its code is known.
+    fn call_clobbers(&self, _entry: u64) -> u32 {
+        CALLER_SAVED
+    }
 }
 
 impl Surroundings for Image {
@@ -103,12 +122,13 @@ impl Surroundings for Image {
     fn is_code(&self, address: u64) -> bool {
         Image::is_code(self, address)
     }
-}
 
-/// The registers a call may clobber (AAPCS64): x0-x18 and x30.
-const CALL_CLOBBERS: [u16; 20] = [
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 30,
-];
+    fn call_clobbers(&self, entry: u64) -> u32 {
+        self.call_clobbers
+            .binary_search_by_key(&entry, |&(address, _)| address)
+            .map_or(CALLER_SAVED, |found| self.call_clobbers[found].1)
+    }
+}
 
 /// The registers a function keeps for its caller (AAPCS64): x19-x28.
 const CALLEE_SAVED: [u16; 10] = [19, 20, 21, 22, 23, 24, 25, 26, 27, 28];
@@ -119,6 +139,19 @@ const MAX_TABLE_ENTRIES: u64 = 4096;
 /// How far back from a dispatch its steps are looked for.
 const DISPATCH_WINDOW: usize = 16;
 
+/// What the registers of one function hold along its paths.
+pub(crate) struct Holdings {
+    /// For each word, what its registers hold on every path that reaches
+    /// it.
+    pub entry: Vec<Vec<Holding>>,
+    /// The `adrp`s (by word) whose page a path may still bring to a read
+    /// of a register where the analysis no longer knows it: a call that
+    /// may write the register may also have kept the page there, or
+    /// paths that meet bring something else in it. What is read there
+    /// may be the page, which is then a value of its own.
+    pub lost_pages: Vec<usize>,
+}
+
 /// For each word of the function `raw` (decoded words loaded at `start`;
 /// `pages` the page each opens, if any), what its registers hold on every
 /// path that reaches it.
@@ -127,12 +160,16 @@ pub(crate) fn holdings_at_entry(
     pages: &[Option<(u16, u64)>],
     start: u64,
     around: &dyn Surroundings,
-) -> Vec<Vec<Holding>> {
+) -> Holdings {
     if raw.is_empty() {
-        return Vec::new();
+        return Holdings {
+            entry: Vec::new(),
+            lost_pages: Vec::new(),
+        };
     }
     let entered = branch_targets(raw, start);
-    let mut flow = Flow::new(raw, pages, start, around, HashMap::new());
+    let live = live_after(raw, start, around, &HashMap::new());
+    let mut flow = Flow::new(raw, pages, start, around, HashMap::new(), live);
     flow.run();
     // The tables are read with what holds when every dispatch may go
     // anywhere no direct path goes: that holds on the real paths too.
@@ -140,13 +177,21 @@ pub(crate) fn holdings_at_entry(
         .filter_map(|i| Some((i, jump_table(raw, &flow.entry, &entered, i, start, around)?)))
         .collect();
     if !tables.is_empty() {
-        flow = Flow::new(raw, pages, start, around, tables);
+        let live = live_after(raw, start, around, &tables);
+        flow = Flow::new(raw, pages, start, around, tables, live);
         flow.run();
     }
-    flow.entry
-        .into_iter()
-        .map(Option::unwrap_or_default)
-        .collect()
+    let mut lost_pages = flow.lost_pages;
+    lost_pages.sort_unstable();
+    lost_pages.dedup();
+    Holdings {
+        entry: flow
+            .entry
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect(),
+        lost_pages,
+    }
 }
 
 /// Where a `br` of a jump table goes, as far as known.
@@ -187,6 +232,16 @@ struct Flow<'a> {
     /// What holds after each `br` (of a table not read) seen so far:
     /// where the code no path reaches that it may go to starts.
     dispatched: HashMap<usize, Vec<Holding>>,
+    /// For each word, the registers some path from its end may read
+    /// before writing them (see [`live_after`]).
+    live: Vec<u32>,
+    /// See [`Holdings::lost_pages`].
+    lost_pages: Vec<usize>,
+    /// For each word, the registers some path from its start may read
+    /// before writing them.
+    live_before: Vec<u32>,
+    /// The words where the unwinder enters.
+    pads: Vec<usize>,
     steps: usize,
 }
 
@@ -197,6 +252,7 @@ impl<'a> Flow<'a> {
         start: u64,
         around: &'a dyn Surroundings,
         tables: HashMap<usize, Dispatch>,
+        (live_before, live): (Vec<u32>, Vec<u32>),
     ) -> Self {
         Flow {
             raw,
@@ -207,6 +263,12 @@ impl<'a> Flow<'a> {
             entry: vec![None; raw.len()],
             called: None,
             dispatched: HashMap::new(),
+            live,
+            lost_pages: Vec::new(),
+            live_before,
+            pads: (0..raw.len())
+                .filter(|&i| around.is_landing_pad(start + 4 * i as u64))
+                .collect(),
             steps: 0,
         }
     }
@@ -219,9 +281,7 @@ impl<'a> Flow<'a> {
         // At the function's start the callee-saved registers hold the
         // caller's values: undefined, like a call's clobbers.
         self.enter(0, &undefined(CALLEE_SAVED));
-        let pads: Vec<usize> = (0..self.raw.len())
-            .filter(|&i| self.around.is_landing_pad(self.start + 4 * i as u64))
-            .collect();
+        let pads = self.pads.clone();
         let orphans: Vec<usize> = (1..self.raw.len())
             .filter(|&i| self.entry[i].is_none() && !pads.contains(&i) && !self.continues(i - 1))
             .collect();
@@ -233,8 +293,14 @@ impl<'a> Flow<'a> {
                 self.enter(pad, &called);
             }
             for &orphan in &orphans {
-                let dispatched = self.dispatched_to(orphan);
-                self.enter(orphan, &dispatched);
+                let live = self.live_before[orphan];
+                let mut state = self.dispatched_to(orphan, live);
+                // After a call of a function taken never to return: what
+                // the call would leave if it did.
+                if let Some(returned) = self.after_call(orphan - 1) {
+                    state = self.merge_live(&state, &returned, live);
+                }
+                self.enter(orphan, &state);
             }
             if (&self.called, &self.dispatched) == (&before.0, &before.1) || self.over_budget() {
                 break;
@@ -261,9 +327,68 @@ impl<'a> Flow<'a> {
         }
     }
 
-    /// What holds where code no path reaches starts at word `orphan`:
-    /// what every `br` that may go there leaves.
-    fn dispatched_to(&self, orphan: usize) -> Vec<Holding> {
+    /// What holds after the call at word `i`, given what holds before it,
+    /// if a path reaches it.
+    fn after_call(&mut self, i: usize) -> Option<Vec<Holding>> {
+        let instr = self.raw[i].as_ref()?;
+        if !is_call(instr.opcode) {
+            return None;
+        }
+        let state = self.entry[i].clone()?;
+        let after = transfer(instr, i, self.start, &state, self.pages[i]);
+        Some(self.across_call(instr, i, &state, after))
+    }
+
+    /// `after`, what holds after the call `instr` at word `i` but for
+    /// what the callee does, given `before`: a caller-saved register the
+    /// callee may write (see [`Surroundings::call_clobbers`]; x0 too when
+    /// it returns an integer or pointer there) is undefined where no path
+    /// reads it before writing it, and unknown where one does; a page it
+    /// held is then noted as kept by the call, since the callee may have
+    /// left it there.
+    fn across_call(
+        &mut self,
+        instr: &Instruction,
+        i: usize,
+        before: &[Holding],
+        mut after: Vec<Holding>,
+    ) -> Vec<Holding> {
+        let target = match (instr.opcode, instr.operands[0]) {
+            (Opcode::BL, Operand::PCOffset(delta)) => {
+                Some((self.start + 4 * i as u64).wrapping_add(delta as u64))
+            }
+            _ => None,
+        };
+        let mut clobbered = bit(30)
+            | target.map_or(CALLER_SAVED, |target| {
+                self.around.call_clobbers(target)
+                    | if self.around.returns_in_x0(target) {
+                        bit(0)
+                    } else {
+                        0
+                    }
+            });
+        clobbered &= CALLER_SAVED;
+        let live = self.live[i];
+        for register in (0..31).filter(|&r| clobbered & bit(r) != 0) {
+            after.retain(|h| h.register != register);
+            if live & bit(register) == 0 {
+                after.extend(undefined([register]));
+            } else if let Some(page) = before
+                .iter()
+                .find(|h| h.register == register && matches!(h.held, Held::Page(_)))
+            {
+                self.lost_pages.push(page.origin);
+            }
+        }
+        after.sort_unstable();
+        after
+    }
+
+    /// What holds where code no path reaches starts at word `orphan`
+    /// (where `live` may be read): what every `br` that may go there
+    /// leaves.
+    fn dispatched_to(&mut self, orphan: usize, live: u32) -> Vec<Holding> {
         let mut states =
             self.dispatched
                 .iter()
@@ -275,15 +400,39 @@ impl<'a> Flow<'a> {
         let Some((_, first)) = states.next() else {
             return undefined(0..=30);
         };
-        states.fold(first.clone(), |state, (_, other)| merge(&state, other))
+        let mut state = first.clone();
+        let others: Vec<Vec<Holding>> = states.map(|(_, other)| other.clone()).collect();
+        for other in &others {
+            state = self.merge_live(&state, other, live);
+        }
+        state
+    }
+
+    /// What `old` and `new` agree on (see [`merge`]), where the registers
+    /// in `live` may be read next: a page either held that the merge
+    /// loses in such a register is noted lost (see
+    /// [`Holdings::lost_pages`]).
+    fn merge_live(&mut self, old: &[Holding], new: &[Holding], live: u32) -> Vec<Holding> {
+        let merged = merge(old, new);
+        for holding in old.iter().chain(new) {
+            if matches!(holding.held, Held::Page(_))
+                && live & bit(holding.register) != 0
+                && !merged
+                    .iter()
+                    .any(|h| h.register == holding.register && h.held == holding.held)
+            {
+                self.lost_pages.push(holding.origin);
+            }
+        }
+        merged
     }
 
     /// Merges `state` into word `at`'s entry and propagates what changes
     /// to a fixpoint.
     fn enter(&mut self, at: usize, state: &[Holding]) {
-        let merged = match &self.entry[at] {
+        let merged = match self.entry[at].clone() {
             None => state.to_vec(),
-            Some(old) => merge(old, state),
+            Some(old) => self.merge_live(&old, state, self.live_before[at]),
         };
         if self.entry[at].as_ref() == Some(&merged) {
             return;
@@ -299,18 +448,19 @@ impl<'a> Flow<'a> {
                 continue;
             };
             let mut after = transfer(instr, i, self.start, state, self.pages[i]);
-            // A call to a function returning an integer or pointer leaves
-            // its result in x0, whatever x0 held before.
-            if let (Opcode::BL, Operand::PCOffset(delta)) = (instr.opcode, instr.operands[0])
-                && self
-                    .around
-                    .returns_in_x0((self.start + 4 * i as u64).wrapping_add(delta as u64))
-            {
-                after.retain(|h| h.register != 0);
-            }
-            let call = matches!(instr.opcode, Opcode::BL | Opcode::BLR);
+            let call = is_call(instr.opcode);
             if call {
-                merge_into(&mut self.called, &after);
+                let before = state.clone();
+                after = self.across_call(instr, i, &before, after);
+                // Every landing pad starts with what every call leaves.
+                let live = self
+                    .pads
+                    .iter()
+                    .fold(0, |live, &pad| live | self.live_before[pad]);
+                self.called = Some(match self.called.take() {
+                    None => after.clone(),
+                    Some(old) => self.merge_live(&old, &after, live),
+                });
             }
             let cases: &[usize] = match self.tables.get(&i) {
                 Some(Dispatch::Cases(cases)) => cases,
@@ -329,9 +479,9 @@ impl<'a> Flow<'a> {
                 .chain(cases)
                 .collect();
             for next in next {
-                let merged = match &self.entry[next] {
+                let merged = match self.entry[next].clone() {
                     None => after.clone(),
-                    Some(old) => merge(old, &after),
+                    Some(old) => self.merge_live(&old, &after, self.live_before[next]),
                 };
                 if self.entry[next].as_ref() != Some(&merged) {
                     self.entry[next] = Some(merged);
@@ -340,6 +490,247 @@ impl<'a> Flow<'a> {
             }
         }
     }
+}
+
+/// Every general register, x0-x30, as a mask.
+const ALL: u32 = 0x7fff_ffff;
+
+/// The registers that carry arguments (x0-x7, and x8: the address of a
+/// result returned in memory), as a mask.
+const ARGUMENTS: u32 = 0x1ff;
+
+/// A call, direct or through a register (with or without pointer
+/// authentication).
+pub(crate) fn is_call(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::BL | Opcode::BLR | Opcode::BLRAA | Opcode::BLRAAZ | Opcode::BLRAB | Opcode::BLRABZ
+    )
+}
+
+/// For each word of the function `raw` (loaded at `start`, its jump
+/// tables `tables`), the registers some path from the word's start, and
+/// from its end, may read before writing them (masks of x0-x30), at most:
+/// a backward liveness,
+/// to a fixpoint. Paths go on after every call (one that never returns
+/// too) and from it into every landing pad; an indirect branch that is no
+/// recognised table, a branch out of the function, falling off its end or
+/// a word that does not decode may read anything; a return reads x0-x8
+/// and what the caller keeps (x19-x30).
+fn live_after(
+    raw: &[Option<Instruction>],
+    start: u64,
+    around: &dyn Surroundings,
+    tables: &HashMap<usize, Dispatch>,
+) -> (Vec<u32>, Vec<u32>) {
+    let len = raw.len();
+    let pads: Vec<usize> = (0..len)
+        .filter(|&i| around.is_landing_pad(start + 4 * i as u64))
+        .collect();
+    let mut live_in = vec![0u32; len];
+    let mut live_out = vec![0u32; len];
+    let mut changed = true;
+    let mut rounds = 0;
+    while changed {
+        changed = false;
+        rounds += 1;
+        for i in (0..len).rev() {
+            let out = match raw[i].as_ref() {
+                // After too many rounds (never, in practice: each mask
+                // only grows), anything.
+                _ if rounds > 64 => ALL,
+                None => ALL,
+                Some(instr) => {
+                    let mut out = 0;
+                    let next = successors(instr, i, len, start);
+                    for &k in &next {
+                        out |= live_in[k];
+                    }
+                    let leaves = instr
+                        .operands
+                        .iter()
+                        .any(|o| matches!(o, Operand::PCOffset(_)))
+                        && is_branch(instr.opcode)
+                        && branch_target(instr, i, len, start).is_none();
+                    let falls_off = i + 1 == len && !ends_path(instr.opcode);
+                    if leaves || falls_off {
+                        out = ALL;
+                    } else if is_register_branch(instr.opcode) {
+                        out = match tables.get(&i) {
+                            Some(Dispatch::Cases(cases)) => {
+                                cases.iter().fold(out, |out, &k| out | live_in[k])
+                            }
+                            _ => ALL,
+                        };
+                    } else if matches!(instr.opcode, Opcode::RET | Opcode::RETAA | Opcode::RETAB) {
+                        out |= ARGUMENTS | (ALL & !CALLER_SAVED) | bit(30);
+                    } else if is_call(instr.opcode) {
+                        out = pads.iter().fold(out, |out, &k| out | live_in[k]);
+                    }
+                    out
+                }
+            };
+            let kills = raw[i].as_ref().map_or(0, |instr| {
+                written_registers(instr)
+                    .into_iter()
+                    .fold(0, |mask, r| mask | bit(r))
+            });
+            let reads = raw[i].as_ref().map_or(ALL, reads);
+            let inward = reads | (out & !kills);
+            if (out, inward) != (live_out[i], live_in[i]) {
+                live_out[i] = out;
+                live_in[i] = inward;
+                changed = true;
+            }
+        }
+    }
+    (live_in, live_out)
+}
+
+/// A direct branch (not a call): its target, if outside the function, is
+/// where the path leaves.
+fn is_branch(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::B
+            | Opcode::Bcc(_)
+            | Opcode::BCcc(_)
+            | Opcode::CBZ
+            | Opcode::CBNZ
+            | Opcode::TBZ
+            | Opcode::TBNZ
+    )
+}
+
+/// The general registers `instr` may read (a mask of x0-x30), at most:
+/// every register operand but a first one it only writes (any first one
+/// an instruction also reads, or only reads, counts: a store's value, a
+/// conditional compare's operand, an atomic's, a pointer to
+/// authenticate); what it reads without naming it; at a call, the
+/// argument registers too, and at a system call the ones the kernel
+/// reads.
+fn reads(instr: &Instruction) -> u32 {
+    let opcode = instr.opcode;
+    let first_read = reads_first_operand(opcode)
+        || is_register_branch(opcode)
+        || is_call(opcode)
+        || matches!(
+            opcode,
+            Opcode::RET
+                | Opcode::RETAA
+                | Opcode::RETAB
+                | Opcode::MOVK
+                | Opcode::BFM
+                | Opcode::CCMP
+                | Opcode::CCMN
+                | Opcode::SYS(_)
+                | Opcode::STLLR
+                | Opcode::STLLRB
+                | Opcode::STLLRH
+                | Opcode::STG
+                | Opcode::STZG
+                | Opcode::ST2G
+                | Opcode::STZ2G
+                | Opcode::STGM
+                | Opcode::STZGM
+                | Opcode::LDG
+                | Opcode::PACIA
+                | Opcode::PACIB
+                | Opcode::PACDA
+                | Opcode::PACDB
+                | Opcode::AUTIA
+                | Opcode::AUTIB
+                | Opcode::AUTDA
+                | Opcode::AUTDB
+                | Opcode::PACIZA
+                | Opcode::PACIZB
+                | Opcode::PACDZA
+                | Opcode::PACDZB
+                | Opcode::AUTIZA
+                | Opcode::AUTIZB
+                | Opcode::AUTDZA
+                | Opcode::AUTDZB
+                | Opcode::XPACI
+                | Opcode::XPACD
+                | Opcode::SWP(_)
+                | Opcode::SWPB(_)
+                | Opcode::SWPH(_)
+                | Opcode::CAS(_)
+                | Opcode::CASB(_)
+                | Opcode::CASH(_)
+                | Opcode::CASP(_)
+                | Opcode::LDADD(_)
+                | Opcode::LDADDB(_)
+                | Opcode::LDADDH(_)
+                | Opcode::LDCLR(_)
+                | Opcode::LDCLRB(_)
+                | Opcode::LDCLRH(_)
+                | Opcode::LDEOR(_)
+                | Opcode::LDEORB(_)
+                | Opcode::LDEORH(_)
+                | Opcode::LDSET(_)
+                | Opcode::LDSETB(_)
+                | Opcode::LDSETH(_)
+                | Opcode::LDSMAX(_)
+                | Opcode::LDSMAXB(_)
+                | Opcode::LDSMAXH(_)
+                | Opcode::LDSMIN(_)
+                | Opcode::LDSMINB(_)
+                | Opcode::LDSMINH(_)
+                | Opcode::LDUMAX(_)
+                | Opcode::LDUMAXB(_)
+                | Opcode::LDUMAXH(_)
+                | Opcode::LDUMIN(_)
+                | Opcode::LDUMINB(_)
+                | Opcode::LDUMINH(_)
+        );
+    let mut mask = 0;
+    for (index, operand) in instr.operands.iter().enumerate() {
+        match *operand {
+            Operand::Register(_, r) | Operand::RegisterOrSP(_, r) if index > 0 || first_read => {
+                mask |= bit(r)
+            }
+            Operand::RegisterPair(_, r) => mask |= bit(r) | bit(r + 1),
+            Operand::RegShift(_, _, _, r)
+            | Operand::RegPreIndex(r, ..)
+            | Operand::RegPostIndex(r, _) => mask |= bit(r),
+            Operand::RegRegOffset(base, index_register, ..)
+            | Operand::RegPostIndexReg(base, index_register) => {
+                mask |= bit(base) | bit(index_register)
+            }
+            _ => {}
+        }
+    }
+    if is_call(opcode) || matches!(opcode, Opcode::SVC | Opcode::HVC | Opcode::SMC) {
+        mask |= ARGUMENTS;
+    }
+    // What some instructions read without naming it: `ret` and the
+    // pointer authentication of the link register read x30, the `1716`
+    // forms x16 and x17 (and x15).
+    match opcode {
+        Opcode::RET
+        | Opcode::RETAA
+        | Opcode::RETAB
+        | Opcode::PACIASP
+        | Opcode::PACIBSP
+        | Opcode::PACIAZ
+        | Opcode::PACIBZ
+        | Opcode::AUTIASP
+        | Opcode::AUTIBSP
+        | Opcode::AUTIAZ
+        | Opcode::AUTIBZ
+        | Opcode::XPACLRI => mask |= bit(30),
+        Opcode::PACIA1716
+        | Opcode::PACIB1716
+        | Opcode::AUTIA1716
+        | Opcode::AUTIB1716
+        | Opcode::PACIA171615
+        | Opcode::PACIB171615
+        | Opcode::AUTIA171615
+        | Opcode::AUTIB171615 => mask |= bit(15) | bit(16) | bit(17),
+        _ => {}
+    }
+    mask
 }
 
 /// Merges `state` into `into` (nothing yet: `state`).
@@ -407,19 +798,7 @@ fn transfer(
     for written in written_registers(instr) {
         after.retain(|h| h.register != written);
     }
-    // A call does not end a page: gcc keeps one in a register the callee
-    // is known not to touch (-fipa-ra). A register it may clobber that
-    // held no page is undefined after it: compiled code never reads it
-    // before writing it, so code after a call that uses it as a page
-    // (after `bl __stack_chk_fail`, which does not return) is reached only
-    // along the other paths.
-    if matches!(instr.opcode, Opcode::BL | Opcode::BLR) {
-        for register in CALL_CLOBBERS {
-            if !after.iter().any(|h| h.register == register) {
-                after.extend(undefined([register]));
-            }
-        }
-    }
+    // What a call does to the registers is [`Flow::across_call`]'s.
     if let Some((register, held, origin)) = made {
         after.retain(|h| h.register != register);
         after.push(Holding {
@@ -463,9 +842,12 @@ fn successors(instr: &Instruction, i: usize, len: usize, start: u64) -> Vec<usiz
     let target = || branch_target(instr, i, len, start);
     match instr.opcode {
         Opcode::B => target().into_iter().collect(),
-        Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
-            next.into_iter().chain(target()).collect()
-        }
+        Opcode::Bcc(_)
+        | Opcode::BCcc(_)
+        | Opcode::CBZ
+        | Opcode::CBNZ
+        | Opcode::TBZ
+        | Opcode::TBNZ => next.into_iter().chain(target()).collect(),
         _ if ends_path(instr.opcode) => Vec::new(),
         _ => next.into_iter().collect(),
     }
@@ -491,10 +873,8 @@ fn branch_targets(raw: &[Option<Instruction>], start: u64) -> Vec<bool> {
         let Some(instr) = instr else {
             continue;
         };
-        if matches!(
-            instr.opcode,
-            Opcode::B | Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ
-        ) && let Some(target) = branch_target(instr, i, raw.len(), start)
+        if is_branch(instr.opcode)
+            && let Some(target) = branch_target(instr, i, raw.len(), start)
         {
             entered[target] = true;
         }
@@ -835,13 +1215,6 @@ fn taken_bound(
         _ => return None,
     };
     (count <= MAX_TABLE_ENTRIES).then_some((count, true))
-}
-
-fn is_branch(opcode: Opcode) -> bool {
-    matches!(
-        opcode,
-        Opcode::B | Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ
-    )
 }
 
 /// Condition codes: unsigned lower or same, and lower.

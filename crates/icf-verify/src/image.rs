@@ -166,6 +166,13 @@ pub(crate) struct Symbol {
     pub weak: bool,
     /// Not `STB_LOCAL` (mold makes every symbol of an executable local).
     pub global: bool,
+    /// `STV_HIDDEN` or `STV_INTERNAL`: no other module sees it (GNU ld
+    /// keeps such a symbol global in `.symtab`; lld makes it local).
+    pub hidden: bool,
+    /// A function with a Rust-mangled name in an image rustc contributed
+    /// code to (see [`Symbol::is_rust_function`]); set by
+    /// [`Image::assemble`].
+    pub rustc_function: bool,
 }
 
 impl Symbol {
@@ -179,29 +186,74 @@ impl Symbol {
     }
 
     /// A data object named by its compiler, not by the program: rustc's
-    /// and LLVM's anonymous constants (`anon.<hash>.<n>`, with ThinLTO's
-    /// `.llvm.<n>` suffix; `alloc_<hash>`), local labels (`.L*`, `$*`)
-    /// and gcc's switch tables (`CSWTCH.*`). No language lets a program
-    /// rely on such a constant's address being distinct (Rust promises no
-    /// address identity for constants; LLVM makes them `unnamed_addr`), so
-    /// its address is not observed, as for read-only data without a symbol.
+    /// and LLVM's anonymous constants (`.Lanon.<hash>.<n>` as rustc emits
+    /// them now, `anon.<hash>.<n>` with ThinLTO's `.llvm.<n>` suffix,
+    /// `alloc_<hash>`), other local labels (`.L*`, `$*`) and gcc's switch
+    /// tables (`CSWTCH.<n>`). No language lets a program rely on such a
+    /// constant's address being distinct (Rust promises no address
+    /// identity for constants; LLVM makes them `unnamed_addr`), so its
+    /// address is not observed, as for read-only data without a symbol.
+    /// Only a local or hidden symbol of such a name is one: compilers make
+    /// every one of them local (rustc's and LLVM's are private, gcc's
+    /// `static`), or hidden where link-time optimization shares one
+    /// between partitions (ThinLTO's `anon.<hash>.<n>.llvm.<n>`, gcc's
+    /// `CSWTCH.<n>.lto_priv.<n>`, which GNU ld keeps global), while a
+    /// global of that name that other modules see is the program's own
+    /// object (a C array named `alloc_large`), whose address is its
+    /// identity. `alloc_` also needs its hash (16 hex digits at least),
+    /// which a C identifier seldom has; the other names are no C
+    /// identifiers at all. In an image whose symbol table keeps no binding
+    /// (mold's executables) every symbol is local, and the name decides.
     pub fn is_anonymous_constant(&self) -> bool {
         self.kind == SymbolKind::Object
-            && (self.name.starts_with("anon.")
-                || self.name.starts_with("alloc_")
-                || self.name.starts_with(".L")
-                || self.name.starts_with('$')
-                || self.name.starts_with("CSWTCH."))
+            && (!self.global || self.hidden)
+            && is_anonymous_constant_name(&self.name)
     }
 
-    /// A function whose name is Rust-mangled (legacy `_ZN…17h<16 hex>E`,
-    /// possibly with a `.llvm.<n>`-style suffix, or v0 `_R…`). rustc makes
-    /// every function `unnamed_addr`: Rust does not promise distinct
-    /// functions distinct addresses, and icf's safe mode merges them, so
-    /// such a function's address is not observed, in either mode.
+    /// A Rust function: its name is Rust-mangled (legacy `_ZN…17h<16
+    /// hex>E`, possibly with a `.llvm.<n>`-style suffix, or v0 `_R…`) and
+    /// rustc made code of the image (its `.comment` names rustc's version;
+    /// see [`made_by_rustc`]). rustc makes every function `unnamed_addr`:
+    /// Rust does not promise distinct functions distinct addresses, and
+    /// icf's safe mode merges them, so such a function's address is not
+    /// observed, in either mode. A name alone is no evidence: C can give a
+    /// function any assembler name. In an image that links Rust with C or
+    /// C++, the name is still trusted for each function (the linked image
+    /// does not say which object a function came from).
     pub fn is_rust_function(&self) -> bool {
-        self.kind == SymbolKind::Function && is_rust_mangled(&self.name)
+        self.rustc_function
     }
+}
+
+/// Whether `name` is a compiler's name for an anonymous constant (see
+/// [`Symbol::is_anonymous_constant`]).
+fn is_anonymous_constant_name(name: &str) -> bool {
+    // A number, then nothing or a suffix (`.lto_priv.0`).
+    let numbered = |rest: &str| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && (digits == rest.len() || rest.as_bytes()[digits] == b'.')
+    };
+    let hashed = |rest: &str| {
+        let hex = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            .count();
+        hex >= 16 && (hex == rest.len() || rest.as_bytes()[hex] == b'.')
+    };
+    name.starts_with(".L")
+        || name.starts_with('$')
+        || name.starts_with("anon.")
+        || name.strip_prefix("CSWTCH.").is_some_and(numbered)
+        || name.strip_prefix("alloc_").is_some_and(hashed)
+}
+
+/// Whether rustc made code of the image whose `.comment` section holds
+/// `comment`: rustc writes its version there (`rustc version 1.95.0 ...`),
+/// and linkers keep every input's `.comment` strings. Mach-O images have
+/// no such section: there no function is taken for Rust's.
+pub(crate) fn made_by_rustc(comment: Option<&[u8]>) -> bool {
+    const RUSTC: &[u8] = b"rustc version ";
+    comment.is_some_and(|bytes| bytes.windows(RUSTC.len()).any(|w| w == RUSTC))
 }
 
 /// Whether `name` is a Rust symbol name: v0 (`_R` then an uppercase letter
@@ -339,6 +391,9 @@ pub(crate) struct Image {
     /// Where calls go to functions that never return (`noreturn.rs`),
     /// sorted.
     pub noreturn_entries: Vec<u64>,
+    /// AArch64: (function entry, the caller-saved registers a call to it
+    /// may write, a mask of x0-x30), sorted (`aarch64_clobbers.rs`).
+    pub call_clobbers: Vec<(u64, u32)>,
     /// AArch64: the patches the linkers' Cortex-A53 erratum 843419 fix
     /// branches to (GNU ld's `e843419@*`, lld's `__CortexA53843419_*`),
     /// sorted: each holds the instruction it displaced, then a branch back.
@@ -462,6 +517,33 @@ pub struct TableSize {
     pub relative: bool,
 }
 
+/// The size of a jump table that several readers (dispatches) index,
+/// from each one's bound (`None`: a reader whose index nothing bounds):
+/// the table must be read as far as any reader can index it, so the
+/// largest bound, exact only if an exact bound reaches it (a smaller exact
+/// bound says only that the entries below it are cases; a mask's larger
+/// bound does not say that the ones above are). No bound when a reader
+/// has none, or when readers disagree on the entries' width.
+pub(crate) fn combined_table_size(
+    sizes: impl IntoIterator<Item = Option<TableSize>>,
+) -> Option<TableSize> {
+    let mut combined: Option<TableSize> = None;
+    for size in sizes {
+        let size = size?;
+        combined = Some(match combined {
+            None => size,
+            Some(other) if other.relative != size.relative => return None,
+            Some(other) => TableSize {
+                entries: other.entries.max(size.entries),
+                exact: (other.exact && other.entries >= size.entries)
+                    || (size.exact && size.entries >= other.entries),
+                relative: size.relative,
+            },
+        });
+    }
+    combined
+}
+
 /// What a format's reader (`read_elf`, `macho_image::read`) finds in an
 /// image, before [`Image::assemble`] indexes it.
 pub(crate) struct ImageParts {
@@ -572,6 +654,18 @@ impl Image {
             sizes_to_next_symbol,
             image_base,
         } = parts;
+        let mut symbols = symbols;
+        let rustc = made_by_rustc(
+            sections
+                .iter()
+                .find(|s| s.name == ".comment" && !s.compressed)
+                .and_then(|s| s.file_range)
+                .and_then(|(start, end)| data.get(start..end)),
+        );
+        for symbol in &mut symbols {
+            symbol.rustc_function =
+                rustc && symbol.kind == SymbolKind::Function && is_rust_mangled(&symbol.name);
+        }
         let lookups = SymbolLookups::new(&symbols);
         let (file_counts, name_counts) = symbol_counts(&symbols);
         let alloc_by_address = alloc_by_address(&sections);
@@ -587,6 +681,7 @@ impl Image {
             jump_tables: Vec::new(),
             landing_pads: Vec::new(),
             noreturn_entries: Vec::new(),
+            call_clobbers: Vec::new(),
             single_register_returns: Vec::new(),
             integer_returns: Vec::new(),
             argument_registers: Vec::new(),
@@ -817,14 +912,10 @@ impl Image {
         &self.jump_tables[from..to]
     }
 
-    /// How many entries the jump table at `table` has, as the range check
-    /// of a function reading it says: an exact size if one says so, else
-    /// the largest bound.
+    /// How many entries the jump table at `table` has, as the range checks
+    /// of its readers say (see [`combined_table_size`]).
     pub fn jump_table_size(&self, table: u64) -> Option<TableSize> {
-        self.jump_table_at(table)
-            .iter()
-            .filter_map(|t| t.size)
-            .max_by_key(|size| (size.exact, size.entries))
+        combined_table_size(self.jump_table_at(table).iter().map(|t| t.size))
     }
 
     pub fn jump_targets_in(&self, start: u64, end: u64) -> &[u64] {
@@ -1405,6 +1496,8 @@ impl SymbolReader<'_> {
             section,
             weak: sym.st_bind().0 == STB_WEAK,
             global,
+            hidden: matches!(sym.st_visibility(), elf::STV_HIDDEN | elf::STV_INTERNAL),
+            rustc_function: false,
         });
         *in_file += 1;
         *in_name += 1;
@@ -1741,7 +1834,102 @@ pub(crate) fn plus(name: &str, offset: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::is_rust_mangled;
+    use super::{
+        Symbol, SymbolKind, TableSize, combined_table_size, is_rust_mangled, made_by_rustc,
+    };
+
+    fn size(entries: u64, exact: bool) -> Option<TableSize> {
+        Some(TableSize {
+            entries,
+            exact,
+            relative: true,
+        })
+    }
+
+    #[test]
+    fn a_table_is_read_as_far_as_any_reader_indexes_it() {
+        // One reader checks `cmp $1; ja` (2 entries exactly), another
+        // masks `and $3` (up to 4): the table has 4 entries to compare.
+        assert_eq!(
+            combined_table_size([size(2, true), size(4, false)]),
+            size(4, false)
+        );
+        assert_eq!(
+            combined_table_size([size(4, false), size(2, true)]),
+            size(4, false)
+        );
+        // An exact bound that reaches as far as the others stays exact.
+        assert_eq!(
+            combined_table_size([size(4, false), size(4, true)]),
+            size(4, true)
+        );
+        assert_eq!(
+            combined_table_size([size(3, true), size(5, true)]),
+            size(5, true)
+        );
+        // A reader without a bound leaves the table unbounded.
+        assert_eq!(combined_table_size([size(2, true), None]), None);
+        assert_eq!(combined_table_size([]), None);
+        // Readers that disagree on the entries' width: no bound.
+        let absolute = Some(TableSize {
+            entries: 2,
+            exact: true,
+            relative: false,
+        });
+        assert_eq!(combined_table_size([size(2, true), absolute]), None);
+    }
+
+    fn object(name: &str, global: bool) -> Symbol {
+        Symbol {
+            name: name.to_string(),
+            file: None,
+            ordinal_in_file: 0,
+            ordinal_in_name: 0,
+            address: 0x1000,
+            size: 16,
+            kind: SymbolKind::Object,
+            section: 0,
+            weak: false,
+            global,
+            hidden: false,
+            rustc_function: false,
+        }
+    }
+
+    #[test]
+    fn only_locals_of_a_compilers_names_are_anonymous_constants() {
+        for name in [
+            ".Lanon.6834638a5033a7d54f2cae00dbc36086.4",
+            "anon.6834638a5033a7d54f2cae00dbc36086.4.llvm.12",
+            "alloc_68d244bd4070015bf9253d1ac51d25f8",
+            "CSWTCH.12",
+            "CSWTCH.1.lto_priv.0",
+            ".LC0",
+        ] {
+            assert!(object(name, false).is_anonymous_constant(), "{name}");
+            // A global of that name is the program's own object, unless
+            // hidden (link-time optimization shares it that way).
+            assert!(!object(name, true).is_anonymous_constant(), "{name}");
+            let hidden = Symbol {
+                hidden: true,
+                ..object(name, true)
+            };
+            assert!(hidden.is_anonymous_constant(), "{name}");
+        }
+        // A C static named like rustc's constants, without the hash.
+        for name in ["alloc_small", "alloc_", "CSWTCH", "CSWTCH.x", "table"] {
+            assert!(!object(name, false).is_anonymous_constant(), "{name}");
+        }
+    }
+
+    #[test]
+    fn rustc_is_named_in_the_comment() {
+        assert!(made_by_rustc(Some(
+            b"GCC: (Debian 12.2.0) 12.2.0\0rustc version 1.95.0 (59807616e 2026-04-14)\0"
+        )));
+        assert!(!made_by_rustc(Some(b"GCC: (Debian 12.2.0) 12.2.0\0")));
+        assert!(!made_by_rustc(None));
+    }
 
     #[test]
     fn rust_names_are_recognized() {

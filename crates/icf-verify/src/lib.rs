@@ -48,7 +48,10 @@
 //!   `jmp *T(,idx,8)`) after a range check (`cmp $N; ja`: exactly N+1
 //!   entries, where one at the function's end is an unreachable case and
 //!   one outside it a jump to a cold part; `and $M`: at most M+1) is read
-//!   first and to that bound (`x86_table.rs`); any other is read entry by
+//!   first and to that bound (`x86_table.rs`); a table several
+//!   dispatches read is compared as far as any of them can index it (the
+//!   largest bound, exact only where an exact one reaches it; none if one
+//!   dispatch has none); any other is read entry by
 //!   entry, each entry's code decoded before the next is read, and ends at
 //!   an entry outside its function or inside a decoded instruction, at the
 //!   next table, at a data label, and with `-q` at an entry without a kept
@@ -68,14 +71,22 @@
 //!   immediate value, operand size, prefix or mnemonic does not.
 //!   On AArch64 an `adrp` and the `add`/load/store completing it form one
 //!   address; the page is tracked by register along every path (it holds
-//!   where all paths reaching an instruction bring it: a call keeps it, as
-//!   gcc's `-fipa-ra` relies on, except in x0 when the callee's DWARF
-//!   prototype returns an integer or pointer there; a register a call may clobber is
-//!   undefined there, so only the other paths decide; a copy carries it;
+//!   where all paths reaching an instruction bring it: a call keeps it in
+//!   x19-x28, and in a caller-saved register only where the callee's code,
+//!   and all it calls, provably never writes that register, which gcc's
+//!   `-fipa-ra` relies on (a callee returning an integer or pointer by its
+//!   DWARF prototype writes x0); a register a call may write is undefined
+//!   after it where no path reads it before writing it, so only the other
+//!   paths decide, and unknown where one does, the page it held then
+//!   counting as a value of its own, as does one that paths meeting
+//!   disagree on where a path from there reads the register; a copy
+//!   carries it;
 //!   paths go into a jump table's cases from its dispatch, read from the
 //!   table where a `cmp` bounds it, into landing pads from every call,
-//!   and not past a call of a function that never returns), and the forms the
-//!   linkers relax it to depending on distance, which a fold changes, are
+//!   and not past a call of a function that never returns, though code
+//!   no other path reaches holds there what the call would leave), and
+//!   the forms the linkers relax it to depending on distance, which a
+//!   fold changes, are
 //!   one form: `adrp`+`add`, lld's `nop`+`adr` and GNU ld's `adr`+`nop`
 //!   (unless a branch lands between the two), and GNU ld's erratum-843419
 //!   `adr` of a data page that the next word completes, or that sits in
@@ -157,12 +168,23 @@
 //!   (`_ZTV*`, `_ZTC*`) is not observed (C++ cannot compare a virtual
 //!   function's address), and read-only data without a symbol (string
 //!   literals, jump tables, constant pools) or with a compiler's name for
-//!   an anonymous constant (`anon.*`, `alloc_*`, `.L*`, `CSWTCH.*`: rustc's
-//!   constants, which Rust gives no address identity) has none. Nor, in
-//!   either mode, has a function whose name is Rust-mangled (legacy
-//!   `_ZN…17h<16 hex>E`, v0 `_R…`): rustc makes every function
-//!   `unnamed_addr`, Rust does not promise distinct functions distinct
-//!   addresses, and icf's safe mode merges them.
+//!   an anonymous constant has none: a local or hidden symbol (compilers
+//!   make these local, or hidden where link-time optimization shares
+//!   one; a global of such a name that other modules see is the
+//!   program's own object) named `.L*` (rustc's `.Lanon.<hash>.<n>`),
+//!   `anon.*`, `alloc_<hash>` or `CSWTCH.<n>` (rustc's constants, which
+//!   Rust gives no address identity; gcc's switch tables). Nor, in either
+//!   mode, has
+//!   a Rust function: a Rust-mangled name (legacy `_ZN…17h<16 hex>E`, v0
+//!   `_R…`) in an image whose `.comment` names rustc (rustc makes every
+//!   function `unnamed_addr`, Rust does not promise distinct functions
+//!   distinct addresses, and icf's safe mode merges them). The name is
+//!   trusted for each function of an image that links Rust with C (the
+//!   image does not say which object made a function): a C function
+//!   given a Rust-mangled assembler name there loses its identity. In a
+//!   mold executable, whose symbols are all local, an anonymous
+//!   constant's name alone decides; a Mach-O image has no `.comment`, so
+//!   none of its functions is taken for Rust's.
 //!   A `lea` (x86-64), `adr` or `adrp`+`add` (AArch64) of data makes its
 //!   address a value only if the address escapes on some path through the
 //!   function: the scan follows both ways at every conditional branch and
@@ -170,24 +192,27 @@
 //!   target of the function's jump tables, tracking the registers holding the address (copies, and
 //!   pointers derived by `lea`, `add` or `sub` of an offset). Used only as
 //!   the base or index of memory operands until overwritten, clobbered by
-//!   a call (`rax`, `r10`, `r11`; x9-x18) or dead at a return, it is an
+//!   a call (x86-64: `rax`, `r10`, `r11`) or dead at a return, it is an
 //!   access, not observed (clang's `.llvm_addrsig` leaves out a table the
 //!   code only loads from); a callee-saved register carries it across a
-//!   call. Any other read (stored, compared, subtracted from another
-//!   pointer, an argument register at a call, a result register at a
-//!   return), an indirect branch other than a jump table's dispatch (one
-//!   whose register holds, on every path from the function's entries, a
-//!   table's address plus an entry of it, of a table the walk read for the
-//!   function whose entries all land in it: any other is an indirect tail
-//!   call or a jump out of the function, which may read every register),
-//!   or
+//!   call, and on AArch64 so does every register the call neither reads
+//!   as an argument nor writes as a result by the callee's prototype (a
+//!   callee may leave a temporary alone, and gcc's `-fipa-ra` then reads
+//!   it after the call). Any other read (stored, compared, subtracted
+//!   from another pointer, an argument register at a call, a result
+//!   register at a return), an indirect branch other than a jump table's
+//!   dispatch (one whose register holds, on every path from the
+//!   function's entries, a table's address plus an entry of it, of a
+//!   table the walk read for the function whose entries all land in it:
+//!   any other is an indirect tail call or a jump out of the function,
+//!   which may read every register), or
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
 //!   a dereference: what it points to is not observed either. When
 //!   the two images' scans disagree (one could not bound a jump table, or
-//!   has no DWARF prototype of a callee), the use that observes less is
-//!   checked: each scan over-approximates, and the pair's code is proved
-//!   the same, so what one proves unobserved is unobserved in both.
+//!   has no DWARF prototype of a callee), PLAIN's decides: its facts say
+//!   what the function's callers read; FOLDED's are those of whatever was
+//!   folded there.
 //!   Pointers in data stay observed.
 //! - **One past the end.** An address one past a data object's end is also
 //!   the start of what follows it (a string, or the function's own jump
@@ -262,6 +287,7 @@
 //! bytes read past its first zero is compared only that far.
 
 mod aarch64;
+mod aarch64_clobbers;
 mod aarch64_flow;
 mod check;
 mod code;
@@ -337,6 +363,7 @@ fn read_image(path: &Path) -> Result<image::Image, Error> {
         padding::trim_function_ends(&mut image, &code_references);
     }
     if image.arch == Arch::Aarch64 {
+        image.call_clobbers = aarch64_clobbers::call_clobbers(&image);
         image.referenced_data = aarch64::referenced_data(&image);
     }
     Ok(image)

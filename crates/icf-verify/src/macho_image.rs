@@ -620,6 +620,8 @@ fn sized_symbols(
                 section: s.section,
                 weak: s.n_desc & N_WEAK_DEF != 0,
                 global,
+                hidden: false,
+                rustc_function: false,
             }
         })
         .collect();

@@ -678,7 +678,8 @@ fn tables_of_offsets_read_by_their_code_compare_without_q() {
     // Without kept relocations, the table is recognized by the code that
     // reads it: the entries' bytes differ (n2's strings lie at other
     // distances from its table), the strings they name do not.
-    // (Rust functions: their strings carry no NUL.)
+    // (Rust functions, in an image rustc built: their strings carry no
+    // NUL.)
     let (n1, n2) = (
         "_ZN1t2n117h0123456789abcdefE",
         "_ZN1t2n217h0123456789abcdefE",
@@ -696,6 +697,11 @@ fn tables_of_offsets_read_by_their_code_compare_without_q() {
         &calls,
     );
     let folded = x86_program(&format!("{n1_code}{}", alias(n2, n1, 36)), &calls);
+    let (plain, wrong_plain, folded) = (
+        plain + RUSTC_IDENT,
+        wrong_plain + RUSTC_IDENT,
+        folded + RUSTC_IDENT,
+    );
     let dir = work_dir("offset_tables_without_q");
     let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
     let wrong_plain = link(&dir, "gcc", "wrong_plain.s", &wrong_plain, &[]);
@@ -768,10 +774,15 @@ fn thunks_between_vague_linkage_functions_are_assumed_only_when_asked() {
     assert_eq!(difference.function, "_Z3mixILi3EEll");
 }
 
+/// What rustc writes into every object it makes: its version, in
+/// `.comment`, where verify reads that an image holds Rust code.
+const RUSTC_IDENT: &str = ".ident \"rustc version 1.95.0 (59807616e 2026-04-14)\"\n";
+
 #[test]
 fn rust_functions_have_no_address_identity_in_safe_mode() {
     // rustc's functions are `unnamed_addr`: merging two whose addresses
     // are compared is a correct fold, in safe mode too (legacy and v0).
+    // rustc made the image: its `.comment` says so.
     for (m0, m1) in [
         (
             "_ZN4test2m017h0123456789abcdefE",
@@ -789,12 +800,28 @@ fn rust_functions_have_no_address_identity_in_safe_mode() {
         let calls = [m0, m1, "same"];
         let right = function(m1, "  mov $5, %eax\n  ret");
         let wrong = function(m1, "  mov $6, %eax\n  ret");
-        let plain = x86_program(&format!("{twins}{right}{compare}"), &calls);
-        let folded = x86_program(&format!("{twins}{}{compare}", alias(m1, m0, 6)), &calls);
+        let plain = x86_program(&format!("{RUSTC_IDENT}{twins}{right}{compare}"), &calls);
+        let folded = x86_program(
+            &format!("{RUSTC_IDENT}{twins}{}{compare}", alias(m1, m0, 6)),
+            &calls,
+        );
         let (plain, folded) = x86_pair(&format!("rust_{}", &m0[..3]), &plain, &folded, &[]);
         assert_passes(&plain, &folded, Mode::Safe);
+        // Without rustc's mark the names are C's assembler names, and the
+        // two functions' addresses are theirs (the comparison sees them
+        // merged).
+        let c_plain = x86_program(&format!("{twins}{right}{compare}"), &calls);
+        let c_folded = x86_program(&format!("{twins}{}{compare}", alias(m1, m0, 6)), &calls);
+        let (c_plain, c_folded) = x86_pair(&format!("c_{}", &m0[..3]), &c_plain, &c_folded, &[]);
+        assert_caught(
+            &c_plain,
+            &c_folded,
+            Mode::Safe,
+            DifferenceKind::SignificantAddressesMerged,
+            "same",
+        );
         // A Rust function of other code is still not the same function.
-        let wrong = x86_program(&format!("{twins}{wrong}{compare}"), &calls);
+        let wrong = x86_program(&format!("{RUSTC_IDENT}{twins}{wrong}{compare}"), &calls);
         let dir = work_dir(&format!("rust_wrong_{}", &m0[..3]));
         let wrong = link(&dir, "gcc", "wrong.s", &wrong, &[]);
         assert_caught(
@@ -822,7 +849,7 @@ fn rust_strings(strings: &str) -> String {
          names: .quad .Ls2, .Ls3\n.size names, 16\n"
     );
     x86_program(
-        &format!("{reader}{data}"),
+        &format!("{RUSTC_IDENT}{reader}{data}"),
         &["_ZN4test4name17h0123456789abcdefE"],
     )
 }
