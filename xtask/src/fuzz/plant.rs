@@ -472,7 +472,11 @@ pub(super) fn check(
     let started = std::time::Instant::now();
     let mode = pick.kind.mode();
     let regular_unproved = outcome.findings.iter().any(|finding| finding.mode == mode);
-    let output = run::execute(&link_step(plan, &pick), dir, tools)?;
+    let link = link_step(plan, &pick);
+    let output = run::execute(&link, dir, tools)?;
+    if run::timed_out(&link, &output, mode, outcome) {
+        return Ok(());
+    }
     if !output.status.success() {
         let reason = run::tail(&output.stderr, 2);
         outcome.plant = Some(Planted {
@@ -487,7 +491,11 @@ pub(super) fn check(
     let plain_lines = run::comparable(&plain.stdout, mode);
     let planted_lines = run::comparable(&planted.stdout, mode);
     let differs = planted.status != plain.status || plain_lines != planted_lines;
-    let verify = run::execute(&plan.verify_binary(mode, PLANTED), dir, tools)?;
+    let verify_step = plan.verify_binary(mode, PLANTED);
+    let verify = run::execute(&verify_step, dir, tools)?;
+    if run::timed_out(&verify_step, &verify, mode, outcome) {
+        return Ok(());
+    }
     let verified = verify.status.success();
     if differs && verified {
         let mut detail = format!(

@@ -8,7 +8,8 @@
 //! Main assumption: every step is one external command run in the program's
 //! directory, so the same list of steps both drives the run here and becomes
 //! the reproduction's `build.sh`; a behaviour seen here is what the script
-//! shows.
+//! shows. Every icf command runs under `timeout` ([`ICF_TIME_LIMIT`]), in
+//! the script too: a hang is an `icf-timeout` finding within a minute.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -69,6 +70,9 @@ pub enum FindingKind {
     /// `icf verify` of a planted build died (a panic, a signal) instead of
     /// answering.
     VerifyCrashed,
+    /// An icf command (link, verify, shrink, a planted link) ran past
+    /// [`ICF_TIME_LIMIT`] and was stopped.
+    IcfTimeout,
 }
 
 impl FindingKind {
@@ -85,6 +89,7 @@ impl FindingKind {
             FindingKind::ShrinkVerify => "shrink-verify",
             FindingKind::VerifyFalsePass => "verify-false-pass",
             FindingKind::VerifyCrashed => "verify-crashed",
+            FindingKind::IcfTimeout => "icf-timeout",
         }
     }
 }
@@ -143,6 +148,14 @@ pub struct Tools {
 /// A placeholder word in a step's arguments, replaced by the icf binary.
 pub(super) const ICF: &str = "@ICF@";
 
+/// Seconds an icf command may run (under `timeout`) before it is stopped
+/// and reported as an `icf-timeout` finding. A program's icf commands take
+/// about a second; the limit only has to tell a hang from a slow machine.
+pub(super) const ICF_TIME_LIMIT: &str = "60";
+
+/// The exit status `timeout` gives a command it stopped at its limit.
+const TIMED_OUT: i32 = 124;
+
 /// One command of a build, run in the program's directory.
 #[derive(Debug, Clone)]
 pub(super) struct Step {
@@ -150,30 +163,44 @@ pub(super) struct Step {
 }
 
 impl Step {
+    /// Whether the step runs icf (under the time limit).
+    fn is_icf(&self) -> bool {
+        self.args.first().is_some_and(|arg| arg == ICF)
+    }
+
+    /// The words run: an icf command behind `timeout` (`TERM` at the
+    /// limit, to the whole process group, so a linker icf started stops
+    /// too; `KILL` ten seconds later).
+    fn words(&self) -> Vec<&str> {
+        let mut words = Vec::with_capacity(self.args.len() + 3);
+        if self.is_icf() {
+            words.extend(["timeout", "--kill-after=10", ICF_TIME_LIMIT]);
+        }
+        words.extend(self.args.iter().map(String::as_str));
+        words
+    }
+
     fn command(&self, dir: &Path, tools: &Tools) -> Command {
-        let resolve = |arg: &String| {
-            if arg == ICF {
-                tools.icf.display().to_string()
-            } else {
-                arg.clone()
-            }
-        };
-        let mut command = Command::new(resolve(&self.args[0]));
-        command
-            .args(self.args[1..].iter().map(resolve))
-            .current_dir(dir);
+        let icf = tools.icf.display().to_string();
+        let words: Vec<&str> = self
+            .words()
+            .into_iter()
+            .map(|word| if word == ICF { icf.as_str() } else { word })
+            .collect();
+        let mut command = Command::new(words[0]);
+        command.args(&words[1..]).current_dir(dir);
         command
     }
 
     /// The step as a line of `sh`, with icf as `"$ICF"`.
     pub(super) fn shell(&self) -> String {
-        self.args
-            .iter()
-            .map(|arg| {
-                if arg == ICF {
+        self.words()
+            .into_iter()
+            .map(|word| {
+                if word == ICF {
                     "\"$ICF\"".to_string()
                 } else {
-                    shell_quote(arg)
+                    shell_quote(word)
                 }
             })
             .collect::<Vec<_>>()
@@ -448,6 +475,24 @@ pub(super) fn execute(step: &Step, dir: &Path, tools: &Tools) -> Result<Output> 
         .with_context(|| format!("could not start `{}`", step.shell()))
 }
 
+/// Whether `output` is that of an icf `step` stopped at [`ICF_TIME_LIMIT`];
+/// if so, records an `icf-timeout` finding in `mode` naming the command.
+pub(super) fn timed_out(step: &Step, output: &Output, mode: Mode, outcome: &mut Outcome) -> bool {
+    if !step.is_icf() || output.status.code() != Some(TIMED_OUT) {
+        return false;
+    }
+    outcome.findings.push(Finding {
+        kind: FindingKind::IcfTimeout,
+        mode,
+        detail: format!(
+            "`{}` ran past {ICF_TIME_LIMIT} s and was stopped\n{}",
+            step.shell(),
+            tail(&output.stderr, 6)
+        ),
+    });
+    true
+}
+
 /// What `icf verify` printed when it rejected a pair: the end of both streams.
 pub(super) fn verify_detail(output: &Output) -> String {
     let mut detail = tail(&output.stdout, 8);
@@ -612,6 +657,9 @@ fn check(
         let link = plan.folded_link(mode);
         let output = execute(&link, dir, tools)?;
         outcome.folds[slot] = read_folds(&dir.join(format!("{}.json", mode.name())));
+        if timed_out(&link, &output, mode, outcome) {
+            continue;
+        }
         if !output.status.success() {
             outcome.findings.push(Finding {
                 kind: FindingKind::IcfFailed,
@@ -627,7 +675,9 @@ fn check(
         let binary = format!("folded-{}", mode.name());
         let uncached = execute(&plan.uncached_link(mode), dir, tools)?;
         let read = |name: &str| fs::read(dir.join(name)).ok();
-        if !uncached.status.success() || read(&binary) != read(&format!("uncached-{}", mode.name()))
+        if !timed_out(&plan.uncached_link(mode), &uncached, mode, outcome)
+            && (!uncached.status.success()
+                || read(&binary) != read(&format!("uncached-{}", mode.name())))
         {
             outcome.findings.push(Finding {
                 kind: FindingKind::CacheDiff,
@@ -675,7 +725,7 @@ fn check(
         }
         if same {
             let output = execute(&plan.verify(mode), dir, tools)?;
-            if !output.status.success() {
+            if !timed_out(&plan.verify(mode), &output, mode, outcome) && !output.status.success() {
                 outcome.findings.push(Finding {
                     kind: FindingKind::Verify,
                     mode,
@@ -706,6 +756,9 @@ fn check_shrink(
     slot: usize,
 ) -> Result<()> {
     let output = execute(&plan.shrink(mode), dir, tools)?;
+    if timed_out(&plan.shrink(mode), &output, mode, outcome) {
+        return Ok(());
+    }
     match output.status.code() {
         Some(0) => outcome.shrink[slot] = Some(Ok(())),
         Some(1) => {
@@ -751,8 +804,9 @@ fn check_shrink(
         });
         return Ok(());
     }
-    let output = execute(&plan.verify_binary(mode, &binary), dir, tools)?;
-    if !output.status.success() {
+    let verify = plan.verify_binary(mode, &binary);
+    let output = execute(&verify, dir, tools)?;
+    if !timed_out(&verify, &output, mode, outcome) && !output.status.success() {
         outcome.findings.push(Finding {
             kind: FindingKind::ShrinkVerify,
             mode,
@@ -895,4 +949,76 @@ fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outc
     }
     fs::write(dir.join("README.md"), readme).context("writing README.md")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn outcome() -> Outcome {
+        Outcome {
+            seed: 1,
+            arch: Arch::X86_64,
+            linker: Linker::Lld,
+            description: String::new(),
+            functions: 1,
+            folds: [None, None],
+            findings: Vec::new(),
+            invalid: None,
+            shrink: [None, None],
+            plant: None,
+            seconds: 0.0,
+            repro: None,
+        }
+    }
+
+    fn exited(code: i32) -> Output {
+        Output {
+            status: std::process::ExitStatus::from_raw(code << 8),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn icf_commands_run_under_a_time_limit() {
+        let icf = Step {
+            args: vec![ICF.into(), "shrink".into(), "plain".into()],
+        };
+        assert_eq!(
+            icf.shell(),
+            format!("timeout --kill-after=10 {ICF_TIME_LIMIT} \"$ICF\" shrink plain")
+        );
+        let tools = Tools {
+            icf: PathBuf::from("/bin/icf"),
+        };
+        let command = icf.command(Path::new("."), &tools);
+        assert_eq!(command.get_program(), "timeout");
+        assert!(command.get_args().any(|arg| arg == "/bin/icf"));
+        let compile = Step {
+            args: vec!["gcc".into(), "-c".into(), "a.c".into()],
+        };
+        assert_eq!(compile.shell(), "gcc -c a.c");
+    }
+
+    #[test]
+    fn an_icf_command_stopped_at_the_limit_is_a_finding() {
+        let icf = Step {
+            args: vec![ICF.into(), "verify".into()],
+        };
+        let mut found = outcome();
+        assert!(!timed_out(&icf, &exited(1), Mode::Safe, &mut found));
+        assert!(found.findings.is_empty());
+        assert!(timed_out(&icf, &exited(TIMED_OUT), Mode::All, &mut found));
+        assert_eq!(found.findings.len(), 1);
+        assert_eq!(found.findings[0].kind, FindingKind::IcfTimeout);
+        assert_eq!(found.findings[0].mode, Mode::All);
+        // A program the runner stopped is the program's timeout, not icf's.
+        let run = Step {
+            args: vec!["timeout".into(), "10".into(), "./plain".into()],
+        };
+        assert!(!timed_out(&run, &exited(TIMED_OUT), Mode::Safe, &mut found));
+        assert_eq!(found.findings.len(), 1);
+    }
 }
