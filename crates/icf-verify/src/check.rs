@@ -1594,12 +1594,15 @@ impl<'a> Checker<'a> {
                 // jump to another function; the function's end, where a
                 // case the compiler knows unreachable goes) is a jump
                 // there, in both: whatever runs there must correspond.
-                // Without a known size, only where it lands in code (an
-                // entry landing nowhere ends the table).
-                if let (Some(a), Some(b)) = (plain_target, folded_target)
+                // Without a known size, the first entry leaving the
+                // function ends the table: what follows a table is often
+                // another one, whose entries, read from here, land in code
+                // too (an assumption: a case jumping out of the function
+                // in such a table ends what is compared).
+                if exact.is_some()
+                    && let (Some(a), Some(b)) = (plain_target, folded_target)
                     && !plain_fn.contains(a)
                     && !folded_fn.contains(b)
-                    && (exact.is_some() || (self.plain.is_code(a) && self.folded.is_code(b)))
                 {
                     outside.push((a, b, p + width * count, f + width * count));
                     count += 1;
