@@ -280,9 +280,7 @@ fn dispatches_in_place(raw: &[Option<Instruction>], at: usize, start: u64, end: 
 fn last_writer(raw: &[Option<Instruction>], at: usize, register: u16) -> Option<usize> {
     for k in (at.saturating_sub(16)..at).rev() {
         let instr = raw[k].as_ref()?;
-        if crate::aarch64_flow::ends_path(instr.opcode)
-            || matches!(instr.opcode, Opcode::BL | Opcode::BLR)
-        {
+        if ends_path(instr.opcode) || matches!(instr.opcode, Opcode::BL | Opcode::BLR) {
             return None;
         }
         if writes(instr) & bit(register) != 0 {
@@ -290,6 +288,30 @@ fn last_writer(raw: &[Option<Instruction>], at: usize, register: u16) -> Option<
         }
     }
     None
+}
+
+/// A branch to a register's address (`br`, or with pointer
+/// authentication): a jump table's dispatch or a tail call.
+pub(crate) fn is_register_branch(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::BR | Opcode::BRAA | Opcode::BRAAZ | Opcode::BRAB | Opcode::BRABZ
+    )
+}
+
+/// An unconditional branch, return or trap: nothing falls through it.
+pub(crate) fn ends_path(opcode: Opcode) -> bool {
+    is_register_branch(opcode)
+        || matches!(
+            opcode,
+            Opcode::B
+                | Opcode::RET
+                | Opcode::RETAA
+                | Opcode::RETAB
+                | Opcode::ERET
+                | Opcode::BRK
+                | Opcode::UDF
+        )
 }
 
 #[cfg(test)]

@@ -31,7 +31,8 @@ use std::collections::HashMap;
 
 use yaxpeax_arm::armv8::a64::{Instruction, Opcode, Operand, ShiftStyle, SizeCode};
 
-use crate::aarch64_clobbers::{CALLER_SAVED, bit};
+pub(crate) use crate::aarch64_clobbers::ends_path;
+use crate::aarch64_clobbers::{CALLER_SAVED, bit, is_register_branch};
 use crate::image::Image;
 
 /// What the analysis knows a register holds.
@@ -1267,30 +1268,6 @@ fn written_registers(instr: &Instruction) -> Vec<u16> {
         }
     }
     written
-}
-
-/// A branch to a register's address (`br`, or with pointer
-/// authentication): a jump table's dispatch or a tail call.
-fn is_register_branch(opcode: Opcode) -> bool {
-    matches!(
-        opcode,
-        Opcode::BR | Opcode::BRAA | Opcode::BRAAZ | Opcode::BRAB | Opcode::BRABZ
-    )
-}
-
-/// An unconditional branch, return or trap: nothing falls through it.
-pub(crate) fn ends_path(opcode: Opcode) -> bool {
-    is_register_branch(opcode)
-        || matches!(
-            opcode,
-            Opcode::B
-                | Opcode::RET
-                | Opcode::RETAA
-                | Opcode::RETAB
-                | Opcode::ERET
-                | Opcode::BRK
-                | Opcode::UDF
-        )
 }
 
 /// The general register an instruction writes first, if any.

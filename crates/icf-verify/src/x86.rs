@@ -14,7 +14,7 @@ use iced_x86::{
 
 use crate::code::{Decoded, Key, Operand, Reach, Reference, Use, X86Key};
 use crate::image::{Image, is_absolute_address, x86_field_size};
-use crate::x86_escape::{Body, Scan, address_reach, non_negative_at};
+use crate::x86_escape::{Body, Scan, accesses_beyond_operand, address_reach, non_negative_at};
 use crate::x86_table;
 
 impl X86Key {
@@ -545,20 +545,6 @@ fn normalize(
         return (address_key(register), vec![reference]);
     }
     (key, refs)
-}
-
-/// Whether `instr` may access memory outside its memory operand's bytes:
-/// `bt`, `bts`, `btr` and `btc` with a register bit offset address the bit
-/// string at the operand, the offset (signed, any size) selecting a byte
-/// anywhere before or after it. (An immediate offset is taken modulo the
-/// operand's width.)
-pub(crate) fn accesses_beyond_operand(instr: &Instruction) -> bool {
-    matches!(
-        instr.mnemonic(),
-        Mnemonic::Bt | Mnemonic::Bts | Mnemonic::Btr | Mnemonic::Btc
-    ) && instr.op_count() == 2
-        && instr.op0_kind() == OpKind::Memory
-        && instr.op1_kind() == OpKind::Register
 }
 
 /// The one key of every way to put an address in a register.

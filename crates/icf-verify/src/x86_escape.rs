@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use crate::code::Reach;
-use crate::x86::accesses_beyond_operand;
 
 /// Instructions visited over all paths before the scan gives up.
 const STEP_BUDGET: usize = 2048;
@@ -623,6 +622,20 @@ fn indexed(at: Span, index: Register, non_negative: NonNegative) -> Span {
     } else {
         Span::ANY
     }
+}
+
+/// Whether `instr` may access memory outside its memory operand's bytes:
+/// `bt`, `bts`, `btr` and `btc` with a register bit offset address the bit
+/// string at the operand, the offset (signed, any size) selecting a byte
+/// anywhere before or after it. (An immediate offset is taken modulo the
+/// operand's width.)
+pub(crate) fn accesses_beyond_operand(instr: &Instruction) -> bool {
+    matches!(
+        instr.mnemonic(),
+        Mnemonic::Bt | Mnemonic::Bts | Mnemonic::Btr | Mnemonic::Btc
+    ) && instr.op_count() == 2
+        && instr.op0_kind() == OpKind::Memory
+        && instr.op1_kind() == OpKind::Register
 }
 
 #[cfg(test)]
