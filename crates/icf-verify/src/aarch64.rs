@@ -503,9 +503,12 @@ fn address_reach(
                     && callee
                         .and_then(|callee| around.arguments_read(callee))
                         .is_some_and(|read| register >= u16::from(read));
-                // The callee's result in x0, where its prototype says.
-                let overwritten =
-                    register == 0 && callee.is_some_and(|callee| around.returns_in_x0(callee));
+                // The callee's result in x0, where its prototype says; it
+                // reads its arguments first, so x0 passed to it escapes
+                // even though it comes back overwritten.
+                let overwritten = register == 0
+                    && unread_argument
+                    && callee.is_some_and(|callee| around.returns_in_x0(callee));
                 match register {
                     _ if overwritten => {}
                     // A callee keeps x19-x28; it may keep a temporary too
@@ -1067,6 +1070,31 @@ mod tests {
         // adrp x0, page; add x0, x0, #0x10; ret
         let result = uses(&[0x9000_0000, 0x9100_4000, 0xd65f_03c0]);
         assert!(result.contains(&Use::Address), "{result:?}");
+    }
+
+    #[test]
+    fn a_pointer_passed_to_a_callee_escapes_though_the_callee_overwrites_it() {
+        // adrp x0, page; ldr x0, [x0, #8]; bl callee; ret; callee: ret.
+        // The callee reads x0 (its one argument) and returns an int there:
+        // the pointer loaded from the slot is observed (an aligned(64)
+        // function's address tested by the callee, say), not dereferenced.
+        let words: [u32; 5] = [0x9000_0000, 0xf940_0400, 0x9400_0002, 0xd65f_03c0, 0xd65f_03c0];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let uses_with = |arguments: u8| {
+            let around = Memory {
+                integer_returns: vec![0x10010],
+                arguments: vec![(0x10010, arguments)],
+                ..Memory::default()
+            };
+            decode_patched(&bytes, 0x10000, |_| None, &around)
+                .iter()
+                .flat_map(|d| d.refs.iter().map(|r| r.use_))
+                .filter(|&u| u != Use::Call)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(uses_with(1), vec![Use::Access]);
+        // A callee that reads no argument only overwrites x0.
+        assert_eq!(uses_with(0), vec![Use::Deref]);
     }
 
     /// The keys and reference targets of `words` decoded at 0x10000.
