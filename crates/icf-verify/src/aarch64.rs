@@ -1078,7 +1078,13 @@ mod tests {
         // The callee reads x0 (its one argument) and returns an int there:
         // the pointer loaded from the slot is observed (an aligned(64)
         // function's address tested by the callee, say), not dereferenced.
-        let words: [u32; 5] = [0x9000_0000, 0xf940_0400, 0x9400_0002, 0xd65f_03c0, 0xd65f_03c0];
+        let words: [u32; 5] = [
+            0x9000_0000,
+            0xf940_0400,
+            0x9400_0002,
+            0xd65f_03c0,
+            0xd65f_03c0,
+        ];
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let uses_with = |arguments: u8| {
             let around = Memory {

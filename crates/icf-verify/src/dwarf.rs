@@ -120,6 +120,86 @@ pub(crate) fn prototypes(image: &Image) -> Prototypes {
     found
 }
 
+/// FOLDED's prototypes, carried over from PLAIN's (`plain_prototypes`) by
+/// symbol: each PLAIN function's facts hold at its counterpart's address
+/// in FOLDED (the same function, or its thunk, which jumps to identical
+/// code). FOLDED's own DWARF is not read: a post-link shrinker may leave it
+/// empty or stale, and the proof's assumptions should all come from one
+/// image. Where several PLAIN functions land on one FOLDED address (an
+/// alias), a fact holds only when every one of them has it; the argument
+/// registers read are the most any of them reads (unknown if one is).
+pub(crate) fn carried_over(
+    plain_prototypes: &Prototypes,
+    plain: &Image,
+    folded: &Image,
+) -> Prototypes {
+    use std::collections::BTreeMap;
+    #[derive(Clone, Copy)]
+    struct Facts {
+        single_register_return: bool,
+        integer_return: bool,
+        arguments: Option<u8>,
+        alignment: Option<u64>,
+    }
+    let has = |list: &[u64], address: u64| list.binary_search(&address).is_ok();
+    let keyed = |list: &[(u64, u64)], address: u64| {
+        let i = list.partition_point(|&(at, _)| at < address);
+        list.get(i)
+            .filter(|&&(at, _)| at == address)
+            .map(|&(_, v)| v)
+    };
+    let mut at: BTreeMap<u64, Facts> = BTreeMap::new();
+    for (index, symbol) in plain.symbols.iter().enumerate() {
+        if symbol.kind != crate::image::SymbolKind::Function {
+            continue;
+        }
+        let Some(counterpart) = u32::try_from(index)
+            .ok()
+            .and_then(|index| folded.counterpart(plain, crate::image::SymbolId(index)))
+        else {
+            continue;
+        };
+        let a = symbol.address;
+        let i = plain_prototypes
+            .argument_registers
+            .partition_point(|&(entry, _)| entry < a);
+        let facts = Facts {
+            single_register_return: has(&plain_prototypes.single_register_returns, a),
+            integer_return: has(&plain_prototypes.integer_returns, a),
+            arguments: plain_prototypes
+                .argument_registers
+                .get(i)
+                .filter(|&&(entry, _)| entry == a)
+                .map(|&(_, count)| count),
+            alignment: keyed(&plain_prototypes.declared_alignments, a),
+        };
+        at.entry(folded.symbol(counterpart).address)
+            .and_modify(|known| {
+                known.single_register_return &= facts.single_register_return;
+                known.integer_return &= facts.integer_return;
+                known.arguments = known.arguments.zip(facts.arguments).map(|(x, y)| x.max(y));
+                known.alignment = known.alignment.max(facts.alignment);
+            })
+            .or_insert(facts);
+    }
+    let mut carried = Prototypes::default();
+    for (&address, facts) in &at {
+        if facts.single_register_return {
+            carried.single_register_returns.push(address);
+        }
+        if facts.integer_return {
+            carried.integer_returns.push(address);
+        }
+        if let Some(count) = facts.arguments {
+            carried.argument_registers.push((address, count));
+        }
+        if let Some(alignment) = facts.alignment {
+            carried.declared_alignments.push((address, alignment));
+        }
+    }
+    carried
+}
+
 /// How many argument registers the function `entry` reads: one per
 /// parameter, each of at most 8 bytes; `None` for a variadic function, a
 /// larger parameter, or a definition that refers to another DIE (an

@@ -209,10 +209,13 @@
 //!   anything the scan cannot follow counts as escaping. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
 //!   a dereference: what it points to is not observed either. When
-//!   the two images' scans disagree (one could not bound a jump table, or
-//!   has no DWARF prototype of a callee), PLAIN's decides: its facts say
-//!   what the function's callers read; FOLDED's are those of whatever was
-//!   folded there.
+//!   the two images' scans disagree (one could not bound a jump table),
+//!   PLAIN's decides: its facts say what the function's callers read;
+//!   FOLDED's are those of whatever was folded there. Prototypes are
+//!   PLAIN's in both images: FOLDED's DWARF is not read, each PLAIN
+//!   function's prototype holds at its counterpart's address (a fact at
+//!   an alias's address only when every function folded there has it), so
+//!   a shrunk image whose DWARF is gone proves as its link did.
 //!   Pointers in data stay observed.
 //! - **One past the end.** An address one past a data object's end is also
 //!   the start of what follows it (a string, or the function's own jump
@@ -318,8 +321,8 @@ pub use outcome::{
 
 /// Proves that `folded` does what `plain` does, or finds the first difference.
 pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Outcome, Error> {
-    let (plain_image, folded_image) = rayon::join(|| read_image(plain), || read_image(folded));
-    let (plain_image, folded_image) = (plain_image?, folded_image?);
+    let (plain_image, folded_image) = rayon::join(|| load_image(plain), || load_image(folded));
+    let (mut plain_image, mut folded_image) = (plain_image?, folded_image?);
     if plain_image.arch != folded_image.arch {
         return Err(Error::new(
             folded,
@@ -331,28 +334,44 @@ pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Ou
             ),
         ));
     }
+    // Prototypes come from PLAIN's DWARF only (see `dwarf::carried_over`).
+    let prototypes = dwarf::prototypes(&plain_image);
+    let carried = dwarf::carried_over(&prototypes, &plain_image, &folded_image);
+    set_prototypes(&mut plain_image, prototypes);
+    set_prototypes(&mut folded_image, carried);
+    rayon::join(
+        || analyse_code(&mut plain_image),
+        || analyse_code(&mut folded_image),
+    );
     let (stats, difference) = check::Checker::new(&plain_image, &folded_image, options).run();
     Ok(Outcome { stats, difference })
 }
 
-/// Reads and checks the image at `path`, then what each analysis finds in
-/// it: landing pads, functions that never return, prototypes from DWARF,
-/// and which bytes are instructions and which data they refer to.
-fn read_image(path: &Path) -> Result<image::Image, Error> {
+/// Reads and checks the image at `path`, then what it says of its code
+/// without decoding it all: landing pads, functions that never return.
+fn load_image(path: &Path) -> Result<image::Image, Error> {
     let mut image = image::Image::read(path)?;
     let mut landing_pads = eh::landing_pads(&image);
     landing_pads.sort_unstable();
     landing_pads.dedup();
     image.landing_pads = landing_pads;
     image.noreturn_entries = noreturn::noreturn_entries(&image);
-    let prototypes = dwarf::prototypes(&image);
+    Ok(image)
+}
+
+fn set_prototypes(image: &mut image::Image, prototypes: dwarf::Prototypes) {
     image.single_register_returns = prototypes.single_register_returns;
     image.integer_returns = prototypes.integer_returns;
     image.argument_registers = prototypes.argument_registers;
     image.declared_alignments = prototypes.declared_alignments;
+}
+
+/// Which bytes of `image` are instructions and which data they refer to,
+/// once its prototypes are known.
+fn analyse_code(image: &mut image::Image) {
     let mut code_references = Vec::new();
     if image.arch == Arch::X86_64 {
-        let reached = reach::reach(&image);
+        let reached = reach::reach(image);
         code_references = reached.code_references;
         image.instruction_starts = reached.instruction_starts;
         image.referenced_data = reached.referenced_data;
@@ -360,11 +379,10 @@ fn read_image(path: &Path) -> Result<image::Image, Error> {
         image.jump_tables = reached.jump_tables;
     }
     if image.sizes_to_next_symbol {
-        padding::trim_function_ends(&mut image, &code_references);
+        padding::trim_function_ends(image, &code_references);
     }
     if image.arch == Arch::Aarch64 {
-        image.call_clobbers = aarch64_clobbers::call_clobbers(&image);
-        image.referenced_data = aarch64::referenced_data(&image);
+        image.call_clobbers = aarch64_clobbers::call_clobbers(image);
+        image.referenced_data = aarch64::referenced_data(image);
     }
-    Ok(image)
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 impl Image {
     /// Reads and checks `path`: its sections, symbols and relocations;
     /// what the analyses find in it is filled in by the caller
-    /// (`read_image` in `lib.rs`).
+    /// (`load_image` and `analyse_code` in `lib.rs`).
     pub fn read(path: &Path) -> Result<Image, Error> {
         let data =
             std::fs::read(path).map_err(|e| Error::new(path, format!("cannot read: {e}")))?;

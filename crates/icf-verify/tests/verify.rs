@@ -2168,3 +2168,39 @@ fn a_boundary_with_equal_bytes_on_both_sides_verifies() {
         assert_boundary_case(test, &case, false, false);
     }
 }
+
+/// A function that takes the address of bytes it embeds and never reads
+/// it (gcc -Os drops the read): only its DWARF prototype (one register
+/// returned) says that `rdx` is dead at the return, so the bytes are data
+/// and not code entered there. A copy of the same program without its
+/// DWARF (as a post-link shrinker may write) proves equal: FOLDED's
+/// prototypes are PLAIN's, carried over by symbol.
+#[test]
+fn a_folded_image_without_dwarf_is_proved_with_the_prototypes_of_plain() {
+    let source = r#"
+#include <stdio.h>
+__attribute__((noinline)) long embeds(long a, long b) {
+  long v;
+  __asm__ volatile("lea 1f(%%rip), %0\n\tjmp 2f\n1:\t.long 3\n2:" : "=r"(v));
+  return (long)*(const int *)v * 0 + a - b;
+}
+int main(int argc, char **argv) {
+  (void)argv;
+  printf("%ld\n", embeds(argc, 2));
+  return 0;
+}
+"#;
+    let dir = work_dir("folded_without_dwarf");
+    let plain = link(&dir, "gcc", "plain.c", source, &["-Os", "-g"]);
+    let stripped = dir.join("stripped");
+    run(
+        "objcopy",
+        &[
+            "--strip-debug",
+            plain.to_str().expect("utf-8 path"),
+            stripped.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert_passes(&plain, &stripped, Mode::Safe);
+    assert_passes(&plain, &stripped, Mode::All);
+}
