@@ -137,6 +137,20 @@ fn link_command(arch: Arch, compiler: Compiler, linker: Linker) -> Command {
     command
 }
 
+/// Seconds an icf command may run: a hang (a partition made again without
+/// end, say) fails its case instead of stalling the test run.
+const ICF_TIME_LIMIT: &str = "60";
+
+/// The icf binary under test, run with [`ICF_TIME_LIMIT`] (`timeout` exits
+/// with status 124 when it stops it).
+fn icf_command() -> Command {
+    let mut command = Command::new("timeout");
+    command
+        .args(["--kill-after=10", ICF_TIME_LIMIT])
+        .arg(env!("CARGO_BIN_EXE_icf"));
+    command
+}
+
 fn output_of(command: &mut Command) -> Output {
     command
         .output()
@@ -323,7 +337,7 @@ fn check(case: &Case<'_>) {
                 let program = command.get_program().to_owned();
                 let arguments: Vec<_> = command.get_args().map(ToOwned::to_owned).collect();
                 let report = build.join(format!("report-{linker:?}-{mode}.json"));
-                let mut icf = Command::new(env!("CARGO_BIN_EXE_icf"));
+                let mut icf = icf_command();
                 icf.args(["link", "--strict", "--mode", mode, "--report"])
                     .arg(&report)
                     .arg("--")
@@ -346,7 +360,7 @@ fn check(case: &Case<'_>) {
                         }
                     }
                 }
-                let mut verify = Command::new(env!("CARGO_BIN_EXE_icf"));
+                let mut verify = icf_command();
                 verify
                     .args(["verify", "--mode", mode])
                     .arg(&plain)
@@ -514,6 +528,32 @@ fn a_jump_into_a_function_s_interior_makes_its_layout_matter() {
 }
 
 #[test]
+fn twins_the_plan_keeps_apart_keep_their_address_takers_apart_in_mode_all() {
+    // In mode all, take_a and take_b (returning twin_a's and twin_b's
+    // addresses) compare equal only if the plan merges the twins. twin_b's
+    // section is retained, so it keeps its body: the audit must pin it and
+    // partition again (`Analysis::run`). Without the audit, take_b becomes
+    // an alias of take_a and returns twin_a's address.
+    let source = "soundness/audit_kept_apart.c";
+    let units = [
+        unit(source, &["-O2", "-ffunction-sections", "-DPART_MAIN"], None),
+        unit(source, &["-O2", "-ffunction-sections", "-DPART_A"], None),
+        unit(source, &["-O2", "-ffunction-sections", "-DPART_B"], None),
+    ];
+    let apart = &[("take_a", "take_b")];
+    check(&Case {
+        units: &units,
+        apart,
+        ..Case::x86("audit_kept_apart", &[])
+    });
+    check(&Case {
+        units: &units,
+        apart,
+        ..Case::aarch64("audit_kept_apart_aarch64", &[])
+    });
+}
+
+#[test]
 fn exported_twins_keep_distinct_addresses() {
     let exported = |name, link_args| Case {
         link_args,
@@ -532,6 +572,24 @@ fn exported_twins_keep_distinct_addresses() {
         "dynamic_list",
         &["-Wl,--dynamic-list=@DIR@/exported.list"],
     ));
+}
+
+#[test]
+fn addresses_taken_by_code_the_gc_roots_miss_stay_significant() {
+    // `observe` is reached only through the dynamic symbol table: the link
+    // keeps it, icf's --gc-sections roots miss it. The addresses it takes
+    // must still keep twin_a and twin_b apart in safe mode. (gold fails
+    // with an internal error on --gc-sections with -q.)
+    let link_args = &["-Wl,--gc-sections", "-Wl,--export-dynamic-symbol=observe"];
+    check(&Case {
+        link_args,
+        linkers: &[Linker::Bfd, Linker::Lld, Linker::Mold],
+        ..Case::x86("gc_root_missed", &["gc_root_missed.c"])
+    });
+    check(&Case {
+        link_args,
+        ..Case::aarch64("gc_root_missed_aarch64", &["gc_root_missed.c"])
+    });
 }
 
 #[test]
@@ -555,6 +613,28 @@ fn twins_in_different_output_sections_of_a_linker_script_stay_apart() {
 }
 
 #[test]
+fn an_input_section_no_rule_surely_places_is_a_class_of_its_own() {
+    // The script's pattern `*unit1.o` names the archive member holding
+    // twin_b but not its archive: icf cannot say where it goes, so twin_b
+    // folds with nothing (GNU ld and lld put it in .twins_b).
+    let source = "soundness/linker_script_member.c";
+    check(&Case {
+        linkers: &[Linker::Bfd, Linker::Lld],
+        link_args: &["-Wl,-T,@DIR@/linker_script_member.ld"],
+        units: &[
+            unit(source, &["-O2", "-ffunction-sections", "-DPART_MAIN"], None),
+            unit(
+                source,
+                &["-O2", "-ffunction-sections", "-DPART_MEMBER"],
+                Some("libtw.a"),
+            ),
+        ],
+        apart: &[("twin_a", "twin_b")],
+        ..Case::x86("linker_script_member", &[])
+    });
+}
+
+#[test]
 fn objects_with_crel_relocations_fold() {
     check(&Case {
         compilers: &[Compiler::Clang],
@@ -574,6 +654,30 @@ fn read_only_data_keeps_its_address_in_mode_all() {
         cflags: &["-ffunction-sections", "-fdata-sections"],
         apart: &[("table_a", "table_b")],
         ..Case::x86("data_identity", &["data_identity.c"])
+    });
+}
+
+#[test]
+fn read_only_tables_of_function_pointers_keep_their_functions_addresses() {
+    // Only a jump table's entries into its own function need nothing of
+    // their target: a `.rodata` table of pointers to significant functions
+    // compares them by identity, so its readers stay apart in safe mode.
+    let cflags = &["-ffunction-sections", "-fdata-sections", "-fno-pic"];
+    let link_args = &["-no-pie"];
+    let source = &["rodata_function_tables.c"];
+    check(&Case {
+        cflags,
+        link_args,
+        ..Case::x86("rodata_function_tables", source)
+    });
+    // (With GNU ld, icf verify cannot prove the correct fold of the tables
+    // and their getters in mode all on AArch64: "different offsets or
+    // sizes of read-only data".)
+    check(&Case {
+        cflags,
+        link_args,
+        linkers: &[Linker::Lld],
+        ..Case::aarch64("rodata_function_tables_aarch64", source)
     });
 }
 
