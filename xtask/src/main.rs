@@ -11,6 +11,7 @@ mod fingerprint;
 mod fuzz;
 mod fuzz_parse;
 mod macho_rust;
+mod mutants;
 mod peer;
 mod process;
 mod shrink_check;
@@ -71,6 +72,9 @@ enum Task {
     /// Hash what `icf fold` writes (outputs and reports, both modes) for the fixtures and the
     /// real corpora, to save, or to check that a change left every output the same.
     Fingerprint(fingerprint::FingerprintArgs),
+    /// Switch each fold rule off in turn (patches in fixtures/mutants/) and
+    /// require CI's tests or fuzz seeds to catch it; prints the table.
+    Mutants(mutants::MutantsArgs),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Task::FuzzParse(args) => fuzz_parse::run(&args),
         Task::Fingerprint(args) => fingerprint::run(&args),
         Task::MachoRust(args) => macho_rust::run(&args),
+        Task::Mutants(args) => mutants::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
