@@ -206,7 +206,10 @@
 //!   table the walk read for the function whose entries all land in it:
 //!   any other is an indirect tail call or a jump out of the function,
 //!   which may read every register), or
-//!   anything the scan cannot follow counts as escaping. A pointer loaded
+//!   anything the scan cannot follow counts as escaping. A call passing
+//!   it where the callee is known to read only forward from that argument
+//!   (`bounded_readers.rs`: `core::panicking::panic`'s message, `memcmp`)
+//!   reads forward and goes no further. A pointer loaded
 //!   from memory (a GOT slot) and only dereferenced the same way is
 //!   a dereference: what it points to is not observed either. When
 //!   the two images' scans disagree (one could not bound a jump table),
@@ -292,6 +295,7 @@
 mod aarch64;
 mod aarch64_clobbers;
 mod aarch64_flow;
+mod bounded_readers;
 mod check;
 mod code;
 mod decode;
@@ -356,6 +360,7 @@ fn load_image(path: &Path) -> Result<image::Image, Error> {
     landing_pads.dedup();
     image.landing_pads = landing_pads;
     image.noreturn_entries = noreturn::noreturn_entries(&image);
+    image.str_readers = bounded_readers::str_readers(&image);
     Ok(image)
 }
 

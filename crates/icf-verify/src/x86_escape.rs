@@ -51,6 +51,9 @@ pub(crate) struct Body<'a> {
     /// (entry address, argument registers read) of the functions whose
     /// DWARF prototype says, sorted (`Image::argument_registers`).
     pub argument_registers: &'a [(u64, u8)],
+    /// (entry or GOT slot, `&str` pointer argument) of the callees that
+    /// read a string only within its bounds (`Image::str_readers`).
+    pub str_readers: &'a [(u64, u8)],
 }
 
 /// A [`Body`] indexed by address once, for every scan of its `lea`s.
@@ -231,6 +234,7 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
         dispatches,
         single_register_return,
         argument_registers,
+        str_readers,
     } = *scan.body;
     let index_of = |ip: u64| scan.index_of(ip);
     // The `lea` (or pointer load) writing the register.
@@ -331,7 +335,10 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
             // not know, which may read every register (falls to escape
             // below unless nothing holds the address any more).
             FlowControl::IndirectBranch if after.is_empty() => continue,
-            FlowControl::Call => {
+            // An indirect call reads every argument register (its callee
+            // unknown) unless it goes through a GOT slot holding a callee
+            // known to read a `&str` within its bounds.
+            FlowControl::Call | FlowControl::IndirectCall => {
                 // A direct call of a function whose prototype says reads
                 // only its parameters' registers; it clobbers the rest.
                 let read = match is_near_branch(instruction)
@@ -344,10 +351,18 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
                     Some(found) => usize::from(argument_registers[found].1).min(ARGUMENTS.len()),
                     None => ARGUMENTS.len(),
                 };
-                if after.iter().any(|(r, _)| ARGUMENTS[..read].contains(r)) {
-                    return None;
+                // A `&str` the callee reads within its bounds: as many
+                // bytes forward as the constant length says.
+                let read_forward = forward_read_arguments(instruction, str_readers);
+                for &(r, span) in &after {
+                    if read_forward.contains(&r) {
+                        accesses.add(Some(span), 1);
+                    } else if ARGUMENTS[..read].contains(&r) {
+                        return None;
+                    }
                 }
-                after.retain(|(r, _)| !CLOBBERED.contains(r) && !ARGUMENTS[read..].contains(r));
+                // Every argument register is caller-saved.
+                after.retain(|(r, _)| !CLOBBERED.contains(r) && !ARGUMENTS.contains(r));
                 vec![instruction.next_ip()]
             }
             _ => return None,
@@ -360,6 +375,48 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
         }
     }
     Some(accesses.reach())
+}
+
+/// The argument registers the call `call` passes to a callee known to
+/// read what each points to only at and after it (`bounded_readers.rs`).
+fn forward_read_arguments(call: &Instruction, str_readers: &[(u64, u8)]) -> Vec<Register> {
+    let callee = if is_near_branch(call) {
+        call.near_branch_target()
+    } else if call.op0_kind() == OpKind::Memory && call.is_ip_rel_memory_operand() {
+        call.ip_rel_memory_address()
+    } else {
+        return Vec::new();
+    };
+    let Ok(found) = str_readers.binary_search_by_key(&callee, |&(address, _)| address) else {
+        return Vec::new();
+    };
+    let pointers = str_readers[found].1;
+    (0..ARGUMENTS.len())
+        .filter(|&i| pointers & (1 << i) != 0)
+        .map(|i| ARGUMENTS[i])
+        .collect()
+}
+
+fn is_cmov(mnemonic: Mnemonic) -> bool {
+    matches!(
+        mnemonic,
+        Mnemonic::Cmova
+            | Mnemonic::Cmovae
+            | Mnemonic::Cmovb
+            | Mnemonic::Cmovbe
+            | Mnemonic::Cmove
+            | Mnemonic::Cmovg
+            | Mnemonic::Cmovge
+            | Mnemonic::Cmovl
+            | Mnemonic::Cmovle
+            | Mnemonic::Cmovne
+            | Mnemonic::Cmovno
+            | Mnemonic::Cmovnp
+            | Mnemonic::Cmovns
+            | Mnemonic::Cmovo
+            | Mnemonic::Cmovp
+            | Mnemonic::Cmovs
+    )
 }
 
 fn is_near_branch(instruction: &Instruction) -> bool {
@@ -402,7 +459,9 @@ fn step(
     // offsets), and the reads this instruction makes of held registers
     // are accounted for.
     let derived: Option<(Register, Span)> = match mnemonic {
-        Mnemonic::Mov => operand_register(1)
+        // A copy, or a conditional one (`cmovne %rax,%rsi`: the
+        // destination may hold it from now on).
+        mnemonic if mnemonic == Mnemonic::Mov || is_cmov(mnemonic) => operand_register(1)
             .filter(|&r| r.is_gpr64())
             .and_then(span_of)
             .and_then(|span| gpr64_destination.map(|d| (d, span))),
@@ -703,6 +762,7 @@ mod tests {
             dispatches: &dispatches,
             single_register_return,
             argument_registers,
+            str_readers: &[],
         };
         address_reach(&Scan::new(&body), 0).is_none()
     }
@@ -710,6 +770,11 @@ mod tests {
     /// Which side of the address the `lea` at the start of `hex` forms
     /// the code reads, `None` if it escapes.
     fn reach(hex: &str) -> Option<Reach> {
+        reach_with(hex, &[])
+    }
+
+    /// [`reach`], with callees that read a `&str` within its bounds.
+    fn reach_with(hex: &str, str_readers: &[(u64, u8)]) -> Option<Reach> {
         let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
@@ -722,8 +787,24 @@ mod tests {
             dispatches: &[],
             single_register_return: true,
             argument_registers: &[],
+            str_readers,
         };
         address_reach(&Scan::new(&body), 0)
+    }
+
+    #[test]
+    fn a_str_passed_to_a_reader_of_its_bounds_is_read_forward() {
+        // lea s,%rdi; lea loc,%rdx; mov $0x28,%esi; call *0x100(%rip)
+        // (the GOT slot at 0x1119); ud2
+        let call = "488d3d00000000488d1500000000be28000000ff15000100000f0b";
+        assert_eq!(reach_with(call, &[(0x1119, 1)]), Some(Reach::Forward));
+        // Any other callee may read before the pointer.
+        assert_eq!(reach_with(call, &[(0x2000, 1)]), None);
+        // The pointer in an argument register the callee does not read
+        // forward (the reader takes it in rsi).
+        assert_eq!(reach_with(call, &[(0x1119, 2)]), None);
+        // lea t,%rcx; call *%rcx: called, not read as a string.
+        assert_eq!(reach("488d0d00000000ffd10f0b"), None);
     }
 
     #[test]

@@ -1,0 +1,174 @@
+//! Functions known to read what a pointer argument points to only at and
+//! after it: Rust's core library functions that take a `&str` (a panic
+//! message, a type's name: rustc passes it as pointer and length, and
+//! reads within `[p, p + len)`), and the C library's `mem*`/`str*`
+//! functions, which read `[p, p + n)` or up to a NUL. A call passing an
+//! address in such a register reads forward from it (the x86-64 escape
+//! scan, `x86_escape.rs`), which tells the side of an address that ends
+//! one constant and starts the next in an image without kept relocations.
+//! Main assumption: a function of one of these names (Rust paths with
+//! rustc's mangling, the hash aside; C names bound through the GOT or PLT,
+//! the symbol version aside) is that function, whose signature is part of
+//! its library's stable API.
+
+use crate::decode;
+use crate::image::{Image, SectionRole, Slot, SymbolKind};
+
+/// (Rust path, the argument registers holding a `&str`'s pointer, a bit
+/// each; its length is in the next register).
+const STR_READERS: [(&str, u8); 17] = [
+    ("core::panicking::panic", 1 << 0),
+    ("core::panicking::panic_nounwind", 1 << 0),
+    ("core::option::expect_failed", 1 << 0),
+    ("core::result::unwrap_failed", 1 << 0),
+    ("core::fmt::Formatter::write_str", 1 << 1),
+    ("core::fmt::Formatter::pad", 1 << 1),
+    ("core::fmt::Formatter::debug_struct", 1 << 1),
+    ("core::fmt::Formatter::debug_tuple", 1 << 1),
+    ("core::fmt::Formatter::debug_tuple_field1_finish", 1 << 1),
+    ("core::fmt::Formatter::debug_tuple_field2_finish", 1 << 1),
+    ("core::fmt::Formatter::debug_tuple_field3_finish", 1 << 1),
+    (
+        "core::fmt::Formatter::debug_struct_field1_finish",
+        1 << 1 | 1 << 3,
+    ),
+    (
+        "core::fmt::Formatter::debug_struct_field2_finish",
+        1 << 1 | 1 << 3,
+    ),
+    (
+        "core::fmt::Formatter::debug_struct_field3_finish",
+        1 << 1 | 1 << 3,
+    ),
+    (
+        "core::fmt::Formatter::debug_struct_field4_finish",
+        1 << 1 | 1 << 3,
+    ),
+    (
+        "core::fmt::Formatter::debug_struct_field5_finish",
+        1 << 1 | 1 << 3,
+    ),
+    ("core::fmt::builders::DebugStruct::field", 1 << 1),
+];
+
+/// (C name, the argument registers holding a pointer it reads forward
+/// from, a bit each).
+const C_READERS: [(&str, u8); 9] = [
+    ("memcmp", 1 << 0 | 1 << 1),
+    ("bcmp", 1 << 0 | 1 << 1),
+    ("memcpy", 1 << 0 | 1 << 1),
+    ("memmove", 1 << 0 | 1 << 1),
+    ("memchr", 1 << 0),
+    ("memrchr", 1 << 0),
+    ("strlen", 1 << 0),
+    ("strcmp", 1 << 0 | 1 << 1),
+    ("strncmp", 1 << 0 | 1 << 1),
+];
+
+fn c_reader(name: &str) -> Option<u8> {
+    let name = name.split('@').next().unwrap_or(name);
+    C_READERS
+        .iter()
+        .find(|&&(reader, _)| reader == name)
+        .map(|&(_, pointers)| pointers)
+}
+
+/// A function's path as `STR_READERS` spells it: rustc's v0 mangling
+/// writes an inherent method as `<core::fmt::Formatter>::pad`.
+fn path_of(name: &str) -> String {
+    let path = format!("{:#}", rustc_demangle::demangle(name));
+    match path
+        .strip_prefix('<')
+        .and_then(|rest| rest.split_once(">::"))
+    {
+        Some((owner, method)) if !owner.contains(" as ") && !owner.contains('<') => {
+            format!("{owner}::{method}")
+        }
+        _ => path,
+    }
+}
+
+/// (address, pointer registers as in `STR_READERS`), sorted: the entries
+/// of the functions above defined in the image, the GOT slots that hold
+/// one (`call *slot(%rip)`) or bind a C reader by name, and the PLT
+/// entries that jump through such a slot.
+pub(crate) fn str_readers(image: &Image) -> Vec<(u64, u8)> {
+    let mut found: Vec<(u64, u8)> = image
+        .symbols
+        .iter()
+        .filter(|symbol| symbol.kind == SymbolKind::Function)
+        .filter_map(|symbol| {
+            let pointers = if symbol.rustc_function {
+                let path = path_of(&symbol.name);
+                STR_READERS
+                    .iter()
+                    .find(|&&(reader, _)| reader == path)
+                    .map(|&(_, pointers)| pointers)
+            } else {
+                // A C library function linked in statically.
+                c_reader(&symbol.name).filter(|_| symbol.global)
+            };
+            pointers.map(|pointers| (symbol.address, pointers))
+        })
+        .collect();
+    found.sort_unstable();
+    found.dedup_by_key(|&mut (address, _)| address);
+    let mut slots = Vec::new();
+    for section in image.sections.iter().filter(|s| s.role == SectionRole::Got) {
+        for slot in (section.address..section.address + section.size).step_by(8) {
+            let pointers = match image.dynamic.get(&slot) {
+                Some(Slot::Named(name, 0)) => c_reader(name),
+                _ => image.got_constant(slot).and_then(|target| {
+                    found
+                        .binary_search_by_key(&target, |&(entry, _)| entry)
+                        .ok()
+                        .map(|i| found[i].1)
+                }),
+            };
+            if let Some(pointers) = pointers {
+                slots.push((slot, pointers));
+            }
+        }
+    }
+    for (index, section) in image.sections.iter().enumerate() {
+        let SectionRole::Plt { entry_size } = section.role else {
+            continue;
+        };
+        if !section.executable || entry_size == 0 {
+            continue;
+        }
+        let end = section.address.saturating_add(section.size);
+        for entry in (section.address..end).step_by(entry_size as usize) {
+            if let Some(Slot::Named(name, 0)) = decode::plt_slot(image, index, entry)
+                && let Some(pointers) = c_reader(name)
+            {
+                slots.push((entry, pointers));
+            }
+        }
+    }
+    found.extend(slots);
+    found.sort_unstable();
+    found.dedup_by_key(|&mut (address, _)| address);
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_of;
+
+    #[test]
+    fn paths_of_both_manglings() {
+        assert_eq!(
+            path_of("_RNvMsa_NtCsgEmfK2I1SDS_4core3fmtNtB5_9Formatter25debug_tuple_field1_finish"),
+            "core::fmt::Formatter::debug_tuple_field1_finish"
+        );
+        assert_eq!(
+            path_of("_ZN4core3fmt9Formatter3pad17h0123456789abcdefE"),
+            "core::fmt::Formatter::pad"
+        );
+        assert_eq!(
+            path_of("_RNvNtCsgEmfK2I1SDS_4core9panicking5panic"),
+            "core::panicking::panic"
+        );
+    }
+}
