@@ -290,6 +290,15 @@ impl<'p, 'data> Analysis<'p, 'data> {
             if violations.is_empty() {
                 break;
             }
+            // The last round pinned every reference that needs an address:
+            // a plan that still breaks one is icf's own inconsistency. Fail
+            // (`icf link` falls back to the plain link, `--strict` reports
+            // it) rather than partition again without end.
+            assert!(
+                rounds <= MAX_AUDIT_ROUNDS,
+                "the plan breaks {} reference(s) though every target that needs its address is pinned",
+                violations.len()
+            );
             if rounds >= MAX_AUDIT_ROUNDS {
                 // Every reference that needs its target's address then
                 // compares by identity: the next plan breaks none.
