@@ -16,7 +16,9 @@ use crate::image::{Image, SectionRole, Slot, SymbolKind};
 
 /// (Rust path, the argument registers holding a `&str`'s pointer, a bit
 /// each; its length is in the next register).
-const STR_READERS: [(&str, u8); 17] = [
+const STR_READERS: [(&str, u8); 19] = [
+    ("<str as core::fmt::Display>::fmt", 1 << 0),
+    ("<str as core::fmt::Debug>::fmt", 1 << 0),
     ("core::panicking::panic", 1 << 0),
     ("core::panicking::panic_nounwind", 1 << 0),
     ("core::option::expect_failed", 1 << 0),

@@ -192,6 +192,8 @@ pub(crate) struct Checker<'a> {
     interior: Vec<InteriorCheck>,
     queue: Vec<TargetCheck>,
     stats: Stats,
+    /// rustc made code of PLAIN (a function of it is Rust's).
+    plain_is_rust: bool,
 }
 
 impl<'a> Checker<'a> {
@@ -211,6 +213,7 @@ impl<'a> Checker<'a> {
             interior: Vec::new(),
             queue: Vec::new(),
             stats: Stats::default(),
+            plain_is_rust: plain.symbols.iter().any(|s| s.rustc_function),
         }
     }
 
@@ -466,11 +469,18 @@ impl<'a> Checker<'a> {
     fn side_of_boundary(&self, check: &TargetCheck, ends: &[Place]) -> Option<Side> {
         let reloc = self.plain.emitted.get(&check.plain_field);
         // A section symbol names no global object: the compiler would
-        // have named the global whose end it meant.
+        // have named the global whose end it meant. A symbol ThinLTO
+        // promoted (`<name>.llvm.<n>`) was a hidden global in its object,
+        // whichever binding the linker gave it in the image (lld makes
+        // hidden symbols local).
+        let was_global = |id: SymbolId| {
+            let symbol = self.plain.symbol(id);
+            symbol.file.is_none() || promoted_by_thinlto(&symbol.name)
+        };
         if reloc.is_some_and(|r| r.section_symbol)
             && ends
                 .iter()
-                .all(|place| matches!(*place, Place::Symbol(id, _) if self.plain.symbol(id).file.is_none()))
+                .all(|place| matches!(*place, Place::Symbol(id, _) if was_global(id)))
         {
             return Some(Side::Start);
         }
@@ -482,6 +492,9 @@ impl<'a> Checker<'a> {
             if (symbol.address..symbol.end()).contains(&check.plain_target) {
                 return Some(Side::Start);
             }
+        }
+        if self.fat_pointer_length(check).is_some() {
+            return Some(Side::Start);
         }
         let forward_access = check.use_ == Use::Access && check.width > 0;
         if matches!(check.use_, Use::Call | Use::Jump)
@@ -1315,6 +1328,10 @@ impl<'a> Checker<'a> {
         if limit != u64::MAX {
             return self.compare_data(check, p, f, limit.min(bytes.len() as u64));
         }
+        // So does a Rust fat pointer in data, within its length.
+        if let Some(len) = self.fat_pointer_length(check) {
+            return self.compare_data(check, p, f, len.min(bytes.len() as u64));
+        }
         // So does an AArch64 table indexed under an exact range check.
         if let Some(len) = self.aarch64_table_length(check) {
             return self.compare_data(check, p, f, len.min(bytes.len() as u64));
@@ -1351,7 +1368,22 @@ impl<'a> Checker<'a> {
             .iter()
             .position(|&b| b == 0)
             .map_or(bytes.len(), |n| n + 1) as u64;
-        let len = if section.strings && c_string {
+        // A C string holds its NUL in its own object: bytes without one up
+        // to PLAIN's next symbol or label are no C string (Rust's strings
+        // carry none, packed back to back, even in a section the linker
+        // marks as strings), whatever code reads them.
+        let nul_in_object = {
+            let object = self
+                .plain
+                .next_symbol_start(p)
+                .min(self.plain.next_label(p));
+            through_nul <= object.saturating_sub(p)
+        };
+        // A pointer in the data of a Rust image: the linker may mark a
+        // whole `.rodata` as strings while rustc's strings in it have no
+        // NUL; it is read like a pointer in data to text below.
+        let rust_data_pointer = self.plain_is_rust && check.functions.is_none();
+        let len = if section.strings && c_string && nul_in_object && !rust_data_pointer {
             // A mergeable-strings section holds strings that end at their
             // NUL: the linker merges them by it, and a suffix of one may be
             // another string (so a referenced place inside is no bound).
@@ -1364,7 +1396,7 @@ impl<'a> Checker<'a> {
             // string whose suffix something else references, or an array
             // read past its first zero: both are compared.
             through_nul.max(to_bound)
-        } else if c_string && is_text(bytes) {
+        } else if c_string && (is_text(bytes) || rust_data_pointer) {
             // A pointer in data to text: a C string (read to its NUL) or a
             // Rust `&str` (its length beside it), whose bytes run on into
             // the next string with no NUL between: up to the first of
@@ -1377,6 +1409,30 @@ impl<'a> Checker<'a> {
             to_bound
         };
         self.compare_data(check, p, f, len)
+    }
+
+    /// The length of a Rust fat pointer (`&str`, `&[u8]`) in data whose
+    /// pointer is the word at the site: in an image rustc made code of,
+    /// with kept relocations, a relocated pointer word followed by a word
+    /// no relocation writes, the same non-zero number in both images. Its
+    /// code reads `[p, p + len)` and nothing before `p` (Rust's references
+    /// reach only their own bytes): an assumption about the layout rustc
+    /// gives a reference to a slice, not proved from the code that loads
+    /// it (see docs/design.md, "Where a fact is ambiguous").
+    fn fat_pointer_length(&self, check: &TargetCheck) -> Option<u64> {
+        if check.functions.is_some() || !self.plain_is_rust {
+            return None;
+        }
+        let (p, f) = (check.plain_site, check.folded_site);
+        let pointer = |image: &Image, at: u64| {
+            image.relocated_word(at, 8) == Some(true)
+                && image.relocated_word(at + 8, 8) == Some(false)
+        };
+        if !pointer(self.plain, p) || !pointer(self.folded, f) {
+            return None;
+        }
+        let len = self.plain.read_u64(p + 8)?;
+        (len > 0 && self.folded.read_u64(f + 8) == Some(len)).then_some(len)
     }
 
     /// AArch64: how many bytes of the table the code at PLAIN's site reads,
@@ -1447,8 +1503,12 @@ impl<'a> Checker<'a> {
             i += 1;
         }
         // What follows the relocated entries up to the piece's end is data
-        // the same code may read (a length beside an offset): bytes.
-        let rest = plain_end.saturating_sub(p + 4 * i);
+        // the same code may read (a length beside an offset): bytes, up to
+        // the nearer end of either image's piece, as for any unnamed data
+        // (alignment padding before the next table may differ).
+        let rest = plain_end
+            .saturating_sub(p + 4 * i)
+            .min(folded_end.saturating_sub(f + 4 * i));
         if rest > 0
             && let Some(reason) = self.compare_data(check, p + 4 * i, f + 4 * i, rest)
         {
@@ -1733,6 +1793,14 @@ fn pointer_slot(image: &Image, at: u64) -> Option<Pointer> {
 }
 
 /// The instruction index at `offset`, if an instruction starts there.
+/// Whether `name` is a local symbol ThinLTO promoted to a hidden global
+/// so that other modules can reach it: `<name>.llvm.<digits>`.
+fn promoted_by_thinlto(name: &str) -> bool {
+    name.rsplit_once(".llvm.").is_some_and(|(base, digits)| {
+        !base.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
 fn offset_index(offsets: &[u32], offset: u64) -> Option<usize> {
     let offset = u32::try_from(offset).ok()?;
     offsets.binary_search(&offset).ok()
