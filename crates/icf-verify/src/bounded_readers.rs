@@ -53,6 +53,33 @@ const STR_READERS: [(&str, u8); 19] = [
     ("core::fmt::builders::DebugStruct::field", 1 << 1),
 ];
 
+/// (trait method, the argument registers holding a slice's pointer):
+/// the trait's own default method (`std::io::Write::write_all`) and every
+/// implementation of it (`<T as std::io::Write>::write_all`) take the
+/// trait's signature.
+const TRAIT_READERS: [(&str, &str, u8); 3] = [
+    ("std::io::Write", "write", 1 << 1),
+    ("std::io::Write", "write_all", 1 << 1),
+    ("core::fmt::Write", "write_str", 1 << 1),
+];
+
+fn trait_reader(path: &str) -> Option<u8> {
+    TRAIT_READERS
+        .iter()
+        .find(|&&(name, method, _)| {
+            path.strip_suffix(method)
+                .and_then(|owner| owner.strip_suffix("::"))
+                .is_some_and(|owner| {
+                    owner == name
+                        || owner
+                            .strip_suffix('>')
+                            .and_then(|owner| owner.rsplit_once(" as "))
+                            .is_some_and(|(_, implemented)| implemented == name)
+                })
+        })
+        .map(|&(_, _, pointers)| pointers)
+}
+
 /// (C name, the argument registers holding a pointer it reads forward
 /// from, a bit each).
 const C_READERS: [(&str, u8); 9] = [
@@ -106,6 +133,7 @@ pub(crate) fn str_readers(image: &Image) -> Vec<(u64, u8)> {
                     .iter()
                     .find(|&&(reader, _)| reader == path)
                     .map(|&(_, pointers)| pointers)
+                    .or_else(|| trait_reader(&path))
             } else {
                 // A C library function linked in statically.
                 c_reader(&symbol.name).filter(|_| symbol.global)
@@ -156,7 +184,19 @@ pub(crate) fn str_readers(image: &Image) -> Vec<(u64, u8)> {
 
 #[cfg(test)]
 mod tests {
-    use super::path_of;
+    use super::{path_of, trait_reader};
+
+    #[test]
+    fn trait_methods_and_their_implementations() {
+        assert_eq!(trait_reader("std::io::Write::write_all"), Some(2));
+        assert_eq!(
+            trait_reader("<std::io::stdio::StdoutLock as std::io::Write>::write_all"),
+            Some(2)
+        );
+        assert_eq!(trait_reader("<&T as core::fmt::Write>::write_str"), Some(2));
+        assert_eq!(trait_reader("my::Write::write_all"), None);
+        assert_eq!(trait_reader("std::io::Write::write_all_vectored"), None);
+    }
 
     #[test]
     fn paths_of_both_manglings() {
