@@ -89,13 +89,9 @@ impl Narrower<'_, '_> {
                 let at = pieces.partition_point(|piece| piece.start <= offset);
                 let piece = at.checked_sub(1).map(|i| pieces[i]);
                 let owner = match reach {
-                    // A jump-table entry's addend is its target plus its
-                    // distance from the table: both must lie in the piece.
-                    Reach::Branch => piece.filter(|piece| {
-                        offset < piece.end
-                            && u64::try_from(addend)
-                                .is_ok_and(|a| (piece.start..piece.end).contains(&a))
-                    }),
+                    // A call or jump from code lands where its addend says
+                    // (`place` is the addend): on the piece holding it.
+                    Reach::Branch => piece.filter(|piece| offset < piece.end),
                     Reach::Unwind => piece.filter(|piece| piece.start == offset),
                     // A linked image is read as if each piece had been a
                     // section of its own (see `icf_object::Image`): an
