@@ -528,6 +528,36 @@ fn a_jump_into_a_function_s_interior_makes_its_layout_matter() {
 }
 
 #[test]
+fn a_jump_from_another_object_into_a_function_s_interior_makes_its_layout_matter() {
+    // As above, but c1 and c2 jump by symbol and offset from another
+    // object: only the references icf reads from that object say that f1's
+    // and f2's layouts matter (`attributes.rs`, `interior_referenced`).
+    let apart = &[("f1", "f2"), ("c1", "c2")];
+    check(&Case {
+        apart,
+        ..Case::x86(
+            "interior_jumps_elsewhere",
+            &[
+                "interior_jumps_targets.s",
+                "interior_jumps_callers.s",
+                "interior_jumps_main.c",
+            ],
+        )
+    });
+    check(&Case {
+        apart,
+        ..Case::aarch64(
+            "interior_jumps_elsewhere_aarch64",
+            &[
+                "interior_jumps_targets_aarch64.s",
+                "interior_jumps_callers_aarch64.s",
+                "interior_jumps_main.c",
+            ],
+        )
+    });
+}
+
+#[test]
 fn twins_the_plan_keeps_apart_keep_their_address_takers_apart_in_mode_all() {
     // In mode all, take_a and take_b (returning twin_a's and twin_b's
     // addresses) compare equal only if the plan merges the twins. twin_b's
