@@ -4,7 +4,8 @@
 //! what caught each). For every mutant the runner applies the patch to a
 //! scratch worktree of HEAD (`target/mutants/tree`), builds icf, and runs
 //! CI's catchers from the cheapest on, stopping at the first that fails:
-//! the soundness tests, the fold and lld-derived tests, the end-to-end
+//! the planner's and analysis' unit tests, the soundness tests, the
+//! `icf link` tests, the fold and lld-derived tests, the end-to-end
 //! tests, then the fuzz campaign's CI seeds (generated programs, planted
 //! folds, a 60 s limit on every icf command). A mutant no catcher sees is
 //! reported, and the run fails: the rule needs the program that breaks
@@ -40,10 +41,18 @@ struct Catcher {
 }
 
 /// `tree`: the mutated worktree; `icf`: the mutant's built icf.
-const CATCHERS: [Catcher; 4] = [
+const CATCHERS: [Catcher; 6] = [
+    Catcher {
+        name: "unit tests",
+        command: |_, _| test_command(&["-p", "icf-fold", "-p", "icf", "--lib"]),
+    },
     Catcher {
         name: "soundness tests",
         command: |_, _| test_command(&["-p", "icf-cli", "--test", "soundness"]),
+    },
+    Catcher {
+        name: "link tests",
+        command: |_, _| test_command(&["-p", "icf-cli", "--test", "link"]),
     },
     Catcher {
         name: "fold and lld tests",
