@@ -30,7 +30,8 @@ pub(crate) enum Reach {
     /// anywhere in the section, so where several pieces share the section
     /// it names none of them.
     Data,
-    /// An FDE's LSDA or personality: read by the unwinder, from the place on.
+    /// An FDE's LSDA or personality: read by the unwinder, from the place
+    /// on; it belongs to the piece holding it.
     Unwind,
 }
 
@@ -50,12 +51,11 @@ impl Narrower<'_, '_> {
     ///
     /// A section that is one candidate names it at every place, its end
     /// included (a pointer one past an array is the array's). Where several
-    /// pieces share a section, only a branch (to the piece that starts or
-    /// continues at the place) and an unwind reference (to the piece that
-    /// starts there) have one owner: an address could be one piece's end as
-    /// well as the next one's start, and pointer arithmetic from it can
-    /// reach any neighbour, so it stays "section + offset", equal only to
-    /// the same place. Such pieces cannot be merged anyway (they share
+    /// pieces share a section, only a branch and an unwind reference (to
+    /// the piece that starts or continues at the place) have one owner: an
+    /// address could be one piece's end as well as the next one's start,
+    /// and pointer arithmetic from it can reach any neighbour, so it stays
+    /// "section + offset", equal only to the same place. Such pieces cannot be merged anyway (they share
     /// their section).
     pub(crate) fn narrow(
         &self,
@@ -90,9 +90,10 @@ impl Narrower<'_, '_> {
                 let piece = at.checked_sub(1).map(|i| pieces[i]);
                 let owner = match reach {
                     // A call or jump from code lands where its addend says
-                    // (`place` is the addend): on the piece holding it.
-                    Reach::Branch => piece.filter(|piece| offset < piece.end),
-                    Reach::Unwind => piece.filter(|piece| piece.start == offset),
+                    // (`place` is the addend), the unwinder reads an LSDA
+                    // from where the FDE says: the piece holding the place,
+                    // at that offset (equal pieces hold equal bytes there).
+                    Reach::Branch | Reach::Unwind => piece.filter(|piece| offset < piece.end),
                     // A linked image is read as if each piece had been a
                     // section of its own (see `icf_object::Image`): an
                     // address names the piece holding it.
