@@ -121,7 +121,7 @@ fn path_of(name: &str) -> String {
 /// of the functions above defined in the image, the GOT slots that hold
 /// one (`call *slot(%rip)`) or bind a C reader by name, and the PLT
 /// entries that jump through such a slot.
-pub(crate) fn str_readers(image: &Image) -> Vec<(u64, u8)> {
+pub(crate) fn forward_readers(image: &Image) -> Vec<(u64, u8)> {
     let mut found: Vec<(u64, u8)> = image
         .symbols
         .iter()

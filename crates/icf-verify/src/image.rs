@@ -391,10 +391,10 @@ pub(crate) struct Image {
     /// Where calls go to functions that never return (`noreturn.rs`),
     /// sorted.
     pub noreturn_entries: Vec<u64>,
-    /// Rust: (entry or GOT slot, pointer argument index) of the functions
-    /// that read a `&str` argument within its bounds, sorted
-    /// (`bounded_readers.rs`).
-    pub str_readers: Vec<(u64, u8)>,
+    /// (entry, GOT slot or PLT entry, argument registers as a bit mask) of
+    /// the functions known to read what those arguments point to only
+    /// forward, sorted (`bounded_readers.rs`).
+    pub forward_readers: Vec<(u64, u8)>,
     /// AArch64: (function entry, the caller-saved registers a call to it
     /// may write, a mask of x0-x30), sorted (`aarch64_clobbers.rs`).
     pub call_clobbers: Vec<(u64, u32)>,
@@ -685,7 +685,7 @@ impl Image {
             jump_tables: Vec::new(),
             landing_pads: Vec::new(),
             noreturn_entries: Vec::new(),
-            str_readers: Vec::new(),
+            forward_readers: Vec::new(),
             call_clobbers: Vec::new(),
             single_register_returns: Vec::new(),
             integer_returns: Vec::new(),

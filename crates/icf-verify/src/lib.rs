@@ -360,7 +360,7 @@ fn load_image(path: &Path) -> Result<image::Image, Error> {
     landing_pads.dedup();
     image.landing_pads = landing_pads;
     image.noreturn_entries = noreturn::noreturn_entries(&image);
-    image.str_readers = bounded_readers::str_readers(&image);
+    image.forward_readers = bounded_readers::forward_readers(&image);
     Ok(image)
 }
 

@@ -464,7 +464,7 @@ impl Walk<'_> {
             dispatches: &dispatches,
             single_register_return: image.single_register_returns.binary_search(&start).is_ok(),
             argument_registers: &image.argument_registers,
-            str_readers: &image.str_readers,
+            forward_readers: &image.forward_readers,
         };
         address_reach(&Scan::new(&body), at).is_some()
     }

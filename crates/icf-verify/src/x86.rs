@@ -128,7 +128,7 @@ pub(crate) fn decode_reachable(image: &Image, bytes: &[u8], ip: u64) -> Vec<Deco
         dispatches: &dispatches,
         single_register_return: image.single_register_returns.binary_search(&ip).is_ok(),
         argument_registers: &image.argument_registers,
-        str_readers: &image.str_readers,
+        forward_readers: &image.forward_readers,
     };
     local_data_addresses(image, &mut out, &body);
     out

@@ -51,9 +51,10 @@ pub(crate) struct Body<'a> {
     /// (entry address, argument registers read) of the functions whose
     /// DWARF prototype says, sorted (`Image::argument_registers`).
     pub argument_registers: &'a [(u64, u8)],
-    /// (entry or GOT slot, `&str` pointer argument) of the callees that
-    /// read a string only within its bounds (`Image::str_readers`).
-    pub str_readers: &'a [(u64, u8)],
+    /// (entry, GOT slot or PLT entry, argument registers as a bit mask) of
+    /// the callees that read what those arguments point to only forward
+    /// (`Image::forward_readers`).
+    pub forward_readers: &'a [(u64, u8)],
 }
 
 /// A [`Body`] indexed by address once, for every scan of its `lea`s.
@@ -234,7 +235,7 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
         dispatches,
         single_register_return,
         argument_registers,
-        str_readers,
+        forward_readers,
     } = *scan.body;
     let index_of = |ip: u64| scan.index_of(ip);
     // The `lea` (or pointer load) writing the register.
@@ -353,7 +354,7 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
                 };
                 // A `&str` the callee reads within its bounds: as many
                 // bytes forward as the constant length says.
-                let read_forward = forward_read_arguments(instruction, str_readers);
+                let read_forward = forward_read_arguments(instruction, forward_readers);
                 for &(r, span) in &after {
                     if read_forward.contains(&r) {
                         accesses.add(Some(span), 1);
@@ -379,7 +380,7 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
 
 /// The argument registers the call `call` passes to a callee known to
 /// read what each points to only at and after it (`bounded_readers.rs`).
-fn forward_read_arguments(call: &Instruction, str_readers: &[(u64, u8)]) -> Vec<Register> {
+fn forward_read_arguments(call: &Instruction, forward_readers: &[(u64, u8)]) -> Vec<Register> {
     let callee = if is_near_branch(call) {
         call.near_branch_target()
     } else if call.op0_kind() == OpKind::Memory && call.is_ip_rel_memory_operand() {
@@ -387,10 +388,10 @@ fn forward_read_arguments(call: &Instruction, str_readers: &[(u64, u8)]) -> Vec<
     } else {
         return Vec::new();
     };
-    let Ok(found) = str_readers.binary_search_by_key(&callee, |&(address, _)| address) else {
+    let Ok(found) = forward_readers.binary_search_by_key(&callee, |&(address, _)| address) else {
         return Vec::new();
     };
-    let pointers = str_readers[found].1;
+    let pointers = forward_readers[found].1;
     (0..ARGUMENTS.len())
         .filter(|&i| pointers & (1 << i) != 0)
         .map(|i| ARGUMENTS[i])
@@ -762,7 +763,7 @@ mod tests {
             dispatches: &dispatches,
             single_register_return,
             argument_registers,
-            str_readers: &[],
+            forward_readers: &[],
         };
         address_reach(&Scan::new(&body), 0).is_none()
     }
@@ -774,7 +775,7 @@ mod tests {
     }
 
     /// [`reach`], with callees that read a `&str` within its bounds.
-    fn reach_with(hex: &str, str_readers: &[(u64, u8)]) -> Option<Reach> {
+    fn reach_with(hex: &str, forward_readers: &[(u64, u8)]) -> Option<Reach> {
         let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
@@ -787,7 +788,7 @@ mod tests {
             dispatches: &[],
             single_register_return: true,
             argument_registers: &[],
-            str_readers,
+            forward_readers,
         };
         address_reach(&Scan::new(&body), 0)
     }
