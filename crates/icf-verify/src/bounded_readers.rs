@@ -160,20 +160,11 @@ pub(crate) fn forward_readers(image: &Image) -> Vec<(u64, u8)> {
             }
         }
     }
-    for (index, section) in image.sections.iter().enumerate() {
-        let SectionRole::Plt { entry_size } = section.role else {
-            continue;
-        };
-        if !section.executable || entry_size == 0 {
-            continue;
-        }
-        let end = section.address.saturating_add(section.size);
-        for entry in (section.address..end).step_by(entry_size as usize) {
-            if let Some(Slot::Named(name, 0)) = decode::plt_slot(image, index, entry)
-                && let Some(pointers) = c_reader(name)
-            {
-                slots.push((entry, pointers));
-            }
+    for (entry, slot) in decode::plt_entries(image) {
+        if let Slot::Named(name, 0) = slot
+            && let Some(pointers) = c_reader(name)
+        {
+            slots.push((entry, pointers));
         }
     }
     found.extend(slots);

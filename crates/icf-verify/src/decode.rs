@@ -16,6 +16,27 @@ pub(crate) fn decode(image: &Image, start: u64, end: u64) -> Option<Vec<Decoded>
     })
 }
 
+/// Every PLT entry of `image` with what its GOT slot holds once the loader
+/// fills it (see [`plt_slot`]).
+pub(crate) fn plt_entries(image: &Image) -> Vec<(u64, &Slot)> {
+    let mut entries = Vec::new();
+    for (index, section) in image.sections.iter().enumerate() {
+        let SectionRole::Plt { entry_size } = section.role else {
+            continue;
+        };
+        if !section.executable || entry_size == 0 {
+            continue;
+        }
+        let end = section.address.saturating_add(section.size);
+        for entry in (section.address..end).step_by(entry_size as usize) {
+            if let Some(slot) = plt_slot(image, index, entry) {
+                entries.push((entry, slot));
+            }
+        }
+    }
+    entries
+}
+
 /// What the PLT entry holding `address` (in section `section`) jumps to:
 /// the GOT slot its indirect jump reads, as its dynamic relocation fills
 /// it.

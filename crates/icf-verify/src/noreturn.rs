@@ -31,7 +31,7 @@ use yaxpeax_arm::armv8::a64::Opcode;
 
 use crate::code::{A64Key, Decoded, Key, Use};
 use crate::decode;
-use crate::image::{Arch, Image, SectionRole, Slot, SymbolKind};
+use crate::image::{Arch, Image, Slot, SymbolKind};
 
 /// C and POSIX functions, and the C++ ABI's, that never return.
 const NAMES: [&str; 30] = [
@@ -134,22 +134,13 @@ pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
         .filter(|s| s.kind == SymbolKind::Function)
         .map(|s| base_name(&s.name))
         .collect();
-    for (index, section) in image.sections.iter().enumerate() {
-        let SectionRole::Plt { entry_size } = section.role else {
-            continue;
-        };
-        if !section.executable || entry_size == 0 {
-            continue;
-        }
-        let end = section.address.saturating_add(section.size);
-        for entry in (section.address..end).step_by(entry_size as usize) {
-            if let Some(Slot::Named(name, _)) = decode::plt_slot(image, index, entry)
-                && never_returns(name)
-                && (!defined.contains(base_name(name))
-                    || TRUSTED_DEFINITIONS.contains(&base_name(name)))
-            {
-                trusted.push(entry);
-            }
+    for (entry, slot) in decode::plt_entries(image) {
+        if let Slot::Named(name, _) = slot
+            && never_returns(name)
+            && (!defined.contains(base_name(name))
+                || TRUSTED_DEFINITIONS.contains(&base_name(name)))
+        {
+            trusted.push(entry);
         }
     }
     trusted.sort_unstable();
