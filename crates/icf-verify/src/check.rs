@@ -562,42 +562,6 @@ impl<'a> Checker<'a> {
             .any(|target| targets.binary_search(&target).is_ok())
     }
 
-    /// One past the end of a compiler's anonymous constant (rustc's
-    /// `anon.*`, `.L__unnamed_*`: no address identity), read as that end:
-    /// code reaching back from it reads the constant's bytes and no
-    /// further (before its start lies another object, out of its bounds).
-    /// FOLDED's target stands for it when as many bytes before it, in
-    /// read-only data of the same output section, are the same, whatever
-    /// FOLDED names there (its copy of the constant may be merged into a
-    /// larger one, or named otherwise by a rewritten object).
-    fn end_of_constant_corresponds(&mut self, check: &TargetCheck, plain_places: &[Place]) -> bool {
-        let [Place::Symbol(id, offset)] = *plain_places else {
-            return false;
-        };
-        let symbol = self.plain.symbol(id);
-        if !symbol.is_anonymous_constant() || offset != symbol.size || symbol.size == 0 {
-            return false;
-        }
-        let (plain_start, size) = (symbol.address, symbol.size);
-        let plain_section = &self.plain.sections[symbol.section];
-        let Some(folded_start) = check.folded_target.checked_sub(size) else {
-            return false;
-        };
-        let same_kind = self.folded.section_at(folded_start).is_some_and(|index| {
-            let section = &self.folded.sections[index];
-            section.name == plain_section.name
-                && !section.writable
-                && !section.executable
-                && check.folded_target <= section.address + section.size
-        });
-        same_kind
-            && !plain_section.writable
-            && !plain_section.executable
-            && self
-                .compare_data(check, plain_start, folded_start, size)
-                .is_none()
-    }
-
     /// Whether FOLDED's target stands for one of `plain_places`, PLAIN's
     /// interpretations of its target.
     fn check_places(&mut self, check: &TargetCheck, plain_places: &[Place]) -> Result<(), Failure> {
@@ -635,9 +599,6 @@ impl<'a> Checker<'a> {
                 }
                 return Ok(());
             }
-        }
-        if self.end_of_constant_corresponds(check, plain_places) {
-            return Ok(());
         }
         let folded_places = classify(
             self.folded,
