@@ -5,7 +5,8 @@
 //! functions, which read `[p, p + n)` or up to a NUL. A call passing an
 //! address in such a register reads forward from it (the x86-64 escape
 //! scan, `x86_escape.rs`), which tells the side of an address that ends
-//! one constant and starts the next in an image without kept relocations.
+//! one constant and starts the next in an image without kept relocations;
+//! a length the caller sets to a constant says how far.
 //! Main assumption: a function of one of these names (Rust paths with
 //! rustc's mangling, the hash aside; C names bound through the GOT or PLT,
 //! the symbol version aside) is that function, whose signature is part of
@@ -53,6 +54,40 @@ const STR_READERS: [(&str, u8); 19] = [
     ("core::fmt::builders::DebugStruct::field", 1 << 1),
 ];
 
+/// What a callee among [`forward_readers`] reads: the argument registers
+/// (System V order, a bit each) holding pointers it reads forward from,
+/// and where the number of bytes it reads through each is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reader {
+    pub pointers: u8,
+    pub length: Length,
+}
+
+/// Where a [`Reader`]'s callers pass how many bytes it reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Length {
+    /// A Rust slice (`&str`, `&[u8]`): each pointer's length is the
+    /// argument after it.
+    AfterEach,
+    /// One count for every pointer, in this argument (`memcmp(a, b, n)`):
+    /// the callee reads at most that many bytes through each.
+    Argument(u8),
+    /// Up to a NUL (`strlen`): no argument bounds it.
+    Unbounded,
+}
+
+impl Reader {
+    /// Which argument holds how many bytes the callee reads through the
+    /// pointer in argument `pointer`, if one does.
+    pub(crate) fn length_argument(&self, pointer: usize) -> Option<usize> {
+        match self.length {
+            Length::AfterEach => Some(pointer + 1),
+            Length::Argument(n) => Some(usize::from(n)),
+            Length::Unbounded => None,
+        }
+    }
+}
+
 /// (trait method, the argument registers holding a slice's pointer):
 /// the trait's own default method (`std::io::Write::write_all`) and every
 /// implementation of it (`<T as std::io::Write>::write_all`) take the
@@ -80,26 +115,37 @@ fn trait_reader(path: &str) -> Option<u8> {
         .map(|&(_, _, pointers)| pointers)
 }
 
+/// The count of `mem*` and `strncmp`: their third argument.
+const THIRD: Length = Length::Argument(2);
+
 /// (C name, the argument registers holding a pointer it reads forward
-/// from, a bit each).
-const C_READERS: [(&str, u8); 9] = [
-    ("memcmp", 1 << 0 | 1 << 1),
-    ("bcmp", 1 << 0 | 1 << 1),
-    ("memcpy", 1 << 0 | 1 << 1),
-    ("memmove", 1 << 0 | 1 << 1),
-    ("memchr", 1 << 0),
-    ("memrchr", 1 << 0),
-    ("strlen", 1 << 0),
-    ("strcmp", 1 << 0 | 1 << 1),
-    ("strncmp", 1 << 0 | 1 << 1),
+/// from, a bit each, and how far).
+const C_READERS: [(&str, u8, Length); 9] = [
+    ("memcmp", 1 << 0 | 1 << 1, THIRD),
+    ("bcmp", 1 << 0 | 1 << 1, THIRD),
+    ("memcpy", 1 << 0 | 1 << 1, THIRD),
+    ("memmove", 1 << 0 | 1 << 1, THIRD),
+    ("memchr", 1 << 0, THIRD),
+    ("memrchr", 1 << 0, THIRD),
+    ("strlen", 1 << 0, Length::Unbounded),
+    ("strcmp", 1 << 0 | 1 << 1, Length::Unbounded),
+    ("strncmp", 1 << 0 | 1 << 1, THIRD),
 ];
 
-fn c_reader(name: &str) -> Option<u8> {
+fn c_reader(name: &str) -> Option<Reader> {
     let name = name.split('@').next().unwrap_or(name);
     C_READERS
         .iter()
-        .find(|&&(reader, _)| reader == name)
-        .map(|&(_, pointers)| pointers)
+        .find(|&&(reader, _, _)| reader == name)
+        .map(|&(_, pointers, length)| Reader { pointers, length })
+}
+
+/// A Rust function reading slices whose pointers are in `pointers`.
+fn rust_reader(pointers: u8) -> Reader {
+    Reader {
+        pointers,
+        length: Length::AfterEach,
+    }
 }
 
 /// A function's path as `STR_READERS` spells it: rustc's v0 mangling
@@ -117,36 +163,37 @@ fn path_of(name: &str) -> String {
     }
 }
 
-/// (address, pointer registers as in `STR_READERS`), sorted: the entries
-/// of the functions above defined in the image, the GOT slots that hold
-/// one (`call *slot(%rip)`) or bind a C reader by name, and the PLT
-/// entries that jump through such a slot.
-pub(crate) fn forward_readers(image: &Image) -> Vec<(u64, u8)> {
-    let mut found: Vec<(u64, u8)> = image
+/// (address, what it reads), sorted: the entries of the functions above
+/// defined in the image, the GOT slots that hold one (`call *slot(%rip)`)
+/// or bind a C reader by name, and the PLT entries that jump through such
+/// a slot.
+pub(crate) fn forward_readers(image: &Image) -> Vec<(u64, Reader)> {
+    let mut found: Vec<(u64, Reader)> = image
         .symbols
         .iter()
         .filter(|symbol| symbol.kind == SymbolKind::Function)
         .filter_map(|symbol| {
-            let pointers = if symbol.rustc_function {
+            let reader = if symbol.rustc_function {
                 let path = path_of(&symbol.name);
                 STR_READERS
                     .iter()
                     .find(|&&(reader, _)| reader == path)
                     .map(|&(_, pointers)| pointers)
                     .or_else(|| trait_reader(&path))
+                    .map(rust_reader)
             } else {
                 // A C library function linked in statically.
                 c_reader(&symbol.name).filter(|_| symbol.global)
             };
-            pointers.map(|pointers| (symbol.address, pointers))
+            reader.map(|reader| (symbol.address, reader))
         })
         .collect();
-    found.sort_unstable();
+    found.sort_by_key(|&(address, _)| address);
     found.dedup_by_key(|&mut (address, _)| address);
     let mut slots = Vec::new();
     for section in image.sections.iter().filter(|s| s.role == SectionRole::Got) {
         for slot in (section.address..section.address + section.size).step_by(8) {
-            let pointers = match image.dynamic.get(&slot) {
+            let reader = match image.dynamic.get(&slot) {
                 Some(Slot::Named(name, 0)) => c_reader(name),
                 _ => image.got_constant(slot).and_then(|target| {
                     found
@@ -155,20 +202,20 @@ pub(crate) fn forward_readers(image: &Image) -> Vec<(u64, u8)> {
                         .map(|i| found[i].1)
                 }),
             };
-            if let Some(pointers) = pointers {
-                slots.push((slot, pointers));
+            if let Some(reader) = reader {
+                slots.push((slot, reader));
             }
         }
     }
     for (entry, slot) in decode::plt_entries(image) {
         if let Slot::Named(name, 0) = slot
-            && let Some(pointers) = c_reader(name)
+            && let Some(reader) = c_reader(name)
         {
-            slots.push((entry, pointers));
+            slots.push((entry, reader));
         }
     }
     found.extend(slots);
-    found.sort_unstable();
+    found.sort_by_key(|&(address, _)| address);
     found.dedup_by_key(|&mut (address, _)| address);
     found
 }

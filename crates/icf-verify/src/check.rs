@@ -87,8 +87,9 @@ struct TargetCheck {
     folded_field: u64,
     plain_site: u64,
     folded_site: u64,
-    /// How many bytes an access reads there, exactly (see
-    /// [`Reference::width`](crate::code::Reference::width)); 0 when unknown.
+    /// How many bytes from the target an access reads at most, none before
+    /// it (see [`Reference::width`](crate::code::Reference::width)); 0 when
+    /// unknown.
     width: u64,
     /// Which side of the target the code reads through it (see
     /// [`Reference::reach`](crate::code::Reference::reach)).
@@ -1285,7 +1286,7 @@ impl<'a> Checker<'a> {
         }
         let section = &self.plain.sections[self.plain.section_at(p)?];
         let bytes = self.plain.bytes_to_section_end(p)?;
-        // An access of a known width reads exactly its bytes.
+        // An access of a known width reads at most its bytes.
         if limit != u64::MAX {
             return self.compare_data(check, p, f, limit.min(bytes.len() as u64));
         }
@@ -1850,7 +1851,8 @@ fn classify(image: &Image, other: &Image, address: u64, field: u64) -> Vec<Place
 }
 
 /// How far an unnamed piece of data may be compared for `check`: the bytes
-/// its access reads when that is known exactly, else without a limit.
+/// its accesses read when that is known (at most, none before it), else
+/// without a limit.
 fn access_limit(check: &TargetCheck) -> u64 {
     if check.use_ == Use::Access && check.width > 0 {
         check.width
@@ -2082,12 +2084,9 @@ fn compare_code(
                 folded_field: y.field,
                 plain_site: a,
                 folded_site: b,
-                // The keys are equal: so are the operands' sizes.
-                width: if use_ == Use::Access {
-                    x.width.min(y.width)
-                } else {
-                    0
-                },
+                // The keys are equal: so are the operands' sizes, and the
+                // lengths the code passes its callees.
+                width: if use_ == Use::Access { x.width } else { 0 },
                 reach: if matches!(use_, Use::Access | Use::Deref) {
                     x.reach
                 } else {

@@ -58,9 +58,12 @@ pub(crate) struct Reference {
     /// The address of the instruction field holding it (for the relocation a
     /// `-q` link kept there), 0 when unknown.
     pub field: u64,
-    /// For an [`Use::Access`] through a pc-relative operand that no register
-    /// can offset (x86-64 `addsd .LC0(%rip),%xmm0`): how many bytes it reads
-    /// or writes, exactly; 0 when unknown or not such an access.
+    /// For an [`Use::Access`]: the code reads or writes at most this many
+    /// bytes from the address, and none before it; 0 when unknown. Exact
+    /// for a pc-relative operand no register can offset (x86-64 `addsd
+    /// .LC0(%rip),%xmm0`); for an x86-64 `lea` whose address does not
+    /// escape, the farthest byte its accesses reach
+    /// (`x86_escape::Accessed::extent`).
     pub width: u64,
     /// For an [`Use::Access`] or [`Use::Deref`]: which side of the address
     /// the accesses through it read.

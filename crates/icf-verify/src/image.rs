@@ -391,10 +391,10 @@ pub(crate) struct Image {
     /// Where calls go to functions that never return (`noreturn.rs`),
     /// sorted.
     pub noreturn_entries: Vec<u64>,
-    /// (entry, GOT slot or PLT entry, argument registers as a bit mask) of
-    /// the functions known to read what those arguments point to only
-    /// forward, sorted (`bounded_readers.rs`).
-    pub forward_readers: Vec<(u64, u8)>,
+    /// (entry, GOT slot or PLT entry; what it reads) of the functions known
+    /// to read what their pointer arguments point to only forward, sorted
+    /// (`bounded_readers.rs`).
+    pub forward_readers: Vec<(u64, crate::bounded_readers::Reader)>,
     /// AArch64: (function entry, the caller-saved registers a call to it
     /// may write, a mask of x0-x30), sorted (`aarch64_clobbers.rs`).
     pub call_clobbers: Vec<(u64, u32)>,
@@ -1061,12 +1061,17 @@ impl Image {
         &self.pointer_places[from..to]
     }
 
-    /// Whether a kept relocation (`-q`) writes the `width`-byte word at
-    /// `address` (a 4-byte offset or an 8-byte pointer); `None` when the
-    /// image kept none, so nothing can tell.
+    /// Whether a relocation writes the `width`-byte word at `address` (a
+    /// 4-byte offset or an 8-byte pointer): a kept one (`-q`), or for a
+    /// pointer in a position-independent image a dynamic one; `None` when
+    /// nothing can tell.
     pub fn relocated_word(&self, address: u64, width: u64) -> Option<bool> {
         if !self.has_emitted_relocs() {
-            return None;
+            // A position-independent image relocates every address it
+            // stores at load time (an offset between two of its places
+            // needs none).
+            return (width == 8 && !self.pointers_unmarked())
+                .then(|| self.dynamic.contains_key(&address));
         }
         let places = if width == 4 {
             &self.offset_places
@@ -1583,6 +1588,10 @@ impl Relocations {
         let endian = file.endian;
         let mut relocations = Relocations::default();
         for (section_index, header) in file.table.iter().enumerate() {
+            if header.sh_type(endian) == elf::SHT_RELR {
+                relocations.read_relr(path, file, sections, section_index, header)?;
+                continue;
+            }
             if header.sh_type(endian).0 != SHT_RELA {
                 continue;
             }
@@ -1646,6 +1655,47 @@ impl Relocations {
                 },
             );
         }
+    }
+
+    /// Records the packed relative relocations of `SHT_RELR` section
+    /// `header` (lld's `-z pack-relative-relocs`): the loader adds its base
+    /// to the word at each place, which holds the address it names.
+    fn read_relr(
+        &mut self,
+        path: &Path,
+        file: &LinkedFile<'_>,
+        sections: &[Section],
+        section_index: usize,
+        header: &elf::SectionHeader64<object::Endianness>,
+    ) -> Result<(), Error> {
+        let unreadable = || {
+            Error::new(
+                path,
+                format!(
+                    "relocation section {} cannot be read",
+                    sections[section_index].name
+                ),
+            )
+        };
+        let places = header
+            .relr(file.endian, file.data)
+            .ok()
+            .flatten()
+            .ok_or_else(unreadable)?;
+        for place in places {
+            let word = sections
+                .iter()
+                .filter(|s| s.alloc && (s.address..s.address + s.size).contains(&place))
+                .find_map(|s| {
+                    let (start, end) = s.file_range?;
+                    let at = start + usize::try_from(place - s.address).ok()?;
+                    let bytes = file.data.get(at..at.checked_add(8)?.min(end))?;
+                    Some(u64::from_le_bytes(bytes.try_into().ok()?))
+                })
+                .ok_or_else(unreadable)?;
+            self.dynamic.insert(place, Slot::Address(word));
+        }
+        Ok(())
     }
 
     /// Records what the dynamic relocations `relas` have the loader write

@@ -243,13 +243,19 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
         if image.is_code(target) {
             continue;
         }
-        let Some(reach) = address_reach(&scan, at) else {
+        let Some(accessed) = address_reach(&scan, at) else {
             continue;
         };
         for reference in &mut decoded.refs {
             if reference.address == target && reference.use_ == from {
                 reference.use_ = to;
-                reference.reach = reach;
+                reference.reach = accessed.reach;
+                // How far the accesses through an address reach bounds
+                // the data compared there (a pointer loaded from a GOT
+                // slot is checked as the slot, read whole).
+                if to == Use::Access {
+                    reference.width = accessed.extent;
+                }
             }
         }
     }

@@ -18,6 +18,7 @@ use iced_x86::{
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
+use crate::bounded_readers::Reader;
 use crate::code::Reach;
 
 /// Instructions visited over all paths before the scan gives up.
@@ -51,10 +52,10 @@ pub(crate) struct Body<'a> {
     /// (entry address, argument registers read) of the functions whose
     /// DWARF prototype says, sorted (`Image::argument_registers`).
     pub argument_registers: &'a [(u64, u8)],
-    /// (entry, GOT slot or PLT entry, argument registers as a bit mask) of
-    /// the callees that read what those arguments point to only forward
+    /// (entry, GOT slot or PLT entry; what it reads) of the callees that
+    /// read what their pointer arguments point to only forward
     /// (`Image::forward_readers`).
-    pub forward_readers: &'a [(u64, u8)],
+    pub forward_readers: &'a [(u64, Reader)],
 }
 
 /// A [`Body`] indexed by address once, for every scan of its `lea`s.
@@ -62,6 +63,9 @@ pub(crate) struct Scan<'a> {
     body: &'a Body<'a>,
     /// (address, index into the instructions), sorted by address.
     by_ip: Vec<(u64, usize)>,
+    /// Where the function's branches and jump tables land, sorted: a
+    /// straight-line run of instructions ends there.
+    entered: Vec<u64>,
 }
 
 impl<'a> Scan<'a> {
@@ -73,7 +77,45 @@ impl<'a> Scan<'a> {
             .filter_map(|(i, instruction)| instruction.map(|x| (x.ip(), i)))
             .collect();
         by_ip.sort_unstable();
-        Scan { body, by_ip }
+        let mut entered: Vec<u64> = body
+            .instructions
+            .iter()
+            .flatten()
+            .filter(|i| is_near_branch(i))
+            .map(|i| i.near_branch_target())
+            .chain(body.jump_targets.iter().copied())
+            .collect();
+        entered.sort_unstable();
+        Scan {
+            body,
+            by_ip,
+            entered,
+        }
+    }
+
+    /// The instructions that certainly ran, in reverse order, just before
+    /// the one at `at` on every path reaching it: the straight-line run
+    /// ending there (no branch lands inside it, none leaves it, no call),
+    /// at most `limit` long.
+    fn run_before(&self, at: usize, limit: usize) -> impl Iterator<Item = &'a Instruction> + '_ {
+        let instructions = self.body.instructions;
+        let mut start = instructions.get(at).copied().flatten().map(|i| i.ip());
+        instructions[..at.min(instructions.len())]
+            .iter()
+            .rev()
+            .take(limit)
+            .map_while(move |instruction| {
+                let instruction = instruction.as_ref()?;
+                let next = start?;
+                if instruction.next_ip() != next
+                    || instruction.flow_control() != FlowControl::Next
+                    || self.entered.binary_search(&next).is_ok()
+                {
+                    return None;
+                }
+                start = Some(instruction.ip());
+                Some(instruction)
+            })
     }
 
     /// The index of the instruction starting at `ip`, if one does.
@@ -174,34 +216,60 @@ struct Accesses {
     forward: bool,
     /// Every access reads before it.
     backward: bool,
+    /// How many bytes from the address the accesses reach at most, while
+    /// every one is forward at bounded offsets of a known size.
+    extent: Option<u64>,
 }
 
 impl Accesses {
-    /// An access of `size` bytes at offsets `at` from the address; `None`
-    /// when an index register offsets it by an unknown amount.
+    /// An access of `size` bytes (0: unknown) at offsets `at` from the
+    /// address; `None` when an index register offsets it by an unknown
+    /// amount.
     fn add(&mut self, at: Option<Span>, size: u64) {
         match at {
             Some(at) => {
                 self.forward &= at.lo != i64::MIN && at.lo >= 0;
                 self.backward &= at.hi != i64::MAX && at.hi.saturating_add(size.max(1) as i64) <= 0;
+                let end = (at.lo >= 0 && at.hi != i64::MAX && size > 0)
+                    .then(|| (at.hi as u64).saturating_add(size));
+                self.extent = self.extent.zip(end).map(|(a, b)| a.max(b));
             }
-            None => (self.forward, self.backward) = (false, false),
+            None => (self.forward, self.backward, self.extent) = (false, false, None),
         }
     }
 
-    fn reach(self) -> Reach {
-        match (self.forward, self.backward) {
+    fn result(self) -> Accessed {
+        let reach = match (self.forward, self.backward) {
             // No access at all reads nothing on either side.
             (true, _) => Reach::Forward,
             (false, true) => Reach::Backward,
             (false, false) => Reach::Unknown,
+        };
+        Accessed {
+            reach,
+            extent: match self.extent {
+                Some(extent) if reach == Reach::Forward => extent,
+                _ => 0,
+            },
         }
     }
 }
 
+/// What the code reads through an address that does not escape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Accessed {
+    /// Which side of the address.
+    pub reach: Reach,
+    /// With [`Reach::Forward`]: at most this many bytes from the address,
+    /// when every access is at a bounded offset of a known size (a
+    /// callee's included, by the length its caller passes); 0 when not
+    /// known (or nothing is read).
+    pub extent: u64,
+}
+
 /// Whether the address that the `lea` at `at` of the scanned [`Body`]
 /// writes to its destination escapes on some path (then `None`), and if
-/// not, which side of it the accesses through it read.
+/// not, which side of it the accesses through it read, and how far.
 ///
 /// The address does not escape on a path while every read of a register
 /// holding it is the base or index of a memory operand (not of a `lea`),
@@ -227,8 +295,11 @@ impl Accesses {
 /// offsets it may hold (exact through copies and constant derivations,
 /// widened to no bound where a loop steps it), and an access through a
 /// register adds its displacement. An index register (its sign unknown:
-/// `end[-i]` is `neg`, then an indexed load) makes the reach unknown.
-pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
+/// `end[-i]` is `neg`, then an indexed load) makes the reach unknown. A
+/// callee among the [`Body::forward_readers`] reads forward, as many bytes
+/// as the length argument the straight-line run before the call sets to a
+/// constant ([`constant_before`]), else an unknown number.
+pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Accessed> {
     let Body {
         instructions,
         jump_targets,
@@ -246,6 +317,7 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
     let mut accesses = Accesses {
         forward: true,
         backward: true,
+        extent: Some(0),
     };
     // (instruction, registers holding the address) -> the offsets each of
     // those registers held there so far, and the registers known
@@ -356,8 +428,12 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
                 // bytes forward as the constant length says.
                 let read_forward = forward_read_arguments(instruction, forward_readers);
                 for &(r, span) in &after {
-                    if read_forward.contains(&r) {
-                        accesses.add(Some(span), 1);
+                    if let Some(&(_, length)) = read_forward.iter().find(|&&(p, _)| p == r) {
+                        let bytes = length
+                            .and_then(|length| constant_before(scan, index, length, &mut factory));
+                        // An unknown length (0: an empty slice reads
+                        // nothing, but bounds nothing either) is forward.
+                        accesses.add(Some(span), bytes.unwrap_or(0));
                     } else if ARGUMENTS[..read].contains(&r) {
                         return None;
                     }
@@ -375,12 +451,17 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Reach> {
             work.push((successor, after.clone(), non_negative));
         }
     }
-    Some(accesses.reach())
+    Some(accesses.result())
 }
 
 /// The argument registers the call `call` passes to a callee known to
-/// read what each points to only at and after it (`bounded_readers.rs`).
-fn forward_read_arguments(call: &Instruction, forward_readers: &[(u64, u8)]) -> Vec<Register> {
+/// read what each points to only at and after it (`bounded_readers.rs`),
+/// each with the argument register holding how many bytes it reads there,
+/// if one does.
+fn forward_read_arguments(
+    call: &Instruction,
+    forward_readers: &[(u64, Reader)],
+) -> Vec<(Register, Option<Register>)> {
     let callee = if is_near_branch(call) {
         call.near_branch_target()
     } else if call.op0_kind() == OpKind::Memory && call.is_ip_rel_memory_operand() {
@@ -391,11 +472,72 @@ fn forward_read_arguments(call: &Instruction, forward_readers: &[(u64, u8)]) -> 
     let Ok(found) = forward_readers.binary_search_by_key(&callee, |&(address, _)| address) else {
         return Vec::new();
     };
-    let pointers = forward_readers[found].1;
+    let reader = forward_readers[found].1;
     (0..ARGUMENTS.len())
-        .filter(|&i| pointers & (1 << i) != 0)
-        .map(|i| ARGUMENTS[i])
+        .filter(|&i| reader.pointers & (1 << i) != 0)
+        .map(|i| {
+            let length = reader
+                .length_argument(i)
+                .and_then(|n| ARGUMENTS.get(n).copied());
+            (ARGUMENTS[i], length)
+        })
         .collect()
+}
+
+/// How many straight-line instructions before a call are searched for
+/// the write of its length argument.
+const LENGTH_LOOK_BACK: usize = 16;
+
+/// The value `register` certainly holds when the instruction at `at`
+/// runs: its last write in the straight-line run before it
+/// ([`Scan::run_before`]) is a move of a constant (`mov $0x3a,%esi`) or
+/// zeroes it (`xor %esi,%esi`).
+fn constant_before(
+    scan: &Scan,
+    at: usize,
+    register: Register,
+    factory: &mut InstructionInfoFactory,
+) -> Option<u64> {
+    for instruction in scan.run_before(at, LENGTH_LOOK_BACK) {
+        let writes = factory
+            .info(instruction)
+            .used_registers()
+            .iter()
+            .any(|used| {
+                used.register().full_register() == register
+                    && matches!(
+                        used.access(),
+                        OpAccess::Write
+                            | OpAccess::CondWrite
+                            | OpAccess::ReadWrite
+                            | OpAccess::ReadCondWrite
+                    )
+            });
+        if !writes {
+            continue;
+        }
+        let destination = (instruction.op_count() > 0
+            && instruction.op0_kind() == OpKind::Register)
+            .then(|| instruction.op0_register())
+            .filter(|r| r.full_register() == register)?;
+        return match (instruction.mnemonic(), instruction.op1_kind()) {
+            (Mnemonic::Mov, OpKind::Immediate32) if destination.is_gpr32() => {
+                Some(u64::from(instruction.immediate32()))
+            }
+            (Mnemonic::Mov, OpKind::Immediate32to64 | OpKind::Immediate64)
+                if destination.is_gpr64() =>
+            {
+                Some(instruction.immediate(1))
+            }
+            (Mnemonic::Xor, OpKind::Register)
+                if destination.is_gpr32() && instruction.op1_register() == destination =>
+            {
+                Some(0)
+            }
+            _ => None,
+        };
+    }
+    None
 }
 
 fn is_cmov(mnemonic: Mnemonic) -> bool {
@@ -618,33 +760,9 @@ fn non_negative_before(
     at: usize,
     factory: &mut InstructionInfoFactory,
 ) -> NonNegative {
-    let instructions = scan.body.instructions;
-    let Some(Some(first)) = instructions.get(at) else {
-        return NonNegative::default();
-    };
-    // Where branches of the function land: a run ends there.
-    let mut targets: Vec<u64> = instructions
-        .iter()
-        .flatten()
-        .filter(|i| is_near_branch(i))
-        .map(|i| i.near_branch_target())
-        .chain(scan.body.jump_targets.iter().copied())
-        .collect();
-    targets.sort_unstable();
     let mut known = NonNegative::default();
     let mut decided = 0u16;
-    let mut start = first.ip();
-    for instruction in instructions[..at].iter().rev().take(LOOK_BACK) {
-        let Some(instruction) = instruction else {
-            break;
-        };
-        if instruction.next_ip() != start
-            || instruction.flow_control() != FlowControl::Next
-            || targets.binary_search(&start).is_ok()
-        {
-            break;
-        }
-        start = instruction.ip();
+    for instruction in scan.run_before(at, LOOK_BACK) {
         let destination32 = (instruction.op_count() > 0
             && instruction.op0_kind() == OpKind::Register)
             .then(|| instruction.op0_register())
@@ -700,7 +818,8 @@ pub(crate) fn accesses_beyond_operand(instr: &Instruction) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Body, Scan, address_reach};
+    use super::{Accessed, Body, Scan, address_reach};
+    use crate::bounded_readers::{Length, Reader};
     use crate::code::Reach;
     use iced_x86::{Decoder, DecoderOptions};
 
@@ -774,8 +893,26 @@ mod tests {
         reach_with(hex, &[])
     }
 
-    /// [`reach`], with callees that read a `&str` within its bounds.
-    fn reach_with(hex: &str, forward_readers: &[(u64, u8)]) -> Option<Reach> {
+    /// [`reach`], with Rust callees that read a `&str` within its bounds
+    /// (entry, pointer registers).
+    fn reach_with(hex: &str, str_readers: &[(u64, u8)]) -> Option<Reach> {
+        let readers: Vec<(u64, Reader)> = str_readers
+            .iter()
+            .map(|&(entry, pointers)| {
+                let length = Length::AfterEach;
+                (entry, Reader { pointers, length })
+            })
+            .collect();
+        accessed(hex, &readers).map(|accessed| accessed.reach)
+    }
+
+    /// How far forward the code reads through the address the `lea` at
+    /// the start of `hex` forms (0: not known), `None` if it escapes.
+    fn extent(hex: &str, readers: &[(u64, Reader)]) -> Option<u64> {
+        accessed(hex, readers).map(|accessed| accessed.extent)
+    }
+
+    fn accessed(hex: &str, forward_readers: &[(u64, Reader)]) -> Option<Accessed> {
         let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
@@ -806,6 +943,47 @@ mod tests {
         assert_eq!(reach_with(call, &[(0x1119, 2)]), None);
         // lea t,%rcx; call *%rcx: called, not read as a string.
         assert_eq!(reach("488d0d00000000ffd10f0b"), None);
+    }
+
+    #[test]
+    fn a_constant_length_bounds_what_a_reader_reads() {
+        let str_reader = |pointers| Reader {
+            pointers,
+            length: Length::AfterEach,
+        };
+        // lea s,%rdi; lea loc,%rdx; mov $0x28,%esi; call *0x100(%rip); ud2
+        let call = "488d3d00000000488d1500000000be28000000ff15000100000f0b";
+        assert_eq!(extent(call, &[(0x1119, str_reader(1))]), Some(0x28));
+        // lea s,%rdi; jmp +5 (over mov $0x28,%esi); call *0x100(%rip):
+        // a branch lands on the call, so no straight-line run before it
+        // sets the length: forward, how far unknown.
+        let entered = "488d3d00000000eb05be28000000ff15000100000f0b";
+        assert_eq!(extent(entered, &[(0x1114, str_reader(1))]), Some(0));
+        assert_eq!(
+            accessed(entered, &[(0x1114, str_reader(1))]).map(|a| a.reach),
+            Some(Reach::Forward)
+        );
+        // A length not set to a constant: mov %rcx,%rsi.
+        let variable = "488d3d000000004889ceff15000100000f0b";
+        assert_eq!(extent(variable, &[(0x1110, str_reader(1))]), Some(0));
+        // memcmp(s, p, 16): lea s,%rdi; mov $16,%edx; call *0x100(%rip)
+        let memcmp = Reader {
+            pointers: 3,
+            length: Length::Argument(2),
+        };
+        let compare = "488d3d00000000ba10000000ff15000100000f0b";
+        assert_eq!(extent(compare, &[(0x1112, memcmp)]), Some(16));
+        // strlen(s) reads up to a NUL: no bound.
+        let strlen = Reader {
+            pointers: 1,
+            length: Length::Unbounded,
+        };
+        assert_eq!(extent(compare, &[(0x1112, strlen)]), Some(0));
+        // Accesses of known sizes at known offsets: lea t,%rcx;
+        // mov 4(%rcx),%eax; ret reads bytes 4..8.
+        assert_eq!(extent("488d0d000000008b4104c3", &[]), Some(8));
+        // One before the address: no forward extent.
+        assert_eq!(extent("488d0d000000008b41fcc3", &[]), Some(0));
     }
 
     #[test]

@@ -841,7 +841,8 @@ fn rust_functions_have_no_address_identity_in_safe_mode() {
 fn rust_strings(strings: &str) -> String {
     let reader = function(
         "_ZN4test4name17h0123456789abcdefE",
-        "  lea .Ls1(%rip), %rax\n  mov $5, %edx\n  movzbl (%rax), %eax\n  ret",
+        // Returns the `&str` (pointer and length): what reads it is unknown.
+        "  lea .Ls1(%rip), %rax\n  mov $5, %edx\n  ret",
     );
     let data = format!(
         ".section .rodata.str1.1,\"aMS\",@progbits,1\n.asciz \"-\"\n{strings}\n\
@@ -878,6 +879,118 @@ fn a_rust_string_without_a_nul_ends_where_other_data_is_pointed_to() {
         Mode::All,
         DifferenceKind::DataDiffers,
         "_ZN4test4name17h0123456789abcdefE",
+    );
+}
+
+/// A Rust program whose `MSG`, a `&str` in `.data.rel.ro`, points to
+/// `message` (its length 5), followed by `tail`, bytes no code names.
+fn rust_static_str(message: &str, tail: &str) -> String {
+    let getter = function(
+        "_ZN4test3msg17h0123456789abcdefE",
+        "  lea MSG(%rip), %rax\n  ret",
+    );
+    x86_program(
+        &format!(
+            "{RUSTC_IDENT}{getter}.section .rodata,\"a\"\n.Lmsg: .ascii \"{message}\"\n\
+             .ascii \"{tail}\"\n.section .data.rel.ro,\"aw\"\n.p2align 3\n.globl MSG\n\
+             .type MSG,@object\nMSG: .quad .Lmsg, 5\n.size MSG, 16\n"
+        ),
+        &["_ZN4test3msg17h0123456789abcdefE"],
+    )
+}
+
+#[test]
+fn a_str_in_the_data_of_a_pie_is_compared_as_far_as_its_length() {
+    // A position-independent image marks every pointer it stores with a
+    // dynamic relocation (`RELATIVE`, or packed in `.relr.dyn`): the word
+    // after the pointer has none, so it is the length, and the bytes
+    // after the 5 of the message are no part of it.
+    for (test, flags) in [
+        ("pie_str", &["-pie"][..]),
+        ("pie_str_relr", &["-pie", "-Wl,-z,pack-relative-relocs"][..]),
+    ] {
+        let (plain, folded) = x86_pair(
+            test,
+            &rust_static_str("hello", "AAAA"),
+            &rust_static_str("hello", "BBBB"),
+            flags,
+        );
+        assert_passes(&plain, &folded, Mode::All);
+        let wrong = link(
+            &work_dir(&format!("{test}_wrong")),
+            "gcc",
+            "wrong.s",
+            &rust_static_str("hellx", "AAAA"),
+            flags,
+        );
+        assert_caught(
+            &plain,
+            &wrong,
+            Mode::All,
+            DifferenceKind::DataDiffers,
+            "MSG",
+        );
+    }
+}
+
+/// A Rust function passing `.Lmsg` (and `len`) to `core::panicking::panic`,
+/// followed by `tail`, bytes no code names.
+fn panic_message(message: &str, len: u32, tail: &str) -> String {
+    let panic = function("_ZN4core9panicking5panic17h0123456789abcdefE", "  ud2");
+    let caller = function(
+        "_ZN4test5check17h0123456789abcdefE",
+        &format!(
+            "  test %edi, %edi\n  jne 1f\n  xor %eax, %eax\n  ret\n1:\n  \
+             lea .Lmsg(%rip), %rdi\n  mov ${len}, %esi\n  \
+             call _ZN4core9panicking5panic17h0123456789abcdefE"
+        ),
+    );
+    x86_program(
+        &format!(
+            "{RUSTC_IDENT}{panic}{caller}.section .rodata,\"a\"\n\
+             .Lmsg: .ascii \"{message}\"\n.ascii \"{tail}\"\n"
+        ),
+        &["_ZN4test5check17h0123456789abcdefE"],
+    )
+}
+
+#[test]
+fn a_panic_message_is_compared_as_far_as_its_length() {
+    // The bytes after the 5 the callee reads differ (another constant
+    // follows the message in FOLDED): only the message counts.
+    let plain = panic_message("hello", 5, "AAAA");
+    let folded = panic_message("hello", 5, "BBBB");
+    let (plain, folded) = x86_pair("panic_message", &plain, &folded, &[]);
+    assert_passes(&plain, &folded, Mode::All);
+    // Within those 5, a difference is one.
+    let wrong = panic_message("hellx", 5, "AAAA");
+    let wrong = link(
+        &work_dir("panic_message_wrong"),
+        "gcc",
+        "wrong.s",
+        &wrong,
+        &[],
+    );
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::All,
+        DifferenceKind::DataDiffers,
+        "_ZN4test5check17h0123456789abcdefE",
+    );
+    // A length of 7 reads into the bytes that differ.
+    let (plain, longer) = x86_pair(
+        "panic_message_longer",
+        &panic_message("hello", 7, "AAAA"),
+        &panic_message("hello", 7, "BBBB"),
+        &[],
+    );
+    assert_caught(
+        &plain,
+        &longer,
+        Mode::All,
+        DifferenceKind::DataDiffers,
+        "_ZN4test5check17h0123456789abcdefE",
     );
 }
 
