@@ -1481,9 +1481,11 @@ impl<'a> Checker<'a> {
     }
 
     /// A table of 4-byte offsets from its own start in images without kept
-    /// relocations, recognized by the code that reads it: both sites form
-    /// the table's address and only load an entry and add it back
-    /// (`x86_table::reads_offsets_from`). Entry by entry, the addresses
+    /// relocations, recognized by the code that reads it: PLAIN's code
+    /// forms the table's address and, on every path, only loads entries
+    /// and adds them back ([`Reach::Offsets`], from
+    /// `x86_escape::reads_only_offsets`), or both sites do so in straight
+    /// line (`x86_table::reads_offsets_from`). Entry by entry, the addresses
     /// they form must correspond, as with kept relocations
     /// (`compare_offset_table`). Nothing says where such a table ends, so
     /// it runs while both images' entries name mapped places, up to the
@@ -1498,8 +1500,9 @@ impl<'a> Checker<'a> {
             || check.functions.is_none()
             || self.plain.has_emitted_relocs()
             || self.folded.has_emitted_relocs()
-            || !x86_table::reads_offsets_from(self.plain, check.plain_site, p)
-            || !x86_table::reads_offsets_from(self.folded, check.folded_site, f)
+            || !(check.reach == Reach::Offsets
+                || x86_table::reads_offsets_from(self.plain, check.plain_site, p)
+                    && x86_table::reads_offsets_from(self.folded, check.folded_site, f))
         {
             return None;
         }

@@ -48,6 +48,10 @@ pub(crate) enum Reach {
     Forward,
     /// Only bytes before the address.
     Backward,
+    /// A table of 4-byte offsets from the address, whose entries the code
+    /// only adds back to it (`x86_escape::reads_only_offsets`): what it
+    /// reads there are the addresses the entries name.
+    Offsets,
 }
 
 /// One target of an instruction.

@@ -14,7 +14,9 @@ use iced_x86::{
 
 use crate::code::{Decoded, Key, Operand, Reach, Reference, Use, X86Key};
 use crate::image::{Image, is_absolute_address, x86_field_size};
-use crate::x86_escape::{Body, Scan, accesses_beyond_operand, address_reach, non_negative_at};
+use crate::x86_escape::{
+    Body, Scan, accesses_beyond_operand, address_reach, non_negative_at, reads_only_offsets,
+};
 use crate::x86_table;
 
 impl X86Key {
@@ -241,6 +243,18 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
             _ => continue,
         };
         if image.is_code(target) {
+            continue;
+        }
+        // A table of offsets whose code only adds its entries back: what
+        // it reads are the addresses the entries name (their sums may
+        // escape; the table's own address does not).
+        if from == Use::Address && reads_only_offsets(&scan, at) {
+            for reference in &mut decoded.refs {
+                if reference.address == target && reference.use_ == from {
+                    reference.use_ = Use::Access;
+                    reference.reach = Reach::Offsets;
+                }
+            }
             continue;
         }
         let Some(accessed) = address_reach(&scan, at) else {

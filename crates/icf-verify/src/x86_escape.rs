@@ -15,8 +15,8 @@
 use iced_x86::{
     FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
 };
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use crate::bounded_readers::Reader;
 use crate::code::Reach;
@@ -454,6 +454,190 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Accessed> {
     Some(accesses.result())
 }
 
+/// What a register holds in [`reads_only_offsets`]'s scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum TableValue {
+    /// The table's address.
+    Table,
+    /// An entry loaded from it (sign-extended).
+    Entry,
+}
+
+/// Whether the address the `lea` at `at` writes is a table of 4-byte
+/// offsets from its own start that the code only reads entries of and
+/// adds back (rustc's tables of a `Debug` enum's variant names, when the
+/// load sits in a loop or behind branches that the straight-line
+/// recognizer `x86_table::reads_offsets_from` does not follow). On every
+/// path from the `lea`, as [`address_reach`] follows them, the registers
+/// holding the table are read only as copies and as the base of
+/// `movslq (T,%idx,4)` (no displacement, an index holding neither), whose
+/// destination then holds an entry; an entry is read only as a copy or
+/// added to the table (`add`, or `lea (T,E)`), the sum, an address the
+/// table names, followed no further. Some path loads an entry. Anything
+/// else (any other read, a call or return that may see one of them, an
+/// indirect jump, the step budget) says no: then the table's bytes may
+/// be seen as they are.
+pub(crate) fn reads_only_offsets(scan: &Scan, at: usize) -> bool {
+    let instructions = scan.body.instructions;
+    let Some(Some(lea)) = instructions.get(at) else {
+        return false;
+    };
+    let mut factory = InstructionInfoFactory::new();
+    let mut seen: HashSet<(usize, Vec<(Register, TableValue)>)> = HashSet::new();
+    let mut work = vec![(
+        lea.next_ip(),
+        vec![(lea.op0_register().full_register(), TableValue::Table)],
+    )];
+    let mut loaded = false;
+    let mut steps = 0;
+    while let Some((ip, mut held)) = work.pop() {
+        let Some(index) = scan.index_of(ip) else {
+            return false;
+        };
+        held.sort_unstable_by_key(|&(r, _)| r);
+        if !seen.insert((index, held.clone())) {
+            continue;
+        }
+        steps += 1;
+        if steps > STEP_BUDGET {
+            return false;
+        }
+        let Some(instruction) = &instructions[index] else {
+            return false;
+        };
+        let Some(after) = table_step(&mut factory, instruction, held, &mut loaded) else {
+            return false;
+        };
+        let holds = |r: Register| after.iter().any(|&(h, _)| h == r);
+        let successors = match instruction.flow_control() {
+            FlowControl::Next => vec![instruction.next_ip()],
+            FlowControl::ConditionalBranch if is_near_branch(instruction) => {
+                vec![instruction.next_ip(), instruction.near_branch_target()]
+            }
+            FlowControl::UnconditionalBranch if is_near_branch(instruction) => {
+                vec![instruction.near_branch_target()]
+            }
+            FlowControl::Return if holds(Register::RAX) || holds(Register::RDX) => return false,
+            FlowControl::Return => continue,
+            FlowControl::Call | FlowControl::IndirectCall => {
+                if ARGUMENTS.iter().any(|&r| holds(r)) {
+                    return false;
+                }
+                vec![instruction.next_ip()]
+            }
+            _ if after.is_empty() => continue,
+            _ => return false,
+        };
+        let after: Vec<(Register, TableValue)> = match instruction.flow_control() {
+            // Every argument register and the others a call clobbers.
+            FlowControl::Call | FlowControl::IndirectCall => after
+                .into_iter()
+                .filter(|(r, _)| !CLOBBERED.contains(r))
+                .collect(),
+            _ => after,
+        };
+        if after.is_empty() {
+            continue;
+        }
+        for successor in successors {
+            work.push((successor, after.clone()));
+        }
+    }
+    loaded
+}
+
+/// The registers holding the table or an entry after `instruction` (see
+/// [`reads_only_offsets`]), `None` if it uses one otherwise; `loaded`
+/// records an entry's load.
+fn table_step(
+    factory: &mut InstructionInfoFactory,
+    instruction: &Instruction,
+    mut held: Vec<(Register, TableValue)>,
+    loaded: &mut bool,
+) -> Option<Vec<(Register, TableValue)>> {
+    let value_of = |r: Register| {
+        held.iter()
+            .find(|&&(h, _)| h == r.full_register())
+            .map(|&(_, v)| v)
+    };
+    let register = |i: u32| {
+        (instruction.op_count() > i && instruction.op_kind(i) == OpKind::Register)
+            .then(|| instruction.op_register(i))
+            .filter(|r| r.is_gpr64())
+    };
+    let sum_of_entry_and_table = |a: Option<TableValue>, b: Option<TableValue>| matches!((a, b), (Some(x), Some(y)) if x != y);
+    // (destination, what it holds from now on: `None` for a sum).
+    let defined: Option<(Register, Option<TableValue>)> = match instruction.mnemonic() {
+        Mnemonic::Movsxd
+            if register(0).is_some()
+                && instruction.op1_kind() == OpKind::Memory
+                && value_of(instruction.memory_base()) == Some(TableValue::Table)
+                && instruction.memory_index() != Register::None
+                && value_of(instruction.memory_index()).is_none()
+                && instruction.memory_index_scale() == 4
+                && instruction.memory_displacement64() == 0 =>
+        {
+            *loaded = true;
+            register(0).map(|d| (d, Some(TableValue::Entry)))
+        }
+        Mnemonic::Mov => register(0)
+            .zip(register(1).and_then(value_of))
+            .map(|(d, v)| (d, Some(v))),
+        Mnemonic::Add
+            if sum_of_entry_and_table(
+                register(0).and_then(value_of),
+                register(1).and_then(value_of),
+            ) =>
+        {
+            register(0).map(|d| (d, None))
+        }
+        Mnemonic::Lea
+            if instruction.memory_index_scale() == 1
+                && instruction.memory_displacement64() == 0
+                && instruction.memory_segment() == Register::DS
+                && sum_of_entry_and_table(
+                    value_of(instruction.memory_base()),
+                    value_of(instruction.memory_index()),
+                ) =>
+        {
+            register(0).map(|d| (d, None))
+        }
+        _ => None,
+    };
+    let info = factory.info(instruction);
+    let mut written = Vec::new();
+    for used in info.used_registers() {
+        let full = used.register().full_register();
+        let reads = matches!(
+            used.access(),
+            OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        );
+        if reads && value_of(full).is_some() && defined.is_none() {
+            return None;
+        }
+        if matches!(
+            used.access(),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        ) {
+            // A conditional or partial write may leave the old value
+            // beside a new one: a use the scan cannot follow.
+            if value_of(full).is_some()
+                && defined.is_none()
+                && (!matches!(used.access(), OpAccess::Write)
+                    || !(used.register().is_gpr64() || used.register().is_gpr32()))
+            {
+                return None;
+            }
+            written.push(full);
+        }
+    }
+    held.retain(|(r, _)| !written.contains(r));
+    if let Some((destination, Some(value))) = defined {
+        held.push((destination.full_register(), value));
+    }
+    Some(held)
+}
+
 /// The argument registers the call `call` passes to a callee known to
 /// read what each points to only at and after it (`bounded_readers.rs`),
 /// each with the argument register holding how many bytes it reads there,
@@ -818,7 +1002,7 @@ pub(crate) fn accesses_beyond_operand(instr: &Instruction) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Accessed, Body, Scan, address_reach};
+    use super::{Accessed, Body, Scan, address_reach, reads_only_offsets};
     use crate::bounded_readers::{Length, Reader};
     use crate::code::Reach;
     use iced_x86::{Decoder, DecoderOptions};
@@ -910,6 +1094,46 @@ mod tests {
     /// the start of `hex` forms (0: not known), `None` if it escapes.
     fn extent(hex: &str, readers: &[(u64, Reader)]) -> Option<u64> {
         accessed(hex, readers).map(|accessed| accessed.extent)
+    }
+
+    /// Whether the `lea` at the start of `hex` forms a table of offsets
+    /// the code only adds back ([`reads_only_offsets`]).
+    fn offsets_only(hex: &str) -> bool {
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
+        let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
+        let body = Body {
+            instructions: &instructions,
+            jump_targets: &[],
+            dispatches: &[],
+            single_register_return: true,
+            argument_registers: &[],
+            forward_readers: &[],
+        };
+        reads_only_offsets(&Scan::new(&body), 0)
+    }
+
+    #[test]
+    fn a_table_of_offsets_is_known_by_the_sums_its_code_forms() {
+        // lea T,%rdi; 1: test %eax,%eax; je 2f; movslq (%rdi,%rax,4),%rcx;
+        // add %rdi,%rcx; mov %rcx,(%rsi); dec %eax; jmp 1b; 2: ret
+        assert!(offsets_only(
+            "488d3d0001000085c0740e48630c874801f948890effc8ebeec3"
+        ));
+        // ... test %eax,%eax; je 3f; movslq (%rdi,%rax,4),%rcx;
+        // lea (%rcx,%rdi),%rax; 3: ret (the sum returned)
+        assert!(offsets_only("488d3d0001000085c0740848630c87488d0439c3"));
+        // The table's address stored: mov %rdi,(%rsi).
+        assert!(!offsets_only("488d3d0001000048630c8748893ec3"));
+        // An entry read as a number: cmp $3,%rcx.
+        assert!(!offsets_only("488d3d0001000048630c874883f903c3"));
+        // The table passed to an unknown callee: call *%rax.
+        assert!(!offsets_only("488d3d00010000ffd048630c874801cf4889f8c3"));
+        // No entry loaded: lea T,%rdi; ret.
+        assert!(!offsets_only("488d3d00010000c3"));
     }
 
     fn accessed(hex: &str, forward_readers: &[(u64, Reader)]) -> Option<Accessed> {

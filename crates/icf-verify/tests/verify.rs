@@ -651,14 +651,16 @@ fn tables_of_offsets_to_data_compare_by_what_the_entries_name() {
 /// `name` returning the last byte of the `%rdi`-th of two strings, read as
 /// rustc reads the names of a `Debug` enum: a table of lengths and a table
 /// of offsets from its own start, in `.rodata` after the strings (`pad`
-/// first, which moves the strings and the tables apart).
-fn rust_names(name: &str, pad: &str, strings: [&str; 2]) -> String {
+/// first, which moves the strings and the tables apart). `between` goes
+/// between forming the table's address and loading its entry.
+fn rust_names(name: &str, pad: &str, strings: [&str; 2], between: &str) -> String {
     function(
         name,
         "  mov %edi, %ecx\n  lea .Ll_{name}(%rip), %rdx\n  mov (%rdx,%rcx,8), %rdx\n\
-         lea .Lt_{name}(%rip), %rdi\n  movslq (%rdi,%rcx,4), %rsi\n  add %rdi, %rsi\n\
+         lea .Lt_{name}(%rip), %rdi\n{between}\n  movslq (%rdi,%rcx,4), %rsi\n  add %rdi, %rsi\n\
          mov %rdx, %rdi\n  movzbl -1(%rsi,%rdi), %eax\n  ret"
             .replace("{name}", name)
+            .replace("{between}", between)
             .as_str(),
     ) + &format!(
         ".section .rodata\n.Ls_{name}: .ascii \"{pad}{0}{1}\"\n.p2align 2\n\
@@ -679,7 +681,17 @@ fn tables_of_offsets_read_by_their_code_compare_without_q() {
     // reads it: the entries' bytes differ (n2's strings lie at other
     // distances from its table), the strings they name do not.
     // (Rust functions, in an image rustc built: their strings carry no
-    // NUL.)
+    // NUL.) Straight-line code, and a branch between forming the table's
+    // address and loading from it (which only the data flow of
+    // `x86_escape::reads_only_offsets` follows).
+    offset_tables_compare("offset_tables_without_q", "");
+    offset_tables_compare(
+        "offset_tables_across_a_branch",
+        "  test %ecx, %ecx\n  js 1f\n1:",
+    );
+}
+
+fn offset_tables_compare(test: &str, between: &str) {
     let (n1, n2) = (
         "_ZN1t2n117h0123456789abcdefE",
         "_ZN1t2n217h0123456789abcdefE",
@@ -687,22 +699,30 @@ fn tables_of_offsets_read_by_their_code_compare_without_q() {
     let calls = [n1, n2];
     // (n2's data comes first: nothing says where n1's table of lengths
     // ends, so it is compared up to the section's end, in both images.)
-    let n1_code = rust_names(n1, "", ["Alpha", "Beta"]);
+    let n1_code = rust_names(n1, "", ["Alpha", "Beta"], between);
     let plain = x86_program(
-        &format!("{}{n1_code}", rust_names(n2, "xyz", ["Alpha", "Beta"])),
+        &format!(
+            "{}{n1_code}",
+            rust_names(n2, "xyz", ["Alpha", "Beta"], between)
+        ),
         &calls,
     );
     let wrong_plain = x86_program(
-        &format!("{}{n1_code}", rust_names(n2, "xyz", ["Alpha", "Bet!"])),
+        &format!(
+            "{}{n1_code}",
+            rust_names(n2, "xyz", ["Alpha", "Bet!"], between)
+        ),
         &calls,
     );
-    let folded = x86_program(&format!("{n1_code}{}", alias(n2, n1, 36)), &calls);
+    // n1's size: 36 bytes, and 4 for the branch (`test`, `js`).
+    let size = if between.is_empty() { 36 } else { 40 };
+    let folded = x86_program(&format!("{n1_code}{}", alias(n2, n1, size)), &calls);
     let (plain, wrong_plain, folded) = (
         plain + RUSTC_IDENT,
         wrong_plain + RUSTC_IDENT,
         folded + RUSTC_IDENT,
     );
-    let dir = work_dir("offset_tables_without_q");
+    let dir = work_dir(test);
     let plain = link(&dir, "gcc", "plain.s", &plain, &[]);
     let wrong_plain = link(&dir, "gcc", "wrong_plain.s", &wrong_plain, &[]);
     let folded = link(&dir, "gcc", "folded.s", &folded, &[]);
