@@ -13,6 +13,7 @@
 use crate::linked::{LinkedReference, LinkedUse, TableShape};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register};
 use object::elf;
+use std::collections::HashMap;
 
 /// How many instructions after its `lea` a table's `movslq` may come.
 const DISPATCH_WINDOW: usize = 6;
@@ -136,11 +137,13 @@ struct RangeChecks {
     bounds: Vec<(Register, u32)>,
     /// The `cmp $N, %r` just decoded.
     compared: Option<(Register, u64)>,
-    /// What forward branches carry to their targets.
-    carried: Vec<(u64, Vec<(Register, u32)>)>,
+    /// What forward branches carry to their targets, by target.
+    carried: HashMap<u64, Vec<Vec<(Register, u32)>>>,
     /// Branch targets inside the code, and whether a backward branch
-    /// reaches them (then nothing is known there).
-    targets: Vec<(u64, bool)>,
+    /// reaches them (then nothing is known there). Hashed: a stripped
+    /// image's `.text` is decoded as one range, with a branch target every
+    /// few instructions.
+    targets: HashMap<u64, bool>,
     /// The last instruction does not go on to the next.
     stopped: bool,
 }
@@ -149,22 +152,18 @@ impl RangeChecks {
     fn new(code: &[u8], address: u64) -> RangeChecks {
         let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
         let mut instr = Instruction::default();
-        let mut targets: Vec<(u64, bool)> = Vec::new();
+        let mut targets: HashMap<u64, bool> = HashMap::new();
         while decoder.can_decode() {
             decoder.decode_out(&mut instr);
             if matches!(instr.op0_kind(), OpKind::NearBranch64) && instr.op_count() == 1 {
                 let target = instr.near_branch_target();
-                let backward = target <= instr.ip();
-                match targets.iter_mut().find(|(t, _)| *t == target) {
-                    Some((_, back)) => *back |= backward,
-                    None => targets.push((target, backward)),
-                }
+                *targets.entry(target).or_default() |= target <= instr.ip();
             }
         }
         RangeChecks {
             bounds: Vec::new(),
             compared: None,
-            carried: Vec::new(),
+            carried: HashMap::new(),
             targets,
             stopped: false,
         }
@@ -173,16 +172,10 @@ impl RangeChecks {
     /// Before the instruction at `ip`: where paths join, keep only what
     /// every edge into it carries.
     fn arrive(&mut self, ip: u64) {
-        let Some(&(_, backward)) = self.targets.iter().find(|(t, _)| *t == ip) else {
+        let Some(&backward) = self.targets.get(&ip) else {
             return;
         };
-        let mut edges: Vec<Vec<(Register, u32)>> = self
-            .carried
-            .iter()
-            .filter(|(target, _)| *target == ip)
-            .map(|(_, bounds)| bounds.clone())
-            .collect();
-        self.carried.retain(|(target, _)| *target != ip);
+        let mut edges = self.carried.remove(&ip).unwrap_or_default();
         if !self.stopped {
             edges.push(std::mem::take(&mut self.bounds));
         }
@@ -298,7 +291,7 @@ impl RangeChecks {
 
     fn carry(&mut self, target: u64, from: u64, bounds: Vec<(Register, u32)>) {
         if target > from {
-            self.carried.push((target, bounds));
+            self.carried.entry(target).or_default().push(bounds);
         }
     }
 
