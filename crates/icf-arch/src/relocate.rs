@@ -19,8 +19,9 @@ pub enum KeptReloc {
     /// or pointer, a GOT entry's distance). In code, decoding finds it.
     PcRelative,
     /// An instruction field whose `S + A` is exactly the address the
-    /// instruction computes (AArch64 branches, `adr`, `adrp` and the low
-    /// 12 bits completing it, literal loads; not through the GOT): it can
+    /// instruction computes, or 16 bits of it (AArch64 branches, `adr`,
+    /// `adrp` and the low 12 bits completing it, literal loads, the
+    /// `movz`/`movk` of the large code model; not through the GOT): it can
     /// be written again from the relocation alone, whatever decoding
     /// paired.
     Instruction,
@@ -42,7 +43,7 @@ pub enum KeptReloc {
     /// load or store): decoding pairs it with its `adrp`.
     Low12,
     /// Anything else: thread-local offsets, GOT-relative offsets, sizes,
-    /// markers, `movw` pieces. Its field does not change when code moves
+    /// markers, the `movw` pieces of other than an absolute address. Its field does not change when code moves
     /// unless what it names moves, which the caller refuses.
     Other,
 }

@@ -8,7 +8,9 @@
 //! twins, are compiled by gcc and clang-19 for x86-64 and AArch64 (`-O2
 //! -ffunction-sections`) and linked with `-Wl,-q` (`--emit-relocs`) by GNU
 //! ld, gold, lld-19 and mold, as a PIE and as a non-PIE executable (the
-//! library as a shared library, which a small loader `dlopen`s). Every link
+//! library as a shared library, which a small loader `dlopen`s; the
+//! literal-pool program as a non-PIE executable of the large code model,
+//! `-mcmodel=large`). Every link
 //! of the matrix (32 for each executable, 16 for the library) links and
 //! runs on Debian, gold and mold for AArch64 included (the cross gcc has no
 //! `aarch64-linux-gnu-ld.mold`: it finds mold through `-B`, see
@@ -60,22 +62,27 @@ enum Flavour {
     Pie,
     NoPie,
     SharedLibrary,
+    /// A position-dependent executable of the large code model: gcc loads
+    /// addresses from literal pools in `.text` (AArch64) or writes them
+    /// whole into instructions (x86-64 `movabs`).
+    LargeCodeModel,
 }
 
 impl Flavour {
     /// The code model the objects are compiled with.
-    fn code_model(self) -> &'static str {
+    fn code_model(self) -> &'static [&'static str] {
         match self {
-            Flavour::Pie => "-fPIE",
-            Flavour::NoPie => "-fno-PIE",
-            Flavour::SharedLibrary => "-fPIC",
+            Flavour::Pie => &["-fPIE"],
+            Flavour::NoPie => &["-fno-PIE"],
+            Flavour::SharedLibrary => &["-fPIC"],
+            Flavour::LargeCodeModel => &["-fno-PIE", "-mcmodel=large"],
         }
     }
 
     fn link_flags(self) -> &'static [&'static str] {
         match self {
             Flavour::Pie => &["-pie"],
-            Flavour::NoPie => &["-no-pie"],
+            Flavour::NoPie | Flavour::LargeCodeModel => &["-no-pie"],
             Flavour::SharedLibrary => &["-shared"],
         }
     }
@@ -85,6 +92,7 @@ impl Flavour {
             Flavour::Pie => "pie",
             Flavour::NoPie => "no-pie",
             Flavour::SharedLibrary => "shared",
+            Flavour::LargeCodeModel => "large",
         }
     }
 }
@@ -119,6 +127,8 @@ struct Program {
     /// Compiled with `-ffunction-sections` (else the assembler resolves
     /// calls between the functions of a unit without relocations).
     function_sections: bool,
+    /// The flavours it is built in, when not all its shape's.
+    flavours: Option<&'static [Flavour]>,
 }
 
 /// One build of a program.
@@ -136,7 +146,12 @@ impl Combination {
             compiler: self.compiler,
             target: self.target,
             function_sections: true,
-            extra_flags: vec![self.flavour.code_model().to_string()],
+            extra_flags: self
+                .flavour
+                .code_model()
+                .iter()
+                .map(|flag| flag.to_string())
+                .collect(),
         }
     }
 
@@ -165,7 +180,7 @@ fn combinations(program: &Program) -> Vec<Combination> {
     for compiler in COMPILERS {
         for target in TARGETS {
             for linker in Linker::ALL {
-                for &flavour in program.shape.flavours() {
+                for &flavour in program.flavours.unwrap_or(program.shape.flavours()) {
                     all.push(Combination {
                         compiler,
                         target,
@@ -814,6 +829,7 @@ fn identical_functions_and_address_compared_twins() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -825,6 +841,7 @@ fn callers_lookup_tables_and_jump_tables() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -836,6 +853,7 @@ fn functions_in_constant_and_writable_pointer_tables() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -847,6 +865,7 @@ fn static_twins_across_objects_and_compared_addresses() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -858,6 +877,7 @@ fn virtual_functions_and_function_pointers_in_data() {
         cxx: true,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -873,6 +893,7 @@ fn template_instances_in_several_units() {
         cxx: true,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -884,6 +905,7 @@ fn functions_with_exception_tables() {
         cxx: true,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -897,6 +919,7 @@ fn a_shared_library_s_exported_and_hidden_twins() {
             loader: "e2e/shlib_main.c",
         },
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -910,6 +933,7 @@ fn identical_functions_in_one_section_per_unit() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: false,
+        flavours: None,
     });
 }
 
@@ -921,6 +945,7 @@ fn a_pointer_to_an_ifunc_keeps_naming_its_plt_entry() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -932,6 +957,7 @@ fn a_function_aligned_to_64_keeps_its_alignment() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     });
 }
 
@@ -943,6 +969,19 @@ fn a_function_a_short_jump_reaches_keeps_its_body() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: false,
+        flavours: None,
+    });
+}
+
+#[test]
+fn literal_pools_take_the_addresses_they_hold() {
+    check(&Program {
+        name: "literal_pool",
+        sources: &["shrink/literal_pool.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: Some(&[Flavour::LargeCodeModel]),
     });
 }
 
@@ -954,6 +993,7 @@ fn a_probe_note_follows_its_function() {
         cxx: false,
         shape: Shape::Executable,
         function_sections: true,
+        flavours: None,
     };
     check(&program);
     // Every build's note names the same place in `probed` before and after.

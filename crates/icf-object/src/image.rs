@@ -67,7 +67,8 @@ use crate::lsda;
 use crate::model::Visibility;
 use crate::model::{Binding, Reloc, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace};
 use crate::object::{Format, Object};
-use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedUse, TableShape};
+use icf_arch::{Architecture, DynamicReloc, KeptReloc, LinkedReference, LinkedUse, TableShape};
+use icf_ir::Arch;
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
@@ -148,6 +149,7 @@ impl<'data> Object<'data> {
         let unnamed_functions = reader.add_unwound_functions();
         reader.named_starts = reader.named_starts();
         let tables = reader.relocate_code();
+        reader.take_addresses_kept_in_code(&table)?;
         let pointers = reader.relocate_data(&table)?;
         reader.relocate_jump_tables(&tables);
         let table_bases: HashSet<u64> = tables.iter().map(|t| t.base).collect();
@@ -386,6 +388,58 @@ impl<'data> Reader<'data> {
             self.object.sections[section.index()].relocs.push(reloc);
         }
         tables
+    }
+
+    /// The addresses kept relocations (`-q`) write whole into code: a
+    /// literal pool's words (AArch64 `-mcmodel=large`: `ldr x0, =f`), the
+    /// `movz`/`movk` pieces of an address (clang's `-mcmodel=large`), an
+    /// absolute immediate. Each takes the address of what it names (see
+    /// [`Image::taken_addresses`]): decoding alone reads a pool as
+    /// instructions, or not at all where no function symbol covers it (a
+    /// pool after a function's last instruction, outside its size).
+    fn take_addresses_kept_in_code(
+        &mut self,
+        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
+    ) -> Result<()> {
+        for (index, header) in table.iter().enumerate() {
+            if header.sh_type(LE) != elf::SHT_RELA || is_allocated(header) {
+                continue;
+            }
+            let target = header.sh_info(LE) as usize;
+            if target == 0
+                || !self
+                    .object
+                    .sections
+                    .get(target)
+                    .is_some_and(|s| s.is_alloc() && s.is_executable())
+            {
+                continue;
+            }
+            for rela in self.rela_entries(index, header)? {
+                let whole = matches!(self.arch.kept_reloc(rela.r_type), KeptReloc::Address { .. })
+                    || (self.object.arch == Arch::Aarch64
+                        && (elf::R_AARCH64_MOVW_UABS_G0.0..=elf::R_AARCH64_MOVW_UABS_G3.0)
+                            .contains(&rela.r_type));
+                if !whole {
+                    continue;
+                }
+                let Some(symbol) = self.object.symbols.get(rela.r_sym as usize) else {
+                    continue;
+                };
+                let base = match symbol.place {
+                    SymbolPlace::Section(section) => self.addresses[section.index()],
+                    SymbolPlace::Absolute => 0,
+                    _ => continue,
+                };
+                let address = base
+                    .wrapping_add(symbol.value)
+                    .wrapping_add(rela.r_addend as u64);
+                if self.named_starts.contains(&address) {
+                    self.taken.push(address);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Each jump table becomes a piece of read-only data of its own (an

@@ -771,6 +771,152 @@ pub(crate) fn disassemble(image: &Image, address: u64) -> Option<String> {
     )
 }
 
+/// The addresses PLAIN's kept relocations (`-q`) write into the code of
+/// the function at `plain_start` whole (`R_AARCH64_ABS64`/`ABS32`: a
+/// literal pool's words, as `gcc -mcmodel=large` places after a
+/// function's code) or 16 bits at a time (`R_AARCH64_MOVW_UABS_G*`: the
+/// `movz`/`movk` of clang's `-mcmodel=large`). In both decodings, each
+/// word so written becomes an item of data (the bits the relocation
+/// writes zeroed), and the first of each address's words holds it as a
+/// target: PLAIN's `S + A` against the address FOLDED's words at the same
+/// offsets hold. They would otherwise be compared as bytes or immediates,
+/// which differ wherever the fold moved what they name. FOLDED needs no
+/// relocations of its own (a shrunk image keeps none): PLAIN's say which
+/// words hold addresses, and its code, compared item by item, reads them
+/// alike.
+pub(crate) fn relocated_words(
+    plain: &Image,
+    folded: &Image,
+    (plain_start, folded_start): (u64, u64),
+    plain_code: &mut Vec<Decoded>,
+    folded_code: &mut Vec<Decoded>,
+) {
+    if !plain.has_emitted_relocs() {
+        return;
+    }
+    let length = |code: &[Decoded]| code.last().map_or(0, |d| d.offset + 4);
+    let length = length(plain_code).min(length(folded_code));
+    // (offset, size, r_type, PLAIN's S + A).
+    let mut whole = Vec::new();
+    // The `movz`/`movk` words building each address, by its `S + A`.
+    let mut pieces: Vec<(u64, Vec<MoveWide>)> = Vec::new();
+    let mut offset = 0u32;
+    while offset < length {
+        let Some(reloc) = plain.emitted.get(&(plain_start + u64::from(offset))) else {
+            offset += 4;
+            continue;
+        };
+        match reloc.r_type {
+            // R_AARCH64_ABS64, R_AARCH64_ABS32.
+            257 | 258 => {
+                let size = if reloc.r_type == 257 { 8 } else { 4 };
+                if offset + size > length {
+                    return;
+                }
+                whole.push((offset, size, reloc.r_type, reloc.value));
+                offset += size;
+                continue;
+            }
+            // R_AARCH64_MOVW_UABS_G0 (263) ..= G3 (269): G0, G0_NC, G1, ...
+            263..=269 => {
+                let shift = (reloc.r_type - 263) / 2 * 16;
+                match pieces.iter_mut().find(|(value, _)| *value == reloc.value) {
+                    Some((_, words)) => words.push((offset, reloc.r_type, shift)),
+                    None => pieces.push((reloc.value, vec![(offset, reloc.r_type, shift)])),
+                }
+            }
+            _ => {}
+        }
+        offset += 4;
+    }
+    for (offset, size, r_type, value) in whole {
+        let read = |image: &Image, start: u64| match size {
+            8 => image.read_u64(start + u64::from(offset)),
+            _ => image.read_u32(start + u64::from(offset)).map(u64::from),
+        };
+        let Some(folded_value) = read(folded, folded_start) else {
+            return;
+        };
+        let item = |value: u64, start: u64| Decoded {
+            offset,
+            key: Key::Data {
+                data: vec![0; size as usize],
+                relocations: vec![(0, r_type)],
+            },
+            refs: vec![address_at(value, start + u64::from(offset))],
+        };
+        replace_words(plain_code, offset, size, item(value, plain_start));
+        replace_words(folded_code, offset, size, item(folded_value, folded_start));
+    }
+    for (value, words) in pieces {
+        // The address the words build, from their immediates.
+        let built = |image: &Image, start: u64| {
+            words.iter().try_fold(0u64, |sum, &(offset, _, shift)| {
+                let word = image.read_u32(start + u64::from(offset))?;
+                Some(sum | (u64::from(word >> 5 & 0xffff) << shift))
+            })
+        };
+        // A group whose words do not build its `S + A` (a piece missing,
+        // or one written otherwise) stays compared as instructions.
+        let (Some(plain_value), Some(folded_value)) =
+            (built(plain, plain_start), built(folded, folded_start))
+        else {
+            continue;
+        };
+        if plain_value != value {
+            continue;
+        }
+        for (i, &(offset, r_type, _)) in words.iter().enumerate() {
+            let item = |image: &Image, start: u64, value: u64| {
+                let word = image.read_u32(start + u64::from(offset))? & !(0xffff << 5);
+                Some(Decoded {
+                    offset,
+                    key: Key::Data {
+                        data: word.to_le_bytes().to_vec(),
+                        relocations: vec![(0, r_type)],
+                    },
+                    refs: if i == 0 {
+                        vec![address_at(value, start + u64::from(offset))]
+                    } else {
+                        Vec::new()
+                    },
+                })
+            };
+            let (Some(p), Some(f)) = (
+                item(plain, plain_start, value),
+                item(folded, folded_start, folded_value),
+            ) else {
+                return;
+            };
+            replace_words(plain_code, offset, 4, p);
+            replace_words(folded_code, offset, 4, f);
+        }
+    }
+}
+
+/// A `movz`/`movk` word a kept relocation writes 16 bits of an address
+/// into: (offset in the function, relocation type, bit of the address
+/// its immediate starts at).
+type MoveWide = (u32, u32, u32);
+
+/// An address the code holds, written at `field`.
+fn address_at(address: u64, field: u64) -> Reference {
+    Reference {
+        address,
+        use_: Use::Address,
+        field,
+        width: 0,
+        reach: Reach::Unknown,
+    }
+}
+
+/// `code` with the items in `[offset, offset + size)` replaced by `item`.
+fn replace_words(code: &mut Vec<Decoded>, offset: u32, size: u32, item: Decoded) {
+    let first = code.partition_point(|d| d.offset < offset);
+    let last = code.partition_point(|d| d.offset < offset + size);
+    code.splice(first..last, [item]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1951,14 +1951,23 @@ fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool
         kind: DifferenceKind::InstructionsDiffer,
         detail: format!("{which} has no code bytes there"),
     };
-    let Some(plain_code) = decode::decode_function(plain, p.start, p.end) else {
+    let Some(mut plain_code) = decode::decode_function(plain, p.start, p.end) else {
         result.outcome = Err(no_code(p.start, f.start, "PLAIN"));
         return result;
     };
-    let Some(folded_code) = decode::decode_function(folded, f.start, f.end) else {
+    let Some(mut folded_code) = decode::decode_function(folded, f.start, f.end) else {
         result.outcome = Err(no_code(p.start, f.start, "FOLDED"));
         return result;
     };
+    if plain.arch == image::Arch::Aarch64 {
+        aarch64::relocated_words(
+            plain,
+            folded,
+            (p.start, f.start),
+            &mut plain_code,
+            &mut folded_code,
+        );
+    }
     result.plain_offsets = plain_code.iter().map(|d| d.offset).collect();
     result.folded_offsets = folded_code.iter().map(|d| d.offset).collect();
     result.outcome = compare_code(

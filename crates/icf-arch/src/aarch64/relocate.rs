@@ -21,7 +21,14 @@ pub(super) fn kept(r_type: u32) -> KeptReloc {
         | elf::R_AARCH64_LDST16_ABS_LO12_NC
         | elf::R_AARCH64_LDST32_ABS_LO12_NC
         | elf::R_AARCH64_LDST64_ABS_LO12_NC
-        | elf::R_AARCH64_LDST128_ABS_LO12_NC => KeptReloc::Instruction,
+        | elf::R_AARCH64_LDST128_ABS_LO12_NC
+        | elf::R_AARCH64_MOVW_UABS_G0
+        | elf::R_AARCH64_MOVW_UABS_G0_NC
+        | elf::R_AARCH64_MOVW_UABS_G1
+        | elf::R_AARCH64_MOVW_UABS_G1_NC
+        | elf::R_AARCH64_MOVW_UABS_G2
+        | elf::R_AARCH64_MOVW_UABS_G2_NC
+        | elf::R_AARCH64_MOVW_UABS_G3 => KeptReloc::Instruction,
         elf::R_AARCH64_ADR_PREL_PG_HI21 | elf::R_AARCH64_ADR_PREL_PG_HI21_NC => KeptReloc::Page,
         elf::R_AARCH64_ADR_GOT_PAGE => KeptReloc::GotPage,
         elf::R_AARCH64_GOT_LD_PREL19
@@ -61,6 +68,14 @@ fn patched_word(r_type: elf::RelocationType, field: &[u8]) -> Result<u32, String
         | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
         | elf::R_AARCH64_ADR_GOT_PAGE => w & 0x1f00_0000 == 0x1000_0000,
         elf::R_AARCH64_ADD_ABS_LO12_NC => add_immediate,
+        // `movz`, `movk` (or `movn`): a move of a wide immediate.
+        elf::R_AARCH64_MOVW_UABS_G0
+        | elf::R_AARCH64_MOVW_UABS_G0_NC
+        | elf::R_AARCH64_MOVW_UABS_G1
+        | elf::R_AARCH64_MOVW_UABS_G1_NC
+        | elf::R_AARCH64_MOVW_UABS_G2
+        | elf::R_AARCH64_MOVW_UABS_G2_NC
+        | elf::R_AARCH64_MOVW_UABS_G3 => w & 0x1f80_0000 == 0x1280_0000,
         // A GOT load the linker relaxed into the `add` of the address.
         elf::R_AARCH64_LD64_GOT_LO12_NC => load_store || add_immediate,
         _ => load_store,
@@ -164,6 +179,39 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
             low12(w, if w & 0x7f80_0000 == 0x1100_0000 { 0 } else { 3 })?
         }
         kind @ elf::R_AARCH64_LDST128_ABS_LO12_NC => low12(patched_word(kind, field)?, 4)?,
+        // The 16 bits of the address from bit 16 * n (`movz`/`movk`, the
+        // large code model's way to build an address); all but the `_NC`
+        // forms and G3 check that the bits above fit.
+        kind @ (elf::R_AARCH64_MOVW_UABS_G0
+        | elf::R_AARCH64_MOVW_UABS_G0_NC
+        | elf::R_AARCH64_MOVW_UABS_G1
+        | elf::R_AARCH64_MOVW_UABS_G1_NC
+        | elf::R_AARCH64_MOVW_UABS_G2
+        | elf::R_AARCH64_MOVW_UABS_G2_NC
+        | elf::R_AARCH64_MOVW_UABS_G3) => {
+            let (shift, checked) = match kind {
+                elf::R_AARCH64_MOVW_UABS_G0 => (0, true),
+                elf::R_AARCH64_MOVW_UABS_G0_NC => (0, false),
+                elf::R_AARCH64_MOVW_UABS_G1 => (16, true),
+                elf::R_AARCH64_MOVW_UABS_G1_NC => (16, false),
+                elf::R_AARCH64_MOVW_UABS_G2 => (32, true),
+                elf::R_AARCH64_MOVW_UABS_G2_NC => (32, false),
+                _ => (48, false),
+            };
+            if checked && value >> (shift + 16) != 0 {
+                return Err(format!(
+                    "{value:#x} does not fit the {} bits of relocation type {}",
+                    shift + 16,
+                    kind.0
+                ));
+            }
+            with_bits(
+                patched_word(kind, field)?,
+                5,
+                16,
+                ((value >> shift) & 0xffff) as u32,
+            )
+        }
         _ => return Err(format!("icf does not write relocation type {r_type}")),
     };
     field[..4].copy_from_slice(&new.to_le_bytes());
@@ -353,6 +401,34 @@ mod tests {
             written(elf::R_AARCH64_LD64_GOT_LO12_NC, 0x9100_0000, 0, 0x12344),
             0x910d_1000
         );
+    }
+
+    #[test]
+    fn movz_and_movk_get_sixteen_bits_of_the_address_each() {
+        // movz x0, #0, lsl #48; movk x0, #0, lsl #32; movk x0, #0, lsl #16;
+        // movk x0, #0 building 0x1234_5678_9abc (clang's -mcmodel=large).
+        let value = 0x1234_5678_9abc;
+        assert_eq!(
+            written(elf::R_AARCH64_MOVW_UABS_G3, 0xd2e0_0000, 0, value),
+            0xd2e0_0000
+        );
+        assert_eq!(
+            written(elf::R_AARCH64_MOVW_UABS_G2_NC, 0xf2c0_0000, 0, value),
+            0xf2c2_4680
+        );
+        assert_eq!(
+            written(elf::R_AARCH64_MOVW_UABS_G1_NC, 0xf2a0_0000, 0, value),
+            0xf2aa_cf00
+        );
+        assert_eq!(
+            written(elf::R_AARCH64_MOVW_UABS_G0_NC, 0xf280_0000, 0, value),
+            0xf293_5780
+        );
+        // G1 checks that nothing lies above its 32 bits; a `nop` is no move.
+        let mut field = 0xf2a0_0000u32.to_le_bytes();
+        assert!(write(elf::R_AARCH64_MOVW_UABS_G1.0, &mut field, 0, 1 << 32).is_err());
+        let mut field = NOP.to_le_bytes();
+        assert!(write(elf::R_AARCH64_MOVW_UABS_G0_NC.0, &mut field, 0, 1).is_err());
     }
 
     #[test]
