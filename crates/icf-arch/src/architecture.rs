@@ -62,6 +62,11 @@ pub trait Architecture: Sync {
     /// What a relocation of type `r_type` that a link kept
     /// (`--emit-relocs`) says about its field (see [`crate::relocate`]).
     fn kept_reloc(&self, r_type: u32) -> KeptReloc;
+    /// Whether a relocation of type `r_type` writes its `S + A` as a value,
+    /// whole or 16 bits at a time (a data word, an absolute immediate, the
+    /// `movz`/`movk` of AArch64's large code model): code holding one takes
+    /// the address it names.
+    fn writes_absolute_address(&self, r_type: u32) -> bool;
     /// Writes into `field` (the bytes at `place`, the instruction word on
     /// AArch64) what a linker writes for relocation `r_type` when `S + A`
     /// is `value`, or says why it cannot (the value does not fit, the type

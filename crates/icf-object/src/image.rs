@@ -67,8 +67,7 @@ use crate::lsda;
 use crate::model::Visibility;
 use crate::model::{Binding, Reloc, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace};
 use crate::object::{Format, Object};
-use icf_arch::{Architecture, DynamicReloc, KeptReloc, LinkedReference, LinkedUse, TableShape};
-use icf_ir::Arch;
+use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedUse, TableShape};
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
@@ -416,11 +415,7 @@ impl<'data> Reader<'data> {
                 continue;
             }
             for rela in self.rela_entries(index, header)? {
-                let whole = matches!(self.arch.kept_reloc(rela.r_type), KeptReloc::Address { .. })
-                    || (self.object.arch == Arch::Aarch64
-                        && (elf::R_AARCH64_MOVW_UABS_G0.0..=elf::R_AARCH64_MOVW_UABS_G3.0)
-                            .contains(&rela.r_type));
-                if !whole {
+                if !self.arch.writes_absolute_address(rela.r_type) {
                     continue;
                 }
                 let Some(symbol) = self.object.symbols.get(rela.r_sym as usize) else {

@@ -12,6 +12,7 @@
 //! the symbol version aside) is that function, whose signature is part of
 //! its library's stable API.
 
+use crate::code::{Length, Reader};
 use crate::decode;
 use crate::image::{Image, SectionRole, Slot, SymbolKind};
 
@@ -53,40 +54,6 @@ const STR_READERS: [(&str, u8); 19] = [
     ),
     ("core::fmt::builders::DebugStruct::field", 1 << 1),
 ];
-
-/// What a callee among [`forward_readers`] reads: the argument registers
-/// (System V order, a bit each) holding pointers it reads forward from,
-/// and where the number of bytes it reads through each is passed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Reader {
-    pub pointers: u8,
-    pub length: Length,
-}
-
-/// Where a [`Reader`]'s callers pass how many bytes it reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Length {
-    /// A Rust slice (`&str`, `&[u8]`): each pointer's length is the
-    /// argument after it.
-    AfterEach,
-    /// One count for every pointer, in this argument (`memcmp(a, b, n)`):
-    /// the callee reads at most that many bytes through each.
-    Argument(u8),
-    /// Up to a NUL (`strlen`): no argument bounds it.
-    Unbounded,
-}
-
-impl Reader {
-    /// Which argument holds how many bytes the callee reads through the
-    /// pointer in argument `pointer`, if one does.
-    pub(crate) fn length_argument(&self, pointer: usize) -> Option<usize> {
-        match self.length {
-            Length::AfterEach => Some(pointer + 1),
-            Length::Argument(n) => Some(usize::from(n)),
-            Length::Unbounded => None,
-        }
-    }
-}
 
 /// (trait method, the argument registers holding a slice's pointer):
 /// the trait's own default method (`std::io::Write::write_all`) and every

@@ -8,6 +8,9 @@
 //!
 //! The keys of both architectures are defined here, their behaviour in
 //! `x86.rs` and `aarch64.rs`; `decode.rs` picks the decoder by architecture.
+//! So is what a callee known to read its pointer arguments only forward
+//! reads ([`Reader`]), which `bounded_readers.rs` finds and the escape
+//! scans use.
 
 use iced_x86::{EncodingKind, MemorySize, Mnemonic, OpKind, Register};
 use yaxpeax_arm::armv8::a64::Instruction;
@@ -52,6 +55,41 @@ pub(crate) enum Reach {
     /// only adds back to it (`x86_escape::reads_only_offsets`): what it
     /// reads there are the addresses the entries name.
     Offsets,
+}
+
+/// What a callee known to read its pointer arguments only forward reads
+/// (`bounded_readers.rs`): the argument registers (System V order, a bit
+/// each) holding pointers it reads forward from, and where the number of
+/// bytes it reads through each is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reader {
+    pub pointers: u8,
+    pub length: Length,
+}
+
+/// Where a [`Reader`]'s callers pass how many bytes it reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Length {
+    /// A Rust slice (`&str`, `&[u8]`): each pointer's length is the
+    /// argument after it.
+    AfterEach,
+    /// One count for every pointer, in this argument (`memcmp(a, b, n)`):
+    /// the callee reads at most that many bytes through each.
+    Argument(u8),
+    /// Up to a NUL (`strlen`): no argument bounds it.
+    Unbounded,
+}
+
+impl Reader {
+    /// Which argument holds how many bytes the callee reads through the
+    /// pointer in argument `pointer`, if one does.
+    pub(crate) fn length_argument(&self, pointer: usize) -> Option<usize> {
+        match self.length {
+            Length::AfterEach => Some(pointer + 1),
+            Length::Argument(n) => Some(usize::from(n)),
+            Length::Unbounded => None,
+        }
+    }
 }
 
 /// One target of an instruction.

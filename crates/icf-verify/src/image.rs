@@ -394,7 +394,7 @@ pub(crate) struct Image {
     /// (entry, GOT slot or PLT entry; what it reads) of the functions known
     /// to read what their pointer arguments point to only forward, sorted
     /// (`bounded_readers.rs`).
-    pub forward_readers: Vec<(u64, crate::bounded_readers::Reader)>,
+    pub forward_readers: Vec<(u64, crate::code::Reader)>,
     /// AArch64: (function entry, the caller-saved registers a call to it
     /// may write, a mask of x0-x30), sorted (`aarch64_clobbers.rs`).
     pub call_clobbers: Vec<(u64, u32)>,

@@ -18,8 +18,8 @@ use iced_x86::{
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
-use crate::bounded_readers::Reader;
 use crate::code::Reach;
+use crate::code::Reader;
 
 /// Instructions visited over all paths before the scan gives up.
 const STEP_BUDGET: usize = 2048;
@@ -1003,8 +1003,8 @@ pub(crate) fn accesses_beyond_operand(instr: &Instruction) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{Accessed, Body, Scan, address_reach, reads_only_offsets};
-    use crate::bounded_readers::{Length, Reader};
     use crate::code::Reach;
+    use crate::code::{Length, Reader};
     use iced_x86::{Decoder, DecoderOptions};
 
     /// Whether the `lea` at the start of `hex` (machine code at 0x1000)

@@ -152,6 +152,13 @@ impl Architecture for Aarch64 {
         relocate::kept(r_type)
     }
 
+    fn writes_absolute_address(&self, r_type: u32) -> bool {
+        matches!(
+            relocate::kept(r_type),
+            crate::relocate::KeptReloc::Address { .. }
+        ) || (elf::R_AARCH64_MOVW_UABS_G0.0..=elf::R_AARCH64_MOVW_UABS_G3.0).contains(&r_type)
+    }
+
     fn write_reloc(
         &self,
         r_type: u32,

@@ -133,6 +133,13 @@ impl Architecture for X86_64 {
         relocate::kept(r_type)
     }
 
+    fn writes_absolute_address(&self, r_type: u32) -> bool {
+        matches!(
+            relocate::kept(r_type),
+            crate::relocate::KeptReloc::Address { .. }
+        )
+    }
+
     fn write_reloc(
         &self,
         r_type: u32,
