@@ -80,6 +80,10 @@ struct Walk<'a> {
     /// The tables read so far: (table, the function reading it, its
     /// bound from the range check before the load, if one was found).
     read_tables: Vec<(u64, u64, Option<TableBound>)>,
+    /// For each function a table is read in, by its start: the places in
+    /// data its RIP-relative operands name, decoded linearly, sorted (see
+    /// [`Walk::next_named_by_function`]).
+    named_by_function: HashMap<u64, Vec<u64>>,
 }
 
 impl Walk<'_> {
@@ -280,8 +284,13 @@ impl Walk<'_> {
                 // An exact range check sizes the table; otherwise it ends
                 // where something else is known to start, and within a
                 // mask's bound.
-                let mut known_end =
-                    || place + width > self.next_table(table).min(image.next_label(table));
+                let mut known_end = || {
+                    place + width
+                        > self
+                            .next_table(table)
+                            .min(image.next_label(table))
+                            .min(self.next_named_by_function(table, function))
+                };
                 let past_end = match bound.map(|b| b.size) {
                     Some(TableSize {
                         entries,
@@ -469,6 +478,35 @@ impl Walk<'_> {
         address_reach(&Scan::new(&body), at).is_some()
     }
 
+    /// The first place in data after `table` that a RIP-relative operand
+    /// of the function spanning `function` names, decoding it linearly: the
+    /// walk reaches a function's instructions in no particular order, so
+    /// the next table of a function with many (a large `switch` lowered to
+    /// one table per level) may not be known yet when a table is read, and
+    /// its entries would be read as this one's. A linear decode that goes
+    /// wrong (data in code) only adds bounds: a table read short leaves
+    /// cases unreached, compared as data, never skipped.
+    fn next_named_by_function(&mut self, table: u64, function: (u64, u64)) -> u64 {
+        let image = self.image;
+        let named = self.named_by_function.entry(function.0).or_insert_with(|| {
+            let Some(bytes) = image.bytes(function.0, function.1.saturating_sub(function.0)) else {
+                return Vec::new();
+            };
+            let mut named: Vec<u64> =
+                iced_x86::Decoder::with_ip(64, bytes, function.0, iced_x86::DecoderOptions::NONE)
+                    .into_iter()
+                    .filter(|i| i.is_ip_rel_memory_operand())
+                    .map(|i| i.ip_rel_memory_address())
+                    .filter(|&a| !image.is_code(a))
+                    .collect();
+            named.sort_unstable();
+            named.dedup();
+            named
+        });
+        let i = named.partition_point(|&t| t <= table);
+        named.get(i).copied().unwrap_or(u64::MAX)
+    }
+
     /// The first table a reached instruction references after `table`.
     fn next_table(&mut self, table: u64) -> u64 {
         if self.table_starts.len() != self.tables.len() {
@@ -563,6 +601,7 @@ pub(crate) fn reach(image: &Image) -> Reached {
         work,
         tables: Vec::new(),
         table_starts: Vec::new(),
+        named_by_function: HashMap::new(),
         indirect_jumps: Vec::new(),
         jump_targets: Vec::new(),
         branch_targets: Vec::new(),

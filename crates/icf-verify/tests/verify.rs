@@ -1014,6 +1014,49 @@ fn a_panic_message_is_compared_as_far_as_its_length() {
     );
 }
 
+/// `f` dispatches on `%rdi` through `.LT1` to `.Le` or `.Lf`; `.Lf` on
+/// `%rsi` through `.LT3` to `.Lb`; `.Lb` on `%rdx` through `.LT2`, the
+/// table right after `.LT1`, to `.Lx` (which takes the address of `D`) or
+/// `.Ly`. No range check bounds any. The walk reads `.LT1` before it
+/// reads `.LT3`, so before it reaches the `lea` naming `.LT2`: read on,
+/// `.LT1`'s fourth entry (`.LT2`'s second) lands 3 bytes into `.Lx`'s
+/// `lea`, in its displacement. `pad` goes before `D` in `.data`.
+fn two_tables(pad: &str) -> String {
+    let dispatch = |table: &str, index: &str| {
+        format!(
+            "  lea {table}(%rip), %rcx\n  movslq (%rcx,{index},4), %rax\n  add %rcx, %rax\n  jmp *%rax\n"
+        )
+    };
+    let f = function(
+        "f",
+        &format!(
+            "{}.Le:\n  mov $3, %eax\n  ret\n  int3\n  int3\n.Lf:\n{}.Lb:\n{}\
+             .Lx:\n  lea D(%rip), %rax\n  ret\n  int3\n  int3\n  int3\n.Ly:\n  mov $1, %eax\n  ret",
+            dispatch(".LT1", "%rdi"),
+            dispatch(".LT3", "%rsi"),
+            dispatch(".LT2", "%rdx"),
+        ),
+    );
+    let main = ".text\n.globl main\n.type main,@function\nmain:\n  xor %edi, %edi\n  \
+                xor %esi, %esi\n  xor %edx, %edx\n  call f\n  xor %eax, %eax\n  ret\n\
+                .size main, .-main\n";
+    format!(
+        "{f}{main}.section .rodata\n.p2align 2\n.LT3: .long .Lb-.LT3\n\
+         .LT1: .long .Le-.LT1, .Lf-.LT1\n.LT2: .long .Lx-.LT2, .Ly-.LT2\n.data\n{pad}\
+         .globl D\n.type D,@object\nD: .quad 7\n.size D, 8\n\
+         .section .note.GNU-stack,\"\",@progbits\n"
+    )
+}
+
+#[test]
+fn a_table_ends_where_the_next_one_its_function_names_starts() {
+    // Read on, `.LT1` would send a jump into `.Lx`'s displacement, which
+    // differs (D moved): the code would differ there. The linear decode
+    // of `f` names `.LT2`, which ends `.LT1`.
+    let (plain, folded) = x86_pair("two_tables", &two_tables(""), &two_tables(".quad 0\n"), &[]);
+    assert_passes(&plain, &folded, Mode::All);
+}
+
 #[test]
 fn code_that_differs_before_a_branch_target_is_reported_as_differing_code() {
     // FOLDED's middle decodes to more instructions: the forward branch's
