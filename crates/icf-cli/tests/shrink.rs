@@ -985,6 +985,108 @@ fn literal_pools_take_the_addresses_they_hold() {
     });
 }
 
+/// x86-64 assembly: twins `twin1` and `twin2` before `big`, which
+/// dispatches through a table of `entries` offsets (`.long .Lc - .Ltable`
+/// in `.rodata`: each a relocation against `.text`, the cases being in
+/// another section) by an index only masked (`and`), so that no range
+/// check says how many entries it has; `main` prints what each returns.
+fn big_table_program(entries: u32) -> String {
+    let mut s = String::from(".text\n");
+    for twin in ["twin1", "twin2"] {
+        s += &format!(
+            ".globl {twin}\n.type {twin},@function\n.p2align 4\n{twin}:\n  lea 7(%rdi), %eax\n  \
+             imul $3, %eax, %eax\n  ret\n.size {twin}, .-{twin}\n"
+        );
+    }
+    s += &format!(
+        ".globl big\n.type big,@function\n.p2align 4\nbig:\n  and ${:#x}, %edi\n  \
+         lea .Ltable(%rip), %rdx\n  movslq (%rdx,%rdi,4), %rax\n  add %rdx, %rax\n  jmp *%rax\n\
+         .Lc0:\n  lea 1(%rdi), %eax\n  ret\n.Lc1:\n  lea 2(%rdi), %eax\n  ret\n\
+         .Lc2:\n  imul $5, %edi, %eax\n  ret\n.Lc3:\n  mov %edi, %eax\n  xor $0x55, %eax\n  ret\n\
+         .size big, .-big\n",
+        entries - 1
+    );
+    s += ".globl main\n.type main,@function\nmain:\n  push %rbx\n";
+    for (callee, argument) in [
+        ("twin1", 1),
+        ("twin2", 2),
+        ("big", 3),
+        ("big", 16_390),
+        ("big", 30_001),
+    ] {
+        s += &format!(
+            "  mov ${argument}, %edi\n  call {callee}\n  mov %eax, %esi\n  lea .Lformat(%rip), %rdi\n  \
+             xor %eax, %eax\n  call printf@PLT\n"
+        );
+    }
+    s += "  xor %eax, %eax\n  pop %rbx\n  ret\n.size main, .-main\n";
+    s += ".section .rodata\n.Lformat: .asciz \"%d\\n\"\n.p2align 2\n.Ltable:\n";
+    for k in 0..entries {
+        s += &format!("  .long .Lc{}-.Ltable\n", k % 4);
+    }
+    s + ".section .note.GNU-stack,\"\",@progbits\n"
+}
+
+#[test]
+fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_code() {
+    // 32,768 entries: past the 16,384 an entry may lie from its table when
+    // its case leads out of the code that reads the table; these lead into it.
+    let dir = icf_fixtures::source_dir().join("../target/shrink/big_table");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let source = dir.join("big_table.s");
+    std::fs::write(&source, big_table_program(1 << 15))
+        .unwrap_or_else(|e| panic!("writing {}: {e}", source.display()));
+    let build = Build::new(Compiler::Gcc);
+    let mut failures = Vec::new();
+    let mut shrinks = 0;
+    for linker in [Linker::Bfd, Linker::Lld] {
+        for flavour in [Flavour::Pie, Flavour::NoPie] {
+            let label = format!("{}-{}", linker.name(), flavour.name());
+            let input = dir.join(format!("in-{label}"));
+            run_to_success(
+                build
+                    .link_command(false, linker)
+                    .arg(&source)
+                    .args(flavour.link_flags())
+                    .arg("-Wl,-q")
+                    .arg("-o")
+                    .arg(&input),
+                &input.display().to_string(),
+            );
+            let runner = Runner {
+                target: Target::X86_64,
+                loader: None,
+            };
+            let expected = runner
+                .run(&input)
+                .unwrap_or_else(|e| panic!("{}: IN does not run: {e}", input.display()));
+            let shrinking = Shrinking {
+                input_sizes: sizes(&input).unwrap_or_else(|e| panic!("{e}")),
+                input_bytes: std::fs::read(&input)
+                    .unwrap_or_else(|e| panic!("reading {}: {e}", input.display())),
+                input,
+                runner,
+                expected,
+                refused: None,
+            };
+            for mode in MODES {
+                let output = dir.join(format!("out-{label}-{mode}"));
+                let (row, failed) =
+                    shrinking.shrink(mode, &output, &format!("big_table {label} {mode}"));
+                assert!(
+                    row.output.is_none_or(|out| out.text < row.input.text) || !failed.is_empty(),
+                    "big_table {label} {mode}: .text did not shrink"
+                );
+                failures.extend(failed);
+                shrinks += 1;
+            }
+        }
+    }
+    let failures: Vec<&Failure> = failures.iter().collect();
+    assert!(failures.is_empty(), "{}", describe(&failures, shrinks));
+}
+
 #[test]
 fn a_probe_note_follows_its_function() {
     let program = Program {

@@ -18,6 +18,9 @@ use std::collections::HashMap;
 pub(crate) struct Table {
     pub base: u64,
     pub entries: Option<u32>,
+    /// The code that computes the base: `[start, end)` of the function
+    /// (or unnamed run of code) holding the instruction.
+    pub function: (u64, u64),
 }
 
 /// One decoded field: the address it names, its instruction's bias (what
@@ -145,6 +148,7 @@ pub(crate) fn patch_code(
                 tables.push(Table {
                     base: reference.target,
                     entries,
+                    function: (start, start + code.len() as u64),
                 });
             } else if reference.use_ == LinkedUse::PcRelative
                 && elf
@@ -155,6 +159,7 @@ pub(crate) fn patch_code(
                 tables.push(Table {
                     base: reference.target,
                     entries: None,
+                    function: (start, start + code.len() as u64),
                 });
             }
             decoded.fields.insert(
@@ -226,11 +231,15 @@ pub(crate) fn patch_code(
             patches.put(new_place, field)?;
         }
     }
-    // A recognized table (its size known) before a mere reference to the same place.
+    // By base; each function computing a base keeps its own entry (the
+    // cases of its table lead into it), a recognized table's size bounding
+    // every one.
     decoded
         .tables
-        .sort_by_key(|t| (t.base, t.entries.is_none()));
-    decoded.tables.dedup_by_key(|t| t.base);
+        .sort_by_key(|t| (t.base, t.entries.is_none(), t.function));
+    decoded
+        .tables
+        .dedup_by_key(|t| (t.base, t.entries, t.function));
     Ok(decoded)
 }
 

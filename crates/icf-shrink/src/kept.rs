@@ -272,10 +272,12 @@ pub(crate) fn patch(
                 KeptReloc::PcRelative => {
                     // A jump table entry is `.long case - table`: a field
                     // relocated through the section symbol of the code.
-                    let entry = section_symbol
-                        .then(|| table_entry(elf, decoded, place))
-                        .flatten();
-                    if let Some((base, case)) = entry {
+                    let reading = if section_symbol {
+                        table_entry(elf, decoded, place)
+                    } else {
+                        TableEntry::No
+                    };
+                    if let TableEntry::Yes(base, case) = reading {
                         if layout.moves(base) || layout.moves(case) {
                             // `case - table`: the field counts from the table.
                             let (from, to) = (layout.map(base), layout.map(case));
@@ -297,9 +299,10 @@ pub(crate) fn patch(
                         let bias = meaning.wrapping_sub(case);
                         new_meaning = Some(layout.map(case).wrapping_add(bias));
                     } else if moves {
-                        if section_symbol
-                            && layout.moves(meaning)
-                            && !layout.is_outside_text(meaning)
+                        if reading == TableEntry::Maybe
+                            || (section_symbol
+                                && layout.moves(meaning)
+                                && !layout.is_outside_text(meaning))
                         {
                             bail!(
                                 "{}: a PC-relative {:?} field in data names code through a section symbol, \
@@ -478,28 +481,61 @@ fn relaxed_got_load(
     )
 }
 
-/// How far an entry may lie from its table's start (16,384 entries).
+/// How far an entry may lie from its table's start (16,384 entries) when
+/// the case it leads to lies outside the code that computes the table's
+/// address (GCC's `foo.cold`, split from `foo`).
 const MAX_TABLE_BYTES: u64 = 4 << 14;
 
-/// When `place` is an entry of a jump table the code reads, the table's
-/// base and the case the entry leads to: the table is the nearest place at
-/// or before it that the code computes (within its entries, when its
-/// dispatch says how many), and the entry must lead into code.
-fn table_entry(elf: &Elf<'_>, decoded: &Decoded, place: u64) -> Option<(u64, u64)> {
+/// Whether a PC-relative field in data is an entry of a jump table.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum TableEntry {
+    /// It is: (the table's base, the case it leads to).
+    Yes(u64, u64),
+    /// Read from the nearest table before it, it would lead into code,
+    /// but farther from the table than [`MAX_TABLE_BYTES`] and out of the
+    /// code that reads the table: an entry or a pointer, nothing says.
+    Maybe,
+    /// No table the code reads can hold it.
+    No,
+}
+
+/// Whether `place` is an entry of a jump table the code reads: the table
+/// is the nearest place at or before it that the code computes (within
+/// its entries, when a dispatch says how many), and the entry leads into
+/// the code that computes the table's address, or into other code from at
+/// most [`MAX_TABLE_BYTES`] on. (No place the code computes lies between
+/// the table and the entry, so another function's table can hold it only
+/// if that function's code never names its start.)
+fn table_entry(elf: &Elf<'_>, decoded: &Decoded, place: u64) -> TableEntry {
     let after = decoded.tables.partition_point(|t| t.base <= place);
-    let table = decoded.tables[after.checked_sub(1)?];
-    if table
-        .entries
-        .is_some_and(|n| place >= table.base + 4 * u64::from(n))
-        || place - table.base >= MAX_TABLE_BYTES
+    let Some(base) = after
+        .checked_sub(1)
+        .and_then(|i| decoded.tables.get(i))
+        .map(|t| t.base)
+    else {
+        return TableEntry::No;
+    };
+    let tables = &decoded.tables[decoded.tables.partition_point(|t| t.base < base)..after];
+    if tables
+        .iter()
+        .any(|t| t.entries.is_some_and(|n| place >= base + 4 * u64::from(n)))
     {
-        return None;
+        return TableEntry::No;
     }
-    let bytes = elf.read(place, 4)?;
+    let Some(bytes) = elf.read(place, 4) else {
+        return TableEntry::No;
+    };
     let value = i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    let case = table.base.wrapping_add(value as i64 as u64);
+    let case = base.wrapping_add(value as i64 as u64);
     let in_code = elf
         .section_at(case)
         .is_some_and(|index| elf.sections[index].is_executable());
-    in_code.then_some((table.base, case))
+    let in_function = tables
+        .iter()
+        .any(|t| (t.function.0..t.function.1).contains(&case));
+    match (in_code, in_function || place - base < MAX_TABLE_BYTES) {
+        (true, true) => TableEntry::Yes(base, case),
+        (true, false) => TableEntry::Maybe,
+        (false, _) => TableEntry::No,
+    }
 }
