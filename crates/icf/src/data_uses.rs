@@ -71,9 +71,9 @@ fn object_references<'data>(
             continue;
         }
         let other_data = !section.is_read_only_data() || dropped;
-        let symbols = object.section_symbols.get(from);
+        let vtables = VtableSpans::of(&object.elf, object.section_symbols.get(from));
         for reloc in &section.relocs {
-            let in_vtable = in_vtable(&object.elf, symbols, reloc.offset);
+            let in_vtable = vtables.contains(reloc.offset);
             if (!other_data && !in_vtable)
                 || (section.is_executable()
                     && icf_arch::of(object.elf.arch).is_direct_branch(reloc.r_type))
@@ -133,23 +133,43 @@ pub enum VtableName<'data> {
     Section,
 }
 
-/// Whether a C++ vtable (`_ZTV`, or a construction vtable `_ZTC`) holds
-/// offset `offset` of a section whose named symbols are `symbols` (sorted by
-/// value). A function a vtable points to is virtual, and C++ gives no way to
+/// Where a section's C++ vtables (`_ZTV`, and construction vtables `_ZTC`)
+/// lie, to tell whether one holds a reference. A function a vtable points
+/// to is virtual, and C++ gives no way to
 /// compare a virtual function's address (a pointer to a virtual member holds
 /// its vtable slot; a speculative devirtualization that compares a vtable
 /// slot with it runs the same code either way): clang marks virtual
 /// functions `unnamed_addr`, which keeps them out of `.llvm_addrsig`
 /// whatever their uses.
-pub(crate) fn in_vtable(
-    elf: &icf_object::Object<'_>,
-    symbols: &[(u64, u64, icf_object::SymbolIndex)],
-    offset: u64,
-) -> bool {
-    let after = symbols.partition_point(|&(value, _, _)| value <= offset);
-    symbols[..after].iter().rev().any(|&(value, size, index)| {
-        offset < value + size && is_vtable_name(elf.symbol(index).name)
-    })
+pub(crate) struct VtableSpans(Vec<(u64, u64)>);
+
+impl VtableSpans {
+    /// The vtables among a section's `symbols` (sorted by value): each
+    /// start, with the farthest end of the vtables starting at or before
+    /// it, so that one binary search answers (a linked image holds every
+    /// vtable of a program in one section).
+    pub(crate) fn of(
+        elf: &icf_object::Object<'_>,
+        symbols: &[(u64, u64, icf_object::SymbolIndex)],
+    ) -> VtableSpans {
+        let mut reach = 0;
+        VtableSpans(
+            symbols
+                .iter()
+                .filter(|&&(_, _, index)| is_vtable_name(elf.symbol(index).name))
+                .map(|&(value, size, _)| {
+                    reach = reach.max(value.saturating_add(size));
+                    (value, reach)
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether `offset` lies in one of the vtables.
+    pub(crate) fn contains(&self, offset: u64) -> bool {
+        let after = self.0.partition_point(|&(value, _)| value <= offset);
+        after > 0 && offset < self.0[after - 1].1
+    }
 }
 
 /// An Itanium C++ ABI vtable or construction vtable name.

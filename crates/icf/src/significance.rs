@@ -248,17 +248,16 @@ pub(crate) fn candidate_symbols(
     end: u64,
     code: bool,
 ) -> Vec<SymbolIndex> {
-    let mut symbols: Vec<SymbolIndex> = object
-        .section_symbols
-        .get(section)
+    // Sorted by value: the symbols at `start` (code), or in `[start, end)`.
+    let all = object.section_symbols.get(section);
+    let from = all.partition_point(|&(value, _, _)| value < start);
+    let to = if code {
+        all.partition_point(|&(value, _, _)| value <= start)
+    } else {
+        all.partition_point(|&(value, _, _)| value < end)
+    };
+    let mut symbols: Vec<SymbolIndex> = all[from..to.max(from)]
         .iter()
-        .filter(|&&(value, _, _)| {
-            if code {
-                value == start
-            } else {
-                value >= start && value < end
-            }
-        })
         .map(|&(_, _, index)| index)
         .collect();
     if start == 0 && end == object.elf.section(section).size {
