@@ -155,6 +155,13 @@ enum Command {
         /// Never fold this symbol (mangled or demangled name); repeatable.
         #[arg(long = "keep-unique", value_name = "SYMBOL")]
         keep_unique: Vec<String>,
+        /// Prove the shrunk image against IN (`icf verify`) before writing
+        /// OUT; when the proof fails, write nothing and fail.
+        #[arg(long)]
+        verify: bool,
+        /// Testing only: make this wrong fold on purpose (see `icf link`).
+        #[arg(long = "plant-fold", value_name = "KIND:KEPT=MEMBER", hide = true)]
+        plant_fold: Vec<icf::PlantedFold>,
         /// The image to shrink (never modified).
         input: PathBuf,
         /// Where to write the shrunk image (atomically).
@@ -243,6 +250,47 @@ fn run_verify(
         plain.display()
     );
     Ok(())
+}
+
+/// `icf shrink --verify`: shrinks `input` into a file beside `output`,
+/// proves it against `input`, and only then renames it to `output` (so
+/// `output` is untouched when the proof fails, as when the shrink does).
+fn shrink_verified(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    options: &icf_shrink::ShrinkOptions,
+    mode: ModeArg,
+) -> anyhow::Result<icf_shrink::Shrunk> {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let unproved = output.with_file_name(format!(".{name}.icf-unproved.{}", std::process::id()));
+    let result = (|| {
+        let shrunk = icf_shrink::shrink(input, &unproved, options)?;
+        let verify = icf_verify::VerifyOptions {
+            mode: match mode {
+                ModeArg::Safe => icf_verify::Mode::Safe,
+                ModeArg::All => icf_verify::Mode::All,
+            },
+            assume_odr: false,
+        };
+        let outcome = icf_verify::verify(input, &unproved, &verify)?;
+        anyhow::ensure!(
+            outcome.passed(),
+            "{} not written: the shrunk image does not verify against {}:\n{}",
+            output.display(),
+            input.display(),
+            outcome.to_string().trim_end()
+        );
+        std::fs::rename(&unproved, output)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", output.display()))?;
+        Ok(shrunk)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&unproved);
+    }
+    result
 }
 
 /// Runs a folded link and exits with the linker's status.
@@ -383,6 +431,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Shrink {
             mode,
             keep_unique,
+            verify,
+            plant_fold,
             input,
             output,
         } => {
@@ -392,8 +442,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     ModeArg::All => icf::Mode::All,
                 },
                 keep_unique,
+                plants: plant_fold,
             };
-            let shrunk = icf_shrink::shrink(&input, &output, &options)?;
+            let shrunk = if verify {
+                shrink_verified(&input, &output, &options, mode)?
+            } else {
+                icf_shrink::shrink(&input, &output, &options)?
+            };
             if let Some(note) = shrunk.emptied_note() {
                 eprintln!("icf: warning: {note}");
             }

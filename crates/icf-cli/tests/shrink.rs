@@ -1088,6 +1088,73 @@ fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_
 }
 
 #[test]
+fn with_verify_a_shrink_that_does_not_prove_writes_nothing() {
+    // `c/identical.c` compares sub0's and sub1's addresses: in mode safe,
+    // making sub1 an alias of sub0 is wrong (planted on purpose).
+    let input = scratch_binary("verify_refuses", "-fno-PIE", &["-no-pie", "-Wl,-q"]);
+    let dir = input.parent().expect("a directory").to_path_buf();
+    let before =
+        std::fs::read(&input).unwrap_or_else(|e| panic!("reading {}: {e}", input.display()));
+    let runner = Runner {
+        target: Target::X86_64,
+        loader: None,
+    };
+    let expected = runner
+        .run(&input)
+        .unwrap_or_else(|e| panic!("{}: IN does not run: {e}", input.display()));
+    let shrink = |output: &Path, extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> =
+            vec!["shrink".as_ref(), "--mode".as_ref(), "safe".as_ref()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        args.extend([input.as_os_str(), "-o".as_ref(), output.as_os_str()]);
+        icf(&args)
+    };
+    // Without --verify the planted fold is written, and it behaves otherwise.
+    let wrong = dir.join("wrong");
+    let written = shrink(&wrong, &["--plant-fold", "alias:sub0=sub1"]);
+    assert!(written.status.success(), "{written:?}");
+    let behaviour = runner.run(&wrong).unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(behaviour, expected, "the planted fold changes nothing");
+    // With it, nothing is written, nothing is left behind, IN is untouched.
+    let refused = dir.join("refused");
+    let output = shrink(&refused, &["--verify", "--plant-fold", "alias:sub0=sub1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("icf: error: ")
+            && stderr.contains("not written")
+            && stderr.contains("sub"),
+        "{stderr}"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(!refused.exists(), "{} was written", refused.display());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("listing {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("icf-unproved"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(std::fs::read(&input).ok(), Some(before), "IN was modified");
+    // A correct shrink proves and is written.
+    let proved = dir.join("proved");
+    let output = shrink(&proved, &["--verify"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        runner.run(&proved).unwrap_or_else(|e| panic!("{e}")),
+        expected
+    );
+}
+
+#[test]
 fn a_probe_note_follows_its_function() {
     let program = Program {
         name: "probe_note",

@@ -52,6 +52,10 @@ pub struct ShrinkOptions {
     pub mode: icf::Mode,
     /// Symbols that keep their own body.
     pub keep_unique: Vec<String>,
+    /// Testing only: wrong folds made on purpose after planning (see
+    /// `icf::PlantedFold`), so that `icf verify` and `--verify` can be
+    /// checked to reject them.
+    pub plants: Vec<icf::PlantedFold>,
 }
 
 /// What `icf shrink` did.
@@ -138,7 +142,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     // its body and its place right after it.
     let mut keep_places = run_on_into(&elf, &shape, object, arch);
     let (pieces, counts, data_aliases) = loop {
-        let analysis = icf::Analysis::run(
+        let mut analysis = icf::Analysis::run(
             &program,
             &icf::PlanOptions {
                 mode: options.mode,
@@ -149,6 +153,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
                 ..icf::PlanOptions::default()
             },
         );
+        analysis.plant(&options.plants)?;
         let (pieces, counts, data_aliases) = pieces(&elf, &shape, object, &analysis, arch)?;
         let reached: Vec<(u32, u64)> = short_jumps_into_removed(&elf, &shape, &pieces, arch)
             .into_iter()
