@@ -849,6 +849,15 @@ pub(crate) fn relocated_words(
         replace_words(folded_code, offset, size, item(folded_value, folded_start));
     }
     for (value, words) in pieces {
+        // Two sequences building the same address: each piece must be read
+        // with its own sequence, which grouping by `S + A` cannot tell
+        // apart (an OR of both would hide one that differs). They stay
+        // compared as instructions.
+        let mut shifts: Vec<u32> = words.iter().map(|&(_, _, shift)| shift).collect();
+        shifts.sort_unstable();
+        if shifts.windows(2).any(|pair| pair[0] == pair[1]) {
+            continue;
+        }
         // The address the words build, from their immediates.
         let built = |image: &Image, start: u64| {
             words.iter().try_fold(0u64, |sum, &(offset, _, shift)| {

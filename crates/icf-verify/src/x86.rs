@@ -191,6 +191,14 @@ pub(crate) fn dispatch_jumps(
 /// accesses through it read.
 fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
     let scan = Scan::new(body);
+    // Only a function that loads 4-byte entries (`movslq (T,%i,4)`) can
+    // read a table of offsets: the others skip that scan.
+    let loads_offsets = body.instructions.iter().flatten().any(|i| {
+        i.mnemonic() == Mnemonic::Movsxd
+            && i.op_count() == 2
+            && i.op1_kind() == OpKind::Memory
+            && i.memory_index_scale() == 4
+    });
     for (at, decoded) in out.iter_mut().enumerate() {
         let Some(Some(instruction)) = body.instructions.get(at).copied() else {
             continue;
@@ -248,7 +256,7 @@ fn local_data_addresses(image: &Image, out: &mut [Decoded], body: &Body) {
         // A table of offsets whose code only adds its entries back: what
         // it reads are the addresses the entries name (their sums may
         // escape; the table's own address does not).
-        if from == Use::Address && reads_only_offsets(&scan, at) {
+        if from == Use::Address && loads_offsets && reads_only_offsets(&scan, at) {
             for reference in &mut decoded.refs {
                 if reference.address == target && reference.use_ == from {
                     reference.use_ = Use::Access;
