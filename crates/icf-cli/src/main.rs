@@ -129,6 +129,11 @@ enum Command {
         /// Fail when folding fails instead of running the plain link.
         #[arg(long)]
         strict: bool,
+        /// Also link the command unchanged beside the output and prove the
+        /// folded output against it (`icf verify`); when the proof fails,
+        /// the plain output takes its place (an error with `--strict`).
+        #[arg(long)]
+        verify: bool,
         /// The real link command.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -205,16 +210,33 @@ fn main() -> ExitCode {
         report,
         print_icf_sections,
         strict,
+        verify,
         command,
     } = &cli.command
     {
+        let plan = plan_options(fold);
+        let mode = match plan.mode {
+            icf::Mode::Safe => icf_verify::Mode::Safe,
+            icf::Mode::All => icf_verify::Mode::All,
+        };
         let options = icf::LinkOptions {
-            plan: plan_options(fold),
+            plan,
             cache: fold.cache(),
             report: report.clone(),
             want_report: *print_icf_sections,
             strict: *strict,
             verbose: cli.verbose,
+            verify: verify.then(|| {
+                icf::Verifier(std::sync::Arc::new(
+                    move |plain: &std::path::Path, folded: &std::path::Path| {
+                        let options = icf_verify::VerifyOptions {
+                            mode,
+                            assume_odr: false,
+                        };
+                        Ok(icf_verify::verify(plain, folded, &options)?.passed())
+                    },
+                ))
+            }),
         };
         return run_link(command, &options, *print_icf_sections);
     }

@@ -347,6 +347,82 @@ fn comdat_instances_the_linker_discards_are_never_kept() {
 }
 
 /// The C or C++ driver of `compiler`.
+#[test]
+fn with_verify_a_fold_that_does_not_prove_links_plainly() {
+    // `c/identical.c` compares sub0's and sub1's addresses: in mode safe,
+    // making sub1 an alias of sub0 is a wrong fold (planted on purpose).
+    let dir = scratch("verify");
+    let inputs = objects(&["c/identical.c"], &Build::new(Compiler::Gcc));
+    let link = |name: &str, extra: &[&str]| {
+        let out = dir.join(name);
+        let mut args = vec!["link"];
+        args.extend(extra);
+        args.extend(["--", "gcc", "-fuse-ld=bfd"]);
+        args.extend(inputs.iter().map(String::as_str));
+        args.extend(["-o", out.to_str().expect("utf-8")]);
+        (icf(&args), out)
+    };
+    let (plain_link, plain) = link(
+        "plain",
+        &[
+            "--mode",
+            "safe",
+            "--keep-unique",
+            "sub0",
+            "--keep-unique",
+            "sub1",
+        ],
+    );
+    assert_succeeded(&plain_link);
+    let expected = run(&plain);
+    assert!(expected.contains("fnaddr same-address 0"), "{expected}");
+    // The planted fold without --verify: written, and it behaves otherwise.
+    let (output, wrong) = link("wrong", &["--plant-fold", "alias:sub0=sub1"]);
+    assert_succeeded(&output);
+    assert_ne!(run(&wrong), expected, "the planted fold changes nothing");
+    // With --verify: the plain link takes its place, with a warning.
+    let (output, fell_back) = link(
+        "fell-back",
+        &["--verify", "--plant-fold", "alias:sub0=sub1"],
+    );
+    assert_succeeded(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("icf: warning: linking without folding")
+            && stderr.contains("does not verify"),
+        "{stderr}"
+    );
+    assert_eq!(run(&fell_back), expected);
+    // With --strict too: an error, and still no wrong output.
+    let (output, strict) = link(
+        "strict",
+        &["--verify", "--strict", "--plant-fold", "alias:sub0=sub1"],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(run(&strict), expected);
+    // A correct fold proves and stays; no plain copy is left beside it.
+    let (output, proved) = link("proved", &["--verify"]);
+    assert_succeeded(&output);
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(run(&proved), expected);
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .expect("list the scratch directory")
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("icf-plain"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 fn driver(compiler: Compiler, cxx: bool) -> &'static str {
     match (compiler, cxx) {
         (Compiler::Gcc, false) => "gcc",

@@ -76,6 +76,7 @@ pub fn link_if_invoked_as_linker() {
         want_report: false,
         verbose: false,
         cache: icf::CacheChoice::Default,
+        verify: None,
     };
     let mut command = vec![std::env::var("ICF_CC").unwrap_or_else(|_| "cc".to_string())];
     command.extend(args);

@@ -48,7 +48,7 @@ pub use icf_fold::plan::Mode;
 pub use icf_fold::{CandidateId, ClassId};
 pub use icf_object::is_linked_image;
 pub use key_cache::{CacheStats, PendingWrites};
-pub use link::{LinkOptions, LinkOutcome, link};
+pub use link::{LinkOptions, LinkOutcome, Verifier, VerifyFn, link};
 pub use link_command::{LinkCommand, LinkInput, LinkerFlavor};
 pub use linker_script::{Placement, ScriptMap};
 pub use live::live_sections;

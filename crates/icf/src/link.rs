@@ -36,6 +36,25 @@ pub struct LinkOptions {
     /// `cache` setting is replaced by what this resolves to for the
     /// link's output.
     pub cache: crate::options::CacheChoice,
+    /// Prove the folded output against a plain link of the same command
+    /// (`icf link --verify`): given (plain output, folded output), whether
+    /// the folded one is proved. When it is not, the plain output takes
+    /// the folded one's place (an error with `strict`, else a warning).
+    pub verify: Option<Verifier>,
+}
+
+/// See [`LinkOptions::verify`]: `icf-verify`'s proof, which `icf` itself
+/// does not depend on.
+#[derive(Clone)]
+pub struct Verifier(pub std::sync::Arc<VerifyFn>);
+
+/// Whether the folded output (second) is proved against the plain one.
+pub type VerifyFn = dyn Fn(&Path, &Path) -> anyhow::Result<bool> + Send + Sync;
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Verifier")
+    }
 }
 
 /// How a link went.
@@ -96,6 +115,12 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             if options.verbose {
                 eprintln!("icf: time: link {}", milliseconds(started.elapsed()));
             }
+            if folded.status.success()
+                && let (Some(verifier), Some(output)) = (&options.verify, &parsed.output)
+            {
+                std::io::Write::write_all(&mut std::io::stderr(), &folded.stderr)?;
+                return verified(&parsed, output, verifier.0.as_ref(), options.strict, report);
+            }
             if folded.status.success() || options.strict {
                 std::io::Write::write_all(&mut std::io::stderr(), &folded.stderr)?;
                 return Ok(LinkOutcome {
@@ -128,6 +153,98 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
         Err(error) if !options.strict => plain_link(&parsed.program, &parsed.args, error),
         Err(error) => Err(error),
     }
+}
+
+/// `icf link --verify` after a folded link to `output` succeeded: links
+/// the command unchanged into a file beside `output` and proves `output`
+/// against it. Proved, the plain file goes; not (or when the plain link
+/// cannot be made or the proof cannot run), it takes `output`'s place,
+/// and the outcome says why: a fallback, or with `strict` an error.
+fn verified(
+    parsed: &LinkCommand,
+    output: &Path,
+    verifier: &VerifyFn,
+    strict: bool,
+    report: Option<Report>,
+) -> anyhow::Result<LinkOutcome> {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let plain = output.with_file_name(format!(".{name}.icf-plain.{}", std::process::id()));
+    let args = with_output(&parsed.args, &plain)
+        .with_context(|| "--verify: icf cannot tell where the link command writes its output")?;
+    let status = run(&parsed.program, &args)?;
+    let proved = if status.success() {
+        verifier(&plain, output).map_err(|e| e.context("--verify"))
+    } else {
+        Err(anyhow::anyhow!(
+            "--verify: the plain link to compare with failed ({status})"
+        ))
+    };
+    let why = match proved {
+        Ok(true) => {
+            let _ = std::fs::remove_file(&plain);
+            return Ok(LinkOutcome {
+                status,
+                fallback: None,
+                report,
+            });
+        }
+        Ok(false) => format!(
+            "{} does not verify against the plain link",
+            output.display()
+        ),
+        Err(error) => format!("{error:#}"),
+    };
+    if status.success() {
+        std::fs::rename(&plain, output)
+            .with_context(|| format!("replacing {} with the plain link", output.display()))?;
+    } else {
+        let _ = std::fs::remove_file(&plain);
+    }
+    if strict {
+        anyhow::bail!("{why}");
+    }
+    Ok(LinkOutcome {
+        status,
+        fallback: Some(why),
+        report: None,
+    })
+}
+
+/// `args` with the output (`-o FILE`, `-oFILE`, `--output FILE`,
+/// `--output=FILE`) replaced by `output`; `None` when none is found where
+/// [`LinkCommand::parse`] finds it.
+fn with_output(args: &[String], output: &Path) -> Option<Vec<String>> {
+    let mut args = args.to_vec();
+    let new = output.display().to_string();
+    let mut index = 0;
+    while index < args.len() {
+        let arg = args[index].as_str();
+        if arg == "-Xlinker" {
+            index += 2;
+            continue;
+        }
+        if arg.starts_with("-Wl,") {
+            index += 1;
+            continue;
+        }
+        if arg == "-o" || arg == "--output" {
+            *args.get_mut(index + 1)? = new;
+            return Some(args);
+        }
+        if arg.starts_with("--output=") {
+            args[index] = format!("--output={new}");
+            return Some(args);
+        }
+        if arg.len() > 2 && arg.starts_with("-o") {
+            args[index] = format!("-o{new}");
+            return Some(args);
+        }
+        index += 1;
+    }
+    None
 }
 
 /// Runs the command unchanged because folding failed with `error`.

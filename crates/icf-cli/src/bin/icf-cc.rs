@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         want_report: false,
         cache: icf::CacheChoice::Default,
         verbose: std::env::var("ICF_VERBOSE").is_ok_and(|v| v == "1"),
+        verify: None,
     };
     let mut command = vec![driver];
     command.extend(std::env::args().skip(1));
