@@ -172,7 +172,8 @@ fn verified(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let plain = output.with_file_name(format!(".{name}.icf-plain.{}", std::process::id()));
-    let args = with_output(&parsed.args, &plain)
+    let args = parsed
+        .with_output(&plain)
         .with_context(|| "--verify: icf cannot tell where the link command writes its output")?;
     let status = run(&parsed.program, &args)?;
     let proved = if status.success() {
@@ -211,40 +212,6 @@ fn verified(
         fallback: Some(why),
         report: None,
     })
-}
-
-/// `args` with the output (`-o FILE`, `-oFILE`, `--output FILE`,
-/// `--output=FILE`) replaced by `output`; `None` when none is found where
-/// [`LinkCommand::parse`] finds it.
-fn with_output(args: &[String], output: &Path) -> Option<Vec<String>> {
-    let mut args = args.to_vec();
-    let new = output.display().to_string();
-    let mut index = 0;
-    while index < args.len() {
-        let arg = args[index].as_str();
-        if arg == "-Xlinker" {
-            index += 2;
-            continue;
-        }
-        if arg.starts_with("-Wl,") {
-            index += 1;
-            continue;
-        }
-        if arg == "-o" || arg == "--output" {
-            *args.get_mut(index + 1)? = new;
-            return Some(args);
-        }
-        if arg.starts_with("--output=") {
-            args[index] = format!("--output={new}");
-            return Some(args);
-        }
-        if arg.len() > 2 && arg.starts_with("-o") {
-            args[index] = format!("-o{new}");
-            return Some(args);
-        }
-        index += 1;
-    }
-    None
 }
 
 /// Runs the command unchanged because folding failed with `error`.

@@ -87,6 +87,8 @@ pub struct LinkCommand {
     /// `inputs` with [`LinkInput::filelist`] set.
     pub filelists: Vec<Filelist>,
     pub output: Option<PathBuf>,
+    /// Where in `args` the output is named: (index, the argument is `-oFILE`).
+    output_argument: Option<(usize, bool)>,
     /// `-shared`; for ld64, `-dylib` or `-bundle` (a driver's `-dynamiclib`).
     pub shared: bool,
     pub relocatable: bool,
@@ -286,6 +288,7 @@ impl LinkCommand {
             inputs: Vec::new(),
             filelists: Vec::new(),
             output: None,
+            output_argument: None,
             shared: false,
             relocatable: false,
             gc_sections: false,
@@ -464,11 +467,13 @@ impl LinkCommand {
             }
             if arg == "-o" || arg == "--output" {
                 self.output = self.args.get(index + 1).map(PathBuf::from);
+                self.output_argument = Some((index + 1, false));
                 index += 2;
                 continue;
             }
             if let Some(output) = arg.strip_prefix("-o").filter(|o| !o.is_empty()) {
                 self.output = Some(PathBuf::from(output));
+                self.output_argument = Some((index, true));
                 index += 1;
                 continue;
             }
@@ -531,6 +536,21 @@ impl LinkCommand {
             }
         }
         self.inputs.sort_by_key(|input| input.argument);
+    }
+
+    /// The command with its output (where [`LinkCommand::parse`] found it:
+    /// `-o FILE`, `--output FILE`, `-oFILE`) replaced by `output`; `None`
+    /// when it names none there.
+    pub fn with_output(&self, output: &Path) -> Option<Vec<String>> {
+        let (index, attached) = self.output_argument?;
+        let mut args = self.args.clone();
+        let output = output.display().to_string();
+        *args.get_mut(index)? = if attached {
+            format!("-o{output}")
+        } else {
+            output
+        };
+        Some(args)
     }
 
     /// The command with each input in `replacements` (argument index → path) substituted.
@@ -885,6 +905,8 @@ mod tests {
         ]))
         .expect("parse");
         assert_eq!(command.output, Some(PathBuf::from("out")));
+        let elsewhere = command.with_output(Path::new("plain")).expect("an output");
+        assert_eq!(&elsewhere[1..3], strings(&["-o", "plain"]).as_slice());
         assert!(command.shared && command.relocatable && command.is_driver);
         assert_eq!(command.linker, LinkerFlavor::Unordered);
         assert!(command.inputs.is_empty());
@@ -895,6 +917,10 @@ mod tests {
         let command =
             LinkCommand::parse(&strings(&["ld.gold", "-ofoo", "--soname", "x.so"])).expect("parse");
         assert_eq!(command.output, Some(PathBuf::from("foo")));
+        assert_eq!(
+            command.with_output(Path::new("bar")),
+            Some(strings(&["-obar", "--soname", "x.so"]))
+        );
         assert!(!command.is_driver);
         assert_eq!(command.linker, LinkerFlavor::Ordered);
     }
