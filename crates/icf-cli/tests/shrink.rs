@@ -445,24 +445,7 @@ fn check_combination(program: &Program, combination: Combination) -> Outcome {
         target: combination.target,
         loader,
     };
-    let expected = runner
-        .run(&input)
-        .unwrap_or_else(|e| panic!("{}: IN does not run: {e}", input.display()));
-    assert!(
-        !expected.stdout.is_empty(),
-        "{}: IN prints nothing (exit {}), so its output proves nothing",
-        input.display(),
-        expected.exit
-    );
-    let shrinking = Shrinking {
-        input_sizes: sizes(&input).unwrap_or_else(|e| panic!("{e}")),
-        input_bytes: std::fs::read(&input)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", input.display())),
-        input,
-        runner,
-        expected,
-        refused: refusal(combination),
-    };
+    let shrinking = Shrinking::of(input, runner, refusal(combination));
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for mode in MODES {
@@ -492,6 +475,31 @@ struct Shrinking {
     expected: Behaviour,
     /// Why `icf shrink` must refuse IN, when it must (see [`refusal`]).
     refused: Option<&'static str>,
+}
+
+impl Shrinking {
+    /// IN, run by `runner`: it must run and print something, or its
+    /// output would prove nothing.
+    fn of(input: PathBuf, runner: Runner, refused: Option<&'static str>) -> Shrinking {
+        let expected = runner
+            .run(&input)
+            .unwrap_or_else(|e| panic!("{}: IN does not run: {e}", input.display()));
+        assert!(
+            !expected.stdout.is_empty(),
+            "{}: IN prints nothing (exit {}), so its output proves nothing",
+            input.display(),
+            expected.exit
+        );
+        Shrinking {
+            input_sizes: sizes(&input).unwrap_or_else(|e| panic!("{e}")),
+            input_bytes: std::fs::read(&input)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", input.display())),
+            input,
+            runner,
+            expected,
+            refused,
+        }
+    }
 }
 
 /// What `icf shrink`'s error must say for a combination it refuses: gold's
@@ -1058,18 +1066,7 @@ fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_
                 target: Target::X86_64,
                 loader: None,
             };
-            let expected = runner
-                .run(&input)
-                .unwrap_or_else(|e| panic!("{}: IN does not run: {e}", input.display()));
-            let shrinking = Shrinking {
-                input_sizes: sizes(&input).unwrap_or_else(|e| panic!("{e}")),
-                input_bytes: std::fs::read(&input)
-                    .unwrap_or_else(|e| panic!("reading {}: {e}", input.display())),
-                input,
-                runner,
-                expected,
-                refused: None,
-            };
+            let shrinking = Shrinking::of(input, runner, None);
             for mode in MODES {
                 let output = dir.join(format!("out-{label}-{mode}"));
                 let (row, failed) =

@@ -20,6 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::code::Reach;
 use crate::code::Reader;
+use crate::x86_table;
 
 /// Instructions visited over all paths before the scan gives up.
 const STEP_BUDGET: usize = 2048;
@@ -683,20 +684,7 @@ fn constant_before(
     factory: &mut InstructionInfoFactory,
 ) -> Option<u64> {
     for instruction in scan.run_before(at, LENGTH_LOOK_BACK) {
-        let writes = factory
-            .info(instruction)
-            .used_registers()
-            .iter()
-            .any(|used| {
-                used.register().full_register() == register
-                    && matches!(
-                        used.access(),
-                        OpAccess::Write
-                            | OpAccess::CondWrite
-                            | OpAccess::ReadWrite
-                            | OpAccess::ReadCondWrite
-                    )
-            });
+        let writes = x86_table::writes(factory, instruction, register);
         if !writes {
             continue;
         }
@@ -1045,12 +1033,7 @@ mod tests {
         single_register_return: bool,
         argument_registers: &[(u64, u8)],
     ) -> bool {
-        let bytes: Vec<u8> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
-            .collect();
-        let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
-        let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
+        let instructions = decoded(hex);
         let dispatches: Vec<u64> = match dispatches {
             Some(dispatches) => dispatches.to_vec(),
             None => instructions
@@ -1099,21 +1082,38 @@ mod tests {
     /// Whether the `lea` at the start of `hex` forms a table of offsets
     /// the code only adds back ([`reads_only_offsets`]).
     fn offsets_only(hex: &str) -> bool {
+        scanned(hex, &[], |scan| reads_only_offsets(scan, 0))
+    }
+
+    /// The instructions of `hex`, machine code at 0x1000.
+    fn decoded(hex: &str) -> Vec<Option<iced_x86::Instruction>> {
         let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
             .collect();
-        let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
-        let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
+        Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE)
+            .into_iter()
+            .map(Some)
+            .collect()
+    }
+
+    /// `scan` of the code of `hex` (no jump tables, one register
+    /// returned), with the callees that read forward `forward_readers`.
+    fn scanned<T>(
+        hex: &str,
+        forward_readers: &[(u64, Reader)],
+        scan: impl FnOnce(&Scan) -> T,
+    ) -> T {
+        let instructions = decoded(hex);
         let body = Body {
             instructions: &instructions,
             jump_targets: &[],
             dispatches: &[],
             single_register_return: true,
             argument_registers: &[],
-            forward_readers: &[],
+            forward_readers,
         };
-        reads_only_offsets(&Scan::new(&body), 0)
+        scan(&Scan::new(&body))
     }
 
     #[test]
@@ -1137,21 +1137,7 @@ mod tests {
     }
 
     fn accessed(hex: &str, forward_readers: &[(u64, Reader)]) -> Option<Accessed> {
-        let bytes: Vec<u8> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
-            .collect();
-        let decoder = Decoder::with_ip(64, &bytes, 0x1000, DecoderOptions::NONE);
-        let instructions: Vec<_> = decoder.into_iter().map(Some).collect();
-        let body = Body {
-            instructions: &instructions,
-            jump_targets: &[],
-            dispatches: &[],
-            single_register_return: true,
-            argument_registers: &[],
-            forward_readers,
-        };
-        address_reach(&Scan::new(&body), 0)
+        scanned(hex, forward_readers, |scan| address_reach(scan, 0))
     }
 
     #[test]

@@ -58,7 +58,8 @@ pub(crate) fn decode_at(image: &Image, address: u64) -> Option<Instruction> {
     (!instruction.is_invalid()).then_some(instruction)
 }
 
-fn writes(
+/// Whether `instruction` writes `register`, or any part of it.
+pub(crate) fn writes(
     factory: &mut InstructionInfoFactory,
     instruction: &Instruction,
     register: Register,
