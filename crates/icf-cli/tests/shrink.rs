@@ -28,7 +28,15 @@
 //!    `qemu-aarch64` with the cross sysroot;
 //! 3. `icf verify --mode M IN OUT` proves OUT against IN (`verified:`);
 //! 4. OUT is no larger than IN on disk, and its `.text` no larger than
-//!    IN's.
+//!    IN's;
+//! 5. OUT keeps its debug info: every program is compiled with `-g`
+//!    (DWARF 5 for PIEs and the large code model, DWARF 4 for the rest;
+//!    the assembly of the big jump table carries none, so this step is
+//!    skipped there),
+//!    `icf shrink` says nothing about DWARF left empty, and for every
+//!    function of OUT that keeps a body of its own, at one address in
+//!    every 64 bytes of it, `llvm-symbolizer-19` gives the same frames
+//!    (function, file, line, column, inlined calls) on OUT as on IN.
 //!
 //! Across each program's matrix at least one OUT has a strictly smaller
 //! `.text` than its IN: every program here has functions to fold, so a
@@ -76,6 +84,14 @@ impl Flavour {
             Flavour::NoPie => &["-fno-PIE"],
             Flavour::SharedLibrary => &["-fPIC"],
             Flavour::LargeCodeModel => &["-fno-PIE", "-mcmodel=large"],
+        }
+    }
+
+    /// The DWARF version the objects carry.
+    fn debug_flag(self) -> &'static str {
+        match self {
+            Flavour::Pie | Flavour::LargeCodeModel => "-gdwarf-5",
+            Flavour::NoPie | Flavour::SharedLibrary => "-gdwarf-4",
         }
     }
 
@@ -150,6 +166,7 @@ impl Combination {
                 .flavour
                 .code_model()
                 .iter()
+                .chain(&[self.flavour.debug_flag()])
                 .map(|flag| flag.to_string())
                 .collect(),
         }
@@ -475,6 +492,8 @@ struct Shrinking {
     expected: Behaviour,
     /// Why `icf shrink` must refuse IN, when it must (see [`refusal`]).
     refused: Option<&'static str>,
+    /// IN carries DWARF (assembly fixtures do not): step 5 checks it.
+    has_debug_info: bool,
 }
 
 impl Shrinking {
@@ -490,10 +509,14 @@ impl Shrinking {
             input.display(),
             expected.exit
         );
+        let input_bytes =
+            std::fs::read(&input).unwrap_or_else(|e| panic!("reading {}: {e}", input.display()));
+        let has_debug_info = object::File::parse(&*input_bytes)
+            .is_ok_and(|file| file.section_by_name(".debug_info").is_some());
         Shrinking {
             input_sizes: sizes(&input).unwrap_or_else(|e| panic!("{e}")),
-            input_bytes: std::fs::read(&input)
-                .unwrap_or_else(|e| panic!("reading {}: {e}", input.display())),
+            input_bytes,
+            has_debug_info,
             input,
             runner,
             expected,
@@ -589,6 +612,38 @@ impl Shrinking {
             Ok(_) => fail(STEP_SHRINK, "IN was modified".to_string(), String::new()),
             Err(e) => fail(STEP_SHRINK, "IN is gone".to_string(), e.to_string()),
         }
+        let stderr = String::from_utf8_lossy(&shrink.stderr);
+        if stderr.contains("DWARF") {
+            fail(
+                STEP_DEBUG,
+                "`icf shrink` left OUT's DWARF empty".to_string(),
+                stderr.to_string(),
+            );
+        } else if self.has_debug_info
+            && let Err(e) = subprograms_within_functions(output)
+        {
+            fail(
+                STEP_DEBUG,
+                "a function's DWARF range in OUT runs outside its function".to_string(),
+                e,
+            );
+        } else if self.has_debug_info
+            && let Err(e) = ranges_and_locations_move_with_their_code(input, output)
+        {
+            fail(
+                STEP_DEBUG,
+                "a DWARF range or location of kept code did not move with it".to_string(),
+                e,
+            );
+        } else if self.has_debug_info
+            && let Err(e) = symbolizes_alike(input, output)
+        {
+            fail(
+                STEP_DEBUG,
+                "OUT's kept code symbolizes differently from IN's".to_string(),
+                e,
+            );
+        }
 
         // Step 2: the same behaviour.
         match self.runner.run(output) {
@@ -659,6 +714,314 @@ const STEP_SHRINK: &str = "1 (icf shrink)";
 const STEP_RUN: &str = "2 (run OUT)";
 const STEP_VERIFY: &str = "3 (icf verify)";
 const STEP_SIZES: &str = "4 (sizes)";
+const STEP_DEBUG: &str = "5 (debug info)";
+
+/// Function symbols of `.symtab` by index: (address, size).
+fn function_symbols(path: &Path) -> Result<Vec<Option<(u64, u64)>>, String> {
+    let data = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let file = object::File::parse(&*data)
+        .map_err(|e| format!("{}: not an object file: {e}", path.display()))?;
+    Ok(file
+        .symbols()
+        .map(|symbol| {
+            (symbol.kind() == object::SymbolKind::Text && symbol.is_definition())
+                .then(|| (symbol.address(), symbol.size()))
+        })
+        .collect())
+}
+
+/// What `llvm-symbolizer-19` says of each of `addresses` in `binary`: its
+/// frames, innermost first, each a function and its file:line:column.
+fn symbolize(binary: &Path, addresses: &[u64]) -> Result<Vec<String>, String> {
+    use std::io::Write as _;
+    let mut child = Command::new("llvm-symbolizer-19")
+        .arg(format!("--obj={}", binary.display()))
+        .args(["--functions=linkage", "--inlines"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running llvm-symbolizer-19: {e}"))?;
+    let input: String = addresses.iter().map(|a| format!("{a:#x}\n")).collect();
+    child
+        .stdin
+        .take()
+        .ok_or("llvm-symbolizer-19 has no stdin")?
+        .write_all(input.as_bytes())
+        .map_err(|e| format!("writing to llvm-symbolizer-19: {e}"))?;
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("llvm-symbolizer-19: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let frames: Vec<String> = text
+        .split("\n\n")
+        .map(|block| block.trim().to_string())
+        .filter(|block| !block.is_empty())
+        .collect();
+    if frames.len() != addresses.len() {
+        return Err(format!(
+            "llvm-symbolizer-19 answered {} of {} addresses in {}",
+            frames.len(),
+            addresses.len(),
+            binary.display()
+        ));
+    }
+    Ok(frames)
+}
+
+/// The DWARF of `binary`, read from its bytes `data`.
+type Dwarf<'data> = gimli::Dwarf<gimli::EndianSlice<'data, gimli::LittleEndian>>;
+
+fn load_dwarf<'data>(file: &object::File<'data>) -> Dwarf<'data> {
+    let load = |id: gimli::SectionId| -> Result<_, ()> {
+        let bytes = file
+            .section_by_name(id.name())
+            .and_then(|section| section.data().ok())
+            .unwrap_or_default();
+        Ok(gimli::EndianSlice::new(bytes, gimli::LittleEndian))
+    };
+    match gimli::Dwarf::load(load) {
+        Ok(dwarf) => dwarf,
+        Err(()) => unreachable!("loading never fails"),
+    }
+}
+
+/// Where the code of IN that OUT keeps went: (start, end, new start) of
+/// every function with a body of its own in OUT, sorted.
+fn moved_functions(input: &Path, output: &Path) -> Result<Vec<(u64, u64, u64)>, String> {
+    let (before, after) = (function_symbols(input)?, function_symbols(output)?);
+    let mut at_address: std::collections::HashMap<u64, std::collections::BTreeSet<u64>> =
+        std::collections::HashMap::new();
+    for (old, new) in before.iter().zip(&after) {
+        if let (Some((old, _)), Some((new, _))) = (old, new) {
+            at_address.entry(*new).or_default().insert(*old);
+        }
+    }
+    let mut moved: Vec<(u64, u64, u64)> = before
+        .iter()
+        .zip(&after)
+        .filter_map(|pair| match pair {
+            (Some((old, size)), Some((new, new_size)))
+                if size == new_size && *size > 0 && at_address[new].len() == 1 =>
+            {
+                Some((*old, old + size, *new))
+            }
+            _ => None,
+        })
+        .collect();
+    moved.sort_unstable();
+    moved.dedup();
+    Ok(moved)
+}
+
+/// Every DIE's ranges and location list entries that lie in kept code
+/// of IN (`moved_functions`) are in OUT, moved as that code moved (the
+/// DIEs are at the same offsets: `.debug_info` keeps its layout).
+fn ranges_and_locations_move_with_their_code(input: &Path, output: &Path) -> Result<(), String> {
+    let moved = moved_functions(input, output)?;
+    let mapped = |begin: u64, end: u64| -> Option<(u64, u64)> {
+        let after = moved.partition_point(|&(start, _, _)| start <= begin);
+        let &(start, stop, new) = moved.get(after.checked_sub(1)?)?;
+        (end <= stop && begin < end).then(|| (begin - start + new, end - start + new))
+    };
+    let (data_in, data_out) = (
+        std::fs::read(input).map_err(|e| e.to_string())?,
+        std::fs::read(output).map_err(|e| e.to_string())?,
+    );
+    let (file_in, file_out) = (
+        object::File::parse(&*data_in).map_err(|e| e.to_string())?,
+        object::File::parse(&*data_out).map_err(|e| e.to_string())?,
+    );
+    let (was, is) = (load_dwarf(&file_in), load_dwarf(&file_out));
+    let fail = |e: gimli::Error| format!("reading DWARF: {e}");
+    let (mut units_in, mut units_out) = (was.units(), is.units());
+    let mut checked = 0usize;
+    while let (Some(header_in), Some(header_out)) = (
+        units_in.next().map_err(fail)?,
+        units_out.next().map_err(fail)?,
+    ) {
+        let (unit_in, unit_out) = (
+            was.unit(header_in).map_err(fail)?,
+            is.unit(header_out).map_err(fail)?,
+        );
+        let (mut entries_in, mut entries_out) = (unit_in.entries(), unit_out.entries());
+        while let (Some(entry_in), Some(entry_out)) = (
+            entries_in.next_dfs().map_err(fail)?,
+            entries_out.next_dfs().map_err(fail)?,
+        ) {
+            let offset = entry_in.offset().0;
+            // Ranges.
+            let mut expected = Vec::new();
+            let mut ranges = was.die_ranges(&unit_in, entry_in).map_err(fail)?;
+            while let Some(range) = ranges.next().map_err(fail)? {
+                expected.extend(mapped(range.begin, range.end));
+            }
+            if !expected.is_empty() {
+                let mut actual = std::collections::HashSet::new();
+                let mut ranges = is.die_ranges(&unit_out, entry_out).map_err(fail)?;
+                while let Some(range) = ranges.next().map_err(fail)? {
+                    actual.insert((range.begin, range.end));
+                }
+                if let Some(missing) = expected.iter().find(|range| !actual.contains(range)) {
+                    return Err(format!(
+                        "the DIE at unit offset {offset:#x}: OUT lacks the range {:#x}..{:#x}, \
+                         where kept code moved; it has {actual:x?}",
+                        missing.0, missing.1
+                    ));
+                }
+                checked += expected.len();
+            }
+            // Location lists.
+            for (attribute_in, attribute_out) in entry_in.attrs().iter().zip(entry_out.attrs()) {
+                let Some(mut list_in) = was
+                    .attr_locations(&unit_in, attribute_in.value())
+                    .map_err(fail)?
+                else {
+                    continue;
+                };
+                let mut expected = Vec::new();
+                while let Some(entry) = list_in.next().map_err(fail)? {
+                    if let Some(range) = mapped(entry.range.begin, entry.range.end) {
+                        expected.push((range, entry.data.0.to_vec()));
+                    }
+                }
+                let mut actual = Vec::new();
+                if let Some(mut list_out) = is
+                    .attr_locations(&unit_out, attribute_out.value())
+                    .map_err(fail)?
+                {
+                    while let Some(entry) = list_out.next().map_err(fail)? {
+                        actual.push(((entry.range.begin, entry.range.end), entry.data.0.to_vec()));
+                    }
+                }
+                if let Some(missing) = expected.iter().find(|entry| !actual.contains(entry)) {
+                    return Err(format!(
+                        "the DIE at unit offset {offset:#x}: OUT's location list lacks the entry \
+                         for {:#x}..{:#x}, where kept code moved",
+                        missing.0.0, missing.0.1
+                    ));
+                }
+                checked += expected.len();
+            }
+        }
+    }
+    if checked == 0 {
+        return Err(
+            "no range or location of IN lies in code OUT keeps: this proves nothing".to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// Whether every range of every `DW_TAG_subprogram` of `binary` that
+/// starts in a function lies within that function (its symbol's
+/// extent): a removed function's range must be empty, and a kept one's
+/// must not run on over padding or into the next function.
+fn subprograms_within_functions(binary: &Path) -> Result<(), String> {
+    let data = std::fs::read(binary).map_err(|e| format!("reading {}: {e}", binary.display()))?;
+    let file = object::File::parse(&*data).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let mut functions: Vec<(u64, u64)> = file
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
+        .map(|s| (s.address(), s.address() + s.size()))
+        .collect();
+    functions.sort_unstable();
+    let load =
+        |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::LittleEndian>, String> {
+            let bytes = file
+                .section_by_name(id.name())
+                .and_then(|section| section.data().ok())
+                .unwrap_or_default();
+            Ok(gimli::EndianSlice::new(bytes, gimli::LittleEndian))
+        };
+    let dwarf = gimli::Dwarf::load(load)?;
+    let mut units = dwarf.units();
+    let fail = |e: gimli::Error| format!("{}: reading DWARF: {e}", binary.display());
+    while let Some(header) = units.next().map_err(fail)? {
+        let unit = dwarf.unit(header).map_err(fail)?;
+        let mut entries = unit.entries();
+        while let Some(entry) = entries.next_dfs().map_err(fail)? {
+            if entry.tag() != gimli::DW_TAG_subprogram {
+                continue;
+            }
+            let mut ranges = dwarf.die_ranges(&unit, entry).map_err(fail)?;
+            while let Some(range) = ranges.next().map_err(fail)? {
+                if range.begin >= range.end {
+                    continue;
+                }
+                let after = functions.partition_point(|&(start, _)| start <= range.begin);
+                let Some(&(start, end)) = after.checked_sub(1).map(|i| &functions[i]) else {
+                    continue;
+                };
+                if range.begin < end && range.end > end {
+                    return Err(format!(
+                        "the subprogram at .debug_info+{:#x} covers {:#x}..{:#x}, past the end of \
+                         the function at {start:#x}..{end:#x}",
+                        entry
+                            .offset()
+                            .to_debug_info_offset(&unit.header)
+                            .map_or(0, |o| o.0),
+                        range.begin,
+                        range.end
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether every function of OUT with a body of its own (no other
+/// function of IN moved to its address) symbolizes as it did in IN, at
+/// one address in every 64 bytes; and IN names a source line for some.
+fn symbolizes_alike(input: &Path, output: &Path) -> Result<(), String> {
+    let (before, after) = (function_symbols(input)?, function_symbols(output)?);
+    let mut at_address: std::collections::HashMap<u64, std::collections::BTreeSet<u64>> =
+        std::collections::HashMap::new();
+    for (old, new) in before.iter().zip(&after) {
+        if let (Some((old, _)), Some((new, _))) = (old, new) {
+            at_address.entry(*new).or_default().insert(*old);
+        }
+    }
+    let mut pairs = Vec::new();
+    for (old, new) in before.iter().zip(&after) {
+        let (Some((old, size)), Some((new, new_size))) = (old, new) else {
+            continue;
+        };
+        if size != new_size || at_address[new].len() != 1 {
+            continue;
+        }
+        pairs.extend(
+            (0..*size)
+                .step_by(64)
+                .map(|offset| (old + offset, new + offset)),
+        );
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    let (olds, news): (Vec<u64>, Vec<u64>) = pairs.iter().copied().unzip();
+    let (was, is) = (symbolize(input, &olds)?, symbolize(output, &news)?);
+    let lines = was.iter().filter(|frames| !frames.contains("??:0")).count();
+    if lines == 0 {
+        return Err(format!(
+            "IN names no source line at any of the {} addresses: the check proves nothing",
+            olds.len()
+        ));
+    }
+    let differing: Vec<String> = pairs
+        .iter()
+        .zip(was.iter().zip(&is))
+        .filter(|(_, (was, is))| was != is)
+        .map(|((old, new), (was, is))| format!("IN {old:#x}:\n{was}\nOUT {new:#x}:\n{is}"))
+        .collect();
+    match differing.first() {
+        None => Ok(()),
+        Some(first) => Err(format!(
+            "{} of {} addresses differ; the first:\n{first}",
+            differing.len(),
+            pairs.len()
+        )),
+    }
+}
 
 /// Runs every combination of `program`, as many at a time as there are
 /// cores; the outcomes in the order of [`combinations`].
@@ -1082,6 +1445,116 @@ fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_
     }
     let failures: Vec<&Failure> = failures.iter().collect();
     assert!(failures.is_empty(), "{}", describe(&failures, shrinks));
+}
+
+/// A Rust program whose panic unwinds through a chain of functions that
+/// move (std's twins before them fold), linked `-q` by the `rust-lld`
+/// rustc ships (its default), by GNU ld and by lld-19 (through clang-19):
+/// with `RUST_BACKTRACE=1`,
+/// OUT's backtrace names the same functions, files and lines as IN's
+/// (which std symbolizes from the binary's own DWARF at run time).
+#[test]
+fn a_rust_panic_backtrace_names_the_same_frames() {
+    let dir = icf_fixtures::source_dir().join("../target/shrink/backtrace");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let source = icf_fixtures::source_dir().join("shrink/backtrace.rs");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    // (name, the linker `linked_by` must find, rustc's flags)
+    let linkers: [(&str, Linker, &[&str]); 3] = [
+        ("rust-lld", Linker::Lld, &[]),
+        ("bfd", Linker::Bfd, &["-C", "link-arg=-fuse-ld=bfd"]),
+        (
+            "lld",
+            Linker::Lld,
+            &["-C", "linker=clang-19", "-C", "link-arg=-fuse-ld=lld"],
+        ),
+    ];
+    // The thread's id differs from run to run.
+    let backtrace = |binary: &Path| -> (Option<i32>, String) {
+        let output = Command::new(binary)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));
+        let stderr = String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .map(|line| match (line.find(" ("), line.find(") panicked")) {
+                (Some(open), Some(close)) if line.starts_with("thread ") => {
+                    format!("{}{}\n", &line[..open], &line[close + 1..])
+                }
+                _ => format!("{line}\n"),
+            })
+            .collect();
+        (output.status.code(), stderr)
+    };
+    let address_of = |binary: &Path, name: &str| -> u64 {
+        let data = std::fs::read(binary).unwrap_or_else(|e| panic!("{e}"));
+        let file = object::File::parse(&*data).unwrap_or_else(|e| panic!("{e}"));
+        file.symbols()
+            .find(|s| s.name().is_ok_and(|n| n.contains(name)))
+            .unwrap_or_else(|| panic!("{}: no symbol {name}", binary.display()))
+            .address()
+    };
+    for (linker, expected_linker, flags) in linkers {
+        let input = dir.join(format!("in-{linker}"));
+        run_to_success(
+            Command::new(&rustc)
+                .args([
+                    "--edition",
+                    "2021",
+                    "-C",
+                    "opt-level=2",
+                    "-C",
+                    "debuginfo=2",
+                ])
+                .args(["-C", "codegen-units=1", "-C", "link-arg=-Wl,-q"])
+                .args(flags)
+                .arg(&source)
+                .arg("-o")
+                .arg(&input),
+            &input.display().to_string(),
+        );
+        assert_eq!(linked_by(&input), expected_linker, "{}", input.display());
+        let (status, expected) = backtrace(&input);
+        assert_eq!(status, Some(101), "IN must panic:\n{expected}");
+        assert!(
+            expected.contains("backtrace::check\n") && expected.contains("backtrace.rs:"),
+            "IN's backtrace names no frame of its own:\n{expected}"
+        );
+        for mode in MODES {
+            let output = dir.join(format!("out-{linker}-{mode}"));
+            let shrink = icf(&[
+                "shrink".as_ref(),
+                "--mode".as_ref(),
+                mode.as_ref(),
+                input.as_os_str(),
+                "-o".as_ref(),
+                output.as_os_str(),
+            ]);
+            let stderr = String::from_utf8_lossy(&shrink.stderr);
+            assert!(shrink.status.success(), "{linker} {mode}: {stderr}");
+            assert!(!stderr.contains("DWARF"), "{linker} {mode}: {stderr}");
+            assert_ne!(
+                address_of(&input, "9backtrace5check"),
+                address_of(&output, "9backtrace5check"),
+                "{linker} {mode}: the chain that panics did not move, so this proves nothing"
+            );
+            let (status, actual) = backtrace(&output);
+            assert_eq!(status, Some(101), "{linker} {mode}");
+            assert_eq!(
+                actual, expected,
+                "{linker} {mode}: OUT's backtrace differs from IN's"
+            );
+            let verify = icf(&[
+                "verify".as_ref(),
+                "--mode".as_ref(),
+                mode.as_ref(),
+                input.as_os_str(),
+                output.as_os_str(),
+            ]);
+            assert!(verify.status.success(), "{linker} {mode}: {verify:?}");
+        }
+    }
 }
 
 #[test]

@@ -169,11 +169,17 @@ impl Layout {
 
     /// The piece holding `address` in `.text`.
     fn piece_at(&self, address: u64) -> Option<&Piece> {
+        self.piece_index_at(address)
+            .map(|index| &self.pieces[index])
+    }
+
+    /// The index of the piece holding `address` in `.text`.
+    pub fn piece_index_at(&self, address: u64) -> Option<usize> {
         if !(self.text_start..self.text_end).contains(&address) {
             return None;
         }
         let index = self.pieces.partition_point(|p| p.start <= address);
-        self.pieces.get(index.checked_sub(1)?)
+        index.checked_sub(1)
     }
 
     /// Where the place at `address` is after compaction.

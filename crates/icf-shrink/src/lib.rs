@@ -22,10 +22,15 @@
 //!    kept relocations name, dynamic relocations (`RELATIVE`,
 //!    `IRELATIVE`, RELR), GOT entries, `.eh_frame` ([`eh_frame`]) and
 //!    `.eh_frame_hdr`, `.dynamic`, the entry point and symbol values.
-//! 4. **Write** OUT atomically. The kept relocations and DWARF describe
-//!    the old layout: OUT carries them empty, and says so.
+//! 4. **Rewrite the DWARF** ([`dwarf`]): every address it holds into
+//!    code that moved, so that kept code symbolizes as before.
+//! 5. **Write** OUT atomically. The kept relocations of the DWARF
+//!    describe the old layout: OUT carries them empty, and says so (and
+//!    carries the DWARF empty too, saying why, when it could not be
+//!    rewritten).
 
 mod code;
+mod dwarf;
 mod dynamic;
 mod eh_frame;
 mod elf;
@@ -71,6 +76,9 @@ pub struct Shrunk {
     pub dropped_fdes: usize,
     /// Sections OUT carries empty (kept relocations, DWARF), with their sizes.
     pub emptied: Vec<(String, u64)>,
+    /// Why OUT carries the DWARF empty, when IN had some and it could not
+    /// be rewritten.
+    pub debug_dropped: Option<String>,
 }
 
 impl Shrunk {
@@ -80,12 +88,15 @@ impl Shrunk {
         let (debug, relocations): (Vec<_>, Vec<_>) = self
             .emptied
             .iter()
-            .partition(|(name, _)| name.contains("debug"));
+            .partition(|(name, _)| name.starts_with(".debug_") || name.starts_with(".zdebug_"));
         let mut parts = Vec::new();
         if !debug.is_empty() {
             let bytes: u64 = debug.iter().map(|(_, size)| size).sum();
+            let why = self.debug_dropped.as_deref().map_or(String::new(), |why| {
+                format!(", which icf could not rewrite: {why}")
+            });
             parts.push(format!(
-                "its DWARF ({} sections, {bytes} bytes)",
+                "its DWARF ({} sections, {bytes} bytes{why})",
                 debug.len()
             ));
         }
@@ -205,13 +216,21 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     .map_err(named)?;
     let dropped_fdes = eh_frame::patch(&elf, &layout, &mut patches).map_err(named)?;
     dynamic::patch(&elf, &layout, arch, &mut patches).map_err(named)?;
+    let (mut rewritten, mut debug_dropped) = (rewritten, None);
+    match dwarf::rewrite(&elf, &layout, &symbols) {
+        Ok(debug) => rewritten.extend(debug),
+        Err(why) => debug_dropped = Some(format!("{why:#}")),
+    }
     let written = write::write(
         &elf,
         &shape,
         &layout,
         &patches,
         &symbols,
-        &rewritten,
+        &write::Rewritten {
+            sections: &rewritten,
+            keep_debug: debug_dropped.is_none(),
+        },
         arch.code_fill(),
     )
     .map_err(named)?;
@@ -230,6 +249,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         thunks: counts.1,
         dropped_fdes,
         emptied: written.emptied,
+        debug_dropped,
     })
 }
 

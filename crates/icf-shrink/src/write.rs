@@ -19,15 +19,16 @@ pub struct Written {
 }
 
 /// Sections that describe the old layout and are not written again:
-/// DWARF and its relocations (kept relocations of allocated sections are
+/// the relocations of DWARF, and DWARF itself unless `keep_debug` (it was
+/// rewritten, `dwarf.rs`; kept relocations of allocated sections are
 /// written again, `kept.rs`).
-fn is_emptied(elf: &Elf<'_>, section: &SectionInfo) -> bool {
+fn is_emptied(elf: &Elf<'_>, section: &SectionInfo, keep_debug: bool) -> bool {
     let debug = crate::elf::is_debug;
     if section.is_alloc() {
         return false;
     }
     if debug(section) {
-        return true;
+        return !keep_debug;
     }
     (section.sh_type == E::SHT_RELA.0 || section.sh_type == E::SHT_REL.0)
         && elf
@@ -36,13 +37,20 @@ fn is_emptied(elf: &Elf<'_>, section: &SectionInfo) -> bool {
             .is_some_and(|target| target.is_alloc() || debug(target))
 }
 
+/// The sections no segment loads that OUT carries with new bytes, and
+/// whether it keeps the DWARF (rewritten) or carries it empty.
+pub(crate) struct Rewritten<'a> {
+    pub sections: &'a crate::patch::Rewritten,
+    pub keep_debug: bool,
+}
+
 pub(crate) fn write(
     elf: &Elf<'_>,
     shape: &Shape,
     layout: &Layout,
     patches: &Patches,
     symbols: &[SymbolInfo],
-    rewritten: &crate::patch::Rewritten,
+    rewritten: &Rewritten<'_>,
     fill_bytes: &[u8],
 ) -> anyhow::Result<Written> {
     let data = elf.data;
@@ -75,9 +83,9 @@ pub(crate) fn write(
         } else if section.is_alloc() && !section.has_bytes() && section.offset >= segment_file_end {
             section.offset = section.offset.saturating_sub(shift);
         }
-        if let Some((_, bytes)) = rewritten.iter().find(|(i, _)| *i == index) {
+        if let Some((_, bytes)) = rewritten.sections.iter().find(|(i, _)| *i == index) {
             section.size = bytes.len() as u64;
-        } else if is_emptied(elf, &elf.sections[index]) && section.size > 0 {
+        } else if is_emptied(elf, &elf.sections[index], rewritten.keep_debug) && section.size > 0 {
             emptied.push((section.name.clone(), section.size));
             section.size = 0;
         }
@@ -215,7 +223,7 @@ pub(crate) fn write(
         if sections[index].size == 0 {
             continue;
         }
-        if let Some((_, bytes)) = rewritten.iter().find(|(i, _)| *i == index) {
+        if let Some((_, bytes)) = rewritten.sections.iter().find(|(i, _)| *i == index) {
             out.extend_from_slice(bytes);
             continue;
         }
