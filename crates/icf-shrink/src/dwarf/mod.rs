@@ -317,7 +317,11 @@ impl<'a, 'data> Rewrite<'a, 'data> {
     }
 
     /// Gives the `.debug_addr` entry at `offset` (holding `address`) its
-    /// role; an entry given two roles that map it differently is an error.
+    /// role. A compiler names one place once, so an entry can be a range's
+    /// start and a point (a subprogram's start and an inlined call's entry);
+    /// the two differ only in removed code, where the range decides (a
+    /// point there matters to no symbolizer). An entry that starts one range
+    /// and ends another where those differ is an error.
     fn addr_entry(
         &mut self,
         offset: u64,
@@ -327,7 +331,8 @@ impl<'a, 'data> Rewrite<'a, 'data> {
     ) -> anyhow::Result<u64> {
         let new = self.map.map(role, address);
         match self.addr_entries.get(&offset) {
-            Some(other) if other.new != new => bail!(
+            Some(other) if other.new == new || role == Role::Point => Ok(other.new),
+            Some(other) if other.role != Role::Point => bail!(
                 ".debug_addr+{offset:#x}: {address:#x} is used as {:?} and as {role:?}, \
                  which move it to different places",
                 other.role
@@ -335,9 +340,9 @@ impl<'a, 'data> Rewrite<'a, 'data> {
             _ => {
                 self.addr_entries
                     .insert(offset, AddrEntry { role, new, size });
+                Ok(new)
             }
         }
-        Ok(new)
     }
 }
 
