@@ -30,7 +30,8 @@
 //! 4. OUT is no larger than IN on disk, and its `.text` no larger than
 //!    IN's;
 //! 5. OUT keeps its debug info: every program is compiled with `-g`
-//!    (DWARF 5 for PIEs and the large code model, DWARF 4 for the rest;
+//!    (DWARF 5 with macros, `-g3`, for PIEs and the large code model,
+//!    DWARF 4 for the rest;
 //!    the assembly of the big jump table carries none, so this step is
 //!    skipped there),
 //!    `icf shrink` says nothing about DWARF left empty, and for every
@@ -87,11 +88,12 @@ impl Flavour {
         }
     }
 
-    /// The DWARF version the objects carry.
-    fn debug_flag(self) -> &'static str {
+    /// The DWARF the objects carry: version 5 with macros (`-g3`, whose
+    /// `.debug_macro` names line programs) or version 4.
+    fn debug_flags(self) -> &'static [&'static str] {
         match self {
-            Flavour::Pie | Flavour::LargeCodeModel => "-gdwarf-5",
-            Flavour::NoPie | Flavour::SharedLibrary => "-gdwarf-4",
+            Flavour::Pie | Flavour::LargeCodeModel => &["-gdwarf-5", "-g3"],
+            Flavour::NoPie | Flavour::SharedLibrary => &["-gdwarf-4"],
         }
     }
 
@@ -166,7 +168,7 @@ impl Combination {
                 .flavour
                 .code_model()
                 .iter()
-                .chain(&[self.flavour.debug_flag()])
+                .chain(self.flavour.debug_flags())
                 .map(|flag| flag.to_string())
                 .collect(),
         }

@@ -70,11 +70,21 @@ struct ListContext {
     addr_base: u64,
 }
 
+/// What of `.debug_info` names line programs, which may move.
+#[derive(Default)]
+pub(super) struct LineReferences {
+    /// `DW_AT_stmt_list` fields.
+    pub stmt_lists: Vec<StmtList>,
+    /// The `.debug_macro` units units name (`DW_AT_macros`,
+    /// `DW_AT_GNU_macros`), whose headers may name a line program.
+    pub macro_units: Vec<u64>,
+}
+
 /// Rewrites the addresses of `.debug_info` and of the lists it names;
-/// returns its `DW_AT_stmt_list` fields, which follow the line programs.
-pub(super) fn rewrite(rewrite: &mut Rewrite<'_, '_>) -> anyhow::Result<Vec<StmtList>> {
+/// returns what names line programs, which follow them.
+pub(super) fn rewrite(rewrite: &mut Rewrite<'_, '_>) -> anyhow::Result<LineReferences> {
     let Some(info) = rewrite.section(".debug_info") else {
-        return Ok(Vec::new());
+        return Ok(LineReferences::default());
     };
     let elf = rewrite.elf;
     let load = |id: gimli::SectionId| -> Result<Slice<'_>, gimli::Error> {
@@ -84,7 +94,7 @@ pub(super) fn rewrite(rewrite: &mut Rewrite<'_, '_>) -> anyhow::Result<Vec<StmtL
         Ok(EndianSlice::new(bytes, LittleEndian))
     };
     let dwarf = gimli::Dwarf::load(load)?;
-    let mut stmt_lists = Vec::new();
+    let mut references = LineReferences::default();
     let mut lists: HashMap<(ListKind, u64), ListContext> = HashMap::new();
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
@@ -166,8 +176,16 @@ pub(super) fn rewrite(rewrite: &mut Rewrite<'_, '_>) -> anyhow::Result<Vec<StmtL
                         note_list(&mut lists, ListKind::Locations, list, context)?;
                         None
                     }
+                    AttributeValue::DebugMacroRef(unit) => {
+                        references.macro_units.push(unit.0 as u64);
+                        None
+                    }
+                    AttributeValue::SecOffset(unit) if name == gimli::DW_AT_GNU_macros => {
+                        references.macro_units.push(unit as u64);
+                        None
+                    }
                     AttributeValue::DebugLineRef(line) if name == gimli::DW_AT_stmt_list => {
-                        stmt_lists.push(StmtList {
+                        references.stmt_lists.push(StmtList {
                             offset,
                             size,
                             value: line.0 as u64,
@@ -215,7 +233,9 @@ pub(super) fn rewrite(rewrite: &mut Rewrite<'_, '_>) -> anyhow::Result<Vec<StmtL
         };
         result.map_err(|e| e.context(format!("the list at {section}+{offset:#x}")))?;
     }
-    Ok(stmt_lists)
+    references.macro_units.sort_unstable();
+    references.macro_units.dedup();
+    Ok(references)
 }
 
 /// Records that a DIE names a list, read with `context`.

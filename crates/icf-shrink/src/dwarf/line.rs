@@ -563,21 +563,31 @@ fn encode(
         state.column = row.column;
         state.is_stmt = row.is_stmt;
         state.isa = row.isa;
-        let line_delta = row.line.wrapping_sub(state.line) as i64;
+        let mut line_delta = row.line.wrapping_sub(state.line) as i64;
         let address_delta = row.address - state.address;
-        let operations = address_delta / header.min_instruction_length;
-        let special = (address_delta % header.min_instruction_length == 0)
-            .then(|| special_opcode(header, operations, line_delta))
-            .flatten();
-        if let Some(opcode) = special {
+        let operations = (address_delta % header.min_instruction_length == 0)
+            .then_some(address_delta / header.min_instruction_length);
+        let special = |line_delta| operations.and_then(|n| special_opcode(header, n, line_delta));
+        if special(line_delta).is_none() && line_delta != 0 {
+            // The line alone, then the address and the row in one opcode.
+            out.push(3);
+            sleb(out, line_delta);
+            line_delta = 0;
+        }
+        if let Some(opcode) = special(line_delta) {
             out.push(opcode);
         } else {
-            if line_delta != 0 {
-                out.push(3);
-                sleb(out, line_delta);
+            let const_add = (255 - u64::from(header.opcode_base)) / header.line_range;
+            let after_const_add = operations
+                .and_then(|n| n.checked_sub(const_add))
+                .and_then(|n| special_opcode(header, n, 0));
+            if let Some(opcode) = after_const_add {
+                out.push(8);
+                out.push(opcode);
+            } else {
+                advance_to(out, header, &mut state, row.address, address_size);
+                out.push(1);
             }
-            advance_to(out, header, &mut state, row.address, address_size);
-            out.push(1);
         }
         state.address = row.address;
         state.line = row.line;

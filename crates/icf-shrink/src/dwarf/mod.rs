@@ -399,18 +399,15 @@ pub(crate) fn rewrite(
         written: vec![None; elf.sections.len()],
         addr_entries: HashMap::new(),
     };
-    let stmt_lists = info::rewrite(&mut rewrite)?;
+    let references = info::rewrite(&mut rewrite)?;
     let mut line_index = None;
     aranges(&mut rewrite)?;
     if let Some(index) = rewrite.section(".debug_line") {
         let programs = line::rewrite(rewrite.original(index), &rewrite.map)
             .map_err(|e| e.context(".debug_line"))?;
         if programs.bytes != rewrite.original(index) {
-            if programs.moved() && rewrite.section(".debug_macro").is_some() {
-                bail!(".debug_line's programs move, and icf does not rewrite .debug_macro");
-            }
             if let Some(info) = rewrite.section(".debug_info") {
-                for field in &stmt_lists {
+                for field in &references.stmt_lists {
                     let new = programs.new_offset(field.value).with_context(|| {
                         format!(
                             ".debug_info+{:#x}: DW_AT_stmt_list {:#x} is no line program's start",
@@ -420,6 +417,13 @@ pub(crate) fn rewrite(
                     if new != field.value {
                         rewrite.write(info, field.offset, field.size, new)?;
                     }
+                }
+            }
+            if programs.moved()
+                && let Some(macro_index) = rewrite.section(".debug_macro")
+            {
+                for &unit in &references.macro_units {
+                    macro_line_offset(&mut rewrite, macro_index, unit, &programs)?;
                 }
             }
             rewrite.copies[index] = Some(programs.bytes);
@@ -445,6 +449,35 @@ pub(crate) fn rewrite(
         .filter_map(|(index, bytes)| Some((index, bytes?)))
         .filter(|(index, bytes)| bytes.as_slice() != elf.bytes(*index))
         .collect())
+}
+
+/// The line program a `.debug_macro` unit's header names (when its flags
+/// say it names one), moved with it.
+fn macro_line_offset(
+    rewrite: &mut Rewrite<'_, '_>,
+    index: usize,
+    unit: u64,
+    programs: &line::Programs,
+) -> anyhow::Result<()> {
+    let bytes = rewrite.original(index);
+    let at = |offset: u64, size: u64| -> anyhow::Result<u64> {
+        let field = bytes
+            .get(offset as usize..(offset + size) as usize)
+            .with_context(|| format!(".debug_macro+{offset:#x}: past the end"))?;
+        let mut word = [0u8; 8];
+        word[..size as usize].copy_from_slice(field);
+        Ok(u64::from_le_bytes(word))
+    };
+    let flags = at(unit + 2, 1)?;
+    if flags & 2 == 0 {
+        return Ok(());
+    }
+    let size = if flags & 1 != 0 { 8 } else { 4 };
+    let old = at(unit + 3, size)?;
+    let new = programs.new_offset(old).with_context(|| {
+        format!(".debug_macro+{unit:#x}: names {old:#x}, which is no line program's start")
+    })?;
+    rewrite.write(index, unit + 3, size, new)
 }
 
 /// `.debug_aranges`: each (address, length) keeps the bytes of its range
