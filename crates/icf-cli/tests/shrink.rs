@@ -147,6 +147,8 @@ struct Program {
     function_sections: bool,
     /// The flavours it is built in, when not all its shape's.
     flavours: Option<&'static [Flavour]>,
+    /// More compiler flags.
+    cflags: &'static [&'static str],
 }
 
 /// One build of a program.
@@ -406,10 +408,13 @@ struct Outcome {
 /// Links IN for `combination` and shrinks it in each mode; panics only
 /// when the test environment cannot build or run IN.
 fn check_combination(program: &Program, combination: Combination) -> Outcome {
-    let build = Build {
+    let mut build = Build {
         function_sections: program.function_sections,
         ..combination.build()
     };
+    build
+        .extra_flags
+        .extend(program.cflags.iter().map(|flag| flag.to_string()));
     let label = combination.label();
     let dir = icf_fixtures::source_dir()
         .join("../target/shrink")
@@ -635,6 +640,14 @@ impl Shrinking {
             fail(
                 STEP_DEBUG,
                 "a DWARF range or location of kept code did not move with it".to_string(),
+                e,
+            );
+        } else if self.has_debug_info
+            && let Err(e) = frames_move_with_their_code(input, output)
+        {
+            fail(
+                STEP_DEBUG,
+                "a .debug_frame FDE of kept code did not move with it".to_string(),
                 e,
             );
         } else if self.has_debug_info
@@ -953,6 +966,78 @@ fn ranges_and_locations_move_with_their_code(input: &Path, output: &Path) -> Res
         return Err(
             "no range or location of IN lies in code OUT keeps: this proves nothing".to_string(),
         );
+    }
+    Ok(())
+}
+
+/// The FDEs of `binary`'s `.debug_frame`, as (start, end).
+fn debug_frames(binary: &Path) -> Result<Vec<(u64, u64)>, String> {
+    use gimli::UnwindSection as _;
+    let data = std::fs::read(binary).map_err(|e| e.to_string())?;
+    let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
+    let Some(section) = file.section_by_name(".debug_frame") else {
+        return Ok(Vec::new());
+    };
+    let bytes = section.data().map_err(|e| e.to_string())?;
+    let frame = gimli::DebugFrame::new(bytes, gimli::LittleEndian);
+    let bases = gimli::BaseAddresses::default();
+    let mut entries = frame.entries(&bases);
+    let mut fdes = Vec::new();
+    let fail = |e: gimli::Error| format!("{}: .debug_frame: {e}", binary.display());
+    while let Some(entry) = entries.next().map_err(fail)? {
+        if let gimli::CieOrFde::Fde(partial) = entry {
+            let fde = partial
+                .parse(gimli::DebugFrame::cie_from_offset)
+                .map_err(fail)?;
+            fdes.push((fde.initial_address(), fde.end_address()));
+        }
+    }
+    Ok(fdes)
+}
+
+/// Every FDE of IN's `.debug_frame` describing kept code is in OUT,
+/// moved with it; and no FDE of OUT runs past the function it starts in.
+fn frames_move_with_their_code(input: &Path, output: &Path) -> Result<(), String> {
+    let before = debug_frames(input)?;
+    if before.is_empty() {
+        return Ok(());
+    }
+    let after = debug_frames(output)?;
+    let moved = moved_functions(input, output)?;
+    for &(start, end) in &before {
+        let at = moved.partition_point(|&(first, _, _)| first <= start);
+        let Some(&(first, last, new)) = at.checked_sub(1).map(|i| &moved[i]) else {
+            continue;
+        };
+        if end > last || start == end {
+            continue;
+        }
+        let expected = (start - first + new, end - first + new);
+        if !after.contains(&expected) {
+            return Err(format!(
+                "IN's FDE {start:#x}..{end:#x} should be {:#x}..{:#x} in OUT, which has {after:x?}",
+                expected.0, expected.1
+            ));
+        }
+    }
+    let data = std::fs::read(output).map_err(|e| e.to_string())?;
+    let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
+    let mut functions: Vec<(u64, u64)> = file
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
+        .map(|s| (s.address(), s.address() + s.size()))
+        .collect();
+    functions.sort_unstable();
+    for &(start, end) in after.iter().filter(|(start, end)| start < end) {
+        let at = functions.partition_point(|&(first, _)| first <= start);
+        if let Some(&(first, last)) = at.checked_sub(1).map(|i| &functions[i])
+            && start < last
+            && end > last
+        {
+            return Err(format!(
+                "OUT's FDE {start:#x}..{end:#x} runs past the function at {first:#x}..{last:#x}"
+            ));
+        }
     }
     Ok(())
 }
@@ -1276,6 +1361,7 @@ fn identical_functions_and_address_compared_twins() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1288,6 +1374,7 @@ fn callers_lookup_tables_and_jump_tables() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1300,6 +1387,7 @@ fn functions_in_constant_and_writable_pointer_tables() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1312,6 +1400,7 @@ fn static_twins_across_objects_and_compared_addresses() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1324,6 +1413,7 @@ fn virtual_functions_and_function_pointers_in_data() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1340,6 +1430,7 @@ fn template_instances_in_several_units() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1352,6 +1443,7 @@ fn functions_with_exception_tables() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1370,6 +1462,22 @@ fn standard_containers_in_two_units_without_function_sections() {
         // A PIE only: mold 1.10.1 aborts linking these objects `-q` into a
         // non-PIE executable (`get_output_sym_idx`: `i != -1`), -g or not.
         flavours: Some(&[Flavour::Pie]),
+        cflags: &[],
+    });
+}
+
+#[test]
+fn frames_described_by_debug_frame_without_unwind_tables() {
+    // Without unwind tables, -g describes frames in .debug_frame, which
+    // names every function's code.
+    check(&Program {
+        name: "debug_frame",
+        sources: &["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: None,
+        cflags: &["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
     });
 }
 
@@ -1384,6 +1492,7 @@ fn a_shared_library_s_exported_and_hidden_twins() {
         },
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1398,6 +1507,7 @@ fn identical_functions_in_one_section_per_unit() {
         shape: Shape::Executable,
         function_sections: false,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1410,6 +1520,7 @@ fn a_pointer_to_an_ifunc_keeps_naming_its_plt_entry() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1422,6 +1533,7 @@ fn a_function_aligned_to_64_keeps_its_alignment() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1434,6 +1546,7 @@ fn a_function_a_short_jump_reaches_keeps_its_body() {
         shape: Shape::Executable,
         function_sections: false,
         flavours: None,
+        cflags: &[],
     });
 }
 
@@ -1446,6 +1559,7 @@ fn literal_pools_take_the_addresses_they_hold() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: Some(&[Flavour::LargeCodeModel]),
+        cflags: &[],
     });
 }
 
@@ -1726,6 +1840,7 @@ fn a_probe_note_follows_its_function() {
         shape: Shape::Executable,
         function_sections: true,
         flavours: None,
+        cflags: &[],
     };
     check(&program);
     // Every build's note names the same place in `probed` before and after.

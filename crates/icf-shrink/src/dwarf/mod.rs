@@ -11,7 +11,8 @@
 //!   entries' addresses): mapped by the role the structure gives them
 //!   ([`Role`]): a range's start, a range's end, or a point.
 //! - **Relative ones** (`DW_AT_high_pc` as a length, `DW_RLE_offset_pair`
-//!   from a base, `*_length` entries, `.debug_aranges` lengths, the
+//!   from a base, `*_length` entries, `.debug_aranges` lengths,
+//!   `.debug_frame` FDEs' ranges, the
 //!   address advances of a line program): recomputed from the mapped ends
 //!   and written in the same number of bytes (a LEB128 keeps its width,
 //!   with continuation bits), so no section changes size but
@@ -211,7 +212,8 @@ impl<'a> AddressMap<'a> {
 }
 
 /// The DWARF sections icf reads and rewrites, by name.
-pub(crate) const ADDRESS_SECTIONS: [&str; 8] = [
+pub(crate) const ADDRESS_SECTIONS: [&str; 9] = [
+    ".debug_frame",
     ".debug_info",
     ".debug_addr",
     ".debug_ranges",
@@ -402,6 +404,7 @@ pub(crate) fn rewrite(
     let references = info::rewrite(&mut rewrite)?;
     let mut line_index = None;
     aranges(&mut rewrite)?;
+    debug_frame(&mut rewrite)?;
     if let Some(index) = rewrite.section(".debug_line") {
         let programs = line::rewrite(rewrite.original(index), &rewrite.map)
             .map_err(|e| e.context(".debug_line"))?;
@@ -478,6 +481,64 @@ fn macro_line_offset(
         format!(".debug_macro+{unit:#x}: names {old:#x}, which is no line program's start")
     })?;
     rewrite.write(index, unit + 3, size, new)
+}
+
+/// `.debug_frame` (what `-fno-asynchronous-unwind-tables` builds describe
+/// their frames by): each FDE's (initial location, address range) keeps
+/// the bytes of its range still there; a removed function's FDE covers
+/// nothing. Its instructions advance from the initial location, within a
+/// function that moves whole.
+fn debug_frame(rewrite: &mut Rewrite<'_, '_>) -> anyhow::Result<()> {
+    let Some(index) = rewrite.section(".debug_frame") else {
+        return Ok(());
+    };
+    let bytes = rewrite.original(index);
+    let read = |at: u64, size: u64| -> anyhow::Result<u64> {
+        let field = bytes
+            .get(at as usize..(at + size) as usize)
+            .with_context(|| format!(".debug_frame+{at:#x}: past the end"))?;
+        let mut word = [0u8; 8];
+        word[..size as usize].copy_from_slice(field);
+        Ok(u64::from_le_bytes(word))
+    };
+    // The address size each CIE gives its FDEs (DWARF 4's CIE says it;
+    // earlier ones use the ELF class's).
+    let mut address_sizes: HashMap<u64, u64> = HashMap::new();
+    let mut at = 0u64;
+    while at < bytes.len() as u64 {
+        let length = read(at, 4)?;
+        if length >= 0xffff_fff0 {
+            bail!(".debug_frame+{at:#x}: 64-bit DWARF is not read");
+        }
+        let end = at + 4 + length;
+        if length == 0 {
+            at = end;
+            continue;
+        }
+        let id = read(at + 4, 4)?;
+        if id == 0xffff_ffff {
+            let version = read(at + 8, 1)?;
+            let augmentation = read(at + 9, 1)?;
+            if augmentation != 0 {
+                bail!(".debug_frame+{at:#x}: a CIE with an augmentation");
+            }
+            let size = if version >= 4 { read(at + 10, 1)? } else { 8 };
+            address_sizes.insert(at, size);
+        } else {
+            let size = *address_sizes
+                .get(&id)
+                .with_context(|| format!(".debug_frame+{at:#x}: an FDE of no CIE before it"))?;
+            let (start_at, range_at) = (at + 8, at + 8 + size);
+            let (start, range) = (read(start_at, size)?, read(range_at, size)?);
+            if rewrite.map.in_moving_region(start) {
+                let (new_start, new_end) = rewrite.map.range(start, start.saturating_add(range));
+                rewrite.write(index, start_at, size, new_start)?;
+                rewrite.write(index, range_at, size, new_end - new_start)?;
+            }
+        }
+        at = end;
+    }
+    Ok(())
 }
 
 /// `.debug_aranges`: each (address, length) keeps the bytes of its range
