@@ -1482,6 +1482,26 @@ fn frames_described_by_debug_frame_without_unwind_tables() {
 }
 
 #[test]
+fn thunks_to_functions_with_landing_pads() {
+    // In mode safe the twins (taken by address) become thunks; each keeps
+    // its FDE, emptied, whose LSDA still names landing pads counted from
+    // the thunk: `icf verify` once decoded the kept copy from them.
+    check(&Program {
+        name: "shapes",
+        sources: &[
+            "lto/shapes_a.cpp",
+            "lto/shapes_b.cpp",
+            "lto/shapes_main.cpp",
+        ],
+        cxx: true,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: None,
+        cflags: &[],
+    });
+}
+
+#[test]
 fn a_shared_library_s_exported_and_hidden_twins() {
     check(&Program {
         name: "shlib",

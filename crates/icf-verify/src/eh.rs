@@ -46,6 +46,11 @@ pub(crate) fn landing_pads(image: &Image) -> Vec<u64> {
         else {
             continue;
         };
+        // An FDE that covers nothing (a function `icf shrink` removed keeps
+        // its FDE, emptied) has no call site the unwinder can be in.
+        if fde.len() == 0 {
+            continue;
+        }
         let lsda = match fde.lsda() {
             Some(Pointer::Direct(address)) => address,
             Some(Pointer::Indirect(slot)) => match image.read_pointer(slot) {
