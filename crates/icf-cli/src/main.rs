@@ -134,6 +134,11 @@ enum Command {
         /// the plain output takes its place (an error with `--strict`).
         #[arg(long)]
         verify: bool,
+        /// Fold the linked image (`icf shrink` on a link with
+        /// `--emit-relocs` added) instead of the inputs, as icf does by
+        /// itself when they hold LTO code (LLVM bitcode, GCC's LTO objects).
+        #[arg(long)]
+        after_link: bool,
         /// The real link command.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -211,10 +216,12 @@ fn main() -> ExitCode {
         print_icf_sections,
         strict,
         verify,
+        after_link,
         command,
     } = &cli.command
     {
         let plan = plan_options(fold);
+        let plan_mode = plan.mode;
         let mode = match plan.mode {
             icf::Mode::Safe => icf_verify::Mode::Safe,
             icf::Mode::All => icf_verify::Mode::All,
@@ -237,6 +244,7 @@ fn main() -> ExitCode {
                     },
                 ))
             }),
+            after_link: Some(icf_shrink::after_link(plan_mode, *after_link)),
         };
         return run_link(command, &options, *print_icf_sections);
     }
@@ -464,6 +472,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     ModeArg::All => icf::Mode::All,
                 },
                 keep_unique,
+                drop_kept_relocations: false,
                 plants: plant_fold,
             };
             let shrunk = if verify {

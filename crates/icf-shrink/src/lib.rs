@@ -57,6 +57,9 @@ pub struct ShrinkOptions {
     pub mode: icf::Mode,
     /// Symbols that keep their own body.
     pub keep_unique: Vec<String>,
+    /// OUT carries the relocations the link kept empty instead of
+    /// rewritten (`icf link` adds `--emit-relocs` for itself only).
+    pub drop_kept_relocations: bool,
     /// Testing only: wrong folds made on purpose after planning (see
     /// `icf::PlantedFold`), so that `icf verify` and `--verify` can be
     /// checked to reject them.
@@ -128,6 +131,37 @@ impl Shrunk {
             self.aliases,
             self.thunks,
         )
+    }
+}
+
+/// `icf link`'s fold after the link (LTO inputs, `--after-link`, see
+/// `icf::AfterLink`): this shrink of the image linked with
+/// `--emit-relocs`, in `mode`; a warning on stderr when its DWARF could
+/// not be kept.
+pub fn after_link(mode: icf::Mode, always: bool) -> icf::AfterLink {
+    icf::AfterLink {
+        shrink: std::sync::Arc::new(
+            move |input: &Path, output: &Path, request: &icf::ShrinkRequest| {
+                let options = ShrinkOptions {
+                    mode,
+                    keep_unique: request.keep_unique.clone(),
+                    drop_kept_relocations: !request.keep_relocations,
+                    plants: Vec::new(),
+                };
+                let shrunk = shrink(input, output, &options)?;
+                if let Some(why) = &shrunk.debug_dropped {
+                    eprintln!(
+                        "icf: warning: {}: its DWARF is left empty: {why}",
+                        output.display()
+                    );
+                }
+                Ok(icf::PostLinked {
+                    folded: shrunk.aliases + shrunk.thunks,
+                    summary: shrunk.summary(output),
+                })
+            },
+        ),
+        always,
     }
 }
 
@@ -214,6 +248,12 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         &mut patches,
     )
     .map_err(named)?;
+    let mut rewritten = rewritten;
+    if options.drop_kept_relocations {
+        for (_, bytes) in &mut rewritten {
+            bytes.clear();
+        }
+    }
     let dropped_fdes = eh_frame::patch(&elf, &layout, &mut patches).map_err(named)?;
     dynamic::patch(&elf, &layout, arch, &mut patches).map_err(named)?;
     let (mut rewritten, mut debug_dropped) = (rewritten, None);

@@ -77,6 +77,9 @@ pub fn link_if_invoked_as_linker() {
         verbose: false,
         cache: icf::CacheChoice::Default,
         verify: None,
+        // rustc's own LTO (`lto = true`) hands the linker machine code;
+        // only `-C linker-plugin-lto` would need the fold after the link.
+        after_link: None,
     };
     let mut command = vec![std::env::var("ICF_CC").unwrap_or_else(|_| "cc".to_string())];
     command.extend(args);

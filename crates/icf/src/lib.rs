@@ -8,6 +8,7 @@
 //! Only `icf-cli` prints or exits; this crate returns values and errors with
 //! context (`reading libfoo.a(bar.o): section 12 '.text': ...`).
 
+mod after_link;
 mod analysis;
 mod attributes;
 mod candidates;
@@ -36,6 +37,7 @@ mod resolution;
 mod significance;
 mod targets;
 
+pub use after_link::{AfterLink, PostLinked, ShrinkFn, ShrinkRequest};
 pub use analysis::{Analysis, Plan, Timings};
 pub use attributes::output_section_class;
 pub use candidates::{CandidateInfo, Origin};

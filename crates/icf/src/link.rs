@@ -41,6 +41,9 @@ pub struct LinkOptions {
     /// the folded one is proved. When it is not, the plain output takes
     /// the folded one's place (an error with `strict`, else a warning).
     pub verify: Option<Verifier>,
+    /// Fold the linked image instead of the inputs when they hold LTO code
+    /// (or always, `--after-link`): see [`crate::after_link`].
+    pub after_link: Option<crate::after_link::AfterLink>,
 }
 
 /// See [`LinkOptions::verify`]: `icf-verify`'s proof, which `icf` itself
@@ -98,6 +101,19 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             fallback: None,
             report: None,
         });
+    }
+    if let Some(after) = &options.after_link {
+        let why = if after.always {
+            Some("--after-link".to_string())
+        } else {
+            crate::after_link::lto_input(&parsed)
+        };
+        if let Some(why) = why {
+            if options.verbose {
+                eprintln!("icf: folding the linked image: {why}");
+            }
+            return crate::after_link::link(&parsed, options, after);
+        }
     }
     match without_panics(|| fold_inputs(&parsed, options, cache, workspace.path())) {
         Ok((args, report, _cache_writes)) => {
@@ -410,7 +426,7 @@ fn scripts_of(parsed: &LinkCommand) -> Result<crate::linker_script::ScriptMap, S
     crate::linker_script::ScriptMap::parse_all(&scripts)
 }
 
-fn run(program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
+pub(crate) fn run(program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
     Command::new(program)
         .args(args)
         .status()
@@ -464,7 +480,7 @@ impl Drop for TempDir {
     }
 }
 
-fn milliseconds(duration: std::time::Duration) -> String {
+pub(crate) fn milliseconds(duration: std::time::Duration) -> String {
     format!("{:.0} ms", duration.as_secs_f64() * 1e3)
 }
 

@@ -92,6 +92,8 @@ pub struct LinkCommand {
     /// `-shared`; for ld64, `-dylib` or `-bundle` (a driver's `-dynamiclib`).
     pub shared: bool,
     pub relocatable: bool,
+    /// `-q`/`--emit-relocs`: the output keeps its relocations.
+    pub emit_relocs: bool,
     /// Which linker the command runs, as far as the command says (`-fuse-ld=`).
     pub linker: LinkerFlavor,
     /// `--gc-sections` (the last of it and `--no-gc-sections` wins); for
@@ -291,6 +293,7 @@ impl LinkCommand {
             output_argument: None,
             shared: false,
             relocatable: false,
+            emit_relocs: false,
             gc_sections: false,
             gc_roots: crate::program::GcRoots::default(),
             exports: crate::program::Exports::default(),
@@ -343,7 +346,9 @@ impl LinkCommand {
             }
             None
         };
-        if matches!(option, "--export-dynamic" | "-export-dynamic" | "-E") {
+        if matches!(option, "-q" | "--emit-relocs" | "-emit-relocs") {
+            self.emit_relocs = true;
+        } else if matches!(option, "--export-dynamic" | "-export-dynamic" | "-E") {
             self.exports.all = true;
         } else if option == "--ignore-data-address-equality" {
             self.ignore_data_address_equality = true;
@@ -550,6 +555,24 @@ impl LinkCommand {
         } else {
             output
         };
+        Some(args)
+    }
+
+    /// The command's arguments writing to `output` and keeping the
+    /// relocations (`--emit-relocs`, through `-Wl,` for a driver), for a
+    /// link `icf shrink` folds after it is made.
+    pub fn with_output_and_relocations(&self, output: &Path) -> Option<Vec<String>> {
+        let mut args = self.with_output(output)?;
+        if !self.emit_relocs {
+            args.push(
+                if self.is_driver {
+                    "-Wl,--emit-relocs"
+                } else {
+                    "--emit-relocs"
+                }
+                .to_string(),
+            );
+        }
         Some(args)
     }
 

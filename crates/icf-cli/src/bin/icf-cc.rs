@@ -6,7 +6,8 @@
 //! arguments only: `ICF_CC` (the real driver, default `cc`), `ICF_MODE`
 //! (`safe` or `all`, default `safe`), `ICF_REPORT` (write the JSON report
 //! there), `ICF_STRICT=1` (fail instead of linking unfolded), `ICF_VERBOSE=1`
-//! (phase timings on stderr), and those of `icf link`'s cache: `ICF_CACHE_DIR`,
+//! (phase timings on stderr), `ICF_AFTER_LINK=1` (fold the linked image, as
+//! for LTO inputs, `icf link --after-link`), and those of `icf link`'s cache: `ICF_CACHE_DIR`,
 //! `ICF_CACHE_SIZE`, `ICF_CACHE=0` (see the README).
 
 use std::process::ExitCode;
@@ -32,6 +33,10 @@ fn main() -> ExitCode {
         cache: icf::CacheChoice::Default,
         verbose: std::env::var("ICF_VERBOSE").is_ok_and(|v| v == "1"),
         verify: None,
+        after_link: Some(icf_shrink::after_link(
+            mode,
+            std::env::var("ICF_AFTER_LINK").is_ok_and(|v| v == "1"),
+        )),
     };
     let mut command = vec![driver];
     command.extend(std::env::args().skip(1));

@@ -1,0 +1,360 @@
+//! `icf link` on LTO builds, whose inputs hold no machine code: it links
+//! with `--emit-relocs` added and folds the linked image (`icf shrink`),
+//! then drops the relocations the command did not ask for.
+//!
+//! `fixtures/lto/shapes_*.cpp` (template instances over types of one
+//! layout, reached through pointers, and exceptions) is compiled with LTO
+//! by each toolchain: clang-19 ThinLTO and full LTO linked by lld, g++
+//! `-flto` linked by GNU ld, gold and mold, g++ for AArch64 by GNU ld (run
+//! under `qemu-aarch64`). For each, in mode safe and all:
+//!
+//! 1. `icf link --strict --mode M -- LINK` succeeds without a warning;
+//! 2. its output prints what the plain LTO link's prints;
+//! 3. `icf verify --mode M PLAIN OUT` proves it;
+//! 4. its `.text` is no larger than the plain link's, strictly smaller for
+//!    clang's ThinLTO (whose code generation keeps the twins apart), and in
+//!    mode all no larger than a peer's `--icf=all` on the same objects
+//!    (lld for clang, gold for g++);
+//! 5. it keeps no relocations the command did not ask for (`.rela.text`
+//!    empty), and keeps them when the command asks (`-Wl,-q`).
+//!
+//! Also a Rust program built with `-C linker-plugin-lto` and linked through
+//! `icf-cc` by the `rust-lld` rustc ships (its LLVM reads rustc's bitcode):
+//! it runs as the plain build, verifies, and its `.text` is smaller.
+
+use icf_fixtures::Target;
+use object::{Object as _, ObjectSection as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MODES: [&str; 2] = ["safe", "all"];
+const SOURCES: [&str; 3] = [
+    "lto/shapes_a.cpp",
+    "lto/shapes_b.cpp",
+    "lto/shapes_main.cpp",
+];
+
+/// One LTO toolchain.
+struct Toolchain {
+    name: &'static str,
+    target: Target,
+    /// The compiler and its flags (`-c SOURCE -o OBJECT` follow).
+    compile: &'static [&'static str],
+    /// The link command's program and flags (objects and `-o OUT` follow).
+    link: &'static [&'static str],
+    /// A peer's link with `--icf=all` on the same objects.
+    peer: Option<&'static [&'static str]>,
+    /// Its code generation keeps the twins apart: icf must fold some.
+    must_fold: bool,
+}
+
+const TOOLCHAINS: [Toolchain; 6] = [
+    Toolchain {
+        name: "clang-thinlto-lld",
+        target: Target::X86_64,
+        compile: &["clang++-19", "-O2", "-flto=thin"],
+        link: &["clang++-19", "-flto=thin", "-fuse-ld=lld"],
+        peer: Some(&["clang++-19", "-flto=thin", "-fuse-ld=lld", "-Wl,--icf=all"]),
+        must_fold: true,
+    },
+    Toolchain {
+        name: "clang-fulllto-lld",
+        target: Target::X86_64,
+        compile: &["clang++-19", "-O2", "-flto"],
+        link: &["clang++-19", "-flto", "-fuse-ld=lld"],
+        peer: Some(&["clang++-19", "-flto", "-fuse-ld=lld", "-Wl,--icf=all"]),
+        must_fold: false,
+    },
+    Toolchain {
+        name: "gcc-lto-bfd",
+        target: Target::X86_64,
+        compile: &["g++", "-O2", "-flto"],
+        link: &["g++", "-O2", "-flto", "-fuse-ld=bfd"],
+        peer: Some(&["g++", "-O2", "-flto", "-fuse-ld=gold", "-Wl,--icf=all"]),
+        must_fold: false,
+    },
+    Toolchain {
+        name: "gcc-lto-gold",
+        target: Target::X86_64,
+        compile: &["g++", "-O2", "-flto"],
+        link: &["g++", "-O2", "-flto", "-fuse-ld=gold"],
+        peer: Some(&["g++", "-O2", "-flto", "-fuse-ld=gold", "-Wl,--icf=all"]),
+        must_fold: false,
+    },
+    Toolchain {
+        name: "gcc-lto-mold",
+        target: Target::X86_64,
+        compile: &["g++", "-O2", "-flto"],
+        link: &["g++", "-O2", "-flto", "-fuse-ld=mold"],
+        peer: Some(&["g++", "-O2", "-flto", "-fuse-ld=gold", "-Wl,--icf=all"]),
+        must_fold: false,
+    },
+    Toolchain {
+        name: "gcc-lto-bfd-aarch64",
+        target: Target::Aarch64,
+        compile: &["aarch64-linux-gnu-g++", "-O2", "-flto"],
+        link: &["aarch64-linux-gnu-g++", "-O2", "-flto"],
+        peer: None,
+        must_fold: false,
+    },
+];
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = icf_fixtures::source_dir().join("../target/lto").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    dir
+}
+
+fn succeed(command: &mut Command) -> Output {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn command(words: &[&str]) -> Command {
+    let (program, args) = words.split_first().expect("a program");
+    let mut command = Command::new(program);
+    command.args(args);
+    command
+}
+
+fn icf() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_icf"))
+}
+
+/// A section's size in `binary`, 0 when it has none.
+fn section_size(binary: &Path, name: &str) -> u64 {
+    let data = std::fs::read(binary).unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+    let file = object::File::parse(&*data).unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+    file.section_by_name(name).map_or(0, |s| s.size())
+}
+
+fn run(target: Target, binary: &Path) -> String {
+    let output = succeed(&mut icf_fixtures::run_command(target, binary));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn verify(mode: &str, plain: &Path, folded: &Path) {
+    let output = icf()
+        .args(["verify", "--mode", mode])
+        .args([plain, folded])
+        .output()
+        .expect("running icf verify");
+    assert!(
+        output.status.success(),
+        "icf verify --mode {mode} {} {}:\n{}{}",
+        plain.display(),
+        folded.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn check(toolchain: &Toolchain) {
+    let dir = scratch(toolchain.name);
+    let objects: Vec<PathBuf> = SOURCES
+        .iter()
+        .map(|source| {
+            let object = dir.join(
+                Path::new(source)
+                    .with_extension("o")
+                    .file_name()
+                    .expect("a file name"),
+            );
+            succeed(
+                command(toolchain.compile)
+                    .arg("-c")
+                    .arg(icf_fixtures::source_dir().join(source))
+                    .arg("-o")
+                    .arg(&object),
+            );
+            object
+        })
+        .collect();
+    let link = |extra: &[&str], output: &Path| -> Vec<String> {
+        toolchain
+            .link
+            .iter()
+            .map(|word| word.to_string())
+            .chain(objects.iter().map(|o| o.display().to_string()))
+            .chain(extra.iter().map(|word| word.to_string()))
+            .chain(["-o".to_string(), output.display().to_string()])
+            .collect()
+    };
+    let plain = dir.join("plain");
+    let words = link(&[], &plain);
+    succeed(&mut command(
+        &words.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let expected = run(toolchain.target, &plain);
+    assert!(
+        !expected.is_empty(),
+        "{}: the plain build prints nothing",
+        toolchain.name
+    );
+    let peer_text = toolchain.peer.map(|peer| {
+        let path = dir.join("peer");
+        succeed(command(peer).args(&objects).arg("-o").arg(&path));
+        assert_eq!(
+            run(toolchain.target, &path),
+            expected,
+            "{}: the peer's build",
+            toolchain.name
+        );
+        section_size(&path, ".text")
+    });
+    let plain_text = section_size(&plain, ".text");
+    for mode in MODES {
+        let context = format!("{} {mode}", toolchain.name);
+        let output = dir.join(format!("icf-{mode}"));
+        let linked = succeed(
+            icf()
+                .args(["link", "--strict", "--mode", mode, "--"])
+                .args(link(&[], &output)),
+        );
+        let stderr = String::from_utf8_lossy(&linked.stderr);
+        assert!(!stderr.contains("warning"), "{context}: {stderr}");
+        assert_eq!(
+            run(toolchain.target, &output),
+            expected,
+            "{context}: OUT prints otherwise"
+        );
+        verify(mode, &plain, &output);
+        let text = section_size(&output, ".text");
+        assert!(
+            text <= plain_text,
+            "{context}: .text {text} > the plain link's {plain_text}"
+        );
+        if toolchain.must_fold {
+            assert!(
+                text < plain_text,
+                "{context}: nothing folded ({text} bytes of .text)"
+            );
+        }
+        if let Some(peer_text) = peer_text
+            && mode == "all"
+        {
+            assert!(
+                text <= peer_text,
+                "{context}: .text {text} > the peer's --icf=all {peer_text}"
+            );
+        }
+        assert_eq!(
+            section_size(&output, ".rela.text"),
+            0,
+            "{context}: OUT keeps relocations the command did not ask for"
+        );
+        eprintln!("{context}: .text plain {plain_text}, peer {peer_text:?}, icf {text}");
+    }
+    // Asked for, the relocations stay (rewritten for the folded image).
+    let kept = dir.join("icf-q");
+    succeed(
+        icf()
+            .args(["link", "--strict", "--"])
+            .args(link(&["-Wl,-q"], &kept)),
+    );
+    assert!(
+        section_size(&kept, ".rela.text") > 0,
+        "{}: -Wl,-q asked for the relocations, and OUT has none",
+        toolchain.name
+    );
+    assert_eq!(
+        run(toolchain.target, &kept),
+        expected,
+        "{}: -q",
+        toolchain.name
+    );
+}
+
+#[test]
+fn clang_thinlto_with_lld() {
+    check(&TOOLCHAINS[0]);
+}
+
+#[test]
+fn clang_full_lto_with_lld() {
+    check(&TOOLCHAINS[1]);
+}
+
+#[test]
+fn gcc_lto_with_gnu_ld() {
+    check(&TOOLCHAINS[2]);
+}
+
+#[test]
+fn gcc_lto_with_gold() {
+    check(&TOOLCHAINS[3]);
+}
+
+#[test]
+fn gcc_lto_with_mold() {
+    check(&TOOLCHAINS[4]);
+}
+
+#[test]
+fn gcc_lto_for_aarch64_with_gnu_ld() {
+    check(&TOOLCHAINS[5]);
+}
+
+/// rustc's `-C linker-plugin-lto` through `icf-cc`, linked by the
+/// `rust-lld` rustc ships (rustc's default linker here).
+#[test]
+fn rust_linker_plugin_lto_through_icf_cc() {
+    let dir = scratch("rust-linker-plugin-lto");
+    let source = icf_fixtures::source_dir().join("shrink/backtrace.rs");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let build = |output: &Path, linker: Option<&str>| {
+        let mut command = Command::new(&rustc);
+        command
+            .args([
+                "--edition",
+                "2021",
+                "-C",
+                "opt-level=2",
+                "-C",
+                "codegen-units=4",
+            ])
+            .args(["-C", "linker-plugin-lto"])
+            .arg(&source)
+            .arg("-o")
+            .arg(output);
+        if let Some(linker) = linker {
+            command.arg("-C").arg(format!("linker={linker}"));
+            command.env("ICF_STRICT", "1").env("ICF_MODE", "all");
+        }
+        succeed(&mut command)
+    };
+    let plain = dir.join("plain");
+    build(&plain, None);
+    let folded = dir.join("icf");
+    let output = build(&folded, Some(env!("CARGO_BIN_EXE_icf-cc")));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("warning: linking without folding"),
+        "{stderr}"
+    );
+    // The program panics on purpose: compare what it prints and its status.
+    let run = |binary: &Path| {
+        let output = Command::new(binary).output().expect("running the program");
+        (output.status.code(), output.stdout)
+    };
+    assert_eq!(run(&folded), run(&plain));
+    verify("all", &plain, &folded);
+    let (before, after) = (
+        section_size(&plain, ".text"),
+        section_size(&folded, ".text"),
+    );
+    assert!(
+        after < before,
+        ".text {after} is not smaller than the plain build's {before}"
+    );
+    assert_eq!(section_size(&folded, ".rela.text"), 0);
+}
