@@ -211,10 +211,19 @@ pub(crate) fn link(
             crate::link::milliseconds(started.elapsed())
         );
     }
-    std::io::Write::write_all(&mut std::io::stderr(), &link.stderr)?;
+    // The linker's messages are held back until it is clear whether the
+    // link with --emit-relocs stands: a failure the plain link does not
+    // share is icf's, and must not break the build.
     if !link.status.success() {
         let _ = std::fs::remove_file(&linked);
-        // A link that fails only with --emit-relocs is icf's to absorb.
+        if options.strict {
+            std::io::Write::write_all(&mut std::io::stderr(), &link.stderr)?;
+            return Ok(LinkOutcome {
+                status: link.status,
+                fallback: None,
+                report: None,
+            });
+        }
         let status = crate::link::run(&parsed.program, &parsed.args)?;
         let message = String::from_utf8_lossy(&link.stderr);
         let first_lines: Vec<&str> = message.lines().take(3).collect();
@@ -230,6 +239,7 @@ pub(crate) fn link(
             report: None,
         });
     }
+    std::io::Write::write_all(&mut std::io::stderr(), &link.stderr)?;
     let started = std::time::Instant::now();
     let request = ShrinkRequest {
         keep_relocations: parsed.emit_relocs,
