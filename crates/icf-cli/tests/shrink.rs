@@ -626,38 +626,32 @@ impl Shrinking {
                 "`icf shrink` left OUT's DWARF empty".to_string(),
                 stderr.to_string(),
             );
-        } else if self.has_debug_info
-            && let Err(e) = subprograms_within_functions(output)
-        {
-            fail(
-                STEP_DEBUG,
-                "a function's DWARF range in OUT runs outside its function".to_string(),
-                e,
-            );
-        } else if self.has_debug_info
-            && let Err(e) = ranges_and_locations_move_with_their_code(input, output)
-        {
-            fail(
-                STEP_DEBUG,
-                "a DWARF range or location of kept code did not move with it".to_string(),
-                e,
-            );
-        } else if self.has_debug_info
-            && let Err(e) = frames_move_with_their_code(input, output)
-        {
-            fail(
-                STEP_DEBUG,
-                "a .debug_frame FDE of kept code did not move with it".to_string(),
-                e,
-            );
-        } else if self.has_debug_info
-            && let Err(e) = symbolizes_alike(input, output)
-        {
-            fail(
-                STEP_DEBUG,
-                "OUT's kept code symbolizes differently from IN's".to_string(),
-                e,
-            );
+        } else if self.has_debug_info {
+            type Check = fn(&Path, &Path) -> Result<(), String>;
+            let checks: [(&str, Check); 4] = [
+                (
+                    "a function's DWARF range in OUT runs outside its function",
+                    |_, output| subprograms_within_functions(output),
+                ),
+                (
+                    "a DWARF range or location of kept code did not move with it",
+                    ranges_and_locations_move_with_their_code,
+                ),
+                (
+                    "a .debug_frame FDE of kept code did not move with it",
+                    frames_move_with_their_code,
+                ),
+                (
+                    "OUT's kept code symbolizes differently from IN's",
+                    symbolizes_alike,
+                ),
+            ];
+            if let Some((what, e)) = checks
+                .iter()
+                .find_map(|(what, check)| check(input, output).err().map(|e| (what, e)))
+            {
+                fail(STEP_DEBUG, what.to_string(), e);
+            }
         }
 
         // Step 2: the same behaviour.

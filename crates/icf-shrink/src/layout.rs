@@ -265,7 +265,7 @@ impl Layout {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -283,7 +283,8 @@ mod tests {
         assert!(layout.misaligned_alias(256).is_none());
     }
 
-    fn piece(start: u64, end: u64, fate: Fate) -> Piece {
+    /// A piece laid out nowhere yet (a thunk of 5 bytes).
+    pub(crate) fn piece(start: u64, end: u64, fate: Fate) -> Piece {
         Piece {
             start,
             end,

@@ -224,20 +224,7 @@ pub(crate) fn link(
                 report: None,
             });
         }
-        let status = crate::link::run(&parsed.program, &parsed.args)?;
-        let message = String::from_utf8_lossy(&link.stderr);
-        let first_lines: Vec<&str> = message.lines().take(3).collect();
-        return Ok(LinkOutcome {
-            status,
-            fallback: status.success().then(|| {
-                format!(
-                    "the link with --emit-relocs failed ({}): {}",
-                    link.status,
-                    first_lines.join(" | ")
-                )
-            }),
-            report: None,
-        });
+        return crate::link::relink_plainly(parsed, "the link with --emit-relocs", &link);
     }
     std::io::Write::write_all(&mut std::io::stderr(), &link.stderr)?;
     let started = std::time::Instant::now();

@@ -145,26 +145,7 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
                     report,
                 });
             }
-            let status = run(&parsed.program, &parsed.args)?;
-            if !status.success() {
-                // The plain link fails too: the problem is not icf's.
-                return Ok(LinkOutcome {
-                    status,
-                    fallback: None,
-                    report: None,
-                });
-            }
-            let message = String::from_utf8_lossy(&folded.stderr);
-            let first_lines: Vec<&str> = message.lines().take(3).collect();
-            Ok(LinkOutcome {
-                status,
-                fallback: Some(format!(
-                    "the folded link failed ({}): {}",
-                    folded.status,
-                    first_lines.join(" | ")
-                )),
-                report: None,
-            })
+            relink_plainly(&parsed, "the folded link", &folded)
         }
         Err(error) if !options.strict => plain_link(&parsed.program, &parsed.args, error),
         Err(error) => Err(error),
@@ -226,6 +207,30 @@ fn verified(
     Ok(LinkOutcome {
         status,
         fallback: Some(why),
+        report: None,
+    })
+}
+
+/// Runs the command unchanged after a link icf changed (`what`) failed
+/// with `failed`; when the plain link fails too, the problem is not icf's
+/// and no fallback is reported.
+pub(crate) fn relink_plainly(
+    parsed: &LinkCommand,
+    what: &str,
+    failed: &std::process::Output,
+) -> anyhow::Result<LinkOutcome> {
+    let status = run(&parsed.program, &parsed.args)?;
+    let message = String::from_utf8_lossy(&failed.stderr);
+    let first_lines: Vec<&str> = message.lines().take(3).collect();
+    Ok(LinkOutcome {
+        status,
+        fallback: status.success().then(|| {
+            format!(
+                "{what} failed ({}): {}",
+                failed.status,
+                first_lines.join(" | ")
+            )
+        }),
         report: None,
     })
 }

@@ -4,7 +4,7 @@
 //! (`.debug_ranges`, `.debug_loc`) and 5 (`.debug_rnglists`,
 //! `.debug_loclists`), whose entries are rewritten in place.
 
-use super::{Rewrite, Role};
+use super::{Cursor, Rewrite, Role};
 use anyhow::{Context, bail};
 use gimli::{AttributeValue, EndianSlice, LittleEndian};
 use std::collections::HashMap;
@@ -333,45 +333,6 @@ struct List {
     context: ListContext,
 }
 
-/// Reads a list's fields, remembering where each is.
-struct Cursor<'data> {
-    bytes: &'data [u8],
-    at: u64,
-}
-
-impl Cursor<'_> {
-    fn fixed(&mut self, size: u64) -> anyhow::Result<(u64, u64)> {
-        let at = self.at;
-        let field = self
-            .bytes
-            .get(at as usize..(at + size) as usize)
-            .with_context(|| format!("+{at:#x}: past the section's end"))?;
-        let mut word = [0u8; 8];
-        word[..size as usize].copy_from_slice(field);
-        self.at += size;
-        Ok((at, u64::from_le_bytes(word)))
-    }
-
-    /// A LEB128: (offset, size, value).
-    fn uleb(&mut self) -> anyhow::Result<(u64, u64, u64)> {
-        let at = self.at;
-        let mut reader = EndianSlice::new(
-            self.bytes.get(at as usize..).unwrap_or_default(),
-            LittleEndian,
-        );
-        let before = reader.len();
-        let value = gimli::Reader::read_uleb128(&mut reader)
-            .map_err(|e| anyhow::anyhow!("+{at:#x}: {e}"))?;
-        let size = (before - reader.len()) as u64;
-        self.at += size;
-        Ok((at, size, value))
-    }
-
-    fn skip(&mut self, size: u64) {
-        self.at += size;
-    }
-}
-
 /// A list's current base address, before and after.
 #[derive(Copy, Clone)]
 struct Base {
@@ -430,8 +391,8 @@ impl List {
         };
         let mut base = self.base(rewrite, self.context.base);
         loop {
-            let (begin_at, begin) = cursor.fixed(size)?;
-            let (end_at, end) = cursor.fixed(size)?;
+            let (begin_at, begin) = cursor.field(size)?;
+            let (end_at, end) = cursor.field(size)?;
             if begin == 0 && end == 0 {
                 return Ok(());
             }
@@ -453,7 +414,7 @@ impl List {
             rewrite.write(self.index, begin_at, size, start)?;
             rewrite.write(self.index, end_at, size, stop)?;
             if self.locations {
-                let (_, length) = cursor.fixed(2)?;
+                let length = cursor.fixed(2)?;
                 cursor.skip(length);
             }
         }
@@ -473,13 +434,13 @@ impl List {
         let entry = |rewrite: &Rewrite<'_, '_>, index: u64| -> anyhow::Result<(u64, u64)> {
             let at = self.context.addr_base + index * size;
             let bytes = addr.map_or(&[][..], |i| rewrite.original(i));
-            let (_, value) = Cursor { bytes, at }
+            let value = Cursor { bytes, at }
                 .fixed(size)
                 .with_context(|| format!(".debug_addr entry {index}"))?;
             Ok((at, value))
         };
         loop {
-            let (kind_at, kind) = cursor.fixed(1)?;
+            let (kind_at, kind) = cursor.field(1)?;
             // The kinds common to both lists are numbered alike up to 4;
             // loclists insert DW_LLE_default_location (5) before the rest.
             let kind = match (self.locations, kind) {
@@ -491,7 +452,7 @@ impl List {
             let with_expression = match kind {
                 Kind::End => return Ok(()),
                 Kind::BaseAddressx => {
-                    let (_, _, index) = cursor.uleb()?;
+                    let index = cursor.uleb()?;
                     let (at, old) = entry(rewrite, index)?;
                     base = self.base(rewrite, old);
                     if rewrite.map.in_moving_region(old) {
@@ -500,8 +461,8 @@ impl List {
                     false
                 }
                 Kind::StartxEndx => {
-                    let (_, _, first) = cursor.uleb()?;
-                    let (_, _, last) = cursor.uleb()?;
+                    let first = cursor.uleb()?;
+                    let last = cursor.uleb()?;
                     let ((start_at, start), (end_at, end)) =
                         (entry(rewrite, first)?, entry(rewrite, last)?);
                     if rewrite.map.in_moving_region(start) {
@@ -511,35 +472,27 @@ impl List {
                     true
                 }
                 Kind::StartxLength => {
-                    let (_, _, index) = cursor.uleb()?;
-                    let (length_at, length_size, length) = cursor.uleb()?;
+                    let index = cursor.uleb()?;
+                    let length = cursor.uleb_field()?;
                     let (at, start) = entry(rewrite, index)?;
                     if rewrite.map.in_moving_region(start) {
                         let (new_start, new_end) =
-                            rewrite.map.range(start, start.saturating_add(length));
+                            rewrite.map.range(start, start.saturating_add(length.2));
                         rewrite.addr_entry(at, size, start, Role::Start)?;
-                        rewrite.write_uleb(
-                            self.index,
-                            length_at,
-                            length_size,
-                            new_end - new_start,
-                        )?;
+                        rewrite.rewrite_uleb(self.index, length, new_end - new_start)?;
                     }
                     true
                 }
                 Kind::OffsetPair => {
-                    let (first_at, first_size, first) = cursor.uleb()?;
-                    let (second_at, second_size, second) = cursor.uleb()?;
+                    let (first, second) = (cursor.uleb_field()?, cursor.uleb_field()?);
                     let range = Self::range(
                         rewrite,
-                        base.old.wrapping_add(first),
-                        base.old.wrapping_add(second),
+                        base.old.wrapping_add(first.2),
+                        base.old.wrapping_add(second.2),
                     );
                     let (start, stop) = self.offsets(base, range)?;
-                    if (start, stop) != (first, second) {
-                        rewrite.write_uleb(self.index, first_at, first_size, start)?;
-                        rewrite.write_uleb(self.index, second_at, second_size, stop)?;
-                    }
+                    rewrite.rewrite_uleb(self.index, first, start)?;
+                    rewrite.rewrite_uleb(self.index, second, stop)?;
                     true
                 }
                 Kind::Default => true,
@@ -549,33 +502,26 @@ impl List {
                     false
                 }
                 Kind::BaseAddress => {
-                    let (at, old) = cursor.fixed(size)?;
+                    let (at, old) = cursor.field(size)?;
                     base = self.base(rewrite, old);
                     rewrite.write(self.index, at, size, base.new)?;
                     false
                 }
                 Kind::StartEnd => {
-                    let (start_at, start) = cursor.fixed(size)?;
-                    let (end_at, end) = cursor.fixed(size)?;
+                    let (start_at, start) = cursor.field(size)?;
+                    let (end_at, end) = cursor.field(size)?;
                     let (new_start, new_end) = Self::range(rewrite, start, end);
                     rewrite.write(self.index, start_at, size, new_start)?;
                     rewrite.write(self.index, end_at, size, new_end)?;
                     true
                 }
                 Kind::StartLength => {
-                    let (start_at, start) = cursor.fixed(size)?;
-                    let (length_at, length_size, length) = cursor.uleb()?;
+                    let (start_at, start) = cursor.field(size)?;
+                    let length = cursor.uleb_field()?;
                     let (new_start, new_end) =
-                        Self::range(rewrite, start, start.saturating_add(length));
+                        Self::range(rewrite, start, start.saturating_add(length.2));
                     rewrite.write(self.index, start_at, size, new_start)?;
-                    if new_end - new_start != length {
-                        rewrite.write_uleb(
-                            self.index,
-                            length_at,
-                            length_size,
-                            new_end - new_start,
-                        )?;
-                    }
+                    rewrite.rewrite_uleb(self.index, length, new_end - new_start)?;
                     true
                 }
                 Kind::Unknown(kind) => {
@@ -586,7 +532,7 @@ impl List {
                 }
             };
             if self.locations && with_expression {
-                let (_, _, length) = cursor.uleb()?;
+                let length = cursor.uleb()?;
                 cursor.skip(length);
             }
         }

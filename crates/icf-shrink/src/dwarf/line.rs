@@ -10,7 +10,7 @@
 //! with the header as it was. Programs then lie at new offsets, which
 //! [`Programs::new_offset`] gives `DW_AT_stmt_list`.
 
-use super::AddressMap;
+use super::{AddressMap, Cursor};
 use anyhow::{Context, bail};
 use std::collections::HashMap;
 
@@ -104,59 +104,9 @@ impl Sequence {
     }
 }
 
-struct Reader<'data> {
-    bytes: &'data [u8],
-    at: u64,
-}
-
-impl Reader<'_> {
-    fn fixed(&mut self, size: u64) -> anyhow::Result<u64> {
-        let at = self.at;
-        let field = self
-            .bytes
-            .get(at as usize..(at + size) as usize)
-            .with_context(|| format!("+{at:#x}: past the end"))?;
-        let mut word = [0u8; 8];
-        word[..size as usize].copy_from_slice(field);
-        self.at += size;
-        Ok(u64::from_le_bytes(word))
-    }
-
-    fn uleb(&mut self) -> anyhow::Result<u64> {
-        let (mut value, mut shift) = (0u64, 0u32);
-        loop {
-            let byte = self.fixed(1)?;
-            if shift < 64 {
-                value |= (byte & 0x7f) << shift;
-            }
-            shift += 7;
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-    }
-
-    fn sleb(&mut self) -> anyhow::Result<i64> {
-        let (mut value, mut shift) = (0i64, 0u32);
-        loop {
-            let byte = self.fixed(1)?;
-            if shift < 64 {
-                value |= ((byte & 0x7f) as i64) << shift;
-            }
-            shift += 7;
-            if byte & 0x80 == 0 {
-                if shift < 64 && byte & 0x40 != 0 {
-                    value |= -1i64 << shift;
-                }
-                return Ok(value);
-            }
-        }
-    }
-}
-
 /// Reads the header of the program at `start` of `section`.
 fn header(section: &[u8], start: u64) -> anyhow::Result<Header> {
-    let mut reader = Reader {
+    let mut reader = Cursor {
         bytes: section,
         at: start,
     };
@@ -210,7 +160,7 @@ fn header(section: &[u8], start: u64) -> anyhow::Result<Header> {
 
 /// Runs a program's opcodes: its sequences.
 fn sequences(section: &[u8], header: &Header) -> anyhow::Result<Vec<Sequence>> {
-    let mut reader = Reader {
+    let mut reader = Cursor {
         bytes: &section[..header.end as usize],
         at: header.body,
     };
@@ -447,7 +397,7 @@ fn copy(
     out.extend_from_slice(&section[range.0 as usize..range.1 as usize]);
     for (sequence, fate) in sequences.iter().zip(fates) {
         for &(offset, size) in &sequence.set_address {
-            let old = Reader {
+            let old = Cursor {
                 bytes: section,
                 at: offset,
             }

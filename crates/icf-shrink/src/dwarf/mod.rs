@@ -318,6 +318,21 @@ impl<'a, 'data> Rewrite<'a, 'data> {
         Ok(())
     }
 
+    /// Writes `new` over the LEB128 `field` (offset, size, value) of
+    /// section `index` when it differs, in the same bytes.
+    fn rewrite_uleb(
+        &mut self,
+        index: usize,
+        field: (u64, u64, u64),
+        new: u64,
+    ) -> anyhow::Result<()> {
+        let (offset, size, old) = field;
+        if new == old {
+            return Ok(());
+        }
+        self.write_uleb(index, offset, size, new)
+    }
+
     /// Gives the `.debug_addr` entry at `offset` (holding `address`) its
     /// role. A compiler names one place once, so an entry can be a range's
     /// start and a point (a subprogram's start and an inlined call's entry);
@@ -354,6 +369,80 @@ struct AddrEntry {
     role: Role,
     new: u64,
     size: u64,
+}
+
+/// Reads little-endian fields and LEB128s of a section from `at` on.
+pub(crate) struct Cursor<'data> {
+    pub bytes: &'data [u8],
+    pub at: u64,
+}
+
+impl Cursor<'_> {
+    /// The `size`-byte little-endian field here.
+    pub(crate) fn fixed(&mut self, size: u64) -> anyhow::Result<u64> {
+        let at = self.at;
+        let field = self
+            .bytes
+            .get(at as usize..at.saturating_add(size) as usize)
+            .with_context(|| format!("+{at:#x}: past the section's end"))?;
+        let mut word = [0u8; 8];
+        word[..size as usize].copy_from_slice(field);
+        self.at += size;
+        Ok(u64::from_le_bytes(word))
+    }
+
+    /// As [`Cursor::fixed`], with where the field is: (offset, value).
+    pub(crate) fn field(&mut self, size: u64) -> anyhow::Result<(u64, u64)> {
+        let at = self.at;
+        Ok((at, self.fixed(size)?))
+    }
+
+    pub(crate) fn uleb(&mut self) -> anyhow::Result<u64> {
+        Ok(self.uleb_field()?.2)
+    }
+
+    /// An unsigned LEB128 and where it is: (offset, size, value).
+    pub(crate) fn uleb_field(&mut self) -> anyhow::Result<(u64, u64, u64)> {
+        let (at, mut value, mut shift) = (self.at, 0u64, 0u32);
+        loop {
+            let byte = self.fixed(1)?;
+            if shift < 64 {
+                value |= (byte & 0x7f) << shift;
+            }
+            shift += 7;
+            if byte & 0x80 == 0 {
+                return Ok((at, self.at - at, value));
+            }
+        }
+    }
+
+    pub(crate) fn sleb(&mut self) -> anyhow::Result<i64> {
+        let (mut value, mut shift) = (0i64, 0u32);
+        loop {
+            let byte = self.fixed(1)?;
+            if shift < 64 {
+                value |= ((byte & 0x7f) as i64) << shift;
+            }
+            shift += 7;
+            if byte & 0x80 == 0 {
+                if shift < 64 && byte & 0x40 != 0 {
+                    value |= -1i64 << shift;
+                }
+                return Ok(value);
+            }
+        }
+    }
+
+    pub(crate) fn skip(&mut self, size: u64) {
+        self.at += size;
+    }
+}
+
+/// The `size`-byte little-endian field at `at` of `bytes` (of section `name`).
+fn read_field(bytes: &[u8], name: &str, at: u64, size: u64) -> anyhow::Result<u64> {
+    Cursor { bytes, at }
+        .fixed(size)
+        .with_context(|| name.to_string())
 }
 
 /// Encodes `value` in all of `field` as an unsigned LEB128.
@@ -463,14 +552,7 @@ fn macro_line_offset(
     programs: &line::Programs,
 ) -> anyhow::Result<()> {
     let bytes = rewrite.original(index);
-    let at = |offset: u64, size: u64| -> anyhow::Result<u64> {
-        let field = bytes
-            .get(offset as usize..(offset + size) as usize)
-            .with_context(|| format!(".debug_macro+{offset:#x}: past the end"))?;
-        let mut word = [0u8; 8];
-        word[..size as usize].copy_from_slice(field);
-        Ok(u64::from_le_bytes(word))
-    };
+    let at = |offset: u64, size: u64| read_field(bytes, ".debug_macro", offset, size);
     let flags = at(unit + 2, 1)?;
     if flags & 2 == 0 {
         return Ok(());
@@ -493,14 +575,7 @@ fn debug_frame(rewrite: &mut Rewrite<'_, '_>) -> anyhow::Result<()> {
         return Ok(());
     };
     let bytes = rewrite.original(index);
-    let read = |at: u64, size: u64| -> anyhow::Result<u64> {
-        let field = bytes
-            .get(at as usize..(at + size) as usize)
-            .with_context(|| format!(".debug_frame+{at:#x}: past the end"))?;
-        let mut word = [0u8; 8];
-        word[..size as usize].copy_from_slice(field);
-        Ok(u64::from_le_bytes(word))
-    };
+    let read = |at: u64, size: u64| read_field(bytes, ".debug_frame", at, size);
     // The address size each CIE gives its FDEs (DWARF 4's CIE says it;
     // earlier ones use the ELF class's).
     let mut address_sizes: HashMap<u64, u64> = HashMap::new();
@@ -548,14 +623,7 @@ fn aranges(rewrite: &mut Rewrite<'_, '_>) -> anyhow::Result<()> {
         return Ok(());
     };
     let bytes = rewrite.original(index);
-    let read = |at: u64, size: u64| -> anyhow::Result<u64> {
-        let field = bytes
-            .get(at as usize..(at + size) as usize)
-            .with_context(|| format!(".debug_aranges+{at:#x}: past the end"))?;
-        let mut word = [0u8; 8];
-        word[..size as usize].copy_from_slice(field);
-        Ok(u64::from_le_bytes(word))
-    };
+    let read = |at: u64, size: u64| read_field(bytes, ".debug_aranges", at, size);
     let mut set = 0u64;
     while set < bytes.len() as u64 {
         let length = read(set, 4)?;
@@ -683,19 +751,7 @@ fn address_size(machine: u16, r_type: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::Piece;
-
-    fn piece(start: u64, end: u64, fate: Fate) -> Piece {
-        Piece {
-            start,
-            end,
-            fate,
-            new_start: 0,
-            thunk_size: if matches!(fate, Fate::Thunk(_)) { 5 } else { 0 },
-            align: 1,
-            joined: false,
-        }
-    }
+    use crate::layout::tests::piece;
 
     /// f 0x1000..0x1010 kept, g 0x1010..0x1020 removed into f, h
     /// 0x1020..0x1030 kept, t 0x1030..0x1040 a thunk to f, k
