@@ -281,6 +281,29 @@ fn icf<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         .expect("running the icf binary built for this test")
 }
 
+/// `icf shrink --mode MODE INPUT -o OUTPUT`.
+fn icf_shrink(mode: &str, input: &Path, output: &Path) -> Output {
+    icf(&[
+        "shrink".as_ref(),
+        "--mode".as_ref(),
+        mode.as_ref(),
+        input.as_os_str(),
+        "-o".as_ref(),
+        output.as_os_str(),
+    ])
+}
+
+/// `icf verify --mode MODE PLAIN FOLDED`.
+fn icf_verify(mode: &str, plain: &Path, folded: &Path) -> Output {
+    icf(&[
+        "verify".as_ref(),
+        "--mode".as_ref(),
+        mode.as_ref(),
+        plain.as_os_str(),
+        folded.as_os_str(),
+    ])
+}
+
 /// A linked binary's size on disk and its `.text`'s.
 #[derive(Copy, Clone, Debug)]
 struct Sizes {
@@ -570,14 +593,7 @@ impl Shrinking {
         {
             panic!("removing {}: {e}", output.display());
         }
-        let shrink = icf(&[
-            "shrink".as_ref(),
-            "--mode".as_ref(),
-            mode.as_ref(),
-            input.as_os_str(),
-            "-o".as_ref(),
-            output.as_os_str(),
-        ]);
+        let shrink = icf_shrink(mode, input, output);
         let stdout = String::from_utf8_lossy(&shrink.stdout);
         if let Some(reason) = self.refused {
             let stderr = String::from_utf8_lossy(&shrink.stderr);
@@ -672,13 +688,7 @@ impl Shrinking {
         }
 
         // Step 3: the proof.
-        let verify = icf(&[
-            "verify".as_ref(),
-            "--mode".as_ref(),
-            mode.as_ref(),
-            input.as_os_str(),
-            output.as_os_str(),
-        ]);
+        let verify = icf_verify(mode, input, output);
         let verified = String::from_utf8_lossy(&verify.stdout);
         if !verify.status.success() || !verified.lines().any(|l| l.starts_with("verified:")) {
             fail(
@@ -1744,14 +1754,7 @@ fn a_rust_panic_backtrace_names_the_same_frames() {
         );
         for mode in MODES {
             let output = dir.join(format!("out-{linker}-{mode}"));
-            let shrink = icf(&[
-                "shrink".as_ref(),
-                "--mode".as_ref(),
-                mode.as_ref(),
-                input.as_os_str(),
-                "-o".as_ref(),
-                output.as_os_str(),
-            ]);
+            let shrink = icf_shrink(mode, &input, &output);
             let stderr = String::from_utf8_lossy(&shrink.stderr);
             assert!(shrink.status.success(), "{linker} {mode}: {stderr}");
             assert!(!stderr.contains("DWARF"), "{linker} {mode}: {stderr}");
@@ -1766,13 +1769,7 @@ fn a_rust_panic_backtrace_names_the_same_frames() {
                 actual, expected,
                 "{linker} {mode}: OUT's backtrace differs from IN's"
             );
-            let verify = icf(&[
-                "verify".as_ref(),
-                "--mode".as_ref(),
-                mode.as_ref(),
-                input.as_os_str(),
-                output.as_os_str(),
-            ]);
+            let verify = icf_verify(mode, &input, &output);
             assert!(verify.status.success(), "{linker} {mode}: {verify:?}");
         }
     }
