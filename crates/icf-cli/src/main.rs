@@ -473,6 +473,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 keep_unique,
                 drop_kept_relocations: false,
+                want_report: false,
                 plants: plant_fold,
             };
             let shrunk = if verify {

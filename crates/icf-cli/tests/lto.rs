@@ -16,7 +16,9 @@
 //!    mode all no larger than a peer's `--icf=all` on the same objects
 //!    (lld for clang, gold for g++);
 //! 5. it keeps no relocations the command did not ask for (`.rela.text`
-//!    empty), and keeps them when the command asks (`-Wl,-q`).
+//!    empty), and keeps them when the command asks (`-Wl,-q`);
+//! 6. `--report` writes a JSON report naming the output, which says
+//!    functions fold exactly when `.text` got smaller.
 //!
 //! Also a Rust program built with `-C linker-plugin-lto` and linked through
 //! `icf-cc` by the `rust-lld` rustc ships (its LLVM reads rustc's bitcode):
@@ -215,11 +217,25 @@ fn check(toolchain: &Toolchain) {
     for mode in MODES {
         let context = format!("{} {mode}", toolchain.name);
         let output = dir.join(format!("icf-{mode}"));
+        let report = dir.join(format!("report-{mode}.json"));
         let linked = succeed(
             icf()
-                .args(["link", "--strict", "--mode", mode, "--"])
+                .args(["link", "--strict", "--mode", mode, "--report"])
+                .arg(&report)
+                .arg("--")
                 .args(link(&[], &output)),
         );
+        let json: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(&report).unwrap_or_else(|e| panic!("{context}: the report: {e}")),
+        )
+        .unwrap_or_else(|e| panic!("{context}: the report is no JSON: {e}"));
+        assert_eq!(
+            json["inputs"],
+            serde_json::json!([output.display().to_string()]),
+            "{context}: the report names the output"
+        );
+        let folded = json["totals"]["aliases"].as_u64().unwrap_or(0)
+            + json["totals"]["thunks"].as_u64().unwrap_or(0);
         let stderr = String::from_utf8_lossy(&linked.stderr);
         assert!(!stderr.contains("warning"), "{context}: {stderr}");
         assert_eq!(

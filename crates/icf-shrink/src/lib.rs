@@ -60,6 +60,8 @@ pub struct ShrinkOptions {
     /// OUT carries the relocations the link kept empty instead of
     /// rewritten (`icf link` adds `--emit-relocs` for itself only).
     pub drop_kept_relocations: bool,
+    /// Make the report of what folds (`icf link --report` after the link).
+    pub want_report: bool,
     /// Testing only: wrong folds made on purpose after planning (see
     /// `icf::PlantedFold`), so that `icf verify` and `--verify` can be
     /// checked to reject them.
@@ -82,6 +84,8 @@ pub struct Shrunk {
     /// Why OUT carries the DWARF empty, when IN had some and it could not
     /// be rewritten.
     pub debug_dropped: Option<String>,
+    /// What folds, when [`ShrinkOptions::want_report`] asked.
+    pub report: Option<icf::Report>,
 }
 
 impl Shrunk {
@@ -146,6 +150,7 @@ pub fn after_link(mode: icf::Mode, always: bool) -> icf::AfterLink {
                     mode,
                     keep_unique: request.keep_unique.clone(),
                     drop_kept_relocations: !request.keep_relocations,
+                    want_report: request.want_report,
                     plants: Vec::new(),
                 };
                 let shrunk = shrink(input, output, &options)?;
@@ -158,6 +163,7 @@ pub fn after_link(mode: icf::Mode, always: bool) -> icf::AfterLink {
                 Ok(icf::PostLinked {
                     folded: shrunk.aliases + shrunk.thunks,
                     summary: shrunk.summary(output),
+                    report: shrunk.report,
                 })
             },
         ),
@@ -172,6 +178,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let named = |e: anyhow::Error| e.context(format!("{}", input.display()));
     let elf = Elf::parse(data).map_err(named)?;
     let shape = Shape::of(&elf).map_err(named)?;
+    let loading = std::time::Instant::now();
     let program = icf::Program::load(
         &inputs,
         icf::Options {
@@ -186,7 +193,8 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     // What code runs on into (it falls through its last instruction) keeps
     // its body and its place right after it.
     let mut keep_places = run_on_into(&elf, &shape, object, arch);
-    let (pieces, counts, data_aliases) = loop {
+    let load = loading.elapsed();
+    let (pieces, counts, data_aliases, report) = loop {
         let mut analysis = icf::Analysis::run(
             &program,
             &icf::PlanOptions {
@@ -205,7 +213,10 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
             .filter(|place| !keep_places.contains(place))
             .collect();
         if reached.is_empty() {
-            break (pieces, counts, data_aliases);
+            let report = options
+                .want_report
+                .then(|| analysis.report(&analysis.plan, load));
+            break (pieces, counts, data_aliases, report);
         }
         if keep_places.len() > MAX_SHORT_JUMP_TARGETS {
             bail!(
@@ -290,6 +301,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         dropped_fdes,
         emptied: written.emptied,
         debug_dropped,
+        report,
     })
 }
 

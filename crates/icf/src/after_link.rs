@@ -9,6 +9,8 @@
 //! atomically (the shrink writes it whole, then renames); when the shrink
 //! fails, or the link fails only with `--emit-relocs`, the command runs
 //! unchanged and the caller gets a warning (an error with `--strict`).
+//! `--report` describes the folds of the linked image, as `icf report`
+//! does for a binary.
 
 use crate::link::{LinkOptions, LinkOutcome};
 use crate::link_command::LinkCommand;
@@ -30,6 +32,8 @@ pub struct ShrinkRequest {
     /// Symbols that keep their own body: `icf link`'s and the command's
     /// `--keep-unique`.
     pub keep_unique: Vec<String>,
+    /// Make the report of what folds (`--report`, `--print-icf-sections`).
+    pub want_report: bool,
 }
 
 /// See [`ShrinkFn`]: `icf-shrink`'s shrink, which `icf` itself does not
@@ -55,6 +59,8 @@ pub struct PostLinked {
     pub folded: usize,
     /// One line: what the shrink saved.
     pub summary: String,
+    /// What folds, when [`ShrinkRequest::want_report`] asked.
+    pub report: Option<crate::report::Report>,
 }
 
 /// Why the link must be folded after it is made: the first input holding
@@ -237,8 +243,16 @@ pub(crate) fn link(
             .chain(&parsed.keep_unique)
             .cloned()
             .collect(),
+        want_report: options.report.is_some() || options.want_report,
     };
-    let shrunk = (after.shrink)(&linked, &output, &request);
+    let mut shrunk = (after.shrink)(&linked, &output, &request);
+    if let Ok(PostLinked {
+        report: Some(report),
+        ..
+    }) = &mut shrunk
+    {
+        report.rename_input(&linked.display().to_string(), &output.display().to_string());
+    }
     if options.verbose {
         eprintln!(
             "icf: time: shrink after the link {}",
@@ -254,6 +268,9 @@ pub(crate) fn link(
     let _ = std::fs::remove_file(&linked);
     match (shrunk, proved) {
         (Ok(shrunk), Ok(true)) => {
+            if let (Some(path), Some(report)) = (&options.report, &shrunk.report) {
+                crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
+            }
             if shrunk.folded == 0 {
                 eprintln!(
                     "icf: note: {}: nothing to fold after the link ({})",
@@ -266,7 +283,7 @@ pub(crate) fn link(
             Ok(LinkOutcome {
                 status: link.status,
                 fallback: None,
-                report: None,
+                report: shrunk.report,
             })
         }
         (Err(error), _) => fall_back(format!("folding the linked image failed: {error:#}")),

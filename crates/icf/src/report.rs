@@ -474,6 +474,24 @@ impl Analysis<'_, '_> {
 }
 
 impl Report {
+    /// Names the input `from` `to` instead, wherever the report names it
+    /// (the image `icf link` folds after the link lives in a file of its
+    /// own until it becomes the output).
+    pub fn rename_input(&mut self, from: &str, to: &str) {
+        for input in &mut self.inputs {
+            if input == from {
+                *input = to.to_string();
+            }
+        }
+        for member in self.groups.iter_mut().flat_map(|group| &mut group.members) {
+            if member.object == from {
+                member.object = to.to_string();
+            }
+        }
+    }
+}
+
+impl Report {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
