@@ -255,6 +255,11 @@ fn check(toolchain: &Toolchain) {
                 "{context}: nothing folded ({text} bytes of .text)"
             );
         }
+        assert_eq!(
+            folded > 0,
+            text < plain_text,
+            "{context}: the report says {folded} functions fold, and .text went {plain_text} -> {text}"
+        );
         if let Some(peer_text) = peer_text
             && mode == "all"
         {
