@@ -22,7 +22,9 @@
 //!
 //! Also a Rust program built with `-C linker-plugin-lto` and linked through
 //! `icf-cc` by the `rust-lld` rustc ships (its LLVM reads rustc's bitcode):
-//! it runs as the plain build, verifies, and its `.text` is smaller.
+//! it runs as the plain build, verifies, and its `.text` is smaller. And
+//! `--after-link` (with `--verify`) on objects compiled without
+//! `-ffunction-sections` folds more than the usual path can.
 
 use icf_fixtures::Target;
 use object::{Object as _, ObjectSection as _};
@@ -378,4 +380,56 @@ fn rust_linker_plugin_lto_through_icf_cc() {
         ".text {after} is not smaller than the plain build's {before}"
     );
     assert_eq!(section_size(&folded, ".rela.text"), 0);
+}
+
+/// `--after-link` takes the same path for a build whose inputs hold
+/// machine code: objects compiled without `-ffunction-sections` (CMake's
+/// default), where the usual path can fold nothing of a unit's one
+/// `.text`, fold after the link; `--verify` proves the output against the
+/// image it was folded from.
+#[test]
+fn after_link_folds_objects_without_function_sections() {
+    let dir = scratch("after-link");
+    let object = dir.join("identical.o");
+    succeed(
+        Command::new("gcc")
+            .args(["-O2", "-c"])
+            .arg(icf_fixtures::source_dir().join("c/identical.c"))
+            .arg("-o")
+            .arg(&object),
+    );
+    let link = |output: &Path| -> Vec<String> {
+        vec![
+            "gcc".to_string(),
+            object.display().to_string(),
+            "-o".to_string(),
+            output.display().to_string(),
+        ]
+    };
+    let plain = dir.join("plain");
+    let words = link(&plain);
+    succeed(&mut command(
+        &words.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let (usual, after) = (dir.join("usual"), dir.join("after"));
+    succeed(icf().args(["link", "--strict", "--"]).args(link(&usual)));
+    let linked = succeed(
+        icf()
+            .args(["link", "--strict", "--verify", "--after-link", "--"])
+            .args(link(&after)),
+    );
+    let stderr = String::from_utf8_lossy(&linked.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let expected = run(Target::X86_64, &plain);
+    assert_eq!(run(Target::X86_64, &after), expected);
+    verify("safe", &plain, &after);
+    let (plain_text, usual_text, after_text) = (
+        section_size(&plain, ".text"),
+        section_size(&usual, ".text"),
+        section_size(&after, ".text"),
+    );
+    assert!(
+        after_text < usual_text && usual_text <= plain_text,
+        ".text: plain {plain_text}, icf link {usual_text}, icf link --after-link {after_text}"
+    );
 }
