@@ -12,8 +12,8 @@
 //! `--report` describes the folds of the linked image, as `icf report`
 //! does for a binary.
 
-use crate::link::{LinkOptions, LinkOutcome};
 use crate::link_command::LinkCommand;
+use crate::linker::{LinkOutcome, VerifyFn, milliseconds, relink_plainly, run};
 use anyhow::Context;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -175,19 +175,29 @@ fn object_holds_lto(file: &mut std::fs::File, start: u64) -> Option<&'static str
     }
 }
 
+/// What of `icf link`'s options this path takes.
+pub(crate) struct Settings<'a> {
+    pub strict: bool,
+    pub verbose: bool,
+    pub verify: Option<&'a VerifyFn>,
+    pub report: Option<&'a Path>,
+    pub want_report: bool,
+    /// `icf link`'s and the command's `--keep-unique`.
+    pub keep_unique: Vec<String>,
+}
+
 /// Links `parsed` with its relocations kept into a file beside its
 /// output, and folds that into the output (see the module's header).
-/// `why` says why the link is folded after it is made.
 pub(crate) fn link(
     parsed: &LinkCommand,
-    options: &LinkOptions,
+    options: &Settings<'_>,
     after: &AfterLink,
 ) -> anyhow::Result<LinkOutcome> {
     let fall_back = |why: String| -> anyhow::Result<LinkOutcome> {
         if options.strict {
             anyhow::bail!("{why}");
         }
-        let status = crate::link::run(&parsed.program, &parsed.args)?;
+        let status = run(&parsed.program, &parsed.args)?;
         Ok(LinkOutcome {
             status,
             fallback: Some(why),
@@ -214,7 +224,7 @@ pub(crate) fn link(
     if options.verbose {
         eprintln!(
             "icf: time: link with --emit-relocs {}",
-            crate::link::milliseconds(started.elapsed())
+            milliseconds(started.elapsed())
         );
     }
     // The linker's messages are held back until it is clear whether the
@@ -230,19 +240,13 @@ pub(crate) fn link(
                 report: None,
             });
         }
-        return crate::link::relink_plainly(parsed, "the link with --emit-relocs", &link);
+        return relink_plainly(parsed, "the link with --emit-relocs", &link);
     }
     std::io::Write::write_all(&mut std::io::stderr(), &link.stderr)?;
     let started = std::time::Instant::now();
     let request = ShrinkRequest {
         keep_relocations: parsed.emit_relocs,
-        keep_unique: options
-            .plan
-            .keep_unique
-            .iter()
-            .chain(&parsed.keep_unique)
-            .cloned()
-            .collect(),
+        keep_unique: options.keep_unique.clone(),
         want_report: options.report.is_some() || options.want_report,
     };
     let mut shrunk = (after.shrink)(&linked, &output, &request);
@@ -256,19 +260,17 @@ pub(crate) fn link(
     if options.verbose {
         eprintln!(
             "icf: time: shrink after the link {}",
-            crate::link::milliseconds(started.elapsed())
+            milliseconds(started.elapsed())
         );
     }
     let proved = match (&shrunk, &options.verify) {
-        (Ok(_), Some(verifier)) => {
-            (verifier.0)(&linked, &output).map_err(|e| e.context("--verify"))
-        }
+        (Ok(_), Some(verifier)) => verifier(&linked, &output).map_err(|e| e.context("--verify")),
         _ => Ok(true),
     };
     let _ = std::fs::remove_file(&linked);
     match (shrunk, proved) {
         (Ok(shrunk), Ok(true)) => {
-            if let (Some(path), Some(report)) = (&options.report, &shrunk.report) {
+            if let (Some(path), Some(report)) = (options.report, &shrunk.report) {
                 crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
             }
             if shrunk.folded == 0 {

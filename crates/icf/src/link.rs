@@ -12,13 +12,14 @@
 use crate::analysis::Analysis;
 use crate::key_cache::PendingWrites;
 use crate::link_command::{LinkCommand, LinkerFlavor};
+use crate::linker::{LinkOutcome, Verifier, VerifyFn, milliseconds, relink_plainly, run};
 use crate::options::PlanOptions;
 use crate::program::{Inputs, Options, Program};
 use crate::report::Report;
 use anyhow::Context;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::Command;
 
 /// What the user asked of `icf link`.
 #[derive(Clone, Debug, Default)]
@@ -44,29 +45,6 @@ pub struct LinkOptions {
     /// Fold the linked image instead of the inputs when they hold LTO code
     /// (or always, `--after-link`): see [`crate::after_link`].
     pub after_link: Option<crate::after_link::AfterLink>,
-}
-
-/// See [`LinkOptions::verify`]: `icf-verify`'s proof, which `icf` itself
-/// does not depend on.
-#[derive(Clone)]
-pub struct Verifier(pub std::sync::Arc<VerifyFn>);
-
-/// Whether the folded output (second) is proved against the plain one.
-pub type VerifyFn = dyn Fn(&Path, &Path) -> anyhow::Result<bool> + Send + Sync;
-
-impl std::fmt::Debug for Verifier {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Verifier")
-    }
-}
-
-/// How a link went.
-#[derive(Debug)]
-pub struct LinkOutcome {
-    pub status: ExitStatus,
-    /// Why the plain command ran instead, when it did.
-    pub fallback: Option<String>,
-    pub report: Option<Report>,
 }
 
 /// Folds the inputs of `command` and runs it.
@@ -112,7 +90,21 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             if options.verbose {
                 eprintln!("icf: folding the linked image: {why}");
             }
-            return crate::after_link::link(&parsed, options, after);
+            let settings = crate::after_link::Settings {
+                strict: options.strict,
+                verbose: options.verbose,
+                verify: options.verify.as_ref().map(|v| v.0.as_ref()),
+                report: options.report.as_deref(),
+                want_report: options.want_report,
+                keep_unique: options
+                    .plan
+                    .keep_unique
+                    .iter()
+                    .chain(&parsed.keep_unique)
+                    .cloned()
+                    .collect(),
+            };
+            return crate::after_link::link(&parsed, &settings, after);
         }
     }
     match without_panics(|| fold_inputs(&parsed, options, cache, workspace.path())) {
@@ -207,30 +199,6 @@ fn verified(
     Ok(LinkOutcome {
         status,
         fallback: Some(why),
-        report: None,
-    })
-}
-
-/// Runs the command unchanged after a link icf changed (`what`) failed
-/// with `failed`; when the plain link fails too, the problem is not icf's
-/// and no fallback is reported.
-pub(crate) fn relink_plainly(
-    parsed: &LinkCommand,
-    what: &str,
-    failed: &std::process::Output,
-) -> anyhow::Result<LinkOutcome> {
-    let status = run(&parsed.program, &parsed.args)?;
-    let message = String::from_utf8_lossy(&failed.stderr);
-    let first_lines: Vec<&str> = message.lines().take(3).collect();
-    Ok(LinkOutcome {
-        status,
-        fallback: status.success().then(|| {
-            format!(
-                "{what} failed ({}): {}",
-                failed.status,
-                first_lines.join(" | ")
-            )
-        }),
         report: None,
     })
 }
@@ -431,13 +399,6 @@ fn scripts_of(parsed: &LinkCommand) -> Result<crate::linker_script::ScriptMap, S
     crate::linker_script::ScriptMap::parse_all(&scripts)
 }
 
-pub(crate) fn run(program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
-    Command::new(program)
-        .args(args)
-        .status()
-        .with_context(|| format!("running {program}"))
-}
-
 /// A directory removed when dropped.
 struct TempDir(PathBuf);
 
@@ -483,10 +444,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-pub(crate) fn milliseconds(duration: std::time::Duration) -> String {
-    format!("{:.0} ms", duration.as_secs_f64() * 1e3)
 }
 
 #[cfg(test)]
