@@ -1506,6 +1506,23 @@ fn thunks_to_functions_with_landing_pads() {
 }
 
 #[test]
+fn a_tail_call_through_the_got_relaxed_by_the_linker() {
+    check(&Program {
+        name: "no_plt",
+        sources: &[
+            "shrink/no_plt_b.c",
+            "shrink/no_plt_a.c",
+            "shrink/no_plt_main.c",
+        ],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: None,
+        cflags: &["-fno-plt"],
+    });
+}
+
+#[test]
 fn a_shared_library_s_exported_and_hidden_twins() {
     check(&Program {
         name: "shlib",

@@ -247,7 +247,21 @@ pub(crate) fn patch(
                                 elf.read(place, 4).is_some_and(|w| arch.is_padding(w));
                             let relaxed_got =
                                 arch.kept_reloc(rela.r_type) == KeptReloc::RelaxableGotLoad;
-                            if relaxed_got && moves {
+                            // `jmp *f@GOTPCREL(%rip)` relaxed to `jmp f; nop`
+                            // (lld and GNU ld): the field starts a byte before
+                            // the relocation's place, and decoding found it.
+                            let relaxed_jump = relaxed_got
+                                && !section_symbol
+                                && elf
+                                    .read(place.wrapping_sub(2), 6)
+                                    .is_some_and(|b| b[0] == 0xe9 && b[5] == 0x90)
+                                && decoded
+                                    .fields
+                                    .get(&place.wrapping_sub(1))
+                                    .is_some_and(|f| f.target == old_symbol);
+                            if relaxed_jump {
+                                new_meaning = None;
+                            } else if relaxed_got && moves {
                                 relaxed_got_load(
                                     elf,
                                     arch,

@@ -34,10 +34,19 @@ pub(crate) fn new_symbol(
         return Some((value, symbol.size));
     }
     let mut size = symbol.size;
-    if let Some(Fate::Thunk(_)) = layout.fate_at(symbol.value)
-        && layout.piece_start(symbol.value) == Some(symbol.value)
-    {
-        size = layout.thunk_size_at(symbol.value).unwrap_or(size);
+    let starts_piece = layout.piece_start(symbol.value) == Some(symbol.value);
+    match layout.fate_at(symbol.value) {
+        Some(Fate::Thunk(_)) if starts_piece => {
+            size = layout.thunk_size_at(symbol.value).unwrap_or(size);
+        }
+        // An alias names its kept copy, and no more of it: a removed
+        // function can be longer (a `nop` after its last jump, where the
+        // linker relaxed a GOT jump) and must not reach past the copy.
+        Some(Fate::Alias(kept)) if starts_piece => {
+            let copy = &layout.pieces[kept];
+            size = size.min(copy.end - copy.start);
+        }
+        _ => {}
     }
     Some((layout.map(symbol.value), size))
 }

@@ -1983,6 +1983,27 @@ fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool
     result
 }
 
+/// Whether `longer` is `shorter` and one `nop` after the jump that ends
+/// it: how lld and GNU ld relax `jmp *f@GOTPCREL(%rip)` (`jmp f; nop`),
+/// where the other copy jumped to `f` directly. Nothing runs the `nop`
+/// (a jump to it would have no counterpart, and is checked as a target).
+fn only_a_nop_after_a_jump(shorter: &[Decoded], longer: &[Decoded]) -> bool {
+    let mnemonic = |d: Option<&Decoded>| match d.map(|d| &d.key) {
+        Some(Key::X86(key)) => Some(key.mnemonic),
+        _ => None,
+    };
+    // The `nop` decoded, or left as bytes no path reaches.
+    let nop = |d: Option<&Decoded>| match d.map(|d| &d.key) {
+        Some(Key::X86(key)) => key.mnemonic == iced_x86::Mnemonic::Nop,
+        Some(Key::Data { data, relocations }) => data == &[0x90] && relocations.is_empty(),
+        _ => false,
+    };
+    longer.len() == shorter.len() + 1
+        && mnemonic(shorter.last()) == Some(iced_x86::Mnemonic::Jmp)
+        && mnemonic(longer.get(shorter.len().wrapping_sub(1))) == Some(iced_x86::Mnemonic::Jmp)
+        && nop(longer.last())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn compare_code(
     plain: &Image,
@@ -2030,7 +2051,10 @@ fn compare_code(
             ));
         }
     }
-    if plain_code.len() != folded_code.len() {
+    if plain_code.len() != folded_code.len()
+        && !only_a_nop_after_a_jump(plain_code, folded_code)
+        && !only_a_nop_after_a_jump(folded_code, plain_code)
+    {
         let n = plain_code.len().min(folded_code.len());
         let at = |code: &[Decoded], start: u64, end: u64| {
             code.get(n).map_or(end, |d| start + u64::from(d.offset))
