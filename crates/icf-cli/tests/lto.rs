@@ -386,7 +386,7 @@ fn rust_linker_plugin_lto_through_icf_cc() {
 /// machine code: objects compiled without `-ffunction-sections` (CMake's
 /// default), where the usual path can fold nothing of a unit's one
 /// `.text`, fold after the link; `--verify` proves the output against the
-/// image it was folded from.
+/// image it was folded from, and leaves it the relocations the proof reads.
 #[test]
 fn after_link_folds_objects_without_function_sections() {
     let dir = scratch("after-link");
@@ -432,4 +432,6 @@ fn after_link_folds_objects_without_function_sections() {
         after_text < usual_text && usual_text <= plain_text,
         ".text: plain {plain_text}, icf link {usual_text}, icf link --after-link {after_text}"
     );
+    // The proof needed the relocations on both sides: the output keeps them.
+    assert!(section_size(&after, ".rela.text") > 0);
 }

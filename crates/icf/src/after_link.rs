@@ -245,7 +245,11 @@ pub(crate) fn link(
     std::io::Write::write_all(&mut std::io::stderr(), &link.stderr)?;
     let started = std::time::Instant::now();
     let request = ShrinkRequest {
-        keep_relocations: parsed.emit_relocs,
+        // `--verify` proves the output against the image it was folded
+        // from, which has its relocations: the proof needs them on both
+        // sides (without them some folds cannot be proved), so the output
+        // keeps them.
+        keep_relocations: parsed.emit_relocs || options.verify.is_some(),
         keep_unique: options.keep_unique.clone(),
         want_report: options.report.is_some() || options.want_report,
     };
