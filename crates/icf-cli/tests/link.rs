@@ -819,3 +819,59 @@ fn failures_before_folding_run_the_command_as_it_was() {
         "{stderr}"
     );
 }
+
+/// `--after-link` on a Mach-O link keeps the usual path (`icf shrink`
+/// reads ELF images only): the inputs fold, and the link is not made
+/// with `--emit-relocs` (which ld64.lld does not take) first.
+#[test]
+fn after_link_on_a_mach_o_link_folds_the_inputs() {
+    let dir = scratch("mach-o-after-link");
+    let source = dir.join("twins.c");
+    std::fs::write(
+        &source,
+        "int f(int x) { return x * 3; }\nint g(int x) { return x * 3; }\n",
+    )
+    .expect("write source");
+    let object = dir.join("twins.o");
+    let status = Command::new("clang-19")
+        .args(["--target=x86_64-apple-macos11", "-O2", "-c"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .status()
+        .expect("clang");
+    assert!(status.success());
+    let library = dir.join("libtwins.dylib");
+    let command = [
+        "--",
+        "ld64.lld-19",
+        "-arch",
+        "x86_64",
+        "-platform_version",
+        "macos",
+        "11.0",
+        "11.0",
+        "-dylib",
+        "-dead_strip",
+        "-undefined",
+        "dynamic_lookup",
+        object.to_str().expect("utf-8"),
+        "-o",
+        library.to_str().expect("utf-8"),
+    ];
+    let output = icf(&[&["link", "--strict", "--after-link"][..], &command[..]].concat());
+    assert_succeeded(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("emit-relocs"), "{stderr}");
+    let disassembly = Command::new("llvm-objdump-19")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&library)
+        .output()
+        .expect("llvm-objdump-19");
+    // One twin is now a jump to the other.
+    assert!(
+        String::from_utf8_lossy(&disassembly.stdout).contains("jmp"),
+        "{}",
+        String::from_utf8_lossy(&disassembly.stdout)
+    );
+}

@@ -80,7 +80,11 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             report: None,
         });
     }
-    if let Some(after) = &options.after_link {
+    // `icf shrink` reads ELF images only: a Mach-O link keeps the usual path
+    // (which says why its LTO inputs cannot fold).
+    if let Some(after) = &options.after_link
+        && parsed.format == crate::link_command::LinkFormat::Elf
+    {
         let why = if after.always {
             Some("--after-link".to_string())
         } else {
