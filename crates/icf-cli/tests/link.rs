@@ -222,12 +222,10 @@ fn an_lto_link_icf_cannot_fold_links_plainly_unless_strict() {
     assert!(String::from_utf8_lossy(&strict.stderr).contains("--emit-relocs"));
 }
 
-#[test]
-/// A Mach-O dylib link folds (it used to be refused by name): both twins
-/// are exported, so safe mode keeps their addresses apart with a thunk, and
-/// without -dead_strip icf says the folded body stays in the file.
-fn a_mach_o_dylib_link_folds_and_warns_without_dead_strip() {
-    let dir = scratch("mach-o");
+/// Two exported twins compiled for macOS (x86_64) under `dir`, and the
+/// `ld64.lld-19` command linking them into `dir/libtwins.dylib` with
+/// `extra` flags (after `--`, as `icf link` takes it); and the library's path.
+fn mach_o_twins(dir: &Path, extra: &[&str]) -> (Vec<String>, PathBuf) {
     let source = dir.join("twins.c");
     std::fs::write(
         &source,
@@ -244,7 +242,7 @@ fn a_mach_o_dylib_link_folds_and_warns_without_dead_strip() {
         .expect("clang");
     assert!(status.success());
     let library = dir.join("libtwins.dylib");
-    let command = [
+    let mut command: Vec<String> = [
         "--",
         "ld64.lld-19",
         "-arch",
@@ -256,10 +254,27 @@ fn a_mach_o_dylib_link_folds_and_warns_without_dead_strip() {
         "-dylib",
         "-undefined",
         "dynamic_lookup",
-        object.to_str().expect("utf-8"),
-        "-o",
-        library.to_str().expect("utf-8"),
-    ];
+    ]
+    .iter()
+    .chain(extra)
+    .map(|word| word.to_string())
+    .collect();
+    command.extend([
+        object.display().to_string(),
+        "-o".to_string(),
+        library.display().to_string(),
+    ]);
+    (command, library)
+}
+
+#[test]
+/// A Mach-O dylib link folds (it used to be refused by name): both twins
+/// are exported, so safe mode keeps their addresses apart with a thunk, and
+/// without -dead_strip icf says the folded body stays in the file.
+fn a_mach_o_dylib_link_folds_and_warns_without_dead_strip() {
+    let dir = scratch("mach-o");
+    let (command, library) = mach_o_twins(&dir, &[]);
+    let command: Vec<&str> = command.iter().map(String::as_str).collect();
     let output = icf(&[&["link", "--strict"][..], &command[..]].concat());
     assert_succeeded(&output);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -826,39 +841,8 @@ fn failures_before_folding_run_the_command_as_it_was() {
 #[test]
 fn after_link_on_a_mach_o_link_folds_the_inputs() {
     let dir = scratch("mach-o-after-link");
-    let source = dir.join("twins.c");
-    std::fs::write(
-        &source,
-        "int f(int x) { return x * 3; }\nint g(int x) { return x * 3; }\n",
-    )
-    .expect("write source");
-    let object = dir.join("twins.o");
-    let status = Command::new("clang-19")
-        .args(["--target=x86_64-apple-macos11", "-O2", "-c"])
-        .arg(&source)
-        .arg("-o")
-        .arg(&object)
-        .status()
-        .expect("clang");
-    assert!(status.success());
-    let library = dir.join("libtwins.dylib");
-    let command = [
-        "--",
-        "ld64.lld-19",
-        "-arch",
-        "x86_64",
-        "-platform_version",
-        "macos",
-        "11.0",
-        "11.0",
-        "-dylib",
-        "-dead_strip",
-        "-undefined",
-        "dynamic_lookup",
-        object.to_str().expect("utf-8"),
-        "-o",
-        library.to_str().expect("utf-8"),
-    ];
+    let (command, library) = mach_o_twins(&dir, &["-dead_strip"]);
+    let command: Vec<&str> = command.iter().map(String::as_str).collect();
     let output = icf(&[&["link", "--strict", "--after-link"][..], &command[..]].concat());
     assert_succeeded(&output);
     let stderr = String::from_utf8_lossy(&output.stderr);
