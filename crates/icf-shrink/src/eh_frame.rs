@@ -32,20 +32,15 @@ struct Cie {
     augmented: bool,
 }
 
+/// The unsigned LEB128 at `*at` of `bytes` (gimli reads it); `*at` moves past it.
 fn uleb(bytes: &[u8], at: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    let mut shift = 0;
-    loop {
-        let byte = *bytes.get(*at)?;
-        *at += 1;
-        if shift < 64 {
-            value |= u64::from(byte & 0x7f) << shift;
-        }
-        shift += 7;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
+    let mut cursor = crate::dwarf::Cursor {
+        bytes,
+        at: *at as u64,
+    };
+    let value = cursor.uleb().ok()?;
+    *at = cursor.at as usize;
+    Some(value)
 }
 
 /// Writes the pointer field at section offset `at` again (section at

@@ -403,34 +403,27 @@ impl Cursor<'_> {
 
     /// An unsigned LEB128 and where it is: (offset, size, value).
     pub(crate) fn uleb_field(&mut self) -> anyhow::Result<(u64, u64, u64)> {
-        let (at, mut value, mut shift) = (self.at, 0u64, 0u32);
-        loop {
-            let byte = self.fixed(1)?;
-            if shift < 64 {
-                value |= (byte & 0x7f) << shift;
-            }
-            shift += 7;
-            if byte & 0x80 == 0 {
-                return Ok((at, self.at - at, value));
-            }
-        }
+        let at = self.at;
+        let (value, size) = self.leb(|r| gimli::leb128::read::unsigned(r))?;
+        Ok((at, size, value))
     }
 
     pub(crate) fn sleb(&mut self) -> anyhow::Result<i64> {
-        let (mut value, mut shift) = (0i64, 0u32);
-        loop {
-            let byte = self.fixed(1)?;
-            if shift < 64 {
-                value |= ((byte & 0x7f) as i64) << shift;
-            }
-            shift += 7;
-            if byte & 0x80 == 0 {
-                if shift < 64 && byte & 0x40 != 0 {
-                    value |= -1i64 << shift;
-                }
-                return Ok(value);
-            }
-        }
+        Ok(self.leb(|r| gimli::leb128::read::signed(r))?.0)
+    }
+
+    /// A LEB128 read by gimli's `read`, and its size.
+    fn leb<T>(
+        &mut self,
+        read: impl FnOnce(&mut gimli::EndianSlice<'_, gimli::LittleEndian>) -> gimli::Result<T>,
+    ) -> anyhow::Result<(T, u64)> {
+        let at = self.at;
+        let rest = self.bytes.get(at as usize..).unwrap_or_default();
+        let mut reader = gimli::EndianSlice::new(rest, gimli::LittleEndian);
+        let value = read(&mut reader).map_err(|e| anyhow::anyhow!("+{at:#x}: {e}"))?;
+        let size = (rest.len() - reader.len()) as u64;
+        self.at += size;
+        Ok((value, size))
     }
 
     pub(crate) fn skip(&mut self, size: u64) {
