@@ -800,6 +800,8 @@ pub(crate) fn relocated_words(
     let mut whole = Vec::new();
     // The `movz`/`movk` words building each address, by its `S + A`.
     let mut pieces: Vec<(u64, Vec<MoveWide>)> = Vec::new();
+    // The `adrp`s (offsets) and `add :lo12:`s (offsets) of each address.
+    let mut pages: Vec<(u64, Vec<u32>, Vec<u32>)> = Vec::new();
     let mut offset = 0u32;
     while offset < length {
         let Some(reloc) = plain.emitted.get(&(plain_start + u64::from(offset))) else {
@@ -817,6 +819,24 @@ pub(crate) fn relocated_words(
                 offset += size;
                 continue;
             }
+            // R_AARCH64_ADR_PREL_PG_HI21 (275), _NC (276), ADD_ABS_LO12_NC (277).
+            275..=277 => {
+                let at = match pages
+                    .iter_mut()
+                    .position(|(value, _, _)| *value == reloc.value)
+                {
+                    Some(at) => at,
+                    None => {
+                        pages.push((reloc.value, Vec::new(), Vec::new()));
+                        pages.len() - 1
+                    }
+                };
+                if reloc.r_type == 277 {
+                    pages[at].2.push(offset);
+                } else {
+                    pages[at].1.push(offset);
+                }
+            }
             // R_AARCH64_MOVW_UABS_G0 (263) ..= G3 (269): G0, G0_NC, G1, ...
             263..=269 => {
                 let shift = (reloc.r_type - 263) / 2 * 16;
@@ -829,6 +849,14 @@ pub(crate) fn relocated_words(
         }
         offset += 4;
     }
+    unpaired_low_halves(
+        plain,
+        folded,
+        (plain_start, folded_start),
+        &pages,
+        plain_code,
+        folded_code,
+    );
     for (offset, size, r_type, value) in whole {
         let read = |image: &Image, start: u64| match size {
             8 => image.read_u64(start + u64::from(offset)),
@@ -899,6 +927,108 @@ pub(crate) fn relocated_words(
             };
             replace_words(plain_code, offset, 4, p);
             replace_words(folded_code, offset, 4, f);
+        }
+    }
+}
+
+/// The `add :lo12:`s of `pages` (by `S + A`: `adrp` offsets, `add`
+/// offsets) that the decoding did not pair with an `adrp` (its register
+/// went through the stack, as static glibc's code spills it): each
+/// completes the page of the address's nearest `adrp` before it (else
+/// after it), in PLAIN as its relocation says, in FOLDED as the words at
+/// the same offsets hold; the `add` becomes data whose field is that
+/// address. One the decoding paired keeps its own target.
+fn unpaired_low_halves(
+    plain: &Image,
+    folded: &Image,
+    (plain_start, folded_start): (u64, u64),
+    pages: &[(u64, Vec<u32>, Vec<u32>)],
+    plain_code: &mut Vec<Decoded>,
+    folded_code: &mut Vec<Decoded>,
+) {
+    // The address an `adrp` at `offset` and an `add` at `low` compute.
+    let address = |image: &Image, start: u64, page_at: u32, low: u32| {
+        let adrp = image.read_u32(start + u64::from(page_at))?;
+        let add = image.read_u32(start + u64::from(low))?;
+        let is_adrp = adrp & 0x9f00_0000 == 0x9000_0000;
+        let is_add = add & 0x7fc0_0000 == 0x1100_0000;
+        if !is_adrp || !is_add {
+            return None;
+        }
+        let pages = (((adrp >> 5 & 0x7_ffff) << 2 | adrp >> 29 & 3) << 11) as i32 >> 11;
+        let page =
+            ((start + u64::from(page_at)) & !0xfff).wrapping_add((i64::from(pages) << 12) as u64);
+        Some(page + u64::from(add >> 10 & 0xfff))
+    };
+    for (value, adrps, lows) in pages {
+        // The `adrp`s: what they compute is compared as the address their
+        // `add` completes (a page of data that moved by other than whole
+        // pages is another page, though the address corresponds).
+        if let Some(&low) = lows.first() {
+            for &page_at in adrps {
+                if address(plain, plain_start, page_at, low) != Some(*value) {
+                    continue;
+                }
+                let Some(folded_value) = address(folded, folded_start, page_at, low) else {
+                    continue;
+                };
+                let item = |image: &Image, start: u64, value: u64| {
+                    let word = image.read_u32(start + u64::from(page_at))? & !0x60ff_ffe0;
+                    Some(Decoded {
+                        offset: page_at,
+                        key: Key::Data {
+                            data: word.to_le_bytes().to_vec(),
+                            relocations: vec![(0, 275)],
+                        },
+                        refs: vec![address_at(value, start + u64::from(page_at))],
+                    })
+                };
+                if let (Some(p), Some(f)) = (
+                    item(plain, plain_start, *value),
+                    item(folded, folded_start, folded_value),
+                ) {
+                    replace_words(plain_code, page_at, 4, p);
+                    replace_words(folded_code, page_at, 4, f);
+                }
+            }
+        }
+        for &low in lows {
+            let paired = plain_code
+                .iter()
+                .find(|d| d.offset == low)
+                .is_none_or(|d| !d.refs.is_empty());
+            let Some(&page_at) = adrps
+                .iter()
+                .filter(|&&at| at < low)
+                .max()
+                .or_else(|| adrps.iter().min())
+            else {
+                continue;
+            };
+            if paired || address(plain, plain_start, page_at, low) != Some(*value) {
+                continue;
+            }
+            let Some(folded_value) = address(folded, folded_start, page_at, low) else {
+                continue;
+            };
+            let item = |image: &Image, start: u64, value: u64| {
+                let word = image.read_u32(start + u64::from(low))? & !(0xfff << 10);
+                Some(Decoded {
+                    offset: low,
+                    key: Key::Data {
+                        data: word.to_le_bytes().to_vec(),
+                        relocations: vec![(0, 277)],
+                    },
+                    refs: vec![address_at(value, start + u64::from(low))],
+                })
+            };
+            if let (Some(p), Some(f)) = (
+                item(plain, plain_start, *value),
+                item(folded, folded_start, folded_value),
+            ) {
+                replace_words(plain_code, low, 4, p);
+                replace_words(folded_code, low, 4, f);
+            }
         }
     }
 }

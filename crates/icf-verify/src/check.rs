@@ -1766,6 +1766,25 @@ fn promoted_by_thinlto(name: &str) -> bool {
     })
 }
 
+/// Whether `offset` lies in a run of bytes no path reaches that holds no
+/// field a kept relocation writes: data both images hold alike at the
+/// same offset once the instructions compared equal (x86-64 data a
+/// function embeds and reads, `movl .Ldata(%rip), %eax`).
+fn in_plain_data(code: &[Decoded], offset: u64) -> bool {
+    let Ok(offset) = u32::try_from(offset) else {
+        return false;
+    };
+    let at = code.partition_point(|d| d.offset <= offset);
+    at.checked_sub(1)
+        .map(|i| &code[i])
+        .is_some_and(|d| match &d.key {
+            Key::Data { data, relocations } => {
+                relocations.is_empty() && u64::from(offset - d.offset) < data.len() as u64
+            }
+            _ => false,
+        })
+}
+
 fn offset_index(offsets: &[u32], offset: u64) -> Option<usize> {
     let offset = u32::try_from(offset).ok()?;
     offsets.binary_search(&offset).ok()
@@ -2088,9 +2107,10 @@ fn compare_code(
                 // The same place of data in code (a Mach-O jump table in
                 // `__text`, which `lea` addresses), compared as bytes with
                 // the rest of the function's data runs.
-                let same_data = x.address - p.start == y.address - f.start
-                    && plain.in_data_in_code(x.address)
-                    && folded.in_data_in_code(y.address);
+                let same_offset = x.address - p.start == y.address - f.start;
+                let same_data = same_offset
+                    && ((plain.in_data_in_code(x.address) && folded.in_data_in_code(y.address))
+                        || in_plain_data(plain_code, x.address - p.start));
                 if (i.is_none() || i != j) && !same_data {
                     return Err(differ(
                         a,

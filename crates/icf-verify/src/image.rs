@@ -445,6 +445,14 @@ fn is_relative(arch: Arch, r_type: u32) -> bool {
 }
 
 /// Relocations whose slot holds `S + A` (absolute words, GOT entries, PLT slots).
+/// `IRELATIVE`: the slot holds what the resolver at the addend returns.
+fn is_resolver(arch: Arch, r_type: u32) -> bool {
+    match arch {
+        Arch::X86_64 => r_type == 37,    // R_X86_64_IRELATIVE
+        Arch::Aarch64 => r_type == 1032, // R_AARCH64_IRELATIVE
+    }
+}
+
 fn is_symbol_word(arch: Arch, r_type: u32) -> bool {
     match arch {
         // R_X86_64_64, GLOB_DAT, JUMP_SLOT
@@ -1610,7 +1618,11 @@ impl Relocations {
                 .map(|s| s.sh_type(endian).0)
                 .unwrap_or(0);
             let applies_to = header.sh_info(endian) as usize;
-            if link_type == SHT_SYMTAB && applies_to != 0 && !tables.use_dynsym {
+            // A loaded relocation section is the program's own, applied
+            // at run time, even linked to `.symtab` (a static program's
+            // `IRELATIVE`s, which its start-up code applies).
+            let loaded = header.sh_flags(endian).0 & SHF_ALLOC != 0;
+            if link_type == SHT_SYMTAB && applies_to != 0 && !tables.use_dynsym && !loaded {
                 // Emitted relocations: places are virtual addresses (bfd, gold, lld).
                 let Some(target) = sections.get(applies_to) else {
                     continue;
@@ -1619,8 +1631,11 @@ impl Relocations {
                     continue;
                 }
                 relocations.read_emitted(endian, target, relas, symbols, &tables.symtab);
-            } else if link_type == SHT_DYNSYM || link.0 == 0 {
+            } else if link_type == SHT_DYNSYM || link.0 == 0 || loaded {
                 relocations.read_dynamic(file, &tables.dynsym, relas);
+                if loaded {
+                    relocations.read_addends(file, header.sh_addr(endian), relas);
+                }
             }
         }
         Ok(relocations)
@@ -1696,6 +1711,22 @@ impl Relocations {
             self.dynamic.insert(place, Slot::Address(word));
         }
         Ok(())
+    }
+
+    /// Records the addends of the relative and `IRELATIVE` relocations
+    /// `relas`, loaded at `address`, as the addresses they are: a static
+    /// program applies its own (glibc's `__rela_iplt_start`), so its code
+    /// reads them as data holding code addresses.
+    fn read_addends(&mut self, file: &LinkedFile<'_>, address: u64, relas: &[RelaEntry]) {
+        let endian = file.endian;
+        for (index, rela) in relas.iter().enumerate() {
+            let r_type = rela.r_type(endian, false).0;
+            if is_relative(file.arch, r_type) || is_resolver(file.arch, r_type) {
+                let field = address + 24 * index as u64 + 16;
+                self.dynamic
+                    .insert(field, Slot::Address(rela.r_addend(endian) as u64));
+            }
+        }
     }
 
     /// Records what the dynamic relocations `relas` have the loader write

@@ -562,6 +562,39 @@ fn offset_entries(image: &Image, table: u64, referenced: &[u64]) -> Vec<u64> {
     named
 }
 
+/// Sections of entries the linker writes (PLTs): nothing but code.
+const STUB_SECTIONS: &[&str] = &[".plt", ".iplt", ".plt.sec", ".plt.got"];
+
+/// Every instruction of the linker's PLT sections, decoded linearly: each
+/// entry's lazy-binding half (`push $n; jmp`) is entered through its GOT
+/// slot, whose content no relocation names (and in lld's static `.iplt`
+/// it is never entered, but is code still, compared as code).
+fn stub_instructions(image: &Image) -> Vec<u64> {
+    let mut starts = Vec::new();
+    if image.arch != crate::image::Arch::X86_64 {
+        return starts;
+    }
+    for section in image
+        .sections
+        .iter()
+        .filter(|s| s.alloc && s.executable && STUB_SECTIONS.contains(&s.name.as_str()))
+    {
+        let Some(bytes) = image.bytes(section.address, section.size) else {
+            continue;
+        };
+        let mut decoder =
+            iced_x86::Decoder::with_ip(64, bytes, section.address, iced_x86::DecoderOptions::NONE);
+        while decoder.can_decode() {
+            let instruction = decoder.decode();
+            if instruction.is_invalid() {
+                break;
+            }
+            starts.push(instruction.ip());
+        }
+    }
+    starts
+}
+
 pub(crate) fn reach(image: &Image) -> Reached {
     let mut sections: Vec<SectionMap> = image
         .sections
@@ -591,6 +624,7 @@ pub(crate) fn reach(image: &Image) -> Reached {
         crate::image::Slot::Address(a) => Some(*a),
         crate::image::Slot::Named(..) => None,
     }));
+    work.extend(stub_instructions(image));
     work.retain(|&a| image.is_code(a));
     work.sort_unstable();
     work.dedup();
