@@ -67,6 +67,14 @@ pub trait Architecture: Sync {
     /// `movz`/`movk` of AArch64's large code model): code holding one takes
     /// the address it names.
     fn writes_absolute_address(&self, r_type: u32) -> bool;
+    /// Whether an assembler leaves a relocation for every field of type
+    /// `r_type`, even one naming its own section (AArch64's `adrp` and
+    /// `:lo12:` operands and `movw` pieces, whose values depend on where
+    /// the linker puts things): in a linked image that kept its
+    /// relocations, a decoded field of this type without one is no field
+    /// (the decoder paired a register across paths) unless the linker
+    /// wrote the code.
+    fn always_relocated(&self, r_type: u32) -> bool;
     /// Writes into `field` (the bytes at `place`, the instruction word on
     /// AArch64) what a linker writes for relocation `r_type` when `S + A`
     /// is `value`, or says why it cannot (the value does not fit, the type

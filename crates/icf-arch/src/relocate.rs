@@ -42,6 +42,11 @@ pub enum KeptReloc {
     /// The low 12 bits of an address an AArch64 `adrp` completes (`add`,
     /// load or store): decoding pairs it with its `adrp`.
     Low12,
+    /// The offset of the symbol's GOT slot from the GOT or its page
+    /// (AArch64 `:gotpage_lo15:`, as static glibc loads through the GOT;
+    /// x86-64 `GOT32`/`GOT64`): it holds while the GOT stays where it is,
+    /// whatever the symbol, since the slot's content is the GOT's.
+    GotOffset,
     /// Anything else: thread-local offsets, GOT-relative offsets, sizes,
     /// markers, the `movw` pieces of other than an absolute address. Its field does not change when code moves
     /// unless what it names moves, which the caller refuses.

@@ -169,6 +169,9 @@ enum Command {
         /// OUT; when the proof fails, write nothing and fail.
         #[arg(long)]
         verify: bool,
+        /// Write the JSON report of what folds (and what keeps its place) here.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
         /// Testing only: make this wrong fold on purpose (see `icf link`).
         #[arg(long = "plant-fold", value_name = "KIND:KEPT=MEMBER", hide = true)]
         plant_fold: Vec<icf::PlantedFold>,
@@ -462,6 +465,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             mode,
             keep_unique,
             verify,
+            report,
             plant_fold,
             input,
             output,
@@ -473,7 +477,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 keep_unique,
                 drop_kept_relocations: false,
-                want_report: false,
+                want_report: report.is_some(),
                 plants: plant_fold,
             };
             let shrunk = if verify {
@@ -483,6 +487,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             if let Some(note) = shrunk.emptied_note() {
                 eprintln!("icf: warning: {note}");
+            }
+            if let (Some(path), Some(report)) = (&report, &shrunk.report) {
+                icf::write_atomically(path, report.to_json().as_bytes())?;
             }
             write_stdout(&format!("{}\n", shrunk.summary(&input)))
         }

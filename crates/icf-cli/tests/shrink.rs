@@ -75,6 +75,9 @@ enum Flavour {
     /// addresses from literal pools in `.text` (AArch64) or writes them
     /// whole into instructions (x86-64 `movabs`).
     LargeCodeModel,
+    /// A static executable (`-static`): the C library's code, GOT and
+    /// `IRELATIVE` relocations are the program's own.
+    Static,
 }
 
 impl Flavour {
@@ -85,6 +88,7 @@ impl Flavour {
             Flavour::NoPie => &["-fno-PIE"],
             Flavour::SharedLibrary => &["-fPIC"],
             Flavour::LargeCodeModel => &["-fno-PIE", "-mcmodel=large"],
+            Flavour::Static => &["-fno-PIE"],
         }
     }
 
@@ -93,7 +97,7 @@ impl Flavour {
     fn debug_flags(self) -> &'static [&'static str] {
         match self {
             Flavour::Pie | Flavour::LargeCodeModel => &["-gdwarf-5", "-g3"],
-            Flavour::NoPie | Flavour::SharedLibrary => &["-gdwarf-4"],
+            Flavour::NoPie | Flavour::SharedLibrary | Flavour::Static => &["-gdwarf-4"],
         }
     }
 
@@ -102,6 +106,7 @@ impl Flavour {
             Flavour::Pie => &["-pie"],
             Flavour::NoPie | Flavour::LargeCodeModel => &["-no-pie"],
             Flavour::SharedLibrary => &["-shared"],
+            Flavour::Static => &["-static"],
         }
     }
 
@@ -111,6 +116,7 @@ impl Flavour {
             Flavour::NoPie => "no-pie",
             Flavour::SharedLibrary => "shared",
             Flavour::LargeCodeModel => "large",
+            Flavour::Static => "static",
         }
     }
 }
@@ -1604,6 +1610,19 @@ fn literal_pools_take_the_addresses_they_hold() {
     });
 }
 
+#[test]
+fn a_static_program_and_the_c_library_linked_into_it() {
+    check(&Program {
+        name: "static_libc",
+        sources: &["shrink/static_libc.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: Some(&[Flavour::Static]),
+        cflags: &[],
+    });
+}
+
 /// x86-64 assembly: twins `twin1` and `twin2` before `big`, which
 /// dispatches through a table of `entries` offsets (`.long .Lc - .Ltable`
 /// in `.rodata`: each a relocation against `.text`, the cases being in
@@ -1690,6 +1709,84 @@ fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_
                 shrinks += 1;
             }
         }
+    }
+    let failures: Vec<&Failure> = failures.iter().collect();
+    assert!(failures.is_empty(), "{}", describe(&failures, shrinks));
+}
+
+/// `fixtures/shrink/kept_in_place.s` (x86-64): bytes that may be data in
+/// code naming another function's middle, and a text relocation, in
+/// functions the fold before them would move. Each linker: the shrink keeps
+/// those functions whole and in place instead of refusing, counts them by
+/// kind in its summary and its JSON report, and OUT behaves as IN and
+/// verifies (steps 1 to 4).
+#[test]
+fn functions_no_new_layout_can_describe_keep_their_place() {
+    let dir = icf_fixtures::source_dir().join("../target/shrink/kept_in_place");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let source = icf_fixtures::source_dir().join("shrink/kept_in_place.s");
+    let build = Build::new(Compiler::Gcc);
+    let mut failures = Vec::new();
+    let mut shrinks = 0;
+    for linker in Linker::ALL {
+        let input = dir.join(format!("in-{}", linker.name()));
+        run_to_success(
+            build
+                .link_command(false, linker)
+                .arg(&source)
+                .args(["-pie", "-Wl,-z,notext", "-Wl,-q", "-o"])
+                .arg(&input),
+            &input.display().to_string(),
+        );
+        let runner = Runner {
+            target: Target::X86_64,
+            loader: None,
+        };
+        let shrinking = Shrinking::of(input.clone(), runner, None);
+        for mode in MODES {
+            let output = dir.join(format!("out-{}-{mode}", linker.name()));
+            let context = format!("kept_in_place {} {mode}", linker.name());
+            let (row, failed) = shrinking.shrink(mode, &output, &context);
+            failures.extend(failed);
+            shrinks += 1;
+            assert!(
+                row.shrunk
+                    .contains("; 3 kept in place (data-in-code 2, text-relocation 1)"),
+                "{context}: {}",
+                row.shrunk
+            );
+            assert!(
+                row.output.is_some_and(|out| out.text < row.input.text),
+                "{context}: .text did not shrink: {}",
+                row.shrunk
+            );
+        }
+        let report = dir.join(format!("report-{}.json", linker.name()));
+        let output = dir.join(format!("out-{}-report", linker.name()));
+        let shrunk = icf(&[
+            "shrink".as_ref(),
+            "--report".as_ref(),
+            report.as_os_str(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            output.as_os_str(),
+        ]);
+        assert!(
+            shrunk.status.success(),
+            "{}",
+            String::from_utf8_lossy(&shrunk.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(&report).unwrap_or_else(|e| panic!("reading {}: {e}", report.display())),
+        )
+        .expect("the report is JSON");
+        assert_eq!(
+            json["kept_in_place"],
+            serde_json::json!({"data-in-code": 2, "text-relocation": 1}),
+            "{}",
+            report.display()
+        );
     }
     let failures: Vec<&Failure> = failures.iter().collect();
     assert!(failures.is_empty(), "{}", describe(&failures, shrinks));

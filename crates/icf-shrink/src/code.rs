@@ -6,8 +6,9 @@
 use crate::elf::Elf;
 use crate::layout::Layout;
 use crate::patch::Patches;
+use crate::pin::PinKind;
 use crate::shape::Shape;
-use anyhow::{Context, bail};
+use anyhow::Context;
 use icf_arch::{Architecture, KeptReloc, LinkedUse};
 use std::collections::HashMap;
 
@@ -144,6 +145,17 @@ pub(crate) fn patch_code(
             {
                 continue;
             }
+            // An assembler writes a relocation for every AArch64 `adrp` and
+            // `:lo12:` operand: one without is the decoder pairing a
+            // register across paths (`str x0, [x22, #8]` after an `adrp
+            // x22` on another path), unless the linker wrote it (a stub).
+            if arch.always_relocated(reference.r_type)
+                && relocated.sections.contains(&index)
+                && !relocated.places.contains_key(&place)
+                && !in_stub(place)
+            {
+                continue;
+            }
             if let Some(icf_arch::TableShape::Relative32 { entries }) = reference.table {
                 tables.push(Table {
                     base: reference.target,
@@ -184,7 +196,7 @@ pub(crate) fn patch_code(
             // and the branches to and from it); into another function's
             // middle only hand-written assembly goes, where data in code
             // decodes as instructions too. Moving either way on a guess
-            // could break the program: refuse.
+            // could break the program: both functions keep their place.
             let moved_apart = new_target.wrapping_sub(target) != new_place.wrapping_sub(place);
             if moved_apart
                 && relocated.sections.contains(&index)
@@ -195,13 +207,16 @@ pub(crate) fn patch_code(
                 && !in_stub(place)
                 && !in_stub(target)
             {
-                bail!(
-                    "{}+{:#x}: bytes that decode as a reference to the middle of another function \
-                     ({target:#x}) with no relocation kept: icf cannot tell whether they are an \
-                     instruction or data in code",
-                    section.name,
-                    place - section.addr
-                );
+                patches.pins.keep(layout, &[place, target], PinKind::DataInCode, || {
+                    anyhow::anyhow!(
+                        "{}+{:#x}: bytes that decode as a reference to the middle of another function \
+                         ({target:#x}) with no relocation kept: icf cannot tell whether they are an \
+                         instruction or data in code",
+                        section.name,
+                        place - section.addr
+                    )
+                })?;
+                continue;
             }
             let size = field_size(arch, reference.r_type);
             let mut field = with_context(elf, place, size)
@@ -214,19 +229,23 @@ pub(crate) fn patch_code(
                     && arch.kept_reloc(reference.r_type) == KeptReloc::Instruction
                     && target & 0xfff == 0
             });
-            arch.write_reloc(
+            let written = arch.write_reloc(
                 page_type.unwrap_or(reference.r_type),
                 &mut field,
                 new_place,
                 new_target.wrapping_add(reference.bias as u64),
-            )
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "{}+{:#x}: cannot point the field at {place:#x} to {new_target:#x} from {new_place:#x}: {e}",
-                    section.name,
-                    place - section.addr
-                )
-            })?;
+            );
+            if let Err(e) = written {
+                // Out of the instruction's reach: both ends keep their place.
+                patches.pins.keep(layout, &[place, target], PinKind::OutOfReach, || {
+                    anyhow::anyhow!(
+                        "{}+{:#x}: cannot point the field at {place:#x} to {new_target:#x} from {new_place:#x}: {e}",
+                        section.name,
+                        place - section.addr
+                    )
+                })?;
+                continue;
+            }
             field.truncate(size);
             patches.put(new_place, field)?;
         }

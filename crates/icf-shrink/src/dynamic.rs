@@ -6,6 +6,7 @@
 use crate::elf::{Elf, get_u64};
 use crate::layout::Layout;
 use crate::patch::Patches;
+use crate::pin::PinKind;
 use anyhow::bail;
 use icf_arch::{Architecture, DynamicReloc};
 use object::elf as E;
@@ -54,11 +55,17 @@ pub(crate) fn patch(
         if section.sh_type == E::SHT_RELA.0 {
             for (number, rela) in elf.relas(index)?.iter().enumerate() {
                 if layout.moves(rela.offset) {
-                    bail!(
-                        "{}: dynamic relocation {number} patches code that moves ({:#x})",
-                        section.name,
-                        rela.offset
-                    );
+                    // A text relocation: the code it patches keeps its place.
+                    patches
+                        .pins
+                        .keep(layout, &[rela.offset], PinKind::TextRelocation, || {
+                            anyhow::anyhow!(
+                                "{}: dynamic relocation {number} patches code that moves ({:#x})",
+                                section.name,
+                                rela.offset
+                            )
+                        })?;
+                    continue;
                 }
                 if let Some(DynamicReloc::Relative | DynamicReloc::IRelative) =
                     arch.dynamic_reloc(rela.r_type)
@@ -91,10 +98,15 @@ pub(crate) fn patch(
                 };
                 for place in places {
                     if layout.moves(place) {
-                        bail!(
-                            "{}: a RELR place in code that moves ({place:#x})",
-                            section.name
-                        );
+                        patches
+                            .pins
+                            .keep(layout, &[place], PinKind::TextRelocation, || {
+                                anyhow::anyhow!(
+                                    "{}: a RELR place in code that moves ({place:#x})",
+                                    section.name
+                                )
+                            })?;
+                        continue;
                     }
                     if let Some(old) = elf.read_u64(place) {
                         repoint_content(place, old, patches)?;

@@ -16,6 +16,7 @@ use crate::code::{Decoded, field_size, with_context};
 use crate::elf::{Elf, SymbolInfo};
 use crate::layout::Layout;
 use crate::patch::{Patches, Rewritten};
+use crate::pin::PinKind;
 use crate::shape::Shape;
 use anyhow::{Context, bail};
 use icf_arch::{Architecture, KeptReloc};
@@ -81,6 +82,12 @@ pub(crate) fn patch(
         made.iter()
             .any(|&(start, end)| (start..end).contains(&address))
     };
+    // Whether a GOT moves: an offset from it then changes.
+    let got_moves = elf
+        .sections
+        .iter()
+        .filter(|s| s.name == ".got" || s.name == ".got.plt")
+        .any(|s| layout.moves(s.addr));
     let mut rewritten = Vec::new();
     for &(relocations, target) in &shape.kept {
         let section = &elf.sections[target];
@@ -218,7 +225,21 @@ pub(crate) fn patch(
                                 // Relaxed by the linker: into a `nop`, or into an
                                 // instruction decoding found (`adr`).
                                 Err(_) if arch.is_padding(word) || found.is_some() => {}
-                                Err(e) => bail!("{}: the {:?} relocation: {e}", at(), name()),
+                                Err(e) => {
+                                    patches.pins.keep(
+                                        layout,
+                                        &[place, meaning],
+                                        PinKind::OutOfReach,
+                                        || {
+                                            anyhow::anyhow!(
+                                                "{}: the {:?} relocation: {e}",
+                                                at(),
+                                                name()
+                                            )
+                                        },
+                                    )?;
+                                    new_meaning = None;
+                                }
                             }
                         }
                     }
@@ -236,12 +257,17 @@ pub(crate) fn patch(
                         // Reached through a GOT or PLT entry: still names its symbol.
                         Some((named, _)) if linker_made(named) => new_meaning = None,
                         Some((named, _)) if !moves && !layout.moves(named) => new_meaning = None,
-                        Some((named, _)) => bail!(
-                            "{}: the {:?} relocation names {meaning:#x}, the instruction there {named:#x}: \
-                             the relocations the link kept disagree with its code",
-                            at(),
-                            name()
-                        ),
+                        Some((named, _)) => {
+                            patches.pins.keep(layout, &[place, meaning, named], PinKind::UndecodedField, || {
+                                anyhow::anyhow!(
+                                    "{}: the {:?} relocation names {meaning:#x}, the instruction there \
+                                     {named:#x}: the relocations the link kept disagree with its code",
+                                    at(),
+                                    name()
+                                )
+                            })?;
+                            new_meaning = None;
+                        }
                         None => {
                             let relaxed_away =
                                 elf.read(place, 4).is_some_and(|w| arch.is_padding(w));
@@ -262,7 +288,7 @@ pub(crate) fn patch(
                             if relaxed_jump {
                                 new_meaning = None;
                             } else if relaxed_got && moves {
-                                relaxed_got_load(
+                                let relaxed = relaxed_got_load(
                                     elf,
                                     arch,
                                     layout,
@@ -270,15 +296,25 @@ pub(crate) fn patch(
                                     old_symbol,
                                     section_symbol,
                                     patches,
-                                )
-                                .map_err(|e| anyhow::anyhow!("{}: {:?}: {e}", at(), name()))?;
+                                );
+                                if let Err(e) = relaxed {
+                                    patches.pins.keep(
+                                        layout,
+                                        &[place, old_symbol],
+                                        PinKind::UndecodedField,
+                                        || anyhow::anyhow!("{}: {:?}: {e}", at(), name()),
+                                    )?;
+                                }
                                 new_meaning = None;
                             } else if moves && !relaxed_away {
-                                bail!(
-                                    "{}: the {:?} relocation's field was not found by decoding the code",
-                                    at(),
-                                    name()
-                                );
+                                patches.pins.keep(layout, &[place, meaning], PinKind::UndecodedField, || {
+                                    anyhow::anyhow!(
+                                        "{}: the {:?} relocation's field was not found by decoding the code",
+                                        at(),
+                                        name()
+                                    )
+                                })?;
+                                new_meaning = None;
                             }
                         }
                     }
@@ -313,17 +349,29 @@ pub(crate) fn patch(
                         let bias = meaning.wrapping_sub(case);
                         new_meaning = Some(layout.map(case).wrapping_add(bias));
                     } else if moves {
-                        if reading == TableEntry::Maybe
-                            || (section_symbol
+                        let unknown_base = match reading {
+                            TableEntry::Maybe(base, case) => Some(vec![place, meaning, base, case]),
+                            _ if section_symbol
                                 && layout.moves(meaning)
-                                && !layout.is_outside_text(meaning))
-                        {
-                            bail!(
-                                "{}: a PC-relative {:?} field in data names code through a section symbol, \
-                                 and no jump table the code reads holds it: icf cannot tell where it counts from",
-                                at(),
-                                name()
-                            );
+                                && !layout.is_outside_text(meaning) =>
+                            {
+                                Some(vec![place, meaning])
+                            }
+                            _ => None,
+                        };
+                        if let Some(ends) = unknown_base {
+                            // Whatever it counts from, nothing it names moves.
+                            patches.pins.keep(layout, &ends, PinKind::UnknownBase, || {
+                                anyhow::anyhow!(
+                                    "{}: a PC-relative {:?} field in data names code through a section \
+                                     symbol, and no jump table the code reads holds it: icf cannot tell \
+                                     where it counts from",
+                                    at(),
+                                    name()
+                                )
+                            })?;
+                            out.push((layout.map(place), rela.sym, rela.r_type, addend));
+                            continue;
                         }
                         let size = field_size(arch, rela.r_type);
                         rewrite(
@@ -342,6 +390,16 @@ pub(crate) fn patch(
                         .map_err(|e| e.context(at()))?;
                     }
                 }
+                KeptReloc::GotOffset => {
+                    if got_moves {
+                        bail!(
+                            "{}: a {:?} relocation counts from the GOT, which moves; icf cannot write it again",
+                            at(),
+                            name()
+                        );
+                    }
+                    new_meaning = None;
+                }
                 KeptReloc::RelaxableGotLoad
                 | KeptReloc::Low12
                 | KeptReloc::Instruction
@@ -349,11 +407,13 @@ pub(crate) fn patch(
                 | KeptReloc::GotPage
                 | KeptReloc::Other => {
                     if layout.moves(meaning) {
-                        bail!(
-                            "{}: a {:?} relocation names code that moves; icf cannot write it again",
-                            at(),
-                            name()
-                        );
+                        patches.pins.keep(layout, &[meaning], PinKind::UnwrittenRelocation, || {
+                            anyhow::anyhow!(
+                                "{}: a {:?} relocation names code that moves; icf cannot write it again",
+                                at(),
+                                name()
+                            )
+                        })?;
                     }
                     new_meaning = None;
                 }
@@ -403,11 +463,16 @@ fn unloaded(
                     patches.unloaded.push((target, offset, field));
                 }
                 KeptReloc::Address { .. } => {}
-                _ if new_meaning != meaning => bail!(
-                    "{}+{offset:#x}: a {:?} relocation names code that moves; icf cannot write it again",
-                    section.name,
-                    object::elf::RelocationType(rela.r_type)
-                ),
+                _ if new_meaning != meaning => {
+                    patches.pins.keep(layout, &[meaning], PinKind::UnwrittenRelocation, || {
+                        anyhow::anyhow!(
+                            "{}+{offset:#x}: a {:?} relocation names code that moves; icf cannot \
+                             write it again",
+                            section.name,
+                            object::elf::RelocationType(rela.r_type)
+                        )
+                    })?;
+                }
                 _ => {}
             }
             addend = new_meaning.wrapping_sub(new) as i64;
@@ -508,7 +573,8 @@ enum TableEntry {
     /// Read from the nearest table before it, it would lead into code,
     /// but farther from the table than [`MAX_TABLE_BYTES`] and out of the
     /// code that reads the table: an entry or a pointer, nothing says.
-    Maybe,
+    /// (The table's base, the case it would lead to.)
+    Maybe(u64, u64),
     /// No table the code reads can hold it.
     No,
 }
@@ -549,7 +615,7 @@ fn table_entry(elf: &Elf<'_>, decoded: &Decoded, place: u64) -> TableEntry {
         .any(|t| (t.function.0..t.function.1).contains(&case));
     match (in_code, in_function || place - base < MAX_TABLE_BYTES) {
         (true, true) => TableEntry::Yes(base, case),
-        (true, false) => TableEntry::Maybe,
+        (true, false) => TableEntry::Maybe(base, case),
         (false, _) => TableEntry::No,
     }
 }

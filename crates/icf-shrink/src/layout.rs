@@ -18,6 +18,10 @@
 //!   a return address) lands on the same instruction there.
 //! - A thunk's first address maps to the thunk, the rest into the kept copy.
 //! - Padding is dropped; an address in it maps to the end of what precedes it.
+//! - A pinned piece (`pin.rs`: a field names it, or sits in it, in a way
+//!   icf cannot write again) keeps its address, and so does the chain of
+//!   pieces running into one another it belongs to; the code before it
+//!   closes up and leaves a gap, the code after it closes up behind it.
 //! - The sections after `.text` in its segment move down together, by a
 //!   multiple of the largest alignment among them.
 
@@ -48,6 +52,8 @@ pub struct Piece {
     pub align: u64,
     /// The code before runs on into it: it follows that code with no gap.
     pub joined: bool,
+    /// It keeps its address (and its body: the plan keeps it).
+    pub pinned: bool,
 }
 
 /// The new place of everything in the segment holding `.text`.
@@ -91,7 +97,7 @@ impl Layout {
         tail_start: u64,
         tail_end: u64,
         tail_align: u64,
-    ) -> Layout {
+    ) -> anyhow::Result<Layout> {
         // What each piece needs, and a kept copy what every member folded
         // into it needs: an alias's address is the kept copy's.
         let needs = |piece: &Piece| own_alignment(piece.start).min(text_align.max(1));
@@ -107,6 +113,17 @@ impl Layout {
         let joined: Vec<bool> = (0..pieces.len())
             .map(|i| pieces[i].joined && i > 0 && pieces[i - 1].fate == Fate::Keep)
             .collect();
+        // A chain keeps its place when one of its pieces does.
+        for i in (1..pieces.len()).rev() {
+            if joined[i] && pieces[i].pinned {
+                pieces[i - 1].pinned = true;
+            }
+        }
+        for i in 1..pieces.len() {
+            if joined[i] && pieces[i - 1].pinned {
+                pieces[i].pinned = true;
+            }
+        }
         let mut chain_align = required.clone();
         for i in (1..pieces.len()).rev() {
             if joined[i] {
@@ -126,6 +143,16 @@ impl Layout {
             if joined[index] {
                 piece.align = 1;
                 piece.new_start = cursor;
+            } else if piece.pinned {
+                if cursor > piece.start {
+                    anyhow::bail!(
+                        "the function at {:#x} must keep its place, and the code before it, \
+                         aligned for the functions folded into it, no longer fits before it",
+                        piece.start
+                    );
+                }
+                piece.align = 1;
+                piece.new_start = piece.start;
             } else {
                 // Alone, a multiple of its alignment; at the head of a chain,
                 // the first place at or after the cursor that is where it
@@ -145,7 +172,7 @@ impl Layout {
         } else {
             freed / tail_align * tail_align
         };
-        Layout {
+        Ok(Layout {
             pieces,
             text_start,
             text_end,
@@ -154,7 +181,7 @@ impl Layout {
             tail_end,
             tail_delta,
             data_aliases: Vec::new(),
-        }
+        })
     }
 
     /// Where a symbol of data at `address` goes: into the kept copy of a
@@ -277,7 +304,8 @@ pub(crate) mod tests {
             piece(0x1020, 0x1100, Fate::Padding),
             piece(0x1100, 0x1110, Fate::Alias(1)),
         ];
-        let layout = Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16);
+        let layout =
+            Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16).expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1100);
         assert_eq!(layout.map(0x1100), 0x1100);
         assert!(layout.misaligned_alias(256).is_none());
@@ -293,6 +321,7 @@ pub(crate) mod tests {
             thunk_size: 5,
             align: 1,
             joined: false,
+            pinned: false,
         }
     }
 
@@ -309,7 +338,7 @@ pub(crate) mod tests {
             piece(0x10a3, 0x10b0, Fate::Keep),
             piece(0x10b0, 0x10e0, Fate::Thunk(0)),
         ];
-        let layout = Layout::new(pieces, 0x1000, 0x10e0, 32, 0x10e0, 0x1200, 16);
+        let layout = Layout::new(pieces, 0x1000, 0x10e0, 32, 0x10e0, 0x1200, 16).expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1010);
         assert_eq!(layout.map(0x1048), 0x1008, "into the kept copy");
         // h at 0x1080 keeps 32 (.text's alignment), i at an odd address 1.
@@ -333,5 +362,41 @@ pub(crate) mod tests {
         assert!(layout.misaligned_alias(32).is_none());
         assert!(!layout.is_carried(0x1048));
         assert!(layout.is_carried(0x1090));
+    }
+
+    #[test]
+    fn a_pinned_piece_and_the_chain_it_is_in_keep_their_place_and_the_rest_closes_up() {
+        // f kept, g alias of f, h kept runs on into i (pinned), j kept after.
+        let mut pieces = vec![
+            piece(0x1000, 0x1010, Fate::Keep),
+            piece(0x1010, 0x1020, Fate::Alias(0)),
+            piece(0x1020, 0x1028, Fate::Keep),
+            piece(0x1028, 0x1030, Fate::Keep),
+            piece(0x1030, 0x1040, Fate::Alias(0)),
+            piece(0x1040, 0x1050, Fate::Keep),
+        ];
+        pieces[3].joined = true;
+        pieces[3].pinned = true;
+        let layout = Layout::new(pieces, 0x1000, 0x1050, 16, 0x1050, 0x1060, 16).expect("laid out");
+        assert_eq!(layout.map(0x1020), 0x1020, "h runs into i: the chain stays");
+        assert_eq!(layout.map(0x1028), 0x1028);
+        assert!(layout.pieces[2].pinned);
+        assert_eq!(layout.map(0x1040), 0x1030, "j closes up behind i");
+        assert_eq!(layout.new_text_end, 0x1040);
+    }
+
+    #[test]
+    fn a_pinned_piece_the_code_before_cannot_fit_under_is_an_error() {
+        // f at 0x1010 must be aligned to 256 for its alias at 0x1100, and
+        // so lands at 0x1100, past pinned g at 0x1020.
+        let mut pieces = vec![
+            piece(0x1000, 0x1010, Fate::Keep),
+            piece(0x1010, 0x1020, Fate::Keep),
+            piece(0x1020, 0x1030, Fate::Keep),
+            piece(0x1030, 0x1100, Fate::Padding),
+            piece(0x1100, 0x1110, Fate::Alias(1)),
+        ];
+        pieces[2].pinned = true;
+        assert!(Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16).is_err());
     }
 }

@@ -37,6 +37,7 @@ mod elf;
 mod kept;
 mod layout;
 mod patch;
+mod pin;
 mod shape;
 mod symbols;
 mod write;
@@ -47,8 +48,9 @@ use elf::Elf;
 use icf_arch::Architecture;
 use layout::{Fate, Layout, Piece};
 use patch::Patches;
+pub use pin::PinKind;
 use shape::Shape;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// What `icf shrink` is asked.
@@ -77,6 +79,9 @@ pub struct Shrunk {
     pub text_after: u64,
     pub aliases: usize,
     pub thunks: usize,
+    /// Functions kept whole and in place instead of refusing the image
+    /// (see [`PinKind`]), counted by kind name.
+    pub kept_in_place: BTreeMap<String, usize>,
     /// FDEs that no longer describe code.
     pub dropped_fdes: usize,
     /// Sections OUT carries empty (kept relocations, DWARF), with their sizes.
@@ -121,10 +126,20 @@ impl Shrunk {
         })
     }
 
-    /// One line: `shrunk IN: file A -> B bytes (-C), .text D -> E (-F); N aliases, M thunks`.
+    /// One line: `shrunk IN: file A -> B bytes (-C), .text D -> E (-F); N
+    /// aliases, M thunks`, then the functions kept in place by kind.
     pub fn summary(&self, input: &Path) -> String {
+        let in_place = if self.kept_in_place.is_empty() {
+            String::new()
+        } else {
+            let total: usize = self.kept_in_place.values().sum();
+            format!(
+                "; {total} kept in place ({})",
+                pin::listed(&self.kept_in_place)
+            )
+        };
         format!(
-            "shrunk {}: file {} -> {} bytes (-{}), .text {} -> {} bytes (-{}); {} aliases, {} thunks",
+            "shrunk {}: file {} -> {} bytes (-{}), .text {} -> {} bytes (-{}); {} aliases, {} thunks{in_place}",
             input.display(),
             self.file_before,
             self.file_after,
@@ -194,71 +209,78 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     // its body and its place right after it.
     let mut keep_places = run_on_into(&elf, &shape, object, arch);
     let load = loading.elapsed();
-    let (pieces, counts, data_aliases, report) = loop {
-        let mut analysis = icf::Analysis::run(
-            &program,
-            &icf::PlanOptions {
-                mode: options.mode,
-                keep_unique: options.keep_unique.clone(),
-                only_code_in: Some(".text".to_string()),
-                keep_places: keep_places.clone(),
-                cache: None,
-                ..icf::PlanOptions::default()
-            },
+    let symbols = elf.symbols(shape.symtab).map_err(named)?;
+    let relocated = Relocated::of(&elf, &shape).map_err(named)?;
+    // Functions kept whole and in place (`pin.rs`): each round plans, lays
+    // out and patches; one that finds fields needing more pins starts again.
+    let mut pinned: BTreeMap<u64, PinKind> = BTreeMap::new();
+    let mut rounds = 0;
+    let (layout, mut patches, rewritten, counts, report) = loop {
+        keep_places.extend(
+            pinned
+                .keys()
+                .map(|&start| (shape.text as u32, start - shape.text_start)),
         );
-        analysis.plant(&options.plants)?;
-        let (pieces, counts, data_aliases) = pieces(&elf, &shape, object, &analysis, arch)?;
-        let reached: Vec<(u32, u64)> = short_jumps_into_removed(&elf, &shape, &pieces, arch)
-            .into_iter()
-            .filter(|place| !keep_places.contains(place))
-            .collect();
-        if reached.is_empty() {
-            let report = options
-                .want_report
-                .then(|| analysis.report(&analysis.plan, load));
-            break (pieces, counts, data_aliases, report);
-        }
-        if keep_places.len() > MAX_SHORT_JUMP_TARGETS {
+        keep_places.sort_unstable();
+        keep_places.dedup();
+        let ((pieces, counts, data_aliases), report) = plan(
+            &program,
+            &elf,
+            &shape,
+            options,
+            &mut keep_places,
+            &pinned,
+            load,
+        )
+        .map_err(named)?;
+        let mut layout = Layout::new(
+            pieces,
+            shape.text_start,
+            shape.text_end,
+            elf.sections[shape.text].align,
+            shape.tail_start,
+            shape.tail_end,
+            shape.tail_align,
+        )
+        .map_err(named)?;
+        layout.data_aliases = data_aliases;
+        if let Some((alias, at)) = layout.misaligned_alias(elf.sections[shape.text].align) {
             bail!(
-                "{}: too many functions only short jumps reach",
+                "{}: the function at {alias:#x} folds into a copy that must stay right after the \
+                 code running into it, at {at:#x}, which does not keep its alignment",
                 input.display()
             );
         }
-        keep_places.extend(reached);
+        let mut patches = Patches::default();
+        write_thunks(&layout, arch, &mut patches)?;
+        let decoded =
+            patch_code(&elf, object, &layout, arch, &relocated, &mut patches).map_err(named)?;
+        let rewritten = kept::patch(
+            &elf,
+            &shape,
+            &symbols,
+            &layout,
+            arch,
+            &decoded,
+            &mut patches,
+        )
+        .map_err(named)?;
+        dynamic::patch(&elf, &layout, arch, &mut patches).map_err(named)?;
+        let wanted = std::mem::take(&mut patches.pins.wanted);
+        if wanted.is_empty() {
+            break (layout, patches, rewritten, counts, report);
+        }
+        rounds += 1;
+        if rounds > MAX_PIN_ROUNDS {
+            bail!(
+                "{}: functions to keep in place still found after {MAX_PIN_ROUNDS} rounds",
+                input.display()
+            );
+        }
+        for (start, kind) in wanted {
+            pinned.entry(start).or_insert(kind);
+        }
     };
-    let mut layout = Layout::new(
-        pieces,
-        shape.text_start,
-        shape.text_end,
-        elf.sections[shape.text].align,
-        shape.tail_start,
-        shape.tail_end,
-        shape.tail_align,
-    );
-    layout.data_aliases = data_aliases;
-    if let Some((alias, at)) = layout.misaligned_alias(elf.sections[shape.text].align) {
-        bail!(
-            "{}: the function at {alias:#x} folds into a copy that must stay right after the \
-             code running into it, at {at:#x}, which does not keep its alignment",
-            input.display()
-        );
-    }
-    let mut patches = Patches::default();
-    let symbols = elf.symbols(shape.symtab).map_err(named)?;
-    write_thunks(&layout, arch, &mut patches)?;
-    let relocated = Relocated::of(&elf, &shape).map_err(named)?;
-    let decoded =
-        patch_code(&elf, object, &layout, arch, &relocated, &mut patches).map_err(named)?;
-    let rewritten = kept::patch(
-        &elf,
-        &shape,
-        &symbols,
-        &layout,
-        arch,
-        &decoded,
-        &mut patches,
-    )
-    .map_err(named)?;
     let mut rewritten = rewritten;
     if options.drop_kept_relocations {
         for (_, bytes) in &mut rewritten {
@@ -266,7 +288,6 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         }
     }
     let dropped_fdes = eh_frame::patch(&elf, &layout, &mut patches).map_err(named)?;
-    dynamic::patch(&elf, &layout, arch, &mut patches).map_err(named)?;
     let (mut rewritten, mut debug_dropped) = (rewritten, None);
     match dwarf::rewrite(&elf, &layout, &symbols) {
         Ok(debug) => rewritten.extend(debug),
@@ -291,6 +312,14 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         .permissions();
     std::fs::set_permissions(output, permissions)
         .with_context(|| format!("setting the mode of {}", output.display()))?;
+    let kept_in_place = pin::count(&pinned);
+    let mut report = report;
+    if let Some(report) = &mut report
+        && let Some(note) = pin::note(&kept_in_place)
+    {
+        report.notes.push(note);
+        report.kept_in_place = kept_in_place.clone();
+    }
     Ok(Shrunk {
         file_before: data.len() as u64,
         file_after: written.bytes.len() as u64,
@@ -298,6 +327,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         text_after: layout.new_text_end - shape.text_start,
         aliases: counts.0,
         thunks: counts.1,
+        kept_in_place,
         dropped_fdes,
         emptied: written.emptied,
         debug_dropped,
@@ -374,6 +404,65 @@ fn run_on_into(
         .filter(|&(joined, _)| joined)
         .map(|(_, f)| (shape.text as u32, f.start))
         .collect()
+}
+
+/// How many times the shrink plans again to keep more functions in place
+/// before it gives up.
+const MAX_PIN_ROUNDS: usize = 8;
+
+/// The plan for `.text` (see [`pieces`]): made again, with the functions
+/// only short jumps reach kept (`keep_places` grows), until no short jump
+/// from kept code reaches a removed function; `pinned` pieces keep their
+/// place.
+#[allow(clippy::too_many_arguments)]
+fn plan(
+    program: &icf::Program<'_>,
+    elf: &Elf<'_>,
+    shape: &Shape,
+    options: &ShrinkOptions,
+    keep_places: &mut Vec<(u32, u64)>,
+    pinned: &BTreeMap<u64, PinKind>,
+    load: std::time::Duration,
+) -> anyhow::Result<(Planned, Option<icf::Report>)> {
+    let object = &program.object(icf::ObjectId(0)).elf;
+    let arch = icf_arch::of(object.arch);
+    loop {
+        let mut analysis = icf::Analysis::run(
+            program,
+            &icf::PlanOptions {
+                mode: options.mode,
+                keep_unique: options.keep_unique.clone(),
+                only_code_in: Some(".text".to_string()),
+                keep_places: keep_places.clone(),
+                cache: None,
+                ..icf::PlanOptions::default()
+            },
+        );
+        analysis.plant(&options.plants)?;
+        let (mut pieces, counts, data_aliases) = pieces(elf, shape, object, &analysis, arch)?;
+        for piece in &mut pieces {
+            if pinned.contains_key(&piece.start) {
+                piece.pinned = true;
+                if piece.fate == Fate::Padding {
+                    piece.fate = Fate::Keep;
+                }
+            }
+        }
+        let reached: Vec<(u32, u64)> = short_jumps_into_removed(elf, shape, &pieces, arch)
+            .into_iter()
+            .filter(|place| !keep_places.contains(place))
+            .collect();
+        if reached.is_empty() {
+            let report = options
+                .want_report
+                .then(|| analysis.report(&analysis.plan, load));
+            return Ok(((pieces, counts, data_aliases), report));
+        }
+        if keep_places.len() > MAX_SHORT_JUMP_TARGETS {
+            bail!("too many functions only short jumps reach");
+        }
+        keep_places.extend(reached);
+    }
 }
 
 /// How many functions reached by short jumps icf keeps unfolded before it
@@ -455,6 +544,7 @@ fn pieces(
             thunk_size: 0,
             align: 1,
             joined,
+            pinned: false,
         });
     }
     let index_of: HashMap<u64, usize> = pieces

@@ -1,6 +1,7 @@
 //! The edits to the output's allocated bytes, each at its new address, and
 //! the pointer encodings of `.eh_frame` read and written again.
 
+use crate::pin::Pins;
 use anyhow::bail;
 use std::collections::BTreeMap;
 
@@ -13,6 +14,9 @@ pub struct Patches {
     pub writes: BTreeMap<u64, Vec<u8>>,
     /// Edits to sections no segment loads: (section index, offset, bytes).
     pub unloaded: Vec<(usize, u64, Vec<u8>)>,
+    /// What no edit can make right in this layout: the functions to keep
+    /// in place in the next.
+    pub pins: Pins,
 }
 
 impl Patches {

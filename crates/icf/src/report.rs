@@ -35,6 +35,11 @@ pub struct Report {
     /// cannot read keeps every input section apart).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Functions a shrink after the link kept whole and at their address
+    /// instead of refusing the image, by why (`icf-shrink`'s `PinKind`
+    /// names); a note says the same in words.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kept_in_place: BTreeMap<String, usize>,
 }
 
 /// A linked image the report estimates for (`icf report BINARY`).
@@ -281,6 +286,7 @@ impl Analysis<'_, '_> {
             near_duplicates: self.near_duplicates(),
             binary: None,
             notes: self.notes(),
+            kept_in_place: BTreeMap::new(),
             image: self.program.image().map(image_summary),
             timings_ms: TimingsMs {
                 load: load.as_secs_f64() * 1e3,
@@ -992,6 +998,7 @@ mod tests {
             binary: None,
             image: None,
             notes: Vec::new(),
+            kept_in_place: BTreeMap::new(),
         }
     }
 

@@ -159,6 +159,22 @@ impl Architecture for Aarch64 {
         ) || (elf::R_AARCH64_MOVW_UABS_G0.0..=elf::R_AARCH64_MOVW_UABS_G3.0).contains(&r_type)
     }
 
+    fn always_relocated(&self, r_type: u32) -> bool {
+        matches!(
+            elf::RelocationType(r_type),
+            elf::R_AARCH64_ADR_PREL_PG_HI21
+                | elf::R_AARCH64_ADR_PREL_PG_HI21_NC
+                | elf::R_AARCH64_ADR_GOT_PAGE
+                | elf::R_AARCH64_ADD_ABS_LO12_NC
+                | elf::R_AARCH64_LDST8_ABS_LO12_NC
+                | elf::R_AARCH64_LDST16_ABS_LO12_NC
+                | elf::R_AARCH64_LDST32_ABS_LO12_NC
+                | elf::R_AARCH64_LDST64_ABS_LO12_NC
+                | elf::R_AARCH64_LDST128_ABS_LO12_NC
+                | elf::R_AARCH64_LD64_GOT_LO12_NC
+        ) || self.writes_absolute_address(r_type)
+    }
+
     fn write_reloc(
         &self,
         r_type: u32,

@@ -37,6 +37,7 @@ pub(super) fn kept(r_type: u32) -> KeptReloc {
         | elf::R_AARCH64_PREL16
         | elf::R_AARCH64_PLT32 => KeptReloc::PcRelative,
         elf::R_AARCH64_LD64_GOT_LO12_NC => KeptReloc::Low12,
+        elf::R_AARCH64_LD64_GOTPAGE_LO15 | elf::R_AARCH64_LD64_GOTOFF_LO15 => KeptReloc::GotOffset,
         _ => KeptReloc::Other,
     }
 }

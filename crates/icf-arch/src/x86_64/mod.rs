@@ -140,6 +140,12 @@ impl Architecture for X86_64 {
         )
     }
 
+    fn always_relocated(&self, r_type: u32) -> bool {
+        // An absolute address; a PC-relative field naming its own section
+        // the assembler resolves.
+        self.writes_absolute_address(r_type)
+    }
+
     fn write_reloc(
         &self,
         r_type: u32,

@@ -23,6 +23,7 @@ pub(super) fn kept(r_type: u32) -> KeptReloc {
         elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX | elf::R_X86_64_CODE_4_GOTPCRELX => {
             KeptReloc::RelaxableGotLoad
         }
+        elf::R_X86_64_GOT32 | elf::R_X86_64_GOT64 => KeptReloc::GotOffset,
         _ => KeptReloc::Other,
     }
 }

@@ -765,6 +765,7 @@ mod tests {
             0x1060,
             1,
         )
+        .expect("laid out")
     }
 
     #[test]
@@ -813,7 +814,8 @@ mod tests {
             0x1030,
             0x1030,
             1,
-        );
+        )
+        .expect("laid out");
         let map = AddressMap::new(&layout);
         assert_eq!(map.start(0x1020), 0x1020, "d stays");
         assert_eq!(map.end(0x1020), 0x1018, "c ends where its last byte went");
