@@ -964,7 +964,20 @@ fn unpaired_low_halves(
         // The `adrp`s: what they compute is compared as the address their
         // `add` completes (a page of data that moved by other than whole
         // pages is another page, though the address corresponds).
-        if let Some(&low) = lows.first() {
+        // A low half the decoding paired with its `adrp` keeps its own use
+        // (a load through it is an access, not an observed address), and so
+        // do the `adrp`s of an address one of whose low halves it paired.
+        let paired: Vec<bool> = lows
+            .iter()
+            .map(|&low| {
+                plain_code
+                    .iter()
+                    .find(|d| d.offset == low)
+                    .is_none_or(|d| !d.refs.is_empty())
+            })
+            .collect();
+        let any_paired = paired.contains(&true);
+        if let Some(&low) = lows.first().filter(|_| !any_paired) {
             for &page_at in adrps {
                 if address(plain, plain_start, page_at, low) != Some(*value) {
                     continue;
@@ -992,11 +1005,7 @@ fn unpaired_low_halves(
                 }
             }
         }
-        for &low in lows {
-            let paired = plain_code
-                .iter()
-                .find(|d| d.offset == low)
-                .is_none_or(|d| !d.refs.is_empty());
+        for (&low, &paired) in lows.iter().zip(&paired) {
             let Some(&page_at) = adrps
                 .iter()
                 .filter(|&&at| at < low)
