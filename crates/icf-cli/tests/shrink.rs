@@ -676,6 +676,15 @@ impl Shrinking {
             }
         }
 
+        if let Err(e) = unwind_tables_list_every_fde(input, output) {
+            fail(
+                STEP_UNWIND,
+                "OUT's .eh_frame_hdr and .eh_frame disagree, or removed code kept its FDE"
+                    .to_string(),
+                e,
+            );
+        }
+
         // Step 2: the same behaviour.
         match self.runner.run(output) {
             Ok(actual) => {
@@ -740,6 +749,100 @@ const STEP_RUN: &str = "2 (run OUT)";
 const STEP_VERIFY: &str = "3 (icf verify)";
 const STEP_SIZES: &str = "4 (sizes)";
 const STEP_DEBUG: &str = "5 (debug info)";
+const STEP_UNWIND: &str = "6 (unwind tables)";
+
+/// `.eh_frame`'s FDEs as (address, range, the FDE's own address), and
+/// `.eh_frame_hdr`'s rows as (function, FDE address); whether `.eh_frame`
+/// lies in the `PT_LOAD` holding `.text`.
+type UnwindTables = (Vec<(u64, u64, u64)>, Vec<(u64, u64)>, bool);
+
+fn unwind_tables(binary: &Path) -> Result<UnwindTables, String> {
+    use gimli::UnwindSection as _;
+    use object::{Object as _, ObjectSection as _, ObjectSegment as _};
+    let data = std::fs::read(binary).map_err(|e| e.to_string())?;
+    let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
+    let fail = |e: gimli::Error| format!("{}: {e}", binary.display());
+    let (Some(eh), Some(hdr), Some(text)) = (
+        file.section_by_name(".eh_frame"),
+        file.section_by_name(".eh_frame_hdr"),
+        file.section_by_name(".text"),
+    ) else {
+        return Ok((Vec::new(), Vec::new(), true));
+    };
+    let bases = gimli::BaseAddresses::default()
+        .set_eh_frame(eh.address())
+        .set_eh_frame_hdr(hdr.address())
+        .set_text(text.address());
+    let frame = gimli::EhFrame::new(eh.data().map_err(|e| e.to_string())?, gimli::LittleEndian);
+    let mut fdes = Vec::new();
+    let mut entries = frame.entries(&bases);
+    while let Some(entry) = entries.next().map_err(fail)? {
+        if let gimli::CieOrFde::Fde(partial) = entry {
+            let fde = partial
+                .parse(gimli::EhFrame::cie_from_offset)
+                .map_err(fail)?;
+            fdes.push((
+                fde.initial_address(),
+                fde.len(),
+                eh.address() + fde.offset() as u64,
+            ));
+        }
+    }
+    let header =
+        gimli::EhFrameHdr::new(hdr.data().map_err(|e| e.to_string())?, gimli::LittleEndian)
+            .parse(&bases, 8)
+            .map_err(fail)?;
+    let mut rows = Vec::new();
+    if let Some(table) = header.table() {
+        let mut iter = table.iter(&bases);
+        while let Some((function, fde)) = iter.next().map_err(fail)? {
+            let direct = |pointer: gimli::Pointer| match pointer {
+                gimli::Pointer::Direct(address) => Ok(address),
+                gimli::Pointer::Indirect(_) => {
+                    Err("an indirect pointer in .eh_frame_hdr".to_string())
+                }
+            };
+            rows.push((direct(function)?, direct(fde)?));
+        }
+    }
+    let with_text = file.segments().any(|segment| {
+        let (start, end) = (segment.address(), segment.address() + segment.size());
+        (start..end).contains(&text.address()) && (start..end).contains(&eh.address())
+    });
+    Ok((fdes, rows, with_text))
+}
+
+/// OUT's `.eh_frame_hdr` lists every FDE of OUT that describes code, at
+/// its place and sorted, and nothing else; where the exception tables have
+/// a segment of their own, a removed function's FDE is gone rather than
+/// left covering nothing (OUT has no more empty FDEs than IN).
+fn unwind_tables_list_every_fde(input: &Path, output: &Path) -> Result<(), String> {
+    let (before, _, with_text) = unwind_tables(input)?;
+    let (after, rows, _) = unwind_tables(output)?;
+    let mut expected: Vec<(u64, u64)> = after
+        .iter()
+        .filter(|&&(_, range, _)| range > 0)
+        .map(|&(function, _, fde)| (function, fde))
+        .collect();
+    expected.sort_unstable();
+    if rows != expected {
+        return Err(format!(
+            "OUT's .eh_frame_hdr lists {} rows, its FDEs describing code are {}; first difference: {:x?}",
+            rows.len(),
+            expected.len(),
+            rows.iter().zip(&expected).find(|(a, b)| a != b)
+        ));
+    }
+    let empty = |fdes: &[(u64, u64, u64)]| fdes.iter().filter(|f| f.1 == 0).count();
+    if !with_text && empty(&after) > empty(&before) {
+        return Err(format!(
+            "OUT has {} FDEs covering nothing, IN {}: removed functions' FDEs were left in place",
+            empty(&after),
+            empty(&before)
+        ));
+    }
+    Ok(())
+}
 
 /// Function symbols of `.symtab` by index: (address, size).
 fn function_symbols(path: &Path) -> Result<Vec<Option<(u64, u64)>>, String> {

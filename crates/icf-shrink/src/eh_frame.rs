@@ -1,18 +1,24 @@
 //! `.eh_frame` and `.eh_frame_hdr` after compaction.
 //!
-//! `.eh_frame` keeps its layout: every entry stays where it is (or moves
-//! with its section), so CIE pointers need nothing. Each FDE's function
-//! field is written again for the function's new address; the FDE of a
-//! removed function (an alias or a thunk) keeps its place but describes
-//! no code any more (its range becomes 0), so an unwinder never finds it.
-//! LSDA and personality pointers are written again where their place or
-//! target moved. `.eh_frame_hdr`'s sorted table is rebuilt from the FDEs
-//! that still describe code.
+//! Where the exception tables have a segment of their own (GNU ld, lld,
+//! mold), the FDEs of removed functions (aliases and thunks) are dropped
+//! and `.eh_frame_hdr` loses their rows: [`region`] lays that out before
+//! anything is patched, and the sections after them in the segment move
+//! down. Where they share `.text`'s segment (gold), `.eh_frame` keeps its
+//! layout and moves with the tail: a removed function's FDE keeps its
+//! place but describes no code any more (its range becomes 0), so an
+//! unwinder never finds it. Either way each FDE's function field is
+//! written again for the function's new address, its CIE pointer where
+//! the distance to its CIE changed, LSDA and personality pointers where
+//! their place or target moved, and `.eh_frame_hdr`'s sorted table is
+//! rebuilt from the FDEs that still describe code.
 
 use crate::elf::Elf;
-use crate::layout::{Fate, Layout};
+use crate::layout::{Fate, Layout, Region};
 use crate::patch::{Encoding, OMIT, Patches};
+use crate::shape::Shape;
 use anyhow::{Context, bail};
+use object::elf as E;
 use std::collections::HashMap;
 
 /// One FDE as it will be in the output.
@@ -30,6 +36,30 @@ struct Cie {
     function: u8,
     lsda: u8,
     augmented: bool,
+    /// The personality pointer: its section offset and encoding.
+    personality: Option<(usize, Encoding)>,
+}
+
+/// One entry of `.eh_frame`, `at..end` in the section.
+#[derive(Copy, Clone, Debug)]
+struct Entry {
+    at: usize,
+    end: usize,
+    kind: EntryKind,
+}
+
+#[derive(Copy, Clone, Debug)]
+enum EntryKind {
+    /// A zero length word (the terminator).
+    Terminator,
+    Cie(Cie),
+    Fde {
+        cie_at: usize,
+        cie: Cie,
+        /// The address of the function it describes, and its range.
+        function: u64,
+        range: u64,
+    },
 }
 
 /// The unsigned LEB128 at `*at` of `bytes` (gimli reads it); `*at` moves past it.
@@ -41,6 +71,72 @@ fn uleb(bytes: &[u8], at: &mut usize) -> Option<u64> {
     let value = cursor.uleb().ok()?;
     *at = cursor.at as usize;
     Some(value)
+}
+
+/// Every entry of `.eh_frame` (its `bytes`, loaded at `base`).
+fn entries(bytes: &[u8], base: u64) -> anyhow::Result<Vec<Entry>> {
+    let located = |at: usize, what: &str| anyhow::anyhow!(".eh_frame+{at:#x}: {what}");
+    let mut cies: HashMap<usize, Cie> = HashMap::new();
+    let mut entries = Vec::new();
+    let mut at = 0usize;
+    while at + 4 <= bytes.len() {
+        let length = u32::from_le_bytes(bytes[at..at + 4].try_into()?) as usize;
+        if length == 0 {
+            entries.push(Entry {
+                at,
+                end: at + 4,
+                kind: EntryKind::Terminator,
+            });
+            at += 4;
+            continue;
+        }
+        if length == 0xffff_ffff {
+            return Err(located(at, "64-bit entries are not read"));
+        }
+        let end = at + 4 + length;
+        if end > bytes.len() || length < 4 {
+            return Err(located(at, "entry runs past the section"));
+        }
+        let id_at = at + 4;
+        let id = u32::from_le_bytes(bytes[id_at..id_at + 4].try_into()?) as usize;
+        let kind = if id == 0 {
+            let cie = read_cie(bytes, at, end)?;
+            cies.insert(at, cie);
+            EntryKind::Cie(cie)
+        } else {
+            let cie_at = id_at
+                .checked_sub(id)
+                .ok_or_else(|| located(at, "CIE pointer before the section"))?;
+            let cie = *cies
+                .get(&cie_at)
+                .ok_or_else(|| located(at, "FDE whose CIE is not an earlier entry"))?;
+            let function = Encoding::of(cie.function)
+                .ok_or_else(|| located(at, "unsupported function pointer encoding"))?;
+            let function_at = id_at + 4;
+            let value = bytes
+                .get(function_at..end)
+                .and_then(|b| function.read(b))
+                .ok_or_else(|| located(function_at, "function runs past the entry"))?;
+            let range_encoding = Encoding {
+                pc_relative: false,
+                ..function
+            };
+            let range_at = function_at + function.size;
+            let range = bytes
+                .get(range_at..end)
+                .and_then(|b| range_encoding.read(b))
+                .ok_or_else(|| located(range_at, "range runs past the entry"))?;
+            EntryKind::Fde {
+                cie_at,
+                cie,
+                function: function.target(base + function_at as u64, value),
+                range: range as u64,
+            }
+        };
+        entries.push(Entry { at, end, kind });
+        at = end;
+    }
+    Ok(entries)
 }
 
 /// Writes the pointer field at section offset `at` again (section at
@@ -69,8 +165,143 @@ fn repoint(
     Ok(target)
 }
 
+/// Whether an FDE describes code the layout removes (an alias's or a
+/// thunk's old body): nothing unwinds through it any more.
+fn describes_removed_code(entry: &Entry, layout: &Layout) -> bool {
+    matches!(entry.kind, EntryKind::Fde { function, range, .. }
+        if range != 0 && layout.is_removed_function(function))
+}
+
+/// The exception tables to compact in their own segment (see
+/// [`Region`]): from `.eh_frame` (or `.eh_frame_hdr` just before it) to
+/// the end of the `PT_LOAD` holding them, when that segment is not
+/// `.text`'s (there they move with the tail, and a removed function's
+/// FDE stays, covering nothing), holds only sections with bytes there and
+/// no segment but `PT_GNU_EH_FRAME` starts in it, and some FDE describes
+/// removed code. Its FDEs are dropped, `.eh_frame_hdr` loses their rows,
+/// and everything after moves down, each section keeping its alignment
+/// (on AArch64, data other than exception tables its page offset).
+pub fn region(elf: &Elf<'_>, shape: &Shape, layout: &Layout) -> anyhow::Result<Option<Region>> {
+    let Some(index) = elf.section_named(".eh_frame") else {
+        return Ok(None);
+    };
+    let eh = &elf.sections[index];
+    let Some(segment) = elf.segments.iter().position(|p| {
+        p.p_type == E::PT_LOAD.0 && p.vaddr <= eh.addr && eh.addr + eh.size <= p.vaddr + p.filesz
+    }) else {
+        return Ok(None);
+    };
+    let load = &elf.segments[segment];
+    let end = load.vaddr + load.filesz;
+    if segment == shape.segment || load.filesz != load.memsz || load.flags & E::PF_W.0 != 0 {
+        return Ok(None);
+    }
+    let in_file = |address: u64| load.offset + (address - load.vaddr);
+    let header = elf
+        .section_named(".eh_frame_hdr")
+        .filter(|&i| (load.vaddr..end).contains(&elf.sections[i].addr));
+    let start = header
+        .map(|i| &elf.sections[i])
+        .filter(|h| h.addr < eh.addr)
+        .map_or(eh.addr, |h| h.addr);
+    let mut sections: Vec<usize> = (0..elf.sections.len())
+        .filter(|&i| {
+            let s = &elf.sections[i];
+            s.is_alloc() && s.size > 0 && (start..end).contains(&s.addr)
+        })
+        .collect();
+    sections.sort_by_key(|&i| elf.sections[i].addr);
+    let unusual = sections.iter().any(|&i| {
+        let s = &elf.sections[i];
+        !s.has_bytes() || s.offset != in_file(s.addr) || s.addr + s.size > end
+    }) || elf.segments.iter().any(|p| {
+        p.p_type != E::PT_LOAD.0
+            && p.p_type != E::PT_GNU_EH_FRAME.0
+            && p.memsz > 0
+            && p.vaddr < end
+            && p.vaddr + p.memsz > start
+    });
+    if unusual {
+        return Ok(None);
+    }
+    let all = entries(elf.bytes(index), eh.addr)?;
+    let removed: Vec<&Entry> = all
+        .iter()
+        .filter(|entry| describes_removed_code(entry, layout))
+        .collect();
+    if removed.is_empty() {
+        return Ok(None);
+    }
+    let listed = all
+        .iter()
+        .filter(|e| matches!(e.kind, EntryKind::Fde { range, .. } if range != 0))
+        .count()
+        - removed.len();
+    let mut runs: Vec<(u64, u64, u64)> = Vec::new();
+    let mut keep = |old: u64, old_end: u64, new: u64| {
+        match runs.last_mut() {
+            Some(last) if last.1 == old && last.2 + (last.1 - last.0) == new => last.1 = old_end,
+            _ => runs.push((old, old_end, new)),
+        }
+        new + (old_end - old)
+    };
+    // AArch64 code reaches data through `adrp` pages that a hand-written
+    // routine may share between addresses: data other than the exception
+    // tables (which only they and the unwinder name) moves by whole pages.
+    let page = if elf.machine == E::EM_AARCH64.0 {
+        4096
+    } else {
+        1
+    };
+    let exception_table =
+        |name: &str| matches!(name, ".eh_frame" | ".eh_frame_hdr" | ".gcc_except_table");
+    let mut cursor = start;
+    for &i in &sections {
+        let section = &elf.sections[i];
+        let modulus = if exception_table(&section.name) {
+            section.align.max(1)
+        } else {
+            section.align.max(page)
+        };
+        // The first place at or after the cursor congruent to where it was.
+        let at = cursor + (section.addr - cursor) % modulus;
+        cursor = if Some(i) == header {
+            let bytes = elf.bytes(i);
+            let pointer = bytes
+                .get(1)
+                .and_then(|&byte| Encoding::of(byte))
+                .context(".eh_frame_hdr: unsupported pointer encoding")?;
+            let size = (8 + pointer.size + 8 * listed) as u64;
+            if size > section.size {
+                bail!(".eh_frame_hdr: lists fewer FDEs than .eh_frame holds");
+            }
+            keep(section.addr, section.addr + size, at)
+        } else if i == index {
+            let mut at = at;
+            let mut from = section.addr;
+            for entry in &removed {
+                let entry_start = section.addr + entry.at as u64;
+                at = keep(from, entry_start, at);
+                from = section.addr + entry.end as u64;
+            }
+            keep(from, section.addr + section.size, at)
+        } else {
+            keep(section.addr, section.addr + section.size, at)
+        };
+    }
+    runs.retain(|run| run.0 < run.1);
+    Ok(Some(Region {
+        segment,
+        start,
+        end,
+        runs,
+        new_end: cursor,
+    }))
+}
+
 /// Patches `.eh_frame` (section `index`) and rebuilds `.eh_frame_hdr`.
-/// Returns how many FDEs no longer describe code.
+/// Returns how many FDEs no longer describe code (dropped, or left in
+/// place covering nothing).
 pub fn patch(elf: &Elf<'_>, layout: &Layout, patches: &mut Patches) -> anyhow::Result<usize> {
     let Some(index) = elf.section_named(".eh_frame") else {
         return Ok(0);
@@ -78,80 +309,65 @@ pub fn patch(elf: &Elf<'_>, layout: &Layout, patches: &mut Patches) -> anyhow::R
     let bytes = elf.bytes(index);
     let base = elf.sections[index].addr;
     let located = |at: usize, what: &str| anyhow::anyhow!(".eh_frame+{at:#x}: {what}");
-    let mut cies: HashMap<usize, Cie> = HashMap::new();
     let mut kept = Vec::new();
     let mut dropped = 0;
-    let mut at = 0usize;
-    while at + 4 <= bytes.len() {
-        let length = u32::from_le_bytes(bytes[at..at + 4].try_into()?) as usize;
-        if length == 0 {
-            at += 4;
+    for entry in entries(bytes, base)? {
+        let at = entry.at;
+        if !layout.is_carried(base + at as u64) {
+            dropped += 1;
             continue;
         }
-        if length == 0xffff_ffff {
-            return Err(located(at, "64-bit entries are not read"));
-        }
-        let end = at + 4 + length;
-        if end > bytes.len() {
-            return Err(located(at, "entry runs past the section"));
-        }
+        let (cie_at, cie, range) = match entry.kind {
+            EntryKind::Terminator => continue,
+            EntryKind::Cie(cie) => {
+                if let Some((personality_at, encoding)) = cie.personality {
+                    repoint(bytes, personality_at, encoding, base, layout, patches)?;
+                }
+                continue;
+            }
+            EntryKind::Fde {
+                cie_at, cie, range, ..
+            } => (cie_at, cie, range),
+        };
         let id_at = at + 4;
-        let id = u32::from_le_bytes(bytes[id_at..id_at + 4].try_into()?) as usize;
-        if id == 0 {
-            let cie = read_cie(bytes, at, end, base, layout, patches)?;
-            cies.insert(at, cie);
-        } else {
-            let cie_at = id_at
-                .checked_sub(id)
-                .ok_or_else(|| located(at, "CIE pointer before the section"))?;
-            let cie = *cies
-                .get(&cie_at)
-                .ok_or_else(|| located(at, "FDE whose CIE is not an earlier entry"))?;
-            let function = Encoding::of(cie.function)
-                .ok_or_else(|| located(at, "unsupported function pointer encoding"))?;
-            let function_at = id_at + 4;
-            let range_at = function_at + function.size;
-            let target = repoint(bytes, function_at, function, base, layout, patches)?;
-            let range_encoding = Encoding {
-                pc_relative: false,
-                ..function
-            };
-            let range = bytes
-                .get(range_at..)
-                .and_then(|b| range_encoding.read(b))
-                .ok_or_else(|| located(range_at, "range runs past the entry"))?;
-            let removed = layout.is_removed_function(target);
-            if removed && range != 0 {
-                patches.put(layout.map(base + range_at as u64), vec![0; function.size])?;
-                dropped += 1;
-            } else if range != 0 {
-                kept.push(KeptFde {
-                    address: layout.map(base + at as u64),
-                    function: layout.map(target),
-                });
-            }
-            if cie.augmented && cie.lsda != OMIT {
-                let mut lsda_at = range_at + function.size;
-                uleb(bytes, &mut lsda_at).ok_or_else(|| located(at, "bad augmentation length"))?;
-                let lsda = Encoding::of(cie.lsda)
-                    .ok_or_else(|| located(at, "unsupported LSDA pointer encoding"))?;
-                repoint(bytes, lsda_at, lsda, base, layout, patches)?;
-            }
+        // The CIE pointer counts back from its own place to the CIE.
+        let (id_place, cie_place) = (
+            layout.map(base + id_at as u64),
+            layout.map(base + cie_at as u64),
+        );
+        if id_place - cie_place != (id_at - cie_at) as u64 {
+            let distance =
+                u32::try_from(id_place - cie_place).map_err(|_| located(at, "CIE out of reach"))?;
+            patches.put(id_place, distance.to_le_bytes().to_vec())?;
         }
-        at = end;
+        let function = Encoding::of(cie.function)
+            .ok_or_else(|| located(at, "unsupported function pointer encoding"))?;
+        let function_at = id_at + 4;
+        let range_at = function_at + function.size;
+        let target = repoint(bytes, function_at, function, base, layout, patches)?;
+        let removed = layout.is_removed_function(target);
+        if removed && range != 0 {
+            patches.put(layout.map(base + range_at as u64), vec![0; function.size])?;
+            dropped += 1;
+        } else if range != 0 {
+            kept.push(KeptFde {
+                address: layout.map(base + at as u64),
+                function: layout.map(target),
+            });
+        }
+        if cie.augmented && cie.lsda != OMIT {
+            let mut lsda_at = range_at + function.size;
+            uleb(bytes, &mut lsda_at).ok_or_else(|| located(at, "bad augmentation length"))?;
+            let lsda = Encoding::of(cie.lsda)
+                .ok_or_else(|| located(at, "unsupported LSDA pointer encoding"))?;
+            repoint(bytes, lsda_at, lsda, base, layout, patches)?;
+        }
     }
     rebuild_header(elf, layout, base, &mut kept, patches)?;
     Ok(dropped)
 }
 
-fn read_cie(
-    bytes: &[u8],
-    at: usize,
-    end: usize,
-    base: u64,
-    layout: &Layout,
-    patches: &mut Patches,
-) -> anyhow::Result<Cie> {
+fn read_cie(bytes: &[u8], at: usize, end: usize) -> anyhow::Result<Cie> {
     let bad = || anyhow::anyhow!(".eh_frame+{at:#x}: bad CIE");
     let entry = bytes.get(..end).ok_or_else(bad)?;
     let version = *entry.get(at + 8).ok_or_else(bad)?;
@@ -174,6 +390,7 @@ fn read_cie(
         function: 0,
         lsda: OMIT,
         augmented: augmentation.first() == Some(&b'z'),
+        personality: None,
     };
     if !cie.augmented {
         return Ok(cie);
@@ -187,7 +404,7 @@ fn read_cie(
                 let encoding = Encoding::of(byte & 0x7f).ok_or_else(|| {
                     anyhow::anyhow!(".eh_frame+{at:#x}: unsupported personality encoding {byte:#x}")
                 })?;
-                repoint(bytes, cursor, encoding, base, layout, patches)?;
+                cie.personality = Some((cursor, encoding));
                 cursor += encoding.size;
             }
             b'L' => {
@@ -257,7 +474,15 @@ fn rebuild_header(
             out.extend(relative.to_le_bytes());
         }
     }
-    out.resize(bytes.len(), 0);
+    // Compacted with `.eh_frame`, the table is as long as its rows (the
+    // region was laid out so); in place, the rows left over are zero.
+    let compacted = layout
+        .region
+        .as_ref()
+        .is_some_and(|region| (region.start..region.end).contains(&address));
+    if !compacted {
+        out.resize(bytes.len(), 0);
+    }
     patches.put(new_address, out)
 }
 

@@ -71,6 +71,74 @@ pub struct Layout {
     /// Jump tables folded with their functions, sorted: (start, end, the
     /// kept copy's start). Their bytes stay; only their symbols move.
     pub data_aliases: Vec<(u64, u64, u64)>,
+    /// The exception tables compacted in their own segment, when they are
+    /// (`eh_frame::region`).
+    pub region: Option<Region>,
+}
+
+/// A run of read-only sections compacted besides `.text`, to the end of
+/// the segment holding them: the exception tables, whose removed
+/// functions' FDEs are dropped and whose `.eh_frame_hdr` table gets
+/// shorter, and the sections after them, moved down keeping their
+/// alignment. The segment gets shorter; nothing else in it moves.
+#[derive(Clone, Debug)]
+pub struct Region {
+    /// The `PT_LOAD` holding it.
+    pub segment: usize,
+    /// Old addresses: `start..end` (`end` the segment's).
+    pub start: u64,
+    pub end: u64,
+    /// The runs of bytes kept: (old start, old end, new start), sorted and
+    /// disjoint; bytes between them are dropped.
+    pub runs: Vec<(u64, u64, u64)>,
+    /// Where the segment's content ends now.
+    pub new_end: u64,
+}
+
+impl Region {
+    /// The run holding `address`, or the index of the first after it.
+    fn run(&self, address: u64) -> Result<usize, usize> {
+        let after = self.runs.partition_point(|&(start, _, _)| start <= address);
+        match after.checked_sub(1) {
+            Some(i) if address < self.runs[i].1 => Ok(i),
+            _ => Err(after),
+        }
+    }
+
+    /// Where `address` (in the region) goes: into its run, or for a
+    /// dropped byte, where the next run starts.
+    fn map(&self, address: u64) -> u64 {
+        match self.run(address) {
+            Ok(i) => self.runs[i].2 + (address - self.runs[i].0),
+            Err(next) => self.runs.get(next).map_or(self.new_end, |run| run.2),
+        }
+    }
+
+    /// Whether `start..end` moves as one block: outside the region, or in
+    /// one run of it.
+    pub fn rigid(&self, start: u64, end: u64) -> bool {
+        let inside = |a: u64| (self.start..self.end).contains(&a);
+        if !inside(start)
+            && !inside(end.saturating_sub(1))
+            && (end <= self.start || start >= self.end)
+        {
+            return true;
+        }
+        matches!((self.run(start), self.run(end.saturating_sub(1).max(start))), (Ok(a), Ok(b)) if a == b)
+    }
+
+    /// How many bytes of `start..end` are kept.
+    pub fn kept_bytes(&self, start: u64, end: u64) -> u64 {
+        self.runs
+            .iter()
+            .map(|&(from, to, _)| to.min(end).saturating_sub(from.max(start)))
+            .sum()
+    }
+
+    /// How much shorter the segment is.
+    pub fn freed(&self) -> u64 {
+        self.end - self.new_end
+    }
 }
 
 /// No function is aligned beyond a page.
@@ -181,6 +249,7 @@ impl Layout {
             tail_end,
             tail_delta,
             data_aliases: Vec::new(),
+            region: None,
         })
     }
 
@@ -228,14 +297,27 @@ impl Layout {
         if (self.tail_start..self.tail_end).contains(&address) {
             return address - self.tail_delta;
         }
+        // The region's end is its last section's end (a `__stop_` symbol):
+        // it follows the content.
+        if let Some(region) = &self.region
+            && (region.start..=region.end).contains(&address)
+        {
+            return region.map(address);
+        }
         address
     }
 
     /// Whether the bytes at `address` are carried into the output (not
-    /// in a removed function, a thunk's old body or dropped padding).
+    /// in a removed function, a thunk's old body, dropped padding or a
+    /// dropped FDE).
     pub fn is_carried(&self, address: u64) -> bool {
-        self.piece_at(address)
-            .is_none_or(|piece| piece.fate == Fate::Keep)
+        let dropped = self.region.as_ref().is_some_and(|region| {
+            (region.start..region.end).contains(&address) && region.run(address).is_err()
+        });
+        !dropped
+            && self
+                .piece_at(address)
+                .is_none_or(|piece| piece.fate == Fate::Keep)
     }
 
     /// The first address of the piece of `.text` holding `address`.
@@ -398,5 +480,37 @@ pub(crate) mod tests {
         ];
         pieces[2].pinned = true;
         assert!(Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16).is_err());
+    }
+
+    #[test]
+    fn the_exception_tables_region_maps_kept_runs_and_closes_over_dropped_bytes() {
+        let mut layout =
+            Layout::new(Vec::new(), 0x1000, 0x1000, 1, 0x1000, 0x1000, 1).expect("laid out");
+        // 0x100..0x140 stays, 0x140..0x180 (an FDE) is dropped, 0x180..0x200
+        // moves down to 0x140.
+        layout.region = Some(Region {
+            segment: 0,
+            start: 0x100,
+            end: 0x200,
+            runs: vec![(0x100, 0x140, 0x100), (0x180, 0x200, 0x140)],
+            new_end: 0x1c0,
+        });
+        assert_eq!(layout.map(0x120), 0x120);
+        assert_eq!(
+            layout.map(0x150),
+            0x140,
+            "a dropped byte: where the next run starts"
+        );
+        assert_eq!(layout.map(0x190), 0x150);
+        assert_eq!(layout.map(0x200), 0x1c0, "the end follows the content");
+        assert_eq!(layout.map(0x300), 0x300);
+        assert!(!layout.is_carried(0x150));
+        assert!(layout.is_carried(0x190));
+        let region = layout.region.as_ref().expect("set");
+        assert!(region.rigid(0x180, 0x1a0));
+        assert!(!region.rigid(0x130, 0x190));
+        assert!(region.rigid(0x20, 0x80), "outside");
+        assert_eq!(region.kept_bytes(0x100, 0x200), 0xc0);
+        assert_eq!(region.freed(), 0x40);
     }
 }

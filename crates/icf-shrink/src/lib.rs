@@ -13,8 +13,12 @@
 //!    thunk's replaced by a jump to its kept copy.
 //! 2. **Lay out** `.text` again ([`layout`]): kept functions close up,
 //!    each at its inferred alignment; the sections after `.text` in its
-//!    segment move down together; later segments move down in the file by
+//!    segment move down together; where the exception tables have a
+//!    segment of their own, removed functions' FDEs leave it
+//!    ([`eh_frame::region`]); later segments move down in the file by
 //!    whole pages and keep their addresses, so nothing in them moves.
+//!    Functions a field names in a way no new layout can be written for
+//!    keep their place ([`pin`]), and the plan and layout are made again.
 //! 3. **Patch** every field that names a place that moved, or sits in a
 //!    place that moved: branches and PC-relative operands found by
 //!    decoding all code (checked against the kept relocations, which must
@@ -244,6 +248,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         )
         .map_err(named)?;
         layout.data_aliases = data_aliases;
+        layout.region = eh_frame::region(&elf, &shape, &layout).map_err(named)?;
         if let Some((alias, at)) = layout.misaligned_alias(elf.sections[shape.text].align) {
             bail!(
                 "{}: the function at {alias:#x} folds into a copy that must stay right after the \

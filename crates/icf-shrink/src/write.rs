@@ -1,8 +1,10 @@
-//! Writing OUT: the bytes before `.text` as they were, the new `.text`,
-//! the rest of its segment moved down, later segments moved down in the
-//! file by whole multiples of their alignment (their addresses kept), then
-//! the sections no segment loads, packed, and the section header table.
-//! Every patch lands at its new address; symbol values follow the map.
+//! Writing OUT: each `PT_LOAD` in file order, the one holding `.text`
+//! with the new `.text` and the rest of it moved down, the one holding the
+//! exception tables compacted when they are (`Layout::region`), every
+//! segment after one that got shorter moved down in the file by whole
+//! multiples of the largest alignment (their addresses kept); then the
+//! sections no segment loads, packed, and the section header table. Every
+//! patch lands at its new address; symbol values follow the map.
 
 use crate::elf::{Elf, SectionInfo, Segment, SymbolInfo};
 use crate::layout::{Fate, Layout};
@@ -54,34 +56,38 @@ pub(crate) fn write(
     fill_bytes: &[u8],
 ) -> anyhow::Result<Written> {
     let data = elf.data;
-    let load = &elf.segments[shape.segment];
-    let segment_file_end = load.offset + load.filesz;
-    let delta = layout.tail_delta;
-    // Later segments move by a whole multiple of the largest alignment among them.
-    let later_align = elf
-        .segments
-        .iter()
-        .filter(|p| p.p_type == E::PT_LOAD.0 && p.offset >= segment_file_end)
-        .map(|p| p.align)
-        .max()
-        .unwrap_or(1);
-    let shift = delta / later_align * later_align;
+    let get = |start: u64, end: u64| {
+        data.get(start as usize..end as usize)
+            .with_context(|| format!("file bytes {start:#x}..{end:#x} past the end"))
+    };
+    let files = FileLayout::new(elf, shape, layout)?;
     let text = &elf.sections[shape.text];
-    let in_tail = |address: u64| (layout.tail_start..layout.tail_end).contains(&address);
+    let region_section = |address: u64| {
+        layout
+            .region
+            .as_ref()
+            .is_some_and(|r| (r.start..r.end).contains(&address))
+    };
 
     // Section headers.
     let mut sections = elf.sections.clone();
     let mut emptied = Vec::new();
     for (index, section) in sections.iter_mut().enumerate() {
-        if index == shape.text {
-            section.size = layout.new_text_end - text.addr;
-        } else if section.is_alloc() && in_tail(section.addr) && section.size > 0 {
-            section.addr -= delta;
-            section.offset -= delta;
-        } else if section.has_bytes() && section.offset >= segment_file_end && section.is_alloc() {
-            section.offset -= shift;
-        } else if section.is_alloc() && !section.has_bytes() && section.offset >= segment_file_end {
-            section.offset = section.offset.saturating_sub(shift);
+        if section.is_alloc() {
+            let old = section.addr;
+            let old_end = section.addr + section.size;
+            if index == shape.text {
+                section.size = layout.new_text_end - text.addr;
+            } else if section.size > 0 && region_section(section.addr) {
+                let region = layout.region.as_ref().context("no region")?;
+                section.size = region.kept_bytes(section.addr, old_end);
+                section.addr = layout.map(section.addr);
+            } else if section.size > 0 {
+                section.addr = layout.new_section_address(section.addr);
+            }
+            if let Some(offset) = files.offset_of(elf, section.addr, old) {
+                section.offset = offset;
+            }
         }
         if let Some((_, bytes)) = rewritten.sections.iter().find(|(i, _)| *i == index) {
             section.size = bytes.len() as u64;
@@ -93,44 +99,37 @@ pub(crate) fn write(
     // Program headers.
     let mut segments: Vec<Segment> = elf.segments.clone();
     for (index, segment) in segments.iter_mut().enumerate() {
-        if index == shape.segment {
-            segment.filesz -= delta;
-            segment.memsz -= delta;
-        } else if segment.p_type != E::PT_LOAD.0 && in_tail(segment.vaddr) && segment.filesz > 0 {
-            segment.vaddr -= delta;
-            segment.paddr -= delta;
-            segment.offset -= delta;
-        } else if segment.offset >= segment_file_end && segment.filesz + segment.memsz > 0 {
-            segment.offset -= shift;
+        if segment.p_type == E::PT_LOAD.0 {
+            let freed = files.freed[index];
+            segment.filesz -= freed;
+            segment.memsz -= freed;
+            segment.offset = files.new_offset[index];
+        } else if segment.filesz + segment.memsz > 0 {
+            let old = segment.vaddr;
+            let new = layout.new_section_address(old);
+            if segment.p_type == E::PT_GNU_EH_FRAME.0
+                && let Some(header) = elf.section_named(".eh_frame_hdr")
+                && elf.sections[header].addr == old
+            {
+                segment.filesz = sections[header].size;
+                segment.memsz = sections[header].size;
+            }
+            segment.vaddr = new;
+            segment.paddr = segment.paddr.wrapping_add(new.wrapping_sub(old));
+            if let Some(offset) = files.offset_of(elf, new, old) {
+                segment.offset = offset;
+            }
         }
     }
-    // The allocated bytes.
-    let alloc_end = elf
-        .segments
-        .iter()
-        .filter(|p| p.p_type == E::PT_LOAD.0)
-        .map(|p| p.offset + p.filesz)
-        .max()
-        .unwrap_or(0)
-        .max(
-            elf.sections
-                .iter()
-                .filter(|s| s.is_alloc() && s.has_bytes())
-                .map(|s| s.offset + s.size)
-                .max()
-                .unwrap_or(0),
-        );
-    let get = |start: u64, end: u64| {
-        data.get(start as usize..end as usize)
-            .with_context(|| format!("file bytes {start:#x}..{end:#x} past the end"))
-    };
+    // The allocated bytes: each PT_LOAD's, in file order.
     let text_offset = text.offset;
     let headers_end = elf.phoff + 56 * elf.segments.len() as u64;
     if text_offset < headers_end.max(64) {
         bail!(".text at file offset {text_offset:#x} overlaps the ELF and program headers");
     }
     let mut out: Vec<u8> = Vec::with_capacity(data.len());
-    out.extend_from_slice(get(0, text_offset)?);
+    let first = files.order.first().map_or(0, |&i| elf.segments[i].offset);
+    out.extend_from_slice(get(0, first)?);
     // Gaps in code hold the architecture's filler, so a decoder running
     // past a function that does not return meets no bogus instruction.
     let fill = |out: &mut Vec<u8>, end: u64| {
@@ -139,39 +138,41 @@ pub(crate) fn write(
             out.extend_from_slice(&fill_bytes[..gap.min(fill_bytes.len())]);
         }
     };
-    fill(&mut out, text_offset + layout.new_text_end - text.addr);
-    for (index, piece) in layout.pieces.iter().enumerate() {
-        if piece.fate != Fate::Keep {
-            continue;
+    for &index in &files.order {
+        let load = &elf.segments[index];
+        let new_offset = files.new_offset[index];
+        if (out.len() as u64) > new_offset {
+            bail!("internal: segment {index} would overlap the one before it in the file");
         }
-        // The piece, and as much of the padding that followed it as fits
-        // before what comes next: the bytes after a function that does not
-        // return stay what they were.
-        let next = layout.pieces[index + 1..]
-            .iter()
-            .find(|p| matches!(p.fate, Fate::Keep | Fate::Thunk(_)))
-            .map_or(layout.new_text_end, |p| p.new_start);
-        let padding = layout
-            .pieces
-            .get(index + 1)
-            .filter(|p| p.fate == Fate::Padding)
-            .map_or(0, |p| p.end - p.start);
-        let size = piece.end - piece.start;
-        let carried = size + padding.min(next - (piece.new_start + size));
-        let from = text_offset + (piece.start - text.addr);
-        let to = (text_offset + (piece.new_start - text.addr)) as usize;
-        out[to..to + carried as usize].copy_from_slice(get(from, from + carried)?);
+        out.resize(new_offset as usize, 0);
+        let load_end = load.offset + load.filesz;
+        if index == shape.segment {
+            write_text_segment(&mut out, elf, shape, layout, new_offset, &fill)?;
+        } else if let Some(region) = layout.region.as_ref().filter(|r| r.segment == index) {
+            let region_offset = load.offset + (region.start - load.vaddr);
+            out.extend_from_slice(get(load.offset, region_offset)?);
+            let base = out.len() as u64;
+            out.resize((base + region.new_end - region.start) as usize, 0);
+            for &(old, old_end, new) in &region.runs {
+                let from = load.offset + (old - load.vaddr);
+                let to = (base + (new - region.start)) as usize;
+                out[to..to + (old_end - old) as usize]
+                    .copy_from_slice(get(from, from + (old_end - old))?);
+            }
+        } else {
+            out.extend_from_slice(get(load.offset, load_end)?);
+        }
     }
-    let tail_file_start = if layout.tail_start < layout.tail_end {
-        load.offset + (layout.tail_start - load.vaddr)
-    } else {
-        segment_file_end
-    };
-    fill(&mut out, tail_file_start - delta);
-    out.extend_from_slice(get(tail_file_start, segment_file_end)?);
-    if alloc_end > segment_file_end {
-        out.resize((segment_file_end - shift) as usize, 0);
-        out.extend_from_slice(get(segment_file_end, alloc_end)?);
+    // Allocated bytes past the last segment (none a linker writes, kept
+    // as they were).
+    if let Some(&last) = files.order.last() {
+        let load = &elf.segments[last];
+        let load_end = load.offset + load.filesz;
+        if files.alloc_end > load_end {
+            let shift = load.offset - files.new_offset[last];
+            out.resize((load_end - shift - files.freed[last]) as usize, 0);
+            out.extend_from_slice(get(load_end, files.alloc_end)?);
+        }
     }
     // Patches, by new address.
     for (&address, bytes) in &patches.writes {
@@ -260,6 +261,140 @@ pub(crate) fn write(
         bytes: out,
         emptied,
     })
+}
+
+/// Where each `PT_LOAD` goes in OUT's file: the segments after one that got
+/// shorter move down by whole multiples of the largest alignment, so that
+/// each keeps its offset congruent to its address.
+struct FileLayout {
+    /// `PT_LOAD`s by file offset.
+    order: Vec<usize>,
+    /// Per segment: its new file offset (`PT_LOAD`s only) and how many
+    /// bytes shorter it is.
+    new_offset: Vec<u64>,
+    freed: Vec<u64>,
+    /// Where the allocated bytes end in IN.
+    alloc_end: u64,
+}
+
+impl FileLayout {
+    fn new(elf: &Elf<'_>, shape: &Shape, layout: &Layout) -> anyhow::Result<FileLayout> {
+        let mut order: Vec<usize> = (0..elf.segments.len())
+            .filter(|&i| elf.segments[i].p_type == E::PT_LOAD.0)
+            .collect();
+        order.sort_by_key(|&i| elf.segments[i].offset);
+        let mut freed = vec![0; elf.segments.len()];
+        freed[shape.segment] = layout.tail_delta;
+        if let Some(region) = &layout.region {
+            freed[region.segment] += region.freed();
+        }
+        let align = order
+            .iter()
+            .map(|&i| elf.segments[i].align)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        // Each as far down as its congruence allows without reaching into
+        // the one before it as that one now ends.
+        let mut new_offset: Vec<u64> = elf.segments.iter().map(|p| p.offset).collect();
+        let (mut previous_end, mut new_previous_end) = (0, 0);
+        for &i in &order {
+            let load = &elf.segments[i];
+            if load.offset < previous_end {
+                bail!("segments {i} and the one before it overlap in the file");
+            }
+            previous_end = load.offset + load.filesz;
+            if new_previous_end > 0 {
+                new_offset[i] = load.offset - (load.offset - new_previous_end) / align * align;
+            }
+            new_previous_end = new_offset[i] + load.filesz - freed[i];
+        }
+        let alloc_end = order
+            .iter()
+            .map(|&i| elf.segments[i].offset + elf.segments[i].filesz)
+            .chain(
+                elf.sections
+                    .iter()
+                    .filter(|s| s.is_alloc() && s.has_bytes())
+                    .map(|s| s.offset + s.size),
+            )
+            .max()
+            .unwrap_or(0);
+        Ok(FileLayout {
+            order,
+            new_offset,
+            freed,
+            alloc_end,
+        })
+    }
+
+    /// The new file offset of new address `address`, which was at `old`:
+    /// in the `PT_LOAD` that held `old`.
+    fn offset_of(&self, elf: &Elf<'_>, address: u64, old: u64) -> Option<u64> {
+        self.order
+            .iter()
+            .map(|&i| (i, &elf.segments[i]))
+            .find(|(_, p)| p.vaddr <= old && old < p.vaddr + p.memsz.max(1))
+            .map(|(i, p)| self.new_offset[i] + (address - p.vaddr))
+    }
+}
+
+/// The segment holding `.text`, written at `new_offset`: what precedes
+/// `.text` as it was, the kept pieces at their new places, then the tail.
+fn write_text_segment(
+    out: &mut Vec<u8>,
+    elf: &Elf<'_>,
+    shape: &Shape,
+    layout: &Layout,
+    new_offset: u64,
+    fill: &dyn Fn(&mut Vec<u8>, u64),
+) -> anyhow::Result<()> {
+    let data = elf.data;
+    let get = |start: u64, end: u64| {
+        data.get(start as usize..end as usize)
+            .with_context(|| format!("file bytes {start:#x}..{end:#x} past the end"))
+    };
+    let load = &elf.segments[shape.segment];
+    let text = &elf.sections[shape.text];
+    let segment_file_end = load.offset + load.filesz;
+    // Where `.text` starts in the old file and in OUT.
+    let old_text = text.offset;
+    let text_offset = new_offset + (text.addr - load.vaddr);
+    out.extend_from_slice(get(load.offset, old_text)?);
+    fill(out, text_offset + layout.new_text_end - text.addr);
+    for (index, piece) in layout.pieces.iter().enumerate() {
+        if piece.fate != Fate::Keep {
+            continue;
+        }
+        // The piece, and as much of the padding that followed it as fits
+        // before what comes next: the bytes after a function that does not
+        // return stay what they were.
+        let next = layout.pieces[index + 1..]
+            .iter()
+            .find(|p| matches!(p.fate, Fate::Keep | Fate::Thunk(_)))
+            .map_or(layout.new_text_end, |p| p.new_start);
+        let padding = layout
+            .pieces
+            .get(index + 1)
+            .filter(|p| p.fate == Fate::Padding)
+            .map_or(0, |p| p.end - p.start);
+        let size = piece.end - piece.start;
+        let carried = size + padding.min(next - (piece.new_start + size));
+        let from = old_text + (piece.start - text.addr);
+        let to = (text_offset + (piece.new_start - text.addr)) as usize;
+        out[to..to + carried as usize].copy_from_slice(get(from, from + carried)?);
+    }
+    let tail_file_start = if layout.tail_start < layout.tail_end {
+        load.offset + (layout.tail_start - load.vaddr)
+    } else {
+        segment_file_end
+    };
+    fill(
+        out,
+        new_offset + (tail_file_start - load.offset) - layout.tail_delta,
+    );
+    out.extend_from_slice(get(tail_file_start, segment_file_end)?);
+    Ok(())
 }
 
 fn file_offset(segments: &[Segment], address: u64, size: u64) -> Option<u64> {

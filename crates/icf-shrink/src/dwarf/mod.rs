@@ -79,10 +79,16 @@ impl<'a> AddressMap<'a> {
     }
 
     /// Whether `address` lies where things move: `.text` up to the end
-    /// of its segment, the end included.
+    /// of its segment, the end included, and the exception tables'
+    /// region with what follows them (`Layout::region`).
     pub(crate) fn in_moving_region(&self, address: u64) -> bool {
         let end = self.layout.tail_end.max(self.layout.text_end);
         (self.layout.text_start..=end).contains(&address)
+            || self
+                .layout
+                .region
+                .as_ref()
+                .is_some_and(|region| (region.start..region.end).contains(&address))
     }
 
     /// Outside `.text`: the tail moves down; the gap after `.text` (and
@@ -189,6 +195,10 @@ impl<'a> AddressMap<'a> {
                     && (end <= layout.text_start
                         || start >= layout.tail_start && end <= layout.tail_end
                         || start >= layout.tail_end.max(layout.text_end))
+                    && layout
+                        .region
+                        .as_ref()
+                        .is_none_or(|region| region.rigid(start, end))
             }
             _ => false,
         }
