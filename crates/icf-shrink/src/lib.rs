@@ -211,7 +211,8 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     // keeps its body, and the plan is made again without folding it.
     // What code runs on into (it falls through its last instruction) keeps
     // its body and its place right after it.
-    let mut keep_places = run_on_into(&elf, &shape, object, arch);
+    let code = TextCode::of(&elf, &shape, object, arch);
+    let mut keep_places = code.run_on_into(&shape);
     let load = loading.elapsed();
     let symbols = elf.symbols(shape.symtab).map_err(named)?;
     let relocated = Relocated::of(&elf, &shape).map_err(named)?;
@@ -231,6 +232,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
             &program,
             &elf,
             &shape,
+            &code,
             options,
             &mut keep_places,
             &pinned,
@@ -340,75 +342,87 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     })
 }
 
-/// For each piece of `.text` (`extents`, in address order): whether the
-/// code before it reaches it by running off its end (falling through, or
-/// through padding), or a short jump (`jmp rel8`, whose reach another
-/// placement could break) spans from before it to it or from it back over
-/// it. Such a piece stays right after the piece before it, and keeps its
-/// body.
-fn joined_pieces(
-    elf: &Elf<'_>,
-    shape: &Shape,
-    extents: &[icf_object::FunctionExtent],
-    arch: &dyn Architecture,
-) -> Vec<bool> {
-    let bytes = elf.bytes(shape.text);
-    let mut joined = vec![false; extents.len()];
-    // How far the code so far reaches on: past its end, or to this address.
-    let mut runs_on = false;
-    let mut reach_to = 0u64;
-    let mut found = Vec::new();
-    for (index, f) in extents.iter().enumerate() {
-        let Some(code) = bytes.get(f.start as usize..f.end as usize) else {
-            continue;
-        };
-        joined[index] = runs_on || f.start <= reach_to && index > 0;
-        if f.symbols.is_empty() && arch.is_padding(code) {
-            continue;
-        }
-        runs_on = arch.runs_off_the_end(code);
-        found.clear();
-        let start = shape.text_start + f.start;
-        arch.linked_references(code, start, &mut found);
-        for reference in &found {
-            if field_size(arch, reference.r_type) != 1 {
+/// The pieces of `.text` as decoding finds them, once for every round of
+/// planning: the function extents, which of them must follow the piece
+/// before (see [`TextCode::of`]), and every short jump's place and target.
+struct TextCode {
+    extents: Vec<icf_object::FunctionExtent>,
+    joined: Vec<bool>,
+    /// (place, target) of each short jump (`jmp rel8`), by place.
+    short_jumps: Vec<(u64, u64)>,
+}
+
+impl TextCode {
+    /// For each piece of `.text` (in address order): whether the code
+    /// before it reaches it by running off its end (falling through, or
+    /// through padding), or a short jump (`jmp rel8`, whose reach another
+    /// placement could break) spans from before it to it or from it back
+    /// over it. Such a piece stays right after the piece before it, and
+    /// keeps its body.
+    fn of(
+        elf: &Elf<'_>,
+        shape: &Shape,
+        object: &icf_object::Object<'_>,
+        arch: &dyn Architecture,
+    ) -> TextCode {
+        let extents: Vec<_> = object
+            .functions()
+            .into_iter()
+            .filter(|f| f.section.index() == shape.text)
+            .collect();
+        let bytes = elf.bytes(shape.text);
+        let mut joined = vec![false; extents.len()];
+        let mut short_jumps = Vec::new();
+        // How far the code so far reaches on: past its end, or to this address.
+        let mut runs_on = false;
+        let mut reach_to = 0u64;
+        let mut found = Vec::new();
+        for (index, f) in extents.iter().enumerate() {
+            let Some(code) = bytes.get(f.start as usize..f.end as usize) else {
+                continue;
+            };
+            joined[index] = runs_on || f.start <= reach_to && index > 0;
+            if f.symbols.is_empty() && arch.is_padding(code) {
                 continue;
             }
-            let target = reference.target.wrapping_sub(shape.text_start);
-            if target >= f.end {
-                reach_to = reach_to.max(target);
-            } else {
-                // Backward: everything from the piece it reaches on.
-                let first = extents.partition_point(|e| e.start <= target);
-                for later in joined.iter_mut().take(index + 1).skip(first) {
-                    *later = true;
+            runs_on = arch.runs_off_the_end(code);
+            found.clear();
+            let start = shape.text_start + f.start;
+            arch.linked_references(code, start, &mut found);
+            for reference in &found {
+                if field_size(arch, reference.r_type) != 1 {
+                    continue;
+                }
+                short_jumps.push((start + reference.offset, reference.target));
+                let target = reference.target.wrapping_sub(shape.text_start);
+                if target >= f.end {
+                    reach_to = reach_to.max(target);
+                } else {
+                    // Backward: everything from the piece it reaches on.
+                    let first = extents.partition_point(|e| e.start <= target);
+                    for later in joined.iter_mut().take(index + 1).skip(first) {
+                        *later = true;
+                    }
                 }
             }
         }
+        TextCode {
+            extents,
+            joined,
+            short_jumps,
+        }
     }
-    joined
-}
 
-/// The pieces of `.text` that must follow the code before them (see
-/// [`joined_pieces`]), as (section index, offset): what
-/// `PlanOptions::keep_places` takes.
-fn run_on_into(
-    elf: &Elf<'_>,
-    shape: &Shape,
-    object: &icf_object::Object<'_>,
-    arch: &dyn Architecture,
-) -> Vec<(u32, u64)> {
-    let extents: Vec<_> = object
-        .functions()
-        .into_iter()
-        .filter(|f| f.section.index() == shape.text)
-        .collect();
-    joined_pieces(elf, shape, &extents, arch)
-        .into_iter()
-        .zip(&extents)
-        .filter(|&(joined, _)| joined)
-        .map(|(_, f)| (shape.text as u32, f.start))
-        .collect()
+    /// The pieces of `.text` that must follow the code before them, as
+    /// (section index, offset): what `PlanOptions::keep_places` takes.
+    fn run_on_into(&self, shape: &Shape) -> Vec<(u32, u64)> {
+        self.joined
+            .iter()
+            .zip(&self.extents)
+            .filter(|&(&joined, _)| joined)
+            .map(|(_, f)| (shape.text as u32, f.start))
+            .collect()
+    }
 }
 
 /// How many times the shrink plans again to keep more functions in place
@@ -424,6 +438,7 @@ fn plan(
     program: &icf::Program<'_>,
     elf: &Elf<'_>,
     shape: &Shape,
+    code: &TextCode,
     options: &ShrinkOptions,
     keep_places: &mut Vec<(u32, u64)>,
     pinned: &BTreeMap<u64, PinKind>,
@@ -444,7 +459,7 @@ fn plan(
             },
         );
         analysis.plant(&options.plants)?;
-        let (mut pieces, counts, data_aliases) = pieces(elf, shape, object, &analysis, arch)?;
+        let (mut pieces, counts, data_aliases) = pieces(elf, shape, code, &analysis, arch)?;
         for piece in &mut pieces {
             if pinned.contains_key(&piece.start) {
                 piece.pinned = true;
@@ -453,7 +468,7 @@ fn plan(
                 }
             }
         }
-        let reached: Vec<(u32, u64)> = short_jumps_into_removed(elf, shape, &pieces, arch)
+        let reached: Vec<(u32, u64)> = short_jumps_into_removed(shape, code, &pieces)
             .into_iter()
             .filter(|place| !keep_places.contains(place))
             .collect();
@@ -477,35 +492,21 @@ const MAX_SHORT_JUMP_TARGETS: usize = 10_000;
 /// The functions of `.text` a short jump (x86-64 `jmp rel8`, a tail call
 /// the assembler resolved) from a kept piece reaches, where the plan removes
 /// them: as (section index, offset), what `PlanOptions::keep_places` takes.
-fn short_jumps_into_removed(
-    elf: &Elf<'_>,
-    shape: &Shape,
-    pieces: &[Piece],
-    arch: &dyn Architecture,
-) -> Vec<(u32, u64)> {
-    let bytes = elf.bytes(shape.text);
-    let mut found = Vec::new();
-    let mut reached = Vec::new();
-    for piece in pieces.iter().filter(|p| p.fate == Fate::Keep) {
-        let offset = (piece.start - shape.text_start) as usize;
-        let Some(code) = bytes.get(offset..offset + (piece.end - piece.start) as usize) else {
-            continue;
-        };
-        found.clear();
-        arch.linked_references(code, piece.start, &mut found);
-        for reference in &found {
-            if field_size(arch, reference.r_type) != 1 {
-                continue;
-            }
-            let at = pieces.partition_point(|p| p.start <= reference.target);
-            if let Some(target) = at.checked_sub(1).map(|i| &pieces[i])
-                && matches!(target.fate, Fate::Alias(_))
-                && reference.target < target.end
-            {
-                reached.push((shape.text as u32, target.start - shape.text_start));
-            }
-        }
-    }
+fn short_jumps_into_removed(shape: &Shape, code: &TextCode, pieces: &[Piece]) -> Vec<(u32, u64)> {
+    let piece_at = |address: u64| {
+        let at = pieces.partition_point(|p| p.start <= address);
+        at.checked_sub(1)
+            .map(|i| &pieces[i])
+            .filter(|piece| address < piece.end)
+    };
+    let mut reached: Vec<(u32, u64)> = code
+        .short_jumps
+        .iter()
+        .filter(|&&(place, _)| piece_at(place).is_some_and(|p| p.fate == Fate::Keep))
+        .filter_map(|&(_, target)| piece_at(target))
+        .filter(|target| matches!(target.fate, Fate::Alias(_)))
+        .map(|target| (shape.text as u32, target.start - shape.text_start))
+        .collect();
     reached.sort_unstable();
     reached.dedup();
     reached
@@ -520,20 +521,14 @@ type Planned = (Vec<Piece>, (usize, usize), Vec<(u64, u64, u64)>);
 fn pieces(
     elf: &Elf<'_>,
     shape: &Shape,
-    object: &icf_object::Object<'_>,
+    code: &TextCode,
     analysis: &icf::Analysis<'_, '_>,
     arch: &dyn Architecture,
 ) -> anyhow::Result<Planned> {
     let text = icf_object::SectionIndex(shape.text as u32);
     let bytes = elf.bytes(shape.text);
-    let extents: Vec<_> = object
-        .functions()
-        .into_iter()
-        .filter(|f| f.section == text)
-        .collect();
-    let joined = joined_pieces(elf, shape, &extents, arch);
-    let mut pieces: Vec<Piece> = Vec::with_capacity(extents.len());
-    for (f, &joined) in extents.iter().zip(&joined) {
+    let mut pieces: Vec<Piece> = Vec::with_capacity(code.extents.len());
+    for (f, &joined) in code.extents.iter().zip(&code.joined) {
         let code = &bytes[f.start as usize..f.end as usize];
         let padding = f.symbols.is_empty() && arch.is_padding(code);
         pieces.push(Piece {

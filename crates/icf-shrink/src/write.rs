@@ -329,13 +329,18 @@ impl FileLayout {
     }
 
     /// The new file offset of new address `address`, which was at `old`:
-    /// in the `PT_LOAD` that held `old`.
+    /// in the `PT_LOAD` that held `old` (or ended there: an empty section
+    /// at a segment's end).
     fn offset_of(&self, elf: &Elf<'_>, address: u64, old: u64) -> Option<u64> {
-        self.order
-            .iter()
-            .map(|&i| (i, &elf.segments[i]))
-            .find(|(_, p)| p.vaddr <= old && old < p.vaddr + p.memsz.max(1))
-            .map(|(i, p)| self.new_offset[i] + (address - p.vaddr))
+        let holding = |within: &dyn Fn(&Segment) -> bool| {
+            self.order
+                .iter()
+                .map(|&i| (i, &elf.segments[i]))
+                .find(|(_, p)| within(p))
+                .map(|(i, p)| self.new_offset[i] + (address - p.vaddr))
+        };
+        holding(&|p| p.vaddr <= old && old < p.vaddr + p.memsz)
+            .or_else(|| holding(&|p| old == p.vaddr + p.memsz))
     }
 }
 
