@@ -226,6 +226,11 @@ fn an_lto_link_icf_cannot_fold_links_plainly_unless_strict() {
 /// `ld64.lld-19` command linking them into `dir/libtwins.dylib` with
 /// `extra` flags (after `--`, as `icf link` takes it); and the library's path.
 fn mach_o_twins(dir: &Path, extra: &[&str]) -> (Vec<String>, PathBuf) {
+    mach_o_twins_compiled(dir, &[], extra)
+}
+
+/// [`mach_o_twins`], compiled with `cflags` too.
+fn mach_o_twins_compiled(dir: &Path, cflags: &[&str], extra: &[&str]) -> (Vec<String>, PathBuf) {
     let source = dir.join("twins.c");
     std::fs::write(
         &source,
@@ -235,6 +240,7 @@ fn mach_o_twins(dir: &Path, extra: &[&str]) -> (Vec<String>, PathBuf) {
     let object = dir.join("twins.o");
     let status = Command::new("clang-19")
         .args(["--target=x86_64-apple-macos11", "-O2", "-c"])
+        .args(cflags)
         .arg(&source)
         .arg("-o")
         .arg(&object)
@@ -833,6 +839,32 @@ fn failures_before_folding_run_the_command_as_it_was() {
         stderr.contains("missing.rsp") && !stderr.contains("icf: error"),
         "{stderr}"
     );
+}
+
+/// A Mach-O link of LLVM bitcode (`-flto`, in the wrapper Darwin's clang
+/// writes): `icf link` says why nothing folds, an error with `--strict`
+/// and a warning before the plain link without it (ld64.lld links the
+/// bitcode itself).
+#[test]
+fn a_mach_o_link_of_bitcode_says_why_nothing_folds() {
+    let dir = scratch("mach-o-bitcode");
+    let (command, library) = mach_o_twins_compiled(&dir, &["-flto"], &[]);
+    let command: Vec<&str> = command.iter().map(String::as_str).collect();
+    let strict = icf(&[&["link", "--strict"][..], &command[..]].concat());
+    assert_eq!(strict.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(
+        stderr.contains("twins.o: LLVM bitcode (LTO) cannot be folded"),
+        "{stderr}"
+    );
+    let plain = icf(&[&["link"][..], &command[..]].concat());
+    assert_succeeded(&plain);
+    let stderr = String::from_utf8_lossy(&plain.stderr);
+    assert!(
+        stderr.contains("warning: linking without folding: ") && stderr.contains("LLVM bitcode"),
+        "{stderr}"
+    );
+    assert!(library.exists());
 }
 
 /// `--after-link` on a Mach-O link keeps the usual path (`icf shrink`

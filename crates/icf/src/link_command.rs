@@ -791,7 +791,8 @@ fn write_new_file(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<PathBu
 
 /// Relocatable objects and static archives, by contents: `.o`, `.a`, `.rlib`
 /// and anything else that starts like one, including the kinds icf cannot
-/// fold (LLVM bitcode, thin archives), so the user hears why nothing folded.
+/// fold (LLVM bitcode, raw or in the wrapper Darwin's clang writes, thin
+/// archives), so the user hears why nothing folded.
 /// Shared libraries and linker scripts pass through.
 fn is_foldable_input(path: &Path) -> bool {
     use std::io::Read;
@@ -809,6 +810,7 @@ fn is_foldable_input(path: &Path) -> bool {
     if magic.starts_with(b"!<arch>\n")
         || magic.starts_with(b"!<thin>\n")
         || magic.starts_with(b"BC\xc0\xde")
+        || magic.starts_with(&[0xde, 0xc0, 0x17, 0x0b])
         || magic.starts_with(&[0xcf, 0xfa, 0xed, 0xfe])
         || magic.starts_with(&[0xce, 0xfa, 0xed, 0xfe])
         || magic.starts_with(&[0xca, 0xfe, 0xba, 0xbe])
