@@ -287,6 +287,16 @@ fn icf<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         .expect("running the icf binary built for this test")
 }
 
+/// `target/shrink/NAME`, empty.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = icf_fixtures::source_dir()
+        .join("../target/shrink")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    dir
+}
+
 /// `icf shrink --mode MODE INPUT -o OUTPUT`.
 fn icf_shrink(mode: &str, input: &Path, output: &Path) -> Output {
     icf(&[
@@ -1772,9 +1782,7 @@ fn big_table_program(entries: u32) -> String {
 fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_code() {
     // 32,768 entries: past the 16,384 an entry may lie from its table when
     // its case leads out of the code that reads the table; these lead into it.
-    let dir = icf_fixtures::source_dir().join("../target/shrink/big_table");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let dir = fresh_dir("big_table");
     let source = dir.join("big_table.s");
     std::fs::write(&source, big_table_program(1 << 15))
         .unwrap_or_else(|e| panic!("writing {}: {e}", source.display()));
@@ -1825,9 +1833,7 @@ fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_
 /// verifies (steps 1 to 4).
 #[test]
 fn functions_no_new_layout_can_describe_keep_their_place() {
-    let dir = icf_fixtures::source_dir().join("../target/shrink/kept_in_place");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let dir = fresh_dir("kept_in_place");
     let source = icf_fixtures::source_dir().join("shrink/kept_in_place.s");
     let build = Build::new(Compiler::Gcc);
     let mut failures = Vec::new();
@@ -1903,9 +1909,7 @@ fn functions_no_new_layout_can_describe_keep_their_place() {
 /// (which std symbolizes from the binary's own DWARF at run time).
 #[test]
 fn a_rust_panic_backtrace_names_the_same_frames() {
-    let dir = icf_fixtures::source_dir().join("../target/shrink/backtrace");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    let dir = fresh_dir("backtrace");
     let source = icf_fixtures::source_dir().join("shrink/backtrace.rs");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     // (name, the linker `linked_by` must find, rustc's flags)

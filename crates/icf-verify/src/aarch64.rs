@@ -985,24 +985,13 @@ fn unpaired_low_halves(
                 let Some(folded_value) = address(folded, folded_start, page_at, low) else {
                     continue;
                 };
-                let item = |image: &Image, start: u64, value: u64| {
-                    let word = image.read_u32(start + u64::from(page_at))? & !0x60ff_ffe0;
-                    Some(Decoded {
-                        offset: page_at,
-                        key: Key::Data {
-                            data: word.to_le_bytes().to_vec(),
-                            relocations: vec![(0, 275)],
-                        },
-                        refs: vec![address_at(value, start + u64::from(page_at))],
-                    })
-                };
-                if let (Some(p), Some(f)) = (
-                    item(plain, plain_start, *value),
-                    item(folded, folded_start, folded_value),
-                ) {
-                    replace_words(plain_code, page_at, 4, p);
-                    replace_words(folded_code, page_at, 4, f);
-                }
+                as_address(
+                    (plain, folded),
+                    (plain_start, folded_start),
+                    (page_at, 0x60ff_ffe0, 275),
+                    (*value, folded_value),
+                    (plain_code, folded_code),
+                );
             }
         }
         for (&low, &paired) in lows.iter().zip(&paired) {
@@ -1020,25 +1009,45 @@ fn unpaired_low_halves(
             let Some(folded_value) = address(folded, folded_start, page_at, low) else {
                 continue;
             };
-            let item = |image: &Image, start: u64, value: u64| {
-                let word = image.read_u32(start + u64::from(low))? & !(0xfff << 10);
-                Some(Decoded {
-                    offset: low,
-                    key: Key::Data {
-                        data: word.to_le_bytes().to_vec(),
-                        relocations: vec![(0, 277)],
-                    },
-                    refs: vec![address_at(value, start + u64::from(low))],
-                })
-            };
-            if let (Some(p), Some(f)) = (
-                item(plain, plain_start, *value),
-                item(folded, folded_start, folded_value),
-            ) {
-                replace_words(plain_code, low, 4, p);
-                replace_words(folded_code, low, 4, f);
-            }
+            as_address(
+                (plain, folded),
+                (plain_start, folded_start),
+                (low, 0xfff << 10, 277),
+                (*value, folded_value),
+                (plain_code, folded_code),
+            );
         }
+    }
+}
+
+/// Replaces the word at `offset` of both decodings by data (the word
+/// without the bits `field` masks, which relocation `r_type` writes)
+/// whose target is the address it helps compute: `values` in PLAIN and
+/// FOLDED.
+fn as_address(
+    (plain, folded): (&Image, &Image),
+    (plain_start, folded_start): (u64, u64),
+    (offset, field, r_type): (u32, u32, u32),
+    (plain_value, folded_value): (u64, u64),
+    (plain_code, folded_code): (&mut Vec<Decoded>, &mut Vec<Decoded>),
+) {
+    let item = |image: &Image, start: u64, value: u64| {
+        let word = image.read_u32(start + u64::from(offset))? & !field;
+        Some(Decoded {
+            offset,
+            key: Key::Data {
+                data: word.to_le_bytes().to_vec(),
+                relocations: vec![(0, r_type)],
+            },
+            refs: vec![address_at(value, start + u64::from(offset))],
+        })
+    };
+    if let (Some(p), Some(f)) = (
+        item(plain, plain_start, plain_value),
+        item(folded, folded_start, folded_value),
+    ) {
+        replace_words(plain_code, offset, 4, p);
+        replace_words(folded_code, offset, 4, f);
     }
 }
 
