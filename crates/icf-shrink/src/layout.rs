@@ -352,19 +352,22 @@ impl Layout {
         !(self.text_start..self.text_end).contains(&address)
     }
 
-    /// The first function folded into a kept copy whose alignment the copy's
-    /// new address does not keep (a copy that must follow the code running
-    /// into it could not be aligned for its aliases), as (its address, the
-    /// kept copy's new address).
-    pub fn misaligned_alias(&self, text_align: u64) -> Option<(u64, u64)> {
-        self.pieces.iter().find_map(|piece| {
-            let Fate::Alias(kept) = piece.fate else {
-                return None;
-            };
-            let need = own_alignment(piece.start).min(text_align.max(1));
-            let at = self.pieces[kept].new_start;
-            (at % need != 0).then_some((piece.start, at))
-        })
+    /// The functions folded into a kept copy whose alignment the copy's new
+    /// address does not keep (a copy that must follow the code running into
+    /// it could not be aligned for its aliases), as (its address, the kept
+    /// copy's new address).
+    pub fn misaligned_aliases(&self, text_align: u64) -> Vec<(u64, u64)> {
+        self.pieces
+            .iter()
+            .filter_map(|piece| {
+                let Fate::Alias(kept) = piece.fate else {
+                    return None;
+                };
+                let need = own_alignment(piece.start).min(text_align.max(1));
+                let at = self.pieces[kept].new_start;
+                (at % need != 0).then_some((piece.start, at))
+            })
+            .collect()
     }
 
     /// Whether anything at `address` moves.
@@ -390,7 +393,7 @@ pub(crate) mod tests {
             Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16).expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1100);
         assert_eq!(layout.map(0x1100), 0x1100);
-        assert!(layout.misaligned_alias(256).is_none());
+        assert!(layout.misaligned_aliases(256).is_empty());
     }
 
     /// A piece laid out nowhere yet (a thunk of 5 bytes).
@@ -441,7 +444,7 @@ pub(crate) mod tests {
             0x1030,
             "padding maps to the end before it"
         );
-        assert!(layout.misaligned_alias(32).is_none());
+        assert!(layout.misaligned_aliases(32).is_empty());
         assert!(!layout.is_carried(0x1048));
         assert!(layout.is_carried(0x1090));
     }

@@ -251,12 +251,25 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         .map_err(named)?;
         layout.data_aliases = data_aliases;
         layout.region = eh_frame::region(&elf, &shape, &layout).map_err(named)?;
-        if let Some((alias, at)) = layout.misaligned_alias(elf.sections[shape.text].align) {
-            bail!(
-                "{}: the function at {alias:#x} folds into a copy that must stay right after the \
-                 code running into it, at {at:#x}, which does not keep its alignment",
-                input.display()
+        // A copy that must stay right after the code running into it, where
+        // a function folded into it would lose its alignment: that function
+        // keeps its body, and the plan is made again.
+        let misaligned = layout.misaligned_aliases(elf.sections[shape.text].align);
+        if let Some(&(alias, at)) = misaligned.first() {
+            rounds += 1;
+            if rounds > MAX_PIN_ROUNDS {
+                bail!(
+                    "{}: the function at {alias:#x} folds into a copy that must stay right after \
+                     the code running into it, at {at:#x}, which does not keep its alignment",
+                    input.display()
+                );
+            }
+            keep_places.extend(
+                misaligned
+                    .iter()
+                    .map(|&(alias, _)| (shape.text as u32, alias - shape.text_start)),
             );
+            continue;
         }
         let mut patches = Patches::default();
         write_thunks(&layout, arch, &mut patches)?;
@@ -426,7 +439,8 @@ impl TextCode {
 }
 
 /// How many times the shrink plans again to keep more functions in place
-/// before it gives up.
+/// (or unfolded, where a kept copy could not be aligned for them) before
+/// it gives up.
 const MAX_PIN_ROUNDS: usize = 8;
 
 /// The plan for `.text` (see [`pieces`]): made again, with the functions
