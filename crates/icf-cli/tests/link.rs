@@ -210,16 +210,22 @@ fn an_lto_link_icf_cannot_fold_links_plainly_unless_strict() {
     );
     assert!(run(&app).starts_with("fold_cases "));
     // Nothing is left beside the output.
-    let left: Vec<_> = std::fs::read_dir(&dir)
-        .expect("the scratch directory")
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.contains("icf-linked"))
-        .collect();
+    let left = left_behind(&dir, "icf-linked");
     assert!(left.is_empty(), "{left:?}");
     let strict = icf(&[&["link", "--strict"][..], &command[..]].concat());
     assert_eq!(strict.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&strict.stderr).contains("--emit-relocs"));
+}
+
+/// The names in `dir` that contain `marker` (files icf writes beside an
+/// output and must not leave behind).
+fn left_behind(dir: &Path, marker: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("list the scratch directory")
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(marker))
+        .collect()
 }
 
 /// Two exported twins compiled for macOS (x86_64) under `dir`, and the
@@ -447,12 +453,7 @@ fn with_verify_a_fold_that_does_not_prove_links_plainly() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(run(&proved), expected);
-    let left: Vec<String> = std::fs::read_dir(&dir)
-        .expect("list the scratch directory")
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.contains("icf-plain"))
-        .collect();
+    let left = left_behind(&dir, "icf-plain");
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
