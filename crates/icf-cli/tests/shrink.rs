@@ -246,22 +246,68 @@ impl Behaviour {
     }
 }
 
+/// How long a fixture program may run (under qemu too) before its run is
+/// a failure: a wrong shrink can make a program loop.
+const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Runs `command`: what it printed and its exit status, or why it did
-/// not exit (a signal) or could not start.
+/// not exit (a signal, or still running after [`RUN_LIMIT`], then killed)
+/// or could not start.
 fn behaviour(command: &mut Command) -> Result<Behaviour, String> {
-    let output = command
-        .output()
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("could not run {command:?}: {e}"))?;
-    match output.status.code() {
+    // Drained while it runs, so that a full pipe never stops it.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() > RUN_LIMIT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            Err(e) => return Err(format!("waiting for {command:?}: {e}")),
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    match status.and_then(|status| status.code().ok_or(status).ok()) {
         Some(exit) => Ok(Behaviour {
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
             exit,
         }),
         None => Err(format!(
-            "{command:?} died ({}):\nstdout:\n{}\nstderr:\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+            "{command:?} died or did not end within {} s:\nstdout:\n{}\nstderr:\n{}",
+            RUN_LIMIT.as_secs(),
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
         )),
     }
 }
