@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::GNU_TIME;
 use super::estimate::{Estimate, estimates};
 use super::floor::{FloorRounds, IoFloor};
+use super::post_link;
 use super::prepare::{Check, Prepared, SyntheticInfo};
 use crate::corpus::{Corpus, Linker};
 use crate::peer;
@@ -334,6 +335,8 @@ pub(super) struct CorpusResult {
     pub(super) io_floor: Option<IoFloor>,
     /// Real corpora: `icf report` on the plain binaries against `icf link`.
     pub(super) estimates: Vec<Estimate>,
+    /// Real corpora: `icf shrink` after the link, per build.
+    pub(super) post_link: Vec<post_link::Build>,
 }
 
 impl CorpusResult {
@@ -393,6 +396,10 @@ pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<Corp
     };
     check_behaviour(prepared, &places.out, &mut rows)?;
     verify_folds(prepared, icf, &mut rows);
+    let post_link = match prepared.synthetic {
+        None => post_link::measure(prepared, icf, runs, &rows, &places.rss_file)?,
+        Some(_) => Vec::new(),
+    };
     let (fold_rss_kib, fold_error) = match &prepared.synthetic {
         Some(info) => fold_alone(icf, info, &prepared.scratch, &places.rss_file),
         None => (Vec::new(), None),
@@ -406,6 +413,7 @@ pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<Corp
         fold_error,
         io_floor,
         estimates,
+        post_link,
     })
 }
 
@@ -655,7 +663,7 @@ pub(super) fn first_error(text: &str) -> String {
 }
 
 /// Runs `command` under GNU time: its wall time and peak RSS (KiB).
-fn timed(command: &Command, rss_file: &Path) -> Result<(Duration, u64)> {
+pub(super) fn timed(command: &Command, rss_file: &Path) -> Result<(Duration, u64)> {
     timed_output(command, rss_file).map(|(wall, rss, _)| (wall, rss))
 }
 
@@ -692,7 +700,7 @@ fn is_aarch64(binary: &Path) -> bool {
 }
 
 /// Size of `binary` after `strip -o` (the cross toolchain's strip for AArch64).
-fn stripped_size(binary: &Path, scratch: &Path) -> Result<u64> {
+pub(super) fn stripped_size(binary: &Path, scratch: &Path) -> Result<u64> {
     let strip = if is_aarch64(binary) {
         "aarch64-linux-gnu-strip"
     } else {
@@ -712,7 +720,7 @@ fn stripped_size(binary: &Path, scratch: &Path) -> Result<u64> {
 type Observation = (Option<i32>, Vec<u8>, Vec<u8>);
 
 /// Every observation of `binary` for `check`, with a name for each.
-fn observe(check: &Check, binary: &Path) -> Result<Vec<(String, Observation)>> {
+pub(super) fn observe(check: &Check, binary: &Path) -> Result<Vec<(String, Observation)>> {
     match check {
         Check::Ripgrep => peer::SEARCHES
             .iter()

@@ -97,6 +97,7 @@ mod estimate;
 mod floor;
 mod format;
 mod measure;
+mod post_link;
 mod prepare;
 mod render;
 mod targets;
@@ -211,6 +212,7 @@ fn fail_on_broken_links(results: &[CorpusResult]) -> Result<()> {
         let error = result.fold_error.as_ref()?;
         Some(format!("{} / icf fold: {error}", result.name))
     }));
+    broken.extend(results.iter().flat_map(post_link::broken));
     broken.extend(results.iter().flat_map(|result| {
         result.estimates.iter().filter_map(move |estimate| {
             let estimate::Outcome::Failed(error) = &estimate.outcome else {

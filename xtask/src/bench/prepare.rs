@@ -37,6 +37,9 @@ pub(super) struct Prepared {
     pub(super) scratch: PathBuf,
     /// Synthetic corpora: the generator's figures.
     pub(super) synthetic: Option<SyntheticInfo>,
+    /// opt_lite: the same link with its own object compiled by g++ instead
+    /// of clang++-19 (for `icf shrink` after the link, `post_link.rs`).
+    pub(super) gcc_build: Option<Corpus>,
 }
 
 #[derive(Debug, Clone)]
@@ -115,6 +118,7 @@ fn ripgrep(root: &Path) -> Result<Prepared> {
         check: Check::Ripgrep,
         scratch: root.join("ripgrep"),
         synthetic: None,
+        gcc_build: None,
     })
 }
 
@@ -209,6 +213,7 @@ fn llvm(root: &Path, machine: Machine) -> Result<Prepared> {
 
     let corpus = Corpus::load_if_complete(&dir)?
         .with_context(|| format!("{} is incomplete", dir.display()))?;
+    let gcc_build = gcc_build(machine, &dir, &source, &object, &corpus)?;
     let archive_paths: Vec<PathBuf> = libraries.archives.iter().map(PathBuf::from).collect();
     let language = match machine {
         Machine::X86_64 => "C++",
@@ -227,7 +232,58 @@ fn llvm(root: &Path, machine: Machine) -> Result<Prepared> {
         check: Check::Run(vec![sample.into_os_string()]),
         scratch: dir,
         synthetic: None,
+        gcc_build: Some(gcc_build),
     })
+}
+
+/// `corpus` with its own object (`object`) compiled from `source` by the
+/// GNU C++ compiler for `machine` instead (once, into
+/// `inputs/opt_lite-gcc.o`; again when the source or the command change).
+fn gcc_build(
+    machine: Machine,
+    dir: &Path,
+    source: &Path,
+    object: &Path,
+    corpus: &Corpus,
+) -> Result<Corpus> {
+    let gcc_object = dir.join("inputs/opt_lite-gcc.o");
+    let mut compile = Command::new(match machine {
+        Machine::X86_64 => "g++",
+        Machine::Aarch64 => "aarch64-linux-gnu-g++",
+    });
+    compile
+        .args(llvm_config(&["--cxxflags"])?)
+        .args(["-O2", "-ffunction-sections", "-fdata-sections", "-c"])
+        .arg(source)
+        .arg("-o")
+        .arg(&gcc_object);
+    let stamped = [OPT_LITE_CPP, &display(&compile)].concat();
+    let stamp = format!("{:016x}", fnv1a(stamped.as_bytes()));
+    let stamp_path = dir.join("stamp-gcc.txt");
+    let cached = fs::read_to_string(&stamp_path).is_ok_and(|old| old.trim() == stamp)
+        && gcc_object.is_file();
+    if !cached {
+        eprintln!("==> {}", display(&compile));
+        capture(&mut compile).context("compiling opt_lite with g++")?;
+        fs::write(&stamp_path, &stamp)
+            .with_context(|| format!("writing {}", stamp_path.display()))?;
+    }
+    let mut built = corpus.clone();
+    let (from, to) = (
+        object.display().to_string(),
+        gcc_object.display().to_string(),
+    );
+    for arg in &mut built.args {
+        if *arg == from {
+            arg.clone_from(&to);
+        }
+    }
+    for input in &mut built.inputs {
+        if input.as_path() == object {
+            input.clone_from(&gcc_object);
+        }
+    }
+    Ok(built)
 }
 
 /// What opt_lite links against on one machine, after its own object.
@@ -384,6 +440,7 @@ fn synthetic_corpus(root: &Path, size: usize, seed: u64) -> Result<Prepared> {
         check: Check::Run(Vec::new()),
         scratch: dir,
         synthetic: Some(synthetic),
+        gcc_build: None,
     })
 }
 

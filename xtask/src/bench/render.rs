@@ -109,6 +109,7 @@ fn render_markdown(
         write_links_table(&mut md, result);
         write_icf_table(&mut md, result);
         write_estimate_table(&mut md, &result.estimates);
+        super::post_link::write_table(&mut md, &result.post_link);
         md.push('\n');
     }
     write_scaling_table(&mut md, results);
@@ -520,6 +521,7 @@ fn render_json(
                 "links": rows,
                 "io_floor": floor_json(result),
                 "report_estimates": estimates_json(&result.estimates),
+                "post_link": super::post_link::json(&result.post_link),
             })
         })
         .collect();

@@ -81,6 +81,7 @@ pub(super) fn targets(results: &[CorpusResult]) -> Vec<Target> {
         if result.synthetic.is_none() {
             targets.extend(link_time(result));
             targets.extend(estimate_within_actual(&result.name, &result.estimates));
+            targets.extend(super::post_link::targets(result));
         }
         if let Some(info) = &result.synthetic {
             targets.push(fold_rss(result, info));
