@@ -12,6 +12,7 @@ use icf_ir::TargetId;
 use icf_object::{Object, PerSection, Section, SectionIndex};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Where a candidate comes from.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -168,12 +169,41 @@ pub(crate) fn map_runs_by_object<T: Send>(
     candidates: &[CandidateInfo],
     f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync,
 ) -> Vec<T> {
-    object_runs(candidates)
+    map_pieces_by_object(program, candidates, usize::MAX, f)
+}
+
+/// [`map_runs_by_object`] with each run split into pieces of at most
+/// `most` candidates, which run in parallel too (a linked image is one
+/// object); an object's pages are released once every piece of its run is
+/// done.
+pub(crate) fn map_pieces_by_object<T: Send>(
+    program: &Program<'_>,
+    candidates: &[CandidateInfo],
+    most: usize,
+    f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync,
+) -> Vec<T> {
+    let runs = object_runs(candidates);
+    let left: Vec<AtomicUsize> = runs
+        .iter()
+        .map(|run| AtomicUsize::new(run.len().div_ceil(most)))
+        .collect();
+    let pieces: Vec<(usize, std::ops::Range<usize>)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(index, run)| {
+            run.clone()
+                .step_by(most)
+                .map(move |start| (index, start..start.saturating_add(most).min(run.end)))
+        })
+        .collect();
+    pieces
         .into_par_iter()
-        .flat_map_iter(|run| {
-            let object = candidates[run.start].object;
-            let mapped = f(run);
-            program.release_object_pages(object);
+        .flat_map_iter(|(run, piece)| {
+            let object = candidates[piece.start].object;
+            let mapped = f(piece);
+            if left[run].fetch_sub(1, Ordering::AcqRel) == 1 {
+                program.release_object_pages(object);
+            }
             mapped
         })
         .collect()

@@ -5,7 +5,7 @@
 //! which an address may escape.
 
 use crate::attributes::attributes;
-use crate::candidates::{CandidateInfo, Origin, map_runs_by_object};
+use crate::candidates::{CandidateInfo, Origin, map_pieces_by_object, map_runs_by_object};
 use crate::data_uses::DataReference;
 use crate::key_cache::{CacheStats, KeyCache, PendingWrites};
 use crate::narrow::Narrower;
@@ -89,6 +89,10 @@ pub(crate) struct Keys {
     pub keys_time: std::time::Duration,
 }
 
+/// Candidates lifted together on one thread, without a cache (see
+/// [`map_pieces_by_object`]).
+const LIFT_PIECE: usize = 256;
+
 /// Lifts every candidate, one object at a time per thread, and keeps only
 /// its key.
 pub(crate) fn make(
@@ -131,10 +135,14 @@ pub(crate) fn make(
             narrower.targets,
         )
     });
-    let mut bodies: Vec<Body> = map_runs_by_object(program, candidates, |run| match &cache {
-        Some(cache) => cache.bodies(run, lift),
-        None => candidates[run].iter().map(lift).collect(),
-    });
+    // The cache stores whole runs; without it, a long run (a linked
+    // image's) is lifted in parallel pieces.
+    let mut bodies: Vec<Body> = match &cache {
+        Some(cache) => map_runs_by_object(program, candidates, |run| cache.bodies(run, lift)),
+        None => map_pieces_by_object(program, candidates, LIFT_PIECE, |run| {
+            candidates[run].iter().map(&lift).collect()
+        }),
+    };
     let (cache, cache_writes) = cache.map(KeyCache::finish).unzip();
     let keys_time = started.elapsed();
     let mut section_classes = Vec::new();
