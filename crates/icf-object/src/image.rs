@@ -71,6 +71,7 @@ use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedUse, TableShap
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
+use rayon::prelude::*;
 use rustc_hash::FxHashSet as HashSet;
 
 impl<'data> Object<'data> {
@@ -341,18 +342,26 @@ impl<'data> Reader<'data> {
     /// function piece; gives the jump tables the code indexes.
     fn relocate_code(&mut self) -> Vec<JumpTable> {
         let pieces = self.object.functions();
-        let mut found = Vec::new();
+        // Decoding is most of the work, and each piece's is its own.
+        let decoded: Vec<Option<Vec<LinkedReference>>> = pieces
+            .par_iter()
+            .map(|piece| {
+                let section = &self.object.sections[piece.section.index()];
+                let code = section.data.get(piece.start as usize..piece.end as usize)?;
+                let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
+                let mut found = Vec::new();
+                self.arch.linked_references(code, start, &mut found);
+                Some(found)
+            })
+            .collect();
         let mut relocs: Vec<(SectionIndex, Reloc)> = Vec::new();
         let mut tables = Vec::new();
-        for piece in &pieces {
-            let section = &self.object.sections[piece.section.index()];
-            let Some(code) = section.data.get(piece.start as usize..piece.end as usize) else {
+        for (piece, found) in pieces.iter().zip(decoded) {
+            let Some(found) = found else {
                 continue;
             };
             let base = self.addresses[piece.section.index()];
             let (start, end) = (base.wrapping_add(piece.start), base.wrapping_add(piece.end));
-            found.clear();
-            self.arch.linked_references(code, start, &mut found);
             let covered = !piece.symbols.is_empty();
             for reference in &found {
                 if (start..end).contains(&reference.target) {
