@@ -1757,7 +1757,6 @@ fn pointer_slot(image: &Image, at: u64) -> Option<Pointer> {
     image::is_absolute_pointer(image.arch, reloc.r_type).then_some(Pointer::Address(reloc.value))
 }
 
-/// The instruction index at `offset`, if an instruction starts there.
 /// Whether `name` is a local symbol ThinLTO promoted to a hidden global
 /// so that other modules can reach it: `<name>.llvm.<digits>`.
 fn promoted_by_thinlto(name: &str) -> bool {
