@@ -488,6 +488,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(note) = shrunk.emptied_note() {
                 eprintln!("icf: warning: {note}");
             }
+            if cli.verbose {
+                let phases: Vec<String> = shrunk
+                    .phases
+                    .iter()
+                    .map(|(phase, took)| format!("{phase} {} ms", took.as_millis()))
+                    .collect();
+                eprintln!("icf: shrink phases: {}", phases.join(", "));
+            }
             if let (Some(path), Some(report)) = (&report, &shrunk.report) {
                 icf::write_atomically(path, report.to_json().as_bytes())?;
             }

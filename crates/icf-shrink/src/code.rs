@@ -9,8 +9,54 @@ use crate::patch::Patches;
 use crate::pin::PinKind;
 use crate::shape::Shape;
 use anyhow::Context;
-use icf_arch::{Architecture, KeptReloc, LinkedUse};
+use icf_arch::{Architecture, KeptReloc, LinkedReference, LinkedUse};
+use icf_object::FunctionExtent;
+use rayon::prelude::*;
 use std::collections::HashMap;
+
+/// Every piece of code of the image decoded once, in parallel: what each
+/// round of planning and patching reads.
+pub(crate) struct Disassembly {
+    /// The pieces of code of every executable section (functions, and
+    /// runs of code no symbol covers), in address order per section.
+    pub extents: Vec<FunctionExtent>,
+    /// Per extent: where it starts and every branch and PC-relative field
+    /// decoding finds in it; `None` for filler no symbol names.
+    pub references: Vec<Option<(u64, Vec<LinkedReference>)>>,
+}
+
+impl Disassembly {
+    pub(crate) fn of(
+        elf: &Elf<'_>,
+        object: &icf_object::Object<'_>,
+        arch: &dyn Architecture,
+    ) -> Disassembly {
+        let extents = object.functions();
+        let references = extents
+            .par_iter()
+            .map(|extent| {
+                let start = elf.sections.get(extent.section.index())?.addr + extent.start;
+                let code = extent_code(elf, extent)?;
+                if extent.symbols.is_empty() && arch.is_padding(code) {
+                    return None;
+                }
+                let mut found = Vec::new();
+                arch.linked_references(code, start, &mut found);
+                Some((start, found))
+            })
+            .collect();
+        Disassembly {
+            extents,
+            references,
+        }
+    }
+}
+
+/// The bytes of `extent`.
+pub(crate) fn extent_code<'data>(elf: &Elf<'data>, extent: &FunctionExtent) -> Option<&'data [u8]> {
+    elf.bytes(extent.section.index())
+        .get(extent.start as usize..extent.end as usize)
+}
 
 /// A jump table's base and its entries' reach, from the code that reads
 /// it; or any place in data the code computes the address of, where a
@@ -95,27 +141,24 @@ impl Relocated {
 pub(crate) fn patch_code(
     elf: &Elf<'_>,
     object: &icf_object::Object<'_>,
+    disassembly: &Disassembly,
     layout: &Layout,
     arch: &dyn Architecture,
     relocated: &Relocated,
     patches: &mut Patches,
 ) -> anyhow::Result<Decoded> {
     let data_in_code = data_marks(elf, object);
-    let mut found = Vec::new();
     let mut decoded = Decoded::default();
     let tables = &mut decoded.tables;
-    let extents = object.functions();
+    let code_of = disassembly.extents.iter().zip(&disassembly.references);
     // Code no symbol covers that is not padding: what the linker wrote into
     // `.text` (GNU ld's erratum 843419 stubs, range extension veneers).
-    let mut stubs: Vec<(u64, u64)> = extents
-        .iter()
-        .filter(|e| e.symbols.is_empty())
-        .filter_map(|e| {
+    let mut stubs: Vec<(u64, u64)> = code_of
+        .clone()
+        .filter(|(e, references)| e.symbols.is_empty() && references.is_some())
+        .filter_map(|(e, _)| {
             let section = elf.sections.get(e.section.index())?;
-            let code = elf
-                .bytes(e.section.index())
-                .get(e.start as usize..e.end as usize)?;
-            (!arch.is_padding(code)).then_some((section.addr + e.start, section.addr + e.end))
+            Some((section.addr + e.start, section.addr + e.end))
         })
         .collect();
     stubs.sort_unstable();
@@ -123,18 +166,16 @@ pub(crate) fn patch_code(
         let after = stubs.partition_point(|&(start, _)| start <= address);
         after > 0 && address < stubs[after - 1].1
     };
-    for extent in extents {
+    for (extent, references) in code_of {
+        let Some((start, found)) = references else {
+            continue;
+        };
+        let start = *start;
         let index = extent.section.index();
         let section = &elf.sections[index];
-        let start = section.addr + extent.start;
-        let code = &elf.bytes(index)[extent.start as usize..extent.end as usize];
-        if extent.symbols.is_empty() && arch.is_padding(code) {
-            continue;
-        }
-        found.clear();
-        arch.linked_references(code, start, &mut found);
+        let code_len = extent.end - extent.start;
         let marks = data_in_code.get(&extent.section);
-        for reference in &found {
+        for reference in found {
             if reference.use_ == LinkedUse::Absolute {
                 continue;
             }
@@ -160,7 +201,7 @@ pub(crate) fn patch_code(
                 tables.push(Table {
                     base: reference.target,
                     entries,
-                    function: (start, start + code.len() as u64),
+                    function: (start, start + code_len),
                 });
             } else if reference.use_ == LinkedUse::PcRelative
                 && elf
@@ -171,7 +212,7 @@ pub(crate) fn patch_code(
                 tables.push(Table {
                     base: reference.target,
                     entries: None,
-                    function: (start, start + code.len() as u64),
+                    function: (start, start + code_len),
                 });
             }
             decoded.fields.insert(

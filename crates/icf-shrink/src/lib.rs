@@ -95,6 +95,9 @@ pub struct Shrunk {
     pub debug_dropped: Option<String>,
     /// What folds, when [`ShrinkOptions::want_report`] asked.
     pub report: Option<icf::Report>,
+    /// Wall time of each phase, in order: reading IN, planning and
+    /// patching (every round), the DWARF, writing OUT.
+    pub phases: Vec<(&'static str, std::time::Duration)>,
 }
 
 impl Shrunk {
@@ -195,9 +198,9 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let inputs = icf::Inputs::open(&[input.to_path_buf()])?;
     let data = inputs.files[0].data();
     let named = |e: anyhow::Error| e.context(format!("{}", input.display()));
+    let loading = std::time::Instant::now();
     let elf = Elf::parse(data).map_err(named)?;
     let shape = Shape::of(&elf).map_err(named)?;
-    let loading = std::time::Instant::now();
     let program = icf::Program::load(
         &inputs,
         icf::Options {
@@ -211,11 +214,13 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     // keeps its body, and the plan is made again without folding it.
     // What code runs on into (it falls through its last instruction) keeps
     // its body and its place right after it.
-    let code = TextCode::of(&elf, &shape, object, arch);
+    let disassembly = code::Disassembly::of(&elf, object, arch);
+    let code = TextCode::of(&shape, &disassembly, arch, &elf);
     let mut keep_places = code.run_on_into(&shape);
-    let load = loading.elapsed();
     let symbols = elf.symbols(shape.symtab).map_err(named)?;
     let relocated = Relocated::of(&elf, &shape).map_err(named)?;
+    let load = loading.elapsed();
+    let planning = std::time::Instant::now();
     // Functions kept whole and in place (`pin.rs`): each round plans, lays
     // out and patches; one that finds fields needing more pins starts again.
     let mut pinned: BTreeMap<u64, PinKind> = BTreeMap::new();
@@ -273,8 +278,16 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         }
         let mut patches = Patches::default();
         write_thunks(&layout, arch, &mut patches)?;
-        let decoded =
-            patch_code(&elf, object, &layout, arch, &relocated, &mut patches).map_err(named)?;
+        let decoded = patch_code(
+            &elf,
+            object,
+            &disassembly,
+            &layout,
+            arch,
+            &relocated,
+            &mut patches,
+        )
+        .map_err(named)?;
         let rewritten = kept::patch(
             &elf,
             &shape,
@@ -308,11 +321,15 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         }
     }
     let dropped_fdes = eh_frame::patch(&elf, &layout, &mut patches).map_err(named)?;
+    let plan_time = planning.elapsed();
+    let debugging = std::time::Instant::now();
     let (mut rewritten, mut debug_dropped) = (rewritten, None);
     match dwarf::rewrite(&elf, &layout, &symbols) {
         Ok(debug) => rewritten.extend(debug),
         Err(why) => debug_dropped = Some(format!("{why:#}")),
     }
+    let debug_time = debugging.elapsed();
+    let writing = std::time::Instant::now();
     let written = write::write(
         &elf,
         &shape,
@@ -332,6 +349,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         .permissions();
     std::fs::set_permissions(output, permissions)
         .with_context(|| format!("setting the mode of {}", output.display()))?;
+    let write_time = writing.elapsed();
     let kept_in_place = pin::count(&pinned);
     let mut report = report;
     if let Some(report) = &mut report
@@ -352,6 +370,12 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         emptied: written.emptied,
         debug_dropped,
         report,
+        phases: vec![
+            ("read", load),
+            ("plan and patch", plan_time),
+            ("DWARF", debug_time),
+            ("write", write_time),
+        ],
     })
 }
 
@@ -373,36 +397,34 @@ impl TextCode {
     /// over it. Such a piece stays right after the piece before it, and
     /// keeps its body.
     fn of(
-        elf: &Elf<'_>,
         shape: &Shape,
-        object: &icf_object::Object<'_>,
+        disassembly: &code::Disassembly,
         arch: &dyn Architecture,
+        elf: &Elf<'_>,
     ) -> TextCode {
-        let extents: Vec<_> = object
-            .functions()
-            .into_iter()
-            .filter(|f| f.section.index() == shape.text)
-            .collect();
-        let bytes = elf.bytes(shape.text);
+        let (extents, decoded): (Vec<_>, Vec<_>) = disassembly
+            .extents
+            .iter()
+            .zip(&disassembly.references)
+            .filter(|(f, _)| f.section.index() == shape.text)
+            .map(|(f, references)| (f.clone(), references.as_ref()))
+            .unzip();
         let mut joined = vec![false; extents.len()];
         let mut short_jumps = Vec::new();
         // How far the code so far reaches on: past its end, or to this address.
         let mut runs_on = false;
         let mut reach_to = 0u64;
-        let mut found = Vec::new();
-        for (index, f) in extents.iter().enumerate() {
-            let Some(code) = bytes.get(f.start as usize..f.end as usize) else {
+        for (index, (f, decoded)) in extents.iter().zip(decoded).enumerate() {
+            let Some(code) = code::extent_code(elf, f) else {
                 continue;
             };
             joined[index] = runs_on || f.start <= reach_to && index > 0;
-            if f.symbols.is_empty() && arch.is_padding(code) {
+            // Filler no symbol names.
+            let Some((start, found)) = decoded else {
                 continue;
-            }
+            };
             runs_on = arch.runs_off_the_end(code);
-            found.clear();
-            let start = shape.text_start + f.start;
-            arch.linked_references(code, start, &mut found);
-            for reference in &found {
+            for reference in found {
                 if field_size(arch, reference.r_type) != 1 {
                     continue;
                 }

@@ -493,13 +493,27 @@ pub(crate) fn rewrite(
         written: vec![None; elf.sections.len()],
         addr_entries: HashMap::new(),
     };
-    let references = info::rewrite(&mut rewrite)?;
+    // The line programs are read and encoded again on their own, beside
+    // the rest: only their offsets tie them to `.debug_info`.
+    let line_section = rewrite.section(".debug_line");
+    let (programs, references) = rayon::join(
+        || {
+            line_section.map(|index| {
+                line::rewrite(elf.bytes(index), &AddressMap::new(layout))
+                    .map_err(|e| e.context(".debug_line"))
+            })
+        },
+        || -> anyhow::Result<info::LineReferences> {
+            let references = info::rewrite(&mut rewrite)?;
+            aranges(&mut rewrite)?;
+            debug_frame(&mut rewrite)?;
+            Ok(references)
+        },
+    );
+    let references = references?;
     let mut line_index = None;
-    aranges(&mut rewrite)?;
-    debug_frame(&mut rewrite)?;
-    if let Some(index) = rewrite.section(".debug_line") {
-        let programs = line::rewrite(rewrite.original(index), &rewrite.map)
-            .map_err(|e| e.context(".debug_line"))?;
+    if let (Some(index), Some(programs)) = (line_section, programs) {
+        let programs = programs?;
         if programs.bytes != rewrite.original(index) {
             if let Some(info) = rewrite.section(".debug_info") {
                 for field in &references.stmt_lists {
