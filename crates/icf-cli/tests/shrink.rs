@@ -56,6 +56,7 @@
 
 use icf_fixtures::{Build, Compiler, Linker, Target};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -740,6 +741,13 @@ impl Shrinking {
                 e,
             );
         }
+        if let Err(e) = exception_tables_of_removed_code_are_gone(input, output) {
+            fail(
+                STEP_UNWIND,
+                "an exception table of removed code stayed in OUT".to_string(),
+                e,
+            );
+        }
 
         // Step 2: the same behaviour.
         match self.runner.run(output) {
@@ -811,6 +819,101 @@ const STEP_UNWIND: &str = "6 (unwind tables)";
 /// `.eh_frame_hdr`'s rows as (function, FDE address); whether `.eh_frame`
 /// lies in the `PT_LOAD` holding `.text`.
 type UnwindTables = (Vec<(u64, u64, u64)>, Vec<(u64, u64)>, bool);
+
+/// Each FDE's (function address, LSDA address) where it names an
+/// exception table, and `.gcc_except_table`'s `[start, end)` and alignment.
+type ExceptionTables = (Vec<(u64, u64)>, Option<(u64, u64, u64)>);
+
+fn exception_tables(binary: &Path) -> Result<ExceptionTables, String> {
+    use gimli::UnwindSection as _;
+    let data = std::fs::read(binary).map_err(|e| e.to_string())?;
+    let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
+    let fail = |e: gimli::Error| format!("{}: {e}", binary.display());
+    let table = file
+        .section_by_name(".gcc_except_table")
+        .map(|s| (s.address(), s.address() + s.size(), s.align()));
+    let Some(eh) = file.section_by_name(".eh_frame") else {
+        return Ok((Vec::new(), table));
+    };
+    let mut bases = gimli::BaseAddresses::default().set_eh_frame(eh.address());
+    if let Some(text) = file.section_by_name(".text") {
+        bases = bases.set_text(text.address());
+    }
+    let frame = gimli::EhFrame::new(eh.data().map_err(|e| e.to_string())?, gimli::LittleEndian);
+    let mut named = Vec::new();
+    let mut entries = frame.entries(&bases);
+    while let Some(entry) = entries.next().map_err(fail)? {
+        if let gimli::CieOrFde::Fde(partial) = entry {
+            let fde = partial
+                .parse(gimli::EhFrame::cie_from_offset)
+                .map_err(fail)?;
+            if let Some(gimli::Pointer::Direct(lsda)) = fde.lsda()
+                && lsda != 0
+                && fde.len() > 0
+            {
+                named.push((fde.initial_address(), lsda));
+            }
+        }
+    }
+    Ok((named, table))
+}
+
+/// Each exception table an FDE describing code names, by the name of the
+/// function the FDE describes: its length up to the next table any FDE
+/// names (or the section's end); and the section's alignment.
+fn exception_table_lengths(binary: &Path) -> Result<(HashMap<String, u64>, u64), String> {
+    let (named, table) = exception_tables(binary)?;
+    let Some((_, end, align)) = table else {
+        return Ok((HashMap::new(), 1));
+    };
+    let data = std::fs::read(binary).map_err(|e| e.to_string())?;
+    let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
+    let mut names: HashMap<u64, String> = HashMap::new();
+    for symbol in file.symbols() {
+        if symbol.kind() == object::SymbolKind::Text
+            && let Ok(name) = symbol.name()
+        {
+            names
+                .entry(symbol.address())
+                .or_insert_with(|| name.to_string());
+        }
+    }
+    let mut starts: Vec<u64> = named.iter().map(|&(_, lsda)| lsda).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    let lengths = named
+        .iter()
+        .filter_map(|&(function, lsda)| {
+            let next = starts.get(starts.partition_point(|&s| s <= lsda)).copied();
+            Some((names.get(&function)?.clone(), next.unwrap_or(end) - lsda))
+        })
+        .collect();
+    Ok((lengths, align))
+}
+
+/// Where the exception tables have a segment of their own, OUT holds no
+/// exception table only removed code named: each function of OUT with a
+/// table has one as long (up to the next table) as its table in IN, but
+/// for the alignment padding after it; a table left behind between two
+/// kept ones (4 bytes at least) would lengthen it.
+fn exception_tables_of_removed_code_are_gone(input: &Path, output: &Path) -> Result<(), String> {
+    let (_, _, with_text) = unwind_tables(input)?;
+    if with_text {
+        return Ok(());
+    }
+    let (before, _) = exception_table_lengths(input)?;
+    let (after, align) = exception_table_lengths(output)?;
+    for (function, length) in &after {
+        if let Some(&was) = before.get(function)
+            && was.abs_diff(*length) >= align.max(1)
+        {
+            return Err(format!(
+                "{function}'s exception table runs {length} bytes to the next in OUT, {was} in IN"
+            ));
+        }
+    }
+    Ok(())
+}
 
 fn unwind_tables(binary: &Path) -> Result<UnwindTables, String> {
     use gimli::UnwindSection as _;

@@ -1,8 +1,9 @@
 //! `.eh_frame` and `.eh_frame_hdr` after compaction.
 //!
 //! Where the exception tables have a segment of their own (GNU ld, lld,
-//! mold), the FDEs of removed functions (aliases and thunks) are dropped
-//! and `.eh_frame_hdr` loses their rows: [`region`] lays that out before
+//! mold), the FDEs of removed functions (aliases and thunks) are dropped,
+//! with the exception tables in `.gcc_except_table` only they name, and
+//! `.eh_frame_hdr` loses their rows: [`region`] lays that out before
 //! anything is patched, and the sections after them in the segment move
 //! down. Where they share `.text`'s segment (gold), `.eh_frame` keeps its
 //! layout and moves with the tail: a removed function's FDE keeps its
@@ -13,7 +14,7 @@
 //! their place or target moved, and `.eh_frame_hdr`'s sorted table is
 //! rebuilt from the FDEs that still describe code.
 
-use crate::elf::Elf;
+use crate::elf::{Elf, SymbolInfo};
 use crate::layout::{Fate, Layout, Region};
 use crate::patch::{Encoding, OMIT, Patches};
 use crate::shape::Shape;
@@ -59,6 +60,8 @@ enum EntryKind {
         /// The address of the function it describes, and its range.
         function: u64,
         range: u64,
+        /// The address of its exception table (LSDA), when it has one.
+        lsda: Option<u64>,
     },
 }
 
@@ -126,11 +129,26 @@ fn entries(bytes: &[u8], base: u64) -> anyhow::Result<Vec<Entry>> {
                 .get(range_at..end)
                 .and_then(|b| range_encoding.read(b))
                 .ok_or_else(|| located(range_at, "range runs past the entry"))?;
+            let lsda = if cie.augmented && cie.lsda != OMIT {
+                let mut lsda_at = range_at + function.size;
+                uleb(bytes, &mut lsda_at).ok_or_else(|| located(at, "bad augmentation length"))?;
+                let encoding = Encoding::of(cie.lsda)
+                    .ok_or_else(|| located(at, "unsupported LSDA pointer encoding"))?;
+                let value = bytes
+                    .get(lsda_at..end)
+                    .and_then(|b| encoding.read(b))
+                    .ok_or_else(|| located(lsda_at, "LSDA pointer runs past the entry"))?;
+                // A null pointer (whatever the encoding) is no table.
+                (value != 0).then(|| encoding.target(base + lsda_at as u64, value))
+            } else {
+                None
+            };
             EntryKind::Fde {
                 cie_at,
                 cie,
                 function: function.target(base + function_at as u64, value),
                 range: range as u64,
+                lsda,
             }
         };
         entries.push(Entry { at, end, kind });
@@ -181,7 +199,12 @@ fn describes_removed_code(entry: &Entry, layout: &Layout) -> bool {
 /// removed code. Its FDEs are dropped, `.eh_frame_hdr` loses their rows,
 /// and everything after moves down, each section keeping its alignment
 /// (on AArch64, data other than exception tables its page offset).
-pub fn region(elf: &Elf<'_>, shape: &Shape, layout: &Layout) -> anyhow::Result<Option<Region>> {
+pub fn region(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    symbols: &[SymbolInfo],
+    layout: &Layout,
+) -> anyhow::Result<Option<Region>> {
     let Some(index) = elf.section_named(".eh_frame") else {
         return Ok(None);
     };
@@ -237,6 +260,13 @@ pub fn region(elf: &Elf<'_>, shape: &Shape, layout: &Layout) -> anyhow::Result<O
         .filter(|e| matches!(e.kind, EntryKind::Fde { range, .. } if range != 0))
         .count()
         - removed.len();
+    let tables = elf
+        .section_named(".gcc_except_table")
+        .filter(|i| sections.contains(i));
+    let dead_tables = match tables {
+        Some(tables) => dead_exception_tables(elf, shape, symbols, &all, layout, tables, index)?,
+        None => Vec::new(),
+    };
     let mut runs: Vec<(u64, u64, u64)> = Vec::new();
     let mut keep = |old: u64, old_end: u64, new: u64| {
         match runs.last_mut() {
@@ -285,6 +315,18 @@ pub fn region(elf: &Elf<'_>, shape: &Shape, layout: &Layout) -> anyhow::Result<O
                 from = section.addr + entry.end as u64;
             }
             keep(from, section.addr + section.size, at)
+        } else if Some(i) == tables {
+            // Each table after a dropped one keeps its offset modulo the
+            // section's alignment (its type table stays aligned).
+            let align = section.align.max(1);
+            let mut at = at;
+            let mut from = section.addr;
+            for &(start, end) in &dead_tables {
+                at = keep(from, start, at);
+                from = end;
+                at += (from - at) % align;
+            }
+            keep(from, section.addr + section.size, at)
         } else {
             keep(section.addr, section.addr + section.size, at)
         };
@@ -297,6 +339,88 @@ pub fn region(elf: &Elf<'_>, shape: &Shape, layout: &Layout) -> anyhow::Result<O
         runs,
         new_end: cursor,
     }))
+}
+
+/// The exception tables (LSDAs) in `.gcc_except_table` (section
+/// `tables`) that only FDEs of removed code name, as sorted `[start, end)`
+/// ranges: each runs to the next table any FDE names (or the section's
+/// end), so the alignment padding after it goes with it. None at all when anything but `.eh_frame` (section
+/// `eh_frame`) may name a place in `.gcc_except_table`: a kept
+/// relocation of another section naming a symbol there, a dynamic
+/// relocation's addend or place there, or an exported symbol there.
+fn dead_exception_tables(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    symbols: &[SymbolInfo],
+    all: &[Entry],
+    layout: &Layout,
+    tables: usize,
+    eh_frame: usize,
+) -> anyhow::Result<Vec<(u64, u64)>> {
+    let section = &elf.sections[tables];
+    let inside = |address: u64| section.contains(address);
+    for &(relocations, target) in &shape.kept {
+        if target == eh_frame || target == tables {
+            continue;
+        }
+        let named_there = elf.relas(relocations)?.iter().any(|rela| {
+            symbols
+                .get(rela.sym as usize)
+                .is_some_and(|symbol| usize::from(symbol.shndx) == tables)
+        });
+        if named_there {
+            return Ok(Vec::new());
+        }
+    }
+    for (index, dynamic) in elf.sections.iter().enumerate() {
+        let table = dynamic.sh_type == E::SHT_RELA.0 && dynamic.is_alloc();
+        if table
+            && elf
+                .relas(index)?
+                .iter()
+                .any(|rela| inside(rela.offset) || inside(rela.addend as u64))
+        {
+            return Ok(Vec::new());
+        }
+        let exported = dynamic.sh_type == E::SHT_DYNSYM.0
+            && elf
+                .symbols(index)?
+                .iter()
+                .any(|symbol| symbol.value != 0 && inside(symbol.value));
+        if exported {
+            return Ok(Vec::new());
+        }
+    }
+    let mut named: Vec<(u64, bool)> = all
+        .iter()
+        .filter_map(|entry| match entry.kind {
+            EntryKind::Fde {
+                lsda: Some(lsda), ..
+            } => Some((lsda, describes_removed_code(entry, layout))),
+            _ => None,
+        })
+        .filter(|&(lsda, _)| inside(lsda))
+        .collect();
+    named.sort_unstable();
+    let starts: Vec<u64> = {
+        let mut starts: Vec<u64> = named.iter().map(|&(lsda, _)| lsda).collect();
+        starts.dedup();
+        starts
+    };
+    let end_of_section = section.addr + section.size;
+    let dead = starts
+        .iter()
+        .enumerate()
+        .filter(|&(_, &start)| {
+            // Every FDE naming it describes removed code.
+            named
+                .iter()
+                .filter(|&&(lsda, _)| lsda == start)
+                .all(|&(_, removed)| removed)
+        })
+        .map(|(i, &start)| (start, starts.get(i + 1).copied().unwrap_or(end_of_section)))
+        .collect();
+    Ok(dead)
 }
 
 /// Patches `.eh_frame` (section `index`) and rebuilds `.eh_frame_hdr`.

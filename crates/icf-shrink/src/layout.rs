@@ -127,12 +127,22 @@ impl Region {
         matches!((self.run(start), self.run(end.saturating_sub(1).max(start))), (Ok(a), Ok(b)) if a == b)
     }
 
-    /// How many bytes of `start..end` are kept.
-    pub fn kept_bytes(&self, start: u64, end: u64) -> u64 {
-        self.runs
+    /// How long `start..end` is in the output: from where its first kept
+    /// byte goes to just past its last, with any padding between its runs
+    /// (what keeps a table after a dropped one aligned).
+    pub fn new_size(&self, start: u64, end: u64) -> u64 {
+        let mut overlapping = self
+            .runs
             .iter()
-            .map(|&(from, to, _)| to.min(end).saturating_sub(from.max(start)))
-            .sum()
+            .filter(|&&(from, to, _)| from < end && to > start);
+        let Some(&first) = overlapping.next() else {
+            return 0;
+        };
+        let (first_from, _, first_new) = first;
+        let (last_from, last_to, last_new) = overlapping.next_back().copied().unwrap_or(first);
+        let new_start = first_new + (start.max(first_from) - first_from);
+        let new_end = last_new + (last_to.min(end) - last_from);
+        new_end.saturating_sub(new_start)
     }
 
     /// How much shorter the segment is.
@@ -513,7 +523,27 @@ pub(crate) mod tests {
         assert!(region.rigid(0x180, 0x1a0));
         assert!(!region.rigid(0x130, 0x190));
         assert!(region.rigid(0x20, 0x80), "outside");
-        assert_eq!(region.kept_bytes(0x100, 0x200), 0xc0);
+        assert_eq!(region.new_size(0x100, 0x200), 0xc0);
+        assert_eq!(region.new_size(0x140, 0x180), 0, "nothing of it kept");
         assert_eq!(region.freed(), 0x40);
+    }
+
+    #[test]
+    fn a_section_s_new_size_counts_the_padding_between_its_runs() {
+        // A table of 9 bytes at 0x107 is dropped; the next, at 0x110,
+        // keeps its offset modulo 4 and lands at 0x108, not 0x107.
+        let region = Region {
+            segment: 0,
+            start: 0x100,
+            end: 0x120,
+            runs: vec![(0x100, 0x107, 0x100), (0x110, 0x120, 0x108)],
+            new_end: 0x118,
+        };
+        assert_eq!(region.new_size(0x100, 0x120), 0x18);
+        assert_eq!(
+            region.new_size(0x104, 0x114),
+            8,
+            "from its first kept byte to its last"
+        );
     }
 }

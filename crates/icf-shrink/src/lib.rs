@@ -14,7 +14,8 @@
 //! 2. **Lay out** `.text` again ([`layout`]): kept functions close up,
 //!    each at its inferred alignment; the sections after `.text` in its
 //!    segment move down together; where the exception tables have a
-//!    segment of their own, removed functions' FDEs leave it
+//!    segment of their own, removed functions' FDEs and exception tables
+//!    leave it
 //!    ([`eh_frame::region`]); later segments move down in the file by
 //!    whole pages and keep their addresses, so nothing in them moves.
 //!    Functions a field names in a way no new layout can be written for
@@ -255,7 +256,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         )
         .map_err(named)?;
         layout.data_aliases = data_aliases;
-        layout.region = eh_frame::region(&elf, &shape, &layout).map_err(named)?;
+        layout.region = eh_frame::region(&elf, &shape, &symbols, &layout).map_err(named)?;
         // A copy that must stay right after the code running into it, where
         // a function folded into it would lose its alignment: that function
         // keeps its body, and the plan is made again.

@@ -80,7 +80,7 @@ pub(crate) fn write(
                 section.size = layout.new_text_end - text.addr;
             } else if section.size > 0 && region_section(section.addr) {
                 let region = layout.region.as_ref().context("no region")?;
-                section.size = region.kept_bytes(section.addr, old_end);
+                section.size = region.new_size(section.addr, old_end);
                 section.addr = layout.map(section.addr);
             } else if section.size > 0 {
                 section.addr = layout.new_section_address(section.addr);
