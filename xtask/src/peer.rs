@@ -353,8 +353,11 @@ pub(crate) fn verify_link(
 ) -> Result<String> {
     let name = linker.name();
     let plain = scratch.join(format!("{name}-q"));
-    if !plain.exists() {
-        capture(&mut corpus.link_command(linker, &plain, &["-Wl,-q"])?)
+    // PLAIN's map tells verify which input file each section came from.
+    let plain_map = scratch.join(format!("{name}-q.map"));
+    if !plain.exists() || !plain_map.exists() {
+        let map_flag = format!("-Wl,-Map={}", plain_map.display());
+        capture(&mut corpus.link_command(linker, &plain, &["-Wl,-q", &map_flag])?)
             .with_context(|| format!("linking with {name} -q"))?;
     }
     let folded = scratch.join(format!("icf-{mode}-{name}-q"));
@@ -377,6 +380,7 @@ pub(crate) fn verify_link(
     if assume_odr {
         verify.arg("--assume-odr");
     }
+    verify.arg("--plain-map").arg(&plain_map);
     verify.arg(&plain).arg(&folded);
     let output = verify
         .output()

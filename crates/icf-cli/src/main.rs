@@ -190,6 +190,12 @@ enum Command {
         /// between units are right by the one-definition rule only.
         #[arg(long)]
         assume_odr: bool,
+        /// PLAIN's link map (`-Wl,-Map=FILE`, as lld, mold, GNU ld or gold
+        /// write it): which input file each input section came from, so an
+        /// address that ends one file's section and starts another's is
+        /// read as the one the code's own file can name.
+        #[arg(long, value_name = "FILE")]
+        plain_map: Option<PathBuf>,
         /// The executable or shared library linked without folding.
         plain: PathBuf,
         /// The same link with folding.
@@ -241,7 +247,7 @@ fn main() -> ExitCode {
                     move |plain: &std::path::Path, folded: &std::path::Path| {
                         let options = icf_verify::VerifyOptions {
                             mode,
-                            assume_odr: false,
+                            ..icf_verify::VerifyOptions::default()
                         };
                         Ok(icf_verify::verify(plain, folded, &options)?.passed())
                     },
@@ -266,6 +272,7 @@ fn run_verify(
     folded: &std::path::Path,
     mode: ModeArg,
     assume_odr: bool,
+    plain_map: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let options = icf_verify::VerifyOptions {
         mode: match mode {
@@ -273,6 +280,7 @@ fn run_verify(
             ModeArg::All => icf_verify::Mode::All,
         },
         assume_odr,
+        plain_map,
     };
     let outcome = icf_verify::verify(plain, folded, &options)?;
     write_stdout(&outcome.to_string())?;
@@ -306,7 +314,7 @@ fn shrink_verified(
                 ModeArg::Safe => icf_verify::Mode::Safe,
                 ModeArg::All => icf_verify::Mode::All,
             },
-            assume_odr: false,
+            ..icf_verify::VerifyOptions::default()
         };
         let outcome = icf_verify::verify(input, &unproved, &verify)?;
         anyhow::ensure!(
@@ -504,9 +512,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Verify {
             mode,
             assume_odr,
+            plain_map,
             plain,
             folded,
-        } => run_verify(&plain, &folded, mode, assume_odr),
+        } => run_verify(&plain, &folded, mode, assume_odr, plain_map),
         Command::Dump {
             function,
             stats,

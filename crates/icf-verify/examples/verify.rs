@@ -22,6 +22,7 @@ fn main() {
         &icf_verify::VerifyOptions {
             mode,
             assume_odr: rest.iter().any(|a| a == "odr"),
+            plain_map: None,
         },
     ) {
         Ok(outcome) => {

@@ -452,6 +452,23 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// With PLAIN's link map, for a field a section-symbol relocation
+    /// names: an assembler writes such a relocation against a section of
+    /// its own object, so where the target ends an input section of
+    /// another file than the code's and starts one of the code's file, the
+    /// field means what starts there (and the end, the other way round).
+    fn side_by_file(&self, check: &TargetCheck) -> Option<Side> {
+        let sections = self.plain.input_sections.as_ref()?;
+        let own = sections.file_at(check.plain_field)?;
+        let ending = sections.file_ending_at(check.plain_target)?;
+        let starting = sections.file_starting_at(check.plain_target)?;
+        match (ending == own, starting == own) {
+            (false, true) => Some(Side::Start),
+            (true, false) => Some(Side::End),
+            _ => None,
+        }
+    }
+
     /// Which side of an address that ends one data object (`ends`) and
     /// starts another place the code reaches from it, when something says
     /// so for certain; `None` when the code may read either side.
@@ -460,7 +477,10 @@ impl<'a> Checker<'a> {
     ///   one that starts there: the compiler named that object, and code
     ///   reaches only the object it names. One naming a section symbol (as
     ///   anchors and local labels are written) names no global object, so
-    ///   where only globals end there it means what starts there.
+    ///   where only globals end there it means what starts there. With
+    ///   PLAIN's link map, one naming a section symbol means the side that
+    ///   lies in an input section of the code's own file
+    ///   ([`Checker::side_by_file`]).
     /// - A call or jump, a jump table of the site's own function, or an
     ///   access of a known width at the address itself: the code reads
     ///   forward, what starts there.
@@ -484,6 +504,11 @@ impl<'a> Checker<'a> {
                 .all(|place| matches!(*place, Place::Symbol(id, _) if was_global(id)))
         {
             return Some(Side::Start);
+        }
+        if reloc.is_some_and(|r| r.section_symbol)
+            && let Some(side) = self.side_by_file(check)
+        {
+            return Some(side);
         }
         if let Some(id) = reloc.and_then(|reloc| reloc.symbol) {
             let symbol = self.plain.symbol(id);

@@ -395,6 +395,9 @@ pub(crate) struct Image {
     /// to read what their pointer arguments point to only forward, sorted
     /// (`bounded_readers.rs`).
     pub forward_readers: Vec<(u64, crate::code::Reader)>,
+    /// Where the link's input sections lie, from its map (PLAIN only, with
+    /// `--plain-map`; see `link_map.rs`).
+    pub input_sections: Option<crate::link_map::InputSections>,
     /// AArch64: (function entry, the caller-saved registers a call to it
     /// may write, a mask of x0-x30), sorted (`aarch64_clobbers.rs`).
     pub call_clobbers: Vec<(u64, u32)>,
@@ -694,6 +697,7 @@ impl Image {
             landing_pads: Vec::new(),
             noreturn_entries: Vec::new(),
             forward_readers: Vec::new(),
+            input_sections: None,
             call_clobbers: Vec::new(),
             single_register_returns: Vec::new(),
             integer_returns: Vec::new(),

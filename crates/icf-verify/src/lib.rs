@@ -303,6 +303,7 @@ mod dwarf;
 mod eh;
 mod error;
 mod image;
+mod link_map;
 mod macho_commands;
 mod macho_fixups;
 mod macho_image;
@@ -327,6 +328,12 @@ pub use outcome::{
 pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Outcome, Error> {
     let (plain_image, folded_image) = rayon::join(|| load_image(plain), || load_image(folded));
     let (mut plain_image, mut folded_image) = (plain_image?, folded_image?);
+    if let Some(map) = &options.plain_map {
+        let text = std::fs::read_to_string(map)
+            .map_err(|e| Error::new(map, format!("cannot be read: {e}")))?;
+        plain_image.input_sections =
+            Some(link_map::InputSections::parse(&text).map_err(|why| Error::new(map, why))?);
+    }
     if plain_image.arch != folded_image.arch {
         return Err(Error::new(
             folded,

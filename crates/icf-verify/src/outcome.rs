@@ -39,6 +39,12 @@ pub struct VerifyOptions {
     /// address identity is recorded for it. Everything else is checked as
     /// without the option. Off by default (`icf verify --assume-odr`).
     pub assume_odr: bool,
+    /// PLAIN's link map (`-Map`; `icf verify --plain-map`): which input
+    /// file each input section came from, so that an address ending one
+    /// file's section and starting another's is read as the object a
+    /// section-symbol relocation of the code's own file can name
+    /// (`link_map.rs`). Without it, both readings must hold.
+    pub plain_map: Option<std::path::PathBuf>,
 }
 
 /// Counts of what a run checked.

@@ -126,7 +126,11 @@ fn wrong_folds_an_earlier_verify_proved_are_rejected() {
         };
         let mut verified = Vec::new();
         for &mode in modes {
-            let options = VerifyOptions { mode, assume_odr };
+            let options = VerifyOptions {
+                mode,
+                assume_odr,
+                plain_map: None,
+            };
             let outcome = verify(&plain, &folded, &options).expect("both images are valid");
             if outcome.passed() {
                 verified.push(format!("{mode:?}: {}", outcome.stats));

@@ -770,6 +770,7 @@ fn thunks_between_vague_linkage_functions_are_assumed_only_when_asked() {
     let odr = VerifyOptions {
         mode: Mode::Safe,
         assume_odr: true,
+        plain_map: None,
     };
     let outcome = verify(&plain, &folded, &odr).expect("valid inputs");
     assert!(outcome.passed(), "{outcome}");
@@ -2379,4 +2380,96 @@ int main(int argc, char **argv) {
     );
     assert_passes(&plain, &stripped, Mode::Safe);
     assert_passes(&plain, &stripped, Mode::All);
+}
+
+/// Two units, each with a local array and a function returning its
+/// address, linked in both orders with `-q` and a map: in PLAIN
+/// (`a.o b.o`) `b`'s array starts where `a`'s ends, so `b`'s reference is
+/// also one past `a`'s array; in FOLDED (`b.o a.o`, nothing folded) it is
+/// not. The reference is a section-symbol relocation of `b.o`, which
+/// cannot name `a.o`'s array: with PLAIN's map the start is the only
+/// reading and the link verifies; without it both readings must hold, and
+/// the end does not.
+#[test]
+fn a_link_map_says_which_file_s_object_a_section_symbol_names() {
+    let dir = work_dir("link_map_sides");
+    let unit = |name: &str, index: u32| {
+        let source = format!(
+            "static int {name}_array[4] = {{ {index}, 2, 3, 4 }};\n\
+             int *{name}_address(void) {{ return {name}_array; }}\n\
+             int {name}_first(void) {{ return {name}_array[0]; }}\n"
+        );
+        let path = dir.join(format!("{name}.c"));
+        std::fs::write(&path, source).expect("writing a unit");
+        let object = dir.join(format!("{name}.o"));
+        run(
+            "gcc",
+            &[
+                "-O2",
+                "-fdata-sections",
+                "-ffunction-sections",
+                "-c",
+                path.to_str().expect("utf-8"),
+                "-o",
+                object.to_str().expect("utf-8"),
+            ],
+        );
+        object
+    };
+    let (a, b) = (unit("a", 1), unit("b", 5));
+    let main = dir.join("main.c");
+    std::fs::write(
+        &main,
+        "#include <stdio.h>\n\
+         int *a_address(void); int *b_address(void);\n\
+         int a_first(void); int b_first(void);\n\
+         int main(void) { printf(\"%d %d %d\\n\", a_first(), b_first(), *b_address() + *a_address()); return 0; }\n",
+    )
+    .expect("writing main");
+    let linked = |name: &str, order: [&PathBuf; 2]| {
+        let output = dir.join(name);
+        let map = dir.join(format!("{name}.map"));
+        run(
+            "gcc",
+            &[
+                "-O2",
+                LLD[0],
+                LLD[1],
+                "-Wl,-q",
+                &format!("-Wl,-Map={}", map.display()),
+                main.to_str().expect("utf-8"),
+                order[0].to_str().expect("utf-8"),
+                order[1].to_str().expect("utf-8"),
+                "-o",
+                output.to_str().expect("utf-8"),
+            ],
+        );
+        (output, map)
+    };
+    let (plain, plain_map) = linked("plain", [&a, &b]);
+    let (folded, _) = linked("folded", [&b, &a]);
+    let without = verify(
+        &plain,
+        &folded,
+        &VerifyOptions {
+            mode: Mode::Safe,
+            ..VerifyOptions::default()
+        },
+    )
+    .expect("valid inputs");
+    assert!(
+        !without.passed() && without.to_string().contains("b_address"),
+        "without a map, the end of a_array must also be checked:\n{without}"
+    );
+    let with = verify(
+        &plain,
+        &folded,
+        &VerifyOptions {
+            mode: Mode::Safe,
+            plain_map: Some(plain_map),
+            ..VerifyOptions::default()
+        },
+    )
+    .expect("valid inputs");
+    assert!(with.passed(), "{with}");
 }

@@ -1,0 +1,314 @@
+//! A link map (`-Map=FILE`): where each input section of a linked image
+//! lies, and which input file it came from.
+//!
+//! An image with its kept relocations (`-q`) says which output section a
+//! field names, and an offset in it; a relocation against a section symbol
+//! (how an assembler writes a reference to a local symbol) was, in its
+//! object, against a section of that same object. So where an address ends
+//! an input section of one file and starts one of another, the map tells
+//! which of the two a section-symbol field of a given file can mean (see
+//! `Checker::side_of_boundary`).
+//!
+//! Two layouts are read: lld's and mold's (a header naming `VMA`, then per
+//! line the address, for lld the load address, the size and the alignment
+//! in hexadecimal and decimal, and the output section, input section
+//! (`file:(section)`) or symbol, indented by 8 more columns each), and GNU
+//! ld's and gold's (an input section line ` NAME  0xADDRESS  0xSIZE FILE`,
+//! the name alone on its own line when it is long). Sections the linker
+//! made (`<internal>`, `*fill*`, `*ABS*`) belong to no file.
+
+use std::collections::HashMap;
+
+/// The input sections of a map with bytes, sorted by address.
+#[derive(Clone, Debug, Default)]
+pub struct InputSections {
+    spans: Vec<Span>,
+    files: Vec<String>,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Span {
+    start: u64,
+    end: u64,
+    file: u32,
+}
+
+impl InputSections {
+    /// Reads a map in either layout; an error says why it is not one.
+    pub fn parse(text: &str) -> Result<InputSections, String> {
+        let mut sections = InputSections::default();
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut add = |start: u64, size: u64, file: &str| {
+            if size == 0 || file.starts_with('<') || file.starts_with('*') {
+                return;
+            }
+            let next = ids.len() as u32;
+            let file = *ids.entry(file.to_owned()).or_insert(next);
+            sections.spans.push(Span {
+                start,
+                end: start.saturating_add(size),
+                file,
+            });
+        };
+        let header = text.lines().find(|line| !line.trim().is_empty());
+        match header {
+            Some(header) if header.contains("VMA") => {
+                // lld: VMA LMA Size Align; mold: VMA Size Align.
+                let numbers = if header.contains("LMA") { 4 } else { 3 };
+                // Sections not loaded (at address 0: relocations, symbols,
+                // debug info) list offsets, not addresses.
+                let mut loaded = false;
+                for line in text.lines().skip_while(|l| !l.contains("VMA")).skip(1) {
+                    match vma_line(line, numbers) {
+                        Some(VmaLine::Output(address)) => loaded = address != 0,
+                        Some(VmaLine::Input(start, size, file)) if loaded => add(start, size, file),
+                        _ => {}
+                    }
+                }
+            }
+            Some(_) => {
+                let mut pending: Option<&str> = None;
+                // As above: an output section at address 0 is not loaded.
+                let mut loaded = false;
+                let mut output_named = false;
+                for line in text.lines() {
+                    if line.starts_with('.') {
+                        let address = line.split_whitespace().nth(1).and_then(hex);
+                        output_named = address.is_none();
+                        loaded = address.is_some_and(|a| a != 0);
+                        pending = None;
+                        continue;
+                    }
+                    if std::mem::take(&mut output_named) {
+                        let address = line.split_whitespace().next().and_then(hex);
+                        loaded = address.is_some_and(|a| a != 0);
+                        continue;
+                    }
+                    match gnu_line(line, pending.is_some()) {
+                        GnuLine::Named(name) => pending = Some(name),
+                        GnuLine::Section(start, size, file) => {
+                            if loaded {
+                                add(start, size, file);
+                            }
+                            pending = None;
+                        }
+                        GnuLine::Other => pending = None,
+                    }
+                }
+            }
+            None => return Err("the link map is empty".into()),
+        }
+        if sections.spans.is_empty() {
+            return Err(
+                "no input section found: not a link map lld, mold, GNU ld or gold wrote".into(),
+            );
+        }
+        sections.files = {
+            let mut files = vec![String::new(); ids.len()];
+            for (name, id) in ids {
+                files[id as usize] = name;
+            }
+            files
+        };
+        sections.spans.sort_by_key(|span| (span.start, span.end));
+        Ok(sections)
+    }
+
+    /// The file of the input section holding `address`.
+    pub fn file_at(&self, address: u64) -> Option<u32> {
+        let after = self.spans.partition_point(|span| span.start <= address);
+        let span = self.spans.get(after.checked_sub(1)?)?;
+        (address < span.end).then_some(span.file)
+    }
+
+    /// The file of the input section ending exactly at `address`, when
+    /// one does.
+    pub fn file_ending_at(&self, address: u64) -> Option<u32> {
+        let after = self.spans.partition_point(|span| span.start < address);
+        self.spans[..after]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|span| span.end == address)
+            .map(|span| span.file)
+    }
+
+    /// The file of the input section starting exactly at `address`, when
+    /// one does.
+    pub fn file_starting_at(&self, address: u64) -> Option<u32> {
+        let at = self.spans.partition_point(|span| span.start < address);
+        self.spans
+            .get(at)
+            .filter(|span| span.start == address)
+            .map(|span| span.file)
+    }
+
+    /// The name of file `id`, as the map wrote it.
+    #[cfg(test)]
+    pub fn file_name(&self, id: u32) -> &str {
+        self.files.get(id as usize).map_or("", String::as_str)
+    }
+}
+
+/// What an lld or mold line lists.
+enum VmaLine<'a> {
+    /// An output section, at this address.
+    Output(u64),
+    /// An input section: its address, size and file.
+    Input(u64, u64, &'a str),
+}
+
+/// One line of lld's or mold's map (`None`: a symbol, or no entry).
+fn vma_line(line: &str, numbers: usize) -> Option<VmaLine<'_>> {
+    let mut rest = line;
+    let mut values = [0u64; 4];
+    for value in values.iter_mut().take(numbers) {
+        let trimmed = rest.trim_start();
+        let end = trimmed.find(' ')?;
+        *value = u64::from_str_radix(&trimmed[..end], 16).ok()?;
+        rest = &trimmed[end..];
+    }
+    // One space, then 8 more for an input section (none for an output
+    // section, 16 for a symbol).
+    let text = rest.strip_prefix(' ')?;
+    if !text.starts_with(' ') {
+        return Some(VmaLine::Output(values[0]));
+    }
+    let name = text.strip_prefix("        ")?;
+    if name.starts_with(' ') {
+        return None;
+    }
+    let (file, _) = name.strip_suffix(')')?.rsplit_once(":(")?;
+    let size = values[numbers - 2];
+    Some(VmaLine::Input(values[0], size, file))
+}
+
+/// `0x` and hexadecimal digits, read.
+fn hex(word: &str) -> Option<u64> {
+    word.strip_prefix("0x")
+        .and_then(|digits| u64::from_str_radix(digits, 16).ok())
+}
+
+enum GnuLine<'a> {
+    /// An input section's name alone: its figures are on the next line.
+    Named(&'a str),
+    Section(u64, u64, &'a str),
+    Other,
+}
+
+/// One line of GNU ld's or gold's memory map; `after_name` when the line
+/// before held an input section's name alone.
+fn gnu_line(line: &str, after_name: bool) -> GnuLine<'_> {
+    let Some(body) = line.strip_prefix(' ') else {
+        return GnuLine::Other;
+    };
+    let words: Vec<&str> = body.split_whitespace().collect();
+    let starts_with_name = !body.starts_with(' ');
+    let figures = if starts_with_name {
+        words.get(1..)
+    } else if after_name {
+        Some(&words[..])
+    } else {
+        None
+    };
+    match (starts_with_name, figures) {
+        (true, Some([])) => GnuLine::Named(words[0]),
+        (_, Some([address, size, file, ..])) => match (hex(address), hex(size)) {
+            (Some(address), Some(size)) => GnuLine::Section(address, size, file),
+            _ => GnuLine::Other,
+        },
+        _ => GnuLine::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_lld_s_map() {
+        let map = "             VMA              LMA     Size Align Out     In      Symbol
+             2a8              2a8       1c     1 .interp
+             2a8              2a8       1c     1         <internal>:(.interp)
+            1000             1000       30    16 .text
+            1000             1000       10    16         a.o:(.text.f)
+            1000             1000        0     1                 f
+            1010             1010       20    16         lib.a(b.o):(.text.g)
+            2000             2000       10     4 .bss
+            2000             2000        8     4         a.o:(.bss.x)
+            2008             2008        8     4         lib.a(b.o):(.bss.y)
+               0                0       30     8 .rela.text
+            1000             1000       18     8         c.o:(.rela.text)
+";
+        let sections = InputSections::parse(map).expect("read");
+        let a = sections.file_at(0x1004).expect("in a.o");
+        let b = sections.file_at(0x1010).expect("in b.o");
+        assert_eq!(sections.file_name(a), "a.o");
+        assert_eq!(sections.file_name(b), "lib.a(b.o)");
+        assert_eq!(sections.file_ending_at(0x2008), Some(a));
+        assert_eq!(sections.file_starting_at(0x2008), Some(b));
+        assert_eq!(sections.file_at(0x2a8), None, "what the linker made");
+        assert_eq!(sections.file_at(0x1030), None);
+        assert_eq!(
+            sections.file_at(0x1008),
+            Some(a),
+            "offsets of what is not loaded"
+        );
+    }
+
+    #[test]
+    fn reads_mold_s_map() {
+        let map = "               VMA       Size Align Out                In                 Symbol
+            201000         30    16 .text
+            201000         10    16         a.o:(.text.f)
+            201010         20    16         b.o:(.text)
+";
+        let sections = InputSections::parse(map).expect("read");
+        assert_eq!(
+            sections.file_ending_at(0x201010),
+            sections.file_at(0x201000)
+        );
+        assert_ne!(sections.file_at(0x201000), sections.file_at(0x201010));
+    }
+
+    #[test]
+    fn reads_gnu_ld_s_map() {
+        let map = "Archive member included to satisfy reference by file (symbol)
+
+Linker script and memory map
+
+.text           0x0000000000401000       0x44
+ *(.text.unlikely .text.*_unlikely .text.unlikely.*)
+ .text          0x0000000000401000       0x14 a.o
+                0x0000000000401000                main
+ .text.a_rather_long_section_name
+                0x0000000000401014       0x20 /usr/lib/libx.a(b.o)
+ *fill*         0x0000000000401034        0xc 
+ .text          0x0000000000401040        0x4 c.o
+
+.comment        0x0000000000000000       0x2b
+ .comment       0x0000000000000000       0x2b d.o
+.debug_a_rather_long_name
+                0x0000000000000000       0x10
+ .debug_a_rather_long_name
+                0x0000000000000000       0x10 e.o
+";
+        let sections = InputSections::parse(map).expect("read");
+        let b = sections.file_at(0x401020).expect("b.o");
+        assert_eq!(sections.file_name(b), "/usr/lib/libx.a(b.o)");
+        assert_eq!(
+            sections.file_ending_at(0x401014),
+            sections.file_at(0x401000)
+        );
+        assert_eq!(sections.file_starting_at(0x401014), Some(b));
+        assert_eq!(sections.file_at(0x401038), None, "fill");
+        assert!(sections.file_at(0x401040).is_some());
+        assert_eq!(sections.file_at(0), None, "not loaded");
+    }
+
+    #[test]
+    fn what_is_no_map_says_so() {
+        assert!(InputSections::parse("").is_err());
+        assert!(InputSections::parse("hello\nworld\n").is_err());
+    }
+}
