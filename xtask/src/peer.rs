@@ -361,7 +361,9 @@ pub(crate) fn verify_link(
             .with_context(|| format!("linking with {name} -q"))?;
     }
     let folded = scratch.join(format!("icf-{mode}-{name}-q"));
-    let link = corpus.link_command(linker, &folded, &["-Wl,-q"])?;
+    let folded_map = scratch.join(format!("icf-{mode}-{name}-q.map"));
+    let folded_map_flag = format!("-Wl,-Map={}", folded_map.display());
+    let link = corpus.link_command(linker, &folded, &["-Wl,-q", &folded_map_flag])?;
     let mut command = Command::new(icf);
     command
         .args(["link", "--strict", "--mode", mode, "--"])
@@ -381,6 +383,7 @@ pub(crate) fn verify_link(
         verify.arg("--assume-odr");
     }
     verify.arg("--plain-map").arg(&plain_map);
+    verify.arg("--folded-map").arg(&folded_map);
     verify.arg(&plain).arg(&folded);
     let output = verify
         .output()

@@ -196,6 +196,11 @@ enum Command {
         /// read as the one the code's own file can name.
         #[arg(long, value_name = "FILE")]
         plain_map: Option<PathBuf>,
+        /// FOLDED's link map: with `--plain-map`, local symbols pair by the
+        /// input file their sections came from (objects without `STT_FILE`
+        /// symbols name no file for them otherwise).
+        #[arg(long, value_name = "FILE", requires = "plain_map")]
+        folded_map: Option<PathBuf>,
         /// The executable or shared library linked without folding.
         plain: PathBuf,
         /// The same link with folding.
@@ -272,7 +277,7 @@ fn run_verify(
     folded: &std::path::Path,
     mode: ModeArg,
     assume_odr: bool,
-    plain_map: Option<PathBuf>,
+    maps: (Option<PathBuf>, Option<PathBuf>),
 ) -> anyhow::Result<()> {
     let options = icf_verify::VerifyOptions {
         mode: match mode {
@@ -280,7 +285,8 @@ fn run_verify(
             ModeArg::All => icf_verify::Mode::All,
         },
         assume_odr,
-        plain_map,
+        plain_map: maps.0,
+        folded_map: maps.1,
     };
     let outcome = icf_verify::verify(plain, folded, &options)?;
     write_stdout(&outcome.to_string())?;
@@ -513,9 +519,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             mode,
             assume_odr,
             plain_map,
+            folded_map,
             plain,
             folded,
-        } => run_verify(&plain, &folded, mode, assume_odr, plain_map),
+        } => run_verify(&plain, &folded, mode, assume_odr, (plain_map, folded_map)),
         Command::Dump {
             function,
             stats,

@@ -23,6 +23,7 @@ fn main() {
             mode,
             assume_odr: rest.iter().any(|a| a == "odr"),
             plain_map: None,
+            folded_map: None,
         },
     ) {
         Ok(outcome) => {

@@ -1565,6 +1565,35 @@ impl SymbolLookups {
     }
 }
 
+impl Image {
+    /// Takes the link's map (see `link_map.rs`): each local symbol's file
+    /// becomes the input file its input section came from, where the map
+    /// has one (linkers name the file of a local only through an
+    /// `STT_FILE` symbol, which objects may lack: then every local seems
+    /// to belong to the last file that had one). Used only when both
+    /// images have their map, so that both name files alike.
+    pub(crate) fn take_map(&mut self, sections: crate::link_map::InputSections) {
+        for symbol in &mut self.symbols {
+            if symbol.file.is_none() {
+                continue;
+            }
+            if let Some(file) = sections.file_at(symbol.address) {
+                symbol.file = Some(format!("map:{}", sections.file_key(file)));
+            }
+        }
+        number_symbols(&mut self.symbols);
+        let lookups = SymbolLookups::new(&self.symbols);
+        let (file_counts, name_counts) = symbol_counts(&self.symbols);
+        self.by_address = lookups.by_address;
+        self.by_file_key = lookups.by_file_key;
+        self.by_name_key = lookups.by_name_key;
+        self.files = lookups.files;
+        self.file_counts = file_counts;
+        self.name_counts = name_counts;
+        self.input_sections = Some(sections);
+    }
+}
+
 /// The allocated sections with a size, by address.
 fn alloc_by_address(sections: &[Section]) -> Vec<usize> {
     let mut alloc_by_address: Vec<usize> = (0..sections.len())

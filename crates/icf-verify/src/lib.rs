@@ -328,11 +328,18 @@ pub use outcome::{
 pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Outcome, Error> {
     let (plain_image, folded_image) = rayon::join(|| load_image(plain), || load_image(folded));
     let (mut plain_image, mut folded_image) = (plain_image?, folded_image?);
-    if let Some(map) = &options.plain_map {
+    let read_map = |map: &Path| {
         let text = std::fs::read_to_string(map)
             .map_err(|e| Error::new(map, format!("cannot be read: {e}")))?;
-        plain_image.input_sections =
-            Some(link_map::InputSections::parse(&text).map_err(|why| Error::new(map, why))?);
+        link_map::InputSections::parse(&text).map_err(|why| Error::new(map, why))
+    };
+    match (&options.plain_map, &options.folded_map) {
+        (Some(plain_map), Some(folded_map)) => {
+            plain_image.take_map(read_map(plain_map)?);
+            folded_image.take_map(read_map(folded_map)?);
+        }
+        (Some(plain_map), None) => plain_image.input_sections = Some(read_map(plain_map)?),
+        (None, _) => {}
     }
     if plain_image.arch != folded_image.arch {
         return Err(Error::new(

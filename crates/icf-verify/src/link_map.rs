@@ -148,6 +148,16 @@ impl InputSections {
     pub fn file_name(&self, id: u32) -> &str {
         self.files.get(id as usize).map_or("", String::as_str)
     }
+
+    /// File `id` without the directories of its path: `libx.a(b.o)` or
+    /// `a.o`, the same for a link of the same inputs copied elsewhere (as
+    /// `icf link` hands the linker its rewritten files).
+    pub fn file_key(&self, id: u32) -> &str {
+        let name = self.files.get(id as usize).map_or("", String::as_str);
+        let path_end = name.find('(').unwrap_or(name.len());
+        let base = name[..path_end].rfind('/').map_or(0, |slash| slash + 1);
+        &name[base..]
+    }
 }
 
 /// What an lld or mold line lists.
@@ -245,6 +255,7 @@ mod tests {
         let b = sections.file_at(0x1010).expect("in b.o");
         assert_eq!(sections.file_name(a), "a.o");
         assert_eq!(sections.file_name(b), "lib.a(b.o)");
+        assert_eq!(sections.file_key(b), "lib.a(b.o)");
         assert_eq!(sections.file_ending_at(0x2008), Some(a));
         assert_eq!(sections.file_starting_at(0x2008), Some(b));
         assert_eq!(sections.file_at(0x2a8), None, "what the linker made");
@@ -296,6 +307,7 @@ Linker script and memory map
         let sections = InputSections::parse(map).expect("read");
         let b = sections.file_at(0x401020).expect("b.o");
         assert_eq!(sections.file_name(b), "/usr/lib/libx.a(b.o)");
+        assert_eq!(sections.file_key(b), "libx.a(b.o)");
         assert_eq!(
             sections.file_ending_at(0x401014),
             sections.file_at(0x401000)

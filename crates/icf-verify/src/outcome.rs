@@ -45,6 +45,11 @@ pub struct VerifyOptions {
     /// section-symbol relocation of the code's own file can name
     /// (`link_map.rs`). Without it, both readings must hold.
     pub plain_map: Option<std::path::PathBuf>,
+    /// FOLDED's link map (`--folded-map`): with PLAIN's, each local
+    /// symbol of either image belongs to the input file the map puts its
+    /// section in, so locals of one name pair by file even where the
+    /// objects carry no `STT_FILE` symbol.
+    pub folded_map: Option<std::path::PathBuf>,
 }
 
 /// Counts of what a run checked.

@@ -130,6 +130,7 @@ fn wrong_folds_an_earlier_verify_proved_are_rejected() {
                 mode,
                 assume_odr,
                 plain_map: None,
+                folded_map: None,
             };
             let outcome = verify(&plain, &folded, &options).expect("both images are valid");
             if outcome.passed() {

@@ -771,6 +771,7 @@ fn thunks_between_vague_linkage_functions_are_assumed_only_when_asked() {
         mode: Mode::Safe,
         assume_odr: true,
         plain_map: None,
+        folded_map: None,
     };
     let outcome = verify(&plain, &folded, &odr).expect("valid inputs");
     assert!(outcome.passed(), "{outcome}");
@@ -2447,7 +2448,7 @@ fn a_link_map_says_which_file_s_object_a_section_symbol_names() {
         (output, map)
     };
     let (plain, plain_map) = linked("plain", [&a, &b]);
-    let (folded, _) = linked("folded", [&b, &a]);
+    let (folded, folded_map) = linked("folded", [&b, &a]);
     let without = verify(
         &plain,
         &folded,
@@ -2466,10 +2467,23 @@ fn a_link_map_says_which_file_s_object_a_section_symbol_names() {
         &folded,
         &VerifyOptions {
             mode: Mode::Safe,
-            plain_map: Some(plain_map),
+            plain_map: Some(plain_map.clone()),
             ..VerifyOptions::default()
         },
     )
     .expect("valid inputs");
     assert!(with.passed(), "{with}");
+    // Both maps: the locals are named by their files too.
+    let both = verify(
+        &plain,
+        &folded,
+        &VerifyOptions {
+            mode: Mode::Safe,
+            plain_map: Some(plain_map),
+            folded_map: Some(folded_map),
+            ..VerifyOptions::default()
+        },
+    )
+    .expect("valid inputs");
+    assert!(both.passed(), "{both}");
 }
