@@ -162,19 +162,97 @@ pub(crate) fn patch_code(
         })
         .collect();
     stubs.sort_unstable();
-    let in_stub = |address: u64| {
-        let after = stubs.partition_point(|&(start, _)| start <= address);
-        after > 0 && address < stubs[after - 1].1
+    let patching = Patching {
+        elf,
+        layout,
+        arch,
+        relocated,
+        stubs,
     };
-    for (extent, references) in code_of {
-        let Some((start, found)) = references else {
-            continue;
-        };
-        let start = *start;
+    // Each piece is worked out on its own (in parallel); what it found and
+    // would write is then merged in address order, as one pass would.
+    let worked: Vec<anyhow::Result<Worked>> = code_of
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .filter_map(|(extent, references)| {
+            let (start, found) = references.as_ref()?;
+            let marks = data_in_code.get(&extent.section).map(Vec::as_slice);
+            Some(patching.work_out(extent, *start, found, marks))
+        })
+        .collect();
+    for piece in worked {
+        let piece = piece?;
+        tables.extend(piece.tables);
+        decoded.fields.extend(piece.fields);
+        for (place, field) in piece.writes {
+            patches.put(place, field)?;
+        }
+        for pin in piece.pins {
+            patches.pins.keep(layout, &pin.addresses, pin.kind, || {
+                anyhow::anyhow!("{}", pin.refusal)
+            })?;
+        }
+    }
+    // By base; each function computing a base keeps its own entry (the
+    // cases of its table lead into it), a recognized table's size bounding
+    // every one.
+    decoded
+        .tables
+        .sort_by_key(|t| (t.base, t.entries.is_none(), t.function));
+    decoded
+        .tables
+        .dedup_by_key(|t| (t.base, t.entries, t.function));
+    Ok(decoded)
+}
+
+/// What one piece of code found and would write (see [`patch_code`]).
+#[derive(Default)]
+struct Worked {
+    fields: Vec<(u64, Field)>,
+    tables: Vec<Table>,
+    writes: Vec<(u64, Vec<u8>)>,
+    pins: Vec<PinRequest>,
+}
+
+/// Functions a field needs kept in place, and why, if they cannot be.
+struct PinRequest {
+    addresses: [u64; 2],
+    kind: PinKind,
+    refusal: String,
+}
+
+/// What every piece of code is patched against.
+struct Patching<'a, 'data> {
+    elf: &'a Elf<'data>,
+    layout: &'a Layout,
+    arch: &'a dyn Architecture,
+    relocated: &'a Relocated,
+    /// Code no symbol covers that is not padding, sorted.
+    stubs: Vec<(u64, u64)>,
+}
+
+impl Patching<'_, '_> {
+    fn in_stub(&self, address: u64) -> bool {
+        let after = self.stubs.partition_point(|&(start, _)| start <= address);
+        after > 0 && address < self.stubs[after - 1].1
+    }
+
+    /// The fields of one piece of code (`extent`, at `start`, its decoded
+    /// references `found`; `marks` its section's AArch64 mapping symbols)
+    /// and what each needs: written again, or its ends kept in place.
+    fn work_out(
+        &self,
+        extent: &FunctionExtent,
+        start: u64,
+        found: &[LinkedReference],
+        marks: Option<&[(u64, bool)]>,
+    ) -> anyhow::Result<Worked> {
+        let (elf, layout, arch, relocated) = (self.elf, self.layout, self.arch, self.relocated);
+        let in_stub = |address: u64| self.in_stub(address);
+        let mut worked = Worked::default();
         let index = extent.section.index();
         let section = &elf.sections[index];
         let code_len = extent.end - extent.start;
-        let marks = data_in_code.get(&extent.section);
         for reference in found {
             if reference.use_ == LinkedUse::Absolute {
                 continue;
@@ -198,7 +276,7 @@ pub(crate) fn patch_code(
                 continue;
             }
             if let Some(icf_arch::TableShape::Relative32 { entries }) = reference.table {
-                tables.push(Table {
+                worked.tables.push(Table {
                     base: reference.target,
                     entries,
                     function: (start, start + code_len),
@@ -209,20 +287,20 @@ pub(crate) fn patch_code(
                     .is_some_and(|i| !elf.sections[i].is_executable())
             {
                 // A place in data the code computes: a table may start there.
-                tables.push(Table {
+                worked.tables.push(Table {
                     base: reference.target,
                     entries: None,
                     function: (start, start + code_len),
                 });
             }
-            decoded.fields.insert(
+            worked.fields.push((
                 place,
                 Field {
                     target: reference.target,
                     bias: reference.bias,
                     r_type: reference.r_type,
                 },
-            );
+            ));
             if !layout.is_carried(place) {
                 continue;
             }
@@ -248,15 +326,17 @@ pub(crate) fn patch_code(
                 && !in_stub(place)
                 && !in_stub(target)
             {
-                patches.pins.keep(layout, &[place, target], PinKind::DataInCode, || {
-                    anyhow::anyhow!(
+                worked.pins.push(PinRequest {
+                    addresses: [place, target],
+                    kind: PinKind::DataInCode,
+                    refusal: format!(
                         "{}+{:#x}: bytes that decode as a reference to the middle of another function \
                          ({target:#x}) with no relocation kept: icf cannot tell whether they are an \
                          instruction or data in code",
                         section.name,
                         place - section.addr
-                    )
-                })?;
+                    ),
+                });
                 continue;
             }
             let size = field_size(arch, reference.r_type);
@@ -278,29 +358,22 @@ pub(crate) fn patch_code(
             );
             if let Err(e) = written {
                 // Out of the instruction's reach: both ends keep their place.
-                patches.pins.keep(layout, &[place, target], PinKind::OutOfReach, || {
-                    anyhow::anyhow!(
+                worked.pins.push(PinRequest {
+                    addresses: [place, target],
+                    kind: PinKind::OutOfReach,
+                    refusal: format!(
                         "{}+{:#x}: cannot point the field at {place:#x} to {new_target:#x} from {new_place:#x}: {e}",
                         section.name,
                         place - section.addr
-                    )
-                })?;
+                    ),
+                });
                 continue;
             }
             field.truncate(size);
-            patches.put(new_place, field)?;
+            worked.writes.push((new_place, field));
         }
+        Ok(worked)
     }
-    // By base; each function computing a base keeps its own entry (the
-    // cases of its table lead into it), a recognized table's size bounding
-    // every one.
-    decoded
-        .tables
-        .sort_by_key(|t| (t.base, t.entries.is_none(), t.function));
-    decoded
-        .tables
-        .dedup_by_key(|t| (t.base, t.entries, t.function));
-    Ok(decoded)
 }
 
 /// The `size` bytes of the field at `place`, and up to three instruction
