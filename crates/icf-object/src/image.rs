@@ -74,6 +74,10 @@ use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader, Sym
 use rayon::prelude::*;
 use rustc_hash::FxHashSet as HashSet;
 
+/// Pieces of code decoded together in parallel, what they found kept
+/// until they are read.
+const DECODE_BATCH: usize = 4096;
+
 impl<'data> Object<'data> {
     /// Parses `data`, a linked ELF image, into the model with the
     /// relocations its code and data would have had in an object. Errors
@@ -342,21 +346,40 @@ impl<'data> Reader<'data> {
     /// function piece; gives the jump tables the code indexes.
     fn relocate_code(&mut self) -> Vec<JumpTable> {
         let pieces = self.object.functions();
-        // Decoding is most of the work, and each piece's is its own.
-        let decoded: Vec<Option<Vec<LinkedReference>>> = pieces
-            .par_iter()
-            .map(|piece| {
-                let section = &self.object.sections[piece.section.index()];
-                let code = section.data.get(piece.start as usize..piece.end as usize)?;
-                let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
-                let mut found = Vec::new();
-                self.arch.linked_references(code, start, &mut found);
-                Some(found)
-            })
-            .collect();
         let mut relocs: Vec<(SectionIndex, Reloc)> = Vec::new();
         let mut tables = Vec::new();
-        for (piece, found) in pieces.iter().zip(decoded) {
+        // Decoding is most of the work, and each piece's is its own: a
+        // batch of pieces is decoded in parallel, then read in order.
+        for batch in pieces.chunks(DECODE_BATCH) {
+            let decoded: Vec<Option<Vec<LinkedReference>>> = batch
+                .par_iter()
+                .map(|piece| {
+                    let section = &self.object.sections[piece.section.index()];
+                    let code = section.data.get(piece.start as usize..piece.end as usize)?;
+                    let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
+                    let mut found = Vec::new();
+                    self.arch.linked_references(code, start, &mut found);
+                    Some(found)
+                })
+                .collect();
+            self.relocate_batch(batch, decoded, &mut relocs, &mut tables);
+        }
+        for (section, reloc) in relocs {
+            self.object.sections[section.index()].relocs.push(reloc);
+        }
+        tables
+    }
+
+    /// The relocations and jump tables of `batch`, each piece's decoded
+    /// references given.
+    fn relocate_batch(
+        &mut self,
+        batch: &[crate::functions::FunctionExtent],
+        decoded: Vec<Option<Vec<LinkedReference>>>,
+        relocs: &mut Vec<(SectionIndex, Reloc)>,
+        tables: &mut Vec<JumpTable>,
+    ) {
+        for (piece, found) in batch.iter().zip(decoded) {
             let Some(found) = found else {
                 continue;
             };
@@ -392,10 +415,6 @@ impl<'data> Reader<'data> {
                 }
             }
         }
-        for (section, reloc) in relocs {
-            self.object.sections[section.index()].relocs.push(reloc);
-        }
-        tables
     }
 
     /// The addresses kept relocations (`-q`) write whole into code: a

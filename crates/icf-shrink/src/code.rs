@@ -169,28 +169,31 @@ pub(crate) fn patch_code(
         relocated,
         stubs,
     };
-    // Each piece is worked out on its own (in parallel); what it found and
-    // would write is then merged in address order, as one pass would.
-    let worked: Vec<anyhow::Result<Worked>> = code_of
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .filter_map(|(extent, references)| {
-            let (start, found) = references.as_ref()?;
-            let marks = data_in_code.get(&extent.section).map(Vec::as_slice);
-            Some(patching.work_out(extent, *start, found, marks))
-        })
-        .collect();
-    for piece in worked {
-        let piece = piece?;
-        tables.extend(piece.tables);
-        decoded.fields.extend(piece.fields);
-        for (place, field) in piece.writes {
-            patches.put(place, field)?;
-        }
-        for pin in piece.pins {
-            patches.pins.keep(layout, &pin.addresses, pin.kind, || {
-                anyhow::anyhow!("{}", pin.refusal)
-            })?;
+    // Each piece is worked out on its own (a batch of them in parallel);
+    // what it found and would write is then merged in address order, as
+    // one pass would.
+    let code: Vec<_> = code_of.collect();
+    for batch in code.chunks(PATCH_BATCH) {
+        let worked: Vec<anyhow::Result<Worked>> = batch
+            .par_iter()
+            .filter_map(|&(extent, references)| {
+                let (start, found) = references.as_ref()?;
+                let marks = data_in_code.get(&extent.section).map(Vec::as_slice);
+                Some(patching.work_out(extent, *start, found, marks))
+            })
+            .collect();
+        for piece in worked {
+            let piece = piece?;
+            tables.extend(piece.tables);
+            decoded.fields.extend(piece.fields);
+            for (place, field) in piece.writes {
+                patches.put(place, field)?;
+            }
+            for pin in piece.pins {
+                patches.pins.keep(layout, &pin.addresses, pin.kind, || {
+                    anyhow::anyhow!("{}", pin.refusal)
+                })?;
+            }
         }
     }
     // By base; each function computing a base keeps its own entry (the
@@ -204,6 +207,9 @@ pub(crate) fn patch_code(
         .dedup_by_key(|t| (t.base, t.entries, t.function));
     Ok(decoded)
 }
+
+/// Pieces of code patched together in parallel.
+const PATCH_BATCH: usize = 4096;
 
 /// What one piece of code found and would write (see [`patch_code`]).
 #[derive(Default)]

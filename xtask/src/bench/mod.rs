@@ -52,6 +52,12 @@
 //! the objects did (`crates/icf-object/src/image.rs`: unrecognized jump
 //! tables, constants around an array's end, `.llvm_addrsig`).
 //!
+//! After the link (`post_link.rs`): on each real corpus, `icf shrink` in
+//! both modes on the plain lld link made with `-Wl,-q` (opt_lite also with
+//! its own object compiled by g++), timed and measured like a link, run,
+//! proved by `icf verify`, against the plain lld link's time and peak RSS
+//! and `icf link --mode safe`'s stripped saving (issue M3-1's targets).
+//!
 //! The *I/O floor* (`floor.rs`) is not a link: reading every input of the
 //! link once (each argument of the recorded command that names a file, but
 //! the output) plus writing fresh copies of the files the cold `icf safe +
@@ -88,8 +94,8 @@
 //! This file holds the flags, `run` (the phases in order) and the tool
 //! check; each phase has its own file: `prepare` (building and caching the
 //! corpora), `measure` (the links, their sizes, behaviour and `icf verify`),
-//! `estimate` (`icf report` on the plain binaries), `floor` (the I/O
-//! floor), `targets` (the PASS/FAIL lines and the INFO lines), `render`
+//! `estimate` (`icf report` on the plain binaries), `post_link` (`icf
+//! shrink` after the link), `floor` (the I/O floor), `targets` (the PASS/FAIL lines and the INFO lines), `render`
 //! (results.md, results.json,
 //! the environment they record) and `format` (numbers).
 
