@@ -296,18 +296,8 @@ fn icf_link(
     let label = format!("icf link --mode {mode}, then {name}");
     let output = scratch.join(format!("icf-{mode}-{name}"));
     let link = corpus.link_command(linker, &output, &[])?;
-    let mut command = Command::new(icf);
-    command
-        .args(["link", "--strict", "--mode", mode, "--"])
-        .arg(link.get_program())
-        .args(link.get_args());
-    for (key, value) in link.get_envs() {
-        match value {
-            Some(value) => command.env(key, value),
-            None => command.env_remove(key),
-        };
-    }
-    capture(&mut command).with_context(|| format!("linking with {label}"))?;
+    capture(&mut icf_link_command(icf, mode, &link))
+        .with_context(|| format!("linking with {label}"))?;
     // ripgrep is Rust: no one-definition rule to assume. GNU ld's link is
     // not proved yet: where a function spills an address that ends one
     // constant and starts the next to its stack frame, verify's escape
@@ -340,6 +330,22 @@ fn icf_link(
     })
 }
 
+/// `icf link --strict --mode MODE -- LINK`, with `link`'s environment.
+pub(crate) fn icf_link_command(icf: &Path, mode: &str, link: &Command) -> Command {
+    let mut command = Command::new(icf);
+    command
+        .args(["link", "--strict", "--mode", mode, "--"])
+        .arg(link.get_program())
+        .args(link.get_args());
+    for (key, value) in link.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    command
+}
+
 /// Links the corpus plainly and through `icf link --mode MODE`, both with
 /// `-q`, and proves the folded binary against the plain one with `icf
 /// verify`: its summary, or an error with the first difference.
@@ -364,18 +370,8 @@ pub(crate) fn verify_link(
     let folded_map = scratch.join(format!("icf-{mode}-{name}-q.map"));
     let folded_map_flag = format!("-Wl,-Map={}", folded_map.display());
     let link = corpus.link_command(linker, &folded, &["-Wl,-q", &folded_map_flag])?;
-    let mut command = Command::new(icf);
-    command
-        .args(["link", "--strict", "--mode", mode, "--"])
-        .arg(link.get_program())
-        .args(link.get_args());
-    for (key, value) in link.get_envs() {
-        match value {
-            Some(value) => command.env(key, value),
-            None => command.env_remove(key),
-        };
-    }
-    capture(&mut command).with_context(|| format!("icf link --mode {mode} -q with {name}"))?;
+    capture(&mut icf_link_command(icf, mode, &link))
+        .with_context(|| format!("icf link --mode {mode} -q with {name}"))?;
     let started = Instant::now();
     let mut verify = Command::new(icf);
     verify.args(["verify", "--mode", mode]);

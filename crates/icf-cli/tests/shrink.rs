@@ -815,6 +815,41 @@ const STEP_SIZES: &str = "4 (sizes)";
 const STEP_DEBUG: &str = "5 (debug info)";
 const STEP_UNWIND: &str = "6 (unwind tables)";
 
+/// An FDE: its function's address and range, its own address, and its
+/// LSDA's address when it names one.
+type Fde = (u64, u64, u64, Option<u64>);
+
+/// Every FDE of `.eh_frame` (section `eh`, at `bases`).
+fn fdes(
+    binary: &Path,
+    eh: &object::Section<'_, '_>,
+    bases: &gimli::BaseAddresses,
+) -> Result<Vec<Fde>, String> {
+    use gimli::UnwindSection as _;
+    let fail = |e: gimli::Error| format!("{}: {e}", binary.display());
+    let frame = gimli::EhFrame::new(eh.data().map_err(|e| e.to_string())?, gimli::LittleEndian);
+    let mut fdes = Vec::new();
+    let mut entries = frame.entries(bases);
+    while let Some(entry) = entries.next().map_err(fail)? {
+        if let gimli::CieOrFde::Fde(partial) = entry {
+            let fde = partial
+                .parse(gimli::EhFrame::cie_from_offset)
+                .map_err(fail)?;
+            let lsda = match fde.lsda() {
+                Some(gimli::Pointer::Direct(lsda)) if lsda != 0 => Some(lsda),
+                _ => None,
+            };
+            fdes.push((
+                fde.initial_address(),
+                fde.len(),
+                eh.address() + fde.offset() as u64,
+                lsda,
+            ));
+        }
+    }
+    Ok(fdes)
+}
+
 /// `.eh_frame`'s FDEs as (address, range, the FDE's own address), and
 /// `.eh_frame_hdr`'s rows as (function, FDE address); whether `.eh_frame`
 /// lies in the `PT_LOAD` holding `.text`.
@@ -825,10 +860,8 @@ type UnwindTables = (Vec<(u64, u64, u64)>, Vec<(u64, u64)>, bool);
 type ExceptionTables = (Vec<(u64, u64)>, Option<(u64, u64, u64)>);
 
 fn exception_tables(binary: &Path) -> Result<ExceptionTables, String> {
-    use gimli::UnwindSection as _;
     let data = std::fs::read(binary).map_err(|e| e.to_string())?;
     let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
-    let fail = |e: gimli::Error| format!("{}: {e}", binary.display());
     let table = file
         .section_by_name(".gcc_except_table")
         .map(|s| (s.address(), s.address() + s.size(), s.align()));
@@ -839,22 +872,11 @@ fn exception_tables(binary: &Path) -> Result<ExceptionTables, String> {
     if let Some(text) = file.section_by_name(".text") {
         bases = bases.set_text(text.address());
     }
-    let frame = gimli::EhFrame::new(eh.data().map_err(|e| e.to_string())?, gimli::LittleEndian);
-    let mut named = Vec::new();
-    let mut entries = frame.entries(&bases);
-    while let Some(entry) = entries.next().map_err(fail)? {
-        if let gimli::CieOrFde::Fde(partial) = entry {
-            let fde = partial
-                .parse(gimli::EhFrame::cie_from_offset)
-                .map_err(fail)?;
-            if let Some(gimli::Pointer::Direct(lsda)) = fde.lsda()
-                && lsda != 0
-                && fde.len() > 0
-            {
-                named.push((fde.initial_address(), lsda));
-            }
-        }
-    }
+    let named = fdes(binary, &eh, &bases)?
+        .into_iter()
+        .filter(|&(_, range, _, _)| range > 0)
+        .filter_map(|(function, _, _, lsda)| Some((function, lsda?)))
+        .collect();
     Ok((named, table))
 }
 
@@ -916,11 +938,10 @@ fn exception_tables_of_removed_code_are_gone(input: &Path, output: &Path) -> Res
 }
 
 fn unwind_tables(binary: &Path) -> Result<UnwindTables, String> {
-    use gimli::UnwindSection as _;
     use object::{Object as _, ObjectSection as _, ObjectSegment as _};
     let data = std::fs::read(binary).map_err(|e| e.to_string())?;
-    let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
     let fail = |e: gimli::Error| format!("{}: {e}", binary.display());
+    let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
     let (Some(eh), Some(hdr), Some(text)) = (
         file.section_by_name(".eh_frame"),
         file.section_by_name(".eh_frame_hdr"),
@@ -932,21 +953,10 @@ fn unwind_tables(binary: &Path) -> Result<UnwindTables, String> {
         .set_eh_frame(eh.address())
         .set_eh_frame_hdr(hdr.address())
         .set_text(text.address());
-    let frame = gimli::EhFrame::new(eh.data().map_err(|e| e.to_string())?, gimli::LittleEndian);
-    let mut fdes = Vec::new();
-    let mut entries = frame.entries(&bases);
-    while let Some(entry) = entries.next().map_err(fail)? {
-        if let gimli::CieOrFde::Fde(partial) = entry {
-            let fde = partial
-                .parse(gimli::EhFrame::cie_from_offset)
-                .map_err(fail)?;
-            fdes.push((
-                fde.initial_address(),
-                fde.len(),
-                eh.address() + fde.offset() as u64,
-            ));
-        }
-    }
+    let fdes = fdes(binary, &eh, &bases)?
+        .into_iter()
+        .map(|(function, range, at, _)| (function, range, at))
+        .collect();
     let header =
         gimli::EhFrameHdr::new(hdr.data().map_err(|e| e.to_string())?, gimli::LittleEndian)
             .parse(&bases, 8)

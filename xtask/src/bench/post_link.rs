@@ -174,19 +174,8 @@ fn plain_and_icf_link(corpus: &Corpus, bench: &Bench<'_>) -> Result<Reference> {
     }
     let folded = dir.join("gcc-icf-safe-lld");
     let inner = corpus.link_command(Linker::Lld, &folded, &[])?;
-    let mut command = Command::new(icf);
-    command
-        .args(["link", "--strict", "--mode", "safe", "--"])
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    for (key, value) in inner.get_envs() {
-        match value {
-            Some(value) => command.env(key, value),
-            None => command.env_remove(key),
-        };
-    }
     eprintln!("    icf link --mode safe: the g++ build");
-    let saved = match capture(&mut command) {
+    let saved = match capture(&mut peer::icf_link_command(icf, "safe", &inner)) {
         Ok(_) => Some(
             stripped_size(&plain, &dir.join("stripped.tmp"))? as i64
                 - stripped_size(&folded, &dir.join("stripped.tmp"))? as i64,
