@@ -132,6 +132,7 @@ fn verify(plain: &Path, folded: &Path, mode: icf::Mode, assume_odr: bool, contex
             icf::Mode::All => icf_verify::Mode::All,
         },
         assume_odr,
+        ..icf_verify::VerifyOptions::default()
     };
     let outcome = icf_verify::verify(plain, folded, &options)
         .unwrap_or_else(|e| panic!("{context}: icf verify: {e}"));
