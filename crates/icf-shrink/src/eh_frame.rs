@@ -344,10 +344,11 @@ pub fn region(
 /// The exception tables (LSDAs) in `.gcc_except_table` (section
 /// `tables`) that only FDEs of removed code name, as sorted `[start, end)`
 /// ranges: each runs to the next table any FDE names (or the section's
-/// end), so the alignment padding after it goes with it. None at all when anything but `.eh_frame` (section
-/// `eh_frame`) may name a place in `.gcc_except_table`: a kept
-/// relocation of another section naming a symbol there, a dynamic
-/// relocation's addend or place there, or an exported symbol there.
+/// end), so the alignment padding after it goes with it. None at all
+/// when anything but `.eh_frame` (section `eh_frame`) may name a place in
+/// `.gcc_except_table`: a kept relocation of another section naming a
+/// symbol there, a dynamic relocation's addend or place there, or an
+/// exported symbol there.
 fn dead_exception_tables(
     elf: &Elf<'_>,
     shape: &Shape,
