@@ -198,7 +198,12 @@ fn shrink_build(
     bench: &Bench<'_>,
 ) -> Result<Build> {
     let (icf, runs, dir, rss_file) = (bench.icf, bench.runs, &bench.dir, bench.rss_file);
-    let tag = compiler.trim_end_matches("++-19").replace("++", "");
+    // File names: `clang-lld-q`, `gcc-shrunk-safe`, `rustc-…`.
+    let tag = match compiler {
+        "clang++-19" => "clang",
+        "g++" => "gcc",
+        other => other,
+    };
     let input = dir.join(format!("{tag}-lld-q"));
     let mut build = Build {
         compiler,
