@@ -238,6 +238,55 @@ struct Patching<'a, 'data> {
 }
 
 impl Patching<'_, '_> {
+    /// An AArch64 `adr` at `place` that lld relaxed from `adrp` + `add`
+    /// (the word before it a `nop`, the kept relocations still the pair's:
+    /// `ADR_PREL_PG_HI21` at the `nop`, `ADD_ABS_LO12_NC` at the `adr`),
+    /// written back as that pair for `target` from `new_place`: the two
+    /// writes, when it is one and the `nop` moves with it. What lets the
+    /// code reach data that moved more than an `adr`'s mebibyte away.
+    fn unrelaxed(&self, place: u64, new_place: u64, target: u64) -> Option<[(u64, Vec<u8>); 2]> {
+        const NOP: u32 = 0xd503_201f;
+        let (page_type, low_type) = (
+            object::elf::R_AARCH64_ADR_PREL_PG_HI21.0,
+            object::elf::R_AARCH64_ADD_ABS_LO12_NC.0,
+        );
+        let before = place.checked_sub(4)?;
+        let kept = |at: u64| self.relocated.places.get(&at).copied();
+        if kept(before) != Some(page_type)
+            || kept(place) != Some(low_type)
+            || !self.layout.is_carried(before)
+            || self.layout.map(before) != new_place.checked_sub(4)?
+        {
+            return None;
+        }
+        let word = |at: u64| {
+            self.elf
+                .read(at, 4)
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_le_bytes)
+        };
+        let adr = word(place)?;
+        // `adr` (not `adrp`): bit 31 clear, bits 28-24 `10000`.
+        if word(before)? != NOP || adr & 0x9f00_0000 != 0x1000_0000 {
+            return None;
+        }
+        let register = adr & 0x1f;
+        let mut page = (0x9000_0000 | register).to_le_bytes().to_vec();
+        // The words after it, for the erratum 843419 check of a page.
+        page.extend(((0x9100_0000 | register << 5 | register).to_le_bytes()).iter());
+        page.extend(self.elf.read(place + 4, 8).unwrap_or_default());
+        let mut low = page[4..].to_vec();
+        self.arch
+            .write_reloc(page_type, &mut page, new_place - 4, target)
+            .ok()?;
+        self.arch
+            .write_reloc(low_type, &mut low, new_place, target)
+            .ok()?;
+        page.truncate(4);
+        low.truncate(4);
+        Some([(new_place - 4, page), (new_place, low)])
+    }
+
     fn in_stub(&self, address: u64) -> bool {
         let after = self.stubs.partition_point(|&(start, _)| start <= address);
         after > 0 && address < self.stubs[after - 1].1
@@ -362,10 +411,26 @@ impl Patching<'_, '_> {
                 new_place,
                 new_target.wrapping_add(reference.bias as u64),
             );
+            if written.is_err()
+                && let Some(pair) = self.unrelaxed(
+                    place,
+                    new_place,
+                    new_target.wrapping_add(reference.bias as u64),
+                )
+            {
+                // The pair the linker relaxed, written back as it was.
+                worked.writes.extend(pair);
+                continue;
+            }
             if let Err(e) = written {
                 // Out of the instruction's reach: both ends keep their place.
+                // An `adrp` reaches any page; it fails only where it lands
+                // in a page's last two words (Cortex-A53 erratum 843419)
+                // and its page is beyond the `adr` that would replace it:
+                // its own function keeping its place is enough.
+                let page = arch.kept_reloc(reference.r_type) == KeptReloc::Page;
                 worked.pins.push(PinRequest {
-                    addresses: [place, target],
+                    addresses: [place, if page { place } else { target }],
                     kind: PinKind::OutOfReach,
                     refusal: format!(
                         "{}+{:#x}: cannot point the field at {place:#x} to {new_target:#x} from {new_place:#x}: {e}",
