@@ -527,6 +527,9 @@ fn address_reach(
                     return None;
                 }
             }
+            // A trap ends the path: the program stops with a signal, and
+            // nothing after it reads the address.
+            Opcode::BRK | Opcode::UDF => {}
             _ if !A64Key(*instr).falls_through() => return None,
             _ => work.push(index + 1),
         }
@@ -1355,6 +1358,11 @@ mod tests {
         assert_eq!(with(0xb85f_c120), vec![Reach::Backward]);
         // ldr w0, [x9, x8, lsl #2]: a 64-bit index, of either sign
         assert_eq!(with(0xb868_7920), vec![Reach::Unknown]);
+        // A trap ends the path (brk #1, udf #0 where the ret was).
+        for trap in [0xd420_0020, 0x0000_0000] {
+            let trapped = reaches(&[0x9000_0009, 0x9100_4129, 0xb868_5920, trap]);
+            assert_eq!(trapped, vec![Reach::Forward]);
+        }
     }
 
     #[test]

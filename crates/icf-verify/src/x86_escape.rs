@@ -443,6 +443,15 @@ pub(crate) fn address_reach(scan: &Scan, at: usize) -> Option<Accessed> {
                 after.retain(|(r, _)| !CLOBBERED.contains(r) && !ARGUMENTS.contains(r));
                 vec![instruction.next_ip()]
             }
+            // A trap ends the path: the program stops with a signal, and
+            // nothing after it reads the address (a panic's `ud2`).
+            _ if matches!(
+                instruction.mnemonic(),
+                Mnemonic::Ud0 | Mnemonic::Ud1 | Mnemonic::Ud2
+            ) =>
+            {
+                continue;
+            }
             _ => return None,
         };
         if after.is_empty() {
@@ -783,10 +792,16 @@ fn step(
         Mnemonic::Lea => {
             let base = instruction.memory_base();
             let index = instruction.memory_index();
-            match (span_of(base), gpr64_destination) {
-                (Some(span), Some(d)) if !holds(index) && base.is_gpr64() => {
-                    let at = span.plus(instruction.memory_displacement64() as i64);
-                    Some((d, indexed(at, index, *non_negative)))
+            let displacement = instruction.memory_displacement64() as i64;
+            match (span_of(base), span_of(index), gpr64_destination) {
+                (Some(span), None, Some(d)) if base.is_gpr64() => {
+                    Some((d, indexed(span.plus(displacement), index, *non_negative)))
+                }
+                // The address as an unscaled index: the base is the offset.
+                (None, Some(span), Some(d))
+                    if instruction.memory_index_scale() == 1 && base.is_gpr64() =>
+                {
+                    Some((d, indexed(span.plus(displacement), base, *non_negative)))
                 }
                 _ => None,
             }
@@ -821,14 +836,16 @@ fn step(
     let base = instruction.memory_base().full_register();
     let index = instruction.memory_index().full_register();
     if memory && (holds(base) || holds(index)) {
-        let at = match span_of(base) {
+        let displacement = instruction.memory_displacement64() as i64;
+        let at = match (span_of(base), span_of(index)) {
             // A register bit offset reaches any byte, on either side.
             _ if accesses_beyond_operand(instruction) => None,
-            Some(span) if !holds(index) => Some(indexed(
-                span.plus(instruction.memory_displacement64() as i64),
-                index,
-                *non_negative,
-            )),
+            (Some(span), None) => Some(indexed(span.plus(displacement), index, *non_negative)),
+            // The address as an unscaled index (`cmpb $0xf9,(%rdi,%r12)`
+            // with r12 holding it): the base register is the offset.
+            (None, Some(span)) if instruction.memory_index_scale() == 1 && base.is_gpr64() => {
+                Some(indexed(span.plus(displacement), base, *non_negative))
+            }
             _ => None,
         };
         accesses.add(at, instruction.memory_size().size() as u64);
@@ -1241,6 +1258,31 @@ mod tests {
             reach("488d15000000004863 04bac3".replace(' ', "").as_str()),
             Some(Reach::Unknown)
         );
+    }
+
+    #[test]
+    fn an_address_as_the_unscaled_index_is_offset_by_the_base() {
+        // lea t,%r12; movzbl (%rdi),%edi; cmpb $0xf9,(%rdi,%r12); ret:
+        // a byte-indexed table (rustc's), the base register the offset.
+        assert_eq!(
+            reach("4c8d25000000000fb63f42803c27f9c3"),
+            Some(Reach::Forward)
+        );
+        // The same with %rdi's sign unknown.
+        assert_eq!(reach("4c8d250000000042803c27f9c3"), Some(Reach::Unknown));
+        // lea t,%r12; movzbl (%rdi),%edi; lea (%rdi,%r12),%rax;
+        // movzbl (%rax),%eax; ret: derived the same way.
+        assert_eq!(
+            reach("4c8d25000000000fb63f4a8d04270fb600c3"),
+            Some(Reach::Forward)
+        );
+    }
+
+    #[test]
+    fn a_trap_ends_the_path() {
+        // lea t,%rcx; mov 4(%rcx),%eax; ud2 (a panic's end): nothing
+        // after it reads the address.
+        assert_eq!(reach("488d0d000000008b41040f0b"), Some(Reach::Forward));
     }
 
     #[test]
