@@ -193,7 +193,9 @@ enum Command {
         /// PLAIN's link map (`-Wl,-Map=FILE`, as lld, mold, GNU ld or gold
         /// write it): which input file each input section came from, so an
         /// address that ends one file's section and starts another's is
-        /// read as the one the code's own file can name.
+        /// read as the one the code's own file can name; where both are
+        /// one file's, the input object the map names (when it is still
+        /// there) says which section its relocation named.
         #[arg(long, value_name = "FILE")]
         plain_map: Option<PathBuf>,
         /// FOLDED's link map: with `--plain-map`, local symbols pair by the

@@ -12,6 +12,8 @@
 //! same on any number of threads.
 
 use rayon::prelude::*;
+
+use crate::input_objects::Named;
 use std::collections::{HashMap, HashSet};
 
 use crate::code::{self, Decoded, Key, Reach, Use};
@@ -509,6 +511,18 @@ impl<'a> Checker<'a> {
             && let Some(side) = self.side_by_file(check)
         {
             return Some(side);
+        }
+        // The input object the map names says which section its
+        // relocation named, with or without a kept one (which may name a
+        // label of no size, or no symbol).
+        if let (Some(objects), Some(sections)) =
+            (&self.plain.input_objects, &self.plain.input_sections)
+            && let Some(named) = objects.named_at(sections, check.plain_field, check.plain_target)
+        {
+            return Some(match named {
+                Named::Ending => Side::End,
+                Named::Starting => Side::Start,
+            });
         }
         if let Some(id) = reloc.and_then(|reloc| reloc.symbol) {
             let symbol = self.plain.symbol(id);

@@ -398,6 +398,9 @@ pub(crate) struct Image {
     /// Where the link's input sections lie, from its map (PLAIN only, with
     /// `--plain-map`; see `link_map.rs`).
     pub input_sections: Option<crate::link_map::InputSections>,
+    /// The objects that map names, read when a question needs them
+    /// (PLAIN only; see `input_objects.rs`).
+    pub input_objects: Option<crate::input_objects::InputObjects>,
     /// AArch64: (function entry, the caller-saved registers a call to it
     /// may write, a mask of x0-x30), sorted (`aarch64_clobbers.rs`).
     pub call_clobbers: Vec<(u64, u32)>,
@@ -698,6 +701,7 @@ impl Image {
             noreturn_entries: Vec::new(),
             forward_readers: Vec::new(),
             input_sections: None,
+            input_objects: None,
             call_clobbers: Vec::new(),
             single_register_returns: Vec::new(),
             integer_returns: Vec::new(),

@@ -303,6 +303,7 @@ mod dwarf;
 mod eh;
 mod error;
 mod image;
+mod input_objects;
 mod link_map;
 mod macho_commands;
 mod macho_fixups;
@@ -340,6 +341,9 @@ pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Ou
         }
         (Some(plain_map), None) => plain_image.input_sections = Some(read_map(plain_map)?),
         (None, _) => {}
+    }
+    if let (Some(map), Some(sections)) = (&options.plain_map, &plain_image.input_sections) {
+        plain_image.input_objects = Some(input_objects::InputObjects::new(map, sections));
     }
     if plain_image.arch != folded_image.arch {
         return Err(Error::new(

@@ -24,13 +24,19 @@ use std::collections::HashMap;
 pub struct InputSections {
     spans: Vec<Span>,
     files: Vec<String>,
+    names: Vec<String>,
+    /// (file, section name) -> the spans of that name, by address.
+    by_name: HashMap<(u32, u32), Vec<usize>>,
 }
 
+/// One input section in the image: `[start, end)`, its file and its name
+/// (ids into the map's tables).
 #[derive(Copy, Clone, Debug)]
-struct Span {
-    start: u64,
-    end: u64,
-    file: u32,
+pub struct Span {
+    pub start: u64,
+    pub end: u64,
+    pub file: u32,
+    pub name: u32,
 }
 
 impl InputSections {
@@ -38,16 +44,20 @@ impl InputSections {
     pub fn parse(text: &str) -> Result<InputSections, String> {
         let mut sections = InputSections::default();
         let mut ids: HashMap<String, u32> = HashMap::new();
-        let mut add = |start: u64, size: u64, file: &str| {
+        let mut name_ids: HashMap<String, u32> = HashMap::new();
+        let mut add = |start: u64, size: u64, file: &str, name: &str| {
             if size == 0 || file.starts_with('<') || file.starts_with('*') {
                 return;
             }
             let next = ids.len() as u32;
             let file = *ids.entry(file.to_owned()).or_insert(next);
+            let next = name_ids.len() as u32;
+            let name = *name_ids.entry(name.to_owned()).or_insert(next);
             sections.spans.push(Span {
                 start,
                 end: start.saturating_add(size),
                 file,
+                name,
             });
         };
         let header = text.lines().find(|line| !line.trim().is_empty());
@@ -61,7 +71,9 @@ impl InputSections {
                 for line in text.lines().skip_while(|l| !l.contains("VMA")).skip(1) {
                     match vma_line(line, numbers) {
                         Some(VmaLine::Output(address)) => loaded = address != 0,
-                        Some(VmaLine::Input(start, size, file)) if loaded => add(start, size, file),
+                        Some(VmaLine::Input(start, size, file, name)) if loaded => {
+                            add(start, size, file, name)
+                        }
                         _ => {}
                     }
                 }
@@ -86,9 +98,9 @@ impl InputSections {
                     }
                     match gnu_line(line, pending.is_some()) {
                         GnuLine::Named(name) => pending = Some(name),
-                        GnuLine::Section(start, size, file) => {
+                        GnuLine::Section(name, start, size, file) => {
                             if loaded {
-                                add(start, size, file);
+                                add(start, size, file, name.or(pending).unwrap_or(""));
                             }
                             pending = None;
                         }
@@ -103,22 +115,50 @@ impl InputSections {
                 "no input section found: not a link map lld, mold, GNU ld or gold wrote".into(),
             );
         }
-        sections.files = {
-            let mut files = vec![String::new(); ids.len()];
+        let table = |ids: HashMap<String, u32>| {
+            let mut table = vec![String::new(); ids.len()];
             for (name, id) in ids {
-                files[id as usize] = name;
+                table[id as usize] = name;
             }
-            files
+            table
         };
+        sections.files = table(ids);
+        sections.names = table(name_ids);
         sections.spans.sort_by_key(|span| (span.start, span.end));
+        for (index, span) in sections.spans.iter().enumerate() {
+            sections
+                .by_name
+                .entry((span.file, span.name))
+                .or_default()
+                .push(index);
+        }
         Ok(sections)
+    }
+
+    /// The input section holding `address`.
+    pub fn span_at(&self, address: u64) -> Option<Span> {
+        let after = self.spans.partition_point(|span| span.start <= address);
+        let span = self.spans.get(after.checked_sub(1)?)?;
+        (address < span.end).then_some(*span)
+    }
+
+    /// The input sections of `file` named `name`, by address.
+    pub fn named(&self, file: u32, name: &str) -> impl Iterator<Item = Span> + '_ {
+        let id = self.names.iter().position(|n| n == name);
+        id.and_then(|id| self.by_name.get(&(file, id as u32)))
+            .into_iter()
+            .flatten()
+            .map(|&index| self.spans[index])
+    }
+
+    /// The name of section name `id`, as the map wrote it.
+    pub fn section_name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", String::as_str)
     }
 
     /// The file of the input section holding `address`.
     pub fn file_at(&self, address: u64) -> Option<u32> {
-        let after = self.spans.partition_point(|span| span.start <= address);
-        let span = self.spans.get(after.checked_sub(1)?)?;
-        (address < span.end).then_some(span.file)
+        self.span_at(address).map(|span| span.file)
     }
 
     /// The file of the input section ending exactly at `address`, when
@@ -143,8 +183,12 @@ impl InputSections {
             .map(|span| span.file)
     }
 
+    /// How many files the map names.
+    pub fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
     /// The name of file `id`, as the map wrote it.
-    #[cfg(test)]
     pub fn file_name(&self, id: u32) -> &str {
         self.files.get(id as usize).map_or("", String::as_str)
     }
@@ -164,8 +208,8 @@ impl InputSections {
 enum VmaLine<'a> {
     /// An output section, at this address.
     Output(u64),
-    /// An input section: its address, size and file.
-    Input(u64, u64, &'a str),
+    /// An input section: its address, size, file and name.
+    Input(u64, u64, &'a str, &'a str),
 }
 
 /// One line of lld's or mold's map (`None`: a symbol, or no entry).
@@ -188,9 +232,9 @@ fn vma_line(line: &str, numbers: usize) -> Option<VmaLine<'_>> {
     if name.starts_with(' ') {
         return None;
     }
-    let (file, _) = name.strip_suffix(')')?.rsplit_once(":(")?;
+    let (file, section) = name.strip_suffix(')')?.rsplit_once(":(")?;
     let size = values[numbers - 2];
-    Some(VmaLine::Input(values[0], size, file))
+    Some(VmaLine::Input(values[0], size, file, section))
 }
 
 /// `0x` and hexadecimal digits, read.
@@ -202,7 +246,9 @@ fn hex(word: &str) -> Option<u64> {
 enum GnuLine<'a> {
     /// An input section's name alone: its figures are on the next line.
     Named(&'a str),
-    Section(u64, u64, &'a str),
+    /// An input section: its name (`None` when alone on the line
+    /// before), address, size and file.
+    Section(Option<&'a str>, u64, u64, &'a str),
     Other,
 }
 
@@ -224,7 +270,9 @@ fn gnu_line(line: &str, after_name: bool) -> GnuLine<'_> {
     match (starts_with_name, figures) {
         (true, Some([])) => GnuLine::Named(words[0]),
         (_, Some([address, size, file, ..])) => match (hex(address), hex(size)) {
-            (Some(address), Some(size)) => GnuLine::Section(address, size, file),
+            (Some(address), Some(size)) => {
+                GnuLine::Section(starts_with_name.then_some(words[0]), address, size, file)
+            }
             _ => GnuLine::Other,
         },
         _ => GnuLine::Other,
@@ -258,6 +306,10 @@ mod tests {
         assert_eq!(sections.file_key(b), "lib.a(b.o)");
         assert_eq!(sections.file_ending_at(0x2008), Some(a));
         assert_eq!(sections.file_starting_at(0x2008), Some(b));
+        let f = sections.named(a, ".text.f").map(|s| s.start).collect::<Vec<_>>();
+        assert_eq!(f, [0x1000], "by file and name");
+        let y = sections.span_at(0x200c).expect("in .bss.y");
+        assert_eq!(sections.section_name(y.name), ".bss.y");
         assert_eq!(sections.file_at(0x2a8), None, "what the linker made");
         assert_eq!(sections.file_at(0x1030), None);
         assert_eq!(
@@ -313,6 +365,13 @@ Linker script and memory map
             sections.file_at(0x401000)
         );
         assert_eq!(sections.file_starting_at(0x401014), Some(b));
+        let long = sections.span_at(0x401014).expect("b's section");
+        assert_eq!(
+            sections.section_name(long.name),
+            ".text.a_rather_long_section_name",
+            "a name alone on its line"
+        );
+        assert_eq!(sections.named(b, ".text").count(), 0);
         assert_eq!(sections.file_at(0x401038), None, "fill");
         assert!(sections.file_at(0x401040).is_some());
         assert_eq!(sections.file_at(0), None, "not loaded");

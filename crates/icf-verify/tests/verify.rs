@@ -2487,3 +2487,148 @@ fn a_link_map_says_which_file_s_object_a_section_symbol_names() {
     .expect("valid inputs");
     assert!(both.passed(), "{both}");
 }
+
+/// Compiles `sources` (name, text) in `dir` to objects with `flags`, then
+/// links each named object list with main.c by GNU ld with `-q` and a
+/// map: (image, map) per link.
+fn objects_and_links(
+    dir: &Path,
+    sources: &[(&str, &str)],
+    flags: &[&str],
+    main: &str,
+    links: &[(&str, &[&str])],
+) -> Vec<(PathBuf, PathBuf)> {
+    for (name, text) in sources {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("writing a source");
+        let object = path.with_extension("o");
+        let mut args = flags.to_vec();
+        args.extend(["-c", path.to_str().expect("utf-8"), "-o"]);
+        args.push(object.to_str().expect("utf-8"));
+        run("gcc", &args);
+    }
+    let main_path = dir.join("main.c");
+    std::fs::write(&main_path, main).expect("writing main");
+    links
+        .iter()
+        .map(|(name, objects)| {
+            let output = dir.join(name);
+            let map = dir.join(format!("{name}.map"));
+            let map_flag = format!("-Wl,-Map={}", map.display());
+            let mut args = vec![
+                "-O2",
+                "-Wl,-q",
+                &map_flag,
+                main_path.to_str().expect("utf-8"),
+            ];
+            let objects: Vec<String> = objects
+                .iter()
+                .map(|o| dir.join(o).display().to_string())
+                .collect();
+            args.extend(objects.iter().map(String::as_str));
+            args.extend(["-o", output.to_str().expect("utf-8")]);
+            run("gcc", &args);
+            (output, map)
+        })
+        .collect()
+}
+
+fn with_plain_map(map: &Path) -> VerifyOptions {
+    VerifyOptions {
+        mode: Mode::Safe,
+        plain_map: Some(map.to_path_buf()),
+        ..VerifyOptions::default()
+    }
+}
+
+/// One object holds two static arrays side by side, so the map cannot
+/// say which of them a section-symbol field at their boundary names; the
+/// object's own relocation can: `y_start` names y's section at 0,
+/// `x_end` x's section at its size. FOLDED's object defines them in the
+/// other order, so each reading of the boundary fails the other field.
+#[test]
+fn an_input_object_says_which_section_a_boundary_field_names() {
+    let dir = work_dir("input_object_sides");
+    let plain_source = "static const int x[4] = { 1, 2, 3, 4 };\n\
+             static const int y[4] = { 5, 6, 7, 8 };\n\
+             static const int z[4] = { 9, 10, 11, 12 };\n\
+             const int *use_z(void) { return z; }\n\
+             const int *y_start(void) { return y; }\n\
+             const int *x_end(void) { return x + 4; }\n";
+    // Defined x, y, z in PLAIN's object; y's section comes first in
+    // FOLDED's (the definitions' order, kept by -fno-toplevel-reorder).
+    let folded_source = plain_source
+        .replace("static const int x[4] = { 1, 2, 3, 4 };\n", "")
+        .replace(
+            "static const int z[4]",
+            "static const int x[4] = { 1, 2, 3, 4 };\nstatic const int z[4]",
+        );
+    let links = objects_and_links(
+        &dir,
+        &[("p.c", plain_source), ("f.c", &folded_source)],
+        &[
+            "-O2",
+            "-fdata-sections",
+            "-ffunction-sections",
+            "-fno-toplevel-reorder",
+        ],
+        "#include <stdio.h>\n\
+         const int *y_start(void); const int *x_end(void);\n\
+         int main(void) { printf(\"%d %d\\n\", *y_start(), x_end()[-1]); return 0; }\n",
+        &[("plain", &["p.o"]), ("folded", &["f.o"])],
+    );
+    let [(plain, plain_map), (folded, _)] = &links[..] else {
+        panic!("two links");
+    };
+    let settled = verify(plain, folded, &with_plain_map(plain_map)).expect("valid inputs");
+    assert!(settled.passed(), "{settled}");
+    // Without its objects the map cannot settle it: both readings of
+    // each boundary are checked, and one fails.
+    std::fs::rename(dir.join("p.o"), dir.join("p.o.moved")).expect("moving p.o");
+    let unsettled = verify(plain, folded, &with_plain_map(plain_map)).expect("valid inputs");
+    assert!(
+        !unsettled.passed()
+            && (unsettled.to_string().contains("y_start")
+                || unsettled.to_string().contains("x_end")),
+        "without p.o both readings must hold:\n{unsettled}"
+    );
+}
+
+/// A reference to an unnamed constant in a mergeable section is resolved
+/// by the linker to the piece holding it, placed on its own: the bytes
+/// before it (here a named constant that differs) are no part of it.
+/// (x and w stay in the images: nothing but `-q` keeps the section.)
+#[test]
+fn a_piece_of_a_mergeable_section_is_read_from_its_start() {
+    let dir = work_dir("input_object_merge");
+    // A named constant before the piece, of other names and contents.
+    let unit = |name: &str, value: &str| {
+        format!(
+            ".section .rodata.cst8,\"aM\",@progbits,8\n\
+             .type {name}, @object\n.size {name}, 8\n{name}: .quad {value}\n\
+             .Lb: .quad 0x2222\n\
+             .text\n.globl get_b\n.type get_b, @function\n\
+             get_b: lea .Lb(%rip), %rax\n ret\n.size get_b, .-get_b\n"
+        )
+    };
+    let links = objects_and_links(
+        &dir,
+        &[("p.s", &unit("x", "0x1111")), ("f.s", &unit("w", "0x3333"))],
+        &[],
+        "#include <stdio.h>\n\
+         long *get_b(void);\n\
+         int main(void) { printf(\"%ld\\n\", *get_b()); return 0; }\n",
+        &[("plain", &["p.o"]), ("folded", &["f.o"])],
+    );
+    let [(plain, plain_map), (folded, _)] = &links[..] else {
+        panic!("two links");
+    };
+    let settled = verify(plain, folded, &with_plain_map(plain_map)).expect("valid inputs");
+    assert!(settled.passed(), "{settled}");
+    std::fs::rename(dir.join("p.o"), dir.join("p.o.moved")).expect("moving p.o");
+    let unsettled = verify(plain, folded, &with_plain_map(plain_map)).expect("valid inputs");
+    assert!(
+        !unsettled.passed() && unsettled.to_string().contains("get_b"),
+        "without p.o x's bytes must match too:\n{unsettled}"
+    );
+}

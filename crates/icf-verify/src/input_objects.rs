@@ -1,0 +1,284 @@
+//! PLAIN's input objects, found through its link map: which input section
+//! a field's relocation named, where the image alone cannot say.
+//!
+//! An assembler writes a reference to a local symbol as one to its section
+//! (`.rodata.a + 16`), and a linker keeping relocations (`-q`) writes that
+//! again against the output section (`.rodata + 0x44b3c`): where one input
+//! section ends and another starts at the target, the image no longer says
+//! whether the code pointed one past the end of the first (and may read
+//! backward: `end[-i]`) or at the start of the second. The object the map
+//! names still does: its relocation's symbol lies in one of the two input
+//! sections. Reading it settles the side for certain, and it works without
+//! `-q` too.
+//!
+//! An object is read only when a question needs it, and once. Anything
+//! missing or unlike the map (a file moved since the link, a thin archive,
+//! two sections of one name and size) answers nothing, so the caller keeps
+//! asking for both sides.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use object::read::archive::ArchiveFile;
+use object::{
+    Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionFlags, SymbolKind, SymbolSection,
+};
+
+use crate::link_map::{InputSections, Span};
+
+/// Which input section at a boundary a field's relocation named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Named {
+    /// The section ending at the address: the field points one past it.
+    Ending,
+    /// The section starting there.
+    Starting,
+}
+
+/// The input objects of one link map, read on demand.
+pub(crate) struct InputObjects {
+    /// The map's directory: relative paths in it are tried from there too.
+    base: PathBuf,
+    /// By the map's file id: the object's sections, once read (`None`:
+    /// not readable as the map describes it).
+    objects: Vec<OnceLock<Option<Sections>>>,
+    /// Archives read so far, by path: their bytes and member ranges.
+    archives: Mutex<HashMap<String, Option<Arc<Archive>>>>,
+}
+
+struct Archive {
+    data: Vec<u8>,
+    /// Each member's range in `data` (`None`: several of that name).
+    members: HashMap<String, Option<(u64, u64)>>,
+}
+
+impl std::fmt::Debug for InputObjects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InputObjects")
+            .field("base", &self.base)
+            .field("files", &self.objects.len())
+            .finish()
+    }
+}
+
+/// What one object says: per section, its name, size and relocations.
+struct Sections {
+    sections: Vec<ObjectSectionInfo>,
+}
+
+struct ObjectSectionInfo {
+    name: String,
+    size: u64,
+    /// `SHF_MERGE`: the linker places each of its pieces on its own.
+    merge: bool,
+    /// (offset, what the relocation there names), by offset.
+    relocations: Vec<(u64, Option<Target>)>,
+}
+
+/// What a relocation names: the section its symbol lies in, and whether
+/// the symbol is an object with a size (rather than the section's own
+/// symbol or a label, which name a place, not an extent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Target {
+    section: usize,
+    sized_object: bool,
+}
+
+impl InputObjects {
+    pub(crate) fn new(map: &Path, sections: &InputSections) -> InputObjects {
+        InputObjects {
+            base: map.parent().map(Path::to_path_buf).unwrap_or_default(),
+            objects: (0..sections.file_count())
+                .map(|_| OnceLock::new())
+                .collect(),
+            archives: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Which of the input sections ending and starting at `target` the
+    /// relocation at `field` named, by its object; `None` when the object
+    /// cannot say (see the module's header).
+    pub(crate) fn named_at(&self, map: &InputSections, field: u64, target: u64) -> Option<Named> {
+        let holding = map.span_at(field)?;
+        let object = self.object(map, holding.file)?;
+        let section = object.unique(map.section_name(holding.name), size(holding))?;
+        let offset = field - holding.start;
+        let relocations = &object.sections[section].relocations;
+        let at = relocations
+            .binary_search_by_key(&offset, |&(o, _)| o)
+            .ok()?;
+        let named_target = relocations[at].1?;
+        let named = &object.sections[named_target.section];
+        // In a mergeable section the linker resolves a reference to a
+        // place (the section's symbol plus an offset, or a label: how
+        // assemblers write one to an unnamed constant or string) to the
+        // piece holding it (at a boundary, the piece starting there), and
+        // places every piece on its own: what lies before it is no part of
+        // what the code named, in PLAIN's link as in any other. (A sized
+        // object plus its size, one past its end, is left to the map.)
+        if named.merge && !named_target.sized_object {
+            return Some(Named::Starting);
+        }
+        // Where that section lies: the one of its name and size in the
+        // same file (the map lists no section index).
+        let mut placed = map
+            .named(holding.file, &named.name)
+            .filter(|span| size(*span) == named.size);
+        let span = placed.next()?;
+        if placed.next().is_some() || named.size == 0 {
+            return None;
+        }
+        if span.end == target {
+            Some(Named::Ending)
+        } else if span.start == target {
+            Some(Named::Starting)
+        } else {
+            None
+        }
+    }
+
+    fn object(&self, map: &InputSections, file: u32) -> Option<&Sections> {
+        self.objects
+            .get(file as usize)?
+            .get_or_init(|| self.read(map.file_name(file)))
+            .as_ref()
+    }
+
+    /// Reads `name` as the map writes it: `path` or `archive(member)`.
+    fn read(&self, name: &str) -> Option<Sections> {
+        match name.strip_suffix(')').and_then(|n| n.split_once('(')) {
+            Some((archive, member)) => {
+                let archive = self.archive(archive)?;
+                let (offset, size) = (*archive.members.get(member)?)?;
+                let start = usize::try_from(offset).ok()?;
+                let end = start.checked_add(usize::try_from(size).ok()?)?;
+                Sections::parse(archive.data.get(start..end)?)
+            }
+            None => Sections::parse(&std::fs::read(self.path(name)?).ok()?),
+        }
+    }
+
+    fn archive(&self, path: &str) -> Option<Arc<Archive>> {
+        let mut archives = self.archives.lock().ok()?;
+        archives
+            .entry(path.to_owned())
+            .or_insert_with(|| {
+                let data = std::fs::read(self.path(path)?).ok()?;
+                let members = {
+                    let archive = ArchiveFile::parse(&*data).ok()?;
+                    // A thin archive's members live in other files.
+                    if archive.is_thin() {
+                        return None;
+                    }
+                    let mut members = HashMap::new();
+                    for member in archive.members() {
+                        let member = member.ok()?;
+                        let name = String::from_utf8_lossy(member.name()).into_owned();
+                        // Two members of one name: the map cannot say which.
+                        let range = match members.contains_key(&name) {
+                            true => None,
+                            false => Some(member.file_range()),
+                        };
+                        members.insert(name, range);
+                    }
+                    members
+                };
+                Some(Arc::new(Archive { data, members }))
+            })
+            .clone()
+    }
+
+    /// `name` as it exists: from the working directory, else from the map's.
+    fn path(&self, name: &str) -> Option<PathBuf> {
+        let path = Path::new(name);
+        if path.exists() {
+            return Some(path.to_path_buf());
+        }
+        let beside = self.base.join(path);
+        beside.exists().then_some(beside)
+    }
+}
+
+impl Sections {
+    fn parse(data: &[u8]) -> Option<Sections> {
+        let file = object::File::parse(data).ok()?;
+        if file.kind() != object::ObjectKind::Relocatable {
+            return None;
+        }
+        let named = |target: RelocationTarget| match target {
+            RelocationTarget::Section(index) => Some(Target {
+                section: index.0,
+                sized_object: false,
+            }),
+            RelocationTarget::Symbol(index) => {
+                let symbol = file.symbol_by_index(index).ok()?;
+                match symbol.section() {
+                    SymbolSection::Section(section) => Some(Target {
+                        section: section.0,
+                        sized_object: symbol.kind() != SymbolKind::Section && symbol.size() > 0,
+                    }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let mut sections = Vec::new();
+        for section in file.sections() {
+            let index = section.index().0;
+            if sections.len() <= index {
+                sections.resize_with(index + 1, || ObjectSectionInfo {
+                    name: String::new(),
+                    size: 0,
+                    merge: false,
+                    relocations: Vec::new(),
+                });
+            }
+            let mut relocations: Vec<(u64, Option<Target>)> = section
+                .relocations()
+                .map(|(offset, relocation)| (offset, named(relocation.target())))
+                .collect();
+            relocations.sort_unstable_by_key(|&(offset, _)| offset);
+            // Two relocations at one offset (a pair): the field is not one
+            // symbol's.
+            let mut unique = Vec::with_capacity(relocations.len());
+            for (offset, named) in relocations {
+                match unique.last_mut() {
+                    Some((last, last_named)) if *last == offset => {
+                        if *last_named != named {
+                            *last_named = None;
+                        }
+                    }
+                    _ => unique.push((offset, named)),
+                }
+            }
+            let merge = match section.flags() {
+                SectionFlags::Elf { sh_flags, .. } => sh_flags.0 & object::elf::SHF_MERGE.0 != 0,
+                _ => false,
+            };
+            sections[index] = ObjectSectionInfo {
+                name: section.name().unwrap_or_default().to_owned(),
+                size: section.size(),
+                merge,
+                relocations: unique,
+            };
+        }
+        Some(Sections { sections })
+    }
+
+    /// The one section of this name and size.
+    fn unique(&self, name: &str, size: u64) -> Option<usize> {
+        let mut found = self
+            .sections
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.name == name && s.size == size)
+            .map(|(index, _)| index);
+        let first = found.next()?;
+        found.next().is_none().then_some(first)
+    }
+}
+
+fn size(span: Span) -> u64 {
+    span.end - span.start
+}
