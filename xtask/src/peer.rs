@@ -298,18 +298,12 @@ fn icf_link(
     let link = corpus.link_command(linker, &output, &[])?;
     capture(&mut icf_link_command(icf, mode, &link))
         .with_context(|| format!("linking with {label}"))?;
-    // ripgrep is Rust: no one-definition rule to assume. GNU ld's link is
-    // not proved yet: where a function spills an address that ends one
-    // constant and starts the next to its stack frame, verify's escape
-    // scan loses which side the code reads, and every reading must hold
-    // (docs/design.md). Its result is printed; lld's must verify, and
-    // both must search like their plain links.
-    match verify_link(corpus, scratch, icf, mode, linker, false) {
-        Ok(summary) => println!("{summary}"),
-        Err(error) if linker == Linker::Bfd => {
-            println!("icf verify --mode {mode} ({name}): not proved (known limit): {error:#}")
-        }
-        Err(error) => return Err(error),
+    // ripgrep is Rust: no one-definition rule to assume. Both links must
+    // verify, with `-q` and without (then the input objects the maps name
+    // say what each field meant), and search like their plain links.
+    for kept_relocations in [true, false] {
+        let summary = verify_link(corpus, scratch, icf, mode, linker, false, kept_relocations)?;
+        println!("{summary}");
     }
     let plain = scratch.join(name);
     for search in SEARCHES {
@@ -347,8 +341,9 @@ pub(crate) fn icf_link_command(icf: &Path, mode: &str, link: &Command) -> Comman
 }
 
 /// Links the corpus plainly and through `icf link --mode MODE`, both with
-/// `-q`, and proves the folded binary against the plain one with `icf
-/// verify`: its summary, or an error with the first difference.
+/// `-q` or both without, each with its map, and proves the folded binary
+/// against the plain one with `icf verify`: its summary, or an error with
+/// the first difference.
 pub(crate) fn verify_link(
     corpus: &Corpus,
     scratch: &Path,
@@ -356,22 +351,31 @@ pub(crate) fn verify_link(
     mode: &str,
     linker: Linker,
     assume_odr: bool,
+    kept_relocations: bool,
 ) -> Result<String> {
     let name = linker.name();
-    let plain = scratch.join(format!("{name}-q"));
+    let (suffix, q): (&str, &[&str]) = match kept_relocations {
+        true => ("-q", &["-Wl,-q"]),
+        false => ("-maps", &[]),
+    };
+    let plain = scratch.join(format!("{name}{suffix}"));
     // PLAIN's map tells verify which input file each section came from.
-    let plain_map = scratch.join(format!("{name}-q.map"));
+    let plain_map = scratch.join(format!("{name}{suffix}.map"));
+    let link_with_map = |output: &Path, map: &Path| {
+        let map_flag = format!("-Wl,-Map={}", map.display());
+        let mut extra = q.to_vec();
+        extra.push(&map_flag);
+        corpus.link_command(linker, output, &extra)
+    };
     if !plain.exists() || !plain_map.exists() {
-        let map_flag = format!("-Wl,-Map={}", plain_map.display());
-        capture(&mut corpus.link_command(linker, &plain, &["-Wl,-q", &map_flag])?)
-            .with_context(|| format!("linking with {name} -q"))?;
+        capture(&mut link_with_map(&plain, &plain_map)?)
+            .with_context(|| format!("linking with {name}{suffix}"))?;
     }
-    let folded = scratch.join(format!("icf-{mode}-{name}-q"));
-    let folded_map = scratch.join(format!("icf-{mode}-{name}-q.map"));
-    let folded_map_flag = format!("-Wl,-Map={}", folded_map.display());
-    let link = corpus.link_command(linker, &folded, &["-Wl,-q", &folded_map_flag])?;
+    let folded = scratch.join(format!("icf-{mode}-{name}{suffix}"));
+    let folded_map = scratch.join(format!("icf-{mode}-{name}{suffix}.map"));
+    let link = link_with_map(&folded, &folded_map)?;
     capture(&mut icf_link_command(icf, mode, &link))
-        .with_context(|| format!("icf link --mode {mode} -q with {name}"))?;
+        .with_context(|| format!("icf link --mode {mode}{suffix} with {name}"))?;
     let started = Instant::now();
     let mut verify = Command::new(icf);
     verify.args(["verify", "--mode", mode]);
@@ -394,7 +398,7 @@ pub(crate) fn verify_link(
         );
     }
     Ok(format!(
-        "icf verify --mode {mode} ({name}): {} ({:.1} s)",
+        "icf verify --mode {mode} ({name}{suffix}): {} ({:.1} s)",
         stdout.trim(),
         started.elapsed().as_secs_f64()
     ))

@@ -126,9 +126,11 @@ impl InputObjects {
             .named(holding.file, &named.name)
             .filter(|span| size(*span) == named.size);
         let span = placed.next()?;
-        if placed.next().is_some() || named.size == 0 {
+        if placed.next().is_some() {
             return None;
         }
+        // A zero-sized object (Rust's unit statics: `log`'s `NOP`) holds
+        // no byte to read on either side: what ends there is all it is.
         if span.end == target {
             Some(Named::Ending)
         } else if span.start == target {
@@ -136,6 +138,31 @@ impl InputObjects {
         } else {
             None
         }
+    }
+
+    /// Where the relocation at `field` names an empty input section (a
+    /// zero-sized object) lying at `target`: its file's key and its name.
+    pub(crate) fn empty_named_at<'m>(
+        &self,
+        map: &'m InputSections,
+        field: u64,
+        target: u64,
+    ) -> Option<(&'m str, String)> {
+        let holding = map.span_at(field)?;
+        let object = self.object(map, holding.file)?;
+        let section = object.unique(map.section_name(holding.name), size(holding))?;
+        let relocations = &object.sections[section].relocations;
+        let offset = field - holding.start;
+        let at = relocations
+            .binary_search_by_key(&offset, |&(o, _)| o)
+            .ok()?;
+        let named = &object.sections[relocations[at].1?.section];
+        if named.size != 0 {
+            return None;
+        }
+        let key = map.file_key(holding.file);
+        map.empty_at(target, key, &named.name)
+            .then(|| (key, named.name.clone()))
     }
 
     fn object(&self, map: &InputSections, file: u32) -> Option<&Sections> {

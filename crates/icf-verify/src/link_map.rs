@@ -25,8 +25,12 @@ pub struct InputSections {
     spans: Vec<Span>,
     files: Vec<String>,
     names: Vec<String>,
-    /// (file, section name) -> the spans of that name, by address.
-    by_name: HashMap<(u32, u32), Vec<usize>>,
+    name_ids: HashMap<String, u32>,
+    /// (file, section name) -> the spans of that name, by address, empty
+    /// ones too (a zero-sized object's section, which `spans` leaves out:
+    /// it neither holds nor bounds anything).
+    by_name: HashMap<(u32, u32), Vec<Span>>,
+    empty: Vec<Span>,
 }
 
 /// One input section in the image: `[start, end)`, its file and its name
@@ -46,19 +50,23 @@ impl InputSections {
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut name_ids: HashMap<String, u32> = HashMap::new();
         let mut add = |start: u64, size: u64, file: &str, name: &str| {
-            if size == 0 || file.starts_with('<') || file.starts_with('*') {
+            if file.starts_with('<') || file.starts_with('*') {
                 return;
             }
             let next = ids.len() as u32;
             let file = *ids.entry(file.to_owned()).or_insert(next);
             let next = name_ids.len() as u32;
             let name = *name_ids.entry(name.to_owned()).or_insert(next);
-            sections.spans.push(Span {
+            let span = Span {
                 start,
                 end: start.saturating_add(size),
                 file,
                 name,
-            });
+            };
+            match size {
+                0 => sections.empty.push(span),
+                _ => sections.spans.push(span),
+            }
         };
         let header = text.lines().find(|line| !line.trim().is_empty());
         match header {
@@ -123,15 +131,17 @@ impl InputSections {
             table
         };
         sections.files = table(ids);
-        sections.names = table(name_ids);
+        sections.names = table(name_ids.clone());
+        sections.name_ids = name_ids;
         sections.spans.sort_by_key(|span| (span.start, span.end));
-        for (index, span) in sections.spans.iter().enumerate() {
+        for span in sections.spans.iter().chain(&sections.empty) {
             sections
                 .by_name
                 .entry((span.file, span.name))
                 .or_default()
-                .push(index);
+                .push(*span);
         }
+        sections.empty.sort_by_key(|span| span.start);
         Ok(sections)
     }
 
@@ -142,13 +152,25 @@ impl InputSections {
         (address < span.end).then_some(*span)
     }
 
-    /// The input sections of `file` named `name`, by address.
+    /// Whether an empty input section named `name` from a file of key
+    /// `file_key` (see [`InputSections::file_key`]) lies at `address`.
+    pub fn empty_at(&self, address: u64, file_key: &str, name: &str) -> bool {
+        let at = self.empty.partition_point(|span| span.start < address);
+        self.empty[at..]
+            .iter()
+            .take_while(|span| span.start == address)
+            .any(|span| {
+                self.file_key(span.file) == file_key && self.section_name(span.name) == name
+            })
+    }
+
+    /// The input sections of `file` named `name`, empty ones too.
     pub fn named(&self, file: u32, name: &str) -> impl Iterator<Item = Span> + '_ {
-        let id = self.names.iter().position(|n| n == name);
-        id.and_then(|id| self.by_name.get(&(file, id as u32)))
+        let id = self.name_ids.get(name);
+        id.and_then(|&id| self.by_name.get(&(file, id)))
             .into_iter()
             .flatten()
-            .map(|&index| self.spans[index])
+            .copied()
     }
 
     /// The name of section name `id`, as the map wrote it.
@@ -306,7 +328,10 @@ mod tests {
         assert_eq!(sections.file_key(b), "lib.a(b.o)");
         assert_eq!(sections.file_ending_at(0x2008), Some(a));
         assert_eq!(sections.file_starting_at(0x2008), Some(b));
-        let f = sections.named(a, ".text.f").map(|s| s.start).collect::<Vec<_>>();
+        let f = sections
+            .named(a, ".text.f")
+            .map(|s| s.start)
+            .collect::<Vec<_>>();
         assert_eq!(f, [0x1000], "by file and name");
         let y = sections.span_at(0x200c).expect("in .bss.y");
         assert_eq!(sections.section_name(y.name), ".bss.y");

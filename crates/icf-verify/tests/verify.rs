@@ -2632,3 +2632,76 @@ fn a_piece_of_a_mergeable_section_is_read_from_its_start() {
         "without p.o x's bytes must match too:\n{unsettled}"
     );
 }
+
+/// A zero-sized object (here `nop`, as Rust's unit statics are) holds no
+/// byte: a pointer to it reads nothing, whatever follows it in either
+/// image. The image keeps no symbol for it; without `-q` only the input
+/// object (its relocation names the empty section) and both maps (the
+/// same file's empty section at each target) say what the address is.
+#[test]
+fn a_zero_sized_object_is_only_its_address() {
+    let dir = work_dir("input_object_empty");
+    // What follows nop: of other names and contents in each link.
+    let unit = |after: &str, value: &str| {
+        format!(
+            ".section .rodata.nop,\"a\"\n.type nop, @object\n.size nop, 0\nnop:\n\
+             .section .rodata.after,\"a\"\n.type {after}, @object\n.size {after}, 8\n\
+             {after}: .quad {value}\n\
+             .text\n.globl get_nop\n.type get_nop, @function\n\
+             get_nop: lea nop(%rip), %rax\n ret\n.size get_nop, .-get_nop\n"
+        )
+    };
+    let main = dir.join("main.c");
+    std::fs::write(
+        &main,
+        "#include <stdio.h>\nconst void *get_nop(void);\n\
+         int main(void) { printf(\"%d\\n\", get_nop() != 0); return 0; }\n",
+    )
+    .expect("writing main");
+    // The same file name in both links, as `icf link` hands the linker
+    // its rewritten copies of the inputs.
+    let link = |name: &str, after: &str, value: &str| {
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).expect("a directory per link");
+        let source = sub.join("u.s");
+        std::fs::write(&source, unit(after, value)).expect("writing u.s");
+        let object = sub.join("u.o");
+        run(
+            "gcc",
+            &[
+                "-c",
+                source.to_str().expect("utf-8"),
+                "-o",
+                object.to_str().expect("utf-8"),
+            ],
+        );
+        let output = dir.join(name).join("a.out");
+        let map = dir.join(format!("{name}.map"));
+        run(
+            "gcc",
+            &[
+                &format!("-Wl,-Map={}", map.display()),
+                main.to_str().expect("utf-8"),
+                object.to_str().expect("utf-8"),
+                "-o",
+                output.to_str().expect("utf-8"),
+            ],
+        );
+        (output, map)
+    };
+    let (plain, plain_map) = link("plain", "x", "0x1111");
+    let (folded, folded_map) = link("folded", "w", "0x3333");
+    let options = VerifyOptions {
+        mode: Mode::Safe,
+        plain_map: Some(plain_map),
+        folded_map: Some(folded_map),
+        ..VerifyOptions::default()
+    };
+    let settled = verify(&plain, &folded, &options).expect("valid inputs");
+    assert!(settled.passed(), "{settled}");
+    let unsettled = verify(&plain, &folded, &VerifyOptions::default()).expect("valid inputs");
+    assert!(
+        !unsettled.passed() && unsettled.to_string().contains("get_nop"),
+        "without the maps the bytes after nop are compared:\n{unsettled}"
+    );
+}

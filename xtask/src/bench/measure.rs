@@ -773,6 +773,7 @@ fn verify_folds(prepared: &Prepared, icf: &Path, rows: &mut [Row]) {
             mode,
             row.variant.linker,
             assume_odr,
+            true,
         ) {
             Ok(summary) => eprintln!("    {summary}"),
             Err(error) => {
