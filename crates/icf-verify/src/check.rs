@@ -2215,9 +2215,12 @@ fn compare_code(
         }
     }
     // Code that runs off its end continues in what follows it, which must
-    // correspond as a jump target would.
+    // correspond as a jump target would. So does a call there whose
+    // callee PLAIN does not show never returns: compilers end a function
+    // with a call only to a `noreturn` callee, but a callee that returns
+    // runs on into whatever follows (fixtures t11b, t23).
     if let (Some(left), Some(right)) = (plain_code.last(), folded_code.last())
-        && code::falls_through(left)
+        && (code::falls_through(left) || (code::is_call(left) && !plain.never_returns_from(left)))
     {
         checks.push(TargetCheck {
             plain_target: p.end,

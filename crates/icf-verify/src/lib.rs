@@ -280,7 +280,11 @@
 //! returns (`exit`, `abort`, `__cxa_throw`, ...) is taken not to return
 //! (the code after it is another block); a function of such a name the
 //! image defines counts only where its code is proved never to return
-//! (`noreturn.rs`), but for the unwinder's `_Unwind_Resume`, trusted.
+//! (`noreturn.rs`), but for the unwinder's `_Unwind_Resume`, trusted. A
+//! function's last instruction, a call, runs on into what follows it (which
+//! must then correspond) unless its callee is one of those or a proof shows
+//! its code never returns (Rust's `slice_index_fail`, reached through a
+//! GOT slot the link fixed).
 //!
 //! Code reached only through computed addresses the decoder cannot see (a
 //! pointer built arithmetically) is still compared as a root but its
@@ -378,6 +382,7 @@ fn load_image(path: &Path) -> Result<image::Image, Error> {
     landing_pads.dedup();
     image.landing_pads = landing_pads;
     image.noreturn_entries = noreturn::noreturn_entries(&image);
+    image.noreturn_slots = noreturn::noreturn_slots(&image, &image.noreturn_entries);
     image.forward_readers = bounded_readers::forward_readers(&image);
     Ok(image)
 }

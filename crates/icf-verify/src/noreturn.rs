@@ -31,7 +31,7 @@ use yaxpeax_arm::armv8::a64::Opcode;
 
 use crate::code::{A64Key, Decoded, Key, Use};
 use crate::decode;
-use crate::image::{Arch, Image, Slot, SymbolKind};
+use crate::image::{Arch, Image, SectionRole, Slot, SymbolKind};
 
 /// C and POSIX functions, and the C++ ABI's, that never return.
 const NAMES: [&str; 30] = [
@@ -92,12 +92,26 @@ const PREFIXES: [&str; 6] = [
     "_ZN5alloc5alloc18handle_alloc_error",
 ];
 
+/// The same Rust functions by path, for symbols in Rust's v0 mangling
+/// (`_RNvNtCs…_4core9panicking9panic_fmt`), which a crate's hash and
+/// instantiating crate break up: compared demangled, without the hash.
+const RUST_PATHS: [&str; 4] = [
+    "core::panicking::",
+    "core::option::unwrap_failed",
+    "core::result::unwrap_failed",
+    "alloc::alloc::handle_alloc_error",
+];
+
 /// Whether the function named `name` never returns.
 pub(crate) fn never_returns(name: &str) -> bool {
     let name = name.split('@').next().unwrap_or(name);
     NAMES.contains(&name)
         || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
         || is_std_throw(name)
+        || (name.starts_with("_R") && {
+            let path = format!("{:#}", rustc_demangle::demangle(name));
+            RUST_PATHS.iter().any(|prefix| path.starts_with(prefix))
+        })
 }
 
 /// `std::__throw_*` (`_ZSt` + length + `__throw_`).
@@ -150,6 +164,54 @@ pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
     entries.sort_unstable();
     entries.dedup();
     entries
+}
+
+/// Whether the function at `target` never returns, by the same proofs,
+/// taking [`Image::noreturn_entries`] for known.
+pub(crate) fn proves(image: &Image, target: u64) -> bool {
+    !Prover::new(image, &image.noreturn_entries)
+        .prove(&[target])
+        .is_empty()
+}
+
+/// The GOT slots in `image` a call through goes to a function that never
+/// returns: a slot holding one of `entries` (see [`noreturn_entries`]), or
+/// bound by name to one the image does not define (as its PLT entries
+/// are trusted), sorted.
+pub(crate) fn noreturn_slots(image: &Image, entries: &[u64]) -> Vec<u64> {
+    let defined: HashSet<&str> = image
+        .symbols
+        .iter()
+        .filter(|s| s.kind == SymbolKind::Function)
+        .map(|s| base_name(&s.name))
+        .collect();
+    let mut slots: Vec<u64> = image
+        .dynamic
+        .iter()
+        .filter(|(_, slot)| match slot {
+            Slot::Named(name, _) => {
+                never_returns(name)
+                    && (!defined.contains(base_name(name))
+                        || TRUSTED_DEFINITIONS.contains(&base_name(name)))
+            }
+            Slot::Address(_) => false,
+        })
+        .map(|(&address, _)| address)
+        .collect();
+    // A slot the link fixed (`RELATIVE`, or a word of a static GOT).
+    for section in image.sections.iter().filter(|s| s.role == SectionRole::Got) {
+        for slot in (section.address..section.address + section.size).step_by(8) {
+            if image
+                .got_constant(slot)
+                .is_some_and(|a| entries.binary_search(&a).is_ok())
+            {
+                slots.push(slot);
+            }
+        }
+    }
+    slots.sort_unstable();
+    slots.dedup();
+    slots
 }
 
 /// A name without its symbol version (`exit@GLIBC_2.2.5`).
@@ -345,13 +407,27 @@ fn step(image: &Image, address: u64) -> Step {
 }
 
 fn x86_step(image: &Image, address: u64) -> Step {
-    match image
+    let Some(bytes) = image
         .bytes(address, 15)
         .or_else(|| image.bytes_to_section_end(address))
+    else {
+        return Step::Returns;
+    };
+    // A call or jump through a GOT slot the link fixed (`call
+    // *f@GOTPCREL(%rip)`, rustc's calls in a PIE) goes where the slot
+    // points.
+    let mut decoder = Decoder::with_ip(64, bytes, address, DecoderOptions::NONE);
+    let instruction = decoder.decode();
+    if instruction.is_ip_rel_memory_operand()
+        && let Some(target) = image.got_constant(instruction.ip_rel_memory_address())
     {
-        Some(bytes) => x86_step_in(bytes, address),
-        None => Step::Returns,
+        match instruction.flow_control() {
+            FlowControl::IndirectCall => return Step::Call(target, instruction.next_ip()),
+            FlowControl::IndirectBranch => return Step::Jump(target),
+            _ => {}
+        }
     }
+    x86_step_in(bytes, address)
 }
 
 /// How the instruction at the start of `bytes`, loaded at `address`,
@@ -484,6 +560,8 @@ mod tests {
             "_ZSt20__throw_length_errorPKc",
             "_ZN4llvm18report_fatal_errorEPKcb",
             "_ZN4core9panicking5panic17h0123456789abcdefE",
+            // v0 mangling: core::panicking::panic_in_cleanup
+            "_RNvNtCsgEmfK2I1SDS_4core9panicking16panic_in_cleanup",
         ] {
             assert!(never_returns(name), "{name}");
         }
@@ -491,6 +569,8 @@ mod tests {
             "malloc",
             "_ZSt4endlIcSt11char_traitsIcEERSt13basic_ostreamIT_T0_ES6_",
             "exit_group_helper",
+            // core::fmt::write
+            "_RNvNtCsgEmfK2I1SDS_4core3fmt5write",
         ] {
             assert!(!never_returns(name), "{name}");
         }
