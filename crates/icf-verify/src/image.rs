@@ -1056,9 +1056,20 @@ impl Image {
             .take_while(|s| s.address == address)
             .any(|s| {
                 s.kind == SymbolKind::Function
-                    && (s.weak || !self.bindings_kept)
+                    && (s.weak || !self.bindings_kept || self.in_comdat_group(address))
                     && s.name.starts_with("_Z")
             })
+    }
+
+    /// Whether the input object the link map names put the input section
+    /// holding `address` in a COMDAT group: an inline function's, even
+    /// where hidden visibility (`-fvisibility-inlines-hidden`) made the
+    /// image's symbol local.
+    fn in_comdat_group(&self, address: u64) -> bool {
+        let (Some(objects), Some(map)) = (&self.input_objects, &self.input_sections) else {
+            return false;
+        };
+        objects.in_comdat_group(map, address)
     }
 
     /// The start of the first symbol after `address` (bounded by its section's end).

@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use object::read::archive::ArchiveFile;
 use object::{
-    Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionFlags, SymbolKind, SymbolSection,
+    Object, ObjectComdat, ObjectSection, ObjectSymbol, RelocationTarget, SectionFlags, SymbolKind,
+    SymbolSection,
 };
 
 use crate::link_map::{InputSections, Span};
@@ -72,6 +73,8 @@ struct ObjectSectionInfo {
     size: u64,
     /// `SHF_MERGE`: the linker places each of its pieces on its own.
     merge: bool,
+    /// A member of a COMDAT group (an inline function's or template's).
+    comdat: bool,
     /// (offset, what the relocation there names), by offset.
     relocations: Vec<(u64, Option<Target>)>,
 }
@@ -163,6 +166,20 @@ impl InputObjects {
         let key = map.file_key(holding.file);
         map.empty_at(target, key, &named.name)
             .then(|| (key, named.name.clone()))
+    }
+
+    /// Whether the input section holding `address` is in a COMDAT group
+    /// of its object.
+    pub(crate) fn in_comdat_group(&self, map: &InputSections, address: u64) -> bool {
+        let Some(holding) = map.span_at(address) else {
+            return false;
+        };
+        self.object(map, holding.file)
+            .and_then(|object| {
+                let section = object.unique(map.section_name(holding.name), size(holding))?;
+                Some(object.sections[section].comdat)
+            })
+            .unwrap_or(false)
     }
 
     fn object(&self, map: &InputSections, file: u32) -> Option<&Sections> {
@@ -258,6 +275,7 @@ impl Sections {
                     name: String::new(),
                     size: 0,
                     merge: false,
+                    comdat: false,
                     relocations: Vec::new(),
                 });
             }
@@ -287,8 +305,19 @@ impl Sections {
                 name: section.name().unwrap_or_default().to_owned(),
                 size: section.size(),
                 merge,
+                comdat: false,
                 relocations: unique,
             };
+        }
+        for comdat in file.comdats() {
+            if comdat.kind() != object::ComdatKind::Any {
+                continue;
+            }
+            for index in comdat.sections() {
+                if let Some(section) = sections.get_mut(index.0) {
+                    section.comdat = true;
+                }
+            }
         }
         Some(Sections { sections })
     }

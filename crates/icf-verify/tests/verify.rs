@@ -2705,3 +2705,78 @@ fn a_zero_sized_object_is_only_its_address() {
         "without the maps the bytes after nop are compared:\n{unsettled}"
     );
 }
+
+/// An inline function of hidden visibility (`-fvisibility-inlines-hidden`,
+/// as Debian builds LLVM) is local in the image, so only its input
+/// object's COMDAT group says it is one function in every unit. Each
+/// link keeps another unit's copy, which names that unit's internal
+/// constant: with `--assume-odr` (and the map to find the objects) that
+/// is the same entity, as for a weak inline function.
+#[test]
+fn a_hidden_inline_function_is_vague_linkage_by_its_comdat_group() {
+    let dir = work_dir("input_object_comdat");
+    let header = "static const int k = 7;\n\
+                  __attribute__((visibility(\"hidden\"), noinline)) inline const int *f() { return &k; }\n";
+    std::fs::write(dir.join("h.h"), header).expect("writing h.h");
+    for unit in ["a", "b"] {
+        let source = dir.join(format!("{unit}.cpp"));
+        std::fs::write(
+            &source,
+            format!(
+                "#include \"h.h\"\nconst int *g{unit}() {{ return &k; }}\n\
+                 const int *f{unit}() {{ return f(); }}\n"
+            ),
+        )
+        .expect("writing a unit");
+        let object = dir.join(format!("{unit}.o"));
+        run(
+            "g++",
+            &["-O2", "-ffunction-sections", "-fdata-sections", "-c",
+              source.to_str().expect("utf-8"), "-o", object.to_str().expect("utf-8")],
+        );
+    }
+    let main = dir.join("main.cpp");
+    std::fs::write(
+        &main,
+        "#include <cstdio>\nconst int *ga(); const int *gb(); const int *fa();\n\
+         int main() { std::printf(\"%d %d %d\\n\", *ga(), *gb(), *fa()); }\n",
+    )
+    .expect("writing main");
+    let link = |name: &str, order: [&str; 2]| {
+        let output = dir.join(name);
+        let map = dir.join(format!("{name}.map"));
+        let objects = order.map(|unit| dir.join(format!("{unit}.o")).display().to_string());
+        run(
+            "g++",
+            &[
+                "-Wl,-q",
+                &format!("-Wl,-Map={}", map.display()),
+                main.to_str().expect("utf-8"),
+                &objects[0],
+                &objects[1],
+                "-o",
+                output.to_str().expect("utf-8"),
+            ],
+        );
+        (output, map)
+    };
+    let (plain, plain_map) = link("plain", ["a", "b"]);
+    let (folded, folded_map) = link("folded", ["b", "a"]);
+    let options = |assume_odr: bool, maps: bool| VerifyOptions {
+        mode: Mode::Safe,
+        assume_odr,
+        plain_map: maps.then(|| plain_map.clone()),
+        folded_map: maps.then(|| folded_map.clone()),
+        ..VerifyOptions::default()
+    };
+    let proved = verify(&plain, &folded, &options(true, true)).expect("valid inputs");
+    assert!(proved.passed(), "{proved}");
+    for (assume_odr, maps) in [(false, true), (true, false)] {
+        let outcome = verify(&plain, &folded, &options(assume_odr, maps)).expect("valid inputs");
+        assert!(
+            !outcome.passed(),
+            "k of one unit stands for k of the other only by the rule and with the map \
+             (assume_odr {assume_odr}, maps {maps}):\n{outcome}"
+        );
+    }
+}
