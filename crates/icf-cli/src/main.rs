@@ -185,7 +185,8 @@ enum Command {
         /// `safe`: observed function addresses must stay distinct; `all`: only data addresses must.
         #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
         mode: ModeArg,
-        /// Accept a thunk between vague-linkage C++ functions (weak, `_Z`)
+        /// Accept a thunk between vague-linkage C++ functions (weak, `_Z`,
+        /// or in a COMDAT group of the input object `--plain-map` names)
         /// without comparing bodies: folds of COMDAT instances that differ
         /// between units are right by the one-definition rule only.
         #[arg(long)]

@@ -418,8 +418,9 @@ impl<'a> Checker<'a> {
     /// jump table, which the code certainly reads.
     fn check_target(&mut self, check: &TargetCheck) -> Result<(), Failure> {
         if self.same_empty_object(check) {
-            // Nothing to read there; its identity is all it has.
-            return self.record(check, check.plain_target, check.folded_target, false);
+            // Nothing to read or run there; its identity is all it has.
+            let function = self.plain.is_code(check.plain_target);
+            return self.record(check, check.plain_target, check.folded_target, function);
         }
         let (ends, starts): (Vec<Place>, Vec<Place>) = classify(
             self.plain,
@@ -459,10 +460,13 @@ impl<'a> Checker<'a> {
     }
 
     /// With both link maps and PLAIN's input objects: whether the field
-    /// names a zero-sized object (Rust's unit statics, `log`'s `NOP`; the
-    /// image keeps no symbol for one) in both images, the same input
-    /// section of the same file at each target. Its address is all the
-    /// code can use: no byte before or after it is the object's.
+    /// names a zero-sized object in both images, the same input section of
+    /// the same file at each target. Its address is all the code can use:
+    /// no byte before or after it is the object's. In data, Rust's unit
+    /// statics (`log`'s `NOP`; the image keeps no symbol for one); in code,
+    /// LLVM's empty body of an unreachable function (`llvm_unreachable` in
+    /// a release build), which runs into whatever the linker placed next,
+    /// so nothing the program does can depend on what that is.
     fn same_empty_object(&self, check: &TargetCheck) -> bool {
         let (Some(objects), Some(plain_map), Some(folded_map)) = (
             &self.plain.input_objects,
@@ -471,6 +475,7 @@ impl<'a> Checker<'a> {
         ) else {
             return false;
         };
+
         objects
             .empty_named_at(plain_map, check.plain_field, check.plain_target)
             .is_some_and(|(file, name)| folded_map.empty_at(check.folded_target, file, &name))

@@ -66,6 +66,10 @@ impl std::fmt::Debug for InputObjects {
 /// What one object says: per section, its name, size and relocations.
 struct Sections {
     sections: Vec<ObjectSectionInfo>,
+    /// The names of the undefined symbols its relocations name.
+    undefined: Vec<String>,
+    /// Global symbols it defines in an empty section, and that section.
+    empty_definitions: HashMap<String, usize>,
 }
 
 struct ObjectSectionInfo {
@@ -76,7 +80,7 @@ struct ObjectSectionInfo {
     /// A member of a COMDAT group (an inline function's or template's).
     comdat: bool,
     /// (offset, what the relocation there names), by offset.
-    relocations: Vec<(u64, Option<Target>)>,
+    relocations: Vec<(u64, Option<RelocSymbol>)>,
 }
 
 /// What a relocation names: the section its symbol lies in, and whether
@@ -86,6 +90,14 @@ struct ObjectSectionInfo {
 struct Target {
     section: usize,
     sized_object: bool,
+}
+
+/// A relocation's symbol: defined in the object, or another's (an index
+/// into [`Sections::undefined`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RelocSymbol {
+    Here(Target),
+    Elsewhere(u32),
 }
 
 impl InputObjects {
@@ -111,7 +123,9 @@ impl InputObjects {
         let at = relocations
             .binary_search_by_key(&offset, |&(o, _)| o)
             .ok()?;
-        let named_target = relocations[at].1?;
+        let Some(RelocSymbol::Here(named_target)) = relocations[at].1 else {
+            return None;
+        };
         let named = &object.sections[named_target.section];
         // In a mergeable section the linker resolves a reference to a
         // place (the section's symbol plus an offset, or a label: how
@@ -159,13 +173,29 @@ impl InputObjects {
         let at = relocations
             .binary_search_by_key(&offset, |&(o, _)| o)
             .ok()?;
-        let named = &object.sections[relocations[at].1?.section];
-        if named.size != 0 {
-            return None;
+        match relocations[at].1? {
+            RelocSymbol::Here(named) => {
+                let named = &object.sections[named.section];
+                if named.size != 0 {
+                    return None;
+                }
+                let key = map.file_key(holding.file);
+                map.empty_at(target, key, &named.name)
+                    .then(|| (key, named.name.clone()))
+            }
+            // Another object's symbol: the one whose empty section at the
+            // target defines it (a global name is one definition).
+            RelocSymbol::Elsewhere(name) => {
+                let name = object.undefined.get(name as usize)?;
+                map.empty_spans_at(target).find_map(|span| {
+                    let definer = self.object(map, span.file)?;
+                    let section = *definer.empty_definitions.get(name)?;
+                    let section_name = map.section_name(span.name);
+                    (definer.sections.get(section)?.name == section_name)
+                        .then(|| (map.file_key(span.file), section_name.to_owned()))
+                })
+            }
         }
-        let key = map.file_key(holding.file);
-        map.empty_at(target, key, &named.name)
-            .then(|| (key, named.name.clone()))
     }
 
     /// Whether the input section holding `address` is in a COMDAT group
@@ -250,18 +280,27 @@ impl Sections {
         if file.kind() != object::ObjectKind::Relocatable {
             return None;
         }
-        let named = |target: RelocationTarget| match target {
-            RelocationTarget::Section(index) => Some(Target {
+        let mut undefined: Vec<String> = Vec::new();
+        let mut undefined_ids: HashMap<usize, u32> = HashMap::new();
+        let mut named = |target: RelocationTarget| match target {
+            RelocationTarget::Section(index) => Some(RelocSymbol::Here(Target {
                 section: index.0,
                 sized_object: false,
-            }),
+            })),
             RelocationTarget::Symbol(index) => {
                 let symbol = file.symbol_by_index(index).ok()?;
                 match symbol.section() {
-                    SymbolSection::Section(section) => Some(Target {
+                    SymbolSection::Section(section) => Some(RelocSymbol::Here(Target {
                         section: section.0,
                         sized_object: symbol.kind() != SymbolKind::Section && symbol.size() > 0,
-                    }),
+                    })),
+                    SymbolSection::Undefined => {
+                        let id = *undefined_ids.entry(index.0).or_insert_with(|| {
+                            undefined.push(symbol.name().unwrap_or_default().to_owned());
+                            (undefined.len() - 1) as u32
+                        });
+                        Some(RelocSymbol::Elsewhere(id))
+                    }
                     _ => None,
                 }
             }
@@ -279,7 +318,7 @@ impl Sections {
                     relocations: Vec::new(),
                 });
             }
-            let mut relocations: Vec<(u64, Option<Target>)> = section
+            let mut relocations: Vec<(u64, Option<RelocSymbol>)> = section
                 .relocations()
                 .map(|(offset, relocation)| (offset, named(relocation.target())))
                 .collect();
@@ -319,7 +358,23 @@ impl Sections {
                 }
             }
         }
-        Some(Sections { sections })
+        let empty_definitions = file
+            .symbols()
+            .filter(|symbol| symbol.is_global() && symbol.is_definition())
+            .filter_map(|symbol| {
+                let SymbolSection::Section(index) = symbol.section() else {
+                    return None;
+                };
+                let empty = sections.get(index.0).is_some_and(|s| s.size == 0);
+                let name = symbol.name().ok()?;
+                empty.then(|| (name.to_owned(), index.0))
+            })
+            .collect();
+        Some(Sections {
+            sections,
+            undefined,
+            empty_definitions,
+        })
     }
 
     /// The one section of this name and size.

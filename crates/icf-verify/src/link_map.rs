@@ -164,6 +164,15 @@ impl InputSections {
             })
     }
 
+    /// The empty input sections at `address`.
+    pub fn empty_spans_at(&self, address: u64) -> impl Iterator<Item = Span> + '_ {
+        let at = self.empty.partition_point(|span| span.start < address);
+        self.empty[at..]
+            .iter()
+            .take_while(move |span| span.start == address)
+            .copied()
+    }
+
     /// The input sections of `file` named `name`, empty ones too.
     pub fn named(&self, file: u32, name: &str) -> impl Iterator<Item = Span> + '_ {
         let id = self.name_ids.get(name);

@@ -2731,8 +2731,15 @@ fn a_hidden_inline_function_is_vague_linkage_by_its_comdat_group() {
         let object = dir.join(format!("{unit}.o"));
         run(
             "g++",
-            &["-O2", "-ffunction-sections", "-fdata-sections", "-c",
-              source.to_str().expect("utf-8"), "-o", object.to_str().expect("utf-8")],
+            &[
+                "-O2",
+                "-ffunction-sections",
+                "-fdata-sections",
+                "-c",
+                source.to_str().expect("utf-8"),
+                "-o",
+                object.to_str().expect("utf-8"),
+            ],
         );
     }
     let main = dir.join("main.cpp");
@@ -2767,7 +2774,6 @@ fn a_hidden_inline_function_is_vague_linkage_by_its_comdat_group() {
         assume_odr,
         plain_map: maps.then(|| plain_map.clone()),
         folded_map: maps.then(|| folded_map.clone()),
-        ..VerifyOptions::default()
     };
     let proved = verify(&plain, &folded, &options(true, true)).expect("valid inputs");
     assert!(proved.passed(), "{proved}");
@@ -2779,4 +2785,82 @@ fn a_hidden_inline_function_is_vague_linkage_by_its_comdat_group() {
              (assume_odr {assume_odr}, maps {maps}):\n{outcome}"
         );
     }
+}
+
+/// LLVM gives a function whose body is unreachable (`llvm_unreachable` in
+/// a release build) an empty section: calling it runs into whatever the
+/// linker placed next, which no program can depend on. A pointer to it,
+/// from its own object and from another (then through its global name),
+/// is its address only, once both maps and the objects say it is that
+/// empty section in each image.
+#[test]
+fn an_empty_function_is_only_its_address() {
+    let dir = work_dir("input_object_empty_function");
+    let unit = |after: &str, body: &str| {
+        format!(
+            ".section .text.e,\"ax\",@progbits\n.globl e\n.type e, @function\ne:\n.size e, 0\n\
+             .section .text.{after},\"ax\",@progbits\n.globl {after}\n.type {after}, @function\n\
+             {after}: {body}\n.size {after}, .-{after}\n\
+             .section .data.rel.ro.own,\"aw\"\n.globl own\nown: .quad e\n"
+        )
+    };
+    let table = ".section .data.rel.ro.tab,\"aw\"\n.globl tab\ntab: .quad e\n";
+    let main = dir.join("main.c");
+    std::fs::write(
+        &main,
+        "#include <stdio.h>\nextern void *tab[], *own[];\n\
+         int main(void) { printf(\"%d\\n\", tab[0] == own[0]); return 0; }\n",
+    )
+    .expect("writing main");
+    let link = |name: &str, after: &str, body: &str| {
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).expect("a directory per link");
+        let mut objects = Vec::new();
+        for (file, text) in [("u", unit(after, body)), ("v", table.to_owned())] {
+            let source = sub.join(format!("{file}.s"));
+            std::fs::write(&source, text).expect("writing a unit");
+            let object = sub.join(format!("{file}.o"));
+            run(
+                "gcc",
+                &[
+                    "-c",
+                    source.to_str().expect("utf-8"),
+                    "-o",
+                    object.to_str().expect("utf-8"),
+                ],
+            );
+            objects.push(object.display().to_string());
+        }
+        let output = sub.join("a.out");
+        let map = dir.join(format!("{name}.map"));
+        run(
+            "gcc",
+            &[
+                "-no-pie",
+                "-Wl,-q",
+                &format!("-Wl,-Map={}", map.display()),
+                main.to_str().expect("utf-8"),
+                &objects[0],
+                &objects[1],
+                "-o",
+                output.to_str().expect("utf-8"),
+            ],
+        );
+        (output, map)
+    };
+    let (plain, plain_map) = link("plain", "after_p", "ret");
+    let (folded, folded_map) = link("folded", "after_f", "mov $1, %eax\n ret");
+    let options = VerifyOptions {
+        mode: Mode::Safe,
+        plain_map: Some(plain_map),
+        folded_map: Some(folded_map),
+        ..VerifyOptions::default()
+    };
+    let settled = verify(&plain, &folded, &options).expect("valid inputs");
+    assert!(settled.passed(), "{settled}");
+    let unsettled = verify(&plain, &folded, &VerifyOptions::default()).expect("valid inputs");
+    assert!(
+        !unsettled.passed(),
+        "without the maps, what e runs into is compared:\n{unsettled}"
+    );
 }
