@@ -296,7 +296,7 @@ fn icf_link(
     let label = format!("icf link --mode {mode}, then {name}");
     let output = scratch.join(format!("icf-{mode}-{name}"));
     let link = corpus.link_command(linker, &output, &[])?;
-    capture(&mut icf_link_command(icf, mode, &link))
+    capture(&mut icf_link_command(icf, &[], mode, &link))
         .with_context(|| format!("linking with {label}"))?;
     // ripgrep is Rust: no one-definition rule to assume. Both links must
     // verify, with `-q` and without (then the input objects the maps name
@@ -305,6 +305,13 @@ fn icf_link(
         let summary = verify_link(corpus, scratch, icf, mode, linker, false, kept_relocations)?;
         println!("{summary}");
     }
+    // `icf link --verify` proves its own output (the plain link beside it
+    // and both maps are its own) or, with --strict, fails.
+    let proved = scratch.join(format!("icf-{mode}-{name}-verified"));
+    let link = corpus.link_command(linker, &proved, &[])?;
+    capture(&mut icf_link_command(icf, &["--verify"], mode, &link))
+        .with_context(|| format!("icf link --strict --verify --mode {mode} with {name}"))?;
+    println!("icf link --strict --verify --mode {mode} ({name}): proved");
     let plain = scratch.join(name);
     for search in SEARCHES {
         let (expected, actual) = (run_search(&plain, search)?, run_search(&output, search)?);
@@ -324,11 +331,13 @@ fn icf_link(
     })
 }
 
-/// `icf link --strict --mode MODE -- LINK`, with `link`'s environment.
-pub(crate) fn icf_link_command(icf: &Path, mode: &str, link: &Command) -> Command {
+/// `icf link --strict FLAGS --mode MODE -- LINK`, with `link`'s environment.
+pub(crate) fn icf_link_command(icf: &Path, flags: &[&str], mode: &str, link: &Command) -> Command {
     let mut command = Command::new(icf);
     command
-        .args(["link", "--strict", "--mode", mode, "--"])
+        .args(["link", "--strict"])
+        .args(flags)
+        .args(["--mode", mode, "--"])
         .arg(link.get_program())
         .args(link.get_args());
     for (key, value) in link.get_envs() {
@@ -374,7 +383,7 @@ pub(crate) fn verify_link(
     let folded = scratch.join(format!("icf-{mode}-{name}{suffix}"));
     let folded_map = scratch.join(format!("icf-{mode}-{name}{suffix}.map"));
     let link = link_with_map(&folded, &folded_map)?;
-    capture(&mut icf_link_command(icf, mode, &link))
+    capture(&mut icf_link_command(icf, &[], mode, &link))
         .with_context(|| format!("icf link --mode {mode}{suffix} with {name}"))?;
     let started = Instant::now();
     let mut verify = Command::new(icf);

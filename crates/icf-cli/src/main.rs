@@ -252,12 +252,24 @@ fn main() -> ExitCode {
             verbose: cli.verbose,
             verify: verify.then(|| {
                 icf::Verifier(std::sync::Arc::new(
-                    move |plain: &std::path::Path, folded: &std::path::Path| {
+                    move |plain: &std::path::Path,
+                          folded: &std::path::Path,
+                          maps: Option<(&std::path::Path, &std::path::Path)>| {
                         let options = icf_verify::VerifyOptions {
                             mode,
+                            plain_map: maps.map(|(plain, _)| plain.to_path_buf()),
+                            folded_map: maps.map(|(_, folded)| folded.to_path_buf()),
                             ..icf_verify::VerifyOptions::default()
                         };
-                        Ok(icf_verify::verify(plain, folded, &options)?.passed())
+                        let outcome = icf_verify::verify(plain, folded, &options)?;
+                        // The first difference says why the plain link
+                        // takes the output's place.
+                        anyhow::ensure!(
+                            outcome.passed(),
+                            "{} does not verify against the plain link: {outcome}",
+                            folded.display()
+                        );
+                        Ok(true)
                     },
                 ))
             }),

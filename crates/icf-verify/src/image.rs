@@ -356,6 +356,9 @@ pub(crate) struct Image {
     /// `ET_DYN` (PIE or shared object): every pointer into the image has a
     /// dynamic relocation. In an `ET_EXEC` only those into other modules do.
     pub position_independent: bool,
+    /// An executable (not a shared library): its own definitions come
+    /// first in every lookup, so no other module's can take their place.
+    pub is_program: bool,
     /// Where something enters code from outside any instruction: every
     /// symbol in an executable section that is not a data object (functions,
     /// `NOTYPE` labels), and the ELF entry point, unsorted.
@@ -588,6 +591,8 @@ pub(crate) struct ImageParts {
     pub exported_functions: Vec<String>,
     pub exported_names: HashSet<String>,
     pub position_independent: bool,
+    /// See [`Image::is_program`].
+    pub is_program: bool,
     /// See [`Image::data_in_code`]: sorted.
     pub data_in_code: Vec<(u64, u64)>,
     /// See [`Image::sizes_to_next_symbol`].
@@ -605,7 +610,8 @@ pub(crate) fn read_elf(path: &Path, data: Vec<u8>) -> Result<ImageParts, Error> 
     let relocations = Relocations::read(path, &file, &sections, &tables, &symbol_facts)?;
     let exported_names = exported_names(&tables.dynsym, file.endian);
     let exported_functions = exported_functions(&tables.dynsym, file.endian);
-    let (arch, position_independent) = (file.arch, file.position_independent);
+    let (arch, position_independent, is_program) =
+        (file.arch, file.position_independent, file.is_program);
     Ok(ImageParts {
         arch,
         sections,
@@ -618,6 +624,7 @@ pub(crate) fn read_elf(path: &Path, data: Vec<u8>) -> Result<ImageParts, Error> 
         exported_functions,
         exported_names,
         position_independent,
+        is_program,
         data_in_code: Vec::new(),
         sizes_to_next_symbol: false,
         image_base: 0,
@@ -673,6 +680,7 @@ impl Image {
             exported_functions,
             exported_names,
             position_independent,
+            is_program,
             data_in_code,
             sizes_to_next_symbol,
             image_base,
@@ -718,6 +726,7 @@ impl Image {
             bindings_kept,
             pointer_places,
             position_independent,
+            is_program,
             arch,
             data,
             sections,
@@ -868,7 +877,7 @@ impl Image {
                 if self.noreturn_slots.binary_search(&r.address).is_ok() {
                     return true;
                 }
-                let target = self.got_constant(r.address).unwrap_or(r.address);
+                let target = self.got_callee(r.address).unwrap_or(r.address);
                 if self.noreturn_entries.binary_search(&target).is_ok() {
                     return true;
                 }
@@ -896,6 +905,26 @@ impl Image {
     /// `None` for a slot the loader binds by name (which another module
     /// may define) or fills at run time (an `IRELATIVE` resolver's result,
     /// a TLS offset), and for anything but `.got`.
+    /// Where a call through the GOT slot `slot` goes, when the image says:
+    /// its [`Image::got_constant`], or in a program the function the
+    /// image itself defines of the name the slot binds (an executable's
+    /// definition is the one every module's lookup finds).
+    pub fn got_callee(&self, slot: u64) -> Option<u64> {
+        if let Some(address) = self.got_constant(slot) {
+            return Some(address);
+        }
+        let Some(Slot::Named(name, 0)) = self.dynamic.get(&slot) else {
+            return None;
+        };
+        let name = name.split('@').next().unwrap_or(name);
+        if !self.is_program || self.runtime_slots.contains(&slot) {
+            return None;
+        }
+        let id = self.by_name_key.get(&(name.to_owned(), 0))?;
+        let symbol = self.symbol(*id);
+        (symbol.kind == SymbolKind::Function && symbol.global).then_some(symbol.address)
+    }
+
     pub fn got_constant(&self, slot: u64) -> Option<u64> {
         let section = &self.sections[self.section_at(slot)?];
         if section.role != SectionRole::Got {

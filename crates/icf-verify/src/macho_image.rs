@@ -187,6 +187,7 @@ pub(crate) fn read(path: &Path, data: Vec<u8>) -> Result<ImageParts, Error> {
         exported_functions,
         exported_names,
         position_independent,
+        is_program: filetype == MH_EXECUTE,
         data_in_code,
         sizes_to_next_symbol: true,
         image_base,

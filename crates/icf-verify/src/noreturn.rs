@@ -159,7 +159,8 @@ pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
     }
     trusted.sort_unstable();
     trusted.dedup();
-    let mut entries = Prover::new(image, &trusted).prove(&named);
+    let slots = named_noreturn_slots(image);
+    let mut entries = Prover::new(image, &trusted, &slots).prove(&named);
     entries.extend(trusted);
     entries.sort_unstable();
     entries.dedup();
@@ -169,7 +170,7 @@ pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
 /// Whether the function at `target` never returns, by the same proofs,
 /// taking [`Image::noreturn_entries`] for known.
 pub(crate) fn proves(image: &Image, target: u64) -> bool {
-    !Prover::new(image, &image.noreturn_entries)
+    !Prover::new(image, &image.noreturn_entries, &image.noreturn_slots)
         .prove(&[target])
         .is_empty()
 }
@@ -179,6 +180,26 @@ pub(crate) fn proves(image: &Image, target: u64) -> bool {
 /// bound by name to one the image does not define (as its PLT entries
 /// are trusted), sorted.
 pub(crate) fn noreturn_slots(image: &Image, entries: &[u64]) -> Vec<u64> {
+    let mut slots = named_noreturn_slots(image);
+    // A slot the link fixed (`RELATIVE`, or a word of a static GOT).
+    for section in image.sections.iter().filter(|s| s.role == SectionRole::Got) {
+        for slot in (section.address..section.address + section.size).step_by(8) {
+            if image
+                .got_constant(slot)
+                .is_some_and(|a| entries.binary_search(&a).is_ok())
+            {
+                slots.push(slot);
+            }
+        }
+    }
+    slots.sort_unstable();
+    slots.dedup();
+    slots
+}
+
+/// The GOT slots bound by name to a function that never returns and that
+/// the image does not define (trusted as its PLT entries are), sorted.
+fn named_noreturn_slots(image: &Image) -> Vec<u64> {
     let defined: HashSet<&str> = image
         .symbols
         .iter()
@@ -198,19 +219,7 @@ pub(crate) fn noreturn_slots(image: &Image, entries: &[u64]) -> Vec<u64> {
         })
         .map(|(&address, _)| address)
         .collect();
-    // A slot the link fixed (`RELATIVE`, or a word of a static GOT).
-    for section in image.sections.iter().filter(|s| s.role == SectionRole::Got) {
-        for slot in (section.address..section.address + section.size).step_by(8) {
-            if image
-                .got_constant(slot)
-                .is_some_and(|a| entries.binary_search(&a).is_ok())
-            {
-                slots.push(slot);
-            }
-        }
-    }
     slots.sort_unstable();
-    slots.dedup();
     slots
 }
 
@@ -249,6 +258,8 @@ struct Prover<'a> {
     image: &'a Image,
     /// PLT entries trusted by name, sorted.
     trusted: &'a [u64],
+    /// GOT slots a call through never returns from, sorted.
+    trusted_slots: &'a [u64],
     /// The functions taken never to return while the proofs run.
     assumed: BTreeSet<u64>,
     /// The functions some path of which returns.
@@ -257,10 +268,11 @@ struct Prover<'a> {
 }
 
 impl<'a> Prover<'a> {
-    fn new(image: &'a Image, trusted: &'a [u64]) -> Self {
+    fn new(image: &'a Image, trusted: &'a [u64], trusted_slots: &'a [u64]) -> Self {
         Prover {
             image,
             trusted,
+            trusted_slots,
             assumed: BTreeSet::new(),
             rejected: HashSet::new(),
             budget: PROOF_BUDGET,
@@ -361,7 +373,7 @@ impl<'a> Prover<'a> {
                 needed.push(target);
                 Some(())
             };
-            match step(image, address) {
+            match step(image, address, self.trusted_slots) {
                 Step::Returns => return None,
                 Step::Stops => {}
                 Step::Next(next) => {
@@ -399,14 +411,14 @@ impl<'a> Prover<'a> {
 }
 
 /// How the instruction at `address` passes control on.
-fn step(image: &Image, address: u64) -> Step {
+fn step(image: &Image, address: u64, trusted_slots: &[u64]) -> Step {
     match image.arch {
-        Arch::X86_64 => x86_step(image, address),
+        Arch::X86_64 => x86_step(image, address, trusted_slots),
         Arch::Aarch64 => aarch64_step(image, address),
     }
 }
 
-fn x86_step(image: &Image, address: u64) -> Step {
+fn x86_step(image: &Image, address: u64, trusted_slots: &[u64]) -> Step {
     let Some(bytes) = image
         .bytes(address, 15)
         .or_else(|| image.bytes_to_section_end(address))
@@ -414,12 +426,24 @@ fn x86_step(image: &Image, address: u64) -> Step {
         return Step::Returns;
     };
     // A call or jump through a GOT slot the link fixed (`call
-    // *f@GOTPCREL(%rip)`, rustc's calls in a PIE) goes where the slot
-    // points.
+    // *f@GOTPCREL(%rip)`, rustc's calls in a PIE), or one a program's own
+    // definition fills, goes where the slot points.
     let mut decoder = Decoder::with_ip(64, bytes, address, DecoderOptions::NONE);
     let instruction = decoder.decode();
     if instruction.is_ip_rel_memory_operand()
-        && let Some(target) = image.got_constant(instruction.ip_rel_memory_address())
+        && matches!(
+            instruction.flow_control(),
+            FlowControl::IndirectCall | FlowControl::IndirectBranch
+        )
+        && trusted_slots
+            .binary_search(&instruction.ip_rel_memory_address())
+            .is_ok()
+    {
+        // `call *abort@GOTPCREL(%rip)`: the runtime's, by name.
+        return Step::Stops;
+    }
+    if instruction.is_ip_rel_memory_operand()
+        && let Some(target) = image.got_callee(instruction.ip_rel_memory_address())
     {
         match instruction.flow_control() {
             FlowControl::IndirectCall => return Step::Call(target, instruction.next_ip()),

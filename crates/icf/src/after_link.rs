@@ -268,7 +268,9 @@ pub(crate) fn link(
         );
     }
     let proved = match (&shrunk, &options.verify) {
-        (Ok(_), Some(verifier)) => verifier(&linked, &output).map_err(|e| e.context("--verify")),
+        (Ok(_), Some(verifier)) => {
+            verifier(&linked, &output, None).map_err(|e| e.context("--verify"))
+        }
         _ => Ok(true),
     };
     let _ = std::fs::remove_file(&linked);

@@ -111,8 +111,20 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
             return crate::after_link::link(&parsed, &settings, after);
         }
     }
+    // With `--verify`, both links write a map (unless the command writes
+    // its own), so that verify knows each section's input file and object.
+    let maps = (options.verify.is_some()
+        && parsed.format == crate::link_command::LinkFormat::Elf
+        && !parsed.writes_map())
+    .then(|| parsed.output.as_deref().map(verify_maps))
+    .flatten();
+    let _remove_maps = MapFiles(maps.clone());
     match without_panics(|| fold_inputs(&parsed, options, cache, workspace.path())) {
         Ok((args, report, _cache_writes)) => {
+            let args = match &maps {
+                Some((_, folded_map)) => parsed.with_map(args, folded_map),
+                None => args,
+            };
             // The cache's entries are written while the linker runs
             // (`_cache_writes` waits for them when dropped).
             // The linker's messages are held back until it is clear whether
@@ -131,7 +143,14 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
                 && let (Some(verifier), Some(output)) = (&options.verify, &parsed.output)
             {
                 std::io::Write::write_all(&mut std::io::stderr(), &folded.stderr)?;
-                return verified(&parsed, output, verifier.0.as_ref(), options.strict, report);
+                return verified(
+                    &parsed,
+                    output,
+                    verifier.0.as_ref(),
+                    maps.as_ref(),
+                    options.strict,
+                    report,
+                );
             }
             if folded.status.success() || options.strict {
                 std::io::Write::write_all(&mut std::io::stderr(), &folded.stderr)?;
@@ -148,6 +167,33 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
     }
 }
 
+/// The maps `icf link --verify` has the plain and the folded link write,
+/// beside `output` (removed once verified; see [`MapFiles`]).
+fn verify_maps(output: &Path) -> (PathBuf, PathBuf) {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let id = std::process::id();
+    (
+        output.with_file_name(format!(".{name}.icf-plain.{id}.map")),
+        output.with_file_name(format!(".{name}.icf-folded.{id}.map")),
+    )
+}
+
+/// Removes the maps of [`verify_maps`] when dropped: they are icf's, not
+/// the build's.
+struct MapFiles(Option<(PathBuf, PathBuf)>);
+
+impl Drop for MapFiles {
+    fn drop(&mut self) {
+        if let Some((plain, folded)) = &self.0 {
+            let _ = std::fs::remove_file(plain);
+            let _ = std::fs::remove_file(folded);
+        }
+    }
+}
+
 /// `icf link --verify` after a folded link to `output` succeeded: links
 /// the command unchanged into a file beside `output` and proves `output`
 /// against it. Proved, the plain file goes; not (or when the plain link
@@ -157,6 +203,7 @@ fn verified(
     parsed: &LinkCommand,
     output: &Path,
     verifier: &VerifyFn,
+    maps: Option<&(PathBuf, PathBuf)>,
     strict: bool,
     report: Option<Report>,
 ) -> anyhow::Result<LinkOutcome> {
@@ -168,9 +215,14 @@ fn verified(
     let args = parsed
         .with_output(&plain)
         .with_context(|| "--verify: icf cannot tell where the link command writes its output")?;
+    let args = match maps {
+        Some((plain_map, _)) => parsed.with_map(args, plain_map),
+        None => args,
+    };
     let status = run(&parsed.program, &args)?;
     let proved = if status.success() {
-        verifier(&plain, output).map_err(|e| e.context("--verify"))
+        let maps = maps.map(|(plain, folded)| (plain.as_path(), folded.as_path()));
+        verifier(&plain, output, maps).map_err(|e| e.context("--verify"))
     } else {
         Err(anyhow::anyhow!(
             "--verify: the plain link to compare with failed ({status})"

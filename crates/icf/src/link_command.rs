@@ -558,6 +558,27 @@ impl LinkCommand {
         Some(args)
     }
 
+    /// Whether the command writes a link map itself (`-Map`).
+    pub fn writes_map(&self) -> bool {
+        self.args.iter().any(|arg| {
+            let arg = arg.strip_prefix("-Wl,").unwrap_or(arg);
+            arg.split(',')
+                .any(|part| part.starts_with("-Map") || part.starts_with("--Map"))
+        })
+    }
+
+    /// `args` with a link map written to `map` added (`-Map`, through
+    /// `-Wl,` for a driver).
+    pub fn with_map(&self, mut args: Vec<String>, map: &Path) -> Vec<String> {
+        let flag = format!("-Map={}", map.display());
+        args.push(if self.is_driver {
+            format!("-Wl,{flag}")
+        } else {
+            flag
+        });
+        args
+    }
+
     /// The command's arguments writing to `output` and keeping the
     /// relocations (`--emit-relocs`, through `-Wl,` for a driver), for a
     /// link `icf shrink` folds after it is made.

@@ -14,8 +14,10 @@ use std::process::{Command, ExitStatus};
 #[derive(Clone)]
 pub struct Verifier(pub std::sync::Arc<VerifyFn>);
 
-/// Whether the folded output (second) is proved against the plain one.
-pub type VerifyFn = dyn Fn(&Path, &Path) -> anyhow::Result<bool> + Send + Sync;
+/// Whether the folded output (second) is proved against the plain one,
+/// given the two links' maps (plain, folded) where icf had them written.
+pub type VerifyFn =
+    dyn Fn(&Path, &Path, Option<(&Path, &Path)>) -> anyhow::Result<bool> + Send + Sync;
 
 impl std::fmt::Debug for Verifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -175,7 +175,7 @@ fn plain_and_icf_link(corpus: &Corpus, bench: &Bench<'_>) -> Result<Reference> {
     let folded = dir.join("gcc-icf-safe-lld");
     let inner = corpus.link_command(Linker::Lld, &folded, &[])?;
     eprintln!("    icf link --mode safe: the g++ build");
-    let saved = match capture(&mut peer::icf_link_command(icf, "safe", &inner)) {
+    let saved = match capture(&mut peer::icf_link_command(icf, &[], "safe", &inner)) {
         Ok(_) => Some(
             stripped_size(&plain, &dir.join("stripped.tmp"))? as i64
                 - stripped_size(&folded, &dir.join("stripped.tmp"))? as i64,
