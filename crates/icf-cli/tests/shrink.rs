@@ -1580,7 +1580,7 @@ fn describe(failures: &[&Failure], shrinks: usize) -> String {
 
 /// Builds and shrinks every combination of `program`; fails with every
 /// check that went wrong.
-fn check(program: &Program) {
+fn check(program: &Program) -> Vec<(Combination, Outcome)> {
     let outcomes = run_matrix(program);
     eprint!("{}", table(program, &outcomes));
     let shrinks = outcomes.len() * MODES.len();
@@ -1632,6 +1632,7 @@ fn check(program: &Program) {
         "{}: no OUT of the {shrinks} shrinks has a smaller .text than its IN",
         program.name
     );
+    outcomes
 }
 
 #[test]
@@ -1867,6 +1868,40 @@ fn a_function_a_short_jump_reaches_keeps_its_body() {
         flavours: None,
         cflags: &[],
     });
+}
+
+#[test]
+fn code_moved_beyond_an_adr_s_reach_of_its_data() {
+    // `far` moves down about 1.5 MiB on AArch64; lld relaxed its `adrp` +
+    // `add` and its GOT `adrp` + `ldr` to `nop; adr`, written back as
+    // `adrp` + `add`. Had `far` kept its place instead, .text would keep
+    // its size (the freed code before it left as a gap).
+    let outcomes = check(&Program {
+        name: "far_data",
+        sources: &["shrink/far_data.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: Some(&[Flavour::Pie]),
+        // `shared` through the GOT (-fPIE would reach it directly).
+        cflags: &["-fPIC"],
+    });
+    for (combination, outcome) in &outcomes {
+        if combination.target != Target::Aarch64 || refusal(*combination).is_some() {
+            continue;
+        }
+        for row in &outcome.rows {
+            let out = row.output.as_ref().map(|out| out.text);
+            assert!(
+                out.is_some_and(|out| out + (1 << 20) < row.input.text),
+                "{} {}: .text {} -> {out:?}: far did not move beyond adr's reach ({})",
+                combination.label(),
+                row.mode,
+                row.input.text,
+                row.shrunk
+            );
+        }
+    }
 }
 
 #[test]

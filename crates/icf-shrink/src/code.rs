@@ -252,8 +252,14 @@ impl Patching<'_, '_> {
         );
         let before = place.checked_sub(4)?;
         let kept = |at: u64| self.relocated.places.get(&at).copied();
-        if kept(before) != Some(page_type)
-            || kept(place) != Some(low_type)
+        // The pair lld relaxed: `adrp` + `add` of the address, or `adrp`
+        // + `ldr` of its GOT slot, which a non-preemptible symbol's
+        // address made the same `nop; adr` (written back as `adrp` + `add`
+        // of the address either way).
+        let pages = [page_type, object::elf::R_AARCH64_ADR_GOT_PAGE.0];
+        let lows = [low_type, object::elf::R_AARCH64_LD64_GOT_LO12_NC.0];
+        if !kept(before).is_some_and(|r| pages.contains(&r))
+            || !kept(place).is_some_and(|r| lows.contains(&r))
             || !self.layout.is_carried(before)
             || self.layout.map(before) != new_place.checked_sub(4)?
         {

@@ -24,6 +24,75 @@
 //!   closes up and leaves a gap, the code after it closes up behind it.
 //! - The sections after `.text` in its segment move down together, by a
 //!   multiple of the largest alignment among them.
+//! - On AArch64, a piece (with the chain it heads) moves down one more
+//!   alignment step at a time while an `adrp` of it exposed to Cortex-A53
+//!   erratum 843419 would land in a page's last two words, where only an
+//!   `adr` of its page (within 1 MiB) can replace it: a little padding
+//!   instead of the function keeping its place.
+
+/// An AArch64 `adrp` of `.text`: its address, and whether a load or store
+/// based on the register it writes follows among the next three words
+/// (Cortex-A53 erratum 843419 needs one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Adrp {
+    pub address: u64,
+    pub exposed: bool,
+}
+
+/// The `adrp`s among the words of `text`, loaded at `start`.
+pub fn adrps(text: &[u8], start: u64) -> Vec<Adrp> {
+    let words: Vec<u32> = text
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    let is_adrp = |w: u32| w & 0x9f00_0000 == 0x9000_0000;
+    words
+        .iter()
+        .enumerate()
+        .filter(|&(_, &w)| is_adrp(w))
+        .map(|(i, &w)| {
+            let register = w & 0x1f;
+            let exposed = words[i + 1..]
+                .iter()
+                .take(3)
+                .any(|&next| next & 0x3b00_0000 == 0x3900_0000 && (next >> 5) & 0x1f == register);
+            Adrp {
+                address: start + 4 * i as u64,
+                exposed,
+            }
+        })
+        .collect()
+}
+
+/// Where in a page an `adrp` is exposed to Cortex-A53 erratum 843419.
+const PAGE_END_WORDS: u64 = 0xff8;
+
+/// The first of `new_start`, `new_start + align`, ... at which no `adrp`
+/// of the chain `[start, end)` exposed to the erratum lands in a page's
+/// last two words (one in the chain's last three words counts as exposed:
+/// what follows it there is another piece); `new_start` when none within
+/// a page is.
+fn clear_of_page_ends(adrps: &[Adrp], start: u64, end: u64, new_start: u64, align: u64) -> u64 {
+    let from = adrps.partition_point(|a| a.address < start);
+    let to = adrps.partition_point(|a| a.address < end);
+    let exposed: Vec<u64> = adrps[from..to]
+        .iter()
+        .filter(|a| a.exposed || a.address + 12 >= end)
+        .map(|a| a.address - start)
+        .collect();
+    if exposed.is_empty() {
+        return new_start;
+    }
+    let clear = |at: u64| {
+        exposed
+            .iter()
+            .all(|&offset| (at + offset) & 0xfff < PAGE_END_WORDS)
+    };
+    (0..4096 / align.max(4))
+        .map(|step| new_start + step * align)
+        .find(|&at| clear(at))
+        .unwrap_or(new_start)
+}
 
 /// What becomes of one piece of `.text`.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -166,7 +235,9 @@ impl Layout {
     /// Lays out `pieces` (covering `.text` from `text_start` to `text_end`,
     /// sorted, fates set, `thunk_size` set for thunks; `.text` aligned to
     /// `text_align`) and the tail of the segment `tail_start..tail_end`,
-    /// whose content must keep alignment `tail_align`.
+    /// whose content must keep alignment `tail_align`. `adrps`: the
+    /// AArch64 `adrp`s of `.text` (see [`adrps`]), empty elsewhere.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         mut pieces: Vec<Piece>,
         text_start: u64,
@@ -175,6 +246,7 @@ impl Layout {
         tail_start: u64,
         tail_end: u64,
         tail_align: u64,
+        adrps: &[Adrp],
     ) -> anyhow::Result<Layout> {
         // What each piece needs, and a kept copy what every member folded
         // into it needs: an alias's address is the kept copy's.
@@ -206,6 +278,13 @@ impl Layout {
         for i in (1..pieces.len()).rev() {
             if joined[i] {
                 chain_align[i - 1] = chain_align[i - 1].max(chain_align[i]);
+            }
+        }
+        // Where the chain each piece heads ends (its own end when alone).
+        let mut chain_ends: Vec<u64> = pieces.iter().map(|piece| piece.end).collect();
+        for i in (1..pieces.len()).rev() {
+            if joined[i] {
+                chain_ends[i - 1] = chain_ends[i];
             }
         }
         let mut cursor = text_start;
@@ -241,6 +320,11 @@ impl Layout {
                 let residue = if chained { piece.start % align } else { 0 };
                 piece.align = align;
                 piece.new_start = cursor + (residue + align - cursor % align) % align;
+                if !adrps.is_empty() {
+                    let chain_end = chain_ends[index];
+                    piece.new_start =
+                        clear_of_page_ends(adrps, piece.start, chain_end, piece.new_start, align);
+                }
             }
             cursor = piece.new_start + size;
         }
@@ -400,7 +484,7 @@ pub(crate) mod tests {
             piece(0x1100, 0x1110, Fate::Alias(1)),
         ];
         let layout =
-            Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16).expect("laid out");
+            Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16, &[]).expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1100);
         assert_eq!(layout.map(0x1100), 0x1100);
         assert!(layout.misaligned_aliases(256).is_empty());
@@ -433,7 +517,8 @@ pub(crate) mod tests {
             piece(0x10a3, 0x10b0, Fate::Keep),
             piece(0x10b0, 0x10e0, Fate::Thunk(0)),
         ];
-        let layout = Layout::new(pieces, 0x1000, 0x10e0, 32, 0x10e0, 0x1200, 16).expect("laid out");
+        let layout =
+            Layout::new(pieces, 0x1000, 0x10e0, 32, 0x10e0, 0x1200, 16, &[]).expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1010);
         assert_eq!(layout.map(0x1048), 0x1008, "into the kept copy");
         // h at 0x1080 keeps 32 (.text's alignment), i at an odd address 1.
@@ -472,12 +557,53 @@ pub(crate) mod tests {
         ];
         pieces[3].joined = true;
         pieces[3].pinned = true;
-        let layout = Layout::new(pieces, 0x1000, 0x1050, 16, 0x1050, 0x1060, 16).expect("laid out");
+        let layout =
+            Layout::new(pieces, 0x1000, 0x1050, 16, 0x1050, 0x1060, 16, &[]).expect("laid out");
         assert_eq!(layout.map(0x1020), 0x1020, "h runs into i: the chain stays");
         assert_eq!(layout.map(0x1028), 0x1028);
         assert!(layout.pieces[2].pinned);
         assert_eq!(layout.map(0x1040), 0x1030, "j closes up behind i");
         assert_eq!(layout.new_text_end, 0x1040);
+    }
+
+    #[test]
+    fn an_exposed_adrp_is_kept_out_of_a_page_s_last_two_words() {
+        // C moves down by 16 (B is removed): its adrp at 0x2008 would land
+        // at 0x1ff8, a page's second-last word; one more step clears it.
+        let pieces = || {
+            vec![
+                piece(0x1000, 0x1010, Fate::Keep),
+                piece(0x1010, 0x1020, Fate::Alias(0)),
+                piece(0x1020, 0x2100, Fate::Keep),
+            ]
+        };
+        let laid_out = |adrps: &[Adrp]| {
+            Layout::new(pieces(), 0x1000, 0x2100, 16, 0x2100, 0x2200, 16, adrps)
+                .expect("laid out")
+                .pieces[2]
+                .new_start
+        };
+        assert_eq!(laid_out(&[]), 0x1010);
+        let exposed = Adrp {
+            address: 0x2008,
+            exposed: true,
+        };
+        assert_eq!(laid_out(&[exposed]), 0x1020);
+        // Not followed by a load or store through its register: no need.
+        let safe = Adrp {
+            exposed: false,
+            ..exposed
+        };
+        assert_eq!(laid_out(&[safe]), 0x1010);
+        // adrp x9; ldr x0, [x9]: exposed. adrp x9; ldr x0, [x8]: not.
+        let words = |second: u32| {
+            [0x9000_0009u32, second, 0xd503_201f, 0xd503_201f]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect::<Vec<u8>>()
+        };
+        assert!(adrps(&words(0xf940_0120), 0x1000)[0].exposed);
+        assert!(!adrps(&words(0xf940_0100), 0x1000)[0].exposed);
     }
 
     #[test]
@@ -492,13 +618,13 @@ pub(crate) mod tests {
             piece(0x1100, 0x1110, Fate::Alias(1)),
         ];
         pieces[2].pinned = true;
-        assert!(Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16).is_err());
+        assert!(Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16, &[]).is_err());
     }
 
     #[test]
     fn the_exception_tables_region_maps_kept_runs_and_closes_over_dropped_bytes() {
         let mut layout =
-            Layout::new(Vec::new(), 0x1000, 0x1000, 1, 0x1000, 0x1000, 1).expect("laid out");
+            Layout::new(Vec::new(), 0x1000, 0x1000, 1, 0x1000, 0x1000, 1, &[]).expect("laid out");
         // 0x100..0x140 stays, 0x140..0x180 (an FDE) is dropped, 0x180..0x200
         // moves down to 0x140.
         layout.region = Some(Region {

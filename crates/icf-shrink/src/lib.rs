@@ -224,6 +224,17 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let planning = std::time::Instant::now();
     // Functions kept whole and in place (`pin.rs`): each round plans, lays
     // out and patches; one that finds fields needing more pins starts again.
+    // AArch64 `adrp`s the layout keeps clear of pages' last two words.
+    let adrps = match object.arch {
+        icf_ir::Arch::Aarch64 => elf
+            .read(
+                shape.text_start,
+                (shape.text_end - shape.text_start) as usize,
+            )
+            .map(|text| layout::adrps(text, shape.text_start))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
     let mut pinned: BTreeMap<u64, PinKind> = BTreeMap::new();
     let mut rounds = 0;
     let (layout, mut patches, rewritten, counts, report) = loop {
@@ -253,6 +264,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
             shape.tail_start,
             shape.tail_end,
             shape.tail_align,
+            &adrps,
         )
         .map_err(named)?;
         layout.data_aliases = data_aliases;

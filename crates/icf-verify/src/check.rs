@@ -2225,7 +2225,7 @@ fn compare_code(
     // with a call only to a `noreturn` callee, but a callee that returns
     // runs on into whatever follows (fixtures t11b, t23).
     if let (Some(left), Some(right)) = (plain_code.last(), folded_code.last())
-        && (code::falls_through(left) || (code::is_call(left) && !plain.never_returns_from(left)))
+        && (code::falls_through(left) || (is_call(left) && !never_returns_from(plain, left)))
     {
         checks.push(TargetCheck {
             plain_target: p.end,
@@ -2243,4 +2243,47 @@ fn compare_code(
         });
     }
     Ok(checks)
+}
+
+/// Whether `decoded` is a call (`call`, `bl`, `blr`).
+fn is_call(decoded: &Decoded) -> bool {
+    match &decoded.key {
+        Key::X86(key) => key.mnemonic == iced_x86::Mnemonic::Call,
+        Key::Aarch64(key) => crate::aarch64_flow::is_call(key.0.opcode),
+        Key::Bytes(_) | Key::Data { .. } => false,
+    }
+}
+
+/// Whether the call `decoded` goes to a function that never returns:
+/// one of [`Image::noreturn_entries`], directly or through one of
+/// [`Image::noreturn_slots`], or one whose code a proof shows never
+/// returns (Rust's `slice_index_fail` and the like, which no list of
+/// names keeps up with; see `noreturn.rs`), directly or through a GOT
+/// slot ([`Image::got_callee`]).
+fn never_returns_from(image: &Image, decoded: &Decoded) -> bool {
+    decoded
+        .refs
+        .iter()
+        .filter(|r| r.use_ == crate::code::Use::Call)
+        .any(|r| {
+            if image.noreturn_slots.binary_search(&r.address).is_ok() {
+                return true;
+            }
+            let target = image.got_callee(r.address).unwrap_or(r.address);
+            if image.noreturn_entries.binary_search(&target).is_ok() {
+                return true;
+            }
+            let known = image
+                .proved_noreturn
+                .lock()
+                .ok()
+                .and_then(|proved| proved.get(&target).copied());
+            known.unwrap_or_else(|| {
+                let proved = crate::noreturn::proves(image, target);
+                if let Ok(mut cache) = image.proved_noreturn.lock() {
+                    cache.insert(target, proved);
+                }
+                proved
+            })
+        })
 }

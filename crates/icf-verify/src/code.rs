@@ -137,15 +137,6 @@ pub(crate) struct Decoded {
     pub refs: Vec<Reference>,
 }
 
-/// Whether `decoded` is a call (`call`, `bl`, `blr`).
-pub(crate) fn is_call(decoded: &Decoded) -> bool {
-    match &decoded.key {
-        Key::X86(key) => key.mnemonic == iced_x86::Mnemonic::Call,
-        Key::Aarch64(key) => crate::aarch64_flow::is_call(key.0.opcode),
-        Key::Bytes(_) | Key::Data { .. } => false,
-    }
-}
-
 /// Whether execution can continue after `last`, the last instruction of a
 /// range, into whatever follows it, but for a call (see [`is_call`]: the
 /// caller decides whether its callee returns).

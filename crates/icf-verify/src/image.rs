@@ -398,7 +398,7 @@ pub(crate) struct Image {
     pub noreturn_slots: Vec<u64>,
     /// Other callees proved never to return or not, as asked for
     /// ([`Image::never_returns_from`]).
-    proved_noreturn: std::sync::Mutex<HashMap<u64, bool>>,
+    pub proved_noreturn: std::sync::Mutex<HashMap<u64, bool>>,
     /// (entry, GOT slot or PLT entry; what it reads) of the functions known
     /// to read what their pointer arguments point to only forward, sorted
     /// (`bounded_readers.rs`).
@@ -860,40 +860,6 @@ impl Image {
     pub fn read_u64(&self, address: u64) -> Option<u64> {
         let b = self.bytes(address, 8)?;
         Some(u64::from_le_bytes(b.try_into().ok()?))
-    }
-
-    /// Whether the call `decoded` goes to a function that never returns:
-    /// one of [`Image::noreturn_entries`], directly or through one of
-    /// [`Image::noreturn_slots`], or one whose code a proof shows never
-    /// returns (Rust's `slice_index_fail` and the like, which no list of
-    /// names keeps up with; see `noreturn.rs`), directly or through a GOT
-    /// slot the link fixed.
-    pub fn never_returns_from(&self, decoded: &crate::code::Decoded) -> bool {
-        decoded
-            .refs
-            .iter()
-            .filter(|r| r.use_ == crate::code::Use::Call)
-            .any(|r| {
-                if self.noreturn_slots.binary_search(&r.address).is_ok() {
-                    return true;
-                }
-                let target = self.got_callee(r.address).unwrap_or(r.address);
-                if self.noreturn_entries.binary_search(&target).is_ok() {
-                    return true;
-                }
-                let known = self
-                    .proved_noreturn
-                    .lock()
-                    .ok()
-                    .and_then(|proved| proved.get(&target).copied());
-                known.unwrap_or_else(|| {
-                    let proved = crate::noreturn::proves(self, target);
-                    if let Ok(mut cache) = self.proved_noreturn.lock() {
-                        cache.insert(target, proved);
-                    }
-                    proved
-                })
-            })
     }
 
     /// The address the GOT slot at `slot` holds whatever the loader does,

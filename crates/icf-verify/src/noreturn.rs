@@ -18,7 +18,11 @@
 //! `__run_exit_handlers`, itself never returning), or to a trusted PLT
 //! entry; other calls are taken to return. The proofs are co-inductive: a
 //! set of functions each of whose paths ends in a trap, a loop or a call
-//! of one of the set never returns. Main assumptions: a function the
+//! of one of the set never returns. A call of an unknown callee (through a
+//! register, or a slot no one fixed) as a function's last instruction ends
+//! its path: a compiler lets nothing follow a call only when the callee is
+//! `noreturn` (LLVM's `report_bad_alloc_error` ends calling its handler).
+//! Main assumptions: a function the
 //! image does not define, of one of these names, is the one the C, C++ or
 //! Rust runtime defines; a callee returns, if at all, where its call would
 //! (the calling convention: none pops its return address to leave its
@@ -251,6 +255,8 @@ enum Step {
     Branch(u64, u64),
     /// Calls the first; goes on at the second when the call returns.
     Call(u64, u64),
+    /// Calls what a register or memory holds; goes on here if it returns.
+    IndirectCall(u64),
 }
 
 /// The proofs of one image that functions never return.
@@ -386,6 +392,15 @@ impl<'a> Prover<'a> {
                     (next < end).then_some(())?;
                     work.push(next);
                 }
+                // A call of an unknown callee as the function's last
+                // instruction: the compiler let nothing follow it, as it
+                // does only after a `noreturn` callee (LLVM's
+                // `report_bad_alloc_error` ends calling its handler).
+                Step::IndirectCall(next) => {
+                    if next < end {
+                        work.push(next);
+                    }
+                }
                 Step::Call(target, next) => {
                     if self.stops_at(target) {
                         continue;
@@ -488,6 +503,7 @@ fn x86_step_in(bytes: &[u8], address: u64) -> Step {
             Step::Branch(target, next)
         }
         (_, FlowControl::Call, Some(target)) => Step::Call(target, next),
+        (_, FlowControl::IndirectCall, _) => Step::IndirectCall(next),
         // Indirect and far calls, interrupts (`int3` goes on after a
         // handler returns), system calls: taken to go on.
         _ => Step::Next(next),
@@ -545,7 +561,10 @@ fn aarch64_step(image: &Image, address: u64) -> Step {
         (Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ, None) => {
             Step::Returns
         }
-        // `blr` and the rest go on.
+        (Opcode::BLR | Opcode::BLRAA | Opcode::BLRAAZ | Opcode::BLRAB | Opcode::BLRABZ, _) => {
+            Step::IndirectCall(next)
+        }
+        // The rest go on.
         _ => Step::Next(next),
     }
 }
@@ -571,8 +590,8 @@ mod tests {
         );
         assert_eq!(step(&[0xeb, 0xfe]), Step::Jump(0x1000));
         assert_eq!(step(&[0x74, 0xfe]), Step::Branch(0x1000, 0x1002));
-        // call *%rax and syscall go on.
-        assert_eq!(step(&[0xff, 0xd0]), Step::Next(0x1002));
+        // call *%rax may come back; syscall goes on.
+        assert_eq!(step(&[0xff, 0xd0]), Step::IndirectCall(0x1002));
         assert_eq!(step(&[0x0f, 0x05]), Step::Next(0x1002));
     }
 

@@ -788,6 +788,7 @@ mod tests {
             0x1050,
             0x1060,
             1,
+            &[],
         )
         .expect("laid out")
     }
@@ -838,6 +839,7 @@ mod tests {
             0x1030,
             0x1030,
             1,
+            &[],
         )
         .expect("laid out");
         let map = AddressMap::new(&layout);
