@@ -146,17 +146,10 @@ pub(crate) fn noreturn_entries(image: &Image) -> Vec<u64> {
             named.push(s.address);
         }
     }
-    let defined: HashSet<&str> = image
-        .symbols
-        .iter()
-        .filter(|s| s.kind == SymbolKind::Function)
-        .map(|s| base_name(&s.name))
-        .collect();
+    let defined = defined_functions(image);
     for (entry, slot) in decode::plt_entries(image) {
         if let Slot::Named(name, _) = slot
-            && never_returns(name)
-            && (!defined.contains(base_name(name))
-                || TRUSTED_DEFINITIONS.contains(&base_name(name)))
+            && trusted_by_name(&defined, name)
         {
             trusted.push(entry);
         }
@@ -204,27 +197,36 @@ pub(crate) fn noreturn_slots(image: &Image, entries: &[u64]) -> Vec<u64> {
 /// The GOT slots bound by name to a function that never returns and that
 /// the image does not define (trusted as its PLT entries are), sorted.
 fn named_noreturn_slots(image: &Image) -> Vec<u64> {
-    let defined: HashSet<&str> = image
-        .symbols
-        .iter()
-        .filter(|s| s.kind == SymbolKind::Function)
-        .map(|s| base_name(&s.name))
-        .collect();
+    let defined = defined_functions(image);
     let mut slots: Vec<u64> = image
         .dynamic
         .iter()
         .filter(|(_, slot)| match slot {
-            Slot::Named(name, _) => {
-                never_returns(name)
-                    && (!defined.contains(base_name(name))
-                        || TRUSTED_DEFINITIONS.contains(&base_name(name)))
-            }
+            Slot::Named(name, _) => trusted_by_name(&defined, name),
             Slot::Address(_) => false,
         })
         .map(|(&address, _)| address)
         .collect();
     slots.sort_unstable();
     slots
+}
+
+/// The names of the functions `image` defines, without versions.
+fn defined_functions(image: &Image) -> HashSet<&str> {
+    image
+        .symbols
+        .iter()
+        .filter(|s| s.kind == SymbolKind::Function)
+        .map(|s| base_name(&s.name))
+        .collect()
+}
+
+/// Whether a PLT entry or GOT slot binding `name` reaches a function that
+/// never returns by its name alone: the runtime's, which the image does
+/// not define (or the unwinder's, wherever it is).
+fn trusted_by_name(defined: &HashSet<&str>, name: &str) -> bool {
+    never_returns(name)
+        && (!defined.contains(base_name(name)) || TRUSTED_DEFINITIONS.contains(&base_name(name)))
 }
 
 /// A name without its symbol version (`exit@GLIBC_2.2.5`).

@@ -2633,6 +2633,46 @@ fn a_piece_of_a_mergeable_section_is_read_from_its_start() {
     );
 }
 
+/// Assembles `units` (name, assembly) in `dir/name/` (the same file names
+/// in every link, as `icf link` hands the linker its rewritten copies) and
+/// links them with `main` by gcc and `flags`, writing a map: the image
+/// and its map.
+fn assembled_link(
+    dir: &Path,
+    name: &str,
+    units: &[(&str, String)],
+    main: &Path,
+    flags: &[&str],
+) -> (PathBuf, PathBuf) {
+    let sub = dir.join(name);
+    std::fs::create_dir_all(&sub).expect("a directory per link");
+    let mut objects = Vec::new();
+    for (file, text) in units {
+        let source = sub.join(format!("{file}.s"));
+        std::fs::write(&source, text).expect("writing a unit");
+        let object = sub.join(format!("{file}.o"));
+        run(
+            "gcc",
+            &[
+                "-c",
+                source.to_str().expect("utf-8"),
+                "-o",
+                object.to_str().expect("utf-8"),
+            ],
+        );
+        objects.push(object.display().to_string());
+    }
+    let output = sub.join("a.out");
+    let map = dir.join(format!("{name}.map"));
+    let map_flag = format!("-Wl,-Map={}", map.display());
+    let mut args: Vec<&str> = flags.to_vec();
+    args.extend([map_flag.as_str(), main.to_str().expect("utf-8")]);
+    args.extend(objects.iter().map(String::as_str));
+    args.extend(["-o", output.to_str().expect("utf-8")]);
+    run("gcc", &args);
+    (output, map)
+}
+
 /// A zero-sized object (here `nop`, as Rust's unit statics are) holds no
 /// byte: a pointer to it reads nothing, whatever follows it in either
 /// image. The image keeps no symbol for it; without `-q` only the input
@@ -2661,33 +2701,7 @@ fn a_zero_sized_object_is_only_its_address() {
     // The same file name in both links, as `icf link` hands the linker
     // its rewritten copies of the inputs.
     let link = |name: &str, after: &str, value: &str| {
-        let sub = dir.join(name);
-        std::fs::create_dir_all(&sub).expect("a directory per link");
-        let source = sub.join("u.s");
-        std::fs::write(&source, unit(after, value)).expect("writing u.s");
-        let object = sub.join("u.o");
-        run(
-            "gcc",
-            &[
-                "-c",
-                source.to_str().expect("utf-8"),
-                "-o",
-                object.to_str().expect("utf-8"),
-            ],
-        );
-        let output = dir.join(name).join("a.out");
-        let map = dir.join(format!("{name}.map"));
-        run(
-            "gcc",
-            &[
-                &format!("-Wl,-Map={}", map.display()),
-                main.to_str().expect("utf-8"),
-                object.to_str().expect("utf-8"),
-                "-o",
-                output.to_str().expect("utf-8"),
-            ],
-        );
-        (output, map)
+        assembled_link(&dir, name, &[("u", unit(after, value))], &main, &[])
     };
     let (plain, plain_map) = link("plain", "x", "0x1111");
     let (folded, folded_map) = link("folded", "w", "0x3333");
@@ -2813,40 +2827,8 @@ fn an_empty_function_is_only_its_address() {
     )
     .expect("writing main");
     let link = |name: &str, after: &str, body: &str| {
-        let sub = dir.join(name);
-        std::fs::create_dir_all(&sub).expect("a directory per link");
-        let mut objects = Vec::new();
-        for (file, text) in [("u", unit(after, body)), ("v", table.to_owned())] {
-            let source = sub.join(format!("{file}.s"));
-            std::fs::write(&source, text).expect("writing a unit");
-            let object = sub.join(format!("{file}.o"));
-            run(
-                "gcc",
-                &[
-                    "-c",
-                    source.to_str().expect("utf-8"),
-                    "-o",
-                    object.to_str().expect("utf-8"),
-                ],
-            );
-            objects.push(object.display().to_string());
-        }
-        let output = sub.join("a.out");
-        let map = dir.join(format!("{name}.map"));
-        run(
-            "gcc",
-            &[
-                "-no-pie",
-                "-Wl,-q",
-                &format!("-Wl,-Map={}", map.display()),
-                main.to_str().expect("utf-8"),
-                &objects[0],
-                &objects[1],
-                "-o",
-                output.to_str().expect("utf-8"),
-            ],
-        );
-        (output, map)
+        let units = [("u", unit(after, body)), ("v", table.to_owned())];
+        assembled_link(&dir, name, &units, &main, &["-no-pie", "-Wl,-q"])
     };
     let (plain, plain_map) = link("plain", "after_p", "ret");
     let (folded, folded_map) = link("folded", "after_f", "mov $1, %eax\n ret");
