@@ -1905,6 +1905,80 @@ fn code_moved_beyond_an_adr_s_reach_of_its_data() {
 }
 
 #[test]
+fn lld_s_erratum_843419_patch_moves_with_the_code() {
+    // lld moved `far`'s load into `__CortexA53843419_*` after the code and
+    // branched there; the twins before `far` fold, and the patch, its
+    // branches and the GOT fields around it move with `.text` instead of
+    // keeping `far` (and so `.text`'s size) in place.
+    let dir = fresh_dir("erratum_patch");
+    let build = Build {
+        compiler: Compiler::Gcc,
+        target: Target::Aarch64,
+        function_sections: true,
+        extra_flags: vec!["-fPIC".to_string()],
+    };
+    let fixtures = icf_fixtures::source_dir().join("shrink");
+    let mut objects = Vec::new();
+    for source in ["erratum_patch.s", "erratum_patch_main.c"] {
+        let object = dir.join(source).with_extension("o");
+        let mut compile = std::process::Command::new(build.driver(false));
+        compile
+            .args(["-O2", "-fPIC", "-ffunction-sections", "-c"])
+            .arg(fixtures.join(source))
+            .arg("-o")
+            .arg(&object);
+        run_to_success(&mut compile, source);
+        objects.push(object);
+    }
+    let input = dir.join("in");
+    let mut link = build.link_command(false, Linker::Lld);
+    link.args(["-pie", "-Wl,--fix-cortex-a53-843419", "-Wl,-q"])
+        .args(&objects)
+        .arg("-o")
+        .arg(&input);
+    run_to_success(&mut link, "linking with lld");
+    let patched = std::process::Command::new("nm")
+        .arg(&input)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("__CortexA53843419_"))
+        .unwrap_or(false);
+    assert!(
+        patched,
+        "lld wrote no erratum 843419 patch into {}",
+        input.display()
+    );
+    let expected = behaviour(&mut icf_fixtures::run_command(Target::Aarch64, &input))
+        .unwrap_or_else(|e| panic!("running IN: {e}"));
+    for mode in MODES {
+        let output = dir.join(format!("out-{mode}"));
+        let shrunk = icf_shrink(mode, &input, &output);
+        let said = String::from_utf8_lossy(&shrunk.stdout).into_owned();
+        assert!(
+            shrunk.status.success() && !said.contains("kept in place"),
+            "{said}{}",
+            String::from_utf8_lossy(&shrunk.stderr)
+        );
+        let (before, after) = (sizes(&input), sizes(&output));
+        let (before, after) = (before.expect("IN's sizes"), after.expect("OUT's sizes"));
+        assert!(
+            after.text + 16 * 1024 <= before.text,
+            "{mode}: .text {} -> {}",
+            before.text,
+            after.text
+        );
+        let actual = behaviour(&mut icf_fixtures::run_command(Target::Aarch64, &output))
+            .unwrap_or_else(|e| panic!("running OUT: {e}"));
+        assert_eq!(actual, expected, "{mode}");
+        let verified = icf_verify(mode, &input, &output);
+        assert!(
+            verified.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verified.stdout)
+        );
+    }
+}
+
+#[test]
 fn literal_pools_take_the_addresses_they_hold() {
     check(&Program {
         name: "literal_pool",

@@ -151,11 +151,19 @@ pub(crate) fn patch_code(
     let mut decoded = Decoded::default();
     let tables = &mut decoded.tables;
     let code_of = disassembly.extents.iter().zip(&disassembly.references);
-    // Code no symbol covers that is not padding: what the linker wrote into
-    // `.text` (GNU ld's erratum 843419 stubs, range extension veneers).
+    // Code no symbol covers that is not padding, or only a linker's patch
+    // symbol: what the linker wrote into `.text` (GNU ld's and lld's
+    // erratum 843419 patches, range extension veneers).
+    let linker_patch = |e: &FunctionExtent| {
+        !e.symbols.is_empty()
+            && e.symbols.iter().all(|&symbol| {
+                let name = object.symbol(symbol).name;
+                name.starts_with(b"__CortexA53843419_") || name.starts_with(b"e843419@")
+            })
+    };
     let mut stubs: Vec<(u64, u64)> = code_of
         .clone()
-        .filter(|(e, references)| e.symbols.is_empty() && references.is_some())
+        .filter(|(e, references)| (e.symbols.is_empty() || linker_patch(e)) && references.is_some())
         .filter_map(|(e, _)| {
             let section = elf.sections.get(e.section.index())?;
             Some((section.addr + e.start, section.addr + e.end))

@@ -23,6 +23,17 @@ use icf_arch::{Architecture, KeptReloc};
 use object::elf as E;
 
 /// Sections a linker writes itself, which code reaches through a symbol.
+/// Whether the word at `place` is an AArch64 `b` to `target`.
+fn is_branch(elf: &Elf<'_>, place: u64, target: u64) -> bool {
+    elf.read(place, 4)
+        .and_then(|w| w.try_into().ok())
+        .map(u32::from_le_bytes)
+        .is_some_and(|w| {
+            let offset = (((w & 0x03ff_ffff) << 6) as i32 >> 4) as i64;
+            w & 0xfc00_0000 == 0x1400_0000 && place.wrapping_add(offset as u64) == target
+        })
+}
+
 const LINKER_MADE: &[&str] = &[".got", ".got.plt", ".plt", ".plt.sec", ".plt.got", ".iplt"];
 
 /// What a kept relocation's symbol is.
@@ -83,11 +94,20 @@ pub(crate) fn patch(
             .any(|&(start, end)| (start..end).contains(&address))
     };
     // Whether a GOT moves: an offset from it then changes.
-    let got_moves = elf
+    let gots: Vec<(u64, u64)> = elf
         .sections
         .iter()
         .filter(|s| s.name == ".got" || s.name == ".got.plt")
-        .any(|s| layout.moves(s.addr));
+        .map(|s| (s.addr, s.addr + s.size))
+        .collect();
+    let got_moves = gots.iter().any(|&(start, _)| layout.moves(start));
+    // Whether `page` (page-aligned) holds part of a GOT.
+    let got_page = |page: u64| {
+        page & 0xfff == 0
+            && gots
+                .iter()
+                .any(|&(start, end)| start < page + 0x1000 && page < end)
+    };
     let mut rewritten = Vec::new();
     for &(relocations, target) in &shape.kept {
         let section = &elf.sections[target];
@@ -250,6 +270,18 @@ pub(crate) fn patch(
                 | KeptReloc::RelaxableGotLoad
                     if code =>
                 {
+                    // An AArch64 `ldr` of a GOT slot's low 12 bits
+                    // (`:got_lo12:`) at `at`: its field is the slot's, which
+                    // stays where it is when no GOT moves.
+                    let got_low_bits = |at: u64| {
+                        rela.r_type == object::elf::R_AARCH64_LD64_GOT_LO12_NC.0
+                            && !got_moves
+                            && elf
+                                .read(at, 4)
+                                .and_then(|w| w.try_into().ok())
+                                .map(u32::from_le_bytes)
+                                .is_some_and(|w| w & 0xffc0_0000 == 0xf940_0000)
+                    };
                     match decoded.fields.get(&place).map(|f| (f.target, f.bias)) {
                         Some((named, bias)) if named.wrapping_add(bias as u64) == meaning => {
                             new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
@@ -257,6 +289,24 @@ pub(crate) fn patch(
                         // Reached through a GOT or PLT entry: still names its symbol.
                         Some((named, _)) if linker_made(named) => new_meaning = None,
                         Some((named, _)) if !moves && !layout.moves(named) => new_meaning = None,
+                        // The linker moved the instruction into an erratum
+                        // 843419 patch and branched there (lld's
+                        // `__CortexA53843419_*`, which moves with `.text`
+                        // as a stub): the field is that instruction's.
+                        Some((named, _)) if got_low_bits(named) && is_branch(elf, place, named) => {
+                            new_meaning = None
+                        }
+                        // Its `adrp`, whose decoding found no low half to
+                        // pair it with (that went into the patch): the
+                        // GOT's page, which code patching writes again from
+                        // the `adrp`'s new place.
+                        Some((named, _))
+                            if rela.r_type == object::elf::R_AARCH64_ADR_GOT_PAGE.0
+                                && !got_moves
+                                && got_page(named) =>
+                        {
+                            new_meaning = None
+                        }
                         Some((named, _)) => {
                             patches.pins.keep(layout, &[place, meaning, named], PinKind::UndecodedField, || {
                                 anyhow::anyhow!(
@@ -285,7 +335,7 @@ pub(crate) fn patch(
                                     .fields
                                     .get(&place.wrapping_sub(1))
                                     .is_some_and(|f| f.target == old_symbol);
-                            if relaxed_jump {
+                            if relaxed_jump || got_low_bits(place) {
                                 new_meaning = None;
                             } else if relaxed_got && moves {
                                 let relaxed = relaxed_got_load(
