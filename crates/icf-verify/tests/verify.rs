@@ -2549,6 +2549,24 @@ fn settled_by_its_object(dir: &Path, plain: &Path, folded: &Path, map: &Path, fu
     );
 }
 
+/// FOLDED proves against PLAIN with both links' maps, and not without
+/// them (the failure naming `function`, when not empty).
+fn proved_only_with_maps(plain: &Path, folded: &Path, maps: (PathBuf, PathBuf), function: &str) {
+    let options = VerifyOptions {
+        mode: Mode::Safe,
+        plain_map: Some(maps.0),
+        folded_map: Some(maps.1),
+        ..VerifyOptions::default()
+    };
+    let settled = verify(plain, folded, &options).expect("valid inputs");
+    assert!(settled.passed(), "{settled}");
+    let unsettled = verify(plain, folded, &VerifyOptions::default()).expect("valid inputs");
+    assert!(
+        !unsettled.passed() && unsettled.to_string().contains(function),
+        "without the maps it must not prove:\n{unsettled}"
+    );
+}
+
 fn with_plain_map(map: &Path) -> VerifyOptions {
     VerifyOptions {
         mode: Mode::Safe,
@@ -2703,19 +2721,7 @@ fn a_zero_sized_object_is_only_its_address() {
     };
     let (plain, plain_map) = link("plain", "x", "0x1111");
     let (folded, folded_map) = link("folded", "w", "0x3333");
-    let options = VerifyOptions {
-        mode: Mode::Safe,
-        plain_map: Some(plain_map),
-        folded_map: Some(folded_map),
-        ..VerifyOptions::default()
-    };
-    let settled = verify(&plain, &folded, &options).expect("valid inputs");
-    assert!(settled.passed(), "{settled}");
-    let unsettled = verify(&plain, &folded, &VerifyOptions::default()).expect("valid inputs");
-    assert!(
-        !unsettled.passed() && unsettled.to_string().contains("get_nop"),
-        "without the maps the bytes after nop are compared:\n{unsettled}"
-    );
+    proved_only_with_maps(&plain, &folded, (plain_map, folded_map), "get_nop");
 }
 
 /// An inline function of hidden visibility (`-fvisibility-inlines-hidden`,
@@ -2830,17 +2836,5 @@ fn an_empty_function_is_only_its_address() {
     };
     let (plain, plain_map) = link("plain", "after_p", "ret");
     let (folded, folded_map) = link("folded", "after_f", "mov $1, %eax\n ret");
-    let options = VerifyOptions {
-        mode: Mode::Safe,
-        plain_map: Some(plain_map),
-        folded_map: Some(folded_map),
-        ..VerifyOptions::default()
-    };
-    let settled = verify(&plain, &folded, &options).expect("valid inputs");
-    assert!(settled.passed(), "{settled}");
-    let unsettled = verify(&plain, &folded, &VerifyOptions::default()).expect("valid inputs");
-    assert!(
-        !unsettled.passed(),
-        "without the maps, what e runs into is compared:\n{unsettled}"
-    );
+    proved_only_with_maps(&plain, &folded, (plain_map, folded_map), "");
 }
