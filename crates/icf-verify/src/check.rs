@@ -13,7 +13,7 @@
 
 use rayon::prelude::*;
 
-use crate::input_objects::Named;
+use icf_linkmap::Named;
 use std::collections::{HashMap, HashSet};
 
 use crate::code::{self, Decoded, Key, Reach, Use};

@@ -404,11 +404,11 @@ pub(crate) struct Image {
     /// (`bounded_readers.rs`).
     pub forward_readers: Vec<(u64, crate::code::Reader)>,
     /// Where the link's input sections lie, from its map (PLAIN only, with
-    /// `--plain-map`; see `link_map.rs`).
-    pub input_sections: Option<crate::link_map::InputSections>,
+    /// `--plain-map`; see `icf-linkmap`).
+    pub input_sections: Option<icf_linkmap::InputSections>,
     /// The objects that map names, read when a question needs them
-    /// (PLAIN only; see `input_objects.rs`).
-    pub input_objects: Option<crate::input_objects::InputObjects>,
+    /// (PLAIN only; see `icf-linkmap`).
+    pub input_objects: Option<icf_linkmap::InputObjects>,
     /// AArch64: (function entry, the caller-saved registers a call to it
     /// may write, a mask of x0-x30), sorted (`aarch64_clobbers.rs`).
     pub call_clobbers: Vec<(u64, u32)>,
@@ -1617,13 +1617,13 @@ impl SymbolLookups {
 }
 
 impl Image {
-    /// Takes the link's map (see `link_map.rs`): each local symbol's file
+    /// Takes the link's map (see `icf-linkmap`): each local symbol's file
     /// becomes the input file its input section came from, where the map
     /// has one (linkers name the file of a local only through an
     /// `STT_FILE` symbol, which objects may lack: then every local seems
     /// to belong to the last file that had one). Used only when both
     /// images have their map, so that both name files alike.
-    pub(crate) fn take_map(&mut self, sections: crate::link_map::InputSections) {
+    pub(crate) fn take_map(&mut self, sections: icf_linkmap::InputSections) {
         for symbol in &mut self.symbols {
             if symbol.file.is_none() {
                 continue;

@@ -307,8 +307,6 @@ mod dwarf;
 mod eh;
 mod error;
 mod image;
-mod input_objects;
-mod link_map;
 mod macho_commands;
 mod macho_fixups;
 mod macho_image;
@@ -336,7 +334,7 @@ pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Ou
     let read_map = |map: &Path| {
         let text = std::fs::read_to_string(map)
             .map_err(|e| Error::new(map, format!("cannot be read: {e}")))?;
-        link_map::InputSections::parse(&text).map_err(|why| Error::new(map, why))
+        icf_linkmap::InputSections::parse(&text).map_err(|why| Error::new(map, why))
     };
     match (&options.plain_map, &options.folded_map) {
         (Some(plain_map), Some(folded_map)) => {
@@ -347,7 +345,7 @@ pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Ou
         (None, _) => {}
     }
     if let (Some(map), Some(sections)) = (&options.plain_map, &plain_image.input_sections) {
-        plain_image.input_objects = Some(input_objects::InputObjects::new(map, sections));
+        plain_image.input_objects = Some(icf_linkmap::InputObjects::new(map, sections));
     }
     if plain_image.arch != folded_image.arch {
         return Err(Error::new(

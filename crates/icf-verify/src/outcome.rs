@@ -43,8 +43,8 @@ pub struct VerifyOptions {
     /// file each input section came from, so that an address ending one
     /// file's section and starting another's is read as the object a
     /// section-symbol relocation of the code's own file can name
-    /// (`link_map.rs`), and where both are one file's, the relocation in
-    /// the input object the map names says which (`input_objects.rs`).
+    /// (`icf-linkmap`), and where both are one file's, the relocation in
+    /// the input object the map names says which (`icf-linkmap`).
     /// Without it, both readings must hold.
     pub plain_map: Option<std::path::PathBuf>,
     /// FOLDED's link map (`--folded-map`): with PLAIN's, each local

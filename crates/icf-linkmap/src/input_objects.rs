@@ -30,15 +30,28 @@ use crate::link_map::{InputSections, Span};
 
 /// Which input section at a boundary a field's relocation named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Named {
+pub enum Named {
     /// The section ending at the address: the field points one past it.
     Ending,
     /// The section starting there.
     Starting,
 }
 
+/// What an object says of one of its sections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectionFacts {
+    /// Its alignment (`sh_addralign`).
+    pub align: u64,
+    /// `SHF_MERGE`: the linker merges its pieces with other objects'.
+    pub merge: bool,
+    /// It has relocations: its bytes are not all its content.
+    pub relocated: bool,
+    /// A symbol other than its own section symbol lies in it.
+    pub named: bool,
+}
+
 /// The input objects of one link map, read on demand.
-pub(crate) struct InputObjects {
+pub struct InputObjects {
     /// The map's directory: relative paths in it are tried from there too.
     base: PathBuf,
     /// By the map's file id: the object's sections, once read (`None`:
@@ -75,6 +88,10 @@ struct Sections {
 struct ObjectSectionInfo {
     name: String,
     size: u64,
+    align: u64,
+    /// A symbol other than the section's own lies in it: it holds
+    /// something with a name (a function, a C object, a Rust static).
+    named: bool,
     /// `SHF_MERGE`: the linker places each of its pieces on its own.
     merge: bool,
     /// A member of a COMDAT group (an inline function's or template's).
@@ -101,7 +118,7 @@ enum RelocSymbol {
 }
 
 impl InputObjects {
-    pub(crate) fn new(map: &Path, sections: &InputSections) -> InputObjects {
+    pub fn new(map: &Path, sections: &InputSections) -> InputObjects {
         InputObjects {
             base: map.parent().map(Path::to_path_buf).unwrap_or_default(),
             objects: (0..sections.file_count())
@@ -114,7 +131,7 @@ impl InputObjects {
     /// Which of the input sections ending and starting at `target` the
     /// relocation at `field` named, by its object; `None` when the object
     /// cannot say (see the module's header).
-    pub(crate) fn named_at(&self, map: &InputSections, field: u64, target: u64) -> Option<Named> {
+    pub fn named_at(&self, map: &InputSections, field: u64, target: u64) -> Option<Named> {
         let holding = map.span_at(field)?;
         let object = self.object(map, holding.file)?;
         let section = object.unique(map.section_name(holding.name), size(holding))?;
@@ -159,7 +176,7 @@ impl InputObjects {
 
     /// Where the relocation at `field` names an empty input section (a
     /// zero-sized object) lying at `target`: its file's key and its name.
-    pub(crate) fn empty_named_at<'m>(
+    pub fn empty_named_at<'m>(
         &self,
         map: &'m InputSections,
         field: u64,
@@ -198,9 +215,46 @@ impl InputObjects {
         }
     }
 
+    /// What the object says of the input section `span`, when it can be
+    /// read as the map describes it.
+    pub fn facts(&self, map: &InputSections, span: Span) -> Option<SectionFacts> {
+        let object = self.object(map, span.file)?;
+        let section = &object.sections[object.unique(map.section_name(span.name), size(span))?];
+        Some(SectionFacts {
+            align: section.align,
+            merge: section.merge,
+            relocated: !section.relocations.is_empty(),
+            named: section.named,
+        })
+    }
+
+    /// The input section the relocation at `field` names, by its object:
+    /// one of the same file, where the symbol the relocation names lies
+    /// (its own section symbol, or a label or object in it). `None` where
+    /// the object cannot say, or names another object's symbol.
+    pub fn names(&self, map: &InputSections, field: u64) -> Option<Span> {
+        let holding = map.span_at(field)?;
+        let object = self.object(map, holding.file)?;
+        let section = object.unique(map.section_name(holding.name), size(holding))?;
+        let relocations = &object.sections[section].relocations;
+        let offset = field - holding.start;
+        let at = relocations
+            .binary_search_by_key(&offset, |&(o, _)| o)
+            .ok()?;
+        let Some(RelocSymbol::Here(named)) = relocations[at].1 else {
+            return None;
+        };
+        let named = &object.sections[named.section];
+        let mut placed = map
+            .named(holding.file, &named.name)
+            .filter(|span| size(*span) == named.size);
+        let span = placed.next()?;
+        placed.next().is_none().then_some(span)
+    }
+
     /// Whether the input section holding `address` is in a COMDAT group
     /// of its object.
-    pub(crate) fn in_comdat_group(&self, map: &InputSections, address: u64) -> bool {
+    pub fn in_comdat_group(&self, map: &InputSections, address: u64) -> bool {
         let Some(holding) = map.span_at(address) else {
             return false;
         };
@@ -313,6 +367,8 @@ impl Sections {
                 sections.resize_with(index + 1, || ObjectSectionInfo {
                     name: String::new(),
                     size: 0,
+                    align: 0,
+                    named: false,
                     merge: false,
                     comdat: false,
                     relocations: Vec::new(),
@@ -343,6 +399,8 @@ impl Sections {
             sections[index] = ObjectSectionInfo {
                 name: section.name().unwrap_or_default().to_owned(),
                 size: section.size(),
+                align: section.align(),
+                named: false,
                 merge,
                 comdat: false,
                 relocations: unique,
@@ -356,6 +414,16 @@ impl Sections {
                 if let Some(section) = sections.get_mut(index.0) {
                     section.comdat = true;
                 }
+            }
+        }
+        for symbol in file.symbols() {
+            if matches!(symbol.kind(), SymbolKind::Section | SymbolKind::File) {
+                continue;
+            }
+            if let SymbolSection::Section(index) = symbol.section()
+                && let Some(section) = sections.get_mut(index.0)
+            {
+                section.named = true;
             }
         }
         let empty_definitions = file

@@ -31,16 +31,27 @@ pub struct InputSections {
     /// it neither holds nor bounds anything).
     by_name: HashMap<(u32, u32), Vec<Span>>,
     empty: Vec<Span>,
+    /// Sections the linker made (`<internal>`: merged strings and
+    /// constants, and what it synthesises), sorted; `file` is
+    /// [`Span::MADE`].
+    made: Vec<Span>,
 }
 
 /// One input section in the image: `[start, end)`, its file and its name
-/// (ids into the map's tables).
-#[derive(Copy, Clone, Debug)]
+/// (ids into the map's tables), and its alignment where the map gives one
+/// (lld's and mold's do; 0 where it does not).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Span {
     pub start: u64,
     pub end: u64,
     pub file: u32,
     pub name: u32,
+    pub align: u64,
+}
+
+impl Span {
+    /// The file of a section the linker made.
+    pub const MADE: u32 = u32::MAX;
 }
 
 impl InputSections {
@@ -49,20 +60,27 @@ impl InputSections {
         let mut sections = InputSections::default();
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut name_ids: HashMap<String, u32> = HashMap::new();
-        let mut add = |start: u64, size: u64, file: &str, name: &str| {
-            if file.starts_with('<') || file.starts_with('*') {
+        let mut add = |start: u64, size: u64, align: u64, file: &str, name: &str| {
+            let next = name_ids.len() as u32;
+            let name = *name_ids.entry(name.to_owned()).or_insert(next);
+            let mut span = Span {
+                start,
+                end: start.saturating_add(size),
+                file: Span::MADE,
+                name,
+                align,
+            };
+            if file.starts_with('<') {
+                if size > 0 {
+                    sections.made.push(span);
+                }
+                return;
+            }
+            if file.starts_with('*') {
                 return;
             }
             let next = ids.len() as u32;
-            let file = *ids.entry(file.to_owned()).or_insert(next);
-            let next = name_ids.len() as u32;
-            let name = *name_ids.entry(name.to_owned()).or_insert(next);
-            let span = Span {
-                start,
-                end: start.saturating_add(size),
-                file,
-                name,
-            };
+            span.file = *ids.entry(file.to_owned()).or_insert(next);
             match size {
                 0 => sections.empty.push(span),
                 _ => sections.spans.push(span),
@@ -79,8 +97,8 @@ impl InputSections {
                 for line in text.lines().skip_while(|l| !l.contains("VMA")).skip(1) {
                     match vma_line(line, numbers) {
                         Some(VmaLine::Output(address)) => loaded = address != 0,
-                        Some(VmaLine::Input(start, size, file, name)) if loaded => {
-                            add(start, size, file, name)
+                        Some(VmaLine::Input(start, size, align, file, name)) if loaded => {
+                            add(start, size, align, file, name)
                         }
                         _ => {}
                     }
@@ -108,7 +126,7 @@ impl InputSections {
                         GnuLine::Named(name) => pending = Some(name),
                         GnuLine::Section(name, start, size, file) => {
                             if loaded {
-                                add(start, size, file, name.or(pending).unwrap_or(""));
+                                add(start, size, 0, file, name.or(pending).unwrap_or(""));
                             }
                             pending = None;
                         }
@@ -142,7 +160,22 @@ impl InputSections {
                 .push(*span);
         }
         sections.empty.sort_by_key(|span| span.start);
+        sections.made.sort_by_key(|span| (span.start, span.end));
         Ok(sections)
+    }
+
+    /// The input sections with bytes starting in `start..end`, by address.
+    pub fn spans_between(&self, start: u64, end: u64) -> &[Span] {
+        let from = self.spans.partition_point(|span| span.start < start);
+        let to = self.spans.partition_point(|span| span.start < end);
+        &self.spans[from..to]
+    }
+
+    /// The sections the linker made starting in `start..end`, by address.
+    pub fn made_between(&self, start: u64, end: u64) -> &[Span] {
+        let from = self.made.partition_point(|span| span.start < start);
+        let to = self.made.partition_point(|span| span.start < end);
+        &self.made[from..to]
     }
 
     /// The input section holding `address`.
@@ -239,18 +272,20 @@ impl InputSections {
 enum VmaLine<'a> {
     /// An output section, at this address.
     Output(u64),
-    /// An input section: its address, size, file and name.
-    Input(u64, u64, &'a str, &'a str),
+    /// An input section: its address, size, alignment, file and name.
+    Input(u64, u64, u64, &'a str, &'a str),
 }
 
 /// One line of lld's or mold's map (`None`: a symbol, or no entry).
 fn vma_line(line: &str, numbers: usize) -> Option<VmaLine<'_>> {
     let mut rest = line;
     let mut values = [0u64; 4];
-    for value in values.iter_mut().take(numbers) {
+    for (index, value) in values.iter_mut().take(numbers).enumerate() {
         let trimmed = rest.trim_start();
         let end = trimmed.find(' ')?;
-        *value = u64::from_str_radix(&trimmed[..end], 16).ok()?;
+        // The alignment, last, is decimal.
+        let radix = if index + 1 == numbers { 10 } else { 16 };
+        *value = u64::from_str_radix(&trimmed[..end], radix).ok()?;
         rest = &trimmed[end..];
     }
     // One space, then 8 more for an input section (none for an output
@@ -264,8 +299,8 @@ fn vma_line(line: &str, numbers: usize) -> Option<VmaLine<'_>> {
         return None;
     }
     let (file, section) = name.strip_suffix(')')?.rsplit_once(":(")?;
-    let size = values[numbers - 2];
-    Some(VmaLine::Input(values[0], size, file, section))
+    let (size, align) = (values[numbers - 2], values[numbers - 1]);
+    Some(VmaLine::Input(values[0], size, align, file, section))
 }
 
 /// `0x` and hexadecimal digits, read.
@@ -345,6 +380,15 @@ mod tests {
         let y = sections.span_at(0x200c).expect("in .bss.y");
         assert_eq!(sections.section_name(y.name), ".bss.y");
         assert_eq!(sections.file_at(0x2a8), None, "what the linker made");
+        let made = sections.made_between(0x2a0, 0x300);
+        assert_eq!((made.len(), made[0].start, made[0].align), (1, 0x2a8, 1));
+        assert_eq!(sections.section_name(made[0].name), ".interp");
+        let between: Vec<(u64, u64)> = sections
+            .spans_between(0x1000, 0x2000)
+            .iter()
+            .map(|span| (span.start, span.align))
+            .collect();
+        assert_eq!(between, [(0x1000, 16), (0x1010, 16)]);
         assert_eq!(sections.file_at(0x1030), None);
         assert_eq!(
             sections.file_at(0x1008),
