@@ -62,7 +62,7 @@ pub struct InputObjects {
 }
 
 struct Archive {
-    data: Vec<u8>,
+    data: memmap2::Mmap,
     /// Each member's range in `data` (`None`: several of that name).
     members: HashMap<String, Option<(u64, u64)>>,
 }
@@ -83,6 +83,8 @@ struct Sections {
     undefined: Vec<String>,
     /// Global symbols it defines in an empty section, and that section.
     empty_definitions: HashMap<String, usize>,
+    /// Section indices by name.
+    by_name: HashMap<String, Vec<usize>>,
 }
 
 struct ObjectSectionInfo {
@@ -231,8 +233,35 @@ impl InputObjects {
     /// The input section the relocation at `field` names, by its object:
     /// one of the same file, where the symbol the relocation names lies
     /// (its own section symbol, or a label or object in it). `None` where
-    /// the object cannot say, or names another object's symbol.
+    /// the object cannot say, names another object's symbol, or names a
+    /// mergeable section.
     pub fn names(&self, map: &InputSections, field: u64) -> Option<Span> {
+        let (file, named) = self.named_section(map, field)?;
+        // A mergeable section's pieces go wherever the linker merged them
+        // (GNU ld's map still lists the section, at a place it may not
+        // hold): see `names_merged`.
+        if named.merge {
+            return None;
+        }
+        let mut placed = map
+            .named(file, &named.name)
+            .filter(|span| size(*span) == named.size);
+        let span = placed.next()?;
+        placed.next().is_none().then_some(span)
+    }
+
+    /// Where the relocation at `field` names a place in a mergeable
+    /// section (whose pieces the linker merged with other objects' into
+    /// a section of its own, `<internal>` in lld's map): that section's
+    /// name.
+    pub fn names_merged(&self, map: &InputSections, field: u64) -> Option<&str> {
+        let (_, named) = self.named_section(map, field)?;
+        named.merge.then_some(named.name.as_str())
+    }
+
+    /// The file holding `field` and the section of it the relocation
+    /// there names.
+    fn named_section(&self, map: &InputSections, field: u64) -> Option<(u32, &ObjectSectionInfo)> {
         let holding = map.span_at(field)?;
         let object = self.object(map, holding.file)?;
         let section = object.unique(map.section_name(holding.name), size(holding))?;
@@ -244,12 +273,7 @@ impl InputObjects {
         let Some(RelocSymbol::Here(named)) = relocations[at].1 else {
             return None;
         };
-        let named = &object.sections[named.section];
-        let mut placed = map
-            .named(holding.file, &named.name)
-            .filter(|span| size(*span) == named.size);
-        let span = placed.next()?;
-        placed.next().is_none().then_some(span)
+        Some((holding.file, object.sections.get(named.section)?))
     }
 
     /// Whether the input section holding `address` is in a COMDAT group
@@ -283,7 +307,7 @@ impl InputObjects {
                 let end = start.checked_add(usize::try_from(size).ok()?)?;
                 Sections::parse(archive.data.get(start..end)?)
             }
-            None => Sections::parse(&std::fs::read(self.path(name)?).ok()?),
+            None => Sections::parse(&map_file(&self.path(name)?)?),
         }
     }
 
@@ -292,7 +316,7 @@ impl InputObjects {
         archives
             .entry(path.to_owned())
             .or_insert_with(|| {
-                let data = std::fs::read(self.path(path)?).ok()?;
+                let data = map_file(&self.path(path)?)?;
                 let members = {
                     let archive = ArchiveFile::parse(&*data).ok()?;
                     // A thin archive's members live in other files.
@@ -374,10 +398,19 @@ impl Sections {
                     relocations: Vec::new(),
                 });
             }
-            let mut relocations: Vec<(u64, Option<RelocSymbol>)> = section
-                .relocations()
-                .map(|(offset, relocation)| (offset, named(relocation.target())))
-                .collect();
+            // Only a loaded section's fields are asked about: debug
+            // sections' relocations, most of an object's, are not read.
+            let loaded = match section.flags() {
+                SectionFlags::Elf { sh_flags, .. } => sh_flags.0 & object::elf::SHF_ALLOC.0 != 0,
+                _ => true,
+            };
+            let mut relocations: Vec<(u64, Option<RelocSymbol>)> = match loaded {
+                true => section
+                    .relocations()
+                    .map(|(offset, relocation)| (offset, named(relocation.target())))
+                    .collect(),
+                false => Vec::new(),
+            };
             relocations.sort_unstable_by_key(|&(offset, _)| offset);
             // Two relocations at one offset (a pair): the field is not one
             // symbol's.
@@ -438,24 +471,38 @@ impl Sections {
                 empty.then(|| (name.to_owned(), index.0))
             })
             .collect();
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (index, section) in sections.iter().enumerate() {
+            by_name.entry(section.name.clone()).or_default().push(index);
+        }
         Some(Sections {
             sections,
             undefined,
             empty_definitions,
+            by_name,
         })
     }
 
     /// The one section of this name and size.
     fn unique(&self, name: &str, size: u64) -> Option<usize> {
         let mut found = self
-            .sections
+            .by_name
+            .get(name)?
             .iter()
-            .enumerate()
-            .filter(|(_, s)| s.name == name && s.size == size)
-            .map(|(index, _)| index);
+            .copied()
+            .filter(|&index| self.sections[index].size == size);
         let first = found.next()?;
         found.next().is_none().then_some(first)
     }
+}
+
+/// `path`'s bytes, mapped (read only, and only where asked).
+fn map_file(path: &Path) -> Option<memmap2::Mmap> {
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: the link's inputs are not written while icf reads them; a
+    // file changed under the map reads as other bytes, which the reader
+    // checks as it would any input (and which answers nothing here).
+    unsafe { memmap2::Mmap::map(&file) }.ok()
 }
 
 fn size(span: Span) -> u64 {

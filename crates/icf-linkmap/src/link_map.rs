@@ -60,9 +60,17 @@ impl InputSections {
         let mut sections = InputSections::default();
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut name_ids: HashMap<String, u32> = HashMap::new();
+        // An id per distinct string, allocating only for a new one.
+        fn id_of(ids: &mut HashMap<String, u32>, key: &str) -> u32 {
+            if let Some(&id) = ids.get(key) {
+                return id;
+            }
+            let id = ids.len() as u32;
+            ids.insert(key.to_owned(), id);
+            id
+        }
         let mut add = |start: u64, size: u64, align: u64, file: &str, name: &str| {
-            let next = name_ids.len() as u32;
-            let name = *name_ids.entry(name.to_owned()).or_insert(next);
+            let name = id_of(&mut name_ids, name);
             let mut span = Span {
                 start,
                 end: start.saturating_add(size),
@@ -79,8 +87,7 @@ impl InputSections {
             if file.starts_with('*') {
                 return;
             }
-            let next = ids.len() as u32;
-            span.file = *ids.entry(file.to_owned()).or_insert(next);
+            span.file = id_of(&mut ids, file);
             match size {
                 0 => sections.empty.push(span),
                 _ => sections.spans.push(span),
@@ -283,9 +290,15 @@ fn vma_line(line: &str, numbers: usize) -> Option<VmaLine<'_>> {
     for (index, value) in values.iter_mut().take(numbers).enumerate() {
         let trimmed = rest.trim_start();
         let end = trimmed.find(' ')?;
-        // The alignment, last, is decimal.
-        let radix = if index + 1 == numbers { 10 } else { 16 };
-        *value = u64::from_str_radix(&trimmed[..end], radix).ok()?;
+        let word = &trimmed[..end];
+        // Addresses are hexadecimal (mold writes `0x`), so are lld's
+        // sizes; mold's sizes and every alignment are decimal.
+        let decimal = index + 1 == numbers || (numbers == 3 && index == 1);
+        *value = match word.strip_prefix("0x") {
+            Some(digits) => u64::from_str_radix(digits, 16).ok()?,
+            None if decimal => word.parse().ok()?,
+            None => u64::from_str_radix(word, 16).ok()?,
+        };
         rest = &trimmed[end..];
     }
     // One space, then 8 more for an input section (none for an output
@@ -399,10 +412,13 @@ mod tests {
 
     #[test]
     fn reads_mold_s_map() {
-        let map = "               VMA       Size Align Out                In                 Symbol
-            201000         30    16 .text
-            201000         10    16         a.o:(.text.f)
-            201010         20    16         b.o:(.text)
+        // As mold 1.10 writes it: `0x` addresses, decimal sizes.
+        let map = "               VMA       Size Align Out     In      Symbol
+          0x201000         48    16 .text
+          0x201000         16    16         a.o:(.text.f)
+          0x201010         32    16         b.o:(.text)
+          0x202000         64     8 .rodata
+          0x202000         64     8         <internal>:(.rodata.str1.1)
 ";
         let sections = InputSections::parse(map).expect("read");
         assert_eq!(
@@ -410,6 +426,10 @@ mod tests {
             sections.file_at(0x201000)
         );
         assert_ne!(sections.file_at(0x201000), sections.file_at(0x201010));
+        assert_eq!(sections.file_at(0x20102f), sections.file_at(0x201010));
+        assert_eq!(sections.file_at(0x201030), None, "48 bytes, not 0x48");
+        let made = sections.made_between(0x202000, 0x203000);
+        assert_eq!((made[0].end, made[0].align), (0x202040, 8));
     }
 
     #[test]
