@@ -172,6 +172,12 @@ enum Command {
         /// Write the JSON report of what folds (and what keeps its place) here.
         #[arg(long, value_name = "FILE")]
         report: Option<PathBuf>,
+        /// IN's link map (`-Wl,-Map=FILE`, as lld, mold, GNU ld or gold
+        /// write it): with it (and the input objects it names, still in
+        /// place), the compiler's anonymous read-only constants that hold
+        /// the same bytes fold too, as `icf link` folds them (x86-64).
+        #[arg(long, value_name = "FILE")]
+        map: Option<PathBuf>,
         /// Testing only: make this wrong fold on purpose (see `icf link`).
         #[arg(long = "plant-fold", value_name = "KIND:KEPT=MEMBER", hide = true)]
         plant_fold: Vec<icf::PlantedFold>,
@@ -335,6 +341,7 @@ fn shrink_verified(
                 ModeArg::Safe => icf_verify::Mode::Safe,
                 ModeArg::All => icf_verify::Mode::All,
             },
+            plain_map: options.map.clone(),
             ..icf_verify::VerifyOptions::default()
         };
         let outcome = icf_verify::verify(input, &unproved, &verify)?;
@@ -495,6 +502,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             keep_unique,
             verify,
             report,
+            map,
             plant_fold,
             input,
             output,
@@ -507,6 +515,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 keep_unique,
                 drop_kept_relocations: false,
                 want_report: report.is_some(),
+                map,
                 plants: plant_fold,
             };
             let shrunk = if verify {

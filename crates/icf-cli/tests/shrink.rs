@@ -20,13 +20,16 @@
 //! relocations are misplaced, and the one check is that `icf shrink`
 //! refuses them cleanly, see [`refusal`]):
 //!
-//! 1. `icf shrink --mode M IN -o OUT` succeeds, prints a line starting
-//!    `shrunk `, and leaves IN as it was;
+//! 1. `icf shrink --mode M --map IN.map IN -o OUT` succeeds (IN is
+//!    linked with `-Wl,-Map=IN.map` too, so that anonymous read-only
+//!    constants fold), prints a line starting `shrunk `, and leaves IN as
+//!    it was;
 //! 2. OUT run prints what IN printed and exits with IN's status (in mode
 //!    all but for lines starting `fnaddr `, which compare function
 //!    addresses, as in `tests/e2e.rs`); AArch64 binaries run under
 //!    `qemu-aarch64` with the cross sysroot;
-//! 3. `icf verify --mode M IN OUT` proves OUT against IN (`verified:`);
+//! 3. `icf verify --mode M --plain-map IN.map IN OUT` proves OUT against
+//!    IN (`verified:`);
 //! 4. OUT is no larger than IN on disk, and its `.text` no larger than
 //!    IN's;
 //! 5. OUT keeps its debug info: every program is compiled with `-g`
@@ -344,27 +347,24 @@ fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// `icf shrink --mode MODE INPUT -o OUTPUT`.
-fn icf_shrink(mode: &str, input: &Path, output: &Path) -> Output {
-    icf(&[
-        "shrink".as_ref(),
-        "--mode".as_ref(),
-        mode.as_ref(),
-        input.as_os_str(),
-        "-o".as_ref(),
-        output.as_os_str(),
-    ])
+/// `icf shrink --mode MODE [--map MAP] INPUT -o OUTPUT`.
+fn icf_shrink(mode: &str, input: &Path, output: &Path, map: Option<&Path>) -> Output {
+    let mut args = vec!["shrink".as_ref(), "--mode".as_ref(), mode.as_ref()];
+    if let Some(map) = map {
+        args.extend(["--map".as_ref(), map.as_os_str()]);
+    }
+    args.extend([input.as_os_str(), "-o".as_ref(), output.as_os_str()]);
+    icf(&args)
 }
 
-/// `icf verify --mode MODE PLAIN FOLDED`.
-fn icf_verify(mode: &str, plain: &Path, folded: &Path) -> Output {
-    icf(&[
-        "verify".as_ref(),
-        "--mode".as_ref(),
-        mode.as_ref(),
-        plain.as_os_str(),
-        folded.as_os_str(),
-    ])
+/// `icf verify --mode MODE [--plain-map MAP] PLAIN FOLDED`.
+fn icf_verify(mode: &str, plain: &Path, folded: &Path, map: Option<&Path>) -> Output {
+    let mut args = vec!["verify".as_ref(), "--mode".as_ref(), mode.as_ref()];
+    if let Some(map) = map {
+        args.extend(["--plain-map".as_ref(), map.as_os_str()]);
+    }
+    args.extend([plain.as_os_str(), folded.as_os_str()]);
+    icf(&args)
 }
 
 /// A linked binary's size on disk and its `.text`'s.
@@ -513,8 +513,12 @@ fn check_combination(program: &Program, combination: Combination) -> Outcome {
         Shape::Executable => "in",
         Shape::Library { .. } => "libin.so",
     });
+    // With IN's link map, `icf shrink --map` folds anonymous constants
+    // too, and `icf verify --plain-map` reads IN by it.
+    let map = dir.join("in.map");
+    let map_flag = format!("-Wl,-Map={}", map.display());
     let mut flags = combination.flavour.link_flags().to_vec();
-    flags.push("-Wl,-q");
+    flags.extend(["-Wl,-q", map_flag.as_str()]);
     link(
         &build,
         program.cxx,
@@ -555,7 +559,8 @@ fn check_combination(program: &Program, combination: Combination) -> Outcome {
         target: combination.target,
         loader,
     };
-    let shrinking = Shrinking::of(input, runner, refusal(combination));
+    let mut shrinking = Shrinking::of(input, runner, refusal(combination));
+    shrinking.map = Some(map);
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for mode in MODES {
@@ -587,6 +592,9 @@ struct Shrinking {
     refused: Option<&'static str>,
     /// IN carries DWARF (assembly fixtures do not): step 5 checks it.
     has_debug_info: bool,
+    /// IN's link map, passed to `icf shrink --map` and `icf verify
+    /// --plain-map`.
+    map: Option<PathBuf>,
 }
 
 impl Shrinking {
@@ -614,6 +622,7 @@ impl Shrinking {
             runner,
             expected,
             refused,
+            map: None,
         }
     }
 }
@@ -656,7 +665,7 @@ impl Shrinking {
         {
             panic!("removing {}: {e}", output.display());
         }
-        let shrink = icf_shrink(mode, input, output);
+        let shrink = icf_shrink(mode, input, output, self.map.as_deref());
         let stdout = String::from_utf8_lossy(&shrink.stdout);
         if let Some(reason) = self.refused {
             let stderr = String::from_utf8_lossy(&shrink.stderr);
@@ -767,7 +776,7 @@ impl Shrinking {
         }
 
         // Step 3: the proof.
-        let verify = icf_verify(mode, input, output);
+        let verify = icf_verify(mode, input, output, self.map.as_deref());
         let verified = String::from_utf8_lossy(&verify.stdout);
         if !verify.status.success() || !verified.lines().any(|l| l.starts_with("verified:")) {
             fail(
@@ -1649,6 +1658,45 @@ fn identical_functions_and_address_compared_twins() {
 }
 
 #[test]
+fn anonymous_constants_fold_with_the_link_map() {
+    let outcomes = check(&Program {
+        name: "constants",
+        sources: &[
+            "shrink/constants_a.c",
+            "shrink/constants_b.c",
+            "shrink/constants_main.c",
+        ],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: None,
+        cflags: &[],
+    });
+    // clang keeps each unit's initializers in sections of their own: on
+    // x86-64 (the only target whose data moves by less than a page) the
+    // second unit's copies fold into the first's, with every linker but
+    // gold (which puts `.rodata` in `.text`'s segment, where nothing but
+    // code moves).
+    for (combination, outcome) in &outcomes {
+        if combination.compiler != Compiler::Clang
+            || combination.target != Target::X86_64
+            || combination.linker == Linker::Gold
+        {
+            continue;
+        }
+        for row in &outcome.rows {
+            assert!(
+                row.shrunk.contains("read-only constants folded"),
+                "constants {} {}: no constant folded: {}",
+                combination.label(),
+                row.mode,
+                row.shrunk
+            );
+        }
+    }
+}
+
+#[test]
 fn callers_lookup_tables_and_jump_tables() {
     check(&Program {
         name: "fold_cases",
@@ -1951,7 +1999,7 @@ fn lld_s_erratum_843419_patch_moves_with_the_code() {
         .unwrap_or_else(|e| panic!("running IN: {e}"));
     for mode in MODES {
         let output = dir.join(format!("out-{mode}"));
-        let shrunk = icf_shrink(mode, &input, &output);
+        let shrunk = icf_shrink(mode, &input, &output, None);
         let said = String::from_utf8_lossy(&shrunk.stdout).into_owned();
         assert!(
             shrunk.status.success() && !said.contains("kept in place"),
@@ -1969,7 +2017,7 @@ fn lld_s_erratum_843419_patch_moves_with_the_code() {
         let actual = behaviour(&mut icf_fixtures::run_command(Target::Aarch64, &output))
             .unwrap_or_else(|e| panic!("running OUT: {e}"));
         assert_eq!(actual, expected, "{mode}");
-        let verified = icf_verify(mode, &input, &output);
+        let verified = icf_verify(mode, &input, &output, None);
         assert!(
             verified.status.success(),
             "{}",
@@ -2243,7 +2291,7 @@ fn a_rust_panic_backtrace_names_the_same_frames() {
         );
         for mode in MODES {
             let output = dir.join(format!("out-{linker}-{mode}"));
-            let shrink = icf_shrink(mode, &input, &output);
+            let shrink = icf_shrink(mode, &input, &output, None);
             let stderr = String::from_utf8_lossy(&shrink.stderr);
             assert!(shrink.status.success(), "{linker} {mode}: {stderr}");
             assert!(!stderr.contains("DWARF"), "{linker} {mode}: {stderr}");
@@ -2258,7 +2306,7 @@ fn a_rust_panic_backtrace_names_the_same_frames() {
                 actual, expected,
                 "{linker} {mode}: OUT's backtrace differs from IN's"
             );
-            let verify = icf_verify(mode, &input, &output);
+            let verify = icf_verify(mode, &input, &output, None);
             assert!(verify.status.success(), "{linker} {mode}: {verify:?}");
         }
     }

@@ -14,6 +14,7 @@
 //! their place or target moved, and `.eh_frame_hdr`'s sorted table is
 //! rebuilt from the FDEs that still describe code.
 
+use crate::data_fold::DataFolds;
 use crate::elf::{Elf, SymbolInfo};
 use crate::layout::{Fate, Layout, Region};
 use crate::patch::{Encoding, OMIT, Patches};
@@ -204,6 +205,7 @@ pub fn region(
     shape: &Shape,
     symbols: &[SymbolInfo],
     layout: &Layout,
+    folds: Option<&DataFolds>,
 ) -> anyhow::Result<Option<Region>> {
     let Some(index) = elf.section_named(".eh_frame") else {
         return Ok(None);
@@ -223,10 +225,28 @@ pub fn region(
     let header = elf
         .section_named(".eh_frame_hdr")
         .filter(|&i| (load.vaddr..end).contains(&elf.sections[i].addr));
-    let start = header
+    let mut start = header
         .map(|i| &elf.sections[i])
         .filter(|h| h.addr < eh.addr)
         .map_or(eh.addr, |h| h.addr);
+    // Constants folded in a section before the exception tables (GNU ld
+    // puts `.rodata` first in their segment): the region starts there
+    // when only sections of plain bytes lie between.
+    let folds = folds.filter(|folds| {
+        let rodata = &elf.sections[folds.section];
+        if rodata.addr >= start {
+            return (rodata.addr..end).contains(&rodata.addr);
+        }
+        let before = rodata.addr >= load.vaddr
+            && elf.sections.iter().all(|s| {
+                !(s.is_alloc() && s.size > 0 && (rodata.addr..start).contains(&s.addr))
+                    || s.sh_type == E::SHT_PROGBITS.0
+            });
+        if before {
+            start = rodata.addr;
+        }
+        before
+    });
     let mut sections: Vec<usize> = (0..elf.sections.len())
         .filter(|&i| {
             let s = &elf.sections[i];
@@ -252,7 +272,7 @@ pub fn region(
         .iter()
         .filter(|entry| describes_removed_code(entry, layout))
         .collect();
-    if removed.is_empty() {
+    if removed.is_empty() && folds.is_none() {
         return Ok(None);
     }
     let listed = all
@@ -327,6 +347,19 @@ pub fn region(
                 at += (from - at) % align;
             }
             keep(from, section.addr + section.size, at)
+        } else if let Some(folds) = folds.filter(|folds| folds.section == i) {
+            // Each run of kept bytes after a removed constant keeps its
+            // address modulo the largest alignment of what it holds.
+            let section_end = section.addr + section.size;
+            let mut at = at;
+            let mut from = section.addr;
+            for (next, &(start, end, _)) in folds.removed.iter().enumerate() {
+                at = keep(from, start, at);
+                from = end;
+                let run_end = folds.removed.get(next + 1).map_or(section_end, |r| r.0);
+                at += (from - at) % folds.run_align(from, run_end);
+            }
+            keep(from, section_end, at)
         } else {
             keep(section.addr, section.addr + section.size, at)
         };
@@ -338,6 +371,8 @@ pub fn region(
         end,
         runs,
         new_end: cursor,
+        redirects: folds.map(|folds| folds.removed.clone()).unwrap_or_default(),
+        anchors: folds.map(|folds| folds.anchors.clone()).unwrap_or_default(),
     }))
 }
 

@@ -181,8 +181,9 @@ pub(crate) fn patch(
                 };
             let meaning = old_symbol.wrapping_add(rela.addend as u64);
             // Where the named place goes, when the relocation names it.
-            let mut new_meaning = Some(layout.map(meaning));
-            let moves = layout.moves(place) || layout.moves(meaning);
+            let mapped = layout.map_named(place, meaning);
+            let mut new_meaning = Some(mapped);
+            let moves = layout.moves(place) || mapped != meaning;
             match arch.kept_reloc(rela.r_type) {
                 _ if eh_frame => {}
                 KeptReloc::Address { size } => {
@@ -434,7 +435,7 @@ pub(crate) fn patch(
                                 place,
                                 size,
                             },
-                            layout.map(meaning),
+                            mapped,
                             None,
                         )
                         .map_err(|e| e.context(at()))?;

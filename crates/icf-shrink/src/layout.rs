@@ -162,6 +162,13 @@ pub struct Region {
     pub runs: Vec<(u64, u64, u64)>,
     /// Where the segment's content ends now.
     pub new_end: u64,
+    /// Read-only constants removed as copies of others
+    /// (`data_fold`): (start, end, the kept copy's start), sorted. Their
+    /// addresses are the kept copy's.
+    pub redirects: Vec<(u64, u64, u64)>,
+    /// PC-relative fields in data naming a constant, by place: the start
+    /// of the input section each names (`data_fold`).
+    pub anchors: std::collections::HashMap<u64, u64>,
 }
 
 impl Region {
@@ -177,6 +184,14 @@ impl Region {
     /// Where `address` (in the region) goes: into its run, or for a
     /// dropped byte, where the next run starts.
     fn map(&self, address: u64) -> u64 {
+        let after = self
+            .redirects
+            .partition_point(|&(start, _, _)| start <= address);
+        if let Some(&(start, end, kept)) = after.checked_sub(1).map(|i| &self.redirects[i])
+            && address < end
+        {
+            return self.map(kept + (address - start));
+        }
         match self.run(address) {
             Ok(i) => self.runs[i].2 + (address - self.runs[i].0),
             Err(next) => self.runs.get(next).map_or(self.new_end, |run| run.2),
@@ -464,6 +479,21 @@ impl Layout {
             .collect()
     }
 
+    /// Where the `S + A` of the kept relocation at `place` goes: with
+    /// the input section its symbol lies in, where `data_fold` knows it
+    /// (a PC-relative field in data, whose `S + A` need not lie in that
+    /// section), else as [`Layout::map`].
+    pub fn map_named(&self, place: u64, meaning: u64) -> u64 {
+        match self
+            .region
+            .as_ref()
+            .and_then(|region| region.anchors.get(&place))
+        {
+            Some(&anchor) => self.map(anchor).wrapping_add(meaning.wrapping_sub(anchor)),
+            None => self.map(meaning),
+        }
+    }
+
     /// Whether anything at `address` moves.
     pub fn moves(&self, address: u64) -> bool {
         self.map(address) != address
@@ -633,6 +663,8 @@ pub(crate) mod tests {
             end: 0x200,
             runs: vec![(0x100, 0x140, 0x100), (0x180, 0x200, 0x140)],
             new_end: 0x1c0,
+            redirects: Vec::new(),
+            anchors: Default::default(),
         });
         assert_eq!(layout.map(0x120), 0x120);
         assert_eq!(
@@ -664,6 +696,8 @@ pub(crate) mod tests {
             end: 0x120,
             runs: vec![(0x100, 0x107, 0x100), (0x110, 0x120, 0x108)],
             new_end: 0x118,
+            redirects: Vec::new(),
+            anchors: Default::default(),
         };
         assert_eq!(region.new_size(0x100, 0x120), 0x18);
         assert_eq!(
@@ -671,5 +705,26 @@ pub(crate) mod tests {
             8,
             "from its first kept byte to its last"
         );
+    }
+
+    #[test]
+    fn a_removed_constant_s_addresses_are_its_kept_copy_s() {
+        // 0x100..0x110 kept, 0x110..0x120 a copy of it (removed), 0x120..
+        // moves down to 0x110.
+        let mut layout =
+            Layout::new(Vec::new(), 0x1000, 0x1000, 1, 0x1000, 0x1000, 1, &[]).expect("laid out");
+        layout.region = Some(Region {
+            segment: 0,
+            start: 0x100,
+            end: 0x200,
+            runs: vec![(0x100, 0x110, 0x100), (0x120, 0x200, 0x110)],
+            new_end: 0x1f0,
+            redirects: vec![(0x110, 0x120, 0x100)],
+            anchors: Default::default(),
+        });
+        assert_eq!(layout.map(0x110), 0x100);
+        assert_eq!(layout.map(0x11c), 0x10c, "an offset into it");
+        assert_eq!(layout.map(0x120), 0x110, "the next one's start");
+        assert!(!layout.is_carried(0x118));
     }
 }

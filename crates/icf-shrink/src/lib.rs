@@ -35,6 +35,7 @@
 //!    rewritten).
 
 mod code;
+mod data_fold;
 mod dwarf;
 mod dynamic;
 mod eh_frame;
@@ -69,6 +70,10 @@ pub struct ShrinkOptions {
     pub drop_kept_relocations: bool,
     /// Make the report of what folds (`icf link --report` after the link).
     pub want_report: bool,
+    /// The link's map (`-Map`): with it, the compiler's anonymous
+    /// read-only constants that hold the same bytes fold too
+    /// (`data_fold`).
+    pub map: Option<std::path::PathBuf>,
     /// Testing only: wrong folds made on purpose after planning (see
     /// `icf::PlantedFold`), so that `icf verify` and `--verify` can be
     /// checked to reject them.
@@ -89,6 +94,10 @@ pub struct Shrunk {
     pub kept_in_place: BTreeMap<String, usize>,
     /// FDEs that no longer describe code.
     pub dropped_fdes: usize,
+    /// Read-only constants removed as copies of others (`--map`), and
+    /// the bytes they held.
+    pub folded_constants: usize,
+    pub folded_constant_bytes: u64,
     /// Sections OUT carries empty (kept relocations, DWARF), with their sizes.
     pub emptied: Vec<(String, u64)>,
     /// Why OUT carries the DWARF empty, when IN had some and it could not
@@ -96,8 +105,9 @@ pub struct Shrunk {
     pub debug_dropped: Option<String>,
     /// What folds, when [`ShrinkOptions::want_report`] asked.
     pub report: Option<icf::Report>,
-    /// Wall time of each phase, in order: reading IN, planning and
-    /// patching (every round), the DWARF, writing OUT.
+    /// Wall time of each phase, in order: reading IN, finding the
+    /// constants to fold (`--map`), planning and patching (every round),
+    /// the DWARF, writing OUT.
     pub phases: Vec<(&'static str, std::time::Duration)>,
 }
 
@@ -146,8 +156,16 @@ impl Shrunk {
                 pin::listed(&self.kept_in_place)
             )
         };
+        let constants = if self.folded_constants == 0 {
+            String::new()
+        } else {
+            format!(
+                "; {} read-only constants folded (-{} bytes)",
+                self.folded_constants, self.folded_constant_bytes
+            )
+        };
         format!(
-            "shrunk {}: file {} -> {} bytes (-{}), .text {} -> {} bytes (-{}); {} aliases, {} thunks{in_place}",
+            "shrunk {}: file {} -> {} bytes (-{}), .text {} -> {} bytes (-{}); {} aliases, {} thunks{constants}{in_place}",
             input.display(),
             self.file_before,
             self.file_after,
@@ -174,6 +192,7 @@ pub fn after_link(mode: icf::Mode, always: bool) -> icf::AfterLink {
                     keep_unique: request.keep_unique.clone(),
                     drop_kept_relocations: !request.keep_relocations,
                     want_report: request.want_report,
+                    map: None,
                     plants: Vec::new(),
                 };
                 let shrunk = shrink(input, output, &options)?;
@@ -221,6 +240,25 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let symbols = elf.symbols(shape.symtab).map_err(named)?;
     let relocated = Relocated::of(&elf, &shape).map_err(named)?;
     let load = loading.elapsed();
+    let folding_constants = std::time::Instant::now();
+    let folds = match &options.map {
+        Some(map) => {
+            let mut code_targets: Vec<(u64, u64)> = disassembly
+                .references
+                .iter()
+                .flatten()
+                .flat_map(|(start, found)| {
+                    found
+                        .iter()
+                        .map(move |reference| (start + reference.offset, reference.target))
+                })
+                .collect();
+            code_targets.sort_unstable();
+            data_fold::plan(&elf, &shape, &symbols, arch, &code_targets, map).map_err(named)?
+        }
+        None => None,
+    };
+    let constants_time = folding_constants.elapsed();
     let planning = std::time::Instant::now();
     // Functions kept whole and in place (`pin.rs`): each round plans, lays
     // out and patches; one that finds fields needing more pins starts again.
@@ -268,7 +306,8 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         )
         .map_err(named)?;
         layout.data_aliases = data_aliases;
-        layout.region = eh_frame::region(&elf, &shape, &symbols, &layout).map_err(named)?;
+        layout.region =
+            eh_frame::region(&elf, &shape, &symbols, &layout, folds.as_ref()).map_err(named)?;
         // A copy that must stay right after the code running into it, where
         // a function folded into it would lose its alignment: that function
         // keeps its body, and the plan is made again.
@@ -364,6 +403,14 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         .with_context(|| format!("setting the mode of {}", output.display()))?;
     let write_time = writing.elapsed();
     let kept_in_place = pin::count(&pinned);
+    // The folds the region carried out (none where it could not start at
+    // the folded section).
+    let (folded_constants, folded_constant_bytes) = match (&folds, &layout.region) {
+        (Some(folds), Some(region)) if !region.redirects.is_empty() => {
+            (folds.removed.len(), folds.removed_bytes())
+        }
+        _ => (0, 0),
+    };
     let mut report = report;
     if let Some(report) = &mut report
         && let Some(note) = pin::note(&kept_in_place)
@@ -380,11 +427,14 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         thunks: counts.1,
         kept_in_place,
         dropped_fdes,
+        folded_constants,
+        folded_constant_bytes,
         emptied: written.emptied,
         debug_dropped,
         report,
         phases: vec![
             ("read", load),
+            ("constants", constants_time),
             ("plan and patch", plan_time),
             ("DWARF", debug_time),
             ("write", write_time),

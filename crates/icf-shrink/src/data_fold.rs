@@ -1,0 +1,423 @@
+//! Read-only data folds after the link (`icf shrink --map FILE`): the
+//! compiler's anonymous constants in `.rodata` (rustc's `.Lanon.*`,
+//! clang's `.L__const.*` and switch tables, gcc's `.LC*` in a section of
+//! their own) that hold the same bytes become one, as `icf link` folds
+//! them before the link.
+//!
+//! The image alone cannot do this: a `-q` link writes a reference to a
+//! local constant as one to `.rodata` plus an offset, so neither where one
+//! constant ends nor which constant a field meant survives. The link's map
+//! gives each input section's place, file and alignment; the objects it
+//! names say what each section is (no symbol in it: nothing with a name
+//! whose address a program could compare; no relocation: its bytes are
+//! all it is; not mergeable: the linker did not share its pieces) and
+//! which section each field's relocation names (`icf_linkmap`).
+//!
+//! A constant is removed (its addresses become its kept copy's) only where
+//! every field pointing into or at the end of it is known to name it and
+//! to lie inside it or at its start. A field that names one section and
+//! points into another (`table - 4` for 1-based indexing, one past an
+//! array's end that is the next one's start), or whose section the files
+//! cannot tell, holds every constant it may touch: those keep their bytes.
+//! The sections after a removed constant close up; each run of kept bytes
+//! keeps its address modulo the largest alignment of what it holds
+//! (`eh_frame::region` lays them out). x86-64 only: AArch64 code reaches
+//! data through `adrp` pages a routine may share, so its data moves by
+//! whole pages.
+
+use crate::elf::{Elf, SymbolInfo};
+use crate::shape::Shape;
+use icf_arch::{Architecture, KeptReloc};
+use icf_linkmap::{InputObjects, InputSections, Span};
+use object::elf as E;
+use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// The constants folded in one output section, and what its runs of kept
+/// bytes need.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DataFolds {
+    /// The section folded in (`.rodata`).
+    pub section: usize,
+    /// Removed constants: (start, end, the kept copy's start), sorted.
+    pub removed: Vec<(u64, u64, u64)>,
+    /// PC-relative fields in data, by place: the place each moves with
+    /// (its symbol, its section, or in `.rodata` the input section it
+    /// names; see `Layout::map_named`).
+    pub anchors: HashMap<u64, u64>,
+    /// What holds bytes in the section: (start, end, alignment), sorted.
+    content: Vec<(u64, u64, u64)>,
+    /// Whether bytes no input section covers are padding (the map lists
+    /// every piece of content with its alignment: lld's and mold's).
+    gaps_are_padding: bool,
+    section_align: u64,
+}
+
+impl DataFolds {
+    /// The alignment the kept bytes `from..to` need: the largest of what
+    /// they hold (the section's where the map does not say).
+    pub(crate) fn run_align(&self, from: u64, to: u64) -> u64 {
+        let first = self.content.partition_point(|&(_, end, _)| end <= from);
+        let mut align = 1;
+        let mut covered = from;
+        for &(start, end, need) in self.content[first..].iter().take_while(|c| c.0 < to) {
+            if start > covered && !self.gaps_are_padding {
+                return self.section_align;
+            }
+            align = align.max(need);
+            covered = covered.max(end);
+        }
+        if covered < to && !self.gaps_are_padding {
+            return self.section_align;
+        }
+        align
+    }
+
+    /// Bytes the removed constants held.
+    pub(crate) fn removed_bytes(&self) -> u64 {
+        self.removed
+            .iter()
+            .map(|&(start, end, _)| end - start)
+            .sum()
+    }
+}
+
+/// One constant that may be removed.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    start: u64,
+    end: u64,
+    align: u64,
+}
+
+/// Plans the folds of `.rodata`'s anonymous constants, with the link map
+/// at `map`. `code_targets`: (place, the address it names) of each
+/// decoded code field, sorted. `None` where nothing folds or the image is not one this
+/// can fold (not x86-64, no `.rodata`).
+pub(crate) fn plan(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    symbols: &[SymbolInfo],
+    arch: &dyn Architecture,
+    code_targets: &[(u64, u64)],
+    map: &Path,
+) -> anyhow::Result<Option<DataFolds>> {
+    if elf.machine != E::EM_X86_64.0 {
+        return Ok(None);
+    }
+    let Some(section) = elf.section_named(".rodata") else {
+        return Ok(None);
+    };
+    let rodata = &elf.sections[section];
+    if !rodata.is_alloc() || !rodata.has_bytes() || rodata.size == 0 {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(map)
+        .map_err(|e| anyhow::anyhow!("reading the link map {}: {e}", map.display()))?;
+    let sections =
+        InputSections::parse(&text).map_err(|why| anyhow::anyhow!("{}: {why}", map.display()))?;
+    let objects = InputObjects::new(map, &sections);
+    let (start, end) = (rodata.addr, rodata.addr + rodata.size);
+    let listed = sections.spans_between(start, end);
+    let made = sections.made_between(start, end);
+    // Each object is read once, by whichever thread first asks.
+    let listed_facts: Vec<_> = listed
+        .par_iter()
+        .map(|&span| objects.facts(&sections, span))
+        .collect();
+    let gaps_are_padding = listed.iter().chain(made).all(|span| span.align > 0);
+    // A mergeable section's pieces went wherever the linker merged them
+    // (GNU ld lists each such section at a place it may not hold, over
+    // other sections): no place is its own, and where its bytes are in
+    // GNU ld's layout, only the gaps between the others can say.
+    let (spans, facts): (Vec<Span>, Vec<_>) = listed
+        .iter()
+        .zip(listed_facts)
+        .filter(|(_, facts)| !facts.is_some_and(|facts| facts.merge))
+        .map(|(span, facts)| (*span, facts))
+        .unzip();
+    let spans = spans.as_slice();
+    let mut content: Vec<(u64, u64, u64)> = spans
+        .iter()
+        .zip(&facts)
+        .map(|(span, facts)| {
+            let align = match (span.align, facts) {
+                (0, Some(facts)) => facts.align.max(1),
+                (0, None) => rodata.align.max(1),
+                (align, _) => align,
+            };
+            (span.start, span.end, align)
+        })
+        .chain(made.iter().map(|span| {
+            let align = if span.align == 0 {
+                rodata.align.max(1)
+            } else {
+                span.align
+            };
+            (span.start, span.end, align)
+        }))
+        .collect();
+    content.sort_unstable();
+
+    // Symbols and places of dynamic relocations inside a section keep it.
+    let mut marked: Vec<u64> = symbols
+        .iter()
+        .filter(|s| s.kind != E::STT_SECTION.0 && s.kind != E::STT_FILE.0)
+        .map(|s| s.value)
+        .filter(|&value| (start..end).contains(&value))
+        .collect();
+    // (place, target) of dynamic relocations and GOT slots.
+    let mut loose_targets: Vec<(u64, u64)> = Vec::new();
+    for (index, dynamic) in elf.sections.iter().enumerate() {
+        if dynamic.sh_type == E::SHT_RELA.0 && dynamic.is_alloc() {
+            for rela in elf.relas(index)? {
+                marked.push(rela.offset);
+                loose_targets.push((rela.offset, rela.addend as u64));
+            }
+        }
+    }
+    // What the GOT holds (a non-PIE image's absolute addresses).
+    for got in [".got", ".got.plt"] {
+        if let Some(index) = elf.section_named(got) {
+            let slots = elf.bytes(index).chunks_exact(8).enumerate();
+            loose_targets.extend(slots.filter_map(|(i, word)| {
+                let value = u64::from_le_bytes(word.try_into().ok()?);
+                Some((elf.sections[index].addr + 8 * i as u64, value))
+            }));
+        }
+    }
+    marked.sort_unstable();
+    let marked_in = |span: &Span| {
+        let at = marked.partition_point(|&m| m < span.start);
+        marked.get(at).is_some_and(|&m| m < span.end)
+    };
+
+    let candidates: Vec<Option<Candidate>> = spans
+        .iter()
+        .enumerate()
+        .map(|(i, span)| {
+            let facts = facts[i]?;
+            let alone = i.checked_sub(1).is_none_or(|p| spans[p].end <= span.start)
+                && spans.get(i + 1).is_none_or(|n| n.start >= span.end)
+                && !made
+                    .iter()
+                    .any(|m| m.start < span.end && span.start < m.end);
+            let anonymous = !facts.merge && !facts.relocated && !facts.named;
+            (alone && anonymous && facts.align > 0 && !marked_in(span)).then_some(Candidate {
+                start: span.start,
+                end: span.end,
+                align: facts.align,
+            })
+        })
+        .collect();
+
+    // Fields naming `.rodata`. One whose target decoding or its
+    // relocation gives exactly (code; an address in data) must point into
+    // the section its relocation names, or at its start: every constant
+    // it may otherwise touch keeps its bytes. A PC-relative field in data
+    // (an entry of LLVM's relative lookup tables: `.long str - table`)
+    // counts from a place only the code knows: it moves with the section
+    // it names (its anchor), which must be known.
+    let span_index_at = |address: u64| {
+        let after = spans.partition_point(|span| span.start <= address);
+        after.checked_sub(1).filter(|&i| address < spans[i].end)
+    };
+    let span_index_ending_at = |address: u64| {
+        let after = spans.partition_point(|span| span.start < address);
+        after.checked_sub(1).filter(|&i| spans[i].end == address)
+    };
+    let span_index_of = |span: Span| {
+        let at = spans.partition_point(|s| (s.start, s.end) < (span.start, span.end));
+        spans.get(at).filter(|s| **s == span).map(|_| at)
+    };
+    let mut held: HashSet<usize> = HashSet::new();
+    let hold_around = |target: u64, named: Option<usize>, held: &mut HashSet<usize>| {
+        let inside = span_index_at(target);
+        if named.is_some() && named == inside {
+            return;
+        }
+        held.extend(inside);
+        held.extend(span_index_ending_at(target));
+        held.extend(named);
+    };
+    let mut anchors: HashMap<u64, u64> = HashMap::new();
+    let mut kept_places: HashSet<u64> = HashSet::new();
+    for &(relocations, patched) in &shape.kept {
+        let patched_section = &elf.sections[patched];
+        if !patched_section.is_alloc() {
+            continue;
+        }
+        let code = patched_section.is_executable();
+        for rela in elf.relas(relocations)? {
+            kept_places.insert(rela.offset);
+            let Some(symbol) = symbols.get(rela.sym as usize) else {
+                continue;
+            };
+            if rela.sym == 0 || symbol.shndx == E::SHN_UNDEF.0 || symbol.kind == E::STT_TLS.0 {
+                continue;
+            }
+            let section_symbol = symbol.kind == E::STT_SECTION.0;
+            let base = if section_symbol {
+                elf.sections
+                    .get(usize::from(symbol.shndx))
+                    .map_or(0, |s| s.addr)
+            } else {
+                symbol.value
+            };
+            let meaning = base.wrapping_add(rela.addend as u64);
+            let names_rodata = if section_symbol {
+                usize::from(symbol.shndx) == section
+            } else {
+                (start..end).contains(&symbol.value)
+            };
+            let kind = arch.kept_reloc(rela.r_type);
+            // A PC-relative field in data naming a symbol, or a section
+            // other than the folded one, of data: it moves with that
+            // place (drops in `.rodata` move what follows apart).
+            if !code && kind == KeptReloc::PcRelative && (!section_symbol || !names_rodata) {
+                let holding = elf.section_at(base).map(|i| &elf.sections[i]);
+                let data = holding.is_some_and(|s| {
+                    !s.is_executable()
+                        && !matches!(
+                            s.name.as_str(),
+                            ".eh_frame" | ".eh_frame_hdr" | ".gcc_except_table"
+                        )
+                });
+                if data {
+                    anchors.insert(rela.offset, base);
+                }
+                continue;
+            }
+            let decoded = code_targets
+                .binary_search_by_key(&rela.offset, |&(place, _)| place)
+                .ok()
+                .map(|at| code_targets[at].1);
+            let exact_target = match decoded {
+                Some(target) if code => Some(target),
+                _ if !code && matches!(kind, KeptReloc::Address { .. }) => Some(meaning),
+                _ => None,
+            };
+            if !names_rodata && !exact_target.is_some_and(|t| (start..=end).contains(&t)) {
+                continue;
+            }
+            let named = if section_symbol {
+                objects
+                    .names(&sections, rela.offset)
+                    .and_then(span_index_of)
+            } else {
+                span_index_at(symbol.value)
+            };
+            match exact_target {
+                Some(target) => hold_around(target, named, &mut held),
+                None if !code && kind == KeptReloc::PcRelative => {
+                    if let Some(named) = named {
+                        anchors.insert(rela.offset, spans[named].start);
+                        continue;
+                    }
+                    // Assemblers write a reference into a mergeable
+                    // section through its section symbol only where it
+                    // names its place exactly (the linker finds the piece
+                    // by `S + A`; for any other addend they keep the
+                    // local symbol): `S + A` is the target, in merged
+                    // bytes, which move as one.
+                    if objects.names_merged(&sections, rela.offset).is_some() {
+                        hold_around(meaning, None, &mut held);
+                        continue;
+                    }
+                    // Its target is unknown (the object could not be
+                    // read): it lies at or before `S + A`, by less than
+                    // the field's offset in its table's section. Nothing
+                    // from there to the field moves apart, so `S + A`
+                    // moves with both.
+                    let Some(holding) = sections.span_at(rela.offset) else {
+                        return Ok(None);
+                    };
+                    let lowest = meaning.saturating_sub(rela.offset - holding.start);
+                    let from = lowest.min(rela.offset);
+                    let to = meaning.max(rela.offset + 4);
+                    let first = spans.partition_point(|span| span.end <= from);
+                    held.extend((first..spans.len()).take_while(|&i| spans[i].start <= to));
+                }
+                // A field decoding did not find: its bias is unknown, so
+                // every place it may name is touched.
+                None => {
+                    for bias in 0..=8 {
+                        hold_around(meaning.wrapping_add(bias), None, &mut held);
+                    }
+                }
+            }
+        }
+    }
+    // Dynamic relocations at places no kept relocation describes (the
+    // GOT's), and what the GOT holds: their constants are unknown.
+    for (place, target) in loose_targets {
+        if !kept_places.contains(&place) && (start..=end).contains(&target) {
+            hold_around(target, None, &mut held);
+        }
+    }
+
+    // Equal constants: the first keeps its bytes, the others not held go.
+    let mut groups: HashMap<(u64, &[u8]), u64> = HashMap::new();
+    let mut removed = Vec::new();
+    for (i, candidate) in candidates.iter().enumerate() {
+        let Some(candidate) = candidate else {
+            continue;
+        };
+        let Some(bytes) = elf.read(candidate.start, (candidate.end - candidate.start) as usize)
+        else {
+            continue;
+        };
+        match groups.get(&(candidate.align, bytes)) {
+            Some(&kept) if !held.contains(&i) => {
+                removed.push((candidate.start, candidate.end, kept));
+            }
+            Some(_) => {}
+            None => {
+                groups.insert((candidate.align, bytes), candidate.start);
+            }
+        }
+    }
+    if removed.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(DataFolds {
+        section,
+        removed,
+        anchors,
+        content,
+        gaps_are_padding,
+        section_align: rodata.align.max(1),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folds(content: Vec<(u64, u64, u64)>, gaps_are_padding: bool) -> DataFolds {
+        DataFolds {
+            content,
+            gaps_are_padding,
+            section_align: 64,
+            ..DataFolds::default()
+        }
+    }
+
+    #[test]
+    fn a_run_needs_the_largest_alignment_of_what_it_holds() {
+        let lld = folds(vec![(0, 3, 1), (4, 8, 4), (16, 48, 16)], true);
+        assert_eq!(lld.run_align(0, 3), 1);
+        assert_eq!(lld.run_align(0, 8), 4);
+        assert_eq!(lld.run_align(4, 64), 16);
+        assert_eq!(lld.run_align(48, 64), 1, "padding alone");
+    }
+
+    #[test]
+    fn where_the_map_may_hide_content_a_run_keeps_the_section_s_alignment() {
+        let gnu = folds(vec![(0, 3, 1), (4, 8, 4)], false);
+        assert_eq!(gnu.run_align(0, 3), 1);
+        assert_eq!(gnu.run_align(0, 8), 64, "a gap at 3");
+        assert_eq!(gnu.run_align(4, 12), 64, "past the last section");
+    }
+}
