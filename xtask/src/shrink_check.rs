@@ -1,8 +1,9 @@
 //! The ripgrep half of `icf shrink`'s check (part of `cargo xtask
-//! peer-check`): the recorded ripgrep link replayed with `-Wl,-q` by lld
-//! and by GNU ld, each shrunk by `icf shrink` in mode safe and mode all.
-//! Every OUT must search exactly like IN (`peer::SEARCHES`) and pass `icf
-//! verify` against it. Printed per linker: file, stripped file and `.text`
+//! peer-check`): the recorded ripgrep link replayed with `-Wl,-q` (and
+//! `-Map`) by lld and by GNU ld, each shrunk by `icf shrink` in mode safe
+//! and mode all, without and with `--map` (anonymous constants folded
+//! too). Every OUT must search exactly like IN (`peer::SEARCHES`) and pass
+//! `icf verify` (`--plain-map` with the map) against it. Printed per linker: file, stripped file and `.text`
 //! bytes of IN, of each OUT, of `icf link --mode safe`'s link of the same
 //! inputs, and of `llvm-bolt-19 --icf` on IN (the one other post-link
 //! folder; it adds a segment, so its file grows).
@@ -74,8 +75,10 @@ pub(crate) fn run(
     for (linker, folded, plain) in icf_links {
         let name = linker.name();
         let input = scratch.join(format!("{name}-q"));
-        if !input.exists() {
-            capture(&mut corpus.link_command(*linker, &input, &["-Wl,-q"])?)
+        let map = scratch.join(format!("{name}-q.map"));
+        if !input.exists() || !map.exists() {
+            let map_flag = format!("-Wl,-Map={}", map.display());
+            capture(&mut corpus.link_command(*linker, &input, &["-Wl,-q", &map_flag])?)
                 .with_context(|| format!("linking with {name} -q"))?;
         }
         println!("\nicf shrink on ripgrep linked with -q by {name}");
@@ -96,15 +99,22 @@ pub(crate) fn run(
         };
         row(&format!("IN ({name} -q)"), base, base);
         let mut safe_saving = 0;
-        for mode in ["safe", "all"] {
-            let output = scratch.join(format!("shrunk-{mode}-{name}"));
+        let mut mapped_saving = 0;
+        for (mode, with_map) in [
+            ("safe", false),
+            ("all", false),
+            ("safe", true),
+            ("all", true),
+        ] {
+            let mapped = if with_map { "-map" } else { "" };
+            let output = scratch.join(format!("shrunk-{mode}{mapped}-{name}"));
             let started = Instant::now();
             let mut shrink = Command::new(icf);
-            shrink
-                .args(["shrink", "--mode", mode])
-                .arg(&input)
-                .arg("-o")
-                .arg(&output);
+            shrink.args(["shrink", "--mode", mode]);
+            if with_map {
+                shrink.arg("--map").arg(&map);
+            }
+            shrink.arg(&input).arg("-o").arg(&output);
             capture(&mut shrink).with_context(|| format!("running {}", display(&shrink)))?;
             let took = started.elapsed();
             for search in SEARCHES {
@@ -118,10 +128,11 @@ pub(crate) fn run(
                 }
             }
             let mut verify = Command::new(icf);
-            verify
-                .args(["verify", "--mode", mode])
-                .arg(&input)
-                .arg(&output);
+            verify.args(["verify", "--mode", mode]);
+            if with_map {
+                verify.arg("--plain-map").arg(&map);
+            }
+            verify.arg(&input).arg(&output);
             let verified = verify
                 .output()
                 .with_context(|| format!("running {}", display(&verify)))?;
@@ -134,11 +145,18 @@ pub(crate) fn run(
                 ));
             }
             let out = sizes(&output, scratch)?;
-            if mode == "safe" {
-                safe_saving = base.stripped as i64 - out.stripped as i64;
+            let saving = base.stripped as i64 - out.stripped as i64;
+            match (mode, with_map) {
+                ("safe", false) => safe_saving = saving,
+                ("safe", true) => mapped_saving = saving,
+                _ => {}
             }
+            let flag = if with_map { " --map" } else { "" };
             row(
-                &format!("icf shrink --mode {mode} ({:.2} s)", took.as_secs_f64()),
+                &format!(
+                    "icf shrink --mode {mode}{flag} ({:.2} s)",
+                    took.as_secs_f64()
+                ),
                 out,
                 base,
             );
@@ -166,6 +184,19 @@ pub(crate) fn run(
         if safe_saving < target {
             failures.push(format!(
                 "icf shrink on the {name} link saves {safe_saving} stripped bytes, below {target}"
+            ));
+        }
+        let link_saving = plain_sizes.stripped as i64 - linked.stripped as i64;
+        println!(
+            "  with --map, OUT (safe) stripped is {mapped_saving} bytes smaller than IN stripped: \
+             {:.1}% of icf link --mode safe's {link_saving} stripped bytes ({:.1}% without)",
+            100.0 * mapped_saving as f64 / link_saving.max(1) as f64,
+            100.0 * safe_saving as f64 / link_saving.max(1) as f64,
+        );
+        if mapped_saving < safe_saving {
+            failures.push(format!(
+                "icf shrink --map on the {name} link saves {mapped_saving} stripped bytes, \
+                 less than without the map ({safe_saving})"
             ));
         }
     }
