@@ -1,5 +1,5 @@
-//! After the link: `icf shrink` on each real corpus's plain lld link made
-//! with `-Wl,-q` (IN), in both modes, against that corpus's plain lld link
+//! After the link: `icf shrink --map` on each real corpus's plain lld link
+//! made with `-Wl,-q` and its map (IN), in both modes, against that corpus's plain lld link
 //! (no `-q`) and `icf link --mode safe` in front of lld on the same
 //! objects. opt_lite is measured twice: as the corpus builds it (its own
 //! object compiled by clang++-19) and with that object compiled by g++
@@ -8,7 +8,8 @@
 //! Per build and mode: one untimed `icf shrink --report` (what it kept in
 //! place, by kind), then `runs` timed rounds under GNU time (fastest wall,
 //! largest peak RSS); OUT's `.text` and stripped size; OUT must behave as IN
-//! (the corpus's check) and `icf verify --mode M IN OUT` must prove it. A
+//! (the corpus's check) and `icf verify --mode M --plain-map MAP IN OUT`
+//! must prove it. A
 //! shrink that fails, refuses, behaves otherwise or does not verify breaks
 //! the bench. For the g++ build, whose links the corpus rows do not make,
 //! the plain lld link is timed in the same rounds and `icf link --mode
@@ -213,7 +214,13 @@ fn shrink_build(
         failure: None,
     };
     eprintln!("    lld -q link of the {compiler} build");
-    if let Err(error) = capture(&mut corpus.link_command(Linker::Lld, &input, &["-Wl,-q"])?) {
+    // With its map, the shrink folds anonymous constants too (`--map`)
+    // and verify reads IN by it (`--plain-map`).
+    let map = dir.join(format!("{tag}-lld-q.map"));
+    let map_flag = format!("-Wl,-Map={}", map.display());
+    if let Err(error) =
+        capture(&mut corpus.link_command(Linker::Lld, &input, &["-Wl,-q", &map_flag])?)
+    {
         build.failure = Some(format!("{error:#}"));
         return Ok(build);
     }
@@ -230,6 +237,8 @@ fn shrink_build(
             let mut command = Command::new(icf);
             command
                 .args(["shrink", "--mode", mode])
+                .arg("--map")
+                .arg(&map)
                 .arg(&input)
                 .arg("-o")
                 .arg(&output);
@@ -276,7 +285,7 @@ fn shrink_build(
                 output.display()
             ));
         }
-        match verify(icf, mode, prepared, &input, &output) {
+        match verify(icf, mode, prepared, &input, &output, &map) {
             Ok(summary) => result.verified = Some(summary),
             Err(error) => result.failure = Some(format!("{error:#}")),
         }
@@ -301,17 +310,22 @@ fn kept_in_place(report: &Path) -> Result<BTreeMap<String, u64>> {
         .unwrap_or_default())
 }
 
-/// `icf verify --mode MODE IN OUT` (opt_lite with `--assume-odr`: C++
-/// inline functions are one function in every unit): its summary line.
+/// `icf verify --mode MODE --plain-map MAP IN OUT` (opt_lite with
+/// `--assume-odr`: C++ inline functions are one function in every unit):
+/// its summary line.
 fn verify(
     icf: &Path,
     mode: &str,
     prepared: &Prepared,
     input: &Path,
     output: &Path,
+    map: &Path,
 ) -> Result<String> {
     let mut verify = Command::new(icf);
-    verify.args(["verify", "--mode", mode]);
+    verify
+        .args(["verify", "--mode", mode])
+        .arg("--plain-map")
+        .arg(map);
     if prepared.name.starts_with("llvm") {
         verify.arg("--assume-odr");
     }
@@ -459,7 +473,7 @@ pub(super) fn write_table(md: &mut String, builds: &[Build]) {
         return;
     }
     md.push_str(
-        "\nAfter the link: `icf shrink --mode M IN -o OUT`, IN the plain lld link with `-Wl,-q` \
+        "\nAfter the link: `icf shrink --mode M --map MAP IN -o OUT`, IN the plain lld link with `-Wl,-q` and its map \
          (time and RSS against the plain lld link without `-q`; saving in stripped bytes, \
          against `icf link --mode safe` + lld's on the same objects).\n\n\
          | objects by | mode | shrink ms | ÷ plain lld | peak RSS MiB | .text IN → OUT | stripped saved | ÷ icf link safe | kept in place | icf verify |\n\
