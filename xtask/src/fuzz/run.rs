@@ -219,6 +219,10 @@ pub(super) struct Plan {
     runner: Vec<String>,
     /// The link's `--keep-unique` symbols.
     keep_unique: Vec<String>,
+    /// The plain link keeps its relocations (`-q`) and writes its map
+    /// (`plain.map`), which `icf shrink --map` and the shrunk binaries'
+    /// `icf verify --plain-map` read.
+    mapped: bool,
 }
 
 impl Plan {
@@ -325,11 +329,15 @@ impl Plan {
             link,
             runner,
             keep_unique: config.keep_unique.clone(),
+            mapped: config.keep_relocs,
         }
     }
 
     fn plain_link(&self) -> Step {
         let mut args = self.link.clone();
+        if self.mapped {
+            args.push("-Wl,-Map=plain.map".into());
+        }
         args.extend(["-o".into(), "plain".into()]);
         Step { args }
     }
@@ -388,12 +396,25 @@ impl Plan {
         for symbol in &self.keep_unique {
             args.extend(["--keep-unique".into(), symbol.clone()]);
         }
+        if self.mapped {
+            args.extend(["--map".into(), "plain.map".into()]);
+        }
         args.extend([
             "plain".into(),
             "-o".into(),
             format!("shrunk-{}", mode.name()),
         ]);
         Step { args }
+    }
+
+    /// `icf verify` of a shrunk binary, with the plain link's map.
+    fn verify_shrunk(&self, mode: Mode, binary: &str) -> Step {
+        let mut step = self.verify_binary(mode, binary);
+        if self.mapped {
+            step.args
+                .splice(2..2, ["--plain-map".to_string(), "plain.map".to_string()]);
+        }
+        step
     }
 
     fn verify(&self, mode: Mode) -> Step {
@@ -804,7 +825,7 @@ fn check_shrink(
         });
         return Ok(());
     }
-    let verify = plan.verify_binary(mode, &binary);
+    let verify = plan.verify_shrunk(mode, &binary);
     let output = execute(&verify, dir, tools)?;
     if !timed_out(&verify, &output, mode, outcome) && !output.status.success() {
         outcome.findings.push(Finding {
@@ -890,7 +911,7 @@ fn write_reproduction(program: &Program, plan: &Plan, dir: &Path, outcome: &Outc
                  echo 'icf shrink --mode {name} refused or failed'\nfi",
                 plan.shrink(mode).shell(),
                 plan.run(&format!("shrunk-{name}")).shell(),
-                plan.verify_binary(mode, &format!("shrunk-{name}")).shell()
+                plan.verify_shrunk(mode, &format!("shrunk-{name}")).shell()
             );
         }
     }
