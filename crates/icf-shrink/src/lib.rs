@@ -418,6 +418,14 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         report.notes.push(note);
         report.kept_in_place = kept_in_place.clone();
     }
+    if let Some(report) = &mut report
+        && folded_constants > 0
+    {
+        report.notes.push(format!(
+            "{folded_constants} anonymous read-only constants folded into copies of theirs \
+             ({folded_constant_bytes} bytes of .rodata), read through the link map"
+        ));
+    }
     Ok(Shrunk {
         file_before: data.len() as u64,
         file_after: written.bytes.len() as u64,
