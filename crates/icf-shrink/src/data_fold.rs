@@ -309,6 +309,16 @@ pub(crate) fn plan(
                 span_index_at(symbol.value)
             };
             match exact_target {
+                // A symbol's own place (a string after a constant, the
+                // next object's start) means what starts there; so does a
+                // place in merged strings or constants (see below: an
+                // assembler names one through the section symbol only
+                // exactly).
+                Some(target) if !section_symbol && target == symbol.value => {}
+                Some(_)
+                    if section_symbol
+                        && named.is_none()
+                        && objects.names_merged(&sections, rela.offset).is_some() => {}
                 Some(target) => hold_around(target, named, &mut held),
                 None if !code && kind == KeptReloc::PcRelative => {
                     if let Some(named) = named {
