@@ -2148,6 +2148,65 @@ fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_
 /// kind in its summary and its JSON report, and OUT behaves as IN and
 /// verifies (steps 1 to 4).
 #[test]
+fn a_pointer_one_past_a_constant_s_end_keeps_the_constant() {
+    // `fixtures/shrink/constant_ends.s`: `.Lm2` folds into `.Lm1`, `.Lk2`
+    // (whose end `sum_k2` points at, `.Lk3`'s start) keeps its bytes.
+    // The objects are compiled apart (not by the link's driver, whose
+    // temporary objects are gone when the shrink reads the map).
+    let dir = fresh_dir("constant_ends");
+    let mut failures = Vec::new();
+    for linker in Linker::ALL {
+        for flavour in [Flavour::Pie, Flavour::NoPie] {
+            let label = format!("{}-{}", linker.name(), flavour.name());
+            let input = dir.join(format!("in-{label}"));
+            let map = dir.join(format!("in-{label}.map"));
+            let build = Build {
+                extra_flags: flavour.code_model().iter().map(|f| f.to_string()).collect(),
+                ..Build::new(Compiler::Gcc)
+            };
+            let map_flag = format!("-Wl,-Map={}", map.display());
+            let mut flags = flavour.link_flags().to_vec();
+            flags.extend(["-Wl,-q", map_flag.as_str()]);
+            link(
+                &build,
+                false,
+                linker,
+                &["shrink/constant_ends.s", "shrink/constant_ends_main.c"],
+                &flags,
+                &input,
+            );
+            let runner = Runner {
+                target: Target::X86_64,
+                loader: None,
+            };
+            let mut shrinking = Shrinking::of(input.clone(), runner, None);
+            shrinking.map = Some(map);
+            for mode in MODES {
+                let output = dir.join(format!("out-{label}-{mode}"));
+                let context = format!("constant_ends {label} {mode}");
+                let (row, failed) = shrinking.shrink(mode, &output, &context);
+                failures.extend(failed);
+                // gold puts `.rodata` in `.text`'s segment: nothing folds.
+                if linker != Linker::Gold {
+                    assert!(
+                        row.shrunk
+                            .contains("; 1 read-only constants folded (-12 bytes)"),
+                        "{context}: {}",
+                        row.shrunk
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} checks failed:\n\n{}",
+        failures.len(),
+        describe(&failures.iter().collect::<Vec<_>>(), 16)
+    );
+}
+
+#[test]
 fn functions_no_new_layout_can_describe_keep_their_place() {
     let dir = fresh_dir("kept_in_place");
     let source = icf_fixtures::source_dir().join("shrink/kept_in_place.s");
