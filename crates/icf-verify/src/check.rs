@@ -1411,7 +1411,12 @@ impl<'a> Checker<'a> {
         // whole `.rodata` as strings while rustc's strings in it have no
         // NUL; it is read like a pointer in data to text below.
         let rust_data_pointer = self.plain_is_rust && check.functions.is_none();
-        let len = if section.strings && c_string && nul_in_object && !rust_data_pointer {
+        // lld marks an output section mergeable strings when one input is,
+        // and puts merged strings in a section of its own (`<internal>`):
+        // where PLAIN's map and objects say the place lies in an input
+        // section that is not mergeable, it holds no such string.
+        let strings = section.strings && !self.in_unmerged_input_section(p);
+        let len = if strings && c_string && nul_in_object && !rust_data_pointer {
             // A mergeable-strings section holds strings that end at their
             // NUL: the linker merges them by it, and a suffix of one may be
             // another string (so a referenced place inside is no bound).
@@ -1437,6 +1442,18 @@ impl<'a> Checker<'a> {
             to_bound
         };
         self.compare_data(check, p, f, len)
+    }
+
+    /// Whether PLAIN's map places `address` in an input section its object
+    /// says is not mergeable (with `--plain-map` and the object at hand).
+    fn in_unmerged_input_section(&self, address: u64) -> bool {
+        let (Some(map), Some(objects)) = (&self.plain.input_sections, &self.plain.input_objects)
+        else {
+            return false;
+        };
+        map.span_at(address)
+            .and_then(|span| objects.facts(map, span))
+            .is_some_and(|facts| !facts.merge)
     }
 
     /// The length of a Rust fat pointer (`&str`, `&[u8]`) in data whose
