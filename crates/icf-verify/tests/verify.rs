@@ -2838,3 +2838,117 @@ fn an_empty_function_is_only_its_address() {
     let (folded, folded_map) = link("folded", "after_f", "mov $1, %eax\n ret");
     proved_only_with_maps(&plain, &folded, (plain_map, folded_map), "");
 }
+
+/// What clang -O2 -fno-pic makes of `const int u[10] = {...}; return
+/// u[i - 1];`: an absolute, indexed load whose displacement is the
+/// array's address less one element (`movl .Lb-4(,%rax,4), %eax`), so the
+/// displacement itself lies in the padding before the array and only
+/// displacement + 4i (i >= 1) is in it. `b_one_based` indexes `b_array`;
+/// `.La` and `.Lb` are equal, `.Lc` starts with the same word (and the
+/// same padding before it) and then differs; `c_first` makes `.Lc`'s
+/// start a place code references, and `b_first` (when `b_first`) `.Lb`'s.
+fn one_based_unit(b_array: &str, b_first: bool) -> String {
+    let reader = |name: &str, array: &str| {
+        function(
+            name,
+            &format!("  movslq %edi, %rax\n  movl {array}-4(,%rax,4), %eax\n  ret"),
+        )
+    };
+    let first =
+        |name: &str, array: &str| function(name, &format!("  movl {array}(%rip), %eax\n  ret"));
+    let constant = |label: &str, values: &str| {
+        format!(
+            ".section .rodata..L__const{label},\"a\",@progbits\n.p2align 4\n{label}: .long {values}\n"
+        )
+    };
+    [
+        ".globl a_one_based, b_one_based, c_first\n".to_string(),
+        reader("a_one_based", ".La"),
+        reader("b_one_based", b_array),
+        first("c_first", ".Lc"),
+        if b_first {
+            first("b_first", ".Lb")
+        } else {
+            String::new()
+        },
+        constant(".Lz", "7"),
+        constant(".La", "11, 22, 33, 44, 55, 66, 77, 88, 99, 110"),
+        constant(".Lb", "11, 22, 33, 44, 55, 66, 77, 88, 99, 110"),
+        constant(".Lc", "11, 99, 88, 77, 66, 55, 44, 33, 22, 111"),
+        // clang's strings: lld then marks the whole `.rodata` as strings.
+        ".section .rodata.str1.1,\"aMS\",@progbits,1\n.asciz \"one_based\"\n".to_string(),
+        ".section .note.GNU-stack,\"\",@progbits\n".to_string(),
+    ]
+    .concat()
+}
+
+/// An indexed load whose displacement is an array's address less one
+/// element reads the array, not the padding the displacement points
+/// into (an `icf shrink` fold of constants once redirected it to equal
+/// padding before other data, and verify compared the padding's first
+/// byte: `.rodata` holds strings, and it starts with a NUL). FOLDED
+/// redirecting it to the same padding before other data (the same first
+/// element, then others) must be rejected, with PLAIN's map and input
+/// object, with the map alone and without either, and also where other
+/// code references the array's start (the first place known after the
+/// displacement); redirecting it to the array's twin must still prove.
+#[test]
+fn an_indexed_load_from_before_an_array_reads_the_array() {
+    let dir = work_dir("indexed_before_array");
+    let main = dir.join("main.c");
+    std::fs::write(
+        &main,
+        "#include <stdio.h>\n\
+         int a_one_based(int); int b_one_based(int); int c_first(void);\n\
+         int main(void) {\n\
+           for (int i = 1; i <= 10; i++) printf(\"%d %d\\n\", a_one_based(i), b_one_based(i));\n\
+           printf(\"%d\\n\", c_first());\n\
+           return 0;\n\
+         }\n",
+    )
+    .expect("writing main");
+    let flags = [LLD[0], LLD[1], "-no-pie", "-Wl,-q"];
+    let output = |binary: &Path| {
+        let output = Command::new(binary).output().expect("running a link");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    for b_first in [false, true] {
+        let link = |name: &str, b_array: &str| {
+            let name = format!("{name}{}", if b_first { "_b_first" } else { "" });
+            let units = [("u", one_based_unit(b_array, b_first))];
+            assembled_link(&dir, &name, &units, &main, &flags)
+        };
+        let (plain, plain_map) = link("plain", ".Lb");
+        let (good, _) = link("good", ".La");
+        let (wrong, _) = link("wrong", ".Lc");
+        assert_eq!(output(&plain), output(&good));
+        assert_ne!(output(&plain), output(&wrong), "the wrong fold must differ");
+        let options = |map: bool| VerifyOptions {
+            mode: Mode::Safe,
+            plain_map: map.then(|| plain_map.clone()),
+            ..VerifyOptions::default()
+        };
+        let object = plain.with_file_name("u.o");
+        for (map, objects) in [(true, true), (true, false), (false, false)] {
+            if !objects {
+                let _ = std::fs::rename(&object, object.with_extension("o.moved"));
+            }
+            let case = format!("b_first {b_first}, map {map}, objects {objects}");
+            let proved = verify(&plain, &good, &options(map)).expect("valid inputs");
+            assert!(proved.passed(), "{case}:\n{proved}");
+            let rejected = verify(&plain, &wrong, &options(map)).expect("valid inputs");
+            let difference = rejected.difference.unwrap_or_else(|| {
+                panic!(
+                    "{case}: the load reads the array, not the padding ({})",
+                    rejected.stats
+                )
+            });
+            assert_eq!(
+                difference.kind,
+                DifferenceKind::DataDiffers,
+                "{case}: {difference}"
+            );
+            assert_eq!(difference.function, "b_one_based", "{case}: {difference}");
+        }
+    }
+}
