@@ -2952,3 +2952,57 @@ fn an_indexed_load_from_before_an_array_reads_the_array() {
         }
     }
 }
+
+/// A function `name` dispatching on %edi through an absolute jump table
+/// at `table` (`-fno-pic`), from the element `first` (0 or 1: a table of
+/// cases 1 and 2 is read from its address less an element), into its
+/// cases, which return `values`.
+fn based_switch(name: &str, table: &str, first: u32, values: [u32; 2]) -> String {
+    let (l0, l1) = (format!("{table}_0"), format!("{table}_1"));
+    function(
+        name,
+        &format!(
+            "  and $1, %edi\n  add ${first}, %edi\n  jmp *{table}-{}(,%rdi,8)\n{l0}:\n  mov ${}, %eax\n  ret\n{l1}:\n  mov ${}, %eax\n  ret",
+            8 * first,
+            values[0],
+            values[1]
+        ),
+    ) + &format!(".section .rodata\n.p2align 3\n{table}: .quad {l0}, {l1}\n")
+}
+
+/// `-fno-pic` code indexing a string with a base register as well as an
+/// index (clang's `movsbl .L.str(%rsi,%rax)` for `"..."[b % 13]`): the
+/// displacement starts the string, and what follows it, another
+/// function's jump table, is no part of what the code indexes. `sw_a`'s
+/// table follows the string in PLAIN; folding `sw_a` into its twin
+/// `sw_b`, whose address `get_b` observes, drops that table, so FOLDED's
+/// string is followed by `sw_c`'s. The fold is correct.
+#[test]
+fn an_indexed_string_does_not_run_into_the_next_jump_table() {
+    let layout = |folded: bool| {
+        let index = function(
+            "idx",
+            "  and $7, %esi\n  mov %rdi, %rax\n  and $3, %eax\n  movsbl .Lstr(%rsi,%rax), %eax\n  ret",
+        );
+        let string = ".section .rodata\n.p2align 4\n.Lstr: .asciz \"mqwxyquenirdo\"\n";
+        let sw_a = if folded {
+            alias("sw_a", "sw_b", 20)
+        } else {
+            based_switch("sw_a", ".Lta", 0, [10, 11])
+        };
+        let sw_c = based_switch("sw_c", ".Ltc", 0, [20, 21]);
+        let sw_b = based_switch("sw_b", ".Ltb", 0, [10, 11]);
+        let get_b = function("get_b", "  mov $sw_b, %eax\n  ret");
+        x86_program(
+            &format!("{index}{string}{sw_a}{sw_c}{sw_b}{get_b}"),
+            &["idx", "sw_a", "sw_b", "sw_c", "get_b"],
+        )
+    };
+    let (plain, folded) = x86_pair(
+        "indexed_string",
+        &layout(false),
+        &layout(true),
+        &["-no-pie", "-Wl,-q"],
+    );
+    assert_passes(&plain, &folded, Mode::Safe);
+}
