@@ -3006,3 +3006,93 @@ fn an_indexed_string_does_not_run_into_the_next_jump_table() {
     );
     assert_passes(&plain, &folded, Mode::Safe);
 }
+
+/// What clang -fno-pic makes of a unit without `-fdata-sections`: one
+/// `.rodata` holding a constant `u` that `u[i - 1]` indexes (`movl
+/// u-4(,%rax,4)`, its displacement in the padding before `u`) and the
+/// absolute jump tables of `sw_a` and its twin `sw_b`, whose address
+/// `get_b` observes. Folded, `sw_a` is `sw_b` and its table's entries
+/// jump into `sw_b`.
+fn unit_with_tables(folded: bool) -> String {
+    let switch = |name: &str, table: &str, cases: [&str; 2]| {
+        function(
+            name,
+            &format!(
+                "  cmp $1, %edi\n  ja {table}_d\n  mov %edi, %edi\n  jmp *{table}(,%rdi,8)\n{}:\n  mov $10, %eax\n  ret\n{}:\n  mov $11, %eax\n  ret\n{table}_d:\n  xor %eax, %eax\n  ret",
+                cases[0], cases[1]
+            ),
+        )
+    };
+    let (sw_a, a_cases) = if folded {
+        (alias("sw_a", "sw_b", 29), [".Ltb_0", ".Ltb_1"])
+    } else {
+        (
+            switch("sw_a", ".Lta", [".Lta_0", ".Lta_1"]),
+            [".Lta_0", ".Lta_1"],
+        )
+    };
+    [
+        ".globl reader, sw_a, sw_b, get_b\n".to_string(),
+        function(
+            "reader",
+            "  movslq %edi, %rax\n  movl u-4(,%rax,4), %eax\n  ret",
+        ),
+        switch("sw_b", ".Ltb", [".Ltb_0", ".Ltb_1"]),
+        sw_a,
+        function("get_b", "  mov $sw_b, %eax\n  ret"),
+        format!(
+            ".section .rodata,\"a\",@progbits\n.long 7\n.p2align 4\n\
+             .type u,@object\nu: .long 11, 22, 33, 44\n.size u, 16\n\
+             .p2align 3\n.Lta: .quad {}, {}\n.Ltb: .quad .Ltb_0, .Ltb_1\n",
+            a_cases[0], a_cases[1]
+        ),
+        ".section .note.GNU-stack,\"\",@progbits\n".to_string(),
+    ]
+    .concat()
+}
+
+/// With PLAIN's map, the run `u[i - 1]` may reach is the whole `.rodata`
+/// of its unit (see [`unit_with_tables`]), jump tables and all: their
+/// entries jump into their functions and observe no function's address,
+/// so folding `sw_a` into `sw_b`, whose address is observed, is correct.
+#[test]
+fn a_jump_table_in_an_indexed_run_observes_no_address() {
+    let dir = work_dir("indexed_run_tables");
+    let main = dir.join("main.c");
+    std::fs::write(
+        &main,
+        "#include <stdio.h>\n\
+         int reader(int); int sw_a(int); int sw_b(int); unsigned get_b(void);\n\
+         int main(void) {\n\
+           for (int i = 1; i <= 4; i++) printf(\"%d\\n\", reader(i));\n\
+           printf(\"%d %d %d\\n\", sw_a(1), sw_b(0), get_b() != 0);\n\
+           return 0;\n\
+         }\n",
+    )
+    .expect("writing main");
+    let flags = [LLD[0], LLD[1], "-no-pie", "-Wl,-q"];
+    let link = |name: &str, folded: bool| {
+        assembled_link(
+            &dir,
+            name,
+            &[("u", unit_with_tables(folded))],
+            &main,
+            &flags,
+        )
+    };
+    let (plain, plain_map) = link("plain", false);
+    let (folded, _) = link("folded", true);
+    let object = plain.with_file_name("u.o");
+    for (map, objects) in [(true, true), (true, false), (false, false)] {
+        if !objects {
+            let _ = std::fs::rename(&object, object.with_extension("o.moved"));
+        }
+        let options = VerifyOptions {
+            mode: Mode::Safe,
+            plain_map: map.then(|| plain_map.clone()),
+            ..VerifyOptions::default()
+        };
+        let outcome = verify(&plain, &folded, &options).expect("valid inputs");
+        assert!(outcome.passed(), "map {map}, objects {objects}:\n{outcome}");
+    }
+}
