@@ -134,15 +134,8 @@ impl InputObjects {
     /// relocation at `field` named, by its object; `None` when the object
     /// cannot say (see the module's header).
     pub fn named_at(&self, map: &InputSections, field: u64, target: u64) -> Option<Named> {
-        let holding = map.span_at(field)?;
-        let object = self.object(map, holding.file)?;
-        let section = object.unique(map.section_name(holding.name), size(holding))?;
-        let offset = field - holding.start;
-        let relocations = &object.sections[section].relocations;
-        let at = relocations
-            .binary_search_by_key(&offset, |&(o, _)| o)
-            .ok()?;
-        let Some(RelocSymbol::Here(named_target)) = relocations[at].1 else {
+        let (holding, object, named) = self.relocation_at(map, field)?;
+        let Some(RelocSymbol::Here(named_target)) = named else {
             return None;
         };
         let named = &object.sections[named_target.section];
@@ -184,15 +177,8 @@ impl InputObjects {
         field: u64,
         target: u64,
     ) -> Option<(&'m str, String)> {
-        let holding = map.span_at(field)?;
-        let object = self.object(map, holding.file)?;
-        let section = object.unique(map.section_name(holding.name), size(holding))?;
-        let relocations = &object.sections[section].relocations;
-        let offset = field - holding.start;
-        let at = relocations
-            .binary_search_by_key(&offset, |&(o, _)| o)
-            .ok()?;
-        match relocations[at].1? {
+        let (holding, object, named) = self.relocation_at(map, field)?;
+        match named? {
             RelocSymbol::Here(named) => {
                 let named = &object.sections[named.section];
                 if named.size != 0 {
@@ -262,6 +248,20 @@ impl InputObjects {
     /// The file holding `field` and the section of it the relocation
     /// there names.
     fn named_section(&self, map: &InputSections, field: u64) -> Option<(u32, &ObjectSectionInfo)> {
+        let (holding, object, named) = self.relocation_at(map, field)?;
+        let Some(RelocSymbol::Here(named)) = named else {
+            return None;
+        };
+        Some((holding.file, object.sections.get(named.section)?))
+    }
+
+    /// The relocation at `field`, by its object: the input section
+    /// holding the field, that object, and what the relocation names.
+    fn relocation_at(
+        &self,
+        map: &InputSections,
+        field: u64,
+    ) -> Option<(Span, &Sections, Option<RelocSymbol>)> {
         let holding = map.span_at(field)?;
         let object = self.object(map, holding.file)?;
         let section = object.unique(map.section_name(holding.name), size(holding))?;
@@ -270,10 +270,7 @@ impl InputObjects {
         let at = relocations
             .binary_search_by_key(&offset, |&(o, _)| o)
             .ok()?;
-        let Some(RelocSymbol::Here(named)) = relocations[at].1 else {
-            return None;
-        };
-        Some((holding.file, object.sections.get(named.section)?))
+        Some((holding, object, relocations[at].1))
     }
 
     /// Whether the input section holding `address` is in a COMDAT group
