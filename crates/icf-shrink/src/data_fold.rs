@@ -295,7 +295,9 @@ pub(crate) fn plan(
                 .map(|at| code_targets[at].1);
             let exact_target = match decoded {
                 Some(target) if code => Some(target),
-                _ if !code && matches!(kind, KeptReloc::Address { .. }) => Some(meaning),
+                // An absolute address, in data or in code (a non-PIE
+                // `mov $c, %edi`), is `S + A` itself.
+                _ if matches!(kind, KeptReloc::Address { .. }) => Some(meaning),
                 _ => None,
             };
             if !names_rodata && !exact_target.is_some_and(|t| (start..=end).contains(&t)) {
