@@ -190,9 +190,6 @@ pub(crate) struct Checker<'a> {
     pairs: HashMap<(u64, u64), PairState>,
     /// Data pairs compared so far, with how many bytes.
     data_done: HashMap<(u64, u64), u64>,
-    /// The same for the runs indexed accesses may reach (compared with
-    /// their jump tables' entries taken for jumps).
-    indexed_done: HashMap<(u64, u64), u64>,
     /// Address uses seen: PLAIN identity -> FOLDED identity, and back.
     plain_to_folded: HashMap<u64, (u64, usize)>,
     folded_to_plain: HashMap<u64, (u64, usize)>,
@@ -215,7 +212,6 @@ impl<'a> Checker<'a> {
             assume_odr: options.assume_odr,
             pairs: HashMap::new(),
             data_done: HashMap::new(),
-            indexed_done: HashMap::new(),
             plain_to_folded: HashMap::new(),
             folded_to_plain: HashMap::new(),
             steps: Vec::new(),
@@ -483,9 +479,7 @@ impl<'a> Checker<'a> {
     /// displacement compare settles nothing beyond them: the run of
     /// PLAIN's bytes the index reaches ([`Checker::indexed_run`]) must be
     /// FOLDED's at the same distance from its displacement (pointers in
-    /// it compared as targets, but one into a function's interior as a
-    /// jump table's entry, which observes no function's address: see
-    /// [`Checker::compare_data_as`]). Read-only data only: writable data
+    /// it compared as targets). Read-only data only: writable data
     /// corresponds by identity, code through its jump tables.
     fn check_indexed_run(&mut self, check: &TargetCheck) -> Result<(), Failure> {
         if check.use_ != Use::Access || check.stride == 0 {
@@ -506,9 +500,7 @@ impl<'a> Checker<'a> {
             check.folded_target.checked_add(start - p)
         };
         let reason = match folded_start {
-            Some(folded_start) => {
-                self.compare_data_as(check, start, folded_start, end - start, true)
-            }
+            Some(folded_start) => self.compare_data(check, start, folded_start, end - start),
             None => Some("FOLDED has no bytes there".to_string()),
         };
         match reason {
@@ -1373,40 +1365,18 @@ impl<'a> Checker<'a> {
         folded: u64,
         size: u64,
     ) -> Option<String> {
-        self.compare_data_as(check, plain, folded, size, false)
-    }
-
-    /// [`Checker::compare_data`]; for the run an indexed access may reach
-    /// (`indexed`, see [`Checker::check_indexed_run`]), a pointer into the
-    /// interior of PLAIN's code is a jump table's entry, not a function's
-    /// address: it is checked as a jump (the same instruction of
-    /// corresponding code), and observes no address. A function's start or
-    /// data is checked as any pointer in data is.
-    fn compare_data_as(
-        &mut self,
-        check: &TargetCheck,
-        plain: u64,
-        folded: u64,
-        size: u64,
-        indexed: bool,
-    ) -> Option<String> {
-        let done = if indexed {
-            &mut self.indexed_done
-        } else {
-            &mut self.data_done
-        };
-        match done.get(&(plain, folded)) {
+        match self.data_done.get(&(plain, folded)) {
             Some(&done) if done >= size => return None,
             _ => {}
         }
-        done.insert((plain, folded), size);
+        self.data_done.insert((plain, folded), size);
         let plain_bytes = self.plain.bytes(plain, size);
         let folded_bytes = self.folded.bytes(folded, size);
         let (plain_bytes, folded_bytes) = match (plain_bytes, folded_bytes) {
             (Some(p), Some(f)) => (p, f),
             (None, None) => return None, // both without contents (.bss)
             _ => {
-                self.forget_data(plain, folded, indexed);
+                self.data_done.remove(&(plain, folded));
                 return Some("only one of them has contents".to_string());
             }
         };
@@ -1469,15 +1439,13 @@ impl<'a> Checker<'a> {
             offset = slot + 8;
         }
         if failure.is_some() {
-            self.forget_data(plain, folded, indexed);
+            self.data_done.remove(&(plain, folded));
             return failure;
         }
         for (a, b, p_at, f_at) in pointers {
             let via = Some(self.step(check));
             let use_ = if self.plain.in_vtable(p_at) {
                 Use::VtableSlot
-            } else if indexed && self.plain.is_code(a) && !self.starts_function(a) {
-                Use::Jump
             } else {
                 Use::Address
             };
@@ -1498,25 +1466,6 @@ impl<'a> Checker<'a> {
             });
         }
         None
-    }
-
-    /// Forgets a failed comparison of data at `plain` and `folded` (see
-    /// [`Checker::compare_data_as`]).
-    fn forget_data(&mut self, plain: u64, folded: u64, indexed: bool) {
-        if indexed {
-            self.indexed_done.remove(&(plain, folded));
-        } else {
-            self.data_done.remove(&(plain, folded));
-        }
-    }
-
-    /// Whether a symbol of PLAIN's code starts at `address`.
-    fn starts_function(&self, address: u64) -> bool {
-        self.plain
-            .symbols_around(address)
-            .0
-            .iter()
-            .any(|&id| self.plain.symbol(id).address == address)
     }
 
     /// Compares the bytes of `range` (offsets from `plain` and `folded`);

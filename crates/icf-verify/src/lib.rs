@@ -135,9 +135,7 @@
 //!   symbol or label and lies within an element of it or in zero padding
 //!   (up to 16 bytes) before it (a displacement with other bytes up to the
 //!   bound starts that piece: clang's `movsbl .L.str(%rsi,%rax)`). FOLDED's
-//!   layout bounds none of these. A pointer in the run into a function's
-//!   interior is a jump table's entry: it must land on the same
-//!   instruction of corresponding code, and observes no address.
+//!   layout bounds none of these.
 //! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
 //!   symbol a relocation names is the preferred owner of a target (so a
 //!   one-past-the-end pointer belongs to its array, not to the next one),
