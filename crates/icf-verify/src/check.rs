@@ -534,15 +534,10 @@ impl<'a> Checker<'a> {
     /// - without the map, from the displacement to PLAIN's first bound
     ///   after it (the next symbol, label, referenced place or relocated
     ///   offset), on through the bound after that where the displacement
-    ///   starts no symbol or label and lies within an element of that
-    ///   bound, or in the zeros of an alignment's padding before it (up to
-    ///   16 bytes): the object it names may start at the bound. A
-    ///   displacement with other bytes up to the bound starts the piece
-    ///   they are (clang's `movsbl .L.str(%rsi,%rax)` for a string indexed
-    ///   by `b % 13`), and what follows the piece is another object, which
-    ///   the fold may rightly move or drop (a folded function's jump
-    ///   table). In a section of fixed-size merged constants, up to the end
-    ///   of the constant its next element lies in.
+    ///   starts no symbol or label and lies within an alignment's padding
+    ///   (16 bytes) or an element of that bound: the object it names may
+    ///   start at the bound. In a section of fixed-size merged constants,
+    ///   up to the end of the constant its next element lies in.
     ///
     /// FOLDED's layout bounds nothing here: the run is what PLAIN's code
     /// reads, whatever FOLDED places after a shorter piece.
@@ -616,19 +611,7 @@ impl<'a> Checker<'a> {
                 .0
                 .iter()
                 .any(|&id| self.plain.symbol(id).address == p);
-        // Only a displacement the piece does not settle may name what
-        // starts at `first`: one in its last element (`next` reaches
-        // `first`), or in the zeros of an alignment's padding before it.
-        // One with text or data of its own between it and `first` starts
-        // that piece (a string `movsbl .L.str(%rsi,%rax)` indexes, a base
-        // register as well as the index saying nothing more): what lies
-        // past it is another object, which another fold may move.
-        let in_padding = first - p <= 16
-            && self
-                .plain
-                .bytes(p, first - p)
-                .is_none_or(|bytes| bytes.iter().all(|&b| b == 0));
-        if starts_something || !(next >= first || in_padding) || first >= section_end {
+        if starts_something || (first - p > 16 && next < first) || first >= section_end {
             return within((p, first.max(p)));
         }
         // The object named may start at `first`: through its end.

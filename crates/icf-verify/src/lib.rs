@@ -132,9 +132,7 @@
 //!   displacement (on through the next where it lies in its last element,
 //!   or in padding before it); else PLAIN's piece up to the first known
 //!   bound (below), on through the next where the displacement starts no
-//!   symbol or label and lies within an element of it or in zero padding
-//!   (up to 16 bytes) before it (a displacement with other bytes up to the
-//!   bound starts that piece: clang's `movsbl .L.str(%rsi,%rax)`). FOLDED's
+//!   symbol or label and lies within 16 bytes or an element of it. FOLDED's
 //!   layout bounds none of these.
 //! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
 //!   symbol a relocation names is the preferred owner of a target (so a
