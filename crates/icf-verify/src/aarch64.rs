@@ -152,7 +152,6 @@ fn decode_patched(
                     } else {
                         Reach::Unknown
                     },
-                    stride: 0,
                 });
             }
         } else {
@@ -222,7 +221,6 @@ fn decode_patched(
                 field: start + u64::from(decoded.offset),
                 width: 0,
                 reach: Reach::Unknown,
-                stride: 0,
             });
         }
     }
@@ -694,7 +692,6 @@ fn complete_page(instr: &mut Instruction, open: &mut Vec<OpenPage>) -> Option<(R
             } else {
                 Reach::Unknown
             },
-            stride: 0,
         },
         adrp,
     ))
@@ -1070,7 +1067,6 @@ fn address_at(address: u64, field: u64) -> Reference {
         field,
         width: 0,
         reach: Reach::Unknown,
-        stride: 0,
     }
 }
 

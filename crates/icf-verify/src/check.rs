@@ -96,10 +96,6 @@ struct TargetCheck {
     /// Which side of the target the code reads through it (see
     /// [`Reference::reach`](crate::code::Reference::reach)).
     reach: Reach,
-    /// For an access that an index or base register offsets from an
-    /// absolute displacement, the step between its elements (see
-    /// [`Reference::stride`](crate::code::Reference::stride)); else 0.
-    stride: u64,
     /// The functions holding the sites (for jump tables), if code.
     functions: Option<(Extent, Extent)>,
     via: Option<StepId>,
@@ -419,20 +415,13 @@ impl<'a> Checker<'a> {
     /// So does a jump table of another function starting there (no code
     /// but its own reads a function's jump table). Otherwise the start is
     /// tried first, then the end, unless the start is the function's own
-    /// jump table, which the code certainly reads. An indexed access must
-    /// also read the same run ([`Checker::check_indexed_run`]).
+    /// jump table, which the code certainly reads.
     fn check_target(&mut self, check: &TargetCheck) -> Result<(), Failure> {
         if self.same_empty_object(check) {
             // Nothing to read or run there; its identity is all it has.
             let function = self.plain.is_code(check.plain_target);
             return self.record(check, check.plain_target, check.folded_target, function);
         }
-        self.check_target_places(check)?;
-        self.check_indexed_run(check)
-    }
-
-    /// [`Checker::check_target`] by the places the targets are.
-    fn check_target_places(&mut self, check: &TargetCheck) -> Result<(), Failure> {
         let (ends, starts): (Vec<Place>, Vec<Place>) = classify(
             self.plain,
             self.folded,
@@ -468,164 +457,6 @@ impl<'a> Checker<'a> {
                 (Err(failure), _) | (_, Err(failure)) => Err(failure),
             },
         }
-    }
-
-    /// An access an index or base register offsets from an absolute
-    /// displacement ([`TargetCheck::stride`]) reads elements at offsets
-    /// the code chooses at run time, not a window at the displacement,
-    /// which need not even lie in the object read: `u[i - 1]` is `movl
-    /// u-4(,%rax,4)`, a displacement in the padding (or the last element
-    /// of the constant) before `u`. So what the places at the
-    /// displacement compare settles nothing beyond them: the run of
-    /// PLAIN's bytes the index reaches ([`Checker::indexed_run`]) must be
-    /// FOLDED's at the same distance from its displacement (pointers in
-    /// it compared as targets). Read-only data only: writable data
-    /// corresponds by identity, code through its jump tables.
-    fn check_indexed_run(&mut self, check: &TargetCheck) -> Result<(), Failure> {
-        if check.use_ != Use::Access || check.stride == 0 {
-            return Ok(());
-        }
-        let p = check.plain_target;
-        let Some(section) = self.plain.section_at(p) else {
-            return Ok(());
-        };
-        let section = &self.plain.sections[section];
-        if section.executable || section.writable || !self.plain.jump_table_at(p).is_empty() {
-            return Ok(());
-        }
-        let (start, end) = self.indexed_run(check);
-        let folded_start = if start <= p {
-            check.folded_target.checked_sub(p - start)
-        } else {
-            check.folded_target.checked_add(start - p)
-        };
-        let reason = match folded_start {
-            Some(folded_start) => self.compare_data(check, start, folded_start, end - start),
-            None => Some("FOLDED has no bytes there".to_string()),
-        };
-        match reason {
-            Some(reason) => Err(self.fail(
-                check,
-                DifferenceKind::DataDiffers,
-                format!(
-                    "{} in PLAIN vs {} in FOLDED, indexed: the {} bytes from {} it may reach differ: {reason}",
-                    self.plain.describe(p),
-                    self.folded.describe(check.folded_target),
-                    end - start,
-                    self.plain.describe(start),
-                ),
-            )),
-            None => Ok(()),
-        }
-    }
-
-    /// The bytes `[start, end)` of PLAIN an indexed access from its
-    /// displacement may reach (see [`Checker::check_indexed_run`]), within
-    /// the displacement's section:
-    ///
-    /// - with PLAIN's map and input objects, the input section the
-    ///   relocation at the displacement names: the object the code indexes,
-    ///   wherever the displacement lies (padding before it is no part of
-    ///   it: only an index out of the object's bounds would read it);
-    /// - with the map alone, the input section holding the displacement, on
-    ///   through the next one where the displacement lies in its last
-    ///   element (it may name what follows, less an element); in padding
-    ///   between input sections, on through the next one;
-    /// - without the map, from the displacement to PLAIN's first bound
-    ///   after it (the next symbol, label, referenced place or relocated
-    ///   offset), on through the bound after that where the displacement
-    ///   starts no symbol or label and lies within an alignment's padding
-    ///   (16 bytes) or an element of that bound: the object it names may
-    ///   start at the bound. In a section of fixed-size merged constants,
-    ///   up to the end of the constant its next element lies in.
-    ///
-    /// FOLDED's layout bounds nothing here: the run is what PLAIN's code
-    /// reads, whatever FOLDED places after a shorter piece.
-    fn indexed_run(&self, check: &TargetCheck) -> (u64, u64) {
-        let p = check.plain_target;
-        let next = p.saturating_add(check.stride);
-        let section_index = self.plain.section_at(p);
-        let section = section_index.map(|i| &self.plain.sections[i]);
-        let section_start = section.map_or(p, |s| s.address);
-        let section_end = section.map_or(p, |s| s.address.saturating_add(s.size));
-        let within = |(start, end): (u64, u64)| (start.max(section_start), end.min(section_end));
-        if let Some(map) = &self.plain.input_sections {
-            if let Some(objects) = &self.plain.input_objects
-                && let Some(span) = objects.names(map, check.plain_field)
-                && span.start >= section_start
-                && span.end <= section_end
-            {
-                return (span.start, span.end);
-            }
-            // A section the linker made (merged constants, strings) holds
-            // pieces the map does not show: the bounds below decide there.
-            let made = map
-                .made_between(section_start, next.max(p + 1))
-                .iter()
-                .any(|span| span.end > p);
-            let following = |at: u64| {
-                map.spans_between(at, section_end)
-                    .first()
-                    .filter(|span| {
-                        !map.made_between(at, span.start)
-                            .iter()
-                            .any(|made| made.end > at)
-                    })
-                    .copied()
-            };
-            if !made {
-                match map.span_at(p) {
-                    Some(span) if next < span.end => return within((span.start, span.end)),
-                    Some(span) => {
-                        let end = following(span.end).map_or(span.end, |after| after.end);
-                        return within((span.start, end));
-                    }
-                    None => {
-                        if let Some(after) = following(p) {
-                            return within((p, after.end));
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(section) = section
-            && section.merge_entry_size > 0
-            && !section.strings
-        {
-            let entry = section.merge_entry_size;
-            let into = next.saturating_sub(section.address);
-            let end = section.address.saturating_add((into / entry + 1) * entry);
-            return within((p, end));
-        }
-        let bound = |at: u64| {
-            self.plain
-                .data_end(at)
-                .min(self.plain.next_offset_place(at))
-                .min(section_end)
-        };
-        let first = bound(p);
-        let starts_something = self.plain.next_label(p.saturating_sub(1)) == p
-            || self
-                .plain
-                .symbols_around(p)
-                .0
-                .iter()
-                .any(|&id| self.plain.symbol(id).address == p);
-        if starts_something || (first - p > 16 && next < first) || first >= section_end {
-            return within((p, first.max(p)));
-        }
-        // The object named may start at `first`: through its end.
-        let object_end = self
-            .plain
-            .symbols_around(first)
-            .0
-            .iter()
-            .map(|&id| self.plain.symbol(id))
-            .filter(|s| s.address == first && s.kind == SymbolKind::Object)
-            .map(|s| s.end())
-            .max()
-            .unwrap_or(first);
-        within((p, bound(first).max(object_end)))
     }
 
     /// With both link maps and PLAIN's input objects: whether the field
@@ -975,7 +806,6 @@ impl<'a> Checker<'a> {
                     } else {
                         Reach::Unknown
                     },
-                    stride: 0,
                     ..*check
                 });
                 Ok(None)
@@ -1243,7 +1073,6 @@ impl<'a> Checker<'a> {
                 functions: None,
                 via: None,
                 root,
-                stride: 0,
             };
             let Some(counterpart) = self.folded.counterpart(self.plain, SymbolId(index as u32))
             else {
@@ -1331,7 +1160,6 @@ impl<'a> Checker<'a> {
                 functions: None,
                 via: None,
                 root,
-                stride: 0,
             };
             self.record(&check, symbol.address, folded_address, true)?;
         }
@@ -1445,7 +1273,6 @@ impl<'a> Checker<'a> {
                 functions: None,
                 via,
                 root: check.root,
-                stride: 0,
             });
         }
         None
@@ -1839,7 +1666,6 @@ impl<'a> Checker<'a> {
                 functions,
                 via,
                 root: check.root,
-                stride: 0,
             });
         }
     }
@@ -2407,7 +2233,6 @@ fn compare_code(
                 functions: Some((p, f)),
                 via: task.via,
                 root: task.root,
-                stride: if use_ == Use::Access { x.stride } else { 0 },
             });
         }
     }
@@ -2432,7 +2257,6 @@ fn compare_code(
             functions: Some((p, f)),
             via: task.via,
             root: task.root,
-            stride: 0,
         });
     }
     Ok(checks)

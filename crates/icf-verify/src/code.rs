@@ -110,15 +110,6 @@ pub(crate) struct Reference {
     /// For an [`Use::Access`] or [`Use::Deref`]: which side of the address
     /// the accesses through it read.
     pub reach: Reach,
-    /// For an x86-64 [`Use::Access`] through an absolute displacement that
-    /// an index or base register offsets (`-fno-pic`'s `movl
-    /// u-4(,%rax,4), %eax` for `u[i - 1]`): the step between the elements
-    /// the register selects (the index's scale, or the access's size when
-    /// larger; the access's size for a base register alone). The code
-    /// reads a run of elements of unknown length from or around the
-    /// displacement, which need not lie in the object read (1-based
-    /// indexing puts it one element before). 0 for any other reference.
-    pub stride: u64,
 }
 
 /// What must be equal between two instructions, targets apart.

@@ -121,19 +121,7 @@
 //!   only the bytes it reads (`bt`, `bts`, `btr`, `btc` with a register
 //!   bit offset may read any, before or after the address). An address
 //!   that ends an object and starts another function's jump table is that
-//!   end. An access an index or base register offsets from an absolute
-//!   displacement (`-fno-pic`'s `movl u-4(,%rax,4),%eax` for `u[i - 1]`,
-//!   whose displacement lies in the padding, or the last element of the
-//!   constant, before `u`) reads a run of elements, not a window at the
-//!   displacement: besides the places, PLAIN's run must be FOLDED's at the
-//!   same distance from its displacement. The run is, with `--plain-map`
-//!   and the input object, the input section the displacement's
-//!   relocation names; with the map alone, the input section holding the
-//!   displacement (on through the next where it lies in its last element,
-//!   or in padding before it); else PLAIN's piece up to the first known
-//!   bound (below), on through the next where the displacement starts no
-//!   symbol or label and lies within 16 bytes or an element of it. FOLDED's
-//!   layout bounds none of these.
+//!   end.
 //! - **Relocations kept by `-q`/`--emit-relocs`** are used where present: the
 //!   symbol a relocation names is the preferred owner of a target (so a
 //!   one-past-the-end pointer belongs to its array, not to the next one),

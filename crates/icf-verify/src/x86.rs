@@ -317,7 +317,6 @@ fn data_run(image: &Image, bytes: &[u8], ip: u64, from: u64, to: u64) -> Decoded
                 field: at,
                 width: 0,
                 reach: Reach::Unknown,
-                stride: 0,
             });
         }
     }
@@ -451,7 +450,6 @@ fn normalize(
                     field: immediate_field_or_end(instr, offsets),
                     width: 0,
                     reach: Reach::Unknown,
-                    stride: 0,
                 });
                 Operand::Target
             }
@@ -473,7 +471,6 @@ fn normalize(
                         field: immediate_field,
                         width: 0,
                         reach: Reach::Unknown,
-                        stride: 0,
                     });
                     Operand::Target
                 } else {
@@ -510,7 +507,6 @@ fn normalize(
                         } else {
                             Reach::Unknown
                         },
-                        stride: 0,
                     });
                     None
                 } else {
@@ -520,24 +516,12 @@ fn normalize(
                     if offsets.has_displacement()
                         && is_address(displacement_field, offsets.displacement_size(), value)
                     {
-                        // A register offsets the address by an unknown
-                        // amount: the access reads some element of a run.
-                        let size = instr.memory_size().size() as u64;
-                        let stride = match (use_, index, base) {
-                            (Use::Access, Register::None, Register::None) => 0,
-                            (Use::Access, Register::None, _) => size.max(1),
-                            (Use::Access, _, _) => {
-                                u64::from(instr.memory_index_scale()).max(size).max(1)
-                            }
-                            _ => 0,
-                        };
                         refs.push(Reference {
                             address: value,
                             use_,
                             field: displacement_field,
                             width: 0,
                             reach: Reach::Unknown,
-                            stride,
                         });
                         None
                     } else {
@@ -586,7 +570,6 @@ fn normalize(
             field,
             width: 0,
             reach: Reach::Unknown,
-            stride: 0,
         };
         return (address_key(register), vec![reference]);
     }
