@@ -235,7 +235,7 @@ pub fn region(
     let folds = folds.filter(|folds| {
         let rodata = &elf.sections[folds.section];
         if rodata.addr >= start {
-            return (rodata.addr..end).contains(&rodata.addr);
+            return rodata.addr < end;
         }
         let before = rodata.addr >= load.vaddr
             && elf.sections.iter().all(|s| {
