@@ -10,7 +10,9 @@
 //! 1. **Plan** with the analysis `icf report BINARY` runs, limited to the
 //!    functions of `.text` and the jump tables only they use
 //!    ([`icf::PlanOptions::only_code_in`]): an alias's body is removed, a
-//!    thunk's replaced by a jump to its kept copy.
+//!    thunk's replaced by a jump to its kept copy. With the link map, the
+//!    constants `data_fold` removes are planned first, and the plan sees
+//!    code reading a removed constant as reading its kept copy.
 //! 2. **Lay out** `.text` again ([`layout`]): kept functions close up,
 //!    each at its inferred alignment; the sections after `.text` in its
 //!    segment move down together; where the exception tables have a
@@ -221,7 +223,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let loading = std::time::Instant::now();
     let elf = Elf::parse(data).map_err(named)?;
     let shape = Shape::of(&elf).map_err(named)?;
-    let program = icf::Program::load(
+    let mut program = icf::Program::load(
         &inputs,
         icf::Options {
             linked_image: true,
@@ -258,6 +260,10 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         }
         None => None,
     };
+    if let Some(folds) = &folds {
+        redirect_to_kept_constants(&mut program, &elf, &disassembly, folds);
+    }
+    let object = &program.object(icf::ObjectId(0)).elf;
     let constants_time = folding_constants.elapsed();
     let planning = std::time::Instant::now();
     // Functions kept whole and in place (`pin.rs`): each round plans, lays
@@ -448,6 +454,49 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
             ("write", write_time),
         ],
     })
+}
+
+/// Points every code reference into a constant `folds` removes at the
+/// same byte of its kept copy, in the model the plan compares: functions
+/// that differ only in which copy of a constant they read then fold, as
+/// `icf link` folds them (the layout carries the same redirect out).
+fn redirect_to_kept_constants(
+    program: &mut icf::Program<'_>,
+    elf: &Elf<'_>,
+    disassembly: &code::Disassembly,
+    folds: &data_fold::DataFolds,
+) {
+    let kept_copy = |target: u64| {
+        let after = folds
+            .removed
+            .partition_point(|&(start, _, _)| start <= target);
+        let &(start, end, kept) = folds.removed.get(after.checked_sub(1)?)?;
+        (target < end).then(|| kept.wrapping_sub(start) as i64)
+    };
+    let Some(object) = program.objects.first_mut() else {
+        return;
+    };
+    for (extent, found) in disassembly.extents.iter().zip(&disassembly.references) {
+        let Some((start, found)) = found else {
+            continue;
+        };
+        let index = extent.section.index();
+        let (Some(section), Some(model)) =
+            (elf.sections.get(index), object.elf.sections.get_mut(index))
+        else {
+            continue;
+        };
+        for reference in found {
+            let Some(delta) = kept_copy(reference.target) else {
+                continue;
+            };
+            let offset = start + reference.offset - section.addr;
+            let at = model.relocs.partition_point(|r| r.offset < offset);
+            if let Some(reloc) = model.relocs.get_mut(at).filter(|r| r.offset == offset) {
+                reloc.addend = reloc.addend.wrapping_add(delta);
+            }
+        }
+    }
 }
 
 /// The pieces of `.text` as decoding finds them, once for every round of
