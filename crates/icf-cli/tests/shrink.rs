@@ -1731,6 +1731,42 @@ fn function_address(path: &Path, name: &str) -> u64 {
 }
 
 #[test]
+fn equal_exception_tables_are_shared() {
+    let outcomes = check(&Program {
+        name: "shared_lsda",
+        sources: &["shrink/shared_lsda.cpp"],
+        cxx: true,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: None,
+        cflags: &[],
+    });
+    // `catch_a2`'s and `clean2`'s tables are `catch_a1`'s and `clean1`'s;
+    // `catch_b`'s names another type and stays its own (the program
+    // would catch the wrong exception and print otherwise). lld and mold
+    // give the exception tables a segment of their own, which compacts;
+    // gold puts them in `.text`'s, where they keep their layout (and so
+    // does GNU ld's AArch64 layout here).
+    let mut shared = 0;
+    for (combination, outcome) in &outcomes {
+        if !matches!(combination.linker, Linker::Lld | Linker::Mold) {
+            continue;
+        }
+        for row in outcome.rows.iter().filter(|row| row.output.is_some()) {
+            assert!(
+                row.shrunk.contains("exception tables shared"),
+                "shared_lsda {} {}: {}",
+                combination.label(),
+                row.mode,
+                row.shrunk
+            );
+            shared += 1;
+        }
+    }
+    assert!(shared > 0, "no build shared an exception table");
+}
+
+#[test]
 fn callers_lookup_tables_and_jump_tables() {
     check(&Program {
         name: "fold_cases",

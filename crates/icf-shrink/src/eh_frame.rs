@@ -196,10 +196,14 @@ fn describes_removed_code(entry: &Entry, layout: &Layout) -> bool {
 /// the end of the `PT_LOAD` holding them, when that segment is not
 /// `.text`'s (there they move with the tail, and a removed function's
 /// FDE stays, covering nothing), holds only sections with bytes there and
-/// no segment but `PT_GNU_EH_FRAME` starts in it, and some FDE describes
-/// removed code. Its FDEs are dropped, `.eh_frame_hdr` loses their rows,
-/// and everything after moves down, each section keeping its alignment
-/// (on AArch64, data other than exception tables its page offset).
+/// no segment but `PT_GNU_EH_FRAME` starts in it, and something leaves
+/// it: an FDE of removed code, a folded constant, or an exception table
+/// equal to another. Removed code's FDEs are dropped, `.eh_frame_hdr`
+/// loses their rows, the exception tables only they name and those equal
+/// to an earlier one leave `.gcc_except_table` (an FDE naming one of the
+/// latter names the earlier instead: [`Region::redirects`]), and
+/// everything after moves down, each section keeping its alignment (on
+/// AArch64, data other than exception tables its page offset).
 pub fn region(
     elf: &Elf<'_>,
     shape: &Shape,
@@ -272,7 +276,14 @@ pub fn region(
         .iter()
         .filter(|entry| describes_removed_code(entry, layout))
         .collect();
-    if removed.is_empty() && folds.is_none() {
+    let tables = elf
+        .section_named(".gcc_except_table")
+        .filter(|i| sections.contains(i));
+    let dropped = match tables {
+        Some(tables) => dropped_exception_tables(elf, shape, symbols, &all, layout, tables, index)?,
+        None => DroppedTables::default(),
+    };
+    if removed.is_empty() && folds.is_none() && dropped.shared.is_empty() {
         return Ok(None);
     }
     let listed = all
@@ -280,13 +291,10 @@ pub fn region(
         .filter(|e| matches!(e.kind, EntryKind::Fde { range, .. } if range != 0))
         .count()
         - removed.len();
-    let tables = elf
-        .section_named(".gcc_except_table")
-        .filter(|i| sections.contains(i));
-    let dead_tables = match tables {
-        Some(tables) => dead_exception_tables(elf, shape, symbols, &all, layout, tables, index)?,
-        None => Vec::new(),
-    };
+    // Both kinds leave the section alike, in address order.
+    let mut dead_tables: Vec<(u64, u64)> = dropped.dead.clone();
+    dead_tables.extend(dropped.shared.iter().map(|&(start, end, _)| (start, end)));
+    dead_tables.sort_unstable();
     let mut runs: Vec<(u64, u64, u64)> = Vec::new();
     let mut keep = |old: u64, old_end: u64, new: u64| {
         match runs.last_mut() {
@@ -337,15 +345,20 @@ pub fn region(
             keep(from, section.addr + section.size, at)
         } else if Some(i) == tables {
             // Each table after a dropped one keeps its offset modulo the
-            // section's alignment (its type table stays aligned).
+            // section's alignment (its type table stays aligned): padding
+            // goes in before each run kept, not after each table dropped
+            // (several dropped in a row would add it again and again).
             let align = section.align.max(1);
             let mut at = at;
             let mut from = section.addr;
             for &(start, end) in &dead_tables {
-                at = keep(from, start, at);
+                if from < start {
+                    at += (from - at) % align;
+                    at = keep(from, start, at);
+                }
                 from = end;
-                at += (from - at) % align;
             }
+            at += (from - at) % align;
             keep(from, section.addr + section.size, at)
         } else if let Some(folds) = folds.filter(|folds| folds.section == i) {
             // Each run of kept bytes after a removed constant keeps its
@@ -371,20 +384,49 @@ pub fn region(
         end,
         runs,
         new_end: cursor,
-        redirects: folds.map(|folds| folds.removed.clone()).unwrap_or_default(),
+        redirects: {
+            let mut redirects = folds.map(|folds| folds.removed.clone()).unwrap_or_default();
+            redirects.extend(dropped.shared.iter().copied());
+            redirects.sort_unstable();
+            redirects
+        },
+        shared_exception_tables: dropped.shared.len(),
         anchors: folds.map(|folds| folds.anchors.clone()).unwrap_or_default(),
     }))
 }
 
+/// What makes two exception tables equal: their bytes with the fields
+/// kept relocations write zeroed, and those fields (offset, type, the
+/// place each names).
+type TableKey = (Vec<u8>, Vec<(u64, u32, u64)>);
+
+/// The exception tables (LSDAs) of `.gcc_except_table` that leave it.
+#[derive(Clone, Debug, Default)]
+struct DroppedTables {
+    /// Those only FDEs of removed code name: sorted `[start, end)`.
+    dead: Vec<(u64, u64)>,
+    /// Those equal to an earlier live one (`start, end, its start`),
+    /// sorted: their FDEs name that one instead, as after `icf link`,
+    /// which folds them as read-only data.
+    shared: Vec<(u64, u64, u64)>,
+}
+
 /// The exception tables (LSDAs) in `.gcc_except_table` (section
-/// `tables`) that only FDEs of removed code name, as sorted `[start, end)`
-/// ranges: each runs to the next table any FDE names (or the section's
-/// end), so the alignment padding after it goes with it. None at all
-/// when anything but `.eh_frame` (section `eh_frame`) may name a place in
+/// `tables`) that leave it: those only FDEs of removed code name, and
+/// those equal to an earlier live table ([`DroppedTables`]). Each runs
+/// to the next table any FDE names (or the section's end), so the
+/// alignment padding after it goes with it. None at all when anything
+/// but `.eh_frame` (section `eh_frame`) may name a place in
 /// `.gcc_except_table`: a kept relocation of another section naming a
 /// symbol there, a dynamic relocation's addend or place there, or an
 /// exported symbol there.
-fn dead_exception_tables(
+///
+/// Two tables are equal when their bytes are, but for the fields a kept
+/// relocation writes (the PC-relative entries of a type table), which
+/// must be at the same offsets and name the same places. A call-site
+/// table counts from its function's start (`LPStart` omitted, which is
+/// required), so equal bytes mean the same landing pads in each function.
+fn dropped_exception_tables(
     elf: &Elf<'_>,
     shape: &Shape,
     symbols: &[SymbolInfo],
@@ -392,7 +434,7 @@ fn dead_exception_tables(
     layout: &Layout,
     tables: usize,
     eh_frame: usize,
-) -> anyhow::Result<Vec<(u64, u64)>> {
+) -> anyhow::Result<DroppedTables> {
     let section = &elf.sections[tables];
     let inside = |address: u64| section.contains(address);
     for &(relocations, target) in &shape.kept {
@@ -405,7 +447,7 @@ fn dead_exception_tables(
                 .is_some_and(|symbol| usize::from(symbol.shndx) == tables)
         });
         if named_there {
-            return Ok(Vec::new());
+            return Ok(DroppedTables::default());
         }
     }
     for (index, dynamic) in elf.sections.iter().enumerate() {
@@ -416,7 +458,7 @@ fn dead_exception_tables(
                 .iter()
                 .any(|rela| inside(rela.offset) || inside(rela.addend as u64))
         {
-            return Ok(Vec::new());
+            return Ok(DroppedTables::default());
         }
         let exported = dynamic.sh_type == E::SHT_DYNSYM.0
             && elf
@@ -424,7 +466,7 @@ fn dead_exception_tables(
                 .iter()
                 .any(|symbol| symbol.value != 0 && inside(symbol.value));
         if exported {
-            return Ok(Vec::new());
+            return Ok(DroppedTables::default());
         }
     }
     let mut named: Vec<(u64, bool)> = all
@@ -444,19 +486,86 @@ fn dead_exception_tables(
         starts
     };
     let end_of_section = section.addr + section.size;
-    let dead = starts
-        .iter()
-        .enumerate()
-        .filter(|&(_, &start)| {
-            // Every FDE naming it describes removed code.
-            named
-                .iter()
-                .filter(|&&(lsda, _)| lsda == start)
-                .all(|&(_, removed)| removed)
-        })
-        .map(|(i, &start)| (start, starts.get(i + 1).copied().unwrap_or(end_of_section)))
+    let range = |i: usize| {
+        (
+            starts[i],
+            starts.get(i + 1).copied().unwrap_or(end_of_section),
+        )
+    };
+    // Every FDE naming it describes removed code.
+    let is_dead = |start: u64| {
+        named
+            .iter()
+            .filter(|&&(lsda, _)| lsda == start)
+            .all(|&(_, removed)| removed)
+    };
+    let dead = (0..starts.len())
+        .filter(|&i| is_dead(starts[i]))
+        .map(range)
         .collect();
-    Ok(dead)
+    // The kept relocations of the tables: (place, type, what it names).
+    let mut relocated: Vec<(u64, u32, u64)> = Vec::new();
+    for &(relocations, target) in &shape.kept {
+        if target != tables {
+            continue;
+        }
+        for rela in elf.relas(relocations)? {
+            let named = symbols.get(rela.sym as usize).map_or(0, |symbol| {
+                if symbol.kind == E::STT_SECTION.0 {
+                    elf.sections
+                        .get(usize::from(symbol.shndx))
+                        .map_or(0, |s| s.addr)
+                } else {
+                    symbol.value
+                }
+            });
+            relocated.push((
+                rela.offset,
+                rela.r_type,
+                named.wrapping_add(rela.addend as u64),
+            ));
+        }
+    }
+    relocated.sort_unstable();
+    let bytes = elf.bytes(tables);
+    let mut first_of: HashMap<TableKey, u64> = HashMap::new();
+    let mut shared = Vec::new();
+    for i in (0..starts.len()).filter(|&i| !is_dead(starts[i])) {
+        let (start, end) = range(i);
+        let Some(content) =
+            bytes.get((start - section.addr) as usize..(end - section.addr) as usize)
+        else {
+            continue;
+        };
+        // `LPStart` must be omitted: the call sites count from the function.
+        if content.first() != Some(&OMIT) {
+            continue;
+        }
+        let mut content = content.to_vec();
+        let from = relocated.partition_point(|r| r.0 < start);
+        let fields: Vec<(u64, u32, u64)> = relocated[from..]
+            .iter()
+            .take_while(|r| r.0 < end)
+            .map(|&(place, r_type, named)| (place - start, r_type, named))
+            .collect();
+        // A field a relocation writes compares by what it names.
+        for &(offset, _, _) in &fields {
+            let at = offset as usize;
+            let field_end = (at + 4).min(content.len());
+            if let Some(field) = content.get_mut(at..field_end) {
+                field.fill(0);
+            }
+        }
+        match first_of.entry((content, fields)) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                shared.push((start, end, *first.get()));
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(start);
+            }
+        }
+    }
+    Ok(DroppedTables { dead, shared })
 }
 
 /// Patches `.eh_frame` (section `index`) and rebuilds `.eh_frame_hdr`.

@@ -169,6 +169,9 @@ pub struct Region {
     /// PC-relative fields in data naming a constant, by place: the start
     /// of the input section each names (`data_fold`).
     pub anchors: std::collections::HashMap<u64, u64>,
+    /// Exception tables dropped as copies of others (their FDEs name
+    /// the copy kept; `redirects` holds them too).
+    pub shared_exception_tables: usize,
 }
 
 impl Region {
@@ -665,6 +668,7 @@ pub(crate) mod tests {
             new_end: 0x1c0,
             redirects: Vec::new(),
             anchors: Default::default(),
+            shared_exception_tables: 0,
         });
         assert_eq!(layout.map(0x120), 0x120);
         assert_eq!(
@@ -698,6 +702,7 @@ pub(crate) mod tests {
             new_end: 0x118,
             redirects: Vec::new(),
             anchors: Default::default(),
+            shared_exception_tables: 0,
         };
         assert_eq!(region.new_size(0x100, 0x120), 0x18);
         assert_eq!(
@@ -721,6 +726,7 @@ pub(crate) mod tests {
             new_end: 0x1f0,
             redirects: vec![(0x110, 0x120, 0x100)],
             anchors: Default::default(),
+            shared_exception_tables: 0,
         });
         assert_eq!(layout.map(0x110), 0x100);
         assert_eq!(layout.map(0x11c), 0x10c, "an offset into it");

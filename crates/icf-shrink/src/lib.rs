@@ -96,6 +96,9 @@ pub struct Shrunk {
     pub kept_in_place: BTreeMap<String, usize>,
     /// FDEs that no longer describe code.
     pub dropped_fdes: usize,
+    /// Exception tables (LSDAs) dropped as copies of others: their FDEs
+    /// name the copy kept, as `icf link` folds them.
+    pub shared_exception_tables: usize,
     /// Read-only constants removed as copies of others (`--map`), and
     /// the bytes they held.
     pub folded_constants: usize,
@@ -166,8 +169,13 @@ impl Shrunk {
                 self.folded_constants, self.folded_constant_bytes
             )
         };
+        let tables = if self.shared_exception_tables == 0 {
+            String::new()
+        } else {
+            format!("; {} exception tables shared", self.shared_exception_tables)
+        };
         format!(
-            "shrunk {}: file {} -> {} bytes (-{}), .text {} -> {} bytes (-{}); {} aliases, {} thunks{constants}{in_place}",
+            "shrunk {}: file {} -> {} bytes (-{}), .text {} -> {} bytes (-{}); {} aliases, {} thunks{constants}{tables}{in_place}",
             input.display(),
             self.file_before,
             self.file_after,
@@ -441,6 +449,10 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         thunks: counts.1,
         kept_in_place,
         dropped_fdes,
+        shared_exception_tables: layout
+            .region
+            .as_ref()
+            .map_or(0, |region| region.shared_exception_tables),
         folded_constants,
         folded_constant_bytes,
         emptied: written.emptied,
