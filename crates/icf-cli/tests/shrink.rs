@@ -1764,6 +1764,62 @@ fn equal_exception_tables_are_shared() {
         }
     }
     assert!(shared > 0, "no build shared an exception table");
+    // `icf verify` compares what the tables say: OUT with `catch_b`'s FDE
+    // pointed at `catch_a1`'s table (catching `A`, where it caught `B`)
+    // is rejected, though every instruction is the same.
+    let dir = icf_fixtures::source_dir().join("../target/shrink/shared_lsda/clang-x86_64-lld-pie");
+    let (input, output) = (dir.join("in"), dir.join("out-safe"));
+    let wrong = dir.join("out-wrong-table");
+    let bytes = with_exception_table_of(&output, "_Z7catch_bi", "_Z8catch_a1i");
+    std::fs::write(&wrong, bytes).expect("writing the wrong output");
+    let verified = icf_verify("safe", &input, &wrong, None);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    assert!(
+        !verified.status.success() && said.contains("exception handlers differ"),
+        "icf verify accepted an FDE pointed at another type's exception table: {said}"
+    );
+}
+
+/// The bytes of the image at `path` with the FDE of the function `from`
+/// naming the exception table of the function `to` (a PC-relative
+/// 4-byte LSDA pointer, as clang and gcc write it on x86-64).
+fn with_exception_table_of(path: &Path, from: &str, to: &str) -> Vec<u8> {
+    let mut data =
+        std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let file = object::File::parse(&*data).expect("an ELF image");
+    let address = |name: &str| {
+        file.symbols()
+            .find(|symbol| symbol.name() == Ok(name))
+            .map(|symbol| symbol.address())
+            .unwrap_or_else(|| panic!("{}: no {name}", path.display()))
+    };
+    let (from, to) = (address(from), address(to));
+    let eh = file.section_by_name(".eh_frame").expect(".eh_frame");
+    let bases = gimli::BaseAddresses::default().set_eh_frame(eh.address());
+    let fdes = fdes(path, &eh, &bases).expect("FDEs");
+    let lsda_of = |function: u64| {
+        fdes.iter()
+            .find(|fde| fde.0 == function)
+            .and_then(|fde| fde.3)
+            .expect("an FDE with an exception table")
+    };
+    let fde_address = fdes
+        .iter()
+        .find(|fde| fde.0 == from)
+        .map(|fde| fde.2)
+        .expect("the FDE");
+    // length, CIE pointer, function (4), range (4), augmentation length.
+    let place = fde_address + 17;
+    let value = (lsda_of(to) as i64 - place as i64) as i32;
+    let (file_offset, _) = eh.file_range().expect("in the file");
+    let at = (file_offset + (place - eh.address())) as usize;
+    drop(file);
+    data[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    data
 }
 
 #[test]

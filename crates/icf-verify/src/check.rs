@@ -2081,7 +2081,60 @@ fn compare_pair(plain: &Image, folded: &Image, task: &PairTask, assume_odr: bool
         &folded_code,
         &result,
     );
+    if result.outcome.is_ok()
+        && let Err(difference) = compare_handlers(plain, folded, p.start, f.start)
+    {
+        result.outcome = Err(difference);
+    }
     result
+}
+
+/// Whether the exception tables of two functions whose code is equal say
+/// the same: call sites and landing pads at the same offsets, and the
+/// same actions, catching the same types (`eh::Handlers`). A fold or a
+/// shrink that gives a function another's table (one that catches
+/// another type) changes what it does when something throws.
+fn compare_handlers(
+    plain: &Image,
+    folded: &Image,
+    plain_start: u64,
+    folded_start: u64,
+) -> Result<(), LocalDifference> {
+    let differ = |detail: String| LocalDifference {
+        plain_site: plain_start,
+        folded_site: folded_start,
+        code: true,
+        kind: DifferenceKind::HandlersDiffer,
+        detail,
+    };
+    match (
+        crate::eh::handlers(plain, plain_start),
+        crate::eh::handlers(folded, folded_start),
+    ) {
+        (None, None) => Ok(()),
+        (Some(Ok(p)), Some(Ok(f))) if p == f => Ok(()),
+        (Some(Ok(p)), Some(Ok(f))) => {
+            let first = p
+                .call_sites
+                .iter()
+                .zip(&f.call_sites)
+                .find(|(a, b)| a != b)
+                .map_or_else(
+                    || {
+                        format!(
+                            "{} call sites in PLAIN, {} in FOLDED",
+                            p.call_sites.len(),
+                            f.call_sites.len()
+                        )
+                    },
+                    |(a, b)| format!("call site {a:?} in PLAIN, {b:?} in FOLDED"),
+                );
+            Err(differ(format!("the exception tables differ: {first}")))
+        }
+        (Some(Err(why)), _) | (_, Some(Err(why))) => Err(differ(why)),
+        (Some(_), None) => Err(differ("FOLDED has no exception table".to_string())),
+        (None, Some(_)) => Err(differ("PLAIN has no exception table".to_string())),
+    }
 }
 
 /// Whether `longer` is `shorter` and one `nop` after the jump that ends

@@ -391,6 +391,9 @@ pub(crate) struct Image {
     pub jump_tables: Vec<JumpTable>,
     /// Where the unwinder enters code (`eh.rs`), sorted.
     pub landing_pads: Vec<u64>,
+    /// Each FDE with an exception table: (code start, code end, the
+    /// table), sorted (`eh.rs`).
+    pub exception_tables: Vec<(u64, u64, u64)>,
     /// Where calls go to functions that never return (`noreturn.rs`),
     /// sorted.
     pub noreturn_entries: Vec<u64>,
@@ -711,6 +714,7 @@ impl Image {
             jump_targets: Vec::new(),
             jump_tables: Vec::new(),
             landing_pads: Vec::new(),
+            exception_tables: Vec::new(),
             noreturn_entries: Vec::new(),
             noreturn_slots: Vec::new(),
             proved_noreturn: std::sync::Mutex::new(HashMap::new()),

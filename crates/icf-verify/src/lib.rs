@@ -379,6 +379,7 @@ fn load_image(path: &Path) -> Result<image::Image, Error> {
     landing_pads.sort_unstable();
     landing_pads.dedup();
     image.landing_pads = landing_pads;
+    image.exception_tables = eh::exception_tables(&image);
     image.noreturn_entries = noreturn::noreturn_entries(&image);
     image.noreturn_slots = noreturn::noreturn_slots(&image, &image.noreturn_entries);
     image.forward_readers = bounded_readers::forward_readers(&image);

@@ -98,6 +98,9 @@ pub enum DifferenceKind {
     /// An observed function address lost the alignment its declaration
     /// asks for (`__attribute__((aligned(N)))`, from DWARF).
     AlignmentLost,
+    /// Two functions with equal code have exception tables that say
+    /// different things (landing pads, or the types they catch).
+    HandlersDiffer,
 }
 
 /// One place on the way to a difference, in both images.
@@ -190,6 +193,7 @@ impl fmt::Display for DifferenceKind {
             DifferenceKind::DataDiffers => "data differs",
             DifferenceKind::SignificantAddressesMerged => "significant addresses merged",
             DifferenceKind::AlignmentLost => "declared alignment lost",
+            DifferenceKind::HandlersDiffer => "exception handlers differ",
         })
     }
 }
