@@ -137,6 +137,16 @@
 //!   position-dependent executable, whose dynamic relocations only fill slots
 //!   for other modules) where the two values differ and both point into
 //!   their images (equal words are not recorded as observed addresses).
+//! - **Exception handlers** (`eh.rs`). Two functions whose code compares
+//!   equal must also have exception tables (the LSDAs their FDEs name)
+//!   that say the same: the same call sites and landing pads, as offsets
+//!   from each function's start, and the same action chains, with the
+//!   types a handler catches (or an exception specification lists)
+//!   compared by the symbol of their `type_info` (or the name the loader
+//!   binds its slot to), else by address. A fold or a shrink that shares
+//!   one table between two functions (as `icf shrink` shares equal ones)
+//!   is checked by what the table says, not by where it is. A table that
+//!   cannot be read is a difference.
 //! - **Data objects.** Every `STT_OBJECT` of PLAIN must exist in FOLDED with
 //!   the same size and bytes (pointers compared as targets), if it is data
 //!   the program defines. Objects in sections the linker synthesizes are
