@@ -113,6 +113,24 @@ pub(crate) fn plan(
     if !rodata.is_alloc() || !rodata.has_bytes() || rodata.size == 0 {
         return Ok(None);
     }
+    // Only a read-only segment of its own, which holds the exception
+    // tables too, compacts (`eh_frame::region`): elsewhere (gold puts
+    // `.rodata` in `.text`'s segment) nothing can fold, and the objects
+    // are not worth reading.
+    let segment_of = |address: u64| {
+        elf.segments.iter().position(|p| {
+            p.p_type == E::PT_LOAD.0 && p.vaddr <= address && address < p.vaddr + p.filesz
+        })
+    };
+    let eh_frame = elf.section_named(".eh_frame").map(|i| elf.sections[i].addr);
+    let segment = segment_of(rodata.addr);
+    if segment.is_none()
+        || segment == Some(shape.segment)
+        || segment != eh_frame.and_then(segment_of)
+        || segment.is_some_and(|i| elf.segments[i].flags & (E::PF_W.0 | E::PF_X.0) != 0)
+    {
+        return Ok(None);
+    }
     let text = std::fs::read_to_string(map)
         .map_err(|e| anyhow::anyhow!("reading the link map {}: {e}", map.display()))?;
     let sections =

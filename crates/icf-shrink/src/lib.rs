@@ -426,6 +426,17 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         _ => (0, 0),
     };
     let mut report = report;
+    // The analysis's first note reads for `icf report BINARY`, which
+    // estimates; this report is of folds made.
+    if let Some(report) = &mut report {
+        for note in &mut report.notes {
+            *note = note.replace(
+                ": what `icf link` would save on its inputs, estimated as if each function \
+                 had its own section;",
+                ", folded after its link by `icf shrink`;",
+            );
+        }
+    }
     if let Some(report) = &mut report
         && let Some(note) = pin::note(&kept_in_place)
     {
@@ -440,6 +451,18 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
              ({folded_constant_bytes} bytes of .rodata), read through the link map"
         ));
     }
+    let shared_exception_tables = layout
+        .region
+        .as_ref()
+        .map_or(0, |region| region.shared_exception_tables);
+    if let Some(report) = &mut report
+        && shared_exception_tables > 0
+    {
+        report.notes.push(format!(
+            "{shared_exception_tables} exception tables equal to others shared: their FDEs \
+             name one copy"
+        ));
+    }
     Ok(Shrunk {
         file_before: data.len() as u64,
         file_after: written.bytes.len() as u64,
@@ -449,10 +472,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         thunks: counts.1,
         kept_in_place,
         dropped_fdes,
-        shared_exception_tables: layout
-            .region
-            .as_ref()
-            .map_or(0, |region| region.shared_exception_tables),
+        shared_exception_tables,
         folded_constants,
         folded_constant_bytes,
         emptied: written.emptied,
