@@ -83,6 +83,16 @@ impl<'data> Object<'data> {
     /// relocations its code and data would have had in an object. Errors
     /// carry the section and offset; the caller adds the file name.
     pub fn parse_image(data: &'data [u8]) -> Result<Object<'data>> {
+        Self::parse_image_with(data, false)
+    }
+
+    /// [`Object::parse_image`], keeping what decoding found in each piece
+    /// of code ([`Image::decoded_code`]).
+    pub fn parse_image_keeping_code(data: &'data [u8]) -> Result<Object<'data>> {
+        Self::parse_image_with(data, true)
+    }
+
+    fn parse_image_with(data: &'data [u8], keep_code: bool) -> Result<Object<'data>> {
         let arch = check_ident(data)?;
         let header = elf::FileHeader64::<LE>::parse(data)
             .map_err(|e| Error::new(e.to_string()).at_offset(0))?;
@@ -145,6 +155,7 @@ impl<'data> Object<'data> {
             function_starts: HashSet::default(),
             named_starts: HashSet::default(),
             taken: Vec::new(),
+            decoded_code: keep_code.then(Vec::new),
         };
         reader.places = reader.occupied_places();
         reader.fdes = reader.read_fdes()?;
@@ -164,6 +175,7 @@ impl<'data> Object<'data> {
             mut object,
             addresses,
             mut taken,
+            decoded_code,
             ..
         } = reader;
         taken.sort_unstable();
@@ -184,6 +196,7 @@ impl<'data> Object<'data> {
             addresses,
             taken_addresses: taken,
             joined,
+            decoded_code: decoded_code.unwrap_or_default(),
         }));
         Ok(object)
     }
@@ -210,6 +223,8 @@ struct Reader<'data> {
     named_starts: HashSet<u64>,
     /// See [`Image::taken_addresses`].
     taken: Vec<u64>,
+    /// See [`Image::decoded_code`]; `None` when not kept.
+    decoded_code: Option<Vec<crate::DecodedPiece>>,
 }
 
 impl<'data> Reader<'data> {
@@ -362,7 +377,17 @@ impl<'data> Reader<'data> {
                     Some(found)
                 })
                 .collect();
-            self.relocate_batch(batch, decoded, &mut relocs, &mut tables);
+            self.relocate_batch(batch, &decoded, &mut relocs, &mut tables);
+            if let Some(kept) = &mut self.decoded_code {
+                kept.extend(batch.iter().zip(decoded).map(|(piece, references)| {
+                    crate::DecodedPiece {
+                        section: piece.section,
+                        start: piece.start,
+                        end: piece.end,
+                        references,
+                    }
+                }));
+            }
         }
         for (section, reloc) in relocs {
             self.object.sections[section.index()].relocs.push(reloc);
@@ -375,7 +400,7 @@ impl<'data> Reader<'data> {
     fn relocate_batch(
         &mut self,
         batch: &[crate::functions::FunctionExtent],
-        decoded: Vec<Option<Vec<LinkedReference>>>,
+        decoded: &[Option<Vec<LinkedReference>>],
         relocs: &mut Vec<(SectionIndex, Reloc)>,
         tables: &mut Vec<JumpTable>,
     ) {
@@ -386,7 +411,7 @@ impl<'data> Reader<'data> {
             let base = self.addresses[piece.section.index()];
             let (start, end) = (base.wrapping_add(piece.start), base.wrapping_add(piece.end));
             let covered = !piece.symbols.is_empty();
-            for reference in &found {
+            for reference in found {
                 if (start..end).contains(&reference.target) {
                     continue;
                 }

@@ -52,6 +52,23 @@ pub struct Image<'data> {
     /// address, sorted: the reference may mean one past the piece as well
     /// as what follows it, so the two must not be split there.
     pub joined: Vec<u64>,
+    /// Every piece of code as the reader decoded it, in the order of
+    /// [`crate::Object::functions`], when the caller asked to keep them
+    /// ([`crate::Object::parse_image_keeping_code`]): `icf shrink`
+    /// patches the same fields and need not decode the code again.
+    pub decoded_code: Vec<DecodedPiece>,
+}
+
+/// One piece of code of a linked image and what decoding found in it.
+#[derive(Clone, Debug)]
+pub struct DecodedPiece {
+    pub section: SectionIndex,
+    /// Section offsets `start..end`.
+    pub start: u64,
+    pub end: u64,
+    /// Every branch and PC-relative field found; `None` where the piece's
+    /// bytes could not be read.
+    pub references: Option<Vec<icf_arch::LinkedReference>>,
 }
 
 impl Image<'_> {

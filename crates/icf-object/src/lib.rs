@@ -29,7 +29,7 @@ pub use eh_frame::{Fde, UnwindKind};
 pub use elf::is_relocation_section;
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
-pub use image_info::{Image, ImageKind, PointerSource};
+pub use image_info::{DecodedPiece, Image, ImageKind, PointerSource};
 pub use input::{
     FileKind, InputFile, InputObjects, ObjectSource, SkippedMember, is_linked_image, list_objects,
 };

@@ -26,12 +26,39 @@ pub(crate) struct Disassembly {
 }
 
 impl Disassembly {
+    /// `decoded`: what the image reader found in each piece
+    /// (`icf_object::Image::decoded_code`), used where it lists the same
+    /// pieces; the rest is decoded here.
     pub(crate) fn of(
         elf: &Elf<'_>,
         object: &icf_object::Object<'_>,
         arch: &dyn Architecture,
+        decoded: Vec<icf_object::DecodedPiece>,
     ) -> Disassembly {
         let extents = object.functions();
+        let same_pieces = decoded.len() == extents.len()
+            && decoded.iter().zip(&extents).all(|(piece, extent)| {
+                (piece.section, piece.start, piece.end)
+                    == (extent.section, extent.start, extent.end)
+            });
+        if same_pieces {
+            let references = decoded
+                .into_par_iter()
+                .zip(&extents)
+                .map(|(piece, extent)| {
+                    let start = elf.sections.get(extent.section.index())?.addr + extent.start;
+                    let code = extent_code(elf, extent)?;
+                    if extent.symbols.is_empty() && arch.is_padding(code) {
+                        return None;
+                    }
+                    Some((start, piece.references?))
+                })
+                .collect();
+            return Disassembly {
+                extents,
+                references,
+            };
+        }
         let references = extents
             .par_iter()
             .map(|extent| {

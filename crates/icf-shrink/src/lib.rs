@@ -235,16 +235,24 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         &inputs,
         icf::Options {
             linked_image: true,
+            keep_decoded_code: true,
             ..icf::Options::default()
         },
     )?;
+    // What the image reader decoded, handed on rather than decoded again.
+    let decoded_code = program
+        .objects
+        .first_mut()
+        .and_then(|object| object.elf.image.as_mut())
+        .map(|image| std::mem::take(&mut image.decoded_code))
+        .unwrap_or_default();
     let object = &program.object(icf::ObjectId(0)).elf;
     let arch = icf_arch::of(object.arch);
     // A short jump cannot reach a copy elsewhere: the function it reaches
     // keeps its body, and the plan is made again without folding it.
     // What code runs on into (it falls through its last instruction) keeps
     // its body and its place right after it.
-    let disassembly = code::Disassembly::of(&elf, object, arch);
+    let disassembly = code::Disassembly::of(&elf, object, arch, decoded_code);
     let code = TextCode::of(&shape, &disassembly, arch, &elf);
     let mut keep_places = code.run_on_into(&shape);
     let symbols = elf.symbols(shape.symtab).map_err(named)?;

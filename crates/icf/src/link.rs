@@ -318,6 +318,7 @@ fn fold_inputs(
     let program_options = Options {
         shared: parsed.shared,
         linked_image: false,
+        keep_decoded_code: false,
         ordered_archives: parsed.linker == LinkerFlavor::Ordered,
         strong_members_first: parsed.linker == LinkerFlavor::Mold,
         whole_archive,

@@ -14,6 +14,10 @@ pub struct Options {
     /// (`icf report BINARY`), read by `icf_object::Object::parse_image`;
     /// `shared` and `exports` then come from the image itself.
     pub linked_image: bool,
+    /// With `linked_image`: keep what decoding found in each piece of
+    /// code (`icf_object::Image::decoded_code`), for `icf shrink`, which
+    /// patches those fields.
+    pub keep_decoded_code: bool,
     /// GNU ld and gold search an archive only where it stands on the command
     /// line; lld and mold (the default here) search every archive.
     pub ordered_archives: bool,

@@ -76,7 +76,9 @@ impl<'data> Program<'data> {
             .into_par_iter()
             .map(|(file, source)| {
                 let path = &inputs.files[file].path;
-                let parsed = if options.linked_image {
+                let parsed = if options.linked_image && options.keep_decoded_code {
+                    Object::parse_image_keeping_code(source.data)
+                } else if options.linked_image {
                     Object::parse_image(source.data)
                 } else {
                     Object::parse(source.data)
