@@ -395,10 +395,18 @@ pub fn region(
     }))
 }
 
+/// Marks a relocated field naming an undefined symbol, by index, in a
+/// [`TableKey`].
+const UNDEFINED: u64 = 1 << 63;
+
 /// What makes two exception tables equal: their bytes with the fields
 /// kept relocations write zeroed, and those fields (offset, type, the
 /// place each names).
-type TableKey = (Vec<u8>, Vec<(u64, u32, u64)>);
+type TableKey = (Vec<u8>, Vec<(u64, u32, Named)>);
+
+/// What a relocated field of an exception table names: a place (and 0),
+/// or [`UNDEFINED`] with a symbol's index (and the addend).
+type Named = (u64, i64);
 
 /// The exception tables (LSDAs) of `.gcc_except_table` that leave it.
 #[derive(Clone, Debug, Default)]
@@ -504,26 +512,29 @@ fn dropped_exception_tables(
         .map(range)
         .collect();
     // The kept relocations of the tables: (place, type, what it names).
-    let mut relocated: Vec<(u64, u32, u64)> = Vec::new();
+    let mut relocated: Vec<(u64, u32, Named)> = Vec::new();
     for &(relocations, target) in &shape.kept {
         if target != tables {
             continue;
         }
         for rela in elf.relas(relocations)? {
-            let named = symbols.get(rela.sym as usize).map_or(0, |symbol| {
-                if symbol.kind == E::STT_SECTION.0 {
+            // What it names: a place, or an undefined symbol (another
+            // module's) by its index, which no address equals, and its
+            // addend.
+            let named = match symbols.get(rela.sym as usize) {
+                Some(symbol) if symbol.kind == E::STT_SECTION.0 => (
                     elf.sections
                         .get(usize::from(symbol.shndx))
                         .map_or(0, |s| s.addr)
-                } else {
-                    symbol.value
+                        .wrapping_add(rela.addend as u64),
+                    0,
+                ),
+                Some(symbol) if symbol.shndx != E::SHN_UNDEF.0 => {
+                    (symbol.value.wrapping_add(rela.addend as u64), 0)
                 }
-            });
-            relocated.push((
-                rela.offset,
-                rela.r_type,
-                named.wrapping_add(rela.addend as u64),
-            ));
+                _ => (UNDEFINED | u64::from(rela.sym), rela.addend),
+            };
+            relocated.push((rela.offset, rela.r_type, named));
         }
     }
     relocated.sort_unstable();
@@ -543,7 +554,7 @@ fn dropped_exception_tables(
         }
         let mut content = content.to_vec();
         let from = relocated.partition_point(|r| r.0 < start);
-        let fields: Vec<(u64, u32, u64)> = relocated[from..]
+        let fields: Vec<(u64, u32, Named)> = relocated[from..]
             .iter()
             .take_while(|r| r.0 < end)
             .map(|&(place, r_type, named)| (place - start, r_type, named))
