@@ -16,6 +16,19 @@ use crate::image::Image;
 pub(crate) fn landing_pads(image: &Image) -> Vec<u64> {
     let mut pads = Vec::new();
     unwind_info_pads(image, &mut pads);
+    for (start, _, lsda) in exception_tables(image) {
+        call_site_pads(image, lsda, start, &mut pads);
+    }
+    pads
+}
+
+/// Every FDE of `.eh_frame` (Mach-O: `__TEXT,__eh_frame`) that covers
+/// code and names an exception table: (the start and end of the code it
+/// describes, the table's address), sorted. An FDE that covers nothing (a
+/// function `icf shrink` removed keeps its FDE, emptied) has no call site
+/// the unwinder can be in.
+pub(crate) fn exception_tables(image: &Image) -> Vec<(u64, u64, u64)> {
+    let mut tables = Vec::new();
     let named = |names: [&str; 2]| {
         image
             .sections
@@ -23,10 +36,10 @@ pub(crate) fn landing_pads(image: &Image) -> Vec<u64> {
             .find(|s| names.contains(&s.name.as_str()))
     };
     let Some(section) = named([".eh_frame", "__TEXT,__eh_frame"]) else {
-        return pads;
+        return tables;
     };
     let Some(data) = image.bytes(section.address, section.size) else {
-        return pads;
+        return tables;
     };
     let mut bases = BaseAddresses::default().set_eh_frame(section.address);
     if let Some(text) = named([".text", "__TEXT,__text"]) {
@@ -35,46 +48,6 @@ pub(crate) fn landing_pads(image: &Image) -> Vec<u64> {
     if let Some(got) = named([".got", "__DATA_CONST,__got"]) {
         bases = bases.set_got(got.address);
     }
-    let eh_frame = EhFrame::new(data, gimli::LittleEndian);
-    let mut entries = eh_frame.entries(&bases);
-    while let Ok(Some(entry)) = entries.next() {
-        let CieOrFde::Fde(partial) = entry else {
-            continue;
-        };
-        let Ok(fde) =
-            partial.parse(|section, bases, offset| section.cie_from_offset(bases, offset))
-        else {
-            continue;
-        };
-        // An FDE that covers nothing (a function `icf shrink` removed keeps
-        // its FDE, emptied) has no call site the unwinder can be in.
-        if fde.len() == 0 {
-            continue;
-        }
-        let lsda = match fde.lsda() {
-            Some(Pointer::Direct(address)) => address,
-            Some(Pointer::Indirect(slot)) => match image.read_pointer(slot) {
-                Some(address) => address,
-                None => continue,
-            },
-            None => continue,
-        };
-        call_site_pads(image, lsda, fde.initial_address(), &mut pads);
-    }
-    pads
-}
-
-/// Every FDE of `.eh_frame` that names an exception table: (the start and
-/// end of the code it describes, the table's address), sorted.
-pub(crate) fn exception_tables(image: &Image) -> Vec<(u64, u64, u64)> {
-    let mut tables = Vec::new();
-    let Some(section) = image.sections.iter().find(|s| s.name == ".eh_frame") else {
-        return tables;
-    };
-    let Some(data) = image.bytes(section.address, section.size) else {
-        return tables;
-    };
-    let bases = BaseAddresses::default().set_eh_frame(section.address);
     let eh_frame = EhFrame::new(data, gimli::LittleEndian);
     let mut entries = eh_frame.entries(&bases);
     while let Ok(Some(entry)) = entries.next() {

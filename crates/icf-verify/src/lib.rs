@@ -138,8 +138,9 @@
 //!   for other modules) where the two values differ and both point into
 //!   their images (equal words are not recorded as observed addresses).
 //! - **Exception handlers** (`eh.rs`). Two functions whose code compares
-//!   equal must also have exception tables (the LSDAs their FDEs name)
-//!   that say the same: the same call sites and landing pads, as offsets
+//!   equal must also have exception tables (the LSDAs their FDEs name;
+//!   ELF's `.eh_frame` and Mach-O's `__eh_frame`, not `__unwind_info`'s
+//!   LSDA index) that say the same: the same call sites and landing pads, as offsets
 //!   from each function's start, and the same action chains, with the
 //!   types a handler catches (or an exception specification lists)
 //!   compared by the symbol of their `type_info` (or the name the loader
