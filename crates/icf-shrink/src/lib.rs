@@ -439,9 +439,8 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     if let Some(report) = &mut report {
         for note in &mut report.notes {
             *note = note.replace(
-                ": what `icf link` would save on its inputs, estimated as if each function \
-                 had its own section;",
-                ", folded after its link by `icf shrink`;",
+                icf::IMAGE_ESTIMATE,
+                ", folded after its link by `icf shrink`",
             );
         }
     }
@@ -500,6 +499,10 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
 /// same byte of its kept copy, in the model the plan compares: functions
 /// that differ only in which copy of a constant they read then fold, as
 /// `icf link` folds them (the layout carries the same redirect out).
+/// Where the layout cannot carry the folds out (no region compacts
+/// `.rodata`), the copies stay and each folded function reads the kept
+/// copy's bytes, equal by construction; an anonymous constant has no
+/// address a program may compare.
 fn redirect_to_kept_constants(
     program: &mut icf::Program<'_>,
     elf: &Elf<'_>,

@@ -63,7 +63,8 @@ pub use program::{
     Exports, FunctionId, FunctionInfo, GcRoots, Inputs, LoadedObject, ObjectId, Options, Program,
 };
 pub use report::{
-    BinarySizes, Group, Member, NearDuplicate, REPORT_VERSION, Report, TextOptions, Totals,
+    BinarySizes, Group, IMAGE_ESTIMATE, Member, NearDuplicate, REPORT_VERSION, Report, TextOptions,
+    Totals,
 };
 pub use significance::Significance;
 pub use targets::{ExtendedTargets, Target, TargetTable};

@@ -159,6 +159,11 @@ fn image_summary(image: &icf_object::Image<'_>) -> ImageSummary {
     }
 }
 
+/// What the first note of a linked image's report says the figures are
+/// (`icf shrink` says instead that they are folds it made).
+pub const IMAGE_ESTIMATE: &str =
+    ": what `icf link` would save on its inputs, estimated as if each function had its own section";
+
 /// The notes a linked image's report starts with: that it is an
 /// estimate, and what it rests on.
 fn image_notes(image: &ImageSummary) -> Vec<String> {
@@ -172,8 +177,7 @@ fn image_notes(image: &ImageSummary) -> Vec<String> {
         }
     };
     let mut notes = vec![format!(
-        "a linked {}: what `icf link` would save on its inputs, estimated as if each function \
-         had its own section; pointers to functions in its data are known {pointers}",
+        "a linked {}{IMAGE_ESTIMATE}; pointers to functions in its data are known {pointers}",
         image.kind
     )];
     if image.stripped {
