@@ -5,14 +5,14 @@
 
 use crate::elf::Elf;
 use crate::layout::Layout;
-use crate::patch::Patches;
+use crate::patch::{Patches, Writes};
 use crate::pin::PinKind;
 use crate::shape::Shape;
 use anyhow::Context;
 use icf_arch::{Architecture, KeptReloc, LinkedReference, LinkedUse};
 use icf_object::FunctionExtent;
 use rayon::prelude::*;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
 /// Every piece of code of the image decoded once, in parallel: what each
 /// round of planning and patching reads.
@@ -129,7 +129,7 @@ pub(crate) struct Decoded {
 /// Where the kept relocations are: the sections they patch and their places.
 #[derive(Debug, Default)]
 pub(crate) struct Relocated {
-    sections: std::collections::HashSet<usize>,
+    sections: FxHashSet<usize>,
     /// The type of the relocation kept at each place (the first, where a
     /// place has several).
     places: HashMap<u64, u32>,
@@ -221,9 +221,7 @@ pub(crate) fn patch_code(
             let piece = piece?;
             tables.extend(piece.tables);
             decoded.fields.extend(piece.fields);
-            for (place, field) in piece.writes {
-                patches.put(place, field)?;
-            }
+            patches.writes.append(piece.writes);
             for pin in piece.pins {
                 patches.pins.keep(layout, &pin.addresses, pin.kind, || {
                     anyhow::anyhow!("{}", pin.refusal)
@@ -251,7 +249,7 @@ const PATCH_BATCH: usize = 4096;
 struct Worked {
     fields: Vec<(u64, Field)>,
     tables: Vec<Table>,
-    writes: Vec<(u64, Vec<u8>)>,
+    writes: Writes,
     pins: Vec<PinRequest>,
 }
 
@@ -460,7 +458,9 @@ impl Patching<'_, '_> {
                 )
             {
                 // The pair the linker relaxed, written back as it was.
-                worked.writes.extend(pair);
+                for (at, bytes) in pair {
+                    worked.writes.put(at, bytes);
+                }
                 continue;
             }
             if let Err(e) = written {
@@ -481,8 +481,7 @@ impl Patching<'_, '_> {
                 });
                 continue;
             }
-            field.truncate(size);
-            worked.writes.push((new_place, field));
+            worked.writes.put(new_place, &field[..size]);
         }
         Ok(worked)
     }
@@ -491,13 +490,45 @@ impl Patching<'_, '_> {
 /// The `size` bytes of the field at `place`, and up to three instruction
 /// words after it, which an AArch64 `adrp` moved to a page's end looks at
 /// (whether a load or store follows: Cortex-A53 erratum 843419).
-pub(crate) fn with_context(elf: &Elf<'_>, place: u64, size: usize) -> Option<Vec<u8>> {
-    let field = elf.read(place, size)?;
-    let more = (1..=12)
-        .rev()
-        .find_map(|extra| elf.read(place, size + extra))
-        .unwrap_or(field);
-    Some(more.to_vec())
+pub(crate) fn with_context(elf: &Elf<'_>, place: u64, size: usize) -> Option<FieldBytes> {
+    let section = &elf.sections[elf.section_at(place)?];
+    let left = section.addr + section.size - place;
+    if size as u64 > left || size > FieldBytes::FIELD {
+        return None;
+    }
+    let len = left.min((size + FieldBytes::CONTEXT) as u64) as usize;
+    let mut field = FieldBytes {
+        bytes: [0; FieldBytes::FIELD + FieldBytes::CONTEXT],
+        len,
+    };
+    field.bytes[..len].copy_from_slice(elf.read(place, len)?);
+    Some(field)
+}
+
+/// A field's bytes and what follows it ([`with_context`]), on the stack.
+pub(crate) struct FieldBytes {
+    bytes: [u8; FieldBytes::FIELD + FieldBytes::CONTEXT],
+    len: usize,
+}
+
+impl FieldBytes {
+    /// The largest field: a 64-bit address.
+    const FIELD: usize = 8;
+    /// Three AArch64 instruction words.
+    const CONTEXT: usize = 12;
+}
+
+impl std::ops::Deref for FieldBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for FieldBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[..self.len]
+    }
 }
 
 pub(crate) fn field_size(arch: &dyn Architecture, r_type: u32) -> usize {
@@ -511,7 +542,7 @@ fn data_marks(
     elf: &Elf<'_>,
     object: &icf_object::Object<'_>,
 ) -> HashMap<icf_object::SectionIndex, Vec<(u64, bool)>> {
-    let mut marks: HashMap<icf_object::SectionIndex, Vec<(u64, bool)>> = HashMap::new();
+    let mut marks: HashMap<icf_object::SectionIndex, Vec<(u64, bool)>> = HashMap::default();
     for symbol in &object.symbols {
         let icf_object::SymbolPlace::Section(section) = symbol.place else {
             continue;

@@ -44,7 +44,7 @@ pub(crate) fn patch(
     // writes it, lld leaves zero in RELA).
     let repoint_content = |place: u64, old: u64, patches: &mut Patches| -> anyhow::Result<()> {
         if elf.read_u64(place) == Some(old) && layout.moves(old) {
-            patches.put(layout.map(place), layout.map(old).to_le_bytes().to_vec())?;
+            patches.put(layout.map(place), layout.map(old).to_le_bytes());
         }
         Ok(())
     };
@@ -73,7 +73,7 @@ pub(crate) fn patch(
                     let old = rela.addend as u64;
                     if layout.moves(old) {
                         let field = section.addr + number as u64 * 24 + 16;
-                        patches.put(layout.map(field), layout.map(old).to_le_bytes().to_vec())?;
+                        patches.put(layout.map(field), layout.map(old).to_le_bytes());
                     }
                     repoint_content(rela.offset, old, patches)?;
                 }
@@ -128,7 +128,7 @@ pub(crate) fn patch(
                 };
                 if POINTER_TAGS.contains(&tag) && layout.moves(value) {
                     let field = section.addr + at as u64 + 8;
-                    patches.put(layout.map(field), layout.map(value).to_le_bytes().to_vec())?;
+                    patches.put(layout.map(field), layout.map(value).to_le_bytes());
                 }
             }
         }

@@ -179,7 +179,7 @@ fn repoint(
         let field = encoding.encode(new_place, new_target).with_context(|| {
             format!(".eh_frame+{at:#x}: {new_target:#x} does not fit the field")
         })?;
-        patches.put(new_place, field)?;
+        patches.put(new_place, field);
     }
     Ok(target)
 }
@@ -618,7 +618,7 @@ pub fn patch(elf: &Elf<'_>, layout: &Layout, patches: &mut Patches) -> anyhow::R
         if id_place - cie_place != (id_at - cie_at) as u64 {
             let distance =
                 u32::try_from(id_place - cie_place).map_err(|_| located(at, "CIE out of reach"))?;
-            patches.put(id_place, distance.to_le_bytes().to_vec())?;
+            patches.put(id_place, distance.to_le_bytes());
         }
         let function = Encoding::of(cie.function)
             .ok_or_else(|| located(at, "unsupported function pointer encoding"))?;
@@ -627,7 +627,7 @@ pub fn patch(elf: &Elf<'_>, layout: &Layout, patches: &mut Patches) -> anyhow::R
         let target = repoint(bytes, function_at, function, base, layout, patches)?;
         let removed = layout.is_removed_function(target);
         if removed && range != 0 {
-            patches.put(layout.map(base + range_at as u64), vec![0; function.size])?;
+            patches.put(layout.map(base + range_at as u64), vec![0; function.size]);
             dropped += 1;
         } else if range != 0 {
             kept.push(KeptFde {
@@ -763,7 +763,8 @@ fn rebuild_header(
     if !compacted {
         out.resize(bytes.len(), 0);
     }
-    patches.put(new_address, out)
+    patches.put(new_address, out);
+    Ok(())
 }
 
 impl Layout {

@@ -47,6 +47,21 @@ impl SectionInfo {
     }
 }
 
+/// See `Elf::by_address`.
+fn by_address(sections: &[SectionInfo]) -> Option<Vec<(u64, u64, usize)>> {
+    let mut by_address: Vec<(u64, u64, usize)> = sections
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.is_alloc() && s.has_bytes() && s.size > 0)
+        .map(|(index, s)| (s.addr, s.addr + s.size, index))
+        .collect();
+    by_address.sort_unstable();
+    by_address
+        .windows(2)
+        .all(|pair| pair[0].1 <= pair[1].0)
+        .then_some(by_address)
+}
+
 /// Whether `section` is DWARF (`.debug_*`, `.zdebug_*`).
 pub fn is_debug(section: &SectionInfo) -> bool {
     section.name.starts_with(".debug_") || section.name.starts_with(".zdebug_")
@@ -87,6 +102,10 @@ pub struct Elf<'data> {
     pub phoff: u64,
     pub sections: Vec<SectionInfo>,
     pub segments: Vec<Segment>,
+    /// The allocated sections with bytes, by address: (start, end,
+    /// index), sorted, none overlapping; `None` where some overlap (then
+    /// [`Elf::section_at`] looks through the headers in order).
+    by_address: Option<Vec<(u64, u64, usize)>>,
 }
 
 impl<'data> Elf<'data> {
@@ -172,6 +191,7 @@ impl<'data> Elf<'data> {
                 bail!("program header {index}: its extent runs past the address space or the file");
             }
         }
+        let by_address = by_address(&sections);
         Ok(Elf {
             data,
             machine: header.e_machine(LE).0,
@@ -181,6 +201,7 @@ impl<'data> Elf<'data> {
             phoff: header.e_phoff(LE),
             sections,
             segments,
+            by_address,
         })
     }
 
@@ -199,9 +220,15 @@ impl<'data> Elf<'data> {
 
     /// The allocated section (with bytes) holding `address`.
     pub fn section_at(&self, address: u64) -> Option<usize> {
-        self.sections
-            .iter()
-            .position(|s| s.is_alloc() && s.has_bytes() && s.contains(address))
+        let Some(by_address) = &self.by_address else {
+            return self
+                .sections
+                .iter()
+                .position(|s| s.is_alloc() && s.has_bytes() && s.contains(address));
+        };
+        let after = by_address.partition_point(|&(start, _, _)| start <= address);
+        let &(_, end, index) = by_address.get(after.checked_sub(1)?)?;
+        (address < end).then_some(index)
     }
 
     /// The bytes at `address`, `size` of them, from the allocated section holding it.

@@ -240,8 +240,7 @@ pub(crate) fn patch(
                                 layout.map(meaning),
                             ) {
                                 Ok(()) => {
-                                    field.truncate(4);
-                                    patches.replace(layout.map(place), field);
+                                    patches.replace(layout.map(place), &field[..4]);
                                 }
                                 // Relaxed by the linker: into a `nop`, or into an
                                 // instruction decoding found (`adr`).
@@ -576,7 +575,8 @@ fn rewrite(
         value,
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    patches.put(new_place, bytes)
+    patches.put(new_place, bytes);
+    Ok(())
 }
 
 /// An x86-64 GOT load the linker relaxed into an immediate: the field holds

@@ -129,6 +129,10 @@ pub struct Piece {
 #[derive(Clone, Debug)]
 pub struct Layout {
     pub pieces: Vec<Piece>,
+    /// Each piece's start, in order: what a lookup by address searches (a
+    /// million lookups in an LLVM-size program, cheaper in eight bytes a
+    /// piece than in whole pieces).
+    starts: Vec<u64>,
     pub text_start: u64,
     pub text_end: u64,
     pub new_text_end: u64,
@@ -353,6 +357,7 @@ impl Layout {
             freed / tail_align * tail_align
         };
         Ok(Layout {
+            starts: pieces.iter().map(|piece| piece.start).collect(),
             pieces,
             text_start,
             text_end,
@@ -386,7 +391,7 @@ impl Layout {
         if !(self.text_start..self.text_end).contains(&address) {
             return None;
         }
-        let index = self.pieces.partition_point(|p| p.start <= address);
+        let index = self.starts.partition_point(|&start| start <= address);
         index.checked_sub(1)
     }
 

@@ -57,6 +57,7 @@ use icf_arch::Architecture;
 use layout::{Fate, Layout, Piece};
 use patch::Patches;
 pub use pin::PinKind;
+use rayon::prelude::*;
 use shape::Shape;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -111,8 +112,9 @@ pub struct Shrunk {
     /// What folds, when [`ShrinkOptions::want_report`] asked.
     pub report: Option<icf::Report>,
     /// Wall time of each phase, in order: reading IN, finding the
-    /// constants to fold (`--map`), planning and patching (every round),
-    /// the DWARF, writing OUT.
+    /// constants to fold (`--map`), the analysis (lifting and comparing,
+    /// every round), laying out and patching (every round), the DWARF,
+    /// writing OUT.
     pub phases: Vec<(&'static str, std::time::Duration)>,
 }
 
@@ -296,6 +298,9 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         _ => Vec::new(),
     };
     let mut pinned: BTreeMap<u64, PinKind> = BTreeMap::new();
+    // Of the planning: the analyses (one per round), the rest laying out
+    // and patching.
+    let mut analysis_time = std::time::Duration::ZERO;
     let mut rounds = 0;
     let (layout, mut patches, rewritten, counts, report) = loop {
         keep_places.extend(
@@ -314,6 +319,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
             &mut keep_places,
             &pinned,
             load,
+            &mut analysis_time,
         )
         .map_err(named)?;
         let mut layout = Layout::new(
@@ -488,7 +494,8 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         phases: vec![
             ("read", load),
             ("constants", constants_time),
-            ("plan and patch", plan_time),
+            ("analysis", analysis_time),
+            ("layout and patch", plan_time.saturating_sub(analysis_time)),
             ("DWARF", debug_time),
             ("write", write_time),
         ],
@@ -572,21 +579,31 @@ impl TextCode {
             .filter(|(f, _)| f.section.index() == shape.text)
             .map(|(f, references)| (f.clone(), references.as_ref()))
             .unzip();
+        // Whether each piece's code runs off its end: a decode of all of
+        // `.text`, in parallel.
+        let runs_off: Vec<bool> = extents
+            .par_iter()
+            .zip(&decoded)
+            .map(|(f, decoded)| {
+                decoded.is_some()
+                    && code::extent_code(elf, f).is_some_and(|code| arch.runs_off_the_end(code))
+            })
+            .collect();
         let mut joined = vec![false; extents.len()];
         let mut short_jumps = Vec::new();
         // How far the code so far reaches on: past its end, or to this address.
         let mut runs_on = false;
         let mut reach_to = 0u64;
         for (index, (f, decoded)) in extents.iter().zip(decoded).enumerate() {
-            let Some(code) = code::extent_code(elf, f) else {
+            if code::extent_code(elf, f).is_none() {
                 continue;
-            };
+            }
             joined[index] = runs_on || f.start <= reach_to && index > 0;
             // Filler no symbol names.
             let Some((start, found)) = decoded else {
                 continue;
             };
-            runs_on = arch.runs_off_the_end(code);
+            runs_on = runs_off[index];
             for reference in found {
                 if field_size(arch, reference.r_type) != 1 {
                     continue;
@@ -642,10 +659,12 @@ fn plan(
     keep_places: &mut Vec<(u32, u64)>,
     pinned: &BTreeMap<u64, PinKind>,
     load: std::time::Duration,
+    analysis_time: &mut std::time::Duration,
 ) -> anyhow::Result<(Planned, Option<icf::Report>)> {
     let object = &program.object(icf::ObjectId(0)).elf;
     let arch = icf_arch::of(object.arch);
     loop {
+        let analysing = std::time::Instant::now();
         let mut analysis = icf::Analysis::run(
             program,
             &icf::PlanOptions {
@@ -657,6 +676,7 @@ fn plan(
                 ..icf::PlanOptions::default()
             },
         );
+        *analysis_time += analysing.elapsed();
         analysis.plant(&options.plants)?;
         let (mut pieces, counts, data_aliases) = pieces(elf, shape, code, &analysis, arch)?;
         for piece in &mut pieces {
@@ -861,7 +881,7 @@ fn write_thunks(
         )
         .map_err(|e| anyhow::anyhow!("thunk at {:#x}: {e}", piece.start))?;
         bytes.extend(jump);
-        patches.put(piece.new_start, bytes)?;
+        patches.put(piece.new_start, bytes);
     }
     Ok(())
 }

@@ -3,7 +3,6 @@
 
 use crate::pin::Pins;
 use anyhow::bail;
-use std::collections::BTreeMap;
 
 /// The kept relocation sections written again: (section index, bytes).
 pub(crate) type Rewritten = Vec<(usize, Vec<u8>)>;
@@ -11,7 +10,7 @@ pub(crate) type Rewritten = Vec<(usize, Vec<u8>)>;
 /// Bytes to write at new addresses; two writes to one place must agree.
 #[derive(Debug, Default)]
 pub struct Patches {
-    pub writes: BTreeMap<u64, Vec<u8>>,
+    pub writes: Writes,
     /// Edits to sections no segment loads: (section index, offset, bytes).
     pub unloaded: Vec<(usize, u64, Vec<u8>)>,
     /// What no edit can make right in this layout: the functions to keep
@@ -20,23 +19,94 @@ pub struct Patches {
 }
 
 impl Patches {
-    /// Writes `bytes` at `address` over whatever was planned there: a
-    /// field written from its kept relocation over what decoding guessed.
-    pub fn replace(&mut self, address: u64, bytes: Vec<u8>) {
-        self.writes.insert(address, bytes);
+    /// See [`Writes::replace`].
+    pub fn replace(&mut self, address: u64, bytes: impl AsRef<[u8]>) {
+        self.writes.replace(address, bytes);
     }
 
-    pub fn put(&mut self, address: u64, bytes: Vec<u8>) -> anyhow::Result<()> {
-        if let Some(earlier) = self.writes.get(&address) {
-            if *earlier != bytes {
+    /// See [`Writes::put`].
+    pub fn put(&mut self, address: u64, bytes: impl AsRef<[u8]>) {
+        self.writes.put(address, bytes);
+    }
+}
+
+/// Writes at new addresses, recorded in the order made (a million of them
+/// in an LLVM-size program, most four bytes long) and settled once, by
+/// address, when the output is written ([`Writes::settled`]).
+#[derive(Debug, Default)]
+pub struct Writes {
+    made: Vec<Write>,
+    /// The bytes of every write, one after another.
+    bytes: Vec<u8>,
+}
+
+/// One write: its bytes are `Writes::bytes[at..at + len]`.
+#[derive(Debug, Clone, Copy)]
+struct Write {
+    address: u64,
+    at: usize,
+    len: usize,
+    /// Made over whatever was planned at `address` ([`Writes::replace`]).
+    replaces: bool,
+}
+
+impl Writes {
+    /// Writes `bytes` at `address` over whatever was planned there: a
+    /// field written from its kept relocation over what decoding guessed.
+    pub fn replace(&mut self, address: u64, bytes: impl AsRef<[u8]>) {
+        self.record(address, bytes.as_ref(), true);
+    }
+
+    /// Writes `bytes` at `address`; a different value planned there too
+    /// is an error when the writes are settled.
+    pub fn put(&mut self, address: u64, bytes: impl AsRef<[u8]>) {
+        self.record(address, bytes.as_ref(), false);
+    }
+
+    /// Every write of `other`, as if made after this one's.
+    pub fn append(&mut self, other: Writes) {
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(&other.bytes);
+        self.made.extend(other.made.into_iter().map(|write| Write {
+            at: base + write.at,
+            ..write
+        }));
+    }
+
+    fn record(&mut self, address: u64, bytes: &[u8], replaces: bool) {
+        self.made.push(Write {
+            address,
+            at: self.bytes.len(),
+            len: bytes.len(),
+            replaces,
+        });
+        self.bytes.extend_from_slice(bytes);
+    }
+
+    /// The bytes to write, one run per address in address order: at each
+    /// address the last replacing write, or else the value every write
+    /// there agrees on. Two different values put at one place (and not
+    /// replaced after) are an error.
+    pub fn settled(&self) -> anyhow::Result<Vec<(u64, &[u8])>> {
+        let mut order: Vec<&Write> = self.made.iter().collect();
+        // Stable: writes to one address stay in the order made.
+        order.sort_by_key(|write| write.address);
+        let bytes = |write: &Write| &self.bytes[write.at..write.at + write.len];
+        let mut settled: Vec<(u64, &[u8])> = Vec::with_capacity(order.len());
+        for writes in order.chunk_by(|a, b| a.address == b.address) {
+            // From the last replacing write on (or all), every value agrees.
+            let from = writes.iter().rposition(|write| write.replaces).unwrap_or(0);
+            let value = bytes(writes[from]);
+            if let Some(other) = writes[from..].iter().find(|write| bytes(write) != value) {
                 bail!(
-                    "two different values for the field at {address:#x} ({earlier:02x?} and {bytes:02x?})"
+                    "two different values for the field at {:#x} ({value:02x?} and {:02x?})",
+                    other.address,
+                    bytes(other)
                 );
             }
-            return Ok(());
+            settled.push((writes[from].address, value));
         }
-        self.writes.insert(address, bytes);
-        Ok(())
+        Ok(settled)
     }
 }
 
@@ -133,9 +203,22 @@ mod tests {
         assert_eq!(value, -0x1000);
         assert_eq!(encoding.target(0x2000, value), 0x1000);
         assert!(Encoding::of(0x01).is_none(), "uleb128");
-        let mut patches = Patches::default();
-        patches.put(8, vec![1]).expect("first");
-        patches.put(8, vec![1]).expect("the same again");
-        assert!(patches.put(8, vec![2]).is_err());
+        let mut patches = Writes::default();
+        patches.put(8, [1]);
+        patches.put(8, [1]);
+        assert_eq!(patches.settled().expect("agree"), vec![(8, &[1u8][..])]);
+        patches.put(8, [2]);
+        assert!(patches.settled().is_err(), "two values at one place");
+        patches.replace(8, [3]);
+        patches.put(4, [4, 4]);
+        assert_eq!(
+            patches.settled().expect("replaced"),
+            vec![(4, &[4u8, 4][..]), (8, &[3u8][..])]
+        );
+        patches.put(8, [5]);
+        assert!(
+            patches.settled().is_err(),
+            "a put after a replace must agree with it"
+        );
     }
 }

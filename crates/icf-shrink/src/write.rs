@@ -175,7 +175,7 @@ pub(crate) fn write(
         }
     }
     // Patches, by new address.
-    for (&address, bytes) in &patches.writes {
+    for (address, bytes) in patches.writes.settled()? {
         let offset = file_offset(&segments, address, bytes.len() as u64)
             .with_context(|| format!("a patch at {address:#x} lands in no segment"))?
             as usize;
