@@ -302,7 +302,21 @@ impl InputObjects {
                 let (offset, size) = (*archive.members.get(member)?)?;
                 let start = usize::try_from(offset).ok()?;
                 let end = start.checked_add(usize::try_from(size).ok()?)?;
-                Sections::parse(archive.data.get(start..end)?)
+                let sections = Sections::parse(archive.data.get(start..end)?);
+                // What was read is kept as `Sections`: the member's pages
+                // need not stay resident (an LLVM-size link's archives run
+                // to hundreds of megabytes).
+                // SAFETY: the mapping is read-only and no slice of it
+                // outlives this call (`Sections` owns its data); dropped
+                // pages fault back in from the file if read again.
+                let _ = unsafe {
+                    archive.data.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        start,
+                        end - start,
+                    )
+                };
+                sections
             }
             None => Sections::parse(&map_file(&self.path(name)?)?),
         }
@@ -332,6 +346,12 @@ impl InputObjects {
                         members.insert(name, range);
                     }
                     members
+                };
+                // The member headers read, every page they lie on need
+                // not stay resident either (see `read`).
+                // SAFETY: as in `read`: nothing borrows the mapping now.
+                let _ = unsafe {
+                    data.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, data.len())
                 };
                 Some(Arc::new(Archive { data, members }))
             })

@@ -21,7 +21,8 @@ pub(crate) struct Disassembly {
     /// runs of code no symbol covers), in address order per section.
     pub extents: Vec<FunctionExtent>,
     /// Per extent: where it starts and every branch and PC-relative field
-    /// decoding finds in it; `None` for filler no symbol names.
+    /// decoding finds in it, with the absolute values that lie in an
+    /// allocated section; `None` for filler no symbol names.
     pub references: Vec<Option<(u64, Vec<LinkedReference>)>>,
 }
 
@@ -36,6 +37,25 @@ impl Disassembly {
         decoded: Vec<icf_object::DecodedPiece>,
     ) -> Disassembly {
         let extents = object.functions();
+        // What shrink uses of the references found: the absolute values
+        // among them that may be addresses (most are numbers: `mov $5`).
+        let empty: Vec<(u64, u64)> = elf
+            .sections
+            .iter()
+            .filter(|s| s.is_alloc() && !s.has_bytes())
+            .map(|s| (s.addr, s.addr + s.size))
+            .collect();
+        let kept = |mut found: Vec<LinkedReference>| {
+            found.retain(|reference| {
+                reference.use_ != LinkedUse::Absolute
+                    || elf.section_at(reference.target).is_some()
+                    || empty
+                        .iter()
+                        .any(|&(start, end)| (start..end).contains(&reference.target))
+            });
+            found.shrink_to_fit();
+            found
+        };
         let same_pieces = decoded.len() == extents.len()
             && decoded.iter().zip(&extents).all(|(piece, extent)| {
                 (piece.section, piece.start, piece.end)
@@ -51,7 +71,7 @@ impl Disassembly {
                     if extent.symbols.is_empty() && arch.is_padding(code) {
                         return None;
                     }
-                    Some((start, piece.references?))
+                    Some((start, kept(piece.references?)))
                 })
                 .collect();
             return Disassembly {
@@ -69,13 +89,50 @@ impl Disassembly {
                 }
                 let mut found = Vec::new();
                 arch.linked_references(code, start, &mut found);
-                Some((start, found))
+                Some((start, kept(found)))
             })
             .collect();
         Disassembly {
             extents,
             references,
         }
+    }
+
+    /// What decoding found each field at a place names, by place.
+    pub(crate) fn targets(&self) -> DecodedTargets<'_> {
+        let mut starts: Vec<(u64, usize)> = self
+            .references
+            .iter()
+            .enumerate()
+            .filter_map(|(index, found)| Some((found.as_ref()?.0, index)))
+            .collect();
+        starts.sort_unstable();
+        DecodedTargets {
+            disassembly: self,
+            starts,
+        }
+    }
+}
+
+/// See [`Disassembly::targets`]: a lookup, not a copy of every field (a
+/// million in an LLVM-size program).
+pub(crate) struct DecodedTargets<'a> {
+    disassembly: &'a Disassembly,
+    /// Where each decoded piece starts, and its index, by address.
+    starts: Vec<(u64, usize)>,
+}
+
+impl DecodedTargets<'_> {
+    /// The address the field decoding found at `place` names.
+    pub(crate) fn at(&self, place: u64) -> Option<u64> {
+        let after = self.starts.partition_point(|&(start, _)| start <= place);
+        let &(start, index) = self.starts.get(after.checked_sub(1)?)?;
+        let (_, found) = self.disassembly.references[index].as_ref()?;
+        let offset = place - start;
+        let at = found
+            .binary_search_by_key(&offset, |reference| reference.offset)
+            .ok()?;
+        Some(found[at].target)
     }
 }
 

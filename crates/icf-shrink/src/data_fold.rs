@@ -25,6 +25,7 @@
 //! data through `adrp` pages a routine may share, so its data moves by
 //! whole pages.
 
+use crate::code::DecodedTargets;
 use crate::elf::{Elf, SymbolInfo};
 use crate::shape::Shape;
 use icf_arch::{Architecture, KeptReloc};
@@ -92,15 +93,15 @@ struct Candidate {
 }
 
 /// Plans the folds of `.rodata`'s anonymous constants, with the link map
-/// at `map`. `code_targets`: (place, the address it names) of each
-/// decoded code field, sorted. `None` where nothing folds or the image is not one this
+/// at `map`. `code_targets`: the address each decoded code field names,
+/// by its place. `None` where nothing folds or the image is not one this
 /// can fold (not x86-64, no `.rodata`).
 pub(crate) fn plan(
     elf: &Elf<'_>,
     shape: &Shape,
     symbols: &[SymbolInfo],
     arch: &dyn Architecture,
-    code_targets: &[(u64, u64)],
+    code_targets: &DecodedTargets<'_>,
     map: &Path,
 ) -> anyhow::Result<Option<DataFolds>> {
     if elf.machine != E::EM_X86_64.0 {
@@ -131,10 +132,12 @@ pub(crate) fn plan(
     {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(map)
-        .map_err(|e| anyhow::anyhow!("reading the link map {}: {e}", map.display()))?;
-    let sections =
-        InputSections::parse(&text).map_err(|why| anyhow::anyhow!("{}: {why}", map.display()))?;
+    // The map's text (as large as the image) goes once parsed.
+    let sections = {
+        let text = std::fs::read_to_string(map)
+            .map_err(|e| anyhow::anyhow!("reading the link map {}: {e}", map.display()))?;
+        InputSections::parse(&text).map_err(|why| anyhow::anyhow!("{}: {why}", map.display()))?
+    };
     let objects = InputObjects::new(map, &sections);
     let (start, end) = (rodata.addr, rodata.addr + rodata.size);
     let listed = sections.spans_between(start, end);
@@ -307,10 +310,7 @@ pub(crate) fn plan(
                 }
                 continue;
             }
-            let decoded = code_targets
-                .binary_search_by_key(&rela.offset, |&(place, _)| place)
-                .ok()
-                .map(|at| code_targets[at].1);
+            let decoded = code_targets.at(rela.offset);
             let exact_target = match decoded {
                 Some(target) if code => Some(target),
                 // An absolute address, in data or in code (a non-PIE

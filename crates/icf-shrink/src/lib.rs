@@ -263,17 +263,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let folding_constants = std::time::Instant::now();
     let folds = match &options.map {
         Some(map) => {
-            let mut code_targets: Vec<(u64, u64)> = disassembly
-                .references
-                .iter()
-                .flatten()
-                .flat_map(|(start, found)| {
-                    found
-                        .iter()
-                        .map(move |reference| (start + reference.offset, reference.target))
-                })
-                .collect();
-            code_targets.sort_unstable();
+            let code_targets = disassembly.targets();
             data_fold::plan(&elf, &shape, &symbols, arch, &code_targets, map).map_err(named)?
         }
         None => None,
