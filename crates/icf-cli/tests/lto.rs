@@ -16,7 +16,9 @@
 //!    mode all no larger than a peer's `--icf=all` on the same objects
 //!    (lld for clang, gold for g++);
 //! 5. it keeps no relocations the command did not ask for (`.rela.text`
-//!    empty), and keeps them when the command asks (`-Wl,-q`);
+//!    empty), nor the symbols a link writes only for them (section
+//!    symbols and `.L` labels the plain link does not have), and keeps
+//!    them when the command asks (`-Wl,-q`);
 //! 6. `--report` writes a JSON report naming the output, which says
 //!    functions fold exactly when `.text` got smaller.
 //!
@@ -27,7 +29,7 @@
 //! `-ffunction-sections` folds more than the usual path can.
 
 use icf_fixtures::Target;
-use object::{Object as _, ObjectSection as _};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -141,6 +143,27 @@ fn section_size(binary: &Path, name: &str) -> u64 {
     file.section_by_name(name).map_or(0, |s| s.size())
 }
 
+/// The section symbols and `.L` labels of `binary`'s `.symtab`: what a
+/// link writes for the relocations it keeps.
+fn relocation_symbols(binary: &Path) -> std::collections::BTreeSet<String> {
+    let data = std::fs::read(binary).unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+    let file = object::File::parse(&*data).unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+    file.symbols()
+        .filter_map(|symbol| {
+            let name = symbol.name().unwrap_or_default();
+            let section = symbol.kind() == object::SymbolKind::Section;
+            (symbol.is_local() && (section || name.starts_with(".L"))).then(|| {
+                let place = symbol
+                    .section_index()
+                    .and_then(|index| file.section_by_index(index).ok())
+                    .and_then(|section| section.name().ok().map(str::to_owned))
+                    .unwrap_or_default();
+                format!("{name} in {place}")
+            })
+        })
+        .collect()
+}
+
 fn run(target: Target, binary: &Path) -> String {
     let output = succeed(&mut icf_fixtures::run_command(target, binary));
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -216,6 +239,7 @@ fn check(toolchain: &Toolchain) {
         section_size(&path, ".text")
     });
     let plain_text = section_size(&plain, ".text");
+    let plain_symbols = relocation_symbols(&plain);
     for mode in MODES {
         let context = format!("{} {mode}", toolchain.name);
         let output = dir.join(format!("icf-{mode}"));
@@ -275,6 +299,14 @@ fn check(toolchain: &Toolchain) {
             0,
             "{context}: OUT keeps relocations the command did not ask for"
         );
+        let extra: Vec<String> = relocation_symbols(&output)
+            .difference(&plain_symbols)
+            .cloned()
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "{context}: OUT keeps symbols written only for the relocations it dropped: {extra:?}"
+        );
         eprintln!("{context}: .text plain {plain_text}, peer {peer_text:?}, icf {text}");
     }
     // Asked for, the relocations stay (rewritten for the folded image).
@@ -287,6 +319,11 @@ fn check(toolchain: &Toolchain) {
     assert!(
         section_size(&kept, ".rela.text") > 0,
         "{}: -Wl,-q asked for the relocations, and OUT has none",
+        toolchain.name
+    );
+    assert!(
+        relocation_symbols(&kept).len() > plain_symbols.len(),
+        "{}: -Wl,-q asked for the relocations, and OUT dropped their symbols",
         toolchain.name
     );
     assert_eq!(

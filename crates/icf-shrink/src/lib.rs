@@ -106,6 +106,9 @@ pub struct Shrunk {
     pub folded_constant_bytes: u64,
     /// Sections OUT carries empty (kept relocations, DWARF), with their sizes.
     pub emptied: Vec<(String, u64)>,
+    /// Symbols OUT drops with the kept relocations, as written only for
+    /// them ([`ShrinkOptions::drop_kept_relocations`]).
+    pub link_only_symbols: usize,
     /// Why OUT carries the DWARF empty, when IN had some and it could not
     /// be rewritten.
     pub debug_dropped: Option<String>,
@@ -138,8 +141,12 @@ impl Shrunk {
             ));
         }
         if !relocations.is_empty() {
+            let symbols = match self.link_only_symbols {
+                0 => String::new(),
+                n => format!(", without the {n} symbols written only for them"),
+            };
             parts.push(format!(
-                "the relocations the link kept ({} sections)",
+                "the relocations the link kept ({} sections{symbols})",
                 relocations.len()
             ));
         }
@@ -409,6 +416,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         &write::Rewritten {
             sections: &rewritten,
             keep_debug: debug_dropped.is_none(),
+            drop_link_only_symbols: options.drop_kept_relocations,
         },
         arch.code_fill(),
     )
@@ -479,6 +487,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         folded_constants,
         folded_constant_bytes,
         emptied: written.emptied,
+        link_only_symbols: written.link_only_symbols,
         debug_dropped,
         report,
         phases: vec![

@@ -18,6 +18,8 @@ use object::elf as E;
 pub struct Written {
     pub bytes: Vec<u8>,
     pub emptied: Vec<(String, u64)>,
+    /// Symbols dropped as written only for the kept relocations.
+    pub link_only_symbols: usize,
 }
 
 /// Sections that describe the old layout and are not written again:
@@ -44,6 +46,9 @@ fn is_emptied(elf: &Elf<'_>, section: &SectionInfo, keep_debug: bool) -> bool {
 pub(crate) struct Rewritten<'a> {
     pub sections: &'a crate::patch::Rewritten,
     pub keep_debug: bool,
+    /// OUT drops the relocations the link kept: `.symtab` drops the
+    /// symbols written only for them too (`symbols::drop_link_only`).
+    pub drop_link_only_symbols: bool,
 }
 
 pub(crate) fn write(
@@ -185,6 +190,8 @@ pub(crate) fn write(
     }
     // Symbol tables: .dynsym in place (allocated), .symtab below.
     let mut symtab_bytes = None;
+    let mut strtab_bytes: Option<(usize, Vec<u8>)> = None;
+    let mut link_only_symbols = 0;
     for (index, section) in elf.sections.iter().enumerate() {
         if section.sh_type != E::SHT_SYMTAB.0 && section.sh_type != E::SHT_DYNSYM.0 {
             continue;
@@ -208,6 +215,18 @@ pub(crate) fn write(
             out.get_mut(offset..offset + bytes.len())
                 .with_context(|| format!("{} lies past the loaded bytes", section.name))?
                 .copy_from_slice(&bytes);
+        } else if rewritten.drop_link_only_symbols
+            && index == shape.symtab
+            && let Some(pruned) = crate::symbols::drop_link_only(elf, index, &bytes)
+        {
+            sections[index].size = pruned.symtab.len() as u64;
+            sections[index].info = pruned.first_global;
+            if let Some((strtab, strings)) = pruned.strtab {
+                sections[strtab].size = strings.len() as u64;
+                strtab_bytes = Some((strtab, strings));
+            }
+            link_only_symbols = pruned.dropped;
+            symtab_bytes = Some((index, pruned.symtab));
         } else {
             symtab_bytes = Some((index, bytes));
         }
@@ -228,8 +247,9 @@ pub(crate) fn write(
             out.extend_from_slice(bytes);
             continue;
         }
-        match &symtab_bytes {
-            Some((symtab, bytes)) if *symtab == index => out.extend_from_slice(bytes),
+        match (&symtab_bytes, &strtab_bytes) {
+            (Some((symtab, bytes)), _) if *symtab == index => out.extend_from_slice(bytes),
+            (_, Some((strtab, bytes))) if *strtab == index => out.extend_from_slice(bytes),
             _ => {
                 let old = &elf.sections[index];
                 let start = out.len();
@@ -260,6 +280,7 @@ pub(crate) fn write(
     Ok(Written {
         bytes: out,
         emptied,
+        link_only_symbols,
     })
 }
 
