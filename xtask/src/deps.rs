@@ -41,6 +41,10 @@ const REQUIRED_TOOLS: &[&str] = &[
     "llvm-config-14",
     "time",
     "curl",
+    // `cargo xtask bench`'s LTO corpus: a CPython extension module, built
+    // against Debian's python3 and tested with its pytest.
+    "python3-config",
+    "pytest-3",
     // The unicorn-engine crate finds libunicorn through pkg-config.
     "pkg-config",
 ];
@@ -72,6 +76,10 @@ const DEBIAN_PACKAGES: &[&str] = &[
     "curl",
     "pkg-config",
     "libunicorn-dev",
+    "python3-dev",
+    "python3-pytest",
+    // The LTO corpus's tests of dates read time zones through pytz.
+    "python3-tz",
 ];
 
 /// Rustup components that `cargo xtask test` runs, with the cargo subcommand

@@ -21,6 +21,9 @@
 //!   `target/bench/synthetic/nN-seedS/`), linked by `cc` without
 //!   `--gc-sections` so every function stays; behaviour: the checksum `main`
 //!   prints. One corpus per size (`--sizes`, default 10k to 80k).
+//! - `lto`: python-rapidjson 1.25 from PyPI built with ThinLTO, measured
+//!   on its own (`lto.rs`): the plain LTO link, lld `--icf=all` and `icf
+//!   link` in both modes, each output run under the package's own tests.
 //!
 //! Each corpus is linked with lld (`--icf=none|safe|all`), gold (the same),
 //! mold (none, `--icf=all`; `--no-fork` so its time and memory are its own),
@@ -94,6 +97,7 @@
 //! This file holds the flags, `run` (the phases in order) and the tool
 //! check; each phase has its own file: `prepare` (building and caching the
 //! corpora), `measure` (the links, their sizes, behaviour and `icf verify`),
+//! `lto` (the LTO corpus, prepared, measured and rendered),
 //! `estimate` (`icf report` on the plain binaries), `post_link` (`icf
 //! shrink` after the link), `floor` (the I/O floor), `targets` (the PASS/FAIL lines and the INFO lines), `render`
 //! (results.md, results.json,
@@ -102,6 +106,7 @@
 mod estimate;
 mod floor;
 mod format;
+mod lto;
 mod measure;
 mod post_link;
 mod prepare;
@@ -151,6 +156,8 @@ enum CorpusChoice {
     Llvm,
     LlvmAarch64,
     Synthetic,
+    /// python-rapidjson from PyPI, built with ThinLTO (`lto.rs`).
+    Lto,
     All,
 }
 
@@ -179,8 +186,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         eprintln!("==> bench {}: {}", prepared.name, prepared.description);
         results.push(measure(prepared, &icf, args.runs)?);
     }
+    let lto = if matches!(args.corpus, CorpusChoice::Lto | CorpusChoice::All) {
+        eprintln!("==> bench lto");
+        Some(lto::measure(&root, &icf, args.runs)?)
+    } else {
+        None
+    };
 
-    let targets = targets(&results);
+    let mut targets = targets(&results);
+    targets.extend(lto.iter().flat_map(lto::targets));
     let notes = notes(&results);
     let elapsed = started.elapsed();
     let environment = Environment {
@@ -190,14 +204,21 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         runs: args.runs,
         elapsed,
     };
-    render::write_and_print(&root, &results, &targets, &notes, &environment)?;
+    render::write_and_print(
+        &root,
+        &results,
+        lto.as_ref(),
+        &targets,
+        &notes,
+        &environment,
+    )?;
 
-    fail_on_broken_links(&results)
+    fail_on_broken_links(&results, lto.as_ref())
 }
 
 /// Fails, naming every one, if a link failed, a binary behaves unlike the
 /// plain link, or `icf fold` or `icf report` on a plain binary failed.
-fn fail_on_broken_links(results: &[CorpusResult]) -> Result<()> {
+fn fail_on_broken_links(results: &[CorpusResult], lto: Option<&lto::LtoResult>) -> Result<()> {
     let mut broken: Vec<String> = results
         .iter()
         .flat_map(|result| {
@@ -219,6 +240,12 @@ fn fail_on_broken_links(results: &[CorpusResult]) -> Result<()> {
         Some(format!("{} / icf fold: {error}", result.name))
     }));
     broken.extend(results.iter().flat_map(post_link::broken));
+    broken.extend(lto.iter().flat_map(|lto| {
+        lto.links.iter().filter_map(|link| {
+            let failure = link.failure.as_ref()?;
+            Some(format!("lto / {}: {failure}", link.label))
+        })
+    }));
     broken.extend(results.iter().flat_map(|result| {
         result.estimates.iter().filter_map(move |estimate| {
             let estimate::Outcome::Failed(error) = &estimate.outcome else {

@@ -34,12 +34,16 @@ pub(super) struct Environment {
 pub(super) fn write_and_print(
     root: &Path,
     results: &[CorpusResult],
+    lto: Option<&super::lto::LtoResult>,
     targets: &[Target],
     notes: &[Note],
     environment: &Environment,
 ) -> Result<()> {
-    let markdown = render_markdown(results, targets, notes, environment);
-    let json = render_json(results, targets, notes, environment);
+    let markdown = render_markdown(results, lto, targets, notes, environment);
+    let mut json = render_json(results, targets, notes, environment);
+    if let (Some(lto), Some(object)) = (lto, json.as_object_mut()) {
+        object.insert("lto".to_owned(), super::lto::to_json(lto));
+    }
     let md_path = root.join("results.md");
     let json_path = root.join("results.json");
     fs::write(&md_path, &markdown).with_context(|| format!("writing {}", md_path.display()))?;
@@ -98,6 +102,7 @@ pub(super) fn load_average() -> String {
 /// lines.
 fn render_markdown(
     results: &[CorpusResult],
+    lto: Option<&super::lto::LtoResult>,
     targets: &[Target],
     notes: &[Note],
     environment: &Environment,
@@ -113,6 +118,9 @@ fn render_markdown(
         md.push('\n');
     }
     write_scaling_table(&mut md, results);
+    if let Some(lto) = lto {
+        super::lto::write_table(&mut md, lto);
+    }
     md.push_str("### targets\n\n");
     for target in targets {
         let _ = writeln!(md, "- {}", target.line());
