@@ -18,13 +18,36 @@ use std::collections::HashMap;
 /// How many instructions after its `lea` a table's `movslq` may come.
 const DISPATCH_WINDOW: usize = 6;
 
+/// Code up to this size is decoded once, and again only where it indexes
+/// a jump table (the range checks need every branch target first); larger
+/// code (a stripped image's `.text`, one range) is decoded twice.
+const DECODE_ONCE: usize = 64 * 1024;
+
 pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
+    let found = out.len();
+    if code.len() <= DECODE_ONCE && scan(code, address, out, None).is_some() {
+        return;
+    }
+    out.truncate(found);
+    let mut checks = RangeChecks::new(code, address);
+    let _ = scan(code, address, out, Some(&mut checks));
+}
+
+/// One pass over `code`: the references, with the sizes `checks` gives
+/// the jump tables. Without `checks`, `None` (and part of the references)
+/// at the first jump table: what the pass found up to there is all it
+/// finds wherever no table is indexed, as the checks only size tables.
+fn scan(
+    code: &[u8],
+    address: u64,
+    out: &mut Vec<LinkedReference>,
+    mut checks: Option<&mut RangeChecks>,
+) -> Option<()> {
     let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
     let mut instr = Instruction::default();
     // The last RIP-relative `lea`s: destination register, index in `out`,
     // instruction count when seen.
     let mut leas: Vec<(Register, usize, usize)> = Vec::new();
-    let mut checks = RangeChecks::new(code, address);
     let mut count = 0usize;
     while decoder.can_decode() {
         decoder.decode_out(&mut instr);
@@ -32,19 +55,26 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             continue;
         }
         count += 1;
-        checks.arrive(instr.ip());
+        if let Some(checks) = checks.as_deref_mut() {
+            checks.arrive(instr.ip());
+        }
         leas.retain(|&(_, _, seen)| count - seen <= DISPATCH_WINDOW);
         if let Some(table) = relative_table_base(&instr, &leas) {
             out[table].table = Some(TableShape::Relative32 {
-                entries: checks.entries(instr.memory_index()),
+                entries: checks.as_deref()?.entries(instr.memory_index()),
             });
         }
         let absolute_table = instr.op_count() > 0
             && (0..instr.op_count()).any(|i| instr.op_kind(i) == OpKind::Memory)
             && instr.memory_base() == Register::None
             && instr.memory_index_scale() == 8;
-        let absolute_entries = absolute_table.then(|| checks.entries(instr.memory_index()));
-        checks.leave(&instr);
+        let absolute_entries = match absolute_table {
+            true => Some(checks.as_deref()?.entries(instr.memory_index())),
+            false => None,
+        };
+        if let Some(checks) = checks.as_deref_mut() {
+            checks.leave(&instr);
+        }
         let offsets = decoder.get_constant_offsets(&instr);
         let start = instr.ip() - address;
         let end = instr.next_ip();
@@ -113,6 +143,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             }
         }
     }
+    Some(())
 }
 
 fn absolute(offset: u64, r_type: u32, value: u64) -> LinkedReference {
@@ -437,6 +468,36 @@ mod tests {
         let found = refs(&other, 0x1000);
         let table = found.iter().find_map(|r| r.table);
         assert_eq!(table, Some(TableShape::Relative32 { entries: None }));
+    }
+
+    #[test]
+    fn one_decode_finds_what_two_find() {
+        // Without a table the code is decoded once; with one, the pass
+        // stops there and the code is decoded again with its range checks
+        // (what it had found is not kept twice).
+        let call_then_table = [
+            0xe8, 0xfb, 0x0f, 0x00, 0x00, // call 0x2000
+            0x83, 0xff, 0x0f, // cmp $0xf,%edi
+            0x77, 0x20, // ja (past the code)
+            0x48, 0x8d, 0x0d, 0x00, 0x01, 0x00, 0x00, // lea 0x100(%rip),%rcx
+            0x48, 0x63, 0x04, 0xb9, // movslq (%rcx,%rdi,4),%rax
+            0xff, 0x24, 0xc5, 0x00, 0x20, 0x40, 0x00, // jmp *0x402000(,%rax,8)
+        ];
+        let no_table = [
+            0xe8, 0xfb, 0x0f, 0x00, 0x00, // call 0x2000
+            0x48, 0x8d, 0x3d, 0xf4, 0x1f, 0x00, 0x00, // lea 0x3000(%rip),%rdi
+            0xbf, 0x00, 0x10, 0x40, 0x00, // mov $0x401000,%edi
+        ];
+        for code in [&call_then_table[..], &no_table[..]] {
+            let mut twice = Vec::new();
+            let mut checks = RangeChecks::new(code, 0x1000);
+            assert!(scan(code, 0x1000, &mut twice, Some(&mut checks)).is_some());
+            assert_eq!(refs(code, 0x1000), twice);
+        }
+        let tables = refs(&call_then_table, 0x1000);
+        assert_eq!(tables.iter().filter(|r| r.table.is_some()).count(), 2);
+        // The call, the `ja` out of the code, the `lea` and the `jmp`.
+        assert_eq!(tables.len(), 4, "{tables:?}");
     }
 
     #[test]
