@@ -391,3 +391,55 @@ fn the_pipeline_reads_objects_through_the_object_model() {
         found.join("\n")
     );
 }
+
+/// The path dependencies a manifest declares itself (`name = { path =
+/// ... }`) rather than through `[workspace.dependencies]`.
+fn own_path_dependencies(manifest: &str) -> Vec<String> {
+    manifest
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .filter(|line| line.contains("path =") && line.contains('{'))
+        .filter_map(|line| Some(line.split_once('=')?.0.trim().to_string()))
+        .collect()
+}
+
+#[test]
+fn every_crate_is_a_member_and_reaches_the_others_through_the_workspace() {
+    let root = std::fs::read_to_string(workspace().join("Cargo.toml")).expect("the root manifest");
+    let members = root
+        .split_once("members = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(list, _)| list)
+        .expect("a members list");
+    let mut manifests = vec![
+        workspace().join("fixtures/Cargo.toml"),
+        workspace().join("tests/Cargo.toml"),
+    ];
+    for dir in crate_dirs() {
+        let relative = dir
+            .strip_prefix(workspace())
+            .expect("under the workspace")
+            .display()
+            .to_string();
+        assert!(
+            members.contains(&format!("\"{relative}\"")),
+            "{relative} is not a workspace member: `cargo test --workspace` and clippy skip it"
+        );
+        manifests.push(dir.join("Cargo.toml"));
+    }
+    for manifest in manifests {
+        let text = std::fs::read_to_string(&manifest).expect("readable manifest");
+        let own = own_path_dependencies(&text);
+        assert!(
+            own.is_empty(),
+            "{}: path dependencies outside [workspace.dependencies]: {own:?}",
+            manifest.display()
+        );
+    }
+}
+
+#[test]
+fn the_manifest_reader_sees_a_path_dependency() {
+    let manifest = "[dependencies]\nicf.workspace = true\n# x = { path = \"old\" }\nicf-emu = { path = \"../icf-emu\" }\n[[test]]\npath = \"lift.rs\"\n";
+    assert_eq!(own_path_dependencies(manifest), vec!["icf-emu".to_string()]);
+}
