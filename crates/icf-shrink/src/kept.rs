@@ -21,6 +21,7 @@ use crate::shape::Shape;
 use anyhow::{Context, bail};
 use icf_arch::{Architecture, KeptReloc};
 use object::elf as E;
+use rayon::prelude::*;
 
 /// Sections a linker writes itself, which code reaches through a symbol.
 /// Whether the word at `place` is an AArch64 `b` to `target`.
@@ -89,10 +90,6 @@ pub(crate) fn patch(
         .filter(|s| LINKER_MADE.contains(&s.name.as_str()))
         .map(|s| (s.addr, s.addr + s.size))
         .collect();
-    let linker_made = |address: u64| {
-        made.iter()
-            .any(|&(start, end)| (start..end).contains(&address))
-    };
     // Whether a GOT moves: an offset from it then changes.
     let gots: Vec<(u64, u64)> = elf
         .sections
@@ -101,18 +98,9 @@ pub(crate) fn patch(
         .map(|s| (s.addr, s.addr + s.size))
         .collect();
     let got_moves = gots.iter().any(|&(start, _)| layout.moves(start));
-    // Whether `page` (page-aligned) holds part of a GOT.
-    let got_page = |page: u64| {
-        page & 0xfff == 0
-            && gots
-                .iter()
-                .any(|&(start, end)| start < page + 0x1000 && page < end)
-    };
     let mut rewritten = Vec::new();
     for &(relocations, target) in &shape.kept {
         let section = &elf.sections[target];
-        let eh_frame = section.name == ".eh_frame";
-        let code = section.is_executable();
         if !section.is_alloc() {
             rewritten.push(unloaded(
                 elf,
@@ -125,69 +113,128 @@ pub(crate) fn patch(
             )?);
             continue;
         }
-        let mut out = Vec::new();
-        for rela in elf.relas(relocations)? {
-            let place = rela.offset;
-            if !section.contains(place) {
-                bail!(
-                    "{}: relocation at {place:#x} outside {}",
-                    elf.sections[relocations].name,
-                    section.name
-                );
-            }
-            if !layout.is_carried(place) {
-                continue;
-            }
-            let at = || format!("{}+{:#x}", section.name, place - section.addr);
-            let name = || object::elf::RelocationType(rela.r_type);
-            let mut addend = rela.addend;
-            let (old_symbol, new_symbol, section_symbol) =
-                match symbol(elf, layout, symbols, rela.sym) {
-                    Symbol::At(old, new, section_symbol) => (old, new, section_symbol),
-                    Symbol::Undefined => {
-                        // A non-PIE executable takes another module's function
-                        // by the address of its PLT entry, which may move.
-                        if let KeptReloc::Address { size } = arch.kept_reloc(rela.r_type)
-                            && let Some(field) = elf.read(place, usize::from(size))
-                        {
-                            let mut word = [0u8; 8];
-                            word[..field.len()].copy_from_slice(field);
-                            let value = u64::from_le_bytes(word);
-                            if value != 0 && (layout.moves(value) || layout.moves(place)) {
-                                let size = usize::from(size);
-                                rewrite(
-                                    elf,
-                                    arch,
-                                    layout,
-                                    patches,
-                                    KeptField {
-                                        r_type: rela.r_type,
-                                        place,
-                                        size,
-                                    },
-                                    layout.map(value),
-                                    None,
-                                )
-                                .map_err(|e| e.context(at()))?;
-                            }
-                        }
-                        out.push((layout.map(place), rela.sym, rela.r_type, addend));
-                        continue;
-                    }
-                    Symbol::Elsewhere => {
-                        out.push((layout.map(place), rela.sym, rela.r_type, addend));
-                        continue;
-                    }
-                };
-            let meaning = old_symbol.wrapping_add(rela.addend as u64);
-            // Where the named place goes, when the relocation names it.
-            let mapped = layout.map_named(place, meaning);
-            let mut new_meaning = Some(mapped);
-            let moves = layout.moves(place) || mapped != meaning;
-            match arch.kept_reloc(rela.r_type) {
-                _ if eh_frame => {}
-                KeptReloc::Address { size } => {
-                    if moves {
+        let kept = Kept {
+            elf,
+            symbols,
+            layout,
+            arch,
+            decoded,
+            relocations,
+            section,
+            eh_frame: section.name == ".eh_frame",
+            code: section.is_executable(),
+            made: &made,
+            gots: &gots,
+            got_moves,
+        };
+        // Each relocation is written on its own: batches of them in
+        // parallel, merged in order as one pass would make them.
+        let relas = elf.relas(relocations)?;
+        let batches: Vec<anyhow::Result<(Patches, Vec<KeptEntry>)>> = relas
+            .par_chunks(KEPT_BATCH)
+            .map(|batch| {
+                let mut patches = Patches::default();
+                let mut out = Vec::with_capacity(batch.len());
+                for rela in batch {
+                    kept.write(rela, &mut patches, &mut out)?;
+                }
+                Ok((patches, out))
+            })
+            .collect();
+        let mut out = Vec::with_capacity(relas.len());
+        for batch in batches {
+            let (batch_patches, batch_out) = batch?;
+            patches.append(batch_patches);
+            out.extend(batch_out);
+        }
+        rewritten.push((relocations, encode(out)));
+    }
+    Ok(rewritten)
+}
+
+/// Relocations written again together on one thread.
+const KEPT_BATCH: usize = 8192;
+
+/// A relocation for OUT: (place, symbol, type, addend).
+type KeptEntry = (u64, u32, u32, i64);
+
+/// What every kept relocation of one allocated section is written against.
+struct Kept<'a, 'data> {
+    elf: &'a Elf<'data>,
+    symbols: &'a [SymbolInfo],
+    layout: &'a Layout,
+    arch: &'a dyn Architecture,
+    decoded: &'a Decoded,
+    /// The relocation section's index.
+    relocations: usize,
+    /// The section it relocates.
+    section: &'a crate::elf::SectionInfo,
+    eh_frame: bool,
+    code: bool,
+    /// Sections a linker writes itself (`LINKER_MADE`): (start, end).
+    made: &'a [(u64, u64)],
+    /// The GOTs: (start, end).
+    gots: &'a [(u64, u64)],
+    got_moves: bool,
+}
+
+impl Kept<'_, '_> {
+    /// Whether `address` lies in a section the linker wrote itself.
+    fn linker_made(&self, address: u64) -> bool {
+        self.made
+            .iter()
+            .any(|&(start, end)| (start..end).contains(&address))
+    }
+
+    /// Whether `page` (page-aligned) holds part of a GOT.
+    fn got_page(&self, page: u64) -> bool {
+        page & 0xfff == 0
+            && self
+                .gots
+                .iter()
+                .any(|&(start, end)| start < page + 0x1000 && page < end)
+    }
+
+    /// Accounts for the relocation `rela`: its field written again in
+    /// `patches` where its place or target moves (or its function kept in
+    /// place), and the relocation for OUT pushed to `out`.
+    fn write(
+        &self,
+        rela: &crate::elf::Rela,
+        patches: &mut Patches,
+        out: &mut Vec<KeptEntry>,
+    ) -> anyhow::Result<()> {
+        let (elf, symbols, layout, arch, decoded) =
+            (self.elf, self.symbols, self.layout, self.arch, self.decoded);
+        let (section, relocations, eh_frame, code) =
+            (self.section, self.relocations, self.eh_frame, self.code);
+        let place = rela.offset;
+        if !section.contains(place) {
+            bail!(
+                "{}: relocation at {place:#x} outside {}",
+                elf.sections[relocations].name,
+                section.name
+            );
+        }
+        if !layout.is_carried(place) {
+            return Ok(());
+        }
+        let at = || format!("{}+{:#x}", section.name, place - section.addr);
+        let name = || object::elf::RelocationType(rela.r_type);
+        let mut addend = rela.addend;
+        let (old_symbol, new_symbol, section_symbol) = match symbol(elf, layout, symbols, rela.sym)
+        {
+            Symbol::At(old, new, section_symbol) => (old, new, section_symbol),
+            Symbol::Undefined => {
+                // A non-PIE executable takes another module's function
+                // by the address of its PLT entry, which may move.
+                if let KeptReloc::Address { size } = arch.kept_reloc(rela.r_type)
+                    && let Some(field) = elf.read(place, usize::from(size))
+                {
+                    let mut word = [0u8; 8];
+                    word[..field.len()].copy_from_slice(field);
+                    let value = u64::from_le_bytes(word);
+                    if value != 0 && (layout.moves(value) || layout.moves(place)) {
                         let size = usize::from(size);
                         rewrite(
                             elf,
@@ -199,231 +246,220 @@ pub(crate) fn patch(
                                 place,
                                 size,
                             },
-                            layout.map(meaning),
+                            layout.map(value),
                             None,
                         )
                         .map_err(|e| e.context(at()))?;
                     }
                 }
-                kind @ (KeptReloc::Instruction | KeptReloc::Page) if code => {
-                    let found = decoded.fields.get(&place).copied();
-                    // An `adr` where the relocation names a page is either
-                    // the whole address (the linker relaxed `adrp` + `add`,
-                    // the next word a `nop`) or GNU ld's erratum 843419 form
-                    // of the page, which only the relocation tells apart when
-                    // the address is the page.
-                    let page_by_adr = kind == KeptReloc::Page
-                        && found.is_some_and(|f| {
-                            arch.kept_reloc(f.r_type) != KeptReloc::Page
-                                && meaning & 0xfff == 0
-                                && !elf.read(place + 4, 4).is_some_and(|w| arch.is_padding(w))
-                        });
-                    match found {
-                        Some(f) if f.meaning() == meaning && !page_by_adr => {
-                            new_meaning = Some(layout.map(f.target).wrapping_add(f.bias as u64));
-                        }
-                        // A branch to a PLT entry or a range extension thunk.
-                        Some(f) if linker_made(f.target) => new_meaning = None,
-                        _ => {
-                            // What the instruction computes is `S + A`: write
-                            // it from the relocation, over whatever decoding
-                            // paired (an `adrp` whose page stays live across a
-                            // call, a low half before its `adrp`).
-                            let word =
-                                elf.read(place, 4).context("instruction past the section")?;
-                            let mut field = with_context(elf, place, 4)
-                                .context("instruction past the section")?;
-                            match arch.write_reloc(
-                                rela.r_type,
-                                &mut field,
-                                layout.map(place),
-                                layout.map(meaning),
-                            ) {
-                                Ok(()) => {
-                                    patches.replace(layout.map(place), &field[..4]);
-                                }
-                                // Relaxed by the linker: into a `nop`, or into an
-                                // instruction decoding found (`adr`).
-                                Err(_) if arch.is_padding(word) || found.is_some() => {}
-                                Err(e) => {
-                                    patches.pins.keep(
-                                        layout,
-                                        &[place, meaning],
-                                        PinKind::OutOfReach,
-                                        || {
-                                            anyhow::anyhow!(
-                                                "{}: the {:?} relocation: {e}",
-                                                at(),
-                                                name()
-                                            )
-                                        },
-                                    )?;
-                                    new_meaning = None;
-                                }
+                out.push((layout.map(place), rela.sym, rela.r_type, addend));
+                return Ok(());
+            }
+            Symbol::Elsewhere => {
+                out.push((layout.map(place), rela.sym, rela.r_type, addend));
+                return Ok(());
+            }
+        };
+        let meaning = old_symbol.wrapping_add(rela.addend as u64);
+        // Where the named place goes, when the relocation names it.
+        let mapped = layout.map_named(place, meaning);
+        let mut new_meaning = Some(mapped);
+        let moves = layout.moves(place) || mapped != meaning;
+        match arch.kept_reloc(rela.r_type) {
+            _ if eh_frame => {}
+            KeptReloc::Address { size } => {
+                if moves {
+                    let size = usize::from(size);
+                    rewrite(
+                        elf,
+                        arch,
+                        layout,
+                        patches,
+                        KeptField {
+                            r_type: rela.r_type,
+                            place,
+                            size,
+                        },
+                        layout.map(meaning),
+                        None,
+                    )
+                    .map_err(|e| e.context(at()))?;
+                }
+            }
+            kind @ (KeptReloc::Instruction | KeptReloc::Page) if code => {
+                let found = decoded.fields.get(&place).copied();
+                // An `adr` where the relocation names a page is either
+                // the whole address (the linker relaxed `adrp` + `add`,
+                // the next word a `nop`) or GNU ld's erratum 843419 form
+                // of the page, which only the relocation tells apart when
+                // the address is the page.
+                let page_by_adr = kind == KeptReloc::Page
+                    && found.is_some_and(|f| {
+                        arch.kept_reloc(f.r_type) != KeptReloc::Page
+                            && meaning & 0xfff == 0
+                            && !elf.read(place + 4, 4).is_some_and(|w| arch.is_padding(w))
+                    });
+                match found {
+                    Some(f) if f.meaning() == meaning && !page_by_adr => {
+                        new_meaning = Some(layout.map(f.target).wrapping_add(f.bias as u64));
+                    }
+                    // A branch to a PLT entry or a range extension thunk.
+                    Some(f) if self.linker_made(f.target) => new_meaning = None,
+                    _ => {
+                        // What the instruction computes is `S + A`: write
+                        // it from the relocation, over whatever decoding
+                        // paired (an `adrp` whose page stays live across a
+                        // call, a low half before its `adrp`).
+                        let word = elf.read(place, 4).context("instruction past the section")?;
+                        let mut field =
+                            with_context(elf, place, 4).context("instruction past the section")?;
+                        match arch.write_reloc(
+                            rela.r_type,
+                            &mut field,
+                            layout.map(place),
+                            layout.map(meaning),
+                        ) {
+                            Ok(()) => {
+                                patches.replace(layout.map(place), &field[..4]);
+                            }
+                            // Relaxed by the linker: into a `nop`, or into an
+                            // instruction decoding found (`adr`).
+                            Err(_) if arch.is_padding(word) || found.is_some() => {}
+                            Err(e) => {
+                                patches.pins.keep(
+                                    layout,
+                                    &[place, meaning],
+                                    PinKind::OutOfReach,
+                                    || {
+                                        anyhow::anyhow!(
+                                            "{}: the {:?} relocation: {e}",
+                                            at(),
+                                            name()
+                                        )
+                                    },
+                                )?;
+                                new_meaning = None;
                             }
                         }
                     }
                 }
-                KeptReloc::PcRelative
-                | KeptReloc::GotPage
-                | KeptReloc::Low12
-                | KeptReloc::RelaxableGotLoad
-                    if code =>
-                {
-                    // An AArch64 `ldr` of a GOT slot's low 12 bits
-                    // (`:got_lo12:`) at `at`: its field is the slot's, which
-                    // stays where it is when no GOT moves.
-                    let got_low_bits = |at: u64| {
-                        rela.r_type == object::elf::R_AARCH64_LD64_GOT_LO12_NC.0
-                            && !got_moves
+            }
+            KeptReloc::PcRelative
+            | KeptReloc::GotPage
+            | KeptReloc::Low12
+            | KeptReloc::RelaxableGotLoad
+                if code =>
+            {
+                // An AArch64 `ldr` of a GOT slot's low 12 bits
+                // (`:got_lo12:`) at `at`: its field is the slot's, which
+                // stays where it is when no GOT moves.
+                let got_low_bits = |at: u64| {
+                    rela.r_type == object::elf::R_AARCH64_LD64_GOT_LO12_NC.0
+                        && !self.got_moves
+                        && elf
+                            .read(at, 4)
+                            .and_then(|w| w.try_into().ok())
+                            .map(u32::from_le_bytes)
+                            .is_some_and(|w| w & 0xffc0_0000 == 0xf940_0000)
+                };
+                match decoded.fields.get(&place).map(|f| (f.target, f.bias)) {
+                    Some((named, bias)) if named.wrapping_add(bias as u64) == meaning => {
+                        new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
+                    }
+                    // Reached through a GOT or PLT entry: still names its symbol.
+                    Some((named, _)) if self.linker_made(named) => new_meaning = None,
+                    Some((named, _)) if !moves && !layout.moves(named) => new_meaning = None,
+                    // The linker moved the instruction into an erratum
+                    // 843419 patch and branched there (lld's
+                    // `__CortexA53843419_*`, which moves with `.text`
+                    // as a stub): the field is that instruction's.
+                    Some((named, _)) if got_low_bits(named) && is_branch(elf, place, named) => {
+                        new_meaning = None
+                    }
+                    // Its `adrp`, whose decoding found no low half to
+                    // pair it with (that went into the patch): the
+                    // GOT's page, which code patching writes again from
+                    // the `adrp`'s new place.
+                    Some((named, _))
+                        if rela.r_type == object::elf::R_AARCH64_ADR_GOT_PAGE.0
+                            && !self.got_moves
+                            && self.got_page(named) =>
+                    {
+                        new_meaning = None
+                    }
+                    Some((named, _)) => {
+                        patches.pins.keep(layout, &[place, meaning, named], PinKind::UndecodedField, || {
+                            anyhow::anyhow!(
+                                "{}: the {:?} relocation names {meaning:#x}, the instruction there \
+                                 {named:#x}: the relocations the link kept disagree with its code",
+                                at(),
+                                name()
+                            )
+                        })?;
+                        new_meaning = None;
+                    }
+                    None => {
+                        let relaxed_away = elf.read(place, 4).is_some_and(|w| arch.is_padding(w));
+                        let relaxed_got =
+                            arch.kept_reloc(rela.r_type) == KeptReloc::RelaxableGotLoad;
+                        // `jmp *f@GOTPCREL(%rip)` relaxed to `jmp f; nop`
+                        // (lld and GNU ld): the field starts a byte before
+                        // the relocation's place, and decoding found it.
+                        let relaxed_jump = relaxed_got
+                            && !section_symbol
                             && elf
-                                .read(at, 4)
-                                .and_then(|w| w.try_into().ok())
-                                .map(u32::from_le_bytes)
-                                .is_some_and(|w| w & 0xffc0_0000 == 0xf940_0000)
-                    };
-                    match decoded.fields.get(&place).map(|f| (f.target, f.bias)) {
-                        Some((named, bias)) if named.wrapping_add(bias as u64) == meaning => {
-                            new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
-                        }
-                        // Reached through a GOT or PLT entry: still names its symbol.
-                        Some((named, _)) if linker_made(named) => new_meaning = None,
-                        Some((named, _)) if !moves && !layout.moves(named) => new_meaning = None,
-                        // The linker moved the instruction into an erratum
-                        // 843419 patch and branched there (lld's
-                        // `__CortexA53843419_*`, which moves with `.text`
-                        // as a stub): the field is that instruction's.
-                        Some((named, _)) if got_low_bits(named) && is_branch(elf, place, named) => {
-                            new_meaning = None
-                        }
-                        // Its `adrp`, whose decoding found no low half to
-                        // pair it with (that went into the patch): the
-                        // GOT's page, which code patching writes again from
-                        // the `adrp`'s new place.
-                        Some((named, _))
-                            if rela.r_type == object::elf::R_AARCH64_ADR_GOT_PAGE.0
-                                && !got_moves
-                                && got_page(named) =>
-                        {
-                            new_meaning = None
-                        }
-                        Some((named, _)) => {
-                            patches.pins.keep(layout, &[place, meaning, named], PinKind::UndecodedField, || {
+                                .read(place.wrapping_sub(2), 6)
+                                .is_some_and(|b| b[0] == 0xe9 && b[5] == 0x90)
+                            && decoded
+                                .fields
+                                .get(&place.wrapping_sub(1))
+                                .is_some_and(|f| f.target == old_symbol);
+                        if relaxed_jump || got_low_bits(place) {
+                            new_meaning = None;
+                        } else if relaxed_got && moves {
+                            let relaxed = relaxed_got_load(
+                                elf,
+                                arch,
+                                layout,
+                                place,
+                                old_symbol,
+                                section_symbol,
+                                patches,
+                            );
+                            if let Err(e) = relaxed {
+                                patches.pins.keep(
+                                    layout,
+                                    &[place, old_symbol],
+                                    PinKind::UndecodedField,
+                                    || anyhow::anyhow!("{}: {:?}: {e}", at(), name()),
+                                )?;
+                            }
+                            new_meaning = None;
+                        } else if moves && !relaxed_away {
+                            patches.pins.keep(layout, &[place, meaning], PinKind::UndecodedField, || {
                                 anyhow::anyhow!(
-                                    "{}: the {:?} relocation names {meaning:#x}, the instruction there \
-                                     {named:#x}: the relocations the link kept disagree with its code",
+                                    "{}: the {:?} relocation's field was not found by decoding the code",
                                     at(),
                                     name()
                                 )
                             })?;
                             new_meaning = None;
                         }
-                        None => {
-                            let relaxed_away =
-                                elf.read(place, 4).is_some_and(|w| arch.is_padding(w));
-                            let relaxed_got =
-                                arch.kept_reloc(rela.r_type) == KeptReloc::RelaxableGotLoad;
-                            // `jmp *f@GOTPCREL(%rip)` relaxed to `jmp f; nop`
-                            // (lld and GNU ld): the field starts a byte before
-                            // the relocation's place, and decoding found it.
-                            let relaxed_jump = relaxed_got
-                                && !section_symbol
-                                && elf
-                                    .read(place.wrapping_sub(2), 6)
-                                    .is_some_and(|b| b[0] == 0xe9 && b[5] == 0x90)
-                                && decoded
-                                    .fields
-                                    .get(&place.wrapping_sub(1))
-                                    .is_some_and(|f| f.target == old_symbol);
-                            if relaxed_jump || got_low_bits(place) {
-                                new_meaning = None;
-                            } else if relaxed_got && moves {
-                                let relaxed = relaxed_got_load(
-                                    elf,
-                                    arch,
-                                    layout,
-                                    place,
-                                    old_symbol,
-                                    section_symbol,
-                                    patches,
-                                );
-                                if let Err(e) = relaxed {
-                                    patches.pins.keep(
-                                        layout,
-                                        &[place, old_symbol],
-                                        PinKind::UndecodedField,
-                                        || anyhow::anyhow!("{}: {:?}: {e}", at(), name()),
-                                    )?;
-                                }
-                                new_meaning = None;
-                            } else if moves && !relaxed_away {
-                                patches.pins.keep(layout, &[place, meaning], PinKind::UndecodedField, || {
-                                    anyhow::anyhow!(
-                                        "{}: the {:?} relocation's field was not found by decoding the code",
-                                        at(),
-                                        name()
-                                    )
-                                })?;
-                                new_meaning = None;
-                            }
-                        }
                     }
                 }
-                KeptReloc::PcRelative => {
-                    // A jump table entry is `.long case - table`: a field
-                    // relocated through the section symbol of the code.
-                    let reading = if section_symbol {
-                        table_entry(elf, decoded, place)
-                    } else {
-                        TableEntry::No
-                    };
-                    if let TableEntry::Yes(base, case) = reading {
-                        if layout.moves(base) || layout.moves(case) {
-                            // `case - table`: the field counts from the table.
-                            let (from, to) = (layout.map(base), layout.map(case));
-                            rewrite(
-                                elf,
-                                arch,
-                                layout,
-                                patches,
-                                KeptField {
-                                    r_type: rela.r_type,
-                                    place,
-                                    size: 4,
-                                },
-                                to,
-                                Some(from),
-                            )
-                            .map_err(|e| e.context(at()))?;
-                        }
-                        let bias = meaning.wrapping_sub(case);
-                        new_meaning = Some(layout.map(case).wrapping_add(bias));
-                    } else if moves {
-                        let unknown_base = match reading {
-                            TableEntry::Maybe(base, case) => Some(vec![place, meaning, base, case]),
-                            _ if section_symbol
-                                && layout.moves(meaning)
-                                && !layout.is_outside_text(meaning) =>
-                            {
-                                Some(vec![place, meaning])
-                            }
-                            _ => None,
-                        };
-                        if let Some(ends) = unknown_base {
-                            // Whatever it counts from, nothing it names moves.
-                            patches.pins.keep(layout, &ends, PinKind::UnknownBase, || {
-                                anyhow::anyhow!(
-                                    "{}: a PC-relative {:?} field in data names code through a section \
-                                     symbol, and no jump table the code reads holds it: icf cannot tell \
-                                     where it counts from",
-                                    at(),
-                                    name()
-                                )
-                            })?;
-                            out.push((layout.map(place), rela.sym, rela.r_type, addend));
-                            continue;
-                        }
-                        let size = field_size(arch, rela.r_type);
+            }
+            KeptReloc::PcRelative => {
+                // A jump table entry is `.long case - table`: a field
+                // relocated through the section symbol of the code.
+                let reading = if section_symbol {
+                    table_entry(elf, decoded, place)
+                } else {
+                    TableEntry::No
+                };
+                if let TableEntry::Yes(base, case) = reading {
+                    if layout.moves(base) || layout.moves(case) {
+                        // `case - table`: the field counts from the table.
+                        let (from, to) = (layout.map(base), layout.map(case));
                         rewrite(
                             elf,
                             arch,
@@ -432,50 +468,91 @@ pub(crate) fn patch(
                             KeptField {
                                 r_type: rela.r_type,
                                 place,
-                                size,
+                                size: 4,
                             },
-                            mapped,
-                            None,
+                            to,
+                            Some(from),
                         )
                         .map_err(|e| e.context(at()))?;
                     }
-                }
-                KeptReloc::GotOffset => {
-                    if got_moves {
-                        bail!(
-                            "{}: a {:?} relocation counts from the GOT, which moves; icf cannot write it again",
-                            at(),
-                            name()
-                        );
-                    }
-                    new_meaning = None;
-                }
-                KeptReloc::RelaxableGotLoad
-                | KeptReloc::Low12
-                | KeptReloc::Instruction
-                | KeptReloc::Page
-                | KeptReloc::GotPage
-                | KeptReloc::Other => {
-                    if layout.moves(meaning) {
-                        patches.pins.keep(layout, &[meaning], PinKind::UnwrittenRelocation, || {
+                    let bias = meaning.wrapping_sub(case);
+                    new_meaning = Some(layout.map(case).wrapping_add(bias));
+                } else if moves {
+                    let unknown_base = match reading {
+                        TableEntry::Maybe(base, case) => Some(vec![place, meaning, base, case]),
+                        _ if section_symbol
+                            && layout.moves(meaning)
+                            && !layout.is_outside_text(meaning) =>
+                        {
+                            Some(vec![place, meaning])
+                        }
+                        _ => None,
+                    };
+                    if let Some(ends) = unknown_base {
+                        // Whatever it counts from, nothing it names moves.
+                        patches.pins.keep(layout, &ends, PinKind::UnknownBase, || {
                             anyhow::anyhow!(
-                                "{}: a {:?} relocation names code that moves; icf cannot write it again",
+                                "{}: a PC-relative {:?} field in data names code through a section \
+                                 symbol, and no jump table the code reads holds it: icf cannot tell \
+                                 where it counts from",
                                 at(),
                                 name()
                             )
                         })?;
+                        out.push((layout.map(place), rela.sym, rela.r_type, addend));
+                        return Ok(());
                     }
-                    new_meaning = None;
+                    let size = field_size(arch, rela.r_type);
+                    rewrite(
+                        elf,
+                        arch,
+                        layout,
+                        patches,
+                        KeptField {
+                            r_type: rela.r_type,
+                            place,
+                            size,
+                        },
+                        mapped,
+                        None,
+                    )
+                    .map_err(|e| e.context(at()))?;
                 }
             }
-            if let Some(new_meaning) = new_meaning {
-                addend = new_meaning.wrapping_sub(new_symbol) as i64;
+            KeptReloc::GotOffset => {
+                if self.got_moves {
+                    bail!(
+                        "{}: a {:?} relocation counts from the GOT, which moves; icf cannot write it again",
+                        at(),
+                        name()
+                    );
+                }
+                new_meaning = None;
             }
-            out.push((layout.map(place), rela.sym, rela.r_type, addend));
+            KeptReloc::RelaxableGotLoad
+            | KeptReloc::Low12
+            | KeptReloc::Instruction
+            | KeptReloc::Page
+            | KeptReloc::GotPage
+            | KeptReloc::Other => {
+                if layout.moves(meaning) {
+                    patches.pins.keep(layout, &[meaning], PinKind::UnwrittenRelocation, || {
+                        anyhow::anyhow!(
+                            "{}: a {:?} relocation names code that moves; icf cannot write it again",
+                            at(),
+                            name()
+                        )
+                    })?;
+                }
+                new_meaning = None;
+            }
         }
-        rewritten.push((relocations, encode(out)));
+        if let Some(new_meaning) = new_meaning {
+            addend = new_meaning.wrapping_sub(new_symbol) as i64;
+        }
+        out.push((layout.map(place), rela.sym, rela.r_type, addend));
+        Ok(())
     }
-    Ok(rewritten)
 }
 
 /// The kept relocations of a section no segment loads (a probe note):

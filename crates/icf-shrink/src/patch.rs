@@ -28,6 +28,13 @@ impl Patches {
     pub fn put(&mut self, address: u64, bytes: impl AsRef<[u8]>) {
         self.writes.put(address, bytes);
     }
+
+    /// Everything `other` plans, as if planned after this.
+    pub(crate) fn append(&mut self, other: Patches) {
+        self.writes.append(other.writes);
+        self.unloaded.extend(other.unloaded);
+        self.pins.append(other.pins);
+    }
 }
 
 /// Writes at new addresses, recorded in the order made (a million of them

@@ -91,6 +91,14 @@ impl Pins {
         }
         Ok(())
     }
+
+    /// What `other` asks, as if asked after this: a function asked for
+    /// twice keeps the first kind.
+    pub fn append(&mut self, other: Pins) {
+        for (start, kind) in other.wanted {
+            self.wanted.entry(start).or_insert(kind);
+        }
+    }
 }
 
 /// Functions kept in place, counted by why.
