@@ -265,19 +265,25 @@ impl<'data> Elf<'data> {
 
     /// The entries of `SHT_RELA` section `index`.
     pub fn relas(&self, index: usize) -> anyhow::Result<Vec<Rela>> {
-        let relas: &[elf::Rela64<LE>] =
-            object::slice_from_all_bytes(self.bytes(index)).map_err(|()| {
-                anyhow::anyhow!("{}: bad relocation section", self.sections[index].name)
-            })?;
-        Ok(relas
-            .iter()
-            .map(|r| Rela {
-                offset: r.r_offset.get(LE),
-                sym: r.r_sym(LE, false),
-                r_type: r.r_type(LE, false).0,
-                addend: r.r_addend.get(LE),
-            })
-            .collect())
+        Ok(self.raw_relas(index)?.iter().map(Rela::of).collect())
+    }
+
+    /// The entries of `SHT_RELA` section `index` as the file holds them
+    /// (read with [`Rela::of`]): no copy of a million relocations.
+    pub fn raw_relas(&self, index: usize) -> anyhow::Result<&'data [elf::Rela64<LE>]> {
+        object::slice_from_all_bytes(self.bytes(index))
+            .map_err(|()| anyhow::anyhow!("{}: bad relocation section", self.sections[index].name))
+    }
+}
+
+impl Rela {
+    pub fn of(raw: &elf::Rela64<LE>) -> Rela {
+        Rela {
+            offset: raw.r_offset.get(LE),
+            sym: raw.r_sym(LE, false),
+            r_type: raw.r_type(LE, false).0,
+            addend: raw.r_addend.get(LE),
+        }
     }
 }
 

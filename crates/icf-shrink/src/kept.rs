@@ -129,31 +129,34 @@ pub(crate) fn patch(
         };
         // Each relocation is written on its own: batches of them in
         // parallel, merged in order as one pass would make them.
-        let relas = elf.relas(relocations)?;
-        let batches: Vec<anyhow::Result<(Patches, Vec<KeptEntry>)>> = relas
+        let relas = elf.raw_relas(relocations)?;
+        let batches: Vec<anyhow::Result<(Patches, Vec<u8>)>> = relas
             .par_chunks(KEPT_BATCH)
             .map(|batch| {
                 let mut patches = Patches::default();
                 let mut out = Vec::with_capacity(batch.len());
                 for rela in batch {
-                    kept.write(rela, &mut patches, &mut out)?;
+                    kept.write(&crate::elf::Rela::of(rela), &mut patches, &mut out)?;
                 }
-                Ok((patches, out))
+                Ok((patches, encode(out)))
             })
             .collect();
-        let mut out = Vec::with_capacity(relas.len());
+        let mut out = Vec::with_capacity(relas.len() * RELA_SIZE);
         for batch in batches {
             let (batch_patches, batch_out) = batch?;
             patches.append(batch_patches);
-            out.extend(batch_out);
+            out.extend_from_slice(&batch_out);
         }
-        rewritten.push((relocations, encode(out)));
+        rewritten.push((relocations, out));
     }
     Ok(rewritten)
 }
 
 /// Relocations written again together on one thread.
 const KEPT_BATCH: usize = 8192;
+
+/// The bytes of one `Elf64_Rela`.
+const RELA_SIZE: usize = 24;
 
 /// A relocation for OUT: (place, symbol, type, addend).
 type KeptEntry = (u64, u32, u32, i64);
@@ -611,7 +614,7 @@ fn unloaded(
 
 /// `Elf64_Rela` entries as bytes.
 fn encode(relocations: Vec<(u64, u32, u32, i64)>) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(relocations.len() * 24);
+    let mut bytes = Vec::with_capacity(relocations.len() * RELA_SIZE);
     for (offset, sym, r_type, addend) in relocations {
         bytes.extend(offset.to_le_bytes());
         bytes.extend(((u64::from(sym) << 32) | u64::from(r_type)).to_le_bytes());

@@ -391,6 +391,10 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
             pinned.entry(start).or_insert(kind);
         }
     };
+    // The image model and the decoded code served the plan and the
+    // patches: the heap they hold goes back before OUT is written.
+    drop((code, disassembly, program));
+    icf::memory::return_freed_memory();
     let mut rewritten = rewritten;
     if options.drop_kept_relocations {
         for (_, bytes) in &mut rewritten {
@@ -411,7 +415,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         &elf,
         &shape,
         &layout,
-        &patches,
+        &mut patches,
         &symbols,
         &write::Rewritten {
             sections: &rewritten,

@@ -55,7 +55,7 @@ pub(crate) fn write(
     elf: &Elf<'_>,
     shape: &Shape,
     layout: &Layout,
-    patches: &Patches,
+    patches: &mut Patches,
     symbols: &[SymbolInfo],
     rewritten: &Rewritten<'_>,
     fill_bytes: &[u8],
@@ -180,7 +180,7 @@ pub(crate) fn write(
         }
     }
     // Patches, by new address.
-    for (address, bytes) in patches.writes.settled()? {
+    for (address, bytes) in patches.writes.settle()? {
         let offset = file_offset(&segments, address, bytes.len() as u64)
             .with_context(|| format!("a patch at {address:#x} lands in no segment"))?
             as usize;

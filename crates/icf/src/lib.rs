@@ -26,7 +26,7 @@ mod linker;
 mod linker_script;
 mod live;
 mod member_facts;
-mod memory;
+pub mod memory;
 mod names;
 mod narrow;
 mod objects;
