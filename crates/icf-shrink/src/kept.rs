@@ -198,6 +198,39 @@ impl Kept<'_, '_> {
                 .any(|&(start, end)| start < page + 0x1000 && page < end)
     }
 
+    /// Writes the field of `rela` (`size` bytes) to name `value`, counted
+    /// from `counted_from` where that is not the field's own new place.
+    fn rewrite_field(
+        &self,
+        patches: &mut Patches,
+        rela: &crate::elf::Rela,
+        size: usize,
+        value: u64,
+        counted_from: Option<u64>,
+    ) -> anyhow::Result<()> {
+        let field = KeptField {
+            r_type: rela.r_type,
+            place: rela.offset,
+            size,
+        };
+        rewrite(
+            self.elf,
+            self.arch,
+            self.layout,
+            patches,
+            field,
+            value,
+            counted_from,
+        )
+        .map_err(|e| {
+            e.context(format!(
+                "{}+{:#x}",
+                self.section.name,
+                rela.offset - self.section.addr
+            ))
+        })
+    }
+
     /// Accounts for the relocation `rela`: its field written again in
     /// `patches` where its place or target moves (or its function kept in
     /// place), and the relocation for OUT pushed to `out`.
@@ -239,20 +272,7 @@ impl Kept<'_, '_> {
                     let value = u64::from_le_bytes(word);
                     if value != 0 && (layout.moves(value) || layout.moves(place)) {
                         let size = usize::from(size);
-                        rewrite(
-                            elf,
-                            arch,
-                            layout,
-                            patches,
-                            KeptField {
-                                r_type: rela.r_type,
-                                place,
-                                size,
-                            },
-                            layout.map(value),
-                            None,
-                        )
-                        .map_err(|e| e.context(at()))?;
+                        self.rewrite_field(patches, rela, size, layout.map(value), None)?;
                     }
                 }
                 out.push((layout.map(place), rela.sym, rela.r_type, addend));
@@ -273,20 +293,7 @@ impl Kept<'_, '_> {
             KeptReloc::Address { size } => {
                 if moves {
                     let size = usize::from(size);
-                    rewrite(
-                        elf,
-                        arch,
-                        layout,
-                        patches,
-                        KeptField {
-                            r_type: rela.r_type,
-                            place,
-                            size,
-                        },
-                        layout.map(meaning),
-                        None,
-                    )
-                    .map_err(|e| e.context(at()))?;
+                    self.rewrite_field(patches, rela, size, layout.map(meaning), None)?;
                 }
             }
             kind @ (KeptReloc::Instruction | KeptReloc::Page) if code => {
@@ -463,20 +470,7 @@ impl Kept<'_, '_> {
                     if layout.moves(base) || layout.moves(case) {
                         // `case - table`: the field counts from the table.
                         let (from, to) = (layout.map(base), layout.map(case));
-                        rewrite(
-                            elf,
-                            arch,
-                            layout,
-                            patches,
-                            KeptField {
-                                r_type: rela.r_type,
-                                place,
-                                size: 4,
-                            },
-                            to,
-                            Some(from),
-                        )
-                        .map_err(|e| e.context(at()))?;
+                        self.rewrite_field(patches, rela, 4, to, Some(from))?;
                     }
                     let bias = meaning.wrapping_sub(case);
                     new_meaning = Some(layout.map(case).wrapping_add(bias));
@@ -506,20 +500,7 @@ impl Kept<'_, '_> {
                         return Ok(());
                     }
                     let size = field_size(arch, rela.r_type);
-                    rewrite(
-                        elf,
-                        arch,
-                        layout,
-                        patches,
-                        KeptField {
-                            r_type: rela.r_type,
-                            place,
-                            size,
-                        },
-                        mapped,
-                        None,
-                    )
-                    .map_err(|e| e.context(at()))?;
+                    self.rewrite_field(patches, rela, size, mapped, None)?;
                 }
             }
             KeptReloc::GotOffset => {
