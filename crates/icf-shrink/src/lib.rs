@@ -143,7 +143,7 @@ impl Shrunk {
         if !relocations.is_empty() {
             let symbols = match self.link_only_symbols {
                 0 => String::new(),
-                n => format!(", without the {n} symbols written only for them"),
+                n => format!("; the {n} symbols written only for them dropped"),
             };
             parts.push(format!(
                 "the relocations the link kept ({} sections{symbols})",
