@@ -23,7 +23,7 @@ fn fdes_point_at_their_function_and_lsda() {
         let object = icf_fixtures::object(Path::new("cpp/exceptions.cpp"), &Build::new(compiler));
         let inputs = open(&[object]);
         let program = load(&inputs);
-        let elf = &program.objects[0].elf;
+        let elf = &program.objects[0].object;
         let (eh_frame, fdes) = elf.eh_frame.as_ref().expect("an .eh_frame section");
         let mut with_lsda = Vec::new();
         for fde in fdes {
@@ -64,7 +64,7 @@ fn comdat_groups_and_address_significance_are_read() {
         let object = icf_fixtures::object(Path::new("cpp/templates.cpp"), &Build::new(compiler));
         let inputs = open(&[object]);
         let program = load(&inputs);
-        let elf = &program.objects[0].elf;
+        let elf = &program.objects[0].object;
         let signatures: Vec<String> = elf
             .groups
             .iter()

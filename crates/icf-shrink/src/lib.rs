@@ -252,10 +252,10 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let decoded_code = program
         .objects
         .first_mut()
-        .and_then(|object| object.elf.image.as_mut())
+        .and_then(|object| object.object.image.as_mut())
         .map(|image| std::mem::take(&mut image.decoded_code))
         .unwrap_or_default();
-    let object = &program.object(icf::ObjectId(0)).elf;
+    let object = &program.object(icf::ObjectId(0)).object;
     let arch = icf_arch::of(object.arch);
     // A short jump cannot reach a copy elsewhere: the function it reaches
     // keeps its body, and the plan is made again without folding it.
@@ -278,7 +278,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     if let Some(folds) = &folds {
         redirect_to_kept_constants(&mut program, &elf, &disassembly, folds);
     }
-    let object = &program.object(icf::ObjectId(0)).elf;
+    let object = &program.object(icf::ObjectId(0)).object;
     let constants_time = folding_constants.elapsed();
     let planning = std::time::Instant::now();
     // Functions kept whole and in place (`pin.rs`): each round plans, lays
@@ -534,9 +534,10 @@ fn redirect_to_kept_constants(
             continue;
         };
         let index = extent.section.index();
-        let (Some(section), Some(model)) =
-            (elf.sections.get(index), object.elf.sections.get_mut(index))
-        else {
+        let (Some(section), Some(model)) = (
+            elf.sections.get(index),
+            object.object.sections.get_mut(index),
+        ) else {
             continue;
         };
         for reference in found {
@@ -664,7 +665,7 @@ fn plan(
     load: std::time::Duration,
     analysis_time: &mut std::time::Duration,
 ) -> anyhow::Result<(Planned, Option<icf::Report>)> {
-    let object = &program.object(icf::ObjectId(0)).elf;
+    let object = &program.object(icf::ObjectId(0)).object;
     let arch = icf_arch::of(object.arch);
     loop {
         let analysing = std::time::Instant::now();

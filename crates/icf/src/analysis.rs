@@ -537,7 +537,9 @@ impl<'p, 'data> Analysis<'p, 'data> {
             Origin::Function(index) => self.program.function_name(self.program.function(index)),
             Origin::Data => self.data_symbol(id).map_or_else(
                 || self.data_place(id),
-                |symbol| crate::demangle(self.program.object(info.object).elf.symbol(symbol).name),
+                |symbol| {
+                    crate::demangle(self.program.object(info.object).object.symbol(symbol).name)
+                },
             ),
         }
     }
@@ -552,7 +554,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
                 |symbol| {
                     self.program
                         .object(info.object)
-                        .elf
+                        .object
                         .symbol(symbol)
                         .name_lossy()
                 },
@@ -562,7 +564,10 @@ impl<'p, 'data> Analysis<'p, 'data> {
 
     /// The section a candidate lives in.
     pub(crate) fn section_of(&self, info: &CandidateInfo) -> &icf_object::Section<'data> {
-        self.program.object(info.object).elf.section(info.section)
+        self.program
+            .object(info.object)
+            .object
+            .section(info.section)
     }
 
     fn data_place(&self, id: CandidateId) -> String {

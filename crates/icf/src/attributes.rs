@@ -31,7 +31,7 @@ pub(crate) fn attributes(
         .objects
         .par_iter()
         .map(|object| {
-            let elf = &object.elf;
+            let elf = &object.object;
             let Some((eh_frame, fdes)) = &elf.eh_frame else {
                 return Vec::new();
             };
@@ -89,9 +89,9 @@ pub(crate) fn attributes(
         // when it was lifted (see `Analysis::run`).
         let layout_sensitive = interior_referenced[index] || bodies[index].layout().is_some();
         let unwind = fde_of(candidate).and_then(|fde| {
-            let (eh_frame, _) = object.elf.eh_frame.as_ref()?;
+            let (eh_frame, _) = object.object.eh_frame.as_ref()?;
             Some(Box::new(unwind_description(
-                &object.elf,
+                &object.object,
                 *eh_frame,
                 &fde,
                 narrower,
@@ -181,7 +181,7 @@ fn unwind_description(
 /// input section is a class of its own, so nothing folds across sections.
 fn placed_class<'a>(program: &'a Program<'_>, candidate: &CandidateInfo) -> Cow<'a, [u8]> {
     let object = program.object(candidate.object);
-    let name = object.elf.section(candidate.section).name;
+    let name = object.object.section(candidate.section).name;
     match &program.options.linker_scripts {
         None => Cow::Borrowed(output_section_class(name)),
         Some(Ok(map)) => {
@@ -203,7 +203,7 @@ fn placed_class<'a>(program: &'a Program<'_>, candidate: &CandidateInfo) -> Cow<
 fn own_class<'a>(program: &'a Program<'_>, candidate: &CandidateInfo) -> Cow<'a, [u8]> {
     let name = program
         .object(candidate.object)
-        .elf
+        .object
         .section(candidate.section)
         .name;
     Cow::Owned(

@@ -84,7 +84,7 @@ impl Places {
                 },
             ));
         }
-        let sections = |object: usize| program.objects[object].elf.sections.len();
+        let sections = |object: usize| program.objects[object].object.sections.len();
         let pieces = pieces
             .into_iter()
             .enumerate()
@@ -105,7 +105,7 @@ impl Places {
                     return Vec::new();
                 }
                 let mut list = Vec::new();
-                for (index, section) in object.elf.sections.iter().enumerate() {
+                for (index, section) in object.object.sections.iter().enumerate() {
                     let section_index = SectionIndex(index as u32);
                     for_each_element(section, |start, target| {
                         list.push((section_index, start, target, target_hash(&target)));
@@ -242,7 +242,7 @@ pub(crate) fn collect_candidates(
             // In a linked image, bytes no symbol covers are the padding
             // between functions (or linker stubs): nothing a link of the
             // inputs would fold.
-            let padding = object.elf.image.is_some() && f.extent.symbols.is_empty();
+            let padding = object.object.image.is_some() && f.extent.symbols.is_empty();
             object.loaded && kept(f.object, f.extent.section) && !padding
         })
         .map(|(index, f)| CandidateInfo {
@@ -257,23 +257,23 @@ pub(crate) fn collect_candidates(
         if !object.loaded {
             continue;
         }
-        let splits = data_split_points(&object.elf);
+        let splits = data_split_points(&object.object);
         // In a linked image, data between one symbol's end and the next
         // symbol is alignment padding or what no symbol names (merged
         // strings, anonymous constants): a place an address one past an
         // array reaches, not a piece to fold.
         let starts = object
-            .elf
+            .object
             .image
             .is_some()
-            .then(|| piece_starts(&object.elf));
-        for (section_index, section) in object.elf.sections.iter().enumerate() {
+            .then(|| piece_starts(&object.object));
+        for (section_index, section) in object.object.sections.iter().enumerate() {
             let section_index = SectionIndex(section_index as u32);
             if !section.is_read_only_data() || !kept(ObjectId(index as u32), section_index) {
                 continue;
             }
             let mut points: Vec<u64> = splits.get(&section_index).cloned().unwrap_or_default();
-            if let Some(image) = &object.elf.image {
+            if let Some(image) = &object.object.image {
                 points.retain(|&point| !image.is_joined(image.address(section_index, point)));
             }
             points.extend([0, section.size]);

@@ -29,7 +29,7 @@ impl<'data> Analysis<'_, 'data> {
         mode: Mode,
     ) -> bool {
         let info = &self.candidates[candidate.index()];
-        let elf = &self.program.object(info.object).elf;
+        let elf = &self.program.object(info.object).object;
         let section = elf.section(info.section);
         if !info.is_code() || info.start != 0 || info.end != section.size {
             return false;
@@ -59,7 +59,7 @@ impl<'data> Analysis<'_, 'data> {
                 return false;
             };
             let other_info = &self.candidates[other.index()];
-            let other_elf = &self.program.object(object).elf;
+            let other_elf = &self.program.object(object).object;
             let sole_member = other_elf
                 .section(other_info.section)
                 .group
@@ -91,7 +91,7 @@ impl<'data> Analysis<'_, 'data> {
         let in_instance = |object: ObjectId| instances.iter().any(|&(o, _)| o == object);
         let object = self.program.object(info.object);
         let winners = self.global_symbols(candidate).iter().all(|&s| {
-            let name = object.elf.symbol(s).name;
+            let name = object.object.symbol(s).name;
             self.program
                 .definitions
                 .winner(name)
@@ -110,13 +110,13 @@ impl<'data> Analysis<'_, 'data> {
             };
             let loaded = self.program.object(object);
             let needed = loaded
-                .elf
+                .object
                 .group(group)
                 .members
                 .iter()
                 .flat_map(|&m| loaded.section_symbols.get(m))
                 .filter(|&&(_, _, symbol)| {
-                    loaded.elf.symbol(symbol).binding != Binding::Local
+                    loaded.object.symbol(symbol).binding != Binding::Local
                         && self.program.needed.contains(&(object, symbol))
                 })
                 .count();
@@ -144,7 +144,7 @@ impl<'data> Analysis<'_, 'data> {
         groups: &ComdatInstances<'data>,
     ) -> Option<Vec<u8>> {
         let info = &self.candidates[candidate.index()];
-        let elf = &self.program.object(info.object).elf;
+        let elf = &self.program.object(info.object).object;
         let section = elf.section(info.section);
         if !info.is_code() || info.start != 0 || info.end != section.size {
             return None;
@@ -167,7 +167,7 @@ impl<'data> Analysis<'_, 'data> {
 
     pub(crate) fn in_comdat(&self, candidate: CandidateId) -> bool {
         let info = &self.candidates[candidate.index()];
-        let elf = &self.program.object(info.object).elf;
+        let elf = &self.program.object(info.object).object;
         elf.section(info.section)
             .group
             .is_some_and(|g| elf.group(g).is_comdat)
@@ -307,7 +307,7 @@ impl<'data> ComdatInstances<'data> {
         (object, group): (ObjectId, GroupIndex),
     ) -> Option<SectionIndex> {
         let name = analysis.section_of(info).name;
-        let elf = &analysis.program.object(object).elf;
+        let elf = &analysis.program.object(object).object;
         elf.group(group)
             .members
             .iter()
@@ -335,7 +335,7 @@ impl<'data> ComdatInstances<'data> {
         candidate: CandidateId,
     ) -> Option<(u32, &[(ObjectId, GroupIndex)])> {
         let info = &analysis.candidates[candidate.index()];
-        let elf = &analysis.program.object(info.object).elf;
+        let elf = &analysis.program.object(info.object).object;
         let group = elf.group(elf.section(info.section).group?);
         if !group.is_comdat {
             return None;
@@ -352,11 +352,11 @@ impl<'data> Analysis<'_, 'data> {
             if !object.loaded {
                 continue;
             }
-            for (group_index, group) in object.elf.groups.iter().enumerate() {
+            for (group_index, group) in object.object.groups.iter().enumerate() {
                 if !group.is_comdat {
                     continue;
                 }
-                let name = object.elf.symbol(group.signature).name;
+                let name = object.object.symbol(group.signature).name;
                 let next = groups.ids.len() as u32;
                 let id = *groups.ids.entry(name).or_insert(next);
                 if id as usize == groups.instances.len() {
@@ -367,7 +367,11 @@ impl<'data> Analysis<'_, 'data> {
             }
         }
         for (index, info) in self.candidates.iter().enumerate() {
-            let section = self.program.object(info.object).elf.section(info.section);
+            let section = self
+                .program
+                .object(info.object)
+                .object
+                .section(info.section);
             if info.start == 0 && section.group.is_some() {
                 groups
                     .grouped

@@ -57,7 +57,7 @@ fn object_references<'data>(
     let mut references = Vec::new();
     let mut vtable_entries = Vec::new();
     let id = ObjectId(index as u32);
-    for (section_index, section) in object.elf.sections.iter().enumerate() {
+    for (section_index, section) in object.object.sections.iter().enumerate() {
         let from = SectionIndex(section_index as u32);
         // Code and read-only data the link is taken to drop are not
         // candidates: if it keeps them after all, any reference they
@@ -71,12 +71,12 @@ fn object_references<'data>(
             continue;
         }
         let other_data = !section.is_read_only_data() || dropped;
-        let vtables = VtableSpans::of(&object.elf, object.section_symbols.get(from));
+        let vtables = VtableSpans::of(&object.object, object.section_symbols.get(from));
         for reloc in &section.relocs {
             let in_vtable = vtables.contains(reloc.offset);
             if (!other_data && !in_vtable)
                 || (section.is_executable()
-                    && icf_arch::of(object.elf.arch).is_direct_branch(reloc.r_type))
+                    && icf_arch::of(object.object.arch).is_direct_branch(reloc.r_type))
             {
                 continue;
             }
@@ -85,7 +85,7 @@ fn object_references<'data>(
             let addend = symbol
                 .base
                 .wrapping_add(reloc.addend)
-                .wrapping_add(object.elf.field_end(from, reloc));
+                .wrapping_add(object.object.field_end(from, reloc));
             let place = resolved_place(object, from, reloc, addend);
             let (target, _) = narrower.narrow(symbol.target, addend, place, Reach::Data);
             let Some(candidate) = narrower.targets_candidate(target) else {
@@ -99,7 +99,7 @@ fn object_references<'data>(
                 });
             }
             if in_vtable {
-                let named = object.elf.symbol(reloc.symbol);
+                let named = object.object.symbol(reloc.symbol);
                 let through = if named.kind == icf_object::SymbolKind::Section {
                     VtableName::Section
                 } else if named.binding == icf_object::Binding::Local {

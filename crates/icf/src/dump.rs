@@ -42,7 +42,7 @@ pub fn dump(program: &Program<'_>, options: &DumpOptions) -> anyhow::Result<Stri
 
 fn write_header(program: &Program<'_>, info: &FunctionInfo, out: &mut String) {
     let object = program.object(info.object);
-    let section = object.elf.section(info.extent.section);
+    let section = object.object.section(info.extent.section);
     let name = program.function_name(info);
     let raw = program.function_raw_name(info);
     let _ = write!(out, "function {name}");
@@ -67,7 +67,7 @@ pub(crate) fn matches_name(
     wanted: Option<&str>,
 ) -> bool {
     let Some(wanted) = wanted else { return true };
-    let elf = &program.object(info.object).elf;
+    let elf = &program.object(info.object).object;
     info.extent.symbols.iter().any(|&index| {
         let raw = elf.symbol(index).name;
         if raw == wanted.as_bytes() {

@@ -76,7 +76,7 @@ impl Analysis<'_, '_> {
         let macho = program
             .objects
             .iter()
-            .any(|o| o.elf.format == icf_object::Format::MachO);
+            .any(|o| o.object.format == icf_object::Format::MachO);
         if !macho || program.options.exports.is_empty() {
             return;
         }
@@ -103,11 +103,11 @@ impl Analysis<'_, '_> {
         }
         let after = crate::live::live_sections_folded(program, roots, &folded);
         for (index, object) in program.objects.iter().enumerate() {
-            if object.elf.format != icf_object::Format::MachO {
+            if object.object.format != icf_object::Format::MachO {
                 continue;
             }
             let id = ObjectId(index as u32);
-            for (symbol_index, symbol) in object.elf.symbols.iter().enumerate() {
+            for (symbol_index, symbol) in object.object.symbols.iter().enumerate() {
                 let Some(section) = symbol.section() else {
                     continue;
                 };
@@ -152,13 +152,13 @@ impl Analysis<'_, '_> {
         };
         let defined_in = self.alias_definitions(class.kept, groups, floating);
         edits.define_alias(&alias, &defined_in, kept.size(), kind);
-        let kept_elf = &self.program.object(kept.object).elf;
+        let kept_elf = &self.program.object(kept.object).object;
         // The kept copy takes the largest alignment of its class.
         let mut align = kept_elf.section(kept.section).align;
         let mut defined = self.names_defined_with_kept_copy(class, floating);
         for decision in &class.decisions {
             let member = &self.candidates[decision.candidate.index()];
-            let elf = &self.program.object(member.object).elf;
+            let elf = &self.program.object(member.object).object;
             match decision.action {
                 Action::Alias => {
                     align = align.max(elf.section(member.section).align);
@@ -222,7 +222,7 @@ impl Analysis<'_, '_> {
     /// (see [`Analysis::move_global_symbols`]).
     fn names_defined_with_kept_copy(&self, class: &ClassPlan, floating: bool) -> HashSet<&[u8]> {
         let kept = &self.candidates[class.kept.index()];
-        let kept_elf = &self.program.object(kept.object).elf;
+        let kept_elf = &self.program.object(kept.object).object;
         let mut defined: HashSet<&[u8]> = HashSet::default();
         for decision in &class.decisions {
             let member = &self.candidates[decision.candidate.index()];
@@ -250,7 +250,7 @@ impl Analysis<'_, '_> {
         edits: &mut EditsBuilder,
     ) {
         let info = &self.candidates[member.index()];
-        let elf = &self.program.object(info.object).elf;
+        let elf = &self.program.object(info.object).object;
         let from_group = elf.section(info.section).group.is_some();
         for index in self.global_symbols(member) {
             let symbol = elf.symbol(index);
@@ -292,7 +292,7 @@ impl Analysis<'_, '_> {
         edits: &mut EditsBuilder,
     ) {
         let info = &self.candidates[member.index()];
-        let elf = &self.program.object(info.object).elf;
+        let elf = &self.program.object(info.object).object;
         let symbol = SymbolRef::New(edits.alias_symbol(info.object, alias));
         let align = match reason {
             KeepReason::Planted {
@@ -308,7 +308,11 @@ impl Analysis<'_, '_> {
     /// class's largest, where the copy is the whole section and `align` is
     /// more than the section's.
     fn raise_kept_alignment(&self, kept: &CandidateInfo, align: u64, edits: &mut EditsBuilder) {
-        let section = self.program.object(kept.object).elf.section(kept.section);
+        let section = self
+            .program
+            .object(kept.object)
+            .object
+            .section(kept.section);
         let whole_section = kept.start == 0 && kept.end == section.size;
         if whole_section && align > section.align {
             edits.of(kept.object).align.insert(kept.section, align);
@@ -342,7 +346,7 @@ impl Analysis<'_, '_> {
             };
             let object = instance.0;
             edits.alias_symbol_or_insert_with(object, &alias, || {
-                let size = self.program.object(object).elf.section(section).size;
+                let size = self.program.object(object).object.section(section).size;
                 hidden_alias(&alias, Some((section, 0)), size, SymbolKind::Func)
             });
         }
@@ -656,7 +660,7 @@ fn write_output(
         // sections go from the input file to the output in the kernel.
         let (id, object) = objects[0];
         write_atomically_with(&output, Some(file), |out| {
-            icf_object::rewrite_into(&object.elf, &edits[&id], out)
+            icf_object::rewrite_into(&object.object, &edits[&id], out)
                 .with_context(|| format!("rewriting {}", program.object_name(id)))
         })?;
     } else {
@@ -702,7 +706,7 @@ fn rewrite_archive(
         ArchiveFile::parse(data).with_context(|| format!("reading {}", input.path.display()))?;
     // Keyed by where the member's data starts: names may repeat in an archive.
     let start_of = |object: &crate::program::LoadedObject<'_>| {
-        object.elf.data.as_ptr() as usize - data.as_ptr() as usize
+        object.object.data.as_ptr() as usize - data.as_ptr() as usize
     };
     let changed: Vec<(usize, ObjectId)> = objects
         .iter()
@@ -719,7 +723,7 @@ fn rewrite_archive(
                 .iter()
                 .filter(|(_, object)| {
                     object.member.is_some()
-                        && !object.elf.symbols.iter().any(|symbol| {
+                        && !object.object.symbols.iter().any(|symbol| {
                             symbol.binding != icf_object::Binding::Local && symbol.is_defined()
                         })
                 })
@@ -742,7 +746,7 @@ fn rewrite_archive(
     let rewritten: HashMap<usize, Vec<u8>> = changed
         .par_iter()
         .map(|&(start, id)| {
-            let bytes = icf_object::rewrite(&program.object(id).elf, &edits[&id])
+            let bytes = icf_object::rewrite(&program.object(id).object, &edits[&id])
                 .with_context(|| format!("rewriting {}", program.object_name(id)))?;
             Ok((start, bytes))
         })

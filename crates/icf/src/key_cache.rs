@@ -194,7 +194,7 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             .enumerate()
             .map(|(index, object)| {
                 object.loaded.then(|| {
-                    let hash = analysed_bytes_hash(&object.elf);
+                    let hash = analysed_bytes_hash(&object.object);
                     program.release_object_pages(ObjectId(index as u32));
                     hash
                 })

@@ -12,7 +12,7 @@ impl Program<'_> {
     pub fn lift(&self, function: &FunctionInfo) -> Function {
         let object = self.object(function.object);
         let extent = &function.extent;
-        let section = object.elf.section(extent.section);
+        let section = object.object.section(extent.section);
         let start = extent.start;
         let end = extent.end;
         // Sorted lists, searched: a section without -ffunction-sections
@@ -24,7 +24,7 @@ impl Program<'_> {
             .map(|r| {
                 let symbol = object.symbol_refs[r.symbol.index()];
                 // The reader accepted only relocation types the table knows.
-                let mask = icf_arch::of(object.elf.arch)
+                let mask = icf_arch::of(object.object.arch)
                     .elf_reloc(r.r_type)
                     .map_or(u64::MAX, |info| info.mask);
                 CodeReloc {
@@ -56,13 +56,13 @@ impl Program<'_> {
         // In a linked image a function ends where its symbol says, as its
         // section would in an object: code never runs on into the next
         // function, and every reference out of it has a relocation.
-        let section_size = if object.elf.image.is_some() {
+        let section_size = if object.object.image.is_some() {
             end
         } else {
             section.size
         };
         let input = CodeInput {
-            arch: object.elf.arch,
+            arch: object.object.arch,
             bytes: &section.data[start as usize..end as usize],
             section_offset: start,
             section_size,

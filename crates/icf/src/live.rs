@@ -77,7 +77,7 @@ impl Marking {
             live: program
                 .objects
                 .iter()
-                .map(|o| vec![false; o.elf.sections.len()])
+                .map(|o| vec![false; o.object.sections.len()])
                 .collect(),
             work: Vec::new(),
         }
@@ -105,7 +105,7 @@ impl Marking {
             .collect();
         for &name in &root_names {
             if let Some((object, symbol)) = program.definitions.winner(name)
-                && let Some(section) = program.object(object).elf.symbol(symbol).section()
+                && let Some(section) = program.object(object).object.symbol(symbol).section()
             {
                 self.mark(object, section);
             }
@@ -121,16 +121,16 @@ impl Marking {
                 continue;
             }
             let id = ObjectId(index as u32);
-            for (section_index, section) in object.elf.sections.iter().enumerate() {
+            for (section_index, section) in object.object.sections.iter().enumerate() {
                 let delimited = object
-                    .elf
+                    .object
                     .may_be_delimited(SectionIndex(section_index as u32));
                 if is_root_section(section, delimited) {
                     self.mark(id, SectionIndex(section_index as u32));
                 }
             }
             if export_all {
-                for symbol in &object.elf.symbols {
+                for symbol in &object.object.symbols {
                     if symbol.binding != Binding::Local
                         && symbol.visibility == Visibility::Default
                         && let Some(section) = symbol.section()
@@ -180,7 +180,7 @@ impl Marking {
         object: ObjectId,
         section: SectionIndex,
     ) {
-        let elf = &program.object(object).elf;
+        let elf = &program.object(object).object;
         let this = elf.section(section);
         if let Some(group) = this.group.map(|g| elf.group(g))
             && group.is_comdat
@@ -188,7 +188,7 @@ impl Marking {
             && spread.insert((signature, this.name))
         {
             for &(other, other_group) in instances.get(signature).into_iter().flatten() {
-                let other_elf = &program.object(other).elf;
+                let other_elf = &program.object(other).object;
                 let sibling = other_elf
                     .group(other_group)
                     .members
@@ -213,7 +213,7 @@ impl Marking {
         section: SectionIndex,
     ) {
         let loaded = program.object(object);
-        for reloc in &loaded.elf.section(section).relocs {
+        for reloc in &loaded.object.section(section).relocs {
             if let Some((o, s)) = relocation_target(program, loaded, reloc) {
                 self.mark(o, s);
             }
@@ -236,7 +236,7 @@ fn relocation_target(
     match resolved {
         Some(Target::Section { object, section }) => Some((object, section)),
         Some(Target::Symbol { name }) => program.definitions.winner(name).and_then(|(o, s)| {
-            let defined = program.object(o).elf.symbol(s);
+            let defined = program.object(o).object.symbol(s);
             match defined.place {
                 SymbolPlace::Section(section) => Some((o, section)),
                 _ => None,
@@ -253,14 +253,14 @@ fn dependants(program: &Program<'_>) -> Dependants {
     let mut dependants: Dependants = program
         .objects
         .iter()
-        .map(|o| vec![Vec::new(); o.elf.sections.len()])
+        .map(|o| vec![Vec::new(); o.object.sections.len()])
         .collect();
     for (index, object) in program.objects.iter().enumerate() {
         if !object.loaded {
             continue;
         }
-        add_link_order_dependants(&object.elf, &mut dependants[index]);
-        add_unwind_dependants(&object.elf, &mut dependants[index]);
+        add_link_order_dependants(&object.object, &mut dependants[index]);
+        add_unwind_dependants(&object.object, &mut dependants[index]);
     }
     dependants
 }
@@ -320,9 +320,9 @@ fn comdat_group_instances<'p>(program: &'p Program<'_>) -> GroupInstances<'p> {
         if !object.loaded {
             continue;
         }
-        for (group_index, group) in object.elf.groups.iter().enumerate() {
+        for (group_index, group) in object.object.groups.iter().enumerate() {
             if group.is_comdat {
-                let name = object.elf.symbol(group.signature).name;
+                let name = object.object.symbol(group.signature).name;
                 instances
                     .entry(name)
                     .or_default()

@@ -126,7 +126,7 @@ impl<'data> Analysis<'_, 'data> {
             .filter_map(|(table, owner)| {
                 let owner = (*owner)?;
                 let info = &self.candidates[table];
-                let elf = &self.program.object(info.object).elf;
+                let elf = &self.program.object(info.object).object;
                 section_ineligibility(elf, info.section, info.start, info.end).map(|_| owner)
             })
             .collect()
@@ -391,7 +391,7 @@ impl<'data> Analysis<'_, 'data> {
     /// Why a candidate must keep its own body whatever the mode.
     fn must_keep(&self, candidate: CandidateId, keep_unique: &HashSet<&str>) -> Option<KeepReason> {
         let info = &self.candidates[candidate.index()];
-        let elf = &self.program.object(info.object).elf;
+        let elf = &self.program.object(info.object).object;
         let symbols = symbols_of(self.program, info);
         for &index in &symbols {
             let symbol = elf.symbol(index);
@@ -435,7 +435,7 @@ impl<'data> Analysis<'_, 'data> {
         let object = self.program.object(info.object);
         candidate_symbols(object, info.section, info.start, info.end, info.is_code())
             .into_iter()
-            .filter(|&s| object.elf.symbol(s).binding != Binding::Local)
+            .filter(|&s| object.object.symbol(s).binding != Binding::Local)
             .collect()
     }
 
@@ -463,7 +463,7 @@ impl<'data> Analysis<'_, 'data> {
         // (mold, or a kept copy later on the command line) would load that
         // member instead, and its other definitions would take over too.
         let winners = globals.iter().all(|&s| {
-            let symbol = object.elf.symbol(s);
+            let symbol = object.object.symbol(s);
             self.program.definitions.winner(symbol.name) == Some((info.object, s))
                 && !self.program.definitions.defined_lazily(symbol.name)
         });
@@ -512,7 +512,7 @@ impl<'data> Analysis<'_, 'data> {
         if !info.is_code() || entered[candidate.index()] {
             return None;
         }
-        let elf = &self.program.object(info.object).elf;
+        let elf = &self.program.object(info.object).object;
         // Under IBT or BTI the thunk starts with a landing pad, as `fold.rs`
         // writes it.
         let landing_pad = elf.feature_1_and & 1 != 0;
@@ -524,7 +524,7 @@ impl<'data> Analysis<'_, 'data> {
     /// numbered in command-line order, so no two tie).
     fn preference(&self, candidate: CandidateId) -> (u8, u8, u8, u32) {
         let info = &self.candidates[candidate.index()];
-        let elf = &self.program.object(info.object).elf;
+        let elf = &self.program.object(info.object).object;
         let symbols = symbols_of(self.program, info);
         let best = symbols
             .iter()

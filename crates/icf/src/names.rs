@@ -28,7 +28,7 @@ impl Program<'_> {
     /// unnamed symbols a stripped image's reader makes from `.eh_frame`
     /// name nothing).
     pub fn function_symbol(&self, function: &FunctionInfo) -> Option<SymbolIndex> {
-        let elf = &self.object(function.object).elf;
+        let elf = &self.object(function.object).object;
         function
             .extent
             .symbols
@@ -47,7 +47,7 @@ impl Program<'_> {
 
     /// The raw (mangled) name of a function piece, or `section+offset`.
     pub fn function_raw_name(&self, function: &FunctionInfo) -> String {
-        let elf = &self.object(function.object).elf;
+        let elf = &self.object(function.object).object;
         match self.function_symbol(function) {
             Some(symbol) => elf.symbol(symbol).name_lossy(),
             None => self.unnamed_function(function),
@@ -57,7 +57,7 @@ impl Program<'_> {
     /// A piece no symbol names: `section+offset` in an object; in a linked
     /// image, by its address as disassemblers do (`sub_401000`).
     fn unnamed_function(&self, function: &FunctionInfo) -> String {
-        let elf = &self.object(function.object).elf;
+        let elf = &self.object(function.object).object;
         let extent = &function.extent;
         match &elf.image {
             Some(image) => format!("sub_{:x}", image.address(extent.section, extent.start)),
@@ -70,7 +70,7 @@ impl Program<'_> {
 
     /// The demangled name of a function piece, or `section+offset`.
     pub fn function_name(&self, function: &FunctionInfo) -> String {
-        let elf = &self.object(function.object).elf;
+        let elf = &self.object(function.object).object;
         match self.function_symbol(function) {
             Some(symbol) => demangle(elf.symbol(symbol).name),
             None => self.unnamed_function(function),
@@ -110,10 +110,10 @@ impl Program<'_> {
                 let at = symbols.partition_point(|&(value, _, _)| value <= place);
                 match at.checked_sub(1).map(|i| symbols[i]) {
                     Some((value, _, index)) if addend >= 0 => with_addend(
-                        &demangle(loaded.elf.symbol(index).name),
+                        &demangle(loaded.object.symbol(index).name),
                         addend - value as i64,
                     ),
-                    _ => with_addend(&loaded.elf.section(section).name_lossy(), addend),
+                    _ => with_addend(&loaded.object.section(section).name_lossy(), addend),
                 }
             }
         }

@@ -97,7 +97,7 @@ impl Narrower<'_, '_> {
                     // A linked image is read as if each piece had been a
                     // section of its own (see `icf_object::Image`): an
                     // address names the piece holding it.
-                    Reach::Data if self.program.object(object).elf.image.is_some() => {
+                    Reach::Data if self.program.object(object).object.image.is_some() => {
                         // (One past the end of a piece is no ambiguity
                         // left: the image reader joins a piece with what
                         // follows where code refers to its end; see
@@ -149,7 +149,7 @@ impl Narrower<'_, '_> {
     /// each relocation an offset and a reference.
     fn lift_data(&self, candidate: &CandidateInfo) -> Function {
         let object = self.program.object(candidate.object);
-        let elf = &object.elf;
+        let elf = &object.object;
         let architecture = icf_arch::of(elf.arch);
         let section = elf.section(candidate.section);
         let (start, end) = (candidate.start, candidate.end);
@@ -207,7 +207,7 @@ pub(crate) fn resolved_place(
     reloc: &icf_object::Reloc,
     addend: i64,
 ) -> i64 {
-    let elf = &object.elf;
+    let elf = &object.object;
     let local = (elf.symbol(reloc.symbol).value as i64).wrapping_add(reloc.addend);
     let symbol_base = object.symbol_refs[reloc.symbol.index()].base;
     let own = symbol_base.wrapping_add(reloc.addend);

@@ -29,7 +29,7 @@ pub struct LoadedObject<'data> {
     /// Index into [`Inputs::files`](crate::Inputs::files).
     pub file: usize,
     pub member: Option<String>,
-    pub elf: Object<'data>,
+    pub object: Object<'data>,
     /// Indexed by symbol index.
     pub symbol_refs: Vec<SymbolRef>,
     /// Offsets in executable sections that data refers to (jump-table entries).

@@ -103,7 +103,7 @@ impl<'data> Program<'data> {
                     section_symbols: section_symbols(&elf),
                     section_symbol: section_symbol_of(&elf),
                     symbol_refs: Vec::new(),
-                    elf,
+                    object: elf,
                 };
                 // What later steps read again (names, relocations) faults
                 // back in; the rest of the object need not stay resident.
@@ -135,7 +135,8 @@ impl<'data> Program<'data> {
         // References are normalized once the link's definitions are known.
         let definitions = Definitions::of(&objects);
         let needed = needed_definitions(&objects, &definitions);
-        let mut targets = TargetTable::with_sections(objects.iter().map(|o| o.elf.sections.len()));
+        let mut targets =
+            TargetTable::with_sections(objects.iter().map(|o| o.object.sections.len()));
         // Resolving is per object and in parallel; interning names is not.
         let resolved: Vec<Vec<(crate::targets::Target<'data>, i64)>> = (0..objects.len())
             .into_par_iter()
@@ -168,7 +169,7 @@ impl<'data> Program<'data> {
     /// Whether the program is one linked image (`icf report BINARY`).
     pub fn image(&self) -> Option<&icf_object::Image<'data>> {
         match self.objects.as_slice() {
-            [object] => object.elf.image.as_deref(),
+            [object] => object.object.image.as_deref(),
             _ => None,
         }
     }
@@ -185,7 +186,7 @@ impl<'data> Program<'data> {
     /// [`InputFile::release_resident_range`]).
     pub fn release_object_pages(&self, id: ObjectId) {
         let object = self.object(id);
-        self.inputs.files[object.file].release_resident_range(object.elf.data);
+        self.inputs.files[object.file].release_resident_range(object.object.data);
     }
 
     /// `file` or `file(member)`, for messages.
@@ -253,7 +254,7 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>], strong_fi
         if object.loaded {
             continue;
         }
-        for symbol in &object.elf.symbols {
+        for symbol in &object.object.symbols {
             if symbol.binding != Binding::Local
                 && symbol.is_defined()
                 && symbol.place != SymbolPlace::Common
@@ -287,7 +288,7 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>], strong_fi
     let mut defined: rustc_hash::FxHashSet<&'data [u8]> = rustc_hash::FxHashSet::default();
     let mut wanted: Vec<&'data [u8]> = Vec::new();
     let references = |object: &LoadedObject<'data>, wanted: &mut Vec<&'data [u8]>| {
-        for symbol in &object.elf.symbols {
+        for symbol in &object.object.symbols {
             if symbol.binding != Binding::Local
                 && !symbol.name.is_empty()
                 && !symbol.is_defined()
@@ -299,7 +300,7 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>], strong_fi
     };
     let definitions = |object: &LoadedObject<'data>,
                        defined: &mut rustc_hash::FxHashSet<&'data [u8]>| {
-        for symbol in &object.elf.symbols {
+        for symbol in &object.object.symbols {
             if symbol.binding != Binding::Local && !symbol.name.is_empty() && symbol.is_defined() {
                 defined.insert(symbol.name);
             }
@@ -360,7 +361,7 @@ fn resolve_archive_members_in_order<'data>(objects: &mut [LoadedObject<'data>]) 
                 }
                 let object = &objects[member];
                 let wanted = object.loaded
-                    || object.elf.symbols.iter().any(|s| {
+                    || object.object.symbols.iter().any(|s| {
                         s.binding != Binding::Local
                             && s.is_defined()
                             && s.place != SymbolPlace::Common
@@ -371,7 +372,7 @@ fn resolve_archive_members_in_order<'data>(objects: &mut [LoadedObject<'data>]) 
                 }
                 processed[member] = true;
                 objects[member].loaded = true;
-                for symbol in objects[member].elf.symbols.iter() {
+                for symbol in objects[member].object.symbols.iter() {
                     if symbol.binding == Binding::Local || symbol.name.is_empty() {
                         continue;
                     }
@@ -405,7 +406,7 @@ fn needed_definitions(
     // weak definition above a member's strong one).
     let mut defined_by: HashMap<&[u8], u32> = HashMap::default();
     for object in objects.iter().filter(|object| object.loaded) {
-        for symbol in &object.elf.symbols {
+        for symbol in &object.object.symbols {
             if symbol.binding != icf_object::Binding::Local
                 && symbol.is_defined()
                 && symbol.place != icf_object::SymbolPlace::Common
@@ -421,7 +422,7 @@ fn needed_definitions(
         .filter(|(_, object)| object.loaded)
         .map(|(index, object)| {
             object
-                .elf
+                .object
                 .symbols
                 .iter()
                 .filter(|symbol| {
@@ -447,7 +448,7 @@ fn image_options(mut options: Options, objects: &[LoadedObject<'_>]) -> anyhow::
             "a linked executable or shared library is reported on alone, without other inputs"
         );
     };
-    let Some(image) = object.elf.image.as_deref() else {
+    let Some(image) = object.object.image.as_deref() else {
         anyhow::bail!("not a linked executable or shared library");
     };
     options.shared = image.kind == icf_object::ImageKind::SharedLibrary;

@@ -249,7 +249,7 @@ impl Analysis<'_, '_> {
                     object: program.object_name(info.object),
                     section: program
                         .object(info.object)
-                        .elf
+                        .object
                         .section(info.section)
                         .name_lossy(),
                     size: info.size(),

@@ -28,7 +28,7 @@ impl<'data> Definitions<'data> {
             if !object.loaded {
                 definitions.lazy.extend(
                     object
-                        .elf
+                        .object
                         .symbols
                         .iter()
                         .filter(|s| s.binding != Binding::Local && s.is_defined())
@@ -36,7 +36,7 @@ impl<'data> Definitions<'data> {
                 );
                 continue;
             }
-            for (symbol_index, symbol) in object.elf.symbols.iter().enumerate() {
+            for (symbol_index, symbol) in object.object.symbols.iter().enumerate() {
                 if symbol.binding == Binding::Local
                     || symbol.name.is_empty()
                     || !symbol.is_defined()
@@ -55,7 +55,7 @@ impl<'data> Definitions<'data> {
                     }
                     Some(&(object, winner)) => {
                         let winner_weak =
-                            objects[object.index()].elf.symbol(winner).binding == Binding::Weak;
+                            objects[object.index()].object.symbol(winner).binding == Binding::Weak;
                         if winner_weak && !weak {
                             definitions.winners.insert(symbol.name, candidate);
                         }
@@ -88,7 +88,7 @@ pub fn symbol_refs<'data>(
     definitions: &Definitions<'data>,
     options: &Options,
 ) -> Vec<(Target<'data>, i64)> {
-    let object = &objects[id.index()].elf;
+    let object = &objects[id.index()].object;
     object
         .symbols
         .iter()
@@ -137,7 +137,7 @@ fn resolve<'a, 'data>(
     let Some((owner, index)) = definitions.winner(symbol.name) else {
         return Resolved::ByName;
     };
-    let definition = objects[owner.index()].elf.symbol(index);
+    let definition = objects[owner.index()].object.symbol(index);
     // An ifunc's value is its resolver; an exported symbol of a shared object
     // may be interposed by the executable.
     let interposable = options.shared && matches!(definition.visibility, Visibility::Default);

@@ -68,15 +68,15 @@ impl Uses<'_, '_, '_> {
     pub(crate) fn significance(&self) -> Vec<Option<Significance>> {
         let program = self.program;
         let mut result: Vec<Option<Significance>> = vec![None; self.candidates.len()];
-        let has_table = |object: ObjectId| program.object(object).elf.addrsig.is_some();
+        let has_table = |object: ObjectId| program.object(object).object.addrsig.is_some();
 
         // Names some object's table marks: they are significant wherever they are defined.
         let mut table_names: HashSet<&[u8]> = HashSet::default();
         let mut table_symbols: HashSet<(ObjectId, SymbolIndex)> = HashSet::default();
         for (index, object) in program.objects.iter().enumerate() {
-            for &symbol in object.elf.addrsig.iter().flatten() {
+            for &symbol in object.object.addrsig.iter().flatten() {
                 table_symbols.insert((ObjectId(index as u32), symbol));
-                let sym = object.elf.symbol(symbol);
+                let sym = object.object.symbol(symbol);
                 if sym.binding != Binding::Local {
                     table_names.insert(sym.name);
                 }
@@ -90,7 +90,7 @@ impl Uses<'_, '_, '_> {
         let rustc_objects: Vec<bool> = program
             .objects
             .iter()
-            .map(|object| made_by_rustc(&object.elf))
+            .map(|object| made_by_rustc(&object.object))
             .collect();
         // Uses inferred from objects without a table, by candidate and by name.
         let mut inferred: HashMap<CandidateId, Significance> = HashMap::default();
@@ -124,7 +124,7 @@ impl Uses<'_, '_, '_> {
         } in self.data_references
         {
             if !has_table(object) {
-                let name = program.object(object).elf.section(section).name_lossy();
+                let name = program.object(object).object.section(section).name_lossy();
                 inferred
                     .entry(candidate)
                     .or_insert(Significance::ReferencedFromData { section: name });
@@ -132,7 +132,7 @@ impl Uses<'_, '_, '_> {
         }
 
         for (index, info) in self.candidates.iter().enumerate() {
-            let elf = &program.object(info.object).elf;
+            let elf = &program.object(info.object).object;
             let symbols = symbols_of(self.program, info);
             // Data without a name of its own is the compiler's (a string,
             // a jump or lookup table, a Rust constant): no language gives
@@ -200,7 +200,7 @@ impl Uses<'_, '_, '_> {
                 if !info.is_code() {
                     return false;
                 }
-                let elf = &self.program.object(info.object).elf;
+                let elf = &self.program.object(info.object).object;
                 let names: Vec<VtableName<'_>> = symbols_of(self.program, info)
                     .into_iter()
                     .map(|s| elf.symbol(s))
@@ -260,7 +260,7 @@ pub(crate) fn candidate_symbols(
         .iter()
         .map(|&(_, _, index)| index)
         .collect();
-    if start == 0 && end == object.elf.section(section).size {
+    if start == 0 && end == object.object.section(section).size {
         symbols.extend(object.section_symbol[section.index()]);
     }
     symbols
