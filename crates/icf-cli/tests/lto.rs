@@ -23,8 +23,9 @@
 //!    functions fold exactly when `.text` got smaller.
 //!
 //! Also a Rust program built with `-C linker-plugin-lto` and linked through
-//! `icf-cc` by the `rust-lld` rustc ships (its LLVM reads rustc's bitcode):
-//! it runs as the plain build, verifies, and its `.text` is smaller. And
+//! `icf-cc` by the `rust-lld` rustc ships (its LLVM reads rustc's bitcode),
+//! alone and with C compiled by clang-19 to ThinLTO bitcode beside it: it
+//! runs as the plain build, verifies, and its `.text` is smaller. And
 //! `--after-link` (with `--verify`) on objects compiled without
 //! `-ffunction-sections` folds more than the usual path can.
 
@@ -368,8 +369,47 @@ fn gcc_lto_for_aarch64_with_gnu_ld() {
 /// `rust-lld` rustc ships (rustc's default linker here).
 #[test]
 fn rust_linker_plugin_lto_through_icf_cc() {
-    let dir = scratch("rust-linker-plugin-lto");
-    let source = icf_fixtures::source_dir().join("shrink/backtrace.rs");
+    let _ = rust_linker_plugin_lto("rust-linker-plugin-lto", "shrink/backtrace.rs", &[]);
+}
+
+/// The same with C beside the Rust: `twins.c` compiled by clang-19 to
+/// ThinLTO bitcode (rustc's newer LLVM reads it) and linked into the
+/// program, so code generation covers both languages in one link.
+#[test]
+fn rust_and_c_linker_plugin_lto_through_icf_cc() {
+    // Its own directory: the build's is made afresh.
+    let object = scratch("rust-and-c-bitcode").join("twins.o");
+    succeed(
+        command(&["clang-19", "-O2", "-flto=thin", "-c"])
+            .arg(icf_fixtures::source_dir().join("lto/twins.c"))
+            .arg("-o")
+            .arg(&object),
+    );
+    let (plain, folded) = rust_linker_plugin_lto(
+        "rust-and-c-linker-plugin-lto",
+        "lto/mixed.rs",
+        &[format!("link-arg={}", object.display())],
+    );
+    // The C twins, generated apart in the link, fold after it.
+    let address = |binary: &Path, name: &str| {
+        let data = std::fs::read(binary).expect("the program");
+        let file = object::File::parse(&*data).expect("an ELF file");
+        file.symbols()
+            .find(|symbol| symbol.name() == Ok(name))
+            .map(|symbol| symbol.address())
+            .unwrap_or_else(|| panic!("{}: no {name}", binary.display()))
+    };
+    assert_ne!(address(&plain, "sum_a"), address(&plain, "sum_b"));
+    assert_eq!(address(&folded, "sum_a"), address(&folded, "sum_b"));
+}
+
+/// Builds `source` with `-C linker-plugin-lto` (and `codegen`, each a `-C`
+/// option) plainly and through `icf-cc` in mode all: both run alike, the
+/// folded one verifies, has a smaller `.text` and no relocations. Returns
+/// the plain program and the folded one.
+fn rust_linker_plugin_lto(name: &str, source: &str, codegen: &[String]) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let source = icf_fixtures::source_dir().join(source);
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let build = |output: &Path, linker: Option<&str>| {
         let mut command = Command::new(&rustc);
@@ -383,6 +423,7 @@ fn rust_linker_plugin_lto_through_icf_cc() {
                 "codegen-units=4",
             ])
             .args(["-C", "linker-plugin-lto"])
+            .args(codegen.iter().flat_map(|option| ["-C", option.as_str()]))
             .arg(&source)
             .arg("-o")
             .arg(output);
@@ -399,14 +440,14 @@ fn rust_linker_plugin_lto_through_icf_cc() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         !stderr.contains("warning: linking without folding"),
-        "{stderr}"
+        "{name}: {stderr}"
     );
-    // The program panics on purpose: compare what it prints and its status.
+    // A program may panic on purpose: compare what it prints and its status.
     let run = |binary: &Path| {
         let output = Command::new(binary).output().expect("running the program");
         (output.status.code(), output.stdout)
     };
-    assert_eq!(run(&folded), run(&plain));
+    assert_eq!(run(&folded), run(&plain), "{name}");
     verify("all", &plain, &folded);
     let (before, after) = (
         section_size(&plain, ".text"),
@@ -414,9 +455,10 @@ fn rust_linker_plugin_lto_through_icf_cc() {
     );
     assert!(
         after < before,
-        ".text {after} is not smaller than the plain build's {before}"
+        "{name}: .text {after} is not smaller than the plain build's {before}"
     );
-    assert_eq!(section_size(&folded, ".rela.text"), 0);
+    assert_eq!(section_size(&folded, ".rela.text"), 0, "{name}");
+    (plain, folded)
 }
 
 /// `--after-link` takes the same path for a build whose inputs hold
