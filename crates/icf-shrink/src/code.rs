@@ -554,11 +554,12 @@ pub(crate) fn with_context(elf: &Elf<'_>, place: u64, size: usize) -> Option<Fie
         return None;
     }
     let len = left.min((size + FieldBytes::CONTEXT) as u64) as usize;
+    let start = usize::try_from(section.offset + (place - section.addr)).ok()?;
     let mut field = FieldBytes {
         bytes: [0; FieldBytes::FIELD + FieldBytes::CONTEXT],
         len,
     };
-    field.bytes[..len].copy_from_slice(elf.read(place, len)?);
+    field.bytes[..len].copy_from_slice(elf.data.get(start..start + len)?);
     Some(field)
 }
 
