@@ -77,18 +77,28 @@ impl std::fmt::Debug for InputObjects {
 }
 
 /// What one object says: per section, its name, size and relocations.
+/// An LLVM-size link reads hundreds of objects of thousands of sections
+/// each, so each object's facts sit in a few flat buffers rather than a
+/// few allocations per section.
 struct Sections {
     sections: Vec<ObjectSectionInfo>,
+    /// Every section's name, one after another (see [`Sections::name`]).
+    names: String,
+    /// Every loaded section's relocations, section after section, each
+    /// section's by offset: (offset, what the relocation there names).
+    relocations: Vec<(u64, Option<RelocSymbol>)>,
+    /// Section indices ordered by name, then size (see [`Sections::unique`]).
+    by_name: Vec<u32>,
     /// The names of the undefined symbols its relocations name.
     undefined: Vec<String>,
     /// Global symbols it defines in an empty section, and that section.
     empty_definitions: HashMap<String, usize>,
-    /// Section indices by name.
-    by_name: HashMap<String, Vec<usize>>,
 }
 
+#[derive(Default)]
 struct ObjectSectionInfo {
-    name: String,
+    /// Its name's range in [`Sections::names`].
+    name: std::ops::Range<u32>,
     size: u64,
     align: u64,
     /// A symbol other than the section's own lies in it: it holds
@@ -98,8 +108,8 @@ struct ObjectSectionInfo {
     merge: bool,
     /// A member of a COMDAT group (an inline function's or template's).
     comdat: bool,
-    /// (offset, what the relocation there names), by offset.
-    relocations: Vec<(u64, Option<RelocSymbol>)>,
+    /// Its range in [`Sections::relocations`].
+    relocations: std::ops::Range<u32>,
 }
 
 /// What a relocation names: the section its symbol lies in, and whether
@@ -138,7 +148,8 @@ impl InputObjects {
         let Some(RelocSymbol::Here(named_target)) = named else {
             return None;
         };
-        let named = &object.sections[named_target.section];
+        let named_section = named_target.section;
+        let named = object.sections.get(named_section)?;
         // In a mergeable section the linker resolves a reference to a
         // place (the section's symbol plus an offset, or a label: how
         // assemblers write one to an unnamed constant or string) to the
@@ -152,7 +163,7 @@ impl InputObjects {
         // Where that section lies: the one of its name and size in the
         // same file (the map lists no section index).
         let mut placed = map
-            .named(holding.file, &named.name)
+            .named(holding.file, object.name(named_section))
             .filter(|span| size(*span) == named.size);
         let span = placed.next()?;
         if placed.next().is_some() {
@@ -180,13 +191,13 @@ impl InputObjects {
         let (holding, object, named) = self.relocation_at(map, field)?;
         match named? {
             RelocSymbol::Here(named) => {
-                let named = &object.sections[named.section];
-                if named.size != 0 {
+                if object.sections.get(named.section)?.size != 0 {
                     return None;
                 }
                 let key = map.file_key(holding.file);
-                map.empty_at(target, key, &named.name)
-                    .then(|| (key, named.name.clone()))
+                let name = object.name(named.section);
+                map.empty_at(target, key, name)
+                    .then(|| (key, name.to_owned()))
             }
             // Another object's symbol: the one whose empty section at the
             // target defines it (a global name is one definition).
@@ -196,7 +207,7 @@ impl InputObjects {
                     let definer = self.object(map, span.file)?;
                     let section = *definer.empty_definitions.get(name)?;
                     let section_name = map.section_name(span.name);
-                    (definer.sections.get(section)?.name == section_name)
+                    (definer.name(section) == section_name)
                         .then(|| (map.file_key(span.file), section_name.to_owned()))
                 })
             }
@@ -207,7 +218,9 @@ impl InputObjects {
     /// read as the map describes it.
     pub fn facts(&self, map: &InputSections, span: Span) -> Option<SectionFacts> {
         let object = self.object(map, span.file)?;
-        let section = &object.sections[object.unique(map.section_name(span.name), size(span))?];
+        let section = object
+            .sections
+            .get(object.unique(map.section_name(span.name), size(span))?)?;
         Some(SectionFacts {
             align: section.align,
             merge: section.merge,
@@ -222,7 +235,9 @@ impl InputObjects {
     /// the object cannot say, names another object's symbol, or names a
     /// mergeable section.
     pub fn names(&self, map: &InputSections, field: u64) -> Option<Span> {
-        let (file, named) = self.named_section(map, field)?;
+        let (file, object, named) = self.named_section(map, field)?;
+        let name = object.name(named);
+        let named = object.sections.get(named)?;
         // A mergeable section's pieces go wherever the linker merged them
         // (GNU ld's map still lists the section, at a place it may not
         // hold): see `names_merged`.
@@ -230,7 +245,7 @@ impl InputObjects {
             return None;
         }
         let mut placed = map
-            .named(file, &named.name)
+            .named(file, name)
             .filter(|span| size(*span) == named.size);
         let span = placed.next()?;
         placed.next().is_none().then_some(span)
@@ -241,18 +256,22 @@ impl InputObjects {
     /// a section of its own, `<internal>` in lld's map): that section's
     /// name.
     pub fn names_merged(&self, map: &InputSections, field: u64) -> Option<&str> {
-        let (_, named) = self.named_section(map, field)?;
-        named.merge.then_some(named.name.as_str())
+        let (_, object, named) = self.named_section(map, field)?;
+        object
+            .sections
+            .get(named)?
+            .merge
+            .then(|| object.name(named))
     }
 
-    /// The file holding `field` and the section of it the relocation
-    /// there names.
-    fn named_section(&self, map: &InputSections, field: u64) -> Option<(u32, &ObjectSectionInfo)> {
+    /// The file holding `field`, its object, and the index of the
+    /// section of it the relocation there names.
+    fn named_section(&self, map: &InputSections, field: u64) -> Option<(u32, &Sections, usize)> {
         let (holding, object, named) = self.relocation_at(map, field)?;
         let Some(RelocSymbol::Here(named)) = named else {
             return None;
         };
-        Some((holding.file, object.sections.get(named.section)?))
+        Some((holding.file, object, named.section))
     }
 
     /// The relocation at `field`, by its object: the input section
@@ -265,7 +284,7 @@ impl InputObjects {
         let holding = map.span_at(field)?;
         let object = self.object(map, holding.file)?;
         let section = object.unique(map.section_name(holding.name), size(holding))?;
-        let relocations = &object.sections[section].relocations;
+        let relocations = object.relocations(section);
         let offset = field - holding.start;
         let at = relocations
             .binary_search_by_key(&offset, |&(o, _)| o)
@@ -282,7 +301,7 @@ impl InputObjects {
         self.object(map, holding.file)
             .and_then(|object| {
                 let section = object.unique(map.section_name(holding.name), size(holding))?;
-                Some(object.sections[section].comdat)
+                Some(object.sections.get(section)?.comdat)
             })
             .unwrap_or(false)
     }
@@ -401,59 +420,56 @@ impl Sections {
             }
             _ => None,
         };
-        let mut sections = Vec::new();
+        let mut sections: Vec<ObjectSectionInfo> = Vec::new();
+        let mut names = String::new();
+        let mut relocations: Vec<(u64, Option<RelocSymbol>)> = Vec::new();
         for section in file.sections() {
             let index = section.index().0;
             if sections.len() <= index {
-                sections.resize_with(index + 1, || ObjectSectionInfo {
-                    name: String::new(),
-                    size: 0,
-                    align: 0,
-                    named: false,
-                    merge: false,
-                    comdat: false,
-                    relocations: Vec::new(),
-                });
+                sections.resize_with(index + 1, ObjectSectionInfo::default);
             }
+            let (elf, sh_flags) = match section.flags() {
+                SectionFlags::Elf { sh_flags, .. } => (true, sh_flags.0),
+                _ => (false, 0),
+            };
             // Only a loaded section's fields are asked about: debug
             // sections' relocations, most of an object's, are not read.
-            let loaded = match section.flags() {
-                SectionFlags::Elf { sh_flags, .. } => sh_flags.0 & object::elf::SHF_ALLOC.0 != 0,
-                _ => true,
-            };
-            let mut relocations: Vec<(u64, Option<RelocSymbol>)> = match loaded {
-                true => section
-                    .relocations()
-                    .map(|(offset, relocation)| (offset, named(relocation.target())))
-                    .collect(),
-                false => Vec::new(),
-            };
-            relocations.sort_unstable_by_key(|&(offset, _)| offset);
+            let loaded = !elf || sh_flags & object::elf::SHF_ALLOC.0 != 0;
+            let first = relocations.len();
+            if loaded {
+                relocations.extend(
+                    section
+                        .relocations()
+                        .map(|(offset, relocation)| (offset, named(relocation.target()))),
+                );
+            }
+            let mine = &mut relocations[first..];
+            mine.sort_by_key(|&(offset, _)| offset);
             // Two relocations at one offset (a pair): the field is not one
             // symbol's.
-            let mut unique = Vec::with_capacity(relocations.len());
-            for (offset, named) in relocations {
-                match unique.last_mut() {
-                    Some((last, last_named)) if *last == offset => {
-                        if *last_named != named {
-                            *last_named = None;
-                        }
+            let mut kept = first;
+            for at in first..relocations.len() {
+                let (offset, named) = relocations[at];
+                if kept > first && relocations[kept - 1].0 == offset {
+                    if relocations[kept - 1].1 != named {
+                        relocations[kept - 1].1 = None;
                     }
-                    _ => unique.push((offset, named)),
+                } else {
+                    relocations[kept] = (offset, named);
+                    kept += 1;
                 }
             }
-            let merge = match section.flags() {
-                SectionFlags::Elf { sh_flags, .. } => sh_flags.0 & object::elf::SHF_MERGE.0 != 0,
-                _ => false,
-            };
+            relocations.truncate(kept);
+            let name_start = names.len();
+            names.push_str(section.name().unwrap_or_default());
             sections[index] = ObjectSectionInfo {
-                name: section.name().unwrap_or_default().to_owned(),
+                name: u32::try_from(name_start).ok()?..u32::try_from(names.len()).ok()?,
                 size: section.size(),
                 align: section.align(),
                 named: false,
-                merge,
+                merge: sh_flags & object::elf::SHF_MERGE.0 != 0,
                 comdat: false,
-                relocations: unique,
+                relocations: u32::try_from(first).ok()?..u32::try_from(kept).ok()?,
             };
         }
         for comdat in file.comdats() {
@@ -466,50 +482,86 @@ impl Sections {
                 }
             }
         }
+        let mut empty_definitions = HashMap::new();
         for symbol in file.symbols() {
             if matches!(symbol.kind(), SymbolKind::Section | SymbolKind::File) {
                 continue;
             }
-            if let SymbolSection::Section(index) = symbol.section()
-                && let Some(section) = sections.get_mut(index.0)
+            let SymbolSection::Section(index) = symbol.section() else {
+                continue;
+            };
+            let Some(section) = sections.get_mut(index.0) else {
+                continue;
+            };
+            section.named = true;
+            if section.size == 0
+                && symbol.is_global()
+                && symbol.is_definition()
+                && let Ok(name) = symbol.name()
             {
-                section.named = true;
+                empty_definitions.insert(name.to_owned(), index.0);
             }
         }
-        let empty_definitions = file
-            .symbols()
-            .filter(|symbol| symbol.is_global() && symbol.is_definition())
-            .filter_map(|symbol| {
-                let SymbolSection::Section(index) = symbol.section() else {
-                    return None;
-                };
-                let empty = sections.get(index.0).is_some_and(|s| s.size == 0);
-                let name = symbol.name().ok()?;
-                empty.then(|| (name.to_owned(), index.0))
-            })
-            .collect();
-        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
-        for (index, section) in sections.iter().enumerate() {
-            by_name.entry(section.name.clone()).or_default().push(index);
-        }
+        let mut by_name: Vec<u32> = (0..u32::try_from(sections.len()).ok()?).collect();
+        let name_of = |index: u32| {
+            let range = &sections[index as usize].name;
+            &names[range.start as usize..range.end as usize]
+        };
+        by_name.sort_unstable_by(|&a, &b| {
+            name_of(a)
+                .cmp(name_of(b))
+                .then(sections[a as usize].size.cmp(&sections[b as usize].size))
+        });
         Some(Sections {
             sections,
+            names,
+            relocations,
+            by_name,
             undefined,
             empty_definitions,
-            by_name,
         })
+    }
+
+    /// Section `index`'s name (empty for an index it does not have).
+    fn name(&self, index: usize) -> &str {
+        self.sections
+            .get(index)
+            .and_then(|section| {
+                self.names
+                    .get(section.name.start as usize..section.name.end as usize)
+            })
+            .unwrap_or_default()
+    }
+
+    /// Section `index`'s relocations, by offset.
+    fn relocations(&self, index: usize) -> &[(u64, Option<RelocSymbol>)] {
+        self.sections
+            .get(index)
+            .and_then(|section| {
+                self.relocations
+                    .get(section.relocations.start as usize..section.relocations.end as usize)
+            })
+            .unwrap_or_default()
     }
 
     /// The one section of this name and size.
     fn unique(&self, name: &str, size: u64) -> Option<usize> {
-        let mut found = self
+        let key = |&index: &u32| {
+            (
+                self.name(index as usize),
+                self.sections[index as usize].size,
+            )
+        };
+        let first = self
             .by_name
-            .get(name)?
-            .iter()
-            .copied()
-            .filter(|&index| self.sections[index].size == size);
-        let first = found.next()?;
-        found.next().is_none().then_some(first)
+            .partition_point(|index| key(index) < (name, size));
+        let found = *self.by_name.get(first)?;
+        let unique = key(&found) == (name, size)
+            && self
+                .by_name
+                .get(first + 1)
+                .is_none_or(|next| key(next) != (name, size));
+        unique.then_some(found as usize)
     }
 }
 

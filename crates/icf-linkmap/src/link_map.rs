@@ -17,7 +17,7 @@
 //! the name alone on its own line when it is long). Sections the linker
 //! made (`<internal>`, `*fill*`, `*ABS*`) belong to no file.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The input sections of a map with bytes, sorted by address.
 #[derive(Clone, Debug, Default)]
@@ -25,11 +25,11 @@ pub struct InputSections {
     spans: Vec<Span>,
     files: Vec<String>,
     names: Vec<String>,
-    name_ids: HashMap<String, u32>,
-    /// (file, section name) -> the spans of that name, by address, empty
-    /// ones too (a zero-sized object's section, which `spans` leaves out:
-    /// it neither holds nor bounds anything).
-    by_name: HashMap<(u32, u32), Vec<Span>>,
+    name_ids: FxHashMap<String, u32>,
+    /// Every span, empty ones too (a zero-sized object's section, which
+    /// `spans` leaves out: it neither holds nor bounds anything), by
+    /// (file, section name, address): see [`InputSections::named`].
+    by_name: Vec<Span>,
     empty: Vec<Span>,
     /// Sections the linker made (`<internal>`: merged strings and
     /// constants, and what it synthesises), sorted; `file` is
@@ -58,10 +58,11 @@ impl InputSections {
     /// Reads a map in either layout; an error says why it is not one.
     pub fn parse(text: &str) -> Result<InputSections, String> {
         let mut sections = InputSections::default();
-        let mut ids: HashMap<String, u32> = HashMap::new();
-        let mut name_ids: HashMap<String, u32> = HashMap::new();
+        let mut ids: FxHashMap<String, u32> = FxHashMap::default();
+        let mut name_ids: FxHashMap<String, u32> = FxHashMap::default();
+        let mut names: Vec<String> = Vec::new();
         // An id per distinct string, allocating only for a new one.
-        fn id_of(ids: &mut HashMap<String, u32>, key: &str) -> u32 {
+        fn id_of(ids: &mut FxHashMap<String, u32>, key: &str) -> u32 {
             if let Some(&id) = ids.get(key) {
                 return id;
             }
@@ -70,7 +71,15 @@ impl InputSections {
             id
         }
         let mut add = |start: u64, size: u64, align: u64, file: &str, name: &str| {
-            let name = id_of(&mut name_ids, name);
+            let name = match name_ids.get(name) {
+                Some(&id) => id,
+                None => {
+                    names.push(name.to_owned());
+                    let id = name_ids.len() as u32;
+                    name_ids.insert(name.to_owned(), id);
+                    id
+                }
+            };
             let mut span = Span {
                 start,
                 end: start.saturating_add(size),
@@ -148,24 +157,22 @@ impl InputSections {
                 "no input section found: not a link map lld, mold, GNU ld or gold wrote".into(),
             );
         }
-        let table = |ids: HashMap<String, u32>| {
-            let mut table = vec![String::new(); ids.len()];
-            for (name, id) in ids {
-                table[id as usize] = name;
-            }
-            table
-        };
-        sections.files = table(ids);
-        sections.names = table(name_ids.clone());
+        let mut files = vec![String::new(); ids.len()];
+        for (file, id) in ids {
+            files[id as usize] = file;
+        }
+        sections.files = files;
+        sections.names = names;
         sections.name_ids = name_ids;
         sections.spans.sort_by_key(|span| (span.start, span.end));
-        for span in sections.spans.iter().chain(&sections.empty) {
-            sections
-                .by_name
-                .entry((span.file, span.name))
-                .or_default()
-                .push(*span);
-        }
+        let mut by_name: Vec<Span> = sections
+            .spans
+            .iter()
+            .chain(&sections.empty)
+            .copied()
+            .collect();
+        by_name.sort_by_key(|span| (span.file, span.name, span.start, span.end));
+        sections.by_name = by_name;
         sections.empty.sort_by_key(|span| span.start);
         sections.made.sort_by_key(|span| (span.start, span.end));
         Ok(sections)
@@ -215,11 +222,16 @@ impl InputSections {
 
     /// The input sections of `file` named `name`, empty ones too.
     pub fn named(&self, file: u32, name: &str) -> impl Iterator<Item = Span> + '_ {
-        let id = self.name_ids.get(name);
-        id.and_then(|&id| self.by_name.get(&(file, id)))
-            .into_iter()
-            .flatten()
-            .copied()
+        let spans = match self.name_ids.get(name) {
+            Some(&id) => {
+                let key = |span: &Span| (span.file, span.name);
+                let from = self.by_name.partition_point(|span| key(span) < (file, id));
+                let to = self.by_name.partition_point(|span| key(span) <= (file, id));
+                &self.by_name[from..to]
+            }
+            None => &[],
+        };
+        spans.iter().copied()
     }
 
     /// The name of section name `id`, as the map wrote it.

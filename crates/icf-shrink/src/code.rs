@@ -123,16 +123,49 @@ pub(crate) struct DecodedTargets<'a> {
 }
 
 impl DecodedTargets<'_> {
-    /// The address the field decoding found at `place` names.
-    pub(crate) fn at(&self, place: u64) -> Option<u64> {
-        let after = self.starts.partition_point(|&(start, _)| start <= place);
-        let &(start, index) = self.starts.get(after.checked_sub(1)?)?;
+    /// A lookup of the addresses decoded fields name, for places asked
+    /// about mostly in address order (a section's kept relocations): each
+    /// looks first in the piece the last one lay in.
+    pub(crate) fn cursor(&self) -> TargetCursor<'_, '_> {
+        TargetCursor {
+            targets: self,
+            piece: 0,
+        }
+    }
+
+    /// The address the field at `place` names, if piece `piece` (by
+    /// address) holds it.
+    fn in_piece(&self, piece: usize, place: u64) -> Option<u64> {
+        let &(start, index) = self.starts.get(piece)?;
         let (_, found) = self.disassembly.references[index].as_ref()?;
         let offset = place - start;
         let at = found
             .binary_search_by_key(&offset, |reference| reference.offset)
             .ok()?;
         Some(found[at].target)
+    }
+}
+
+/// See [`DecodedTargets::cursor`].
+pub(crate) struct TargetCursor<'t, 'd> {
+    targets: &'t DecodedTargets<'d>,
+    /// The piece (by address) the last place lay in.
+    piece: usize,
+}
+
+impl TargetCursor<'_, '_> {
+    /// The address the field decoding found at `place` names.
+    pub(crate) fn at(&mut self, place: u64) -> Option<u64> {
+        let starts = &self.targets.starts;
+        let holds = |piece: usize| {
+            starts.get(piece).is_some_and(|&(start, _)| start <= place)
+                && starts.get(piece + 1).is_none_or(|&(next, _)| place < next)
+        };
+        if !holds(self.piece) {
+            let after = starts.partition_point(|&(start, _)| start <= place);
+            self.piece = after.checked_sub(1)?;
+        }
+        self.targets.in_piece(self.piece, place)
     }
 }
 

@@ -263,7 +263,8 @@ pub(crate) fn plan(
         held.extend(named);
     };
     let mut anchors: HashMap<u64, u64> = HashMap::new();
-    let mut kept_places: HashSet<u64> = HashSet::new();
+    let mut kept_places: Vec<u64> = Vec::new();
+    let mut code_targets = code_targets.cursor();
     for &(relocations, patched) in &shape.kept {
         let patched_section = &elf.sections[patched];
         if !patched_section.is_alloc() {
@@ -271,7 +272,7 @@ pub(crate) fn plan(
         }
         let code = patched_section.is_executable();
         for rela in elf.relas(relocations)? {
-            kept_places.insert(rela.offset);
+            kept_places.push(rela.offset);
             let Some(symbol) = symbols.get(rela.sym as usize) else {
                 continue;
             };
@@ -381,8 +382,9 @@ pub(crate) fn plan(
     }
     // Dynamic relocations at places no kept relocation describes (the
     // GOT's), and what the GOT holds: their constants are unknown.
+    kept_places.sort_unstable();
     for (place, target) in loose_targets {
-        if !kept_places.contains(&place) && (start..=end).contains(&target) {
+        if kept_places.binary_search(&place).is_err() && (start..=end).contains(&target) {
             hold_around(target, None, &mut held);
         }
     }
