@@ -4,7 +4,7 @@
 //! A linked image (an executable or a shared library) keeps no relocations
 //! for its code (unless linked with `--emit-relocs`). To compare its
 //! functions as icf compares an object's, the image reader
-//! (`icf-object`'s `image.rs`) asks each architecture for the fields that
+//! (`icf-object`'s `elf/image.rs`) asks each architecture for the fields that
 //! hold an address relative to where the code sits, and turns each into a
 //! relocation of the type an assembler uses for that instruction. The
 //! lifter then masks those fields and compares what they point to, exactly

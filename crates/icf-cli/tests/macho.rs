@@ -753,7 +753,7 @@ fn macho_exports_and_weak_binds(path: &Path) -> (Vec<String>, Vec<String>) {
 /// (`N_WEAK_DEF | N_WEAK_REF`): the linker hides them, calls are direct.
 ///
 /// Fails today: when a duplicate is folded into a copy kept in another
-/// object, `macho_write.rs` defines its symbol there with `N_WEAK_DEF` but
+/// object, `macho/write.rs` defines its symbol there with `N_WEAK_DEF` but
 /// without `N_WEAK_REF`, so ld64.lld exports it as a weak definition and
 /// calls it through a stub and a weak bind (`sort<Money>` below: arm64
 /// safe and all, x86_64 all).

@@ -1,5 +1,5 @@
 //! What a linked image (`icf report BINARY`) is beyond the object model it
-//! is read into (`image.rs`): its kind, where its sections sit, what it
+//! is read into (`elf/image.rs`): its kind, where its sections sit, what it
 //! exports and where its pointers were learned. Kept apart from the reader
 //! so that [`crate::Object`] can hold it without depending on the reader.
 

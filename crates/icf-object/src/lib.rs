@@ -1,32 +1,37 @@
-//! icf-object: the containers icf reads, as a borrowed, checked model.
+//! icf-object: the containers icf reads and writes, as one borrowed,
+//! checked model.
 //!
-//! Inputs are memory-mapped ([`InputFile`]) and split into ELF objects
-//! ([`list_objects`]); each object is parsed once into an [`Object`] whose
-//! slices borrow from the mapping. All validation of indices and offsets read
-//! from the file happens here: later phases index the model without checks.
+//! Inputs are memory-mapped ([`InputFile`]) and split into objects
+//! ([`list_objects`]: files and archive members); each is parsed once into
+//! an [`Object`] whose slices borrow from the mapping. All validation of
+//! indices and offsets read from a file happens here: later phases index
+//! the model without checks, and ask its predicates rather than a format's
+//! fields.
 //!
-//! Main assumption: 64-bit little-endian ELF relocatable objects (`ET_REL`)
-//! for x86-64 and AArch64, with RELA relocations. Anything else is an
-//! [`Error`] naming the file, member, section and offset.
+//! Formats, a directory each: `elf/` reads 64-bit little-endian ELF
+//! relocatable objects (RELA and CREL relocations) for x86-64 and AArch64,
+//! writes them back with a fold's [`Edits`], and reads linked executables
+//! and shared libraries into the same model ([`Object::parse_image`]);
+//! `macho/` reads and writes `MH_OBJECT` files for x86_64 and arm64.
+//! Anything else is an [`Error`] naming the file, member, section and
+//! offset.
 
+mod edits;
 mod eh_frame;
 mod elf;
 mod error;
 mod functions;
-mod image;
 mod image_info;
 mod input;
 mod lsda;
 mod macho;
 mod macho_layout;
-mod macho_write;
 mod model;
 mod object;
 mod per_section;
-mod rewrite;
 
+pub use edits::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef};
 pub use eh_frame::{Fde, UnwindKind};
-pub use elf::is_relocation_section;
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
 pub use image_info::{DecodedPiece, Image, ImageKind, PointerSource};
@@ -40,14 +45,13 @@ pub use model::{
 };
 pub use object::{Format, Object};
 pub use per_section::PerSection;
-pub use rewrite::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef};
 
 /// Writes `object` back with `edits`: a complete file of its format (ELF:
-/// `rewrite.rs`; Mach-O: `macho_write.rs`, which moves no contents).
+/// `elf/write.rs`; Mach-O: `macho/write.rs`, which moves no contents).
 pub fn rewrite(object: &Object<'_>, edits: &Edits) -> Result<Vec<u8>> {
     match object.format {
-        Format::Elf => rewrite::rewrite_elf(object, edits),
-        Format::MachO => macho_write::rewrite_macho(object, edits),
+        Format::Elf => elf::write::rewrite_elf(object, edits),
+        Format::MachO => macho::write::rewrite_macho(object, edits),
     }
 }
 
@@ -60,9 +64,9 @@ pub fn rewrite_into(
     out: &mut dyn std::io::Write,
 ) -> Result<()> {
     match object.format {
-        Format::Elf => rewrite::rewrite_elf_into(object, edits, out),
+        Format::Elf => elf::write::rewrite_elf_into(object, edits, out),
         Format::MachO => {
-            let bytes = macho_write::rewrite_macho(object, edits)?;
+            let bytes = macho::write::rewrite_macho(object, edits)?;
             out.write_all(&bytes)
                 .map_err(|e| Error::new(format!("writing the rewritten object: {e}")))
         }

@@ -1,6 +1,6 @@
 //! What a Mach-O object keeps besides the model: its sections as the file
 //! has them, where each atom (model section) lies in them, and what the
-//! writer (`macho_write.rs`) carries over. Filled by `macho.rs`.
+//! writer (`macho/write.rs`) carries over. Filled by `macho/read.rs`.
 
 use crate::model::{SectionIndex, SymbolIndex};
 use object::macho;

@@ -3,8 +3,8 @@
 //! indices into them. Its shape is format-neutral; section types and flags
 //! use ELF's vocabulary (`SHT_*`, `SHF_*`), which the pipeline never reads
 //! directly: it asks the predicates here ([`Section::is_executable`],
-//! [`Section::is_read_only_data`], ...). `elf.rs` reads an ELF object into
-//! this model and `rewrite.rs` writes it back; another format is another
+//! [`Section::is_read_only_data`], ...). `elf/read.rs` reads an ELF object into
+//! this model and `elf/write.rs` writes it back; another format is another
 //! reader and writer of the same model.
 
 use object::elf;
@@ -82,13 +82,13 @@ pub struct Reloc {
 #[derive(Clone, Debug)]
 pub struct Section<'data> {
     pub name: &'data [u8],
-    pub sh_type: u32,
-    pub flags: u64,
+    pub(crate) sh_type: u32,
+    pub(crate) flags: u64,
     pub align: u64,
     pub size: u64,
-    pub link: u32,
-    pub info: u32,
-    pub entsize: u64,
+    pub(crate) link: u32,
+    pub(crate) info: u32,
+    pub(crate) entsize: u64,
     /// The bytes; empty for `SHT_NOBITS`.
     pub data: &'data [u8],
     /// Relocations patching this section, sorted by offset; empty when
@@ -161,6 +161,24 @@ impl Section<'_> {
         self.flags & elf::SHF_GNU_RETAIN.0 != 0
     }
 
+    /// For `SHF_LINK_ORDER`, the section this one is linked to
+    /// (`sh_link`); `None` for a section that follows no other.
+    pub fn linked_section(&self) -> Option<SectionIndex> {
+        self.follows_its_link().then_some(SectionIndex(self.link))
+    }
+
+    /// For a relocation section (`SHT_RELA`, `SHT_CREL`), the section its
+    /// relocations patch (`sh_info`).
+    pub fn patched_section(&self) -> Option<SectionIndex> {
+        is_relocation_section(self.sh_type).then_some(SectionIndex(self.info))
+    }
+
+    /// The size of each element of a table or a mergeable section
+    /// (`sh_entsize`; 0 when it holds no fixed-size elements).
+    pub fn entry_size(&self) -> u64 {
+        self.entsize
+    }
+
     /// A note (`SHT_NOTE`), which a `--gc-sections` link keeps.
     pub fn is_note(&self) -> bool {
         self.sh_type == elf::SHT_NOTE.0
@@ -192,6 +210,13 @@ impl Section<'_> {
             && self.size > 0
             && self.name != b".eh_frame"
     }
+}
+
+/// Whether an ELF section of type `sh_type` holds relocations icf reads:
+/// `SHT_RELA`, or `SHT_CREL` (compact relocations, written back as
+/// `SHT_RELA`).
+pub(crate) fn is_relocation_section(sh_type: u32) -> bool {
+    sh_type == elf::SHT_RELA.0 || sh_type == elf::SHT_CREL.0
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]

@@ -1,6 +1,6 @@
 //! The parsed object every later phase reads: one model ([`crate::model`])
 //! whatever the container. [`Object::parse`] picks the reader by the
-//! file's magic: `elf.rs` for ELF relocatable objects, `macho.rs` for
+//! file's magic: `elf/read.rs` for ELF relocatable objects, `macho/read.rs` for
 //! Mach-O ones (each atom of a `MH_SUBSECTIONS_VIA_SYMBOLS` object is a
 //! model section, as a linker sees it).
 

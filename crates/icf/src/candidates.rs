@@ -354,7 +354,7 @@ fn piece_starts(elf: &Object<'_>) -> rustc_hash::FxHashSet<(SectionIndex, u64)> 
 /// Calls `f` with the start and the constant target (by content) of each
 /// element of `section`, if it is mergeable.
 fn for_each_element<'data>(section: &Section<'data>, mut f: impl FnMut(u64, Target<'data>)) {
-    let Ok(entsize_field) = u32::try_from(section.entsize) else {
+    let Ok(entsize_field) = u32::try_from(section.entry_size()) else {
         return;
     };
     if !section.is_mergeable() || entsize_field == 0 || section.data.is_empty() {

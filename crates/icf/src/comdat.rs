@@ -68,8 +68,7 @@ impl<'data> Analysis<'_, 'data> {
                     group.members.iter().all(|&m| {
                         let member = other_elf.section(m);
                         m == other_info.section
-                            || (icf_object::is_relocation_section(member.sh_type)
-                                && member.info == other_info.section.0)
+                            || member.patched_section() == Some(other_info.section)
                     })
                 });
             sole_member && (mode == Mode::All || significance[other.index()].is_none())

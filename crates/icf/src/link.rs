@@ -401,7 +401,7 @@ fn fold_inputs(
 }
 
 /// On Mach-O a folded copy stays in its object as an atom nothing refers
-/// to (see `icf_object`'s `macho_write.rs`): `-dead_strip` removes it.
+/// to (see `icf_object`'s `macho/write.rs`): `-dead_strip` removes it.
 /// Without the flag the saving stays in the file, which deserves a warning;
 /// with it, `--verbose` says what it will remove.
 fn tell_what_dead_strip_removes(parsed: &LinkCommand, plan: &crate::analysis::Plan, verbose: bool) {

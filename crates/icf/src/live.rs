@@ -269,8 +269,8 @@ fn dependants(program: &Program<'_>) -> Dependants {
 /// section it links to.
 fn add_link_order_dependants(elf: &Object<'_>, dependants: &mut [Vec<SectionIndex>]) {
     for (section_index, section) in elf.sections.iter().enumerate() {
-        if section.follows_its_link()
-            && let Some(list) = dependants.get_mut(section.link as usize)
+        if let Some(linked) = section.linked_section()
+            && let Some(list) = dependants.get_mut(linked.index())
         {
             list.push(SectionIndex(section_index as u32));
         }

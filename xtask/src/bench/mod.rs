@@ -52,7 +52,7 @@
 //! wall time and peak RSS (`--no-cache`, once per round, the fastest
 //! counting). An estimate above the actual saving means folds the link
 //! would not make; one below is expected where a binary cannot say what
-//! the objects did (`crates/icf-object/src/image.rs`: unrecognized jump
+//! the objects did (`crates/icf-object/src/elf/image.rs`: unrecognized jump
 //! tables, constants around an array's end, `.llvm_addrsig`).
 //!
 //! After the link (`post_link.rs`): on each real corpus, `icf shrink` in

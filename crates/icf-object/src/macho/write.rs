@@ -29,11 +29,11 @@
 //! - Alignment edits are not needed: an atom keeps its place, so it keeps
 //!   its alignment.
 
+use crate::edits::{Destination, Edits, NewContents, SymbolRef};
 use crate::error::{Error, Result};
 use crate::macho_layout::{MachOLayout, read_uleb128};
 use crate::model::{Binding, SectionIndex, SymbolIndex, SymbolPlace, Visibility};
 use crate::object::Object;
-use crate::rewrite::{Destination, Edits, NewContents, SymbolRef};
 use object::LittleEndian as LE;
 use object::macho;
 use object::read::macho::MachHeader;

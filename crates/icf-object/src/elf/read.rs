@@ -177,7 +177,7 @@ impl<'data> Object<'data> {
                     "SHT_REL relocations without addends are not used on x86-64 or AArch64",
                 ));
             }
-            if !is_relocation_section(sh_type.0) {
+            if !crate::model::is_relocation_section(sh_type.0) {
                 continue;
             }
             let target = SectionIndex(header.sh_info(LE));
@@ -626,11 +626,4 @@ pub(crate) fn check_ident(data: &[u8]) -> Result<Arch> {
         ))
         .at_offset(18)),
     }
-}
-
-/// Whether a section of type `sh_type` holds relocations icf reads:
-/// `SHT_RELA`, or `SHT_CREL` (compact relocations, written back as
-/// `SHT_RELA`).
-pub fn is_relocation_section(sh_type: u32) -> bool {
-    sh_type == elf::SHT_RELA.0 || sh_type == elf::SHT_CREL.0
 }

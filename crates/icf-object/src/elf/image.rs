@@ -60,7 +60,7 @@
 //! piece of read-only data holds it, and a function using it compares
 //! unequal to its copies (a fold the report misses, never one it invents).
 
-use crate::elf::{check_ident, read_sections};
+use crate::elf::read::{check_ident, read_sections};
 use crate::error::{Error, Result};
 use crate::image_info::{Image, ImageKind, PointerSource};
 use crate::lsda;
