@@ -7,9 +7,9 @@
 //! (`.symtab`, else `.dynsym`; Mach-O's `LC_SYMTAB`) that say where
 //! functions and data objects start (and, on ELF, end).
 //!
-//! A Mach-O image is read into the same model (`macho_image.rs`: how its
+//! A Mach-O image is read into the same model (`macho/read.rs`: how its
 //! sections, unsized symbols, stubs, fixups, exports, entry points and
-//! data in code map onto what the checks below assume; `macho_fixups.rs`:
+//! data in code map onto what the checks below assume; `macho/fixups.rs`:
 //! rebases and binds; `padding.rs`: where a function's code ends), and
 //! every check below applies as written, with these differences: names
 //! are compared without Darwin's leading `_`; there are no kept
@@ -316,11 +316,10 @@ mod code;
 mod decode;
 mod dwarf;
 mod eh;
+mod elf;
 mod error;
 mod image;
-mod macho_commands;
-mod macho_fixups;
-mod macho_image;
+mod macho;
 mod noreturn;
 mod outcome;
 mod padding;

@@ -1,5 +1,5 @@
 //! Where a Mach-O function's code ends. Mach-O symbols have no sizes, so
-//! a function's extent first runs to the next symbol (`macho_image.rs`),
+//! a function's extent first runs to the next symbol (`macho/read.rs`),
 //! with whatever follows its code: alignment padding (zeros from the
 //! linker, nops from the assembler), which a fold lays out anew, and on
 //! x86-64 what is left of the body icf turned into a thunk (a `jmp` over

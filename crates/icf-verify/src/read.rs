@@ -1,10 +1,11 @@
 //! Reading an image of either format: the file's magic picks the reader
-//! (`image.rs` for ELF, `macho_image.rs` for Mach-O), and the parts it
+//! (`elf/read.rs` for ELF, `macho/read.rs` for Mach-O), and the parts it
 //! finds are assembled into one [`Image`].
 
+use crate::elf::read::read_elf;
 use crate::error::Error;
-use crate::image::{Image, read_elf};
-use crate::macho_image;
+use crate::image::Image;
+use crate::macho;
 use std::path::Path;
 
 impl Image {
@@ -18,12 +19,12 @@ impl Image {
     }
 
     /// Reads the image in `data`, the bytes of `path`: a Mach-O image
-    /// (`macho_image.rs`) or an ELF one (its file header and sections, its
+    /// (`macho/read.rs`) or an ELF one (`elf/read.rs`: its file header and sections, its
     /// symbols, the relocations a `-q` link kept and the dynamic ones, what
     /// it exports). The analyses' fields are empty.
     pub(crate) fn parse(path: &Path, data: Vec<u8>) -> Result<Image, Error> {
-        let parts = if macho_image::is_macho(&data) {
-            macho_image::read(path, data)?
+        let parts = if macho::read::is_macho(&data) {
+            macho::read::read(path, data)?
         } else {
             read_elf(path, data)?
         };

@@ -39,7 +39,7 @@
 //!   `N_EXT` symbol that is not `N_PEXT`.
 //! - **Entry**: `LC_MAIN`'s entry offset, and every `LC_FUNCTION_STARTS`
 //!   entry, are places code is entered.
-//! - **Fixups** (`macho_fixups.rs`) are ELF's dynamic relocations: a
+//! - **Fixups** (`fixups.rs`) are ELF's dynamic relocations: a
 //!   rebase is a relative relocation, a bind one by name.
 //! - **Data in code** (`LC_DATA_IN_CODE`: x86_64 jump tables clang leaves
 //!   in `__text` after their function) is kept as address ranges; the
@@ -61,8 +61,8 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::image::{Arch, ImageParts, Section, SectionRole, Symbol, SymbolKind, number_symbols};
-use crate::macho_commands::{LoadCommands, RawSymbol, Segment, language_name, located};
-use crate::macho_fixups;
+use crate::macho::commands::{LoadCommands, RawSymbol, Segment, language_name, located};
+use crate::macho::fixups;
 
 /// Whether `data` starts like a Mach-O file (thin 32- or 64-bit, either
 /// byte order, or universal): the reader then says what it is.
@@ -135,8 +135,8 @@ pub(crate) fn read(path: &Path, data: Vec<u8>) -> Result<ImageParts, Error> {
     let data_in_code = data_in_code(path, &commands, &data)?;
     let raw = read_symbols(path, &commands, &data)?;
     let mut data = data;
-    let fixups = macho_fixups::read(path, &commands, &raw.defined, &mut data)?;
-    let exported_names = match macho_fixups::exported_names(path, &commands, &data)? {
+    let fixups = fixups::read(path, &commands, &raw.defined, &mut data)?;
+    let exported_names = match fixups::exported_names(path, &commands, &data)? {
         Some(names) => names,
         None => raw
             .defined

@@ -1,5 +1,5 @@
 //! What a Mach-O image's load commands and symbol table say, as the image
-//! reader (`macho_image.rs`) and the fixup reader (`macho_fixups.rs`) both
+//! reader (`read.rs`) and the fixup reader (`fixups.rs`) both
 //! read them, and how their errors are located.
 
 use crate::error::Error;

@@ -2,7 +2,7 @@
 //! image's dynamic relocations: each rebase is a relative relocation (the
 //! slot holds an address in this image: [`Slot::Address`]), each bind a
 //! relocation by name ([`Slot::Named`], with the name as
-//! `macho_image::language_name` gives it). Both encodings are read: the
+//! `commands::language_name` gives it). Both encodings are read: the
 //! dyld info opcodes of `LC_DYLD_INFO(_ONLY)` (rebases, binds and lazy
 //! binds; weak binds are not read: they only let another image's
 //! definition take over one this image has, whose rebase stays the slot's
@@ -25,7 +25,7 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::image::{Relocations, Slot};
-use crate::macho_commands::{LoadCommands, RawSymbol, Segment, language_name, located};
+use crate::macho::commands::{LoadCommands, RawSymbol, Segment, language_name, located};
 
 /// The rebases and binds of the image read from `data` (the bytes of
 /// `path`), chained fixups' words rewritten in `data` as dyld writes them.
