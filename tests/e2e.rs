@@ -8,34 +8,13 @@
 //! linked binary is checked: an alias shares the kept copy's address, a
 //! thunk jumps to it, and pairs that must not fold keep different bodies.
 
-use icf_fixtures::{Build, Compiler, Target};
+use icf_fixtures::{Build, Compiler, Linker, Target, run_command};
 use icf_tests::{aarch64_builds, x86_builds};
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Linker {
-    Bfd,
-    Gold,
-    Lld,
-    Mold,
-}
-
-const LINKERS: [Linker; 4] = [Linker::Bfd, Linker::Gold, Linker::Lld, Linker::Mold];
 const MODES: [icf::Mode; 2] = [icf::Mode::Safe, icf::Mode::All];
-
-impl Linker {
-    fn flag(self) -> &'static str {
-        match self {
-            Linker::Bfd => "-fuse-ld=bfd",
-            Linker::Gold => "-fuse-ld=gold",
-            Linker::Lld => "-fuse-ld=lld",
-            Linker::Mold => "-fuse-ld=mold",
-        }
-    }
-}
 
 /// Every build of the matrix: both compilers, with and without function sections, both targets.
 fn all_builds() -> Vec<Build> {
@@ -52,22 +31,9 @@ fn link(
     output: &Path,
     extra: &[&str],
 ) {
-    let mut command = Command::new(build.driver(cxx));
-    if build.target == Target::Aarch64 && build.compiler == Compiler::Clang {
-        command.arg("--target=aarch64-linux-gnu");
-    }
-    if build.target == Target::Aarch64 && build.compiler == Compiler::Gcc && linker == Linker::Mold
-    {
-        // The cross gcc looks for `aarch64-linux-gnu-ld.mold`; mold's own
-        // directory holds it as plain `ld`.
-        command.arg("-B/usr/libexec/mold/");
-    } else {
-        command.arg(linker.flag());
-    }
-    // gcc finds `ld.lld` through -B; clang-19 finds its own.
     // Relocations kept in the output let `icf verify` tell addresses from numbers.
+    let mut command = build.link_command(cxx, linker);
     command
-        .arg("-B/usr/lib/llvm-19/bin/")
         .args(inputs)
         .args(extra)
         .arg("-Wl,-q")
@@ -83,23 +49,9 @@ fn link(
     );
 }
 
-fn run(binary: &Path, args: &[&str]) -> String {
-    let aarch64 = std::fs::read(binary)
-        .ok()
-        .and_then(|data| {
-            object::File::parse(&*data)
-                .ok()
-                .map(|f| f.architecture() == object::Architecture::Aarch64)
-        })
-        .unwrap_or(false);
-    let mut command = if aarch64 {
-        let mut qemu = Command::new("qemu-aarch64");
-        qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
-        qemu
-    } else {
-        Command::new(binary)
-    };
-    let result = command
+/// Runs `binary`, built for `target`, with `args`; its output.
+fn run(target: Target, binary: &Path, args: &[&str]) -> String {
+    let result = run_command(target, binary)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));
@@ -311,13 +263,16 @@ fn check_case_objects(case: &Case, builds: &[Build], compile: impl Fn(&Build) ->
                     build.label()
                 );
             }
-            for linker in LINKERS {
+            for linker in Linker::ALL {
                 let plain_binary = dir.join(format!("plain-{linker:?}"));
                 let folded_binary = dir.join(format!("folded-{linker:?}"));
                 link(&build, case.cxx, linker, &objects, &plain_binary, &[]);
                 link(&build, case.cxx, linker, &folded, &folded_binary, &[]);
                 let context = format!("{} ({}, {mode:?}, {linker:?})", case.name, build.label());
-                let (expected, actual) = (run(&plain_binary, &[]), run(&folded_binary, &[]));
+                let (expected, actual) = (
+                    run(build.target, &plain_binary, &[]),
+                    run(build.target, &folded_binary, &[]),
+                );
                 assert_eq!(
                     compared(&expected, mode),
                     compared(&actual, mode),
@@ -638,7 +593,7 @@ fn exported_functions_of_a_shared_library_stay_distinct() {
                 true,
                 &dir.join("objects"),
             );
-            for linker in LINKERS {
+            for linker in Linker::ALL {
                 let plain_lib = dir.join(format!("libplain-{linker:?}.so"));
                 let folded_lib = dir.join(format!("libfolded-{linker:?}.so"));
                 let program = dir.join(format!("main-{linker:?}"));
@@ -659,8 +614,16 @@ fn exported_functions_of_a_shared_library_stay_distinct() {
                     &program,
                     &["-ldl"],
                 );
-                let expected = run(&program, &[plain_lib.to_str().expect("utf-8")]);
-                let actual = run(&program, &[folded_lib.to_str().expect("utf-8")]);
+                let expected = run(
+                    build.target,
+                    &program,
+                    &[plain_lib.to_str().expect("utf-8")],
+                );
+                let actual = run(
+                    build.target,
+                    &program,
+                    &[folded_lib.to_str().expect("utf-8")],
+                );
                 let context = format!("shlib ({}, {mode:?}, {linker:?})", build.label());
                 assert_eq!(
                     compared(&expected, mode),

@@ -16,27 +16,10 @@
 //! `ICF_BIN`). Main assumption: the toolchains of `cargo xtask install-deps`
 //! are on `PATH`.
 
+use icf_fixtures::{Build, Compiler, Linker, Target, command_words};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Arch {
-    X86_64,
-    Aarch64,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Cc {
-    Gcc,
-    Clang,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Linker {
-    Lld,
-    Bfd,
-}
 
 const LINKERS: [Linker; 2] = [Linker::Lld, Linker::Bfd];
 const MODES: [&str; 2] = ["safe", "all"];
@@ -99,24 +82,28 @@ fn run_command(argv: &[String]) -> Result<String, String> {
     }
 }
 
-fn c_driver(arch: Arch, cc: Cc) -> Vec<String> {
-    match (arch, cc) {
-        (Arch::X86_64, Cc::Gcc) => vec!["gcc".into()],
-        (Arch::Aarch64, Cc::Gcc) => vec!["aarch64-linux-gnu-gcc".into()],
-        (Arch::X86_64, Cc::Clang) => vec!["clang-19".into()],
-        (Arch::Aarch64, Cc::Clang) => {
-            vec!["clang-19".into(), "--target=aarch64-linux-gnu".into()]
-        }
+/// `compiler` for `target`, with the flags each command adds itself.
+fn toolchain(target: Target, compiler: Compiler) -> Build {
+    Build {
+        compiler,
+        target,
+        function_sections: false,
+        extra_flags: Vec::new(),
     }
 }
 
+/// The C driver of `compiler` for `target`.
+fn c_driver(target: Target, compiler: Compiler) -> Vec<String> {
+    command_words(&toolchain(target, compiler).driver_command(false))
+}
+
 /// Compiles one fixture (C with `cc` at -O2 plus `flags`; assembly with clang-19) into `dir`.
-fn compile(dir: &Path, arch: Arch, cc: Cc, flags: &[&str], name: &str) -> PathBuf {
+fn compile(dir: &Path, arch: Target, cc: Compiler, flags: &[&str], name: &str) -> PathBuf {
     let source = fixture(name);
     let file = Path::new(name).file_name().expect("a file name");
     let output = dir.join(format!("{}.o", file.to_str().expect("UTF-8 name")));
     let mut argv = if name.ends_with(".s") {
-        c_driver(arch, Cc::Clang)
+        c_driver(arch, Compiler::Clang)
     } else {
         let mut argv = c_driver(arch, cc);
         argv.push("-O2".into());
@@ -130,22 +117,18 @@ fn compile(dir: &Path, arch: Arch, cc: Cc, flags: &[&str], name: &str) -> PathBu
 
 /// The link command: the C driver (gcc's for AArch64) with `linker`.
 fn link_command(
-    arch: Arch,
-    cc: Cc,
+    arch: Target,
+    cc: Compiler,
     linker: Linker,
     inputs: &[String],
     output: &Path,
 ) -> Vec<String> {
-    let mut argv = c_driver(arch, if arch == Arch::Aarch64 { Cc::Gcc } else { cc });
-    argv.push(
-        match linker {
-            Linker::Lld => "-fuse-ld=lld",
-            Linker::Bfd => "-fuse-ld=bfd",
-        }
-        .into(),
-    );
-    // gcc finds ld.lld through -B; clang-19 finds its own.
-    argv.push("-B/usr/lib/llvm-19/bin/".into());
+    let compiler = if arch == Target::Aarch64 {
+        Compiler::Gcc
+    } else {
+        cc
+    };
+    let mut argv = command_words(&toolchain(arch, compiler).link_command(false, linker));
     argv.extend(inputs.iter().cloned());
     argv.extend(["-o".into(), text(output)]);
     argv
@@ -168,17 +151,12 @@ fn icf_link(mode: &str, report: Option<&Path>, command: &[String]) -> Vec<String
     argv
 }
 
-fn run_binary(arch: Arch, binary: &Path, env: &[(&str, &str)]) -> Result<String, String> {
-    let mut argv = Vec::new();
-    if arch == Arch::Aarch64 {
-        argv.extend(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"].map(String::from));
-    }
-    argv.push(text(binary));
-    let mut command = Command::new(&argv[0]);
-    command.args(&argv[1..]);
+fn run_binary(arch: Target, binary: &Path, env: &[(&str, &str)]) -> Result<String, String> {
+    let mut command = icf_fixtures::run_command(arch, binary);
     for (key, value) in env {
         command.env(key, value);
     }
+    let argv = command_words(&command);
     let output = command
         .output()
         .map_err(|e| format!("running {argv:?}: {e}"))?;
@@ -206,8 +184,8 @@ fn without_address_lines(output: &str) -> String {
 /// A program of fixtures: C sources built by `cc` with `flags`, assembly by clang-19.
 struct Program<'a> {
     name: &'a str,
-    arch: Arch,
-    cc: Cc,
+    arch: Target,
+    cc: Compiler,
     flags: &'a [&'a str],
     sources: &'a [&'a str],
     /// Further link inputs among the fixtures (linker scripts).
@@ -311,8 +289,8 @@ fn fold_groups(objects: &[&str], mode: &str, extra: &[&str]) -> Vec<Vec<String>>
         .map(|o| {
             let object = compile(
                 &dir,
-                Arch::X86_64,
-                Cc::Clang,
+                Target::X86_64,
+                Compiler::Clang,
                 &[],
                 &format!("checklist/{o}.s"),
             );
@@ -663,8 +641,8 @@ fn checklist_lsda_decides_like_code() {
 fn runs_gotpcrel_with_addend_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "gotpcrel_addend",
-        arch: Arch::X86_64,
-        cc: Cc::Gcc,
+        arch: Target::X86_64,
+        cc: Compiler::Gcc,
         flags: &[],
         sources: &["gotpcrel_addend.s", "gotpcrel_addend_main.c"],
         link_inputs: &[],
@@ -679,8 +657,8 @@ fn runs_gotpcrel_with_addend_unchanged() {
 fn runs_symbol_plus_addend_into_unfolded_sections_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "addend_pair",
-        arch: Arch::X86_64,
-        cc: Cc::Gcc,
+        arch: Target::X86_64,
+        cc: Compiler::Gcc,
         flags: &[],
         sources: &["addend_pair.s", "addend_pair_main.c"],
         link_inputs: &[],
@@ -695,8 +673,8 @@ fn runs_symbol_plus_addend_into_unfolded_sections_unchanged() {
 fn runs_compared_rodata_tables_gcc_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "rodata_twins_gcc",
-        arch: Arch::X86_64,
-        cc: Cc::Gcc,
+        arch: Target::X86_64,
+        cc: Compiler::Gcc,
         flags: &["-ffunction-sections", "-fdata-sections"],
         sources: &["rodata_twins.c"],
         link_inputs: &[],
@@ -710,8 +688,8 @@ fn runs_compared_rodata_tables_gcc_unchanged() {
 fn runs_compared_rodata_tables_clang_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "rodata_twins_clang",
-        arch: Arch::X86_64,
-        cc: Cc::Clang,
+        arch: Target::X86_64,
+        cc: Compiler::Clang,
         flags: &["-ffunction-sections", "-fdata-sections"],
         sources: &["rodata_twins.c"],
         link_inputs: &[],
@@ -725,12 +703,12 @@ fn runs_compared_rodata_tables_clang_unchanged() {
 fn runs_compared_function_addresses_unchanged() {
     let mut failures = Vec::new();
     for (cc, name) in [
-        (Cc::Gcc, "fn_addresses_gcc"),
-        (Cc::Clang, "fn_addresses_clang"),
+        (Compiler::Gcc, "fn_addresses_gcc"),
+        (Compiler::Clang, "fn_addresses_clang"),
     ] {
         failures.extend(folded_runs_differ(&Program {
             name,
-            arch: Arch::X86_64,
+            arch: Target::X86_64,
             cc,
             flags: &["-ffunction-sections"],
             sources: &["fn_addresses.c"],
@@ -752,8 +730,8 @@ fn runs_absolute_symbol_loaders_unchanged() {
     ] {
         failures.extend(folded_runs_differ(&Program {
             name,
-            arch: Arch::X86_64,
-            cc: Cc::Gcc,
+            arch: Target::X86_64,
+            cc: Compiler::Gcc,
             flags: &[],
             sources: &["abs_values.s", values, "abs_values_main.c"],
             link_inputs: &[],
@@ -769,10 +747,13 @@ fn runs_absolute_symbol_loaders_unchanged() {
 #[test]
 fn runs_c_identifier_section_size_unchanged() {
     let mut failures = Vec::new();
-    for (cc, name) in [(Cc::Gcc, "hooks_gcc"), (Cc::Clang, "hooks_clang")] {
+    for (cc, name) in [
+        (Compiler::Gcc, "hooks_gcc"),
+        (Compiler::Clang, "hooks_clang"),
+    ] {
         failures.extend(folded_runs_differ(&Program {
             name,
-            arch: Arch::X86_64,
+            arch: Target::X86_64,
             cc,
             flags: &[],
             sources: &["hooks_section.c"],
@@ -789,8 +770,8 @@ fn runs_c_identifier_section_size_unchanged() {
 fn runs_alignment_of_folded_twins_kept() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "align_twins",
-        arch: Arch::X86_64,
-        cc: Cc::Gcc,
+        arch: Target::X86_64,
+        cc: Compiler::Gcc,
         flags: &[],
         sources: &["align_twins.s", "align_twins_main.c"],
         link_inputs: &[],
@@ -805,8 +786,8 @@ fn runs_alignment_of_folded_twins_kept() {
 fn runs_jumps_to_script_defined_names_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "script_symbols",
-        arch: Arch::X86_64,
-        cc: Cc::Gcc,
+        arch: Target::X86_64,
+        cc: Compiler::Gcc,
         flags: &[],
         sources: &["script_symbols.s", "script_symbols_main.c"],
         link_inputs: &["script_symbols.ld"],
@@ -821,8 +802,8 @@ fn runs_jumps_to_script_defined_names_unchanged() {
 fn runs_object_with_extended_section_indices_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "many_sections",
-        arch: Arch::X86_64,
-        cc: Cc::Gcc,
+        arch: Target::X86_64,
+        cc: Compiler::Gcc,
         flags: &[],
         sources: &["many_sections.s", "many_sections_main.c"],
         link_inputs: &[],
@@ -836,8 +817,8 @@ fn runs_object_with_extended_section_indices_unchanged() {
 fn runs_aarch64_got_pair_split_across_functions_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "got_split_aarch64",
-        arch: Arch::Aarch64,
-        cc: Cc::Gcc,
+        arch: Target::Aarch64,
+        cc: Compiler::Gcc,
         flags: &[],
         sources: &["got_split_aarch64.s", "got_split_aarch64_main.c"],
         link_inputs: &[],
@@ -851,8 +832,14 @@ fn runs_aarch64_got_pair_split_across_functions_unchanged() {
 #[test]
 fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
     let dir = scratch("preempt_shared");
-    let library = compile(&dir, Arch::X86_64, Cc::Gcc, &["-fPIC"], "preempt_lib.c");
-    let main = compile(&dir, Arch::X86_64, Cc::Gcc, &[], "preempt_main.c");
+    let library = compile(
+        &dir,
+        Target::X86_64,
+        Compiler::Gcc,
+        &["-fPIC"],
+        "preempt_lib.c",
+    );
+    let main = compile(&dir, Target::X86_64, Compiler::Gcc, &[], "preempt_main.c");
     let mut failures = Vec::new();
     for linker in LINKERS {
         let mut outputs = Vec::new();
@@ -861,8 +848,8 @@ fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
             std::fs::create_dir_all(&lib_dir).expect("create library dir");
             let so = lib_dir.join("libpreempt.so");
             let mut command = link_command(
-                Arch::X86_64,
-                Cc::Gcc,
+                Target::X86_64,
+                Compiler::Gcc,
                 linker,
                 &["-shared".into(), text(&library)],
                 &so,
@@ -876,8 +863,8 @@ fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
             }
             let exe = lib_dir.join("app");
             let exe_command = link_command(
-                Arch::X86_64,
-                Cc::Gcc,
+                Target::X86_64,
+                Compiler::Gcc,
                 linker,
                 &[
                     text(&main),
@@ -888,7 +875,7 @@ fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
             );
             run_command(&exe_command).unwrap_or_else(|e| panic!("{e}"));
             let lib_path = text(&lib_dir);
-            match run_binary(Arch::X86_64, &exe, &[("LD_LIBRARY_PATH", &lib_path)]) {
+            match run_binary(Target::X86_64, &exe, &[("LD_LIBRARY_PATH", &lib_path)]) {
                 Ok(out) => outputs.push((mode, out)),
                 Err(e) => failures.push(format!("{linker:?} {mode}: {e}")),
             }

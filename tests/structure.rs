@@ -510,3 +510,86 @@ fn the_manifest_reader_sees_a_path_dependency() {
     let manifest = "[dependencies]\nicf.workspace = true\n# x = { path = \"old\" }\nicf-emu = { path = \"../icf-emu\" }\n[[test]]\npath = \"lift.rs\"\n";
     assert_eq!(own_path_dependencies(manifest), vec!["icf-emu".to_string()]);
 }
+
+/// Lines of the Rust files under `dirs` (but `except`) that declare a
+/// toolchain of their own: an enum of compilers or linkers, or a command
+/// that starts the emulator.
+fn second_toolchains(dirs: &[PathBuf], except: &[PathBuf]) -> Vec<String> {
+    let needles = [
+        "enum Linker",
+        "enum Compiler",
+        "Command::new(\"qemu-aarch64\")",
+    ];
+    // A needle as a whole word: `enum LinkerFlavor` (how a link command
+    // line reads) is no linker list.
+    let names = |line: &str, needle: &str| {
+        line.match_indices(needle).any(|(at, _)| {
+            !line[at + needle.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    };
+    let mut found = Vec::new();
+    for dir in dirs {
+        for file in rust_files(dir) {
+            if except.contains(&file) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).expect("readable source");
+            for (number, line) in code_of(&text).lines().enumerate() {
+                if needles.iter().any(|needle| names(line, needle)) {
+                    found.push(format!(
+                        "{}:{}: {}",
+                        file.display(),
+                        number + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn one_toolchain_serves_every_test_and_task() {
+    // Compilers, linkers, their quirks (clang's `--target`, the cross
+    // gcc's mold, gcc's lld) and the emulator that runs AArch64 programs
+    // are `icf-fixtures`' (`Build::driver_command`, `Build::link_command`,
+    // `run_command`, `runner`): a test or a task names them from there.
+    let root = workspace();
+    let dirs = ["crates", "tests", "xtask", "fixtures/src"].map(|dir| root.join(dir));
+    // This file names them to look for them.
+    let except = [
+        root.join("fixtures/src/lib.rs"),
+        root.join("tests/structure.rs"),
+    ];
+    let found = second_toolchains(&dirs, &except);
+    assert!(
+        found.is_empty(),
+        "a toolchain besides icf-fixtures':\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_toolchain_check_sees_a_second_enum() {
+    let dir = std::env::temp_dir().join(format!("icf-structure-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let file = dir.join("lib.rs");
+    let dirs = std::slice::from_ref(&dir);
+    std::fs::write(
+        &file,
+        "// enum Linker { Lld } in prose\nenum LinkerFlavor { Gnu }\n",
+    )
+    .expect("write");
+    assert_eq!(second_toolchains(dirs, &[]).len(), 0);
+    std::fs::write(&file, "enum Linker { Lld, Bfd }\n").expect("write");
+    assert_eq!(second_toolchains(dirs, &[]).len(), 1);
+    assert_eq!(
+        second_toolchains(dirs, std::slice::from_ref(&file)).len(),
+        0
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

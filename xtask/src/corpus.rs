@@ -47,27 +47,9 @@ pub struct Corpus {
     pub output_arg_index: usize,
 }
 
-/// A linker `cc` can be told to use with `-fuse-ld=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Linker {
-    /// Debian's lld-19, found through a `ld.lld` symlink in `target/corpus/bin`.
-    Lld,
-    Gold,
-    Mold,
-    Bfd,
-}
-
-impl Linker {
-    /// The `-fuse-ld=` value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Linker::Lld => "lld",
-            Linker::Gold => "gold",
-            Linker::Mold => "mold",
-            Linker::Bfd => "bfd",
-        }
-    }
-}
+/// The linkers a corpus replays its link with: the one list of them
+/// (`icf-fixtures`), whose `name` is what `-fuse-ld=` takes.
+pub use icf_fixtures::Linker;
 
 /// `cargo xtask corpus NAME`: builds the corpus unless cached and prints its directory.
 pub fn run_task(name: &str) -> Result<()> {

@@ -294,11 +294,7 @@ fn run(command: &mut Command, context: &str) {
 /// The compiler driver that links `build`'s objects, plainly (its default
 /// linker, GNU ld).
 fn link(build: &Build, cxx: bool, objects: &[PathBuf], flags: &[&str], output: &Path) {
-    icf_fixtures::require_tool(build.driver(cxx));
-    let mut command = Command::new(build.driver(cxx));
-    if build.compiler == Compiler::Clang && build.target == Target::Aarch64 {
-        command.arg("--target=aarch64-linux-gnu");
-    }
+    let mut command = build.driver_command(cxx);
     command.args(objects).args(flags).arg("-o").arg(output);
     run(&mut command, &output.display().to_string());
 }

@@ -11,32 +11,12 @@
 //! data addresses included, must match in both modes. AArch64 programs run
 //! under `qemu-aarch64`.
 
+use icf_fixtures::{Build, Compiler, Linker, Target, run_command};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Arch {
-    X86_64,
-    Aarch64,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Compiler {
-    Gcc,
-    Clang,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Linker {
-    Bfd,
-    Gold,
-    Lld,
-    Mold,
-}
-
 const MODES: [&str; 2] = ["safe", "all"];
 const BOTH: &[Compiler] = &[Compiler::Gcc, Compiler::Clang];
-const ALL_LINKERS: &[Linker] = &[Linker::Bfd, Linker::Gold, Linker::Lld, Linker::Mold];
 
 /// One object of a program built from several parts of a source: the
 /// source (under `fixtures/`), its own compiler flags (`-DPART_X`), and the
@@ -59,7 +39,7 @@ fn unit<'a>(source: &'a str, flags: &'a [&'a str], archive: Option<&'a str>) -> 
 /// One program and the matrix it is built with.
 struct Case<'a> {
     name: &'a str,
-    arch: Arch,
+    target: Target,
     /// Files under `fixtures/soundness/`, each built with `cflags`.
     sources: &'a [&'a str],
     /// Objects built part by part, in link order, after `sources`.
@@ -81,12 +61,12 @@ impl Case<'_> {
     fn x86(name: &'static str, sources: &'static [&'static str]) -> Case<'static> {
         Case {
             name,
-            arch: Arch::X86_64,
+            target: Target::X86_64,
             sources,
             units: &[],
             cflags: &["-ffunction-sections"],
             compilers: BOTH,
-            linkers: ALL_LINKERS,
+            linkers: &Linker::ALL,
             link_args: &[],
             folds: &[],
             apart: &[],
@@ -95,7 +75,7 @@ impl Case<'_> {
 
     fn aarch64(name: &'static str, sources: &'static [&'static str]) -> Case<'static> {
         Case {
-            arch: Arch::Aarch64,
+            target: Target::Aarch64,
             linkers: &[Linker::Bfd, Linker::Lld],
             ..Case::x86(name, sources)
         }
@@ -106,35 +86,15 @@ fn source_dir() -> PathBuf {
     icf_fixtures::source_dir().join("soundness")
 }
 
-fn driver(arch: Arch, compiler: Compiler) -> Command {
-    match (arch, compiler) {
-        (Arch::X86_64, Compiler::Gcc) => Command::new("gcc"),
-        (Arch::X86_64, Compiler::Clang) => Command::new("clang-19"),
-        (Arch::Aarch64, Compiler::Gcc) => Command::new("aarch64-linux-gnu-gcc"),
-        (Arch::Aarch64, Compiler::Clang) => {
-            let mut command = Command::new("clang-19");
-            command.arg("--target=aarch64-linux-gnu");
-            command
-        }
+/// The toolchain of one combination: `compiler` for `target`; flags are
+/// the case's own.
+fn toolchain(target: Target, compiler: Compiler) -> Build {
+    Build {
+        compiler,
+        target,
+        function_sections: false,
+        extra_flags: Vec::new(),
     }
-}
-
-/// The driver with the flags that pick `linker`.
-fn link_command(arch: Arch, compiler: Compiler, linker: Linker) -> Command {
-    let mut command = driver(arch, compiler);
-    if arch == Arch::Aarch64 && compiler == Compiler::Gcc && linker == Linker::Mold {
-        // The cross gcc looks for `aarch64-linux-gnu-ld.mold`; mold's own directory has `ld`.
-        command.arg("-B/usr/libexec/mold/");
-    } else {
-        command.arg(match linker {
-            Linker::Bfd => "-fuse-ld=bfd",
-            Linker::Gold => "-fuse-ld=gold",
-            Linker::Lld => "-fuse-ld=lld",
-            Linker::Mold => "-fuse-ld=mold",
-        });
-    }
-    command.arg("-B/usr/lib/llvm-19/bin/");
-    command
 }
 
 /// Seconds an icf command may run: a hang (a partition made again without
@@ -173,15 +133,8 @@ fn succeeded(command: &mut Command) -> Result<Output, String> {
 
 /// Runs a program: its output followed by its exit status (some
 /// programs exit with a checksum), or why it died.
-fn run(arch: Arch, binary: &Path) -> Result<String, String> {
-    let mut command = match arch {
-        Arch::X86_64 => Command::new(binary),
-        Arch::Aarch64 => {
-            let mut qemu = Command::new("qemu-aarch64");
-            qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
-            qemu
-        }
-    };
+fn run(target: Target, binary: &Path) -> Result<String, String> {
+    let mut command = run_command(target, binary);
     let output = output_of(&mut command);
     match output.status.code() {
         Some(code) => Ok(format!(
@@ -261,7 +214,8 @@ fn check(case: &Case<'_>) {
         for source in case.sources {
             let object = build.join(format!("{source}.o"));
             let compiled = succeeded(
-                driver(case.arch, compiler)
+                toolchain(case.target, compiler)
+                    .driver_command(false)
                     .args(["-c", "-O2", "-g0"])
                     .args(case.cflags)
                     .arg(source_dir().join(source))
@@ -277,7 +231,8 @@ fn check(case: &Case<'_>) {
         for (index, unit) in case.units.iter().enumerate() {
             let object = build.join(format!("unit{index}.o"));
             let compiled = succeeded(
-                driver(case.arch, compiler)
+                toolchain(case.target, compiler)
+                    .driver_command(false)
                     .args(["-c", "-g0"])
                     .args(unit.flags)
                     .arg(icf_fixtures::source_dir().join(unit.source))
@@ -313,7 +268,7 @@ fn check(case: &Case<'_>) {
             .collect();
         for &linker in case.linkers {
             let plain = build.join(format!("plain-{linker:?}"));
-            let mut command = link_command(case.arch, compiler, linker);
+            let mut command = toolchain(case.target, compiler).link_command(false, linker);
             command
                 .args(&objects)
                 .args(&link_args)
@@ -322,13 +277,13 @@ fn check(case: &Case<'_>) {
             if let Err(e) = succeeded(&mut command) {
                 panic!("{}: the plain link fails: {e}", case.name);
             }
-            let expected = run(case.arch, &plain)
+            let expected = run(case.target, &plain)
                 .unwrap_or_else(|e| panic!("{}: the plain program fails: {e}", case.name));
             for mode in MODES {
                 combinations += 1;
                 let context = format!("{} ({compiler:?}, {linker:?}, {mode})", case.name);
                 let folded = build.join(format!("folded-{linker:?}-{mode}"));
-                let mut command = link_command(case.arch, compiler, linker);
+                let mut command = toolchain(case.target, compiler).link_command(false, linker);
                 command
                     .args(&objects)
                     .args(&link_args)
@@ -368,7 +323,7 @@ fn check(case: &Case<'_>) {
                 if let Err(e) = succeeded(&mut verify) {
                     failures.push(format!("{context}: icf verify fails: {e}"));
                 }
-                match run(case.arch, &folded) {
+                match run(case.target, &folded) {
                     Err(e) => failures.push(format!("{context}: the folded program fails: {e}")),
                     Ok(actual) if compared(&actual, mode) != compared(&expected, mode) => {
                         failures.push(format!(

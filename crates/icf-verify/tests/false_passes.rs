@@ -73,13 +73,12 @@ fn build(dir: &Path, command: &str, output: &str) -> PathBuf {
 
 /// What `binary` prints and its exit status.
 fn behaviour(binary: &Path, aarch64: bool) -> (String, Option<i32>) {
-    let mut command = if aarch64 {
-        let mut qemu = Command::new("qemu-aarch64");
-        qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
-        qemu
+    let target = if aarch64 {
+        icf_fixtures::Target::Aarch64
     } else {
-        Command::new(binary)
+        icf_fixtures::Target::X86_64
     };
+    let mut command = icf_fixtures::run_command(target, binary);
     let output = command
         .output()
         .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));

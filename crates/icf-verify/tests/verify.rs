@@ -2152,13 +2152,12 @@ fn an_aarch64_address_in_x18_dies_at_a_return() {
 
 /// The exit status of `binary` (an AArch64 one under qemu-aarch64).
 fn exit_status(binary: &Path, aarch64: bool) -> i32 {
-    let mut command = if aarch64 {
-        let mut qemu = Command::new("qemu-aarch64");
-        qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
-        qemu
+    let target = if aarch64 {
+        icf_fixtures::Target::Aarch64
     } else {
-        Command::new(binary)
+        icf_fixtures::Target::X86_64
     };
+    let mut command = icf_fixtures::run_command(target, binary);
     let status = command
         .status()
         .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));

@@ -732,13 +732,12 @@ pub(super) fn observe(check: &Check, binary: &Path) -> Result<Vec<(String, Obser
             })
             .collect(),
         Check::Run(args) => {
-            let mut command = if is_aarch64(binary) {
-                let mut qemu = Command::new("qemu-aarch64");
-                qemu.args(["-L", "/usr/aarch64-linux-gnu"]).arg(binary);
-                qemu
+            let target = if is_aarch64(binary) {
+                icf_fixtures::Target::Aarch64
             } else {
-                Command::new(binary)
+                icf_fixtures::Target::X86_64
             };
+            let mut command = icf_fixtures::run_command(target, binary);
             command.args(args);
             let output = command
                 .output()

@@ -78,30 +78,9 @@ impl Arch {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compiler {
-    Gcc,
-    Clang,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Linker {
-    Bfd,
-    Gold,
-    Lld,
-    Mold,
-}
-
-impl Linker {
-    pub fn name(self) -> &'static str {
-        match self {
-            Linker::Bfd => "bfd",
-            Linker::Gold => "gold",
-            Linker::Lld => "lld",
-            Linker::Mold => "mold",
-        }
-    }
-}
+/// The compilers and linkers a program is built with: the one list of
+/// each (`icf-fixtures`).
+pub use icf_fixtures::{Compiler, Linker};
 
 /// How code is generated and linked with respect to position independence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -228,14 +228,16 @@ pub(super) struct Plan {
 impl Plan {
     fn new(program: &Program) -> Plan {
         let config = &program.config;
-        let driver: Vec<String> = match (config.arch, config.compiler) {
-            (Arch::X86_64, Compiler::Gcc) => vec!["gcc".into()],
-            (Arch::X86_64, Compiler::Clang) => vec!["clang-19".into()],
-            (Arch::Aarch64, Compiler::Gcc) => vec!["aarch64-linux-gnu-gcc".into()],
-            (Arch::Aarch64, Compiler::Clang) => {
-                vec!["clang-19".into(), "--target=aarch64-linux-gnu".into()]
-            }
+        let toolchain = icf_fixtures::Build {
+            compiler: config.compiler,
+            target: match config.arch {
+                Arch::X86_64 => icf_fixtures::Target::X86_64,
+                Arch::Aarch64 => icf_fixtures::Target::Aarch64,
+            },
+            function_sections: false,
+            extra_flags: Vec::new(),
         };
+        let driver = icf_fixtures::command_words(&toolchain.driver_command(false));
         let pic = match config.pic {
             Pic::None => "-fno-pic",
             Pic::Pie => "-fPIE",
@@ -277,16 +279,7 @@ impl Plan {
             args.extend(members.iter().cloned());
             Step { args }
         });
-        let mut link = driver;
-        if config.arch == Arch::Aarch64
-            && config.compiler == Compiler::Gcc
-            && config.linker == Linker::Mold
-        {
-            link.push("-B/usr/libexec/mold/".into());
-        } else {
-            link.push(format!("-fuse-ld={}", config.linker.name()));
-        }
-        link.push("-B/usr/lib/llvm-19/bin/".into());
+        let mut link = icf_fixtures::command_words(&toolchain.link_command(false, config.linker));
         if config.keep_relocs {
             link.push("-Wl,-q".into());
         }
@@ -313,16 +306,15 @@ impl Plan {
         if archive.is_some() {
             link.push("libfz.a".into());
         }
-        let runner = match config.arch {
-            Arch::X86_64 => vec!["timeout".into(), "10".into()],
-            Arch::Aarch64 => vec![
-                "timeout".into(),
-                "30".into(),
-                "qemu-aarch64".into(),
-                "-L".into(),
-                "/usr/aarch64-linux-gnu".into(),
-            ],
+        let limit = match config.arch {
+            Arch::X86_64 => "10",
+            Arch::Aarch64 => "30",
         };
+        let runner: Vec<String> = ["timeout", limit]
+            .iter()
+            .chain(icf_fixtures::runner(toolchain.target))
+            .map(|word| word.to_string())
+            .collect();
         Plan {
             compile,
             archive,
