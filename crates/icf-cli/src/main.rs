@@ -46,7 +46,7 @@ struct FoldArgs {
     cache_dir: Option<std::path::PathBuf>,
     /// Testing only: after planning, make this wrong fold on purpose
     /// (KIND is merge, alias, thunk, unaligned-thunk or table; see
-    /// `crates/icf/src/plant.rs`), so that `icf verify` can be checked to
+    /// `crates/icf/src/analyse/plant.rs`), so that `icf verify` can be checked to
     /// reject it. `cargo xtask fuzz` uses it; repeatable.
     #[arg(long = "plant-fold", value_name = "KIND:KEPT=MEMBER", hide = true)]
     plant_fold: Vec<icf::PlantedFold>,

@@ -1,8 +1,8 @@
 //! Names for people: demangled symbols, and places named by the nearest
 //! symbol (`foo+0x10`) rather than by section offsets.
 
-use crate::program::{FunctionInfo, Program};
-use crate::targets::Target;
+use crate::load::program::{FunctionInfo, Program};
+use crate::load::targets::Target;
 use icf_ir::TargetId;
 use icf_ir::print::with_addend;
 use icf_object::SymbolIndex;

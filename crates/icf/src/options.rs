@@ -27,7 +27,7 @@ pub struct Options {
     /// Input files (by index) inside `--whole-archive`: all their members are linked.
     pub whole_archive: Vec<usize>,
     /// A `--gc-sections` link, with the roots its command names: code it
-    /// drops is not lifted (see [`crate::live`]).
+    /// drops is not lifted (see `load/live.rs`).
     pub gc_sections: Option<GcRoots>,
     /// Symbols the link exports to the dynamic symbol table besides what
     /// `-shared` exports: their addresses may be compared through `dlsym`.

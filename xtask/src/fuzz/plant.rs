@@ -2,7 +2,7 @@
 //!
 //! After a program's folded builds, one more link makes one fold icf must
 //! never make, through icf's hidden testing option `--plant-fold
-//! KIND:KEPT=MEMBER` (`crates/icf/src/plant.rs`: the plan is changed after
+//! KIND:KEPT=MEMBER` (`crates/icf/src/analyse/plant.rs`: the plan is changed after
 //! the analysis, and written by icf's own fold machinery), runs the
 //! program and runs `icf verify PLAIN PLANTED`. A planted fold that changes
 //! the program's exit status or transcript and still verifies is a finding

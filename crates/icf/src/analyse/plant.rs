@@ -4,7 +4,7 @@
 //! planted fold changes the plan so that MEMBER runs KEPT's code (or jumps
 //! through KEPT's jump table) whatever the comparator and the safety rules
 //! say, and the edits are then made by the same code as every real fold
-//! (`fold.rs`, `icf_object`'s writers). `cargo xtask fuzz` plants one per
+//! (`write/mod.rs`, `icf_object`'s writers). `cargo xtask fuzz` plants one per
 //! generated program (`xtask/src/fuzz/plant.rs`) and requires `icf verify`
 //! to reject every planted fold that changes what the program does. No
 //! other caller sets it, and without it the plan is untouched.
@@ -36,7 +36,7 @@
 //! fold of another class may rely on MEMBER's address merging with its
 //! twins; `merge` takes nothing apart and is right for either mode.
 
-use crate::analysis::Analysis;
+use crate::analyse::analysis::Analysis;
 use crate::options::{PlantKind, PlantedFold};
 use anyhow::{Context, bail};
 use icf_fold::CandidateId;

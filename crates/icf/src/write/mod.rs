@@ -13,11 +13,11 @@
 
 mod output;
 
-use crate::analysis::Analysis;
-use crate::analysis::Plan;
-use crate::candidates::CandidateInfo;
-use crate::comdat::ComdatInstances;
-use crate::program::{ObjectId, Program};
+use crate::analyse::analysis::Analysis;
+use crate::analyse::analysis::Plan;
+use crate::analyse::candidates::CandidateInfo;
+use crate::analyse::comdat::ComdatInstances;
+use crate::load::program::{ObjectId, Program};
 use anyhow::Context;
 use icf_fold::CandidateId;
 use icf_fold::plan::{Action, ClassPlan, KeepReason};
@@ -83,7 +83,7 @@ impl Analysis<'_, '_> {
         // Where each folded section's references go, and which of them keep
         // no symbols of their own (aliases: their symbols move to the kept
         // copy; a thunk keeps its symbols and lives only if reached).
-        let mut folded: crate::live::Folded = HashMap::default();
+        let mut folded: crate::load::live::Folded = HashMap::default();
         let mut aliased: HashSet<(ObjectId, SectionIndex)> = HashSet::default();
         for class in &plan.classes {
             let kept = &self.candidates[class.kept.index()];
@@ -101,7 +101,7 @@ impl Analysis<'_, '_> {
         if folded.is_empty() {
             return;
         }
-        let after = crate::live::live_sections_folded(program, roots, &folded);
+        let after = crate::load::live::live_sections_folded(program, roots, &folded);
         for (index, object) in program.objects.iter().enumerate() {
             if object.object.format != icf_object::Format::MachO {
                 continue;
@@ -585,7 +585,7 @@ pub fn write_outputs_cached(
 fn output_key(
     program: &Program<'_>,
     position: usize,
-    objects: &[(ObjectId, &crate::program::LoadedObject<'_>)],
+    objects: &[(ObjectId, &crate::load::program::LoadedObject<'_>)],
     edits: &HashMap<ObjectId, Edits>,
     kind: OutputKind,
 ) -> icf_cache::Key {
@@ -618,7 +618,7 @@ fn write_output(
 ) -> anyhow::Result<FoldedFile> {
     let file = &program.inputs.files[position];
     let output = out_dir.join(name);
-    let objects: Vec<(ObjectId, &crate::program::LoadedObject<'_>)> = program
+    let objects: Vec<(ObjectId, &crate::load::program::LoadedObject<'_>)> = program
         .objects
         .iter()
         .enumerate()
@@ -691,7 +691,7 @@ fn write_output(
 fn rewrite_archive(
     program: &Program<'_>,
     file: usize,
-    objects: &[(ObjectId, &crate::program::LoadedObject<'_>)],
+    objects: &[(ObjectId, &crate::load::program::LoadedObject<'_>)],
     edits: &HashMap<ObjectId, Edits>,
     kind: OutputKind,
     out: &mut (impl std::io::Write + std::io::Seek),
@@ -705,7 +705,7 @@ fn rewrite_archive(
     let archive =
         ArchiveFile::parse(data).with_context(|| format!("reading {}", input.path.display()))?;
     // Keyed by where the member's data starts: names may repeat in an archive.
-    let start_of = |object: &crate::program::LoadedObject<'_>| {
+    let start_of = |object: &crate::load::program::LoadedObject<'_>| {
         object.object.data.as_ptr() as usize - data.as_ptr() as usize
     };
     let changed: Vec<(usize, ObjectId)> = objects

@@ -4,9 +4,9 @@
 //! contents, with its personality and LSDA as references) and whether its
 //! layout matters.
 
-use crate::candidates::{CandidateInfo, map_by_object};
-use crate::narrow::{Narrower, Reach};
-use crate::program::{ObjectId, Program};
+use crate::analyse::candidates::{CandidateInfo, map_by_object};
+use crate::analyse::narrow::{Narrower, Reach};
+use crate::load::program::{ObjectId, Program};
 use icf_fold::body::Body;
 use icf_fold::{Attrs, Kind};
 use icf_ir::{Ref, RefKind, Use};

@@ -36,11 +36,11 @@
 //! numbers when read. A description that names nothing in this link is a
 //! miss: the object is lifted.
 
-use crate::candidates::{CandidateInfo, Places, object_runs};
-use crate::objects::ObjectId;
+use crate::analyse::candidates::{CandidateInfo, Places, object_runs};
+use crate::load::objects::ObjectId;
+use crate::load::program::Program;
+use crate::load::targets::{ExtendedTargets, Target};
 use crate::options::CacheSettings;
-use crate::program::Program;
-use crate::targets::{ExtendedTargets, Target};
 use icf_cache::{Key, KeyHasher, Store, content_hash};
 use icf_fold::body::Body;
 use icf_fold::leb128::{Reader, Writer};
@@ -70,7 +70,7 @@ pub struct CacheStats {
     pub candidates_read: u64,
     /// Candidates lifted.
     pub candidates_lifted: u64,
-    /// Entries (packs of runs, see [`Pack`]) written, by a thread that
+    /// Entries (packs of runs, see `Pack`) written, by a thread that
     /// may still be writing them (see [`PendingWrites`]), and their bytes.
     pub written: u64,
     pub bytes_written: u64,

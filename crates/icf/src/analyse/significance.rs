@@ -20,10 +20,10 @@
 //! and for what `--export-dynamic`, a dynamic list or a version script
 //! exports, every exported function is significant: `dlsym` may compare it.
 
-use crate::candidates::CandidateInfo;
-use crate::data_uses::{DataReference, VtableEntry, VtableName};
-use crate::program::{LoadedObject, ObjectId, Program};
-use crate::targets::{ExtendedTargets, Target};
+use crate::analyse::candidates::CandidateInfo;
+use crate::analyse::data_uses::{DataReference, VtableEntry, VtableName};
+use crate::load::program::{LoadedObject, ObjectId, Program};
+use crate::load::targets::{ExtendedTargets, Target};
 use icf_fold::CandidateId;
 use icf_ir::TargetId;
 use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};

@@ -99,18 +99,18 @@ pub struct LinkCommand {
     /// `--gc-sections` (the last of it and `--no-gc-sections` wins); for
     /// ld64, `-dead_strip`.
     pub gc_sections: bool,
-    /// What keeps sections alive besides the defaults (see [`crate::live`]):
+    /// What keeps sections alive besides the defaults (see `load/live.rs`):
     /// `--export-dynamic`/`-rdynamic`, `-e`, `-u`; for ld64 `-export_dynamic`,
     /// `-e`, `-u`, `-init` and the names `-exported_symbol(s_list)` give
     /// without wildcards.
-    pub gc_roots: crate::program::GcRoots,
+    pub gc_roots: crate::load::program::GcRoots,
     /// Symbols exported to the dynamic symbol table (`--export-dynamic`,
     /// `--export-dynamic-symbol`); the lists in `export_lists` add to them.
     /// An ld64 link exports every global unless `-exported_symbol`,
     /// `-exported_symbols_list` or `-no_exported_symbols` restrict it: then
     /// the names and patterns they give (the lists are read while parsing;
     /// one icf cannot read exports everything).
-    pub exports: crate::program::Exports,
+    pub exports: crate::load::program::Exports,
     /// Files naming exported symbols: `--dynamic-list`,
     /// `--export-dynamic-symbol-list` and `--version-script` (GNU syntax;
     /// never set for ld64 commands).
@@ -295,8 +295,8 @@ impl LinkCommand {
             relocatable: false,
             emit_relocs: false,
             gc_sections: false,
-            gc_roots: crate::program::GcRoots::default(),
-            exports: crate::program::Exports::default(),
+            gc_roots: crate::load::program::GcRoots::default(),
+            exports: crate::load::program::Exports::default(),
             export_lists: Vec::new(),
             keep_unique: Vec::new(),
             ignore_data_address_equality: false,

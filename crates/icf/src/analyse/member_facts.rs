@@ -5,11 +5,11 @@
 //! another object), handed to `icf-fold`'s planner, which decides keep,
 //! alias or thunk per member. Jump tables then follow their functions.
 
-use crate::analysis::{Analysis, Plan};
-use crate::candidates::Origin;
-use crate::comdat::{ComdatInstances, IdentityNames};
-use crate::program::ObjectId;
-use crate::significance::{Significance, candidate_symbols, symbols_of};
+use crate::analyse::analysis::{Analysis, Plan};
+use crate::analyse::candidates::Origin;
+use crate::analyse::comdat::{ComdatInstances, IdentityNames};
+use crate::analyse::significance::{Significance, candidate_symbols, symbols_of};
+use crate::load::program::ObjectId;
 use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
 use icf_fold::{CandidateId, ClassId};
 use icf_object::{Binding, SymbolIndex, SymbolKind};
@@ -513,7 +513,7 @@ impl<'data> Analysis<'_, 'data> {
             return None;
         }
         let elf = &self.program.object(info.object).object;
-        // Under IBT or BTI the thunk starts with a landing pad, as `fold.rs`
+        // Under IBT or BTI the thunk starts with a landing pad, as `write/mod.rs`
         // writes it.
         let landing_pad = elf.feature_1_and & 1 != 0;
         Some(icf_arch::of(elf.arch).thunk().size(landing_pad))

@@ -4,10 +4,10 @@
 //! symbols may move with it, and the identity a class of differing
 //! instances folds through.
 
-use crate::analysis::Analysis;
-use crate::candidates::CandidateInfo;
-use crate::program::ObjectId;
-use crate::significance::Significance;
+use crate::analyse::analysis::Analysis;
+use crate::analyse::candidates::CandidateInfo;
+use crate::analyse::significance::Significance;
+use crate::load::program::ObjectId;
 use icf_fold::plan::{Identity, MemberFacts, Mode};
 use icf_fold::{CandidateId, ClassId};
 use icf_object::{Binding, GroupIndex, SectionIndex};

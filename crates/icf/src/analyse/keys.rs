@@ -4,13 +4,13 @@
 //! candidate's owner (a jump table's function), and the references through
 //! which an address may escape.
 
-use crate::attributes::attributes;
-use crate::candidates::{CandidateInfo, Origin, map_pieces_by_object, map_runs_by_object};
-use crate::data_uses::DataReference;
-use crate::key_cache::{CacheStats, KeyCache, PendingWrites};
-use crate::narrow::Narrower;
+use crate::analyse::attributes::attributes;
+use crate::analyse::candidates::{CandidateInfo, Origin, map_pieces_by_object, map_runs_by_object};
+use crate::analyse::data_uses::DataReference;
+use crate::analyse::key_cache::{CacheStats, KeyCache, PendingWrites};
+use crate::analyse::narrow::Narrower;
+use crate::load::program::Program;
 use crate::options::CacheSettings;
-use crate::program::Program;
 use icf_fold::body::Body;
 use icf_fold::{Attrs, CandidateId};
 use icf_ir::{TargetId, Use};

@@ -9,13 +9,13 @@
 //! `strict` asks for the error. Inputs are never modified: rewritten copies
 //! live in a temporary directory that is removed after the link.
 
-use crate::analysis::Analysis;
-use crate::key_cache::PendingWrites;
-use crate::link_command::{LinkCommand, LinkerFlavor};
-use crate::linker::{LinkOutcome, Verifier, VerifyFn, milliseconds, relink_plainly, run};
+use crate::analyse::analysis::Analysis;
+use crate::analyse::key_cache::PendingWrites;
+use crate::link::link_command::{LinkCommand, LinkerFlavor};
+use crate::link::linker::{LinkOutcome, Verifier, VerifyFn, milliseconds, relink_plainly, run};
+use crate::load::program::{Inputs, Options, Program};
 use crate::options::PlanOptions;
-use crate::program::{Inputs, Options, Program};
-use crate::report::Report;
+use crate::report::savings::Report;
 use anyhow::Context;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
@@ -43,8 +43,8 @@ pub struct LinkOptions {
     /// the folded one's place (an error with `strict`, else a warning).
     pub verify: Option<Verifier>,
     /// Fold the linked image instead of the inputs when they hold LTO code
-    /// (or always, `--after-link`): see [`crate::after_link`].
-    pub after_link: Option<crate::after_link::AfterLink>,
+    /// (or always, `--after-link`): see `link/after_link.rs`.
+    pub after_link: Option<crate::link::after_link::AfterLink>,
 }
 
 /// Folds the inputs of `command` and runs it.
@@ -83,18 +83,18 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
     // `icf shrink` reads ELF images only: a Mach-O link keeps the usual path
     // (which says why its LTO inputs cannot fold).
     if let Some(after) = &options.after_link
-        && parsed.format == crate::link_command::LinkFormat::Elf
+        && parsed.format == crate::link::link_command::LinkFormat::Elf
     {
         let why = if after.always {
             Some("--after-link".to_string())
         } else {
-            crate::after_link::lto_input(&parsed)
+            crate::link::after_link::lto_input(&parsed)
         };
         if let Some(why) = why {
             if options.verbose {
                 eprintln!("icf: folding the linked image: {why}");
             }
-            let settings = crate::after_link::Settings {
+            let settings = crate::link::after_link::Settings {
                 strict: options.strict,
                 verbose: options.verbose,
                 verify: options.verify.as_ref().map(|v| v.0.as_ref()),
@@ -108,13 +108,13 @@ pub fn link(command: &[String], options: &LinkOptions) -> anyhow::Result<LinkOut
                     .cloned()
                     .collect(),
             };
-            return crate::after_link::link(&parsed, &settings, after);
+            return crate::link::after_link::link(&parsed, &settings, after);
         }
     }
     // With `--verify`, both links write a map (unless the command writes
     // its own), so that verify knows each section's input file and object.
     let maps = (options.verify.is_some()
-        && parsed.format == crate::link_command::LinkFormat::Elf
+        && parsed.format == crate::link::link_command::LinkFormat::Elf
         && !parsed.writes_map())
     .then(|| parsed.output.as_deref().map(verify_maps))
     .flatten();
@@ -339,16 +339,16 @@ fn fold_inputs(
     analysis.plant(&plan_options.plants)?;
     let cache_writes = analysis.cache_writes.take();
     let plan = &analysis.plan;
-    if parsed.format == crate::link_command::LinkFormat::MachO {
+    if parsed.format == crate::link::link_command::LinkFormat::MachO {
         tell_what_dead_strip_removes(parsed, plan, options.verbose);
     }
     let written = std::time::Instant::now();
     let edits = analysis.object_edits(plan);
-    let (outputs, reused) = crate::fold::write_outputs_cached(
+    let (outputs, reused) = crate::write::write_outputs_cached(
         &program,
         &edits,
         dir,
-        crate::fold::OutputKind::LinkInputs,
+        crate::write::OutputKind::LinkInputs,
         plan_options.cache.as_ref(),
     )?;
     if options.verbose {
@@ -391,7 +391,7 @@ fn fold_inputs(
     let report =
         (options.report.is_some() || options.want_report).then(|| analysis.report(plan, load));
     if let (Some(path), Some(report)) = (&options.report, &report) {
-        crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
+        crate::write::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
     }
     let arguments = parsed.with_replaced_inputs(
         |input| replaced.get(input.path.as_path()).map(|p| p.to_path_buf()),
@@ -404,7 +404,11 @@ fn fold_inputs(
 /// to (see `icf_object`'s `macho/write.rs`): `-dead_strip` removes it.
 /// Without the flag the saving stays in the file, which deserves a warning;
 /// with it, `--verbose` says what it will remove.
-fn tell_what_dead_strip_removes(parsed: &LinkCommand, plan: &crate::analysis::Plan, verbose: bool) {
+fn tell_what_dead_strip_removes(
+    parsed: &LinkCommand,
+    plan: &crate::analyse::analysis::Plan,
+    verbose: bool,
+) {
     let (aliases, thunks) = plan.aliases_and_thunks();
     if aliases + thunks == 0 {
         return;
@@ -430,7 +434,7 @@ fn tell_what_dead_strip_removes(parsed: &LinkCommand, plan: &crate::analysis::Pl
 /// What the link exports: its options, and the names its dynamic lists and
 /// version scripts give. A list icf cannot read or understand exports
 /// everything, as far as folding is concerned.
-fn exports_of(parsed: &LinkCommand) -> crate::program::Exports {
+fn exports_of(parsed: &LinkCommand) -> crate::load::program::Exports {
     let mut exports = parsed.exports.clone();
     for list in &parsed.export_lists {
         match std::fs::read_to_string(list)

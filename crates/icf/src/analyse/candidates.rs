@@ -5,8 +5,8 @@
 //! narrow to ([`Places`]): the candidates, and the elements of mergeable
 //! sections, each named by a target.
 
-use crate::program::{FunctionId, ObjectId, Program};
-use crate::targets::{ExtendedTargets, Target, target_hash};
+use crate::load::program::{FunctionId, ObjectId, Program};
+use crate::load::targets::{ExtendedTargets, Target, target_hash};
 use icf_fold::CandidateId;
 use icf_ir::TargetId;
 use icf_object::{Object, PerSection, Section, SectionIndex};

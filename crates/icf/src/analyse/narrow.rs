@@ -4,9 +4,9 @@
 //! owner is unambiguous. It also lifts a candidate: code through `icf-arch`,
 //! read-only data as one opaque run.
 
-use crate::candidates::{CandidateInfo, Origin, Piece, Places};
-use crate::program::Program;
-use crate::targets::{ExtendedTargets, Target};
+use crate::analyse::candidates::{CandidateInfo, Origin, Piece, Places};
+use crate::load::program::Program;
+use crate::load::targets::{ExtendedTargets, Target};
 use icf_arch::OpaqueField;
 use icf_fold::CandidateId;
 use icf_ir::{Function, OpaqueReason, Ref, RefKind, TargetId, Use};
@@ -202,7 +202,7 @@ impl Narrower<'_, '_> {
 /// the place is from the symbol plus addend (a jump-table entry's distance
 /// from its table, an x86-64 field's distance to its instruction's end).
 pub(crate) fn resolved_place(
-    object: &crate::program::LoadedObject<'_>,
+    object: &crate::load::program::LoadedObject<'_>,
     from: SectionIndex,
     reloc: &icf_object::Reloc,
     addend: i64,

@@ -13,7 +13,7 @@
 //! link, which the executable may interpose. Local symbols of different
 //! objects are always different targets.
 
-use crate::objects::ObjectId;
+use crate::load::objects::ObjectId;
 use hashbrown::HashTable;
 use icf_ir::TargetId;
 use icf_object::SectionIndex;
@@ -119,7 +119,7 @@ impl<'data> TargetTable<'data> {
         self.intern_hashed(target, hash)
     }
 
-    /// [`TargetTable::intern`] of a target whose [`target_hash`] is `hash`.
+    /// [`TargetTable::intern`] of a target whose `target_hash` is `hash`.
     pub fn intern_hashed(&mut self, target: Target<'data>, hash: u64) -> TargetId {
         if let Some(id) = self.section_id(&target) {
             return id;
@@ -195,7 +195,7 @@ impl<'b, 'data> ExtendedTargets<'b, 'data> {
         self.intern_hashed(target, hash)
     }
 
-    /// [`ExtendedTargets::intern`] of a target whose [`target_hash`] is `hash`.
+    /// [`ExtendedTargets::intern`] of a target whose `target_hash` is `hash`.
     pub fn intern_hashed(&mut self, target: Target<'data>, hash: u64) -> TargetId {
         match self.base.find_hashed(&target, hash) {
             Some(id) => id,

@@ -1,12 +1,12 @@
 //! Loading: input files, the objects inside them, the shared target table,
 //! and the function pieces of every object.
 
-pub use crate::objects::{
+pub use crate::load::objects::{
     FunctionId, FunctionInfo, LoadedObject, ObjectId, SectionSymbols, SymbolRef,
 };
+use crate::load::resolution::{self, Definitions};
+use crate::load::targets::TargetTable;
 pub use crate::options::{Exports, GcRoots, Options};
-use crate::resolution::{self, Definitions};
-use crate::targets::TargetTable;
 use icf_object::{InputFile, Object, PerSection, SkippedMember, SymbolKind};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
@@ -138,7 +138,7 @@ impl<'data> Program<'data> {
         let mut targets =
             TargetTable::with_sections(objects.iter().map(|o| o.object.sections.len()));
         // Resolving is per object and in parallel; interning names is not.
-        let resolved: Vec<Vec<(crate::targets::Target<'data>, i64)>> = (0..objects.len())
+        let resolved: Vec<Vec<(crate::load::targets::Target<'data>, i64)>> = (0..objects.len())
             .into_par_iter()
             .map(|index| {
                 let id = ObjectId(index as u32);

@@ -2,8 +2,8 @@
 //! JSON (versioned, schema in docs/report-schema.md) and lld's
 //! `--print-icf-sections` lines.
 
-use crate::analysis::Analysis;
-use crate::analysis::Plan;
+use crate::analyse::analysis::Analysis;
+use crate::analyse::analysis::Plan;
 use icf_fold::CandidateId;
 use icf_fold::compare::{Difference, Step, first_difference};
 use icf_fold::plan::{Action, KeepReason, Mode};

@@ -1,8 +1,8 @@
 //! `icf dump`: the IR of every function (or the named ones), and the summary
 //! `icf dump --stats` prints: how much code lifts, how fast, and what stays opaque.
 
+use crate::load::program::{FunctionInfo, Program};
 use crate::names::demangle;
-use crate::program::{FunctionInfo, Program};
 use icf_ir::{Function, OpaqueReason};
 use std::collections::BTreeMap;
 use std::fmt::Write;

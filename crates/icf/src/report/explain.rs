@@ -3,8 +3,8 @@
 //! reference whose targets are in different classes, the explanation follows
 //! the two targets, recursively, until it reaches the difference that started it.
 
-use crate::analysis::Analysis;
-use crate::candidates::Origin;
+use crate::analyse::analysis::Analysis;
+use crate::analyse::candidates::Origin;
 use icf_fold::CandidateId;
 use rustc_hash::FxHashSet as HashSet;
 use std::fmt::Write;
@@ -37,7 +37,7 @@ impl Analysis<'_, '_> {
                     return false;
                 }
                 match info.origin {
-                    Origin::Function(index) => crate::dump::matches_name(
+                    Origin::Function(index) => crate::report::dump::matches_name(
                         self.program,
                         self.program.function(index),
                         Some(name),

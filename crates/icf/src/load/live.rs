@@ -20,8 +20,8 @@
 //! `data_uses::references_from_data`), so no address that code may compare
 //! gets folded away.
 
-use crate::program::{GcRoots, LoadedObject, ObjectId, Program};
-use crate::targets::Target;
+use crate::load::program::{GcRoots, LoadedObject, ObjectId, Program};
+use crate::load::targets::Target;
 use icf_object::{Binding, GroupIndex, Object, Reloc, SectionIndex, SymbolPlace, Visibility};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 

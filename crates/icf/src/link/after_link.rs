@@ -12,8 +12,8 @@
 //! `--report` describes the folds of the linked image, as `icf report`
 //! does for a binary.
 
-use crate::link_command::LinkCommand;
-use crate::linker::{LinkOutcome, VerifyFn, milliseconds, relink_plainly, run};
+use crate::link::link_command::LinkCommand;
+use crate::link::linker::{LinkOutcome, VerifyFn, milliseconds, relink_plainly, run};
 use anyhow::Context;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -60,7 +60,7 @@ pub struct PostLinked {
     /// One line: what the shrink saved.
     pub summary: String,
     /// What folds, when [`ShrinkRequest::want_report`] asked.
-    pub report: Option<crate::report::Report>,
+    pub report: Option<crate::report::savings::Report>,
 }
 
 /// Why the link must be folded after it is made: the first input holding
@@ -277,7 +277,7 @@ pub(crate) fn link(
     match (shrunk, proved) {
         (Ok(shrunk), Ok(true)) => {
             if let (Some(path), Some(report)) = (options.report, &shrunk.report) {
-                crate::fold::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
+                crate::write::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
             }
             if shrunk.folded == 0 {
                 eprintln!(

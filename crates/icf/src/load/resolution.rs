@@ -2,9 +2,9 @@
 //! name resolves to (strong before weak, first on the command line, the
 //! first COMDAT group), and the target each symbol of each object names.
 
-use crate::objects::{LoadedObject, ObjectId};
+use crate::load::objects::{LoadedObject, ObjectId};
+use crate::load::targets::Target;
 use crate::options::Options;
-use crate::targets::Target;
 use icf_object::{Binding, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility};
 use rustc_hash::FxHashMap as HashMap;
 

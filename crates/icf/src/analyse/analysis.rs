@@ -17,17 +17,17 @@
 //!    decides) and its audit, again until the plan breaks no reference.
 //!
 //! The result, [`Analysis`], is what reports, explanations and the fold's
-//! edits (`fold.rs`) read.
+//! edits (`write/mod.rs`) read.
 
-use crate::candidates::{CandidateInfo, Origin, Places, collect_candidates};
-use crate::data_uses::{DataReference, VtableEntry, references_from_data};
-use crate::key_cache::{CacheStats, PendingWrites};
-use crate::keys::{self, Keys};
-use crate::narrow::Narrower;
+use crate::analyse::candidates::{CandidateInfo, Origin, Places, collect_candidates};
+use crate::analyse::data_uses::{DataReference, VtableEntry, references_from_data};
+use crate::analyse::key_cache::{CacheStats, PendingWrites};
+use crate::analyse::keys::{self, Keys};
+use crate::analyse::narrow::Narrower;
+use crate::analyse::significance::{Significance, Uses};
+use crate::load::program::Program;
+use crate::load::targets::{ExtendedTargets, Target};
 use crate::options::PlanOptions;
-use crate::program::Program;
-use crate::significance::{Significance, Uses};
-use crate::targets::{ExtendedTargets, Target};
 use icf_fold::body::Body;
 use icf_fold::partition::Partition;
 use icf_fold::plan::{Action, ClassPlan, Mode};
@@ -97,12 +97,12 @@ pub struct Analysis<'p, 'data> {
     pub plan: Plan,
     pub timings: Timings,
     /// Per object, per section, what a `--gc-sections`/`-dead_strip` link
-    /// keeps ([`crate::live::live_sections`]); `None` without one.
+    /// keeps ([`crate::load::live::live_sections`]); `None` without one.
     pub live: Option<Vec<Vec<bool>>>,
     /// What icf's cache of comparator keys did, when there is one.
     pub cache: Option<CacheStats>,
     /// The cache entries still being written; dropping the analysis waits
-    /// for them ([`icf link`](crate::link) keeps them until the link is done).
+    /// for them ([`icf link`](crate::link()) keeps them until the link is done).
     pub cache_writes: Option<PendingWrites>,
 }
 
@@ -169,7 +169,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
     /// be observed. A class is a promise that its members are
     /// interchangeable; where a reference needs its target's very address
     /// and the plan cannot promise to merge the target with its class (see
-    /// [`Analysis::need`]), the reference is *pinned*: it compares by the
+    /// `Analysis::need`), the reference is *pinned*: it compares by the
     /// target's identity, before refinement. Where the promise depends on
     /// the whole plan (a member of a class may stay apart, or become a
     /// thunk with its own address), the plan is audited: every reference a
@@ -182,7 +182,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             .options
             .gc_sections
             .as_ref()
-            .map(|roots| crate::live::live_sections(program, roots));
+            .map(|roots| crate::load::live::live_sections(program, roots));
         let candidates = collect_candidates(program, live.as_deref());
         let places = Places::new(program, &candidates, &mut targets);
         let mut target_candidate = vec![None; targets.len()];
@@ -494,7 +494,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
     }
 
     /// The candidate a pinned target names: a reference that needed its
-    /// very address (see [`Analysis::need`]).
+    /// very address (see `Analysis::need`).
     pub fn pinned_candidate(&self, target: TargetId) -> Option<CandidateId> {
         match self.targets.get(target) {
             Target::Pinned(index) => Some(CandidateId(index)),

@@ -1,7 +1,7 @@
 //! From a function piece of an object to the lifter's input, and lifting
 //! every piece in parallel.
 
-use crate::program::{FunctionInfo, Program};
+use crate::load::program::{FunctionInfo, Program};
 use icf_ir::{CodeInput, CodeReloc, Function};
 use icf_object::SectionIndex;
 use rayon::prelude::*;

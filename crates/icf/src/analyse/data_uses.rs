@@ -3,8 +3,8 @@
 //! data, `.init_array`, vtables), and which vtable entries point to which
 //! candidate through which name. Both feed address significance.
 
-use crate::narrow::{Narrower, Reach, resolved_place};
-use crate::program::{ObjectId, Program};
+use crate::analyse::narrow::{Narrower, Reach, resolved_place};
+use crate::load::program::{ObjectId, Program};
 use icf_fold::CandidateId;
 use icf_object::SectionIndex;
 use rayon::prelude::*;
@@ -52,7 +52,7 @@ fn object_references<'data>(
     narrower: &Narrower<'_, '_>,
     live: Option<&[Vec<bool>]>,
     index: usize,
-    object: &crate::program::LoadedObject<'data>,
+    object: &crate::load::program::LoadedObject<'data>,
 ) -> (Vec<DataReference>, Vec<VtableEntry<'data>>) {
     let mut references = Vec::new();
     let mut vtable_entries = Vec::new();

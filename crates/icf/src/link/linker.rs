@@ -1,10 +1,10 @@
 //! Running the real linker, and what came of a link: its status, the
 //! fallback to the plain command when icf's link did not stand, the
 //! report. Shared by `icf link`'s two paths, folding the inputs
-//! (`link.rs`) and folding the linked image (`after_link.rs`).
+//! (`run.rs`) and folding the linked image (`after_link.rs`).
 
-use crate::link_command::LinkCommand;
-use crate::report::Report;
+use crate::link::link_command::LinkCommand;
+use crate::report::savings::Report;
 use anyhow::Context;
 use std::path::Path;
 use std::process::{Command, ExitStatus};

@@ -1,0 +1,11 @@
+//! Phase 1, loading: the input files mapped and parsed into one
+//! [`program::Program`] (objects, the reference targets they share, their
+//! function pieces, which sections a `--gc-sections` link keeps, how the
+//! link resolves each name), and each piece lifted on demand.
+
+pub(crate) mod lift;
+pub(crate) mod live;
+pub(crate) mod objects;
+pub(crate) mod program;
+pub(crate) mod resolution;
+pub(crate) mod targets;
