@@ -8,6 +8,10 @@
 //! error that names the input. [`campaign`] drives it for `cargo xtask
 //! fuzz-parse` and for the fixed-seed test in `tests/fuzz_parse.rs`.
 //!
+//! Beside it, [`programs`] generates the random multi-file C programs of
+//! the differential campaign (`cargo xtask fuzz`, which builds, folds, links
+//! and runs them): one seed gives one program, its flags and its linker.
+//!
 //! Assumption: icf's contract is the one in CONTRIBUTING.md (bad input is a
 //! located `icf_object::Error`, never a panic); everything else here follows
 //! from judging that contract on inputs close to real ones.
@@ -18,6 +22,7 @@ pub mod layout;
 mod macho_layout;
 pub mod mutate;
 pub mod oracle;
+pub mod programs;
 pub mod rng;
 mod seed_layout;
 pub mod seeds;

@@ -1,6 +1,6 @@
 //! `cargo xtask fuzz`: differential testing of icf with generated programs.
 //!
-//! Each seed gives one random multi-file C program ([`generate`]), built
+//! Each seed gives one random multi-file C program (`icf_fuzz::programs`), built
 //! with random compiler flags and linked by a random linker, once plain and
 //! once through `icf link --strict` per mode ([`run`]); the folded programs
 //! must behave exactly like the plain one. Each program also gets one wrong
@@ -16,7 +16,6 @@
 //! Main assumption: a seed fully decides program, flags and linker (the arch
 //! too under `--arch both`), so `--seed S --count 1` replays any line.
 
-mod generate;
 mod plant;
 mod run;
 
@@ -30,7 +29,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::corpus;
 use crate::process::{self, cargo};
-use generate::{Arch, Linker};
+use icf_fuzz::programs::{Arch, Linker};
 use run::{FindingKind, Mode, Outcome, Tools};
 
 /// Seeds `0..CI_SEEDS` are what `--ci` runs (about three minutes on two cores;
@@ -188,9 +187,9 @@ pub fn run(args: &FuzzArgs) -> Result<()> {
                 let arch = match arch_choice {
                     ArchChoice::X86_64 => Arch::X86_64,
                     ArchChoice::Aarch64 => Arch::Aarch64,
-                    ArchChoice::Both => generate::arch_for_seed(seed),
+                    ArchChoice::Both => icf_fuzz::programs::arch_for_seed(seed),
                 };
-                let program = generate::generate(seed, arch);
+                let program = icf_fuzz::programs::generate(seed, arch);
                 let outcome = run::run_program(&program, &tools, &work, &root, keep_work);
                 if sender.send(outcome).is_err() {
                     return;

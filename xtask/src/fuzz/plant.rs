@@ -54,10 +54,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::generate::{
+use super::run::{self, Finding, FindingKind, ICF, Mode, Outcome, Plan, Run, Step, Tools};
+use icf_fuzz::programs::{
     Arch, Compiler, FUNCTION_ADDRESS_PREFIX, FamilyInfo, FamilyKind, MemberInfo, Program, Rng,
 };
-use super::run::{self, Finding, FindingKind, ICF, Mode, Outcome, Plan, Run, Step, Tools};
 
 /// (kept, member) pairs of function names.
 type Pairs = Vec<(String, String)>;

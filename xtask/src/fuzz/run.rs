@@ -19,9 +19,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::generate::{Arch, Compiler, FUNCTION_ADDRESS_PREFIX, Linker, Pic, Program};
 use super::plant::{self, Planted};
 use crate::process::shell_quote;
+use icf_fuzz::programs::{Arch, Compiler, FUNCTION_ADDRESS_PREFIX, Linker, Pic, Program};
 
 /// Which `--mode` a folded build used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -446,7 +446,7 @@ pub fn describe(program: &Program) -> String {
         .to_string(),
     ];
     words.extend(config.extra_cflags.iter().cloned());
-    let count = |f: fn(&super::generate::SourceFile) -> bool| {
+    let count = |f: fn(&icf_fuzz::programs::SourceFile) -> bool| {
         program.files.iter().filter(|file| f(file)).count()
     };
     words.push(format!(

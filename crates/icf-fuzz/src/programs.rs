@@ -1551,3 +1551,168 @@ impl Generator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEEDS: std::ops::Range<u64> = 0..200;
+
+    /// The program's texts and configuration, as one string to compare.
+    fn rendered(program: &Program) -> String {
+        let mut text = format!("{:?}\n{}", program.config, program.header);
+        for file in &program.files {
+            let _ = write!(
+                text,
+                "\n// {} {} {} {}\n{}",
+                file.name, file.in_archive, file.function_sections, file.data_sections, file.text
+            );
+        }
+        text
+    }
+
+    /// Whether the brackets of C `text` balance, string and character
+    /// literals and comments aside.
+    fn brackets_balance(text: &str) -> bool {
+        let mut open = Vec::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' | '\'' => {
+                    while let Some(d) = chars.next() {
+                        if d == '\\' {
+                            chars.next();
+                        } else if d == c {
+                            break;
+                        }
+                    }
+                }
+                '/' if chars.peek() == Some(&'*') => {
+                    let mut last = ' ';
+                    for d in chars.by_ref() {
+                        if last == '*' && d == '/' {
+                            break;
+                        }
+                        last = d;
+                    }
+                }
+                '(' | '[' | '{' => open.push(c),
+                ')' | ']' | '}' => {
+                    let expected = match c {
+                        ')' => '(',
+                        ']' => '[',
+                        _ => '{',
+                    };
+                    if open.pop() != Some(expected) {
+                        return false;
+                    }
+                }
+                _ => {}
+            }
+        }
+        open.is_empty()
+    }
+
+    #[test]
+    fn a_seed_gives_one_program() {
+        for seed in [0, 1, 77, 199] {
+            let arch = arch_for_seed(seed);
+            assert_eq!(
+                rendered(&generate(seed, arch)),
+                rendered(&generate(seed, arch)),
+                "seed {seed}"
+            );
+        }
+        assert_ne!(
+            rendered(&generate(1, Arch::X86_64)),
+            rendered(&generate(2, Arch::X86_64))
+        );
+    }
+
+    #[test]
+    fn the_seeds_cover_both_architectures_and_every_linker() {
+        let mut seen = BTreeSet::new();
+        for seed in SEEDS {
+            let arch = arch_for_seed(seed);
+            seen.insert((arch.name(), generate(seed, arch).config.linker));
+        }
+        for linker in [Linker::Bfd, Linker::Gold, Linker::Lld, Linker::Mold] {
+            assert!(seen.contains(&("x86_64", linker)), "x86_64 {linker:?}");
+        }
+        for linker in [Linker::Bfd, Linker::Lld] {
+            assert!(seen.contains(&("aarch64", linker)), "aarch64 {linker:?}");
+        }
+    }
+
+    #[test]
+    fn every_configuration_is_one_its_linker_can_build() {
+        for seed in SEEDS {
+            for arch in [Arch::X86_64, Arch::Aarch64] {
+                let config = generate(seed, arch).config;
+                let context = format!("seed {seed} {}: {config:?}", arch.name());
+                if arch == Arch::Aarch64 {
+                    assert!(
+                        matches!(config.linker, Linker::Bfd | Linker::Lld),
+                        "{context}"
+                    );
+                }
+                if config.linker_script {
+                    assert!(
+                        matches!(config.linker, Linker::Bfd | Linker::Lld),
+                        "{context}"
+                    );
+                }
+                if !config.keep_unique.is_empty() {
+                    assert!(
+                        matches!(config.linker, Linker::Gold | Linker::Lld),
+                        "{context}"
+                    );
+                }
+                // gold fails on `-q` with `--gc-sections`; mold on `-q`
+                // with DWARF naming dropped sections.
+                if config.gc_sections && config.linker == Linker::Gold {
+                    assert!(!config.keep_relocs, "{context}");
+                }
+                let debug = config.extra_cflags.iter().any(|flag| flag == "-g");
+                if config.gc_sections && config.linker == Linker::Mold {
+                    assert!(!(debug && config.keep_relocs), "{context}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_program_is_whole() {
+        for seed in SEEDS {
+            let program = generate(seed, arch_for_seed(seed));
+            let context = format!("seed {seed}");
+            assert!(program.functions > 0 && program.families > 0, "{context}");
+            assert!(
+                program.files[0].text.contains("int main(void) {"),
+                "{context}"
+            );
+            assert!(brackets_balance(&program.header), "{context}: fz.h");
+            for file in &program.files {
+                assert!(file.name.ends_with(".c"), "{context}: {}", file.name);
+                assert!(brackets_balance(&file.text), "{context}: {}", file.name);
+            }
+            // What `plant.rs` picks wrong folds from names functions the
+            // program defines.
+            let defined = |name: &str| {
+                program
+                    .files
+                    .iter()
+                    .any(|file| file.text.contains(&format!("{name}(")))
+            };
+            for member in program.family_info.iter().flat_map(|f| &f.members) {
+                assert!(defined(&member.name), "{context}: {}", member.name);
+            }
+            for name in program.own_sections.keys() {
+                assert!(defined(name), "{context}: {name}");
+            }
+            for name in &program.config.keep_unique {
+                assert!(defined(name), "{context}: --keep-unique {name}");
+            }
+        }
+    }
+}
