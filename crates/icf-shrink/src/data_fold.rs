@@ -29,7 +29,7 @@ use crate::code::DecodedTargets;
 use crate::elf::{Elf, SymbolInfo};
 use crate::shape::Shape;
 use icf_arch::{Architecture, KeptReloc};
-use icf_linkmap::{InputObjects, InputSections, Span};
+use icf_linkmap::{InputObjects, InputSections, SectionFacts, Span};
 use object::elf as E;
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -104,292 +104,448 @@ pub(crate) fn plan(
     code_targets: &DecodedTargets<'_>,
     map: &Path,
 ) -> anyhow::Result<Option<DataFolds>> {
-    if elf.machine != E::EM_X86_64.0 {
-        return Ok(None);
-    }
-    let Some(section) = elf.section_named(".rodata") else {
+    let Some(section) = foldable_section(elf, shape) else {
         return Ok(None);
     };
     let rodata = &elf.sections[section];
-    if !rodata.is_alloc() || !rodata.has_bytes() || rodata.size == 0 {
+    let (start, end) = (rodata.addr, rodata.addr + rodata.size);
+    let sections = read_map(map)?;
+    let objects = InputObjects::new(map, &sections);
+    let pieces = Pieces::of(&sections, &objects, start, end, rodata.align.max(1));
+    let loose = LooseReferences::of(elf, symbols, start, end)?;
+    let candidates = pieces.candidates(&loose.marked);
+    let fields = Fields {
+        elf,
+        symbols,
+        arch,
+        sections: &sections,
+        objects: &objects,
+        spans: &pieces.spans,
+        section,
+        start,
+        end,
+    };
+    let Some(Uses { held, anchors }) = fields.uses(shape, code_targets, &loose.targets)? else {
+        return Ok(None);
+    };
+    let removed = equal_constants(elf, &candidates, &held);
+    if removed.is_empty() {
         return Ok(None);
     }
-    // Only a read-only segment of its own, which holds the exception
-    // tables too, compacts (`eh_frame::region`): elsewhere (gold puts
-    // `.rodata` in `.text`'s segment) nothing can fold, and the objects
-    // are not worth reading.
+    Ok(Some(DataFolds {
+        section,
+        removed,
+        anchors,
+        content: pieces.content,
+        gaps_are_padding: pieces.gaps_are_padding,
+        section_align: rodata.align.max(1),
+    }))
+}
+
+/// `.rodata`, when it is a section this can fold in: x86-64, loaded, with
+/// bytes, in a read-only segment of its own that holds the exception
+/// tables too, which compacts (`eh_frame::region`). Elsewhere (gold puts
+/// `.rodata` in `.text`'s segment) nothing can fold, and the objects are
+/// not worth reading.
+fn foldable_section(elf: &Elf<'_>, shape: &Shape) -> Option<usize> {
+    if elf.machine != E::EM_X86_64.0 {
+        return None;
+    }
+    let section = elf.section_named(".rodata")?;
+    let rodata = &elf.sections[section];
+    if !rodata.is_alloc() || !rodata.has_bytes() || rodata.size == 0 {
+        return None;
+    }
     let segment_of = |address: u64| {
         elf.segments.iter().position(|p| {
             p.p_type == E::PT_LOAD.0 && p.vaddr <= address && address < p.vaddr + p.filesz
         })
     };
     let eh_frame = elf.section_named(".eh_frame").map(|i| elf.sections[i].addr);
-    let segment = segment_of(rodata.addr);
-    if segment.is_none()
-        || segment == Some(shape.segment)
-        || segment != eh_frame.and_then(segment_of)
-        || segment.is_some_and(|i| elf.segments[i].flags & (E::PF_W.0 | E::PF_X.0) != 0)
-    {
-        return Ok(None);
-    }
-    // The map's text (as large as the image) goes once parsed.
-    let sections = {
-        let text = std::fs::read_to_string(map)
-            .map_err(|e| anyhow::anyhow!("reading the link map {}: {e}", map.display()))?;
-        InputSections::parse(&text).map_err(|why| anyhow::anyhow!("{}: {why}", map.display()))?
-    };
-    let objects = InputObjects::new(map, &sections);
-    let (start, end) = (rodata.addr, rodata.addr + rodata.size);
-    let listed = sections.spans_between(start, end);
-    let made = sections.made_between(start, end);
-    // Each object is read once, by whichever thread first asks.
-    let listed_facts: Vec<_> = listed
-        .par_iter()
-        .map(|&span| objects.facts(&sections, span))
-        .collect();
-    let gaps_are_padding = listed.iter().chain(made).all(|span| span.align > 0);
-    // A mergeable section's pieces went wherever the linker merged them
-    // (GNU ld lists each such section at a place it may not hold, over
-    // other sections): no place is its own, and where its bytes are in
-    // GNU ld's layout, only the gaps between the others can say.
-    let (spans, facts): (Vec<Span>, Vec<_>) = listed
-        .iter()
-        .zip(listed_facts)
-        .filter(|(_, facts)| !facts.is_some_and(|facts| facts.merge))
-        .map(|(span, facts)| (*span, facts))
-        .unzip();
-    let spans = spans.as_slice();
-    let mut content: Vec<(u64, u64, u64)> = spans
-        .iter()
-        .zip(&facts)
-        .map(|(span, facts)| {
-            let align = match (span.align, facts) {
-                (0, Some(facts)) => facts.align.max(1),
-                (0, None) => rodata.align.max(1),
-                (align, _) => align,
-            };
-            (span.start, span.end, align)
-        })
-        .chain(made.iter().map(|span| {
-            let align = if span.align == 0 {
-                rodata.align.max(1)
-            } else {
-                span.align
-            };
-            (span.start, span.end, align)
-        }))
-        .collect();
-    content.sort_unstable();
+    let segment = segment_of(rodata.addr)?;
+    let own_read_only = segment != shape.segment
+        && Some(segment) == eh_frame.and_then(segment_of)
+        && elf.segments[segment].flags & (E::PF_W.0 | E::PF_X.0) == 0;
+    own_read_only.then_some(section)
+}
 
-    // Symbols and places of dynamic relocations inside a section keep it.
-    let mut marked: Vec<u64> = symbols
-        .iter()
-        .filter(|s| s.kind != E::STT_SECTION.0 && s.kind != E::STT_FILE.0)
-        .map(|s| s.value)
-        .filter(|&value| (start..end).contains(&value))
-        .collect();
-    // (place, target) of dynamic relocations and GOT slots.
-    let mut loose_targets: Vec<(u64, u64)> = Vec::new();
-    for (index, dynamic) in elf.sections.iter().enumerate() {
-        if dynamic.sh_type == E::SHT_RELA.0 && dynamic.is_alloc() {
-            for rela in elf.relas(index)? {
-                marked.push(rela.offset);
-                loose_targets.push((rela.offset, rela.addend as u64));
+/// The link map at `map`, parsed; its text (as large as the image) goes
+/// once parsed.
+fn read_map(map: &Path) -> anyhow::Result<InputSections> {
+    let text = std::fs::read_to_string(map)
+        .map_err(|e| anyhow::anyhow!("reading the link map {}: {e}", map.display()))?;
+    InputSections::parse(&text).map_err(|why| anyhow::anyhow!("{}: {why}", map.display()))
+}
+
+/// The input sections the map places in `.rodata`, with what their
+/// objects say of them.
+struct Pieces<'m> {
+    /// The input sections with bytes, by address, but mergeable ones: a
+    /// mergeable section's pieces went wherever the linker merged them
+    /// (GNU ld lists each such section at a place it may not hold, over
+    /// other sections): no place is its own, and where its bytes are in
+    /// GNU ld's layout, only the gaps between the others can say.
+    spans: Vec<Span>,
+    /// What each span's object says of it, when it can be read.
+    facts: Vec<Option<SectionFacts>>,
+    /// Sections the linker made there.
+    made: &'m [Span],
+    /// See [`DataFolds::content`].
+    content: Vec<(u64, u64, u64)>,
+    /// See [`DataFolds::gaps_are_padding`].
+    gaps_are_padding: bool,
+}
+
+impl<'m> Pieces<'m> {
+    /// The pieces of `start..end`; `section_align` stands for an
+    /// alignment neither the map nor the object gives.
+    fn of(
+        sections: &'m InputSections,
+        objects: &InputObjects,
+        start: u64,
+        end: u64,
+        section_align: u64,
+    ) -> Pieces<'m> {
+        let listed = sections.spans_between(start, end);
+        let made = sections.made_between(start, end);
+        // Each object is read once, by whichever thread first asks.
+        let listed_facts: Vec<_> = listed
+            .par_iter()
+            .map(|&span| objects.facts(sections, span))
+            .collect();
+        let gaps_are_padding = listed.iter().chain(made).all(|span| span.align > 0);
+        let (spans, facts): (Vec<Span>, Vec<_>) = listed
+            .iter()
+            .zip(listed_facts)
+            .filter(|(_, facts)| !facts.is_some_and(|facts| facts.merge))
+            .map(|(span, facts)| (*span, facts))
+            .unzip();
+        let mut content: Vec<(u64, u64, u64)> = spans
+            .iter()
+            .zip(&facts)
+            .map(|(span, facts)| {
+                let align = match (span.align, facts) {
+                    (0, Some(facts)) => facts.align.max(1),
+                    (0, None) => section_align,
+                    (align, _) => align,
+                };
+                (span.start, span.end, align)
+            })
+            .chain(made.iter().map(|span| {
+                let align = if span.align == 0 {
+                    section_align
+                } else {
+                    span.align
+                };
+                (span.start, span.end, align)
+            }))
+            .collect();
+        content.sort_unstable();
+        Pieces {
+            spans,
+            facts,
+            made,
+            content,
+            gaps_are_padding,
+        }
+    }
+
+    /// For each span, the constant it is when it may be removed: alone at
+    /// its place (no other span or made section overlaps it), anonymous
+    /// (no symbol, no relocation, not mergeable), aligned as its object
+    /// says, and holding no place in `marked` (sorted).
+    fn candidates(&self, marked: &[u64]) -> Vec<Option<Candidate>> {
+        let spans = &self.spans;
+        let marked_in = |span: &Span| {
+            let at = marked.partition_point(|&m| m < span.start);
+            marked.get(at).is_some_and(|&m| m < span.end)
+        };
+        spans
+            .iter()
+            .enumerate()
+            .map(|(i, span)| {
+                let facts = self.facts[i]?;
+                let alone = i.checked_sub(1).is_none_or(|p| spans[p].end <= span.start)
+                    && spans.get(i + 1).is_none_or(|n| n.start >= span.end)
+                    && !self
+                        .made
+                        .iter()
+                        .any(|m| m.start < span.end && span.start < m.end);
+                let anonymous = !facts.merge && !facts.relocated && !facts.named;
+                (alone && anonymous && facts.align > 0 && !marked_in(span)).then_some(Candidate {
+                    start: span.start,
+                    end: span.end,
+                    align: facts.align,
+                })
+            })
+            .collect()
+    }
+}
+
+/// What refers to `.rodata` without a kept relocation.
+struct LooseReferences {
+    /// Places in the section that keep what holds them: symbols and the
+    /// places of dynamic relocations, sorted.
+    marked: Vec<u64>,
+    /// (place, target) of dynamic relocations and GOT slots.
+    targets: Vec<(u64, u64)>,
+}
+
+impl LooseReferences {
+    fn of(
+        elf: &Elf<'_>,
+        symbols: &[SymbolInfo],
+        start: u64,
+        end: u64,
+    ) -> anyhow::Result<LooseReferences> {
+        let mut marked: Vec<u64> = symbols
+            .iter()
+            .filter(|s| s.kind != E::STT_SECTION.0 && s.kind != E::STT_FILE.0)
+            .map(|s| s.value)
+            .filter(|&value| (start..end).contains(&value))
+            .collect();
+        let mut targets: Vec<(u64, u64)> = Vec::new();
+        for (index, dynamic) in elf.sections.iter().enumerate() {
+            if dynamic.sh_type == E::SHT_RELA.0 && dynamic.is_alloc() {
+                for rela in elf.relas(index)? {
+                    marked.push(rela.offset);
+                    targets.push((rela.offset, rela.addend as u64));
+                }
             }
         }
-    }
-    // What the GOT holds (a non-PIE image's absolute addresses).
-    for got in [".got", ".got.plt"] {
-        if let Some(index) = elf.section_named(got) {
-            let slots = elf.bytes(index).chunks_exact(8).enumerate();
-            loose_targets.extend(slots.filter_map(|(i, word)| {
-                let value = u64::from_le_bytes(word.try_into().ok()?);
-                Some((elf.sections[index].addr + 8 * i as u64, value))
-            }));
+        // What the GOT holds (a non-PIE image's absolute addresses).
+        for got in [".got", ".got.plt"] {
+            if let Some(index) = elf.section_named(got) {
+                let slots = elf.bytes(index).chunks_exact(8).enumerate();
+                targets.extend(slots.filter_map(|(i, word)| {
+                    let value = u64::from_le_bytes(word.try_into().ok()?);
+                    Some((elf.sections[index].addr + 8 * i as u64, value))
+                }));
+            }
         }
+        marked.sort_unstable();
+        Ok(LooseReferences { marked, targets })
     }
-    marked.sort_unstable();
-    let marked_in = |span: &Span| {
-        let at = marked.partition_point(|&m| m < span.start);
-        marked.get(at).is_some_and(|&m| m < span.end)
-    };
+}
 
-    let candidates: Vec<Option<Candidate>> = spans
-        .iter()
-        .enumerate()
-        .map(|(i, span)| {
-            let facts = facts[i]?;
-            let alone = i.checked_sub(1).is_none_or(|p| spans[p].end <= span.start)
-                && spans.get(i + 1).is_none_or(|n| n.start >= span.end)
-                && !made
-                    .iter()
-                    .any(|m| m.start < span.end && span.start < m.end);
-            let anonymous = !facts.merge && !facts.relocated && !facts.named;
-            (alone && anonymous && facts.align > 0 && !marked_in(span)).then_some(Candidate {
-                start: span.start,
-                end: span.end,
-                align: facts.align,
-            })
-        })
-        .collect();
+/// The fields of the image that may name `.rodata`, read against its
+/// spans (indices into [`Pieces::spans`]).
+struct Fields<'a, 'data> {
+    elf: &'a Elf<'data>,
+    symbols: &'a [SymbolInfo],
+    arch: &'a dyn Architecture,
+    sections: &'a InputSections,
+    objects: &'a InputObjects,
+    spans: &'a [Span],
+    /// `.rodata`'s index, and its addresses.
+    section: usize,
+    start: u64,
+    end: u64,
+}
 
-    // Fields naming `.rodata`. One whose target decoding or its
-    // relocation gives exactly (code; an address in data) must point into
-    // the section its relocation names, or at its start: every constant
-    // it may otherwise touch keeps its bytes. A PC-relative field in data
-    // (an entry of LLVM's relative lookup tables: `.long str - table`)
-    // counts from a place only the code knows: it moves with the section
-    // it names (its anchor), which must be known.
-    let span_index_at = |address: u64| {
-        let after = spans.partition_point(|span| span.start <= address);
-        after.checked_sub(1).filter(|&i| address < spans[i].end)
-    };
-    let span_index_ending_at = |address: u64| {
-        let after = spans.partition_point(|span| span.start < address);
-        after.checked_sub(1).filter(|&i| spans[i].end == address)
-    };
-    let span_index_of = |span: Span| {
+impl Fields<'_, '_> {
+    /// The span holding `address`.
+    fn index_at(&self, address: u64) -> Option<usize> {
+        let after = self.spans.partition_point(|span| span.start <= address);
+        after
+            .checked_sub(1)
+            .filter(|&i| address < self.spans[i].end)
+    }
+
+    /// The span ending at `address`.
+    fn index_ending_at(&self, address: u64) -> Option<usize> {
+        let after = self.spans.partition_point(|span| span.start < address);
+        after
+            .checked_sub(1)
+            .filter(|&i| self.spans[i].end == address)
+    }
+
+    /// `span`'s index.
+    fn index_of(&self, span: Span) -> Option<usize> {
+        let spans = self.spans;
         let at = spans.partition_point(|s| (s.start, s.end) < (span.start, span.end));
         spans.get(at).filter(|s| **s == span).map(|_| at)
-    };
-    let mut held: HashSet<usize> = HashSet::new();
-    let hold_around = |target: u64, named: Option<usize>, held: &mut HashSet<usize>| {
-        let inside = span_index_at(target);
+    }
+
+    /// Holds what a field pointing at `target` may touch, unless it points
+    /// into the span it names (`named`): the span it points into, the one
+    /// ending there, and the one it names.
+    fn hold_around(&self, target: u64, named: Option<usize>, held: &mut HashSet<usize>) {
+        let inside = self.index_at(target);
         if named.is_some() && named == inside {
             return;
         }
         held.extend(inside);
-        held.extend(span_index_ending_at(target));
+        held.extend(self.index_ending_at(target));
         held.extend(named);
-    };
-    let mut anchors: HashMap<u64, u64> = HashMap::new();
-    let mut kept_places: Vec<u64> = Vec::new();
-    let mut code_targets = code_targets.cursor();
-    for &(relocations, patched) in &shape.kept {
-        let patched_section = &elf.sections[patched];
-        if !patched_section.is_alloc() {
-            continue;
-        }
-        let code = patched_section.is_executable();
-        for rela in elf.relas(relocations)? {
-            kept_places.push(rela.offset);
-            let Some(symbol) = symbols.get(rela.sym as usize) else {
-                continue;
-            };
-            if rela.sym == 0 || symbol.shndx == E::SHN_UNDEF.0 || symbol.kind == E::STT_TLS.0 {
-                continue;
-            }
-            let section_symbol = symbol.kind == E::STT_SECTION.0;
-            let base = if section_symbol {
-                elf.sections
-                    .get(usize::from(symbol.shndx))
-                    .map_or(0, |s| s.addr)
-            } else {
-                symbol.value
-            };
-            let meaning = base.wrapping_add(rela.addend as u64);
-            let names_rodata = if section_symbol {
-                usize::from(symbol.shndx) == section
-            } else {
-                (start..end).contains(&symbol.value)
-            };
-            let kind = arch.kept_reloc(rela.r_type);
-            // A PC-relative field in data naming a symbol, or a section
-            // other than the folded one, of data: it moves with that
-            // place (drops in `.rodata` move what follows apart).
-            if !code && kind == KeptReloc::PcRelative && (!section_symbol || !names_rodata) {
-                let holding = elf.section_at(base).map(|i| &elf.sections[i]);
-                let data = holding.is_some_and(|s| {
-                    !s.is_executable()
-                        && !matches!(
-                            s.name.as_str(),
-                            ".eh_frame" | ".eh_frame_hdr" | ".gcc_except_table"
-                        )
-                });
-                if data {
-                    anchors.insert(rela.offset, base);
-                }
-                continue;
-            }
-            let decoded = code_targets.at(rela.offset);
-            let exact_target = match decoded {
-                Some(target) if code => Some(target),
-                // An absolute address, in data or in code (a non-PIE
-                // `mov $c, %edi`), is `S + A` itself.
-                _ if matches!(kind, KeptReloc::Address { .. }) => Some(meaning),
-                _ => None,
-            };
-            if !names_rodata && !exact_target.is_some_and(|t| (start..=end).contains(&t)) {
-                continue;
-            }
-            let named = if section_symbol {
-                objects
-                    .names(&sections, rela.offset)
-                    .and_then(span_index_of)
-            } else {
-                span_index_at(symbol.value)
-            };
-            match exact_target {
-                // A symbol's own place (a string after a constant, the
-                // next object's start) means what starts there; so does a
-                // place in merged strings or constants (see below: an
-                // assembler names one through the section symbol only
-                // exactly).
-                Some(target) if !section_symbol && target == symbol.value => {}
-                Some(_)
-                    if section_symbol
-                        && named.is_none()
-                        && objects.names_merged(&sections, rela.offset).is_some() => {}
-                Some(target) => hold_around(target, named, &mut held),
-                None if !code && kind == KeptReloc::PcRelative => {
-                    if let Some(named) = named {
-                        anchors.insert(rela.offset, spans[named].start);
-                        continue;
-                    }
-                    // Assemblers write a reference into a mergeable
-                    // section through its section symbol only where it
-                    // names its place exactly (the linker finds the piece
-                    // by `S + A`; for any other addend they keep the
-                    // local symbol): `S + A` is the target, in merged
-                    // bytes, which move as one.
-                    if objects.names_merged(&sections, rela.offset).is_some() {
-                        hold_around(meaning, None, &mut held);
-                        continue;
-                    }
-                    // Its target is unknown (the object could not be
-                    // read): it lies at or before `S + A`, by less than
-                    // the field's offset in its table's section. Nothing
-                    // from there to the field moves apart, so `S + A`
-                    // moves with both.
-                    let Some(holding) = sections.span_at(rela.offset) else {
-                        return Ok(None);
-                    };
-                    let lowest = meaning.saturating_sub(rela.offset - holding.start);
-                    let from = lowest.min(rela.offset);
-                    let to = meaning.max(rela.offset + 4);
-                    let first = spans.partition_point(|span| span.end <= from);
-                    held.extend((first..spans.len()).take_while(|&i| spans[i].start <= to));
-                }
-                // A field decoding did not find: its bias is unknown, so
-                // every place it may name is touched.
-                None => {
-                    for bias in 0..=8 {
-                        hold_around(meaning.wrapping_add(bias), None, &mut held);
-                    }
-                }
-            }
-        }
-    }
-    // Dynamic relocations at places no kept relocation describes (the
-    // GOT's), and what the GOT holds: their constants are unknown.
-    kept_places.sort_unstable();
-    for (place, target) in loose_targets {
-        if kept_places.binary_search(&place).is_err() && (start..=end).contains(&target) {
-            hold_around(target, None, &mut held);
-        }
     }
 
-    // Equal constants: the first keeps its bytes, the others not held go.
+    /// Fields naming `.rodata`: the spans that keep their bytes, and the
+    /// anchors of PC-relative fields in data. One whose target decoding or
+    /// its relocation gives exactly (code; an address in data) must point
+    /// into the section its relocation names, or at its start: every
+    /// constant it may otherwise touch keeps its bytes. A PC-relative
+    /// field in data (an entry of LLVM's relative lookup tables: `.long
+    /// str - table`) counts from a place only the code knows: it moves
+    /// with the section it names (its anchor), which must be known.
+    /// `None` when one's place cannot be told: nothing folds.
+    fn uses(
+        &self,
+        shape: &Shape,
+        code_targets: &DecodedTargets<'_>,
+        loose_targets: &[(u64, u64)],
+    ) -> anyhow::Result<Option<Uses>> {
+        let (elf, symbols, arch) = (self.elf, self.symbols, self.arch);
+        let (sections, objects) = (self.sections, self.objects);
+        let (section, start, end) = (self.section, self.start, self.end);
+        let mut held: HashSet<usize> = HashSet::new();
+        let mut anchors: HashMap<u64, u64> = HashMap::new();
+        let mut kept_places: Vec<u64> = Vec::new();
+        let mut code_targets = code_targets.cursor();
+        for &(relocations, patched) in &shape.kept {
+            let patched_section = &elf.sections[patched];
+            if !patched_section.is_alloc() {
+                continue;
+            }
+            let code = patched_section.is_executable();
+            for rela in elf.relas(relocations)? {
+                kept_places.push(rela.offset);
+                let Some(symbol) = symbols.get(rela.sym as usize) else {
+                    continue;
+                };
+                if rela.sym == 0 || symbol.shndx == E::SHN_UNDEF.0 || symbol.kind == E::STT_TLS.0 {
+                    continue;
+                }
+                let section_symbol = symbol.kind == E::STT_SECTION.0;
+                let base = if section_symbol {
+                    elf.sections
+                        .get(usize::from(symbol.shndx))
+                        .map_or(0, |s| s.addr)
+                } else {
+                    symbol.value
+                };
+                let meaning = base.wrapping_add(rela.addend as u64);
+                let names_rodata = if section_symbol {
+                    usize::from(symbol.shndx) == section
+                } else {
+                    (start..end).contains(&symbol.value)
+                };
+                let kind = arch.kept_reloc(rela.r_type);
+                // A PC-relative field in data naming a symbol, or a section
+                // other than the folded one, of data: it moves with that
+                // place (drops in `.rodata` move what follows apart).
+                if !code && kind == KeptReloc::PcRelative && (!section_symbol || !names_rodata) {
+                    let holding = elf.section_at(base).map(|i| &elf.sections[i]);
+                    let data = holding.is_some_and(|s| {
+                        !s.is_executable()
+                            && !matches!(
+                                s.name.as_str(),
+                                ".eh_frame" | ".eh_frame_hdr" | ".gcc_except_table"
+                            )
+                    });
+                    if data {
+                        anchors.insert(rela.offset, base);
+                    }
+                    continue;
+                }
+                let decoded = code_targets.at(rela.offset);
+                let exact_target = match decoded {
+                    Some(target) if code => Some(target),
+                    // An absolute address, in data or in code (a non-PIE
+                    // `mov $c, %edi`), is `S + A` itself.
+                    _ if matches!(kind, KeptReloc::Address { .. }) => Some(meaning),
+                    _ => None,
+                };
+                if !names_rodata && !exact_target.is_some_and(|t| (start..=end).contains(&t)) {
+                    continue;
+                }
+                let named = if section_symbol {
+                    objects
+                        .names(sections, rela.offset)
+                        .and_then(|span| self.index_of(span))
+                } else {
+                    self.index_at(symbol.value)
+                };
+                match exact_target {
+                    // A symbol's own place (a string after a constant, the
+                    // next object's start) means what starts there; so does a
+                    // place in merged strings or constants (see below: an
+                    // assembler names one through the section symbol only
+                    // exactly).
+                    Some(target) if !section_symbol && target == symbol.value => {}
+                    Some(_)
+                        if section_symbol
+                            && named.is_none()
+                            && objects.names_merged(sections, rela.offset).is_some() => {}
+                    Some(target) => self.hold_around(target, named, &mut held),
+                    None if !code && kind == KeptReloc::PcRelative => {
+                        if let Some(named) = named {
+                            anchors.insert(rela.offset, self.spans[named].start);
+                            continue;
+                        }
+                        // Assemblers write a reference into a mergeable
+                        // section through its section symbol only where it
+                        // names its place exactly (the linker finds the piece
+                        // by `S + A`; for any other addend they keep the
+                        // local symbol): `S + A` is the target, in merged
+                        // bytes, which move as one.
+                        if objects.names_merged(sections, rela.offset).is_some() {
+                            self.hold_around(meaning, None, &mut held);
+                            continue;
+                        }
+                        // Its target is unknown (the object could not be
+                        // read): it lies at or before `S + A`, by less than
+                        // the field's offset in its table's section. Nothing
+                        // from there to the field moves apart, so `S + A`
+                        // moves with both.
+                        let Some(holding) = sections.span_at(rela.offset) else {
+                            return Ok(None);
+                        };
+                        let lowest = meaning.saturating_sub(rela.offset - holding.start);
+                        let from = lowest.min(rela.offset);
+                        let to = meaning.max(rela.offset + 4);
+                        let first = self.spans.partition_point(|span| span.end <= from);
+                        held.extend(
+                            (first..self.spans.len()).take_while(|&i| self.spans[i].start <= to),
+                        );
+                    }
+                    // A field decoding did not find: its bias is unknown, so
+                    // every place it may name is touched.
+                    None => {
+                        for bias in 0..=8 {
+                            self.hold_around(meaning.wrapping_add(bias), None, &mut held);
+                        }
+                    }
+                }
+            }
+        }
+        // Dynamic relocations at places no kept relocation describes (the
+        // GOT's), and what the GOT holds: their constants are unknown.
+        kept_places.sort_unstable();
+        for &(place, target) in loose_targets {
+            if kept_places.binary_search(&place).is_err() && (start..=end).contains(&target) {
+                self.hold_around(target, None, &mut held);
+            }
+        }
+        Ok(Some(Uses { held, anchors }))
+    }
+}
+
+/// What the fields naming `.rodata` say (see [`Fields::uses`]).
+struct Uses {
+    /// Spans that keep their bytes.
+    held: HashSet<usize>,
+    /// See [`DataFolds::anchors`].
+    anchors: HashMap<u64, u64>,
+}
+
+/// Equal constants: the first keeps its bytes, the others not held go.
+/// (start, end, the kept copy's start) of each removed one, by address.
+fn equal_constants(
+    elf: &Elf<'_>,
+    candidates: &[Option<Candidate>],
+    held: &HashSet<usize>,
+) -> Vec<(u64, u64, u64)> {
     let mut groups: HashMap<(u64, &[u8]), u64> = HashMap::new();
     let mut removed = Vec::new();
     for (i, candidate) in candidates.iter().enumerate() {
@@ -410,17 +566,7 @@ pub(crate) fn plan(
             }
         }
     }
-    if removed.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(DataFolds {
-        section,
-        removed,
-        anchors,
-        content,
-        gaps_are_padding,
-        section_align: rodata.align.max(1),
-    }))
+    removed
 }
 
 #[cfg(test)]
