@@ -240,278 +240,73 @@ impl Kept<'_, '_> {
         patches: &mut Patches,
         out: &mut Vec<KeptEntry>,
     ) -> anyhow::Result<()> {
-        let (elf, symbols, layout, arch, decoded) =
-            (self.elf, self.symbols, self.layout, self.arch, self.decoded);
-        let (section, relocations, eh_frame, code) =
-            (self.section, self.relocations, self.eh_frame, self.code);
+        let (elf, layout, arch) = (self.elf, self.layout, self.arch);
         let place = rela.offset;
-        if !section.contains(place) {
+        if !self.section.contains(place) {
             bail!(
                 "{}: relocation at {place:#x} outside {}",
-                elf.sections[relocations].name,
-                section.name
+                elf.sections[self.relocations].name,
+                self.section.name
             );
         }
         if !layout.is_carried(place) {
             return Ok(());
         }
-        let at = || format!("{}+{:#x}", section.name, place - section.addr);
-        let name = || object::elf::RelocationType(rela.r_type);
-        let mut addend = rela.addend;
-        let (old_symbol, new_symbol, section_symbol) = match symbol(elf, layout, symbols, rela.sym)
-        {
-            Symbol::At(old, new, section_symbol) => (old, new, section_symbol),
-            Symbol::Undefined => {
-                // A non-PIE executable takes another module's function
-                // by the address of its PLT entry, which may move.
-                if let KeptReloc::Address { size } = arch.kept_reloc(rela.r_type)
-                    && let Some(field) = elf.read(place, usize::from(size))
-                {
-                    let mut word = [0u8; 8];
-                    word[..field.len()].copy_from_slice(field);
-                    let value = u64::from_le_bytes(word);
-                    if value != 0 && (layout.moves(value) || layout.moves(place)) {
-                        let size = usize::from(size);
-                        self.rewrite_field(patches, rela, size, layout.map(value), None)?;
-                    }
+        let (old_symbol, new_symbol, section_symbol) =
+            match symbol(elf, layout, self.symbols, rela.sym) {
+                Symbol::At(old, new, section_symbol) => (old, new, section_symbol),
+                Symbol::Undefined => {
+                    self.undefined_address(rela, patches)?;
+                    out.push((layout.map(place), rela.sym, rela.r_type, rela.addend));
+                    return Ok(());
                 }
-                out.push((layout.map(place), rela.sym, rela.r_type, addend));
-                return Ok(());
-            }
-            Symbol::Elsewhere => {
-                out.push((layout.map(place), rela.sym, rela.r_type, addend));
-                return Ok(());
-            }
-        };
+                Symbol::Elsewhere => {
+                    out.push((layout.map(place), rela.sym, rela.r_type, rela.addend));
+                    return Ok(());
+                }
+            };
         let meaning = old_symbol.wrapping_add(rela.addend as u64);
         // Where the named place goes, when the relocation names it.
         let mapped = layout.map_named(place, meaning);
-        let mut new_meaning = Some(mapped);
-        let moves = layout.moves(place) || mapped != meaning;
-        match arch.kept_reloc(rela.r_type) {
-            _ if eh_frame => {}
+        let named = Named {
+            old_symbol,
+            section_symbol,
+            meaning,
+            mapped,
+            moves: layout.moves(place) || mapped != meaning,
+        };
+        // What the field means in OUT, when the relocation's addend says
+        // it (`None`: the addend stays as it was).
+        let new_meaning = match arch.kept_reloc(rela.r_type) {
+            _ if self.eh_frame => Some(mapped),
             KeptReloc::Address { size } => {
-                if moves {
+                if named.moves {
                     let size = usize::from(size);
                     self.rewrite_field(patches, rela, size, layout.map(meaning), None)?;
                 }
+                Some(mapped)
             }
-            kind @ (KeptReloc::Instruction | KeptReloc::Page) if code => {
-                let found = decoded.fields.get(&place).copied();
-                // An `adr` where the relocation names a page is either
-                // the whole address (the linker relaxed `adrp` + `add`,
-                // the next word a `nop`) or GNU ld's erratum 843419 form
-                // of the page, which only the relocation tells apart when
-                // the address is the page.
-                let page_by_adr = kind == KeptReloc::Page
-                    && found.is_some_and(|f| {
-                        arch.kept_reloc(f.r_type) != KeptReloc::Page
-                            && meaning & 0xfff == 0
-                            && !elf.read(place + 4, 4).is_some_and(|w| arch.is_padding(w))
-                    });
-                match found {
-                    Some(f) if f.meaning() == meaning && !page_by_adr => {
-                        new_meaning = Some(layout.map(f.target).wrapping_add(f.bias as u64));
-                    }
-                    // A branch to a PLT entry or a range extension thunk.
-                    Some(f) if self.linker_made(f.target) => new_meaning = None,
-                    _ => {
-                        // What the instruction computes is `S + A`: write
-                        // it from the relocation, over whatever decoding
-                        // paired (an `adrp` whose page stays live across a
-                        // call, a low half before its `adrp`).
-                        let word = elf.read(place, 4).context("instruction past the section")?;
-                        let mut field =
-                            with_context(elf, place, 4).context("instruction past the section")?;
-                        match arch.write_reloc(
-                            rela.r_type,
-                            &mut field,
-                            layout.map(place),
-                            layout.map(meaning),
-                        ) {
-                            Ok(()) => {
-                                patches.replace(layout.map(place), &field[..4]);
-                            }
-                            // Relaxed by the linker: into a `nop`, or into an
-                            // instruction decoding found (`adr`).
-                            Err(_) if arch.is_padding(word) || found.is_some() => {}
-                            Err(e) => {
-                                patches.pins.keep(
-                                    layout,
-                                    &[place, meaning],
-                                    PinKind::OutOfReach,
-                                    || {
-                                        anyhow::anyhow!(
-                                            "{}: the {:?} relocation: {e}",
-                                            at(),
-                                            name()
-                                        )
-                                    },
-                                )?;
-                                new_meaning = None;
-                            }
-                        }
-                    }
-                }
+            kind @ (KeptReloc::Instruction | KeptReloc::Page) if self.code => {
+                self.instruction(rela, kind, &named, patches)?
             }
             KeptReloc::PcRelative
             | KeptReloc::GotPage
             | KeptReloc::Low12
             | KeptReloc::RelaxableGotLoad
-                if code =>
+                if self.code =>
             {
-                // An AArch64 `ldr` of a GOT slot's low 12 bits
-                // (`:got_lo12:`) at `at`: its field is the slot's, which
-                // stays where it is when no GOT moves.
-                let got_low_bits = |at: u64| {
-                    rela.r_type == object::elf::R_AARCH64_LD64_GOT_LO12_NC.0
-                        && !self.got_moves
-                        && elf
-                            .read(at, 4)
-                            .and_then(|w| w.try_into().ok())
-                            .map(u32::from_le_bytes)
-                            .is_some_and(|w| w & 0xffc0_0000 == 0xf940_0000)
-                };
-                match decoded.fields.get(&place).map(|f| (f.target, f.bias)) {
-                    Some((named, bias)) if named.wrapping_add(bias as u64) == meaning => {
-                        new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
-                    }
-                    // Reached through a GOT or PLT entry: still names its symbol.
-                    Some((named, _)) if self.linker_made(named) => new_meaning = None,
-                    Some((named, _)) if !moves && !layout.moves(named) => new_meaning = None,
-                    // The linker moved the instruction into an erratum
-                    // 843419 patch and branched there (lld's
-                    // `__CortexA53843419_*`, which moves with `.text`
-                    // as a stub): the field is that instruction's.
-                    Some((named, _)) if got_low_bits(named) && is_branch(elf, place, named) => {
-                        new_meaning = None
-                    }
-                    // Its `adrp`, whose decoding found no low half to
-                    // pair it with (that went into the patch): the
-                    // GOT's page, which code patching writes again from
-                    // the `adrp`'s new place.
-                    Some((named, _))
-                        if rela.r_type == object::elf::R_AARCH64_ADR_GOT_PAGE.0
-                            && !self.got_moves
-                            && self.got_page(named) =>
-                    {
-                        new_meaning = None
-                    }
-                    Some((named, _)) => {
-                        patches.pins.keep(layout, &[place, meaning, named], PinKind::UndecodedField, || {
-                            anyhow::anyhow!(
-                                "{}: the {:?} relocation names {meaning:#x}, the instruction there \
-                                 {named:#x}: the relocations the link kept disagree with its code",
-                                at(),
-                                name()
-                            )
-                        })?;
-                        new_meaning = None;
-                    }
-                    None => {
-                        let relaxed_away = elf.read(place, 4).is_some_and(|w| arch.is_padding(w));
-                        let relaxed_got =
-                            arch.kept_reloc(rela.r_type) == KeptReloc::RelaxableGotLoad;
-                        // `jmp *f@GOTPCREL(%rip)` relaxed to `jmp f; nop`
-                        // (lld and GNU ld): the field starts a byte before
-                        // the relocation's place, and decoding found it.
-                        let relaxed_jump = relaxed_got
-                            && !section_symbol
-                            && elf
-                                .read(place.wrapping_sub(2), 6)
-                                .is_some_and(|b| b[0] == 0xe9 && b[5] == 0x90)
-                            && decoded
-                                .fields
-                                .get(&place.wrapping_sub(1))
-                                .is_some_and(|f| f.target == old_symbol);
-                        if relaxed_jump || got_low_bits(place) {
-                            new_meaning = None;
-                        } else if relaxed_got && moves {
-                            let relaxed = relaxed_got_load(
-                                elf,
-                                arch,
-                                layout,
-                                place,
-                                old_symbol,
-                                section_symbol,
-                                patches,
-                            );
-                            if let Err(e) = relaxed {
-                                patches.pins.keep(
-                                    layout,
-                                    &[place, old_symbol],
-                                    PinKind::UndecodedField,
-                                    || anyhow::anyhow!("{}: {:?}: {e}", at(), name()),
-                                )?;
-                            }
-                            new_meaning = None;
-                        } else if moves && !relaxed_away {
-                            patches.pins.keep(layout, &[place, meaning], PinKind::UndecodedField, || {
-                                anyhow::anyhow!(
-                                    "{}: the {:?} relocation's field was not found by decoding the code",
-                                    at(),
-                                    name()
-                                )
-                            })?;
-                            new_meaning = None;
-                        }
-                    }
-                }
+                self.pc_relative_in_code(rela, &named, patches)?
             }
-            KeptReloc::PcRelative => {
-                // A jump table entry is `.long case - table`: a field
-                // relocated through the section symbol of the code.
-                let reading = if section_symbol {
-                    table_entry(elf, decoded, place)
-                } else {
-                    TableEntry::No
-                };
-                if let TableEntry::Yes(base, case) = reading {
-                    if layout.moves(base) || layout.moves(case) {
-                        // `case - table`: the field counts from the table.
-                        let (from, to) = (layout.map(base), layout.map(case));
-                        self.rewrite_field(patches, rela, 4, to, Some(from))?;
-                    }
-                    let bias = meaning.wrapping_sub(case);
-                    new_meaning = Some(layout.map(case).wrapping_add(bias));
-                } else if moves {
-                    let unknown_base = match reading {
-                        TableEntry::Maybe(base, case) => Some(vec![place, meaning, base, case]),
-                        _ if section_symbol
-                            && layout.moves(meaning)
-                            && !layout.is_outside_text(meaning) =>
-                        {
-                            Some(vec![place, meaning])
-                        }
-                        _ => None,
-                    };
-                    if let Some(ends) = unknown_base {
-                        // Whatever it counts from, nothing it names moves.
-                        patches.pins.keep(layout, &ends, PinKind::UnknownBase, || {
-                            anyhow::anyhow!(
-                                "{}: a PC-relative {:?} field in data names code through a section \
-                                 symbol, and no jump table the code reads holds it: icf cannot tell \
-                                 where it counts from",
-                                at(),
-                                name()
-                            )
-                        })?;
-                        out.push((layout.map(place), rela.sym, rela.r_type, addend));
-                        return Ok(());
-                    }
-                    let size = field_size(arch, rela.r_type);
-                    self.rewrite_field(patches, rela, size, mapped, None)?;
-                }
-            }
+            KeptReloc::PcRelative => self.pc_relative_in_data(rela, &named, patches)?,
             KeptReloc::GotOffset => {
                 if self.got_moves {
                     bail!(
                         "{}: a {:?} relocation counts from the GOT, which moves; icf cannot write it again",
-                        at(),
-                        name()
+                        self.at(place),
+                        object::elf::RelocationType(rela.r_type)
                     );
                 }
-                new_meaning = None;
+                None
             }
             KeptReloc::RelaxableGotLoad
             | KeptReloc::Low12
@@ -523,20 +318,312 @@ impl Kept<'_, '_> {
                     patches.pins.keep(layout, &[meaning], PinKind::UnwrittenRelocation, || {
                         anyhow::anyhow!(
                             "{}: a {:?} relocation names code that moves; icf cannot write it again",
+                            self.at(place),
+                            object::elf::RelocationType(rela.r_type)
+                        )
+                    })?;
+                }
+                None
+            }
+        };
+        let addend = match new_meaning {
+            Some(new_meaning) => new_meaning.wrapping_sub(new_symbol) as i64,
+            None => rela.addend,
+        };
+        out.push((layout.map(place), rela.sym, rela.r_type, addend));
+        Ok(())
+    }
+
+    /// `place` as its section and offset, for messages.
+    fn at(&self, place: u64) -> String {
+        format!("{}+{:#x}", self.section.name, place - self.section.addr)
+    }
+
+    /// A relocation naming another module's symbol: a non-PIE executable
+    /// takes another module's function by the address of its PLT entry,
+    /// which may move.
+    fn undefined_address(
+        &self,
+        rela: &crate::elf::Rela,
+        patches: &mut Patches,
+    ) -> anyhow::Result<()> {
+        let (elf, layout, place) = (self.elf, self.layout, rela.offset);
+        if let KeptReloc::Address { size } = self.arch.kept_reloc(rela.r_type)
+            && let Some(field) = elf.read(place, usize::from(size))
+        {
+            let mut word = [0u8; 8];
+            word[..field.len()].copy_from_slice(field);
+            let value = u64::from_le_bytes(word);
+            if value != 0 && (layout.moves(value) || layout.moves(place)) {
+                let size = usize::from(size);
+                self.rewrite_field(patches, rela, size, layout.map(value), None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An instruction relocation in code (a branch, an AArch64 `adrp` or
+    /// `adr`): what it means in OUT, from what decoding found there or
+    /// written again from the relocation.
+    fn instruction(
+        &self,
+        rela: &crate::elf::Rela,
+        kind: KeptReloc,
+        named: &Named,
+        patches: &mut Patches,
+    ) -> anyhow::Result<Option<u64>> {
+        let (elf, layout, arch, decoded) = (self.elf, self.layout, self.arch, self.decoded);
+        let (place, meaning) = (rela.offset, named.meaning);
+        let at = || self.at(place);
+        let name = || object::elf::RelocationType(rela.r_type);
+        let mut new_meaning = Some(named.mapped);
+        let found = decoded.fields.get(&place).copied();
+        // An `adr` where the relocation names a page is either
+        // the whole address (the linker relaxed `adrp` + `add`,
+        // the next word a `nop`) or GNU ld's erratum 843419 form
+        // of the page, which only the relocation tells apart when
+        // the address is the page.
+        let page_by_adr = kind == KeptReloc::Page
+            && found.is_some_and(|f| {
+                arch.kept_reloc(f.r_type) != KeptReloc::Page
+                    && meaning & 0xfff == 0
+                    && !elf.read(place + 4, 4).is_some_and(|w| arch.is_padding(w))
+            });
+        match found {
+            Some(f) if f.meaning() == meaning && !page_by_adr => {
+                new_meaning = Some(layout.map(f.target).wrapping_add(f.bias as u64));
+            }
+            // A branch to a PLT entry or a range extension thunk.
+            Some(f) if self.linker_made(f.target) => new_meaning = None,
+            _ => {
+                // What the instruction computes is `S + A`: write
+                // it from the relocation, over whatever decoding
+                // paired (an `adrp` whose page stays live across a
+                // call, a low half before its `adrp`).
+                let word = elf.read(place, 4).context("instruction past the section")?;
+                let mut field =
+                    with_context(elf, place, 4).context("instruction past the section")?;
+                match arch.write_reloc(
+                    rela.r_type,
+                    &mut field,
+                    layout.map(place),
+                    layout.map(meaning),
+                ) {
+                    Ok(()) => {
+                        patches.replace(layout.map(place), &field[..4]);
+                    }
+                    // Relaxed by the linker: into a `nop`, or into an
+                    // instruction decoding found (`adr`).
+                    Err(_) if arch.is_padding(word) || found.is_some() => {}
+                    Err(e) => {
+                        patches.pins.keep(
+                            layout,
+                            &[place, meaning],
+                            PinKind::OutOfReach,
+                            || anyhow::anyhow!("{}: the {:?} relocation: {e}", at(), name()),
+                        )?;
+                        new_meaning = None;
+                    }
+                }
+            }
+        }
+        Ok(new_meaning)
+    }
+
+    /// A PC-relative, GOT-page or low-12-bits field in code: what it means
+    /// in OUT, from what decoding found there; where decoding found
+    /// nothing, the linker's relaxations are recognized and anything else
+    /// that moves keeps its function in place.
+    fn pc_relative_in_code(
+        &self,
+        rela: &crate::elf::Rela,
+        named: &Named,
+        patches: &mut Patches,
+    ) -> anyhow::Result<Option<u64>> {
+        let (elf, layout, arch, decoded) = (self.elf, self.layout, self.arch, self.decoded);
+        let (place, meaning, moves) = (rela.offset, named.meaning, named.moves);
+        let (old_symbol, section_symbol) = (named.old_symbol, named.section_symbol);
+        let at = || self.at(place);
+        let name = || object::elf::RelocationType(rela.r_type);
+        let mut new_meaning = Some(named.mapped);
+        // An AArch64 `ldr` of a GOT slot's low 12 bits
+        // (`:got_lo12:`) at `at`: its field is the slot's, which
+        // stays where it is when no GOT moves.
+        let got_low_bits = |at: u64| {
+            rela.r_type == object::elf::R_AARCH64_LD64_GOT_LO12_NC.0
+                && !self.got_moves
+                && elf
+                    .read(at, 4)
+                    .and_then(|w| w.try_into().ok())
+                    .map(u32::from_le_bytes)
+                    .is_some_and(|w| w & 0xffc0_0000 == 0xf940_0000)
+        };
+        match decoded.fields.get(&place).map(|f| (f.target, f.bias)) {
+            Some((named, bias)) if named.wrapping_add(bias as u64) == meaning => {
+                new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
+            }
+            // Reached through a GOT or PLT entry: still names its symbol.
+            Some((named, _)) if self.linker_made(named) => new_meaning = None,
+            Some((named, _)) if !moves && !layout.moves(named) => new_meaning = None,
+            // The linker moved the instruction into an erratum
+            // 843419 patch and branched there (lld's
+            // `__CortexA53843419_*`, which moves with `.text`
+            // as a stub): the field is that instruction's.
+            Some((named, _)) if got_low_bits(named) && is_branch(elf, place, named) => {
+                new_meaning = None
+            }
+            // Its `adrp`, whose decoding found no low half to
+            // pair it with (that went into the patch): the
+            // GOT's page, which code patching writes again from
+            // the `adrp`'s new place.
+            Some((named, _))
+                if rela.r_type == object::elf::R_AARCH64_ADR_GOT_PAGE.0
+                    && !self.got_moves
+                    && self.got_page(named) =>
+            {
+                new_meaning = None
+            }
+            Some((named, _)) => {
+                patches.pins.keep(
+                    layout,
+                    &[place, meaning, named],
+                    PinKind::UndecodedField,
+                    || {
+                        anyhow::anyhow!(
+                            "{}: the {:?} relocation names {meaning:#x}, the instruction there \
+                         {named:#x}: the relocations the link kept disagree with its code",
+                            at(),
+                            name()
+                        )
+                    },
+                )?;
+                new_meaning = None;
+            }
+            None => {
+                let relaxed_away = elf.read(place, 4).is_some_and(|w| arch.is_padding(w));
+                let relaxed_got = arch.kept_reloc(rela.r_type) == KeptReloc::RelaxableGotLoad;
+                // `jmp *f@GOTPCREL(%rip)` relaxed to `jmp f; nop`
+                // (lld and GNU ld): the field starts a byte before
+                // the relocation's place, and decoding found it.
+                let relaxed_jump = relaxed_got
+                    && !section_symbol
+                    && elf
+                        .read(place.wrapping_sub(2), 6)
+                        .is_some_and(|b| b[0] == 0xe9 && b[5] == 0x90)
+                    && decoded
+                        .fields
+                        .get(&place.wrapping_sub(1))
+                        .is_some_and(|f| f.target == old_symbol);
+                if relaxed_jump || got_low_bits(place) {
+                    new_meaning = None;
+                } else if relaxed_got && moves {
+                    let relaxed = relaxed_got_load(
+                        elf,
+                        arch,
+                        layout,
+                        place,
+                        old_symbol,
+                        section_symbol,
+                        patches,
+                    );
+                    if let Err(e) = relaxed {
+                        patches.pins.keep(
+                            layout,
+                            &[place, old_symbol],
+                            PinKind::UndecodedField,
+                            || anyhow::anyhow!("{}: {:?}: {e}", at(), name()),
+                        )?;
+                    }
+                    new_meaning = None;
+                } else if moves && !relaxed_away {
+                    patches.pins.keep(layout, &[place, meaning], PinKind::UndecodedField, || {
+                        anyhow::anyhow!(
+                            "{}: the {:?} relocation's field was not found by decoding the code",
                             at(),
                             name()
                         )
                     })?;
+                    new_meaning = None;
                 }
-                new_meaning = None;
             }
         }
-        if let Some(new_meaning) = new_meaning {
-            addend = new_meaning.wrapping_sub(new_symbol) as i64;
-        }
-        out.push((layout.map(place), rela.sym, rela.r_type, addend));
-        Ok(())
+        Ok(new_meaning)
     }
+
+    /// A PC-relative field in data: a jump table's entry counts from its
+    /// table; anything else from its own place. One naming code through a
+    /// section symbol that no table holds keeps what it names in place.
+    fn pc_relative_in_data(
+        &self,
+        rela: &crate::elf::Rela,
+        named: &Named,
+        patches: &mut Patches,
+    ) -> anyhow::Result<Option<u64>> {
+        let (elf, layout, arch, decoded) = (self.elf, self.layout, self.arch, self.decoded);
+        let (place, meaning, mapped, moves) =
+            (rela.offset, named.meaning, named.mapped, named.moves);
+        let section_symbol = named.section_symbol;
+        let at = || self.at(place);
+        let name = || object::elf::RelocationType(rela.r_type);
+        let mut new_meaning = Some(mapped);
+        // A jump table entry is `.long case - table`: a field
+        // relocated through the section symbol of the code.
+        let reading = if section_symbol {
+            table_entry(elf, decoded, place)
+        } else {
+            TableEntry::No
+        };
+        if let TableEntry::Yes(base, case) = reading {
+            if layout.moves(base) || layout.moves(case) {
+                // `case - table`: the field counts from the table.
+                let (from, to) = (layout.map(base), layout.map(case));
+                self.rewrite_field(patches, rela, 4, to, Some(from))?;
+            }
+            let bias = meaning.wrapping_sub(case);
+            new_meaning = Some(layout.map(case).wrapping_add(bias));
+        } else if moves {
+            let unknown_base = match reading {
+                TableEntry::Maybe(base, case) => Some(vec![place, meaning, base, case]),
+                _ if section_symbol
+                    && layout.moves(meaning)
+                    && !layout.is_outside_text(meaning) =>
+                {
+                    Some(vec![place, meaning])
+                }
+                _ => None,
+            };
+            if let Some(ends) = unknown_base {
+                // Whatever it counts from, nothing it names moves.
+                patches.pins.keep(layout, &ends, PinKind::UnknownBase, || {
+                    anyhow::anyhow!(
+                        "{}: a PC-relative {:?} field in data names code through a section \
+                         symbol, and no jump table the code reads holds it: icf cannot tell \
+                         where it counts from",
+                        at(),
+                        name()
+                    )
+                })?;
+                return Ok(None);
+            }
+            let size = field_size(arch, rela.r_type);
+            self.rewrite_field(patches, rela, size, mapped, None)?;
+        }
+        Ok(new_meaning)
+    }
+}
+
+/// What a kept relocation names in PLAIN (see [`Kept::write`]).
+struct Named {
+    /// Its symbol's value.
+    old_symbol: u64,
+    /// The symbol is a section's.
+    section_symbol: bool,
+    /// `S + A`.
+    meaning: u64,
+    /// Where that place goes, when the relocation names it.
+    mapped: u64,
+    /// Its place or what it names moves.
+    moves: bool,
 }
 
 /// The kept relocations of a section no segment loads (a probe note):
