@@ -298,99 +298,27 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     // Of the planning: the analyses (one per round), the rest laying out
     // and patching.
     let mut analysis_time = std::time::Duration::ZERO;
-    let mut rounds = 0;
-    let (layout, mut patches, rewritten, counts, report) = loop {
-        keep_places.extend(
-            pinned
-                .keys()
-                .map(|&start| (shape.text as u32, start - shape.text_start)),
-        );
-        keep_places.sort_unstable();
-        keep_places.dedup();
-        let ((pieces, counts, data_aliases), report) = plan(
-            &program,
-            &elf,
-            &shape,
-            &code,
-            options,
-            &mut keep_places,
-            &pinned,
-            load,
-            &mut analysis_time,
-        )
-        .map_err(named)?;
-        let mut layout = Layout::new(
-            pieces,
-            shape.text_start,
-            shape.text_end,
-            elf.sections[shape.text].align,
-            shape.tail_start,
-            shape.tail_end,
-            shape.tail_align,
-            &adrps,
-        )
-        .map_err(named)?;
-        layout.data_aliases = data_aliases;
-        layout.region =
-            eh_frame::region(&elf, &shape, &symbols, &layout, folds.as_ref()).map_err(named)?;
-        // A copy that must stay right after the code running into it, where
-        // a function folded into it would lose its alignment: that function
-        // keeps its body, and the plan is made again.
-        let misaligned = layout.misaligned_aliases(elf.sections[shape.text].align);
-        if let Some(&(alias, at)) = misaligned.first() {
-            rounds += 1;
-            if rounds > MAX_PIN_ROUNDS {
-                bail!(
-                    "{}: the function at {alias:#x} folds into a copy that must stay right after \
-                     the code running into it, at {at:#x}, which does not keep its alignment",
-                    input.display()
-                );
-            }
-            keep_places.extend(
-                misaligned
-                    .iter()
-                    .map(|&(alias, _)| (shape.text as u32, alias - shape.text_start)),
-            );
-            continue;
-        }
-        let mut patches = Patches::default();
-        write_thunks(&layout, arch, &mut patches)?;
-        let decoded = patch_code(
-            &elf,
-            object,
-            &disassembly,
-            &layout,
-            arch,
-            &relocated,
-            &mut patches,
-        )
-        .map_err(named)?;
-        let rewritten = kept::patch(
-            &elf,
-            &shape,
-            &symbols,
-            &layout,
-            arch,
-            &decoded,
-            &mut patches,
-        )
-        .map_err(named)?;
-        dynamic::patch(&elf, &layout, arch, &mut patches).map_err(named)?;
-        let wanted = std::mem::take(&mut patches.pins.wanted);
-        if wanted.is_empty() {
-            break (layout, patches, rewritten, counts, report);
-        }
-        rounds += 1;
-        if rounds > MAX_PIN_ROUNDS {
-            bail!(
-                "{}: functions to keep in place still found after {MAX_PIN_ROUNDS} rounds",
-                input.display()
-            );
-        }
-        for (start, kind) in wanted {
-            pinned.entry(start).or_insert(kind);
-        }
-    };
+    let Settled {
+        layout,
+        mut patches,
+        rewritten,
+        counts,
+        report,
+    } = Rounds {
+        program: &program,
+        elf: &elf,
+        shape: &shape,
+        code: &code,
+        disassembly: &disassembly,
+        symbols: &symbols,
+        relocated: &relocated,
+        folds: folds.as_ref(),
+        adrps: &adrps,
+        options,
+        load,
+    }
+    .settle(&mut keep_places, &mut pinned, &mut analysis_time)
+    .map_err(named)?;
     // The image model and the decoded code served the plan and the
     // patches: the heap they hold goes back before OUT is written.
     drop((code, disassembly, program));
@@ -441,42 +369,18 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         }
         _ => (0, 0),
     };
-    let mut report = report;
-    // The analysis's first note reads for `icf report BINARY`, which
-    // estimates; this report is of folds made.
-    if let Some(report) = &mut report {
-        for note in &mut report.notes {
-            *note = note.replace(
-                icf::IMAGE_ESTIMATE,
-                ", folded after its link by `icf shrink`",
-            );
-        }
-    }
-    if let Some(report) = &mut report
-        && let Some(note) = pin::note(&kept_in_place)
-    {
-        report.notes.push(note);
-        report.kept_in_place = kept_in_place.clone();
-    }
-    if let Some(report) = &mut report
-        && folded_constants > 0
-    {
-        report.notes.push(format!(
-            "{folded_constants} anonymous read-only constants folded into copies of theirs \
-             ({folded_constant_bytes} bytes of .rodata), read through the link map"
-        ));
-    }
     let shared_exception_tables = layout
         .region
         .as_ref()
         .map_or(0, |region| region.shared_exception_tables);
-    if let Some(report) = &mut report
-        && shared_exception_tables > 0
-    {
-        report.notes.push(format!(
-            "{shared_exception_tables} exception tables equal to others shared: their FDEs \
-             name one copy"
-        ));
+    let mut report = report;
+    if let Some(report) = &mut report {
+        note_what_was_done(
+            report,
+            &kept_in_place,
+            (folded_constants, folded_constant_bytes),
+            shared_exception_tables,
+        );
     }
     Ok(Shrunk {
         file_before: data.len() as u64,
@@ -503,6 +407,173 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
             ("write", write_time),
         ],
     })
+}
+
+/// The notes of a report of folds made: the analysis's first note reads
+/// for `icf report BINARY`, which estimates; then what was kept in place,
+/// the constants folded (count, bytes) and the exception tables shared.
+fn note_what_was_done(
+    report: &mut icf::Report,
+    kept_in_place: &BTreeMap<String, usize>,
+    (folded_constants, folded_constant_bytes): (usize, u64),
+    shared_exception_tables: usize,
+) {
+    for note in &mut report.notes {
+        *note = note.replace(
+            icf::IMAGE_ESTIMATE,
+            ", folded after its link by `icf shrink`",
+        );
+    }
+    if let Some(note) = pin::note(kept_in_place) {
+        report.notes.push(note);
+        report.kept_in_place = kept_in_place.clone();
+    }
+    if folded_constants > 0 {
+        report.notes.push(format!(
+            "{folded_constants} anonymous read-only constants folded into copies of theirs \
+             ({folded_constant_bytes} bytes of .rodata), read through the link map"
+        ));
+    }
+    if shared_exception_tables > 0 {
+        report.notes.push(format!(
+            "{shared_exception_tables} exception tables equal to others shared: their FDEs \
+             name one copy"
+        ));
+    }
+}
+
+/// What one round of planning reads: the image, its decoded code and the
+/// constants folded, fixed for every round.
+struct Rounds<'a, 'data> {
+    program: &'a icf::Program<'data>,
+    elf: &'a Elf<'data>,
+    shape: &'a Shape,
+    code: &'a TextCode,
+    disassembly: &'a code::Disassembly,
+    symbols: &'a [elf::SymbolInfo],
+    relocated: &'a Relocated,
+    folds: Option<&'a data_fold::DataFolds>,
+    adrps: &'a [layout::Adrp],
+    options: &'a ShrinkOptions,
+    load: std::time::Duration,
+}
+
+/// The plan laid out and patched, with nothing more to keep in place.
+struct Settled {
+    layout: Layout,
+    patches: Patches,
+    rewritten: Vec<(usize, Vec<u8>)>,
+    counts: (usize, usize),
+    report: Option<icf::Report>,
+}
+
+impl Rounds<'_, '_> {
+    /// Plans, lays out and patches until no round finds more to keep in
+    /// place (`pin.rs`): a function whose fields need it keeps its body
+    /// and its place (`pinned`), a copy folded into the code right after
+    /// what runs into it keeps its body where it would lose its alignment
+    /// (`keep_places`), and the plan is made again.
+    fn settle(
+        &self,
+        keep_places: &mut Vec<(u32, u64)>,
+        pinned: &mut BTreeMap<u64, PinKind>,
+        analysis_time: &mut std::time::Duration,
+    ) -> anyhow::Result<Settled> {
+        let (elf, shape, symbols) = (self.elf, self.shape, self.symbols);
+        let (disassembly, relocated, adrps) = (self.disassembly, self.relocated, self.adrps);
+        let object = &self.program.object(icf::ObjectId(0)).object;
+        let arch = icf_arch::of(object.arch);
+        let mut rounds = 0;
+        loop {
+            keep_places.extend(
+                pinned
+                    .keys()
+                    .map(|&start| (shape.text as u32, start - shape.text_start)),
+            );
+            keep_places.sort_unstable();
+            keep_places.dedup();
+            let ((pieces, counts, data_aliases), report) = plan(
+                self.program,
+                self.elf,
+                self.shape,
+                self.code,
+                self.options,
+                keep_places,
+                pinned,
+                self.load,
+                analysis_time,
+            )?;
+            let mut layout = Layout::new(
+                pieces,
+                shape.text_start,
+                shape.text_end,
+                elf.sections[shape.text].align,
+                shape.tail_start,
+                shape.tail_end,
+                shape.tail_align,
+                adrps,
+            )?;
+            layout.data_aliases = data_aliases;
+            layout.region = eh_frame::region(elf, shape, symbols, &layout, self.folds)?;
+            // A copy that must stay right after the code running into it, where
+            // a function folded into it would lose its alignment: that function
+            // keeps its body, and the plan is made again.
+            let misaligned = layout.misaligned_aliases(elf.sections[shape.text].align);
+            if let Some(&(alias, at)) = misaligned.first() {
+                rounds += 1;
+                if rounds > MAX_PIN_ROUNDS {
+                    bail!(
+                        "the function at {alias:#x} folds into a copy that must stay right after \
+                         the code running into it, at {at:#x}, which does not keep its alignment"
+                    );
+                }
+                keep_places.extend(
+                    misaligned
+                        .iter()
+                        .map(|&(alias, _)| (shape.text as u32, alias - shape.text_start)),
+                );
+                continue;
+            }
+            let mut patches = Patches::default();
+            write_thunks(&layout, arch, &mut patches)?;
+            let decoded = patch_code(
+                self.elf,
+                object,
+                disassembly,
+                &layout,
+                arch,
+                relocated,
+                &mut patches,
+            )?;
+            let rewritten = kept::patch(
+                self.elf,
+                self.shape,
+                symbols,
+                &layout,
+                arch,
+                &decoded,
+                &mut patches,
+            )?;
+            dynamic::patch(elf, &layout, arch, &mut patches)?;
+            let wanted = std::mem::take(&mut patches.pins.wanted);
+            if wanted.is_empty() {
+                return Ok(Settled {
+                    layout,
+                    patches,
+                    rewritten,
+                    counts,
+                    report,
+                });
+            }
+            rounds += 1;
+            if rounds > MAX_PIN_ROUNDS {
+                bail!("functions to keep in place still found after {MAX_PIN_ROUNDS} rounds");
+            }
+            for (start, kind) in wanted {
+                pinned.entry(start).or_insert(kind);
+            }
+        }
+    }
 }
 
 /// Points every code reference into a constant `folds` removes at the
