@@ -515,9 +515,21 @@ struct Search {
     static_only: bool,
 }
 
-/// Reads an ld64-style command into `command`.
+/// Reads an ld64-style command into `command`: its tokens, what they say
+/// (outputs, roots, exports, inputs by name, list or library), the inputs
+/// found where ld64 finds them, and what the output exports.
 pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
     debug_assert_eq!(command.format, LinkFormat::MachO);
+    let tokens = tokens_of(command);
+    let arguments = read_arguments(command, &tokens);
+    find_inputs(command, &arguments)?;
+    read_exports(command, &arguments);
+    Ok(())
+}
+
+/// What ld64 reads: a driver's command as the linker sees it (with the
+/// linker it runs, and its sysroot as `-syslibroot`), or the linker's own.
+fn tokens_of(command: &mut LinkCommand) -> Vec<Token> {
     let tokens = if command.is_driver {
         let (tokens, facts) = driver_tokens(&command.args);
         command.linker = facts
@@ -539,14 +551,29 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
     if command.linker == LinkerFlavor::Ordered {
         command.linker = LinkerFlavor::Ld64;
     }
+    tokens
+}
 
-    let mut search = Search::default();
-    let mut libraries: Vec<Library> = Vec::new();
-    let mut named: Vec<Named> = Vec::new();
-    let mut lists: Vec<ListSpec> = Vec::new();
-    let mut all_load = false;
-    let mut export_restricted = false;
-    let mut exported_lists: Vec<PathBuf> = Vec::new();
+/// What an ld64 command's arguments say beyond what `read_arguments`
+/// records in the command itself.
+#[derive(Default)]
+struct Arguments {
+    search: Search,
+    libraries: Vec<Library>,
+    named: Vec<Named>,
+    lists: Vec<ListSpec>,
+    /// `-all_load` (the last of it and `-noall_load` wins).
+    all_load: bool,
+    /// An export list or option limits what the output exports.
+    export_restricted: bool,
+    exported_lists: Vec<PathBuf>,
+}
+
+/// Reads `tokens`: the output, `-dead_strip` and its roots, the output's
+/// type and exports into `command`; inputs, lists, libraries and where
+/// to search for them into what it returns.
+fn read_arguments(command: &mut LinkCommand, tokens: &[Token]) -> Arguments {
+    let mut arguments = Arguments::default();
     let mut index = 0;
     while index < tokens.len() {
         let token = &tokens[index];
@@ -569,25 +596,27 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
             }
             "-export_dynamic" => command.gc_roots.export_dynamic = true,
             "-exported_symbol" => {
-                export_restricted = true;
+                arguments.export_restricted = true;
                 if let Some(symbol) = value_text(1) {
                     add_exported(command, &symbol);
                 }
                 step = 2;
             }
             "-exported_symbols_list" => {
-                export_restricted = true;
-                exported_lists.extend(value_text(1).map(PathBuf::from));
+                arguments.export_restricted = true;
+                arguments
+                    .exported_lists
+                    .extend(value_text(1).map(PathBuf::from));
                 step = 2;
             }
-            "-no_exported_symbols" => export_restricted = true,
+            "-no_exported_symbols" => arguments.export_restricted = true,
             "-alias" => {
                 command.exports.patterns.extend(value_text(1));
                 step = 3;
             }
             "-force_load" | "-load_hidden" => {
                 if let Some(path) = value(1) {
-                    named.push(Named {
+                    arguments.named.push(Named {
                         path: path.text.clone(),
                         token: path.clone(),
                         force_load: text == "-force_load",
@@ -595,12 +624,12 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
                 }
                 step = 2;
             }
-            "-all_load" => all_load = true,
-            "-noall_load" => all_load = false,
+            "-all_load" => arguments.all_load = true,
+            "-noall_load" => arguments.all_load = false,
             "-ObjC" => command.load_objc_members = true,
             "-filelist" => {
                 if let Some(spec) = value(1) {
-                    lists.push(ListSpec {
+                    arguments.lists.push(ListSpec {
                         spec: spec.text.clone(),
                         token: spec.clone(),
                     });
@@ -608,17 +637,17 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
                 step = 2;
             }
             "-L" => {
-                search.dirs.extend(value_text(1));
+                arguments.search.dirs.extend(value_text(1));
                 step = 2;
             }
             "-syslibroot" => {
-                search.roots.extend(value_text(1));
+                arguments.search.roots.extend(value_text(1));
                 step = 2;
             }
-            "-Z" => search.no_default_dirs = true,
-            "-search_paths_first" => search.dylibs_first = false,
-            "-search_dylibs_first" => search.dylibs_first = true,
-            "-static" => search.static_only = true,
+            "-Z" => arguments.search.no_default_dirs = true,
+            "-search_paths_first" => arguments.search.dylibs_first = false,
+            "-search_dylibs_first" => arguments.search.dylibs_first = true,
+            "-static" => arguments.search.static_only = true,
             // `-l name`, as two whole arguments (a driver's form).
             "-l" => {
                 if let Some(name) = value(1).filter(|name| {
@@ -626,7 +655,7 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
                         && name.wl_part.is_none()
                         && name.argument == token.argument + 1
                 }) {
-                    libraries.push(Library {
+                    arguments.libraries.push(Library {
                         name: name.text.clone(),
                         token: token.clone(),
                     });
@@ -637,14 +666,14 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
                 if let Some(count) = value_count(text) {
                     step = 1 + count;
                 } else if let Some(name) = library_name(text) {
-                    libraries.push(Library {
+                    arguments.libraries.push(Library {
                         name: name.to_string(),
                         token: token.clone(),
                     });
                 } else if let Some(dir) = text.strip_prefix("-L") {
-                    search.dirs.push(dir.to_string());
+                    arguments.search.dirs.push(dir.to_string());
                 } else if !text.starts_with('-') && !text.is_empty() {
-                    named.push(Named {
+                    arguments.named.push(Named {
                         path: text.to_string(),
                         token: token.clone(),
                         force_load: false,
@@ -655,7 +684,14 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
         index += step;
     }
 
-    let roots = system_roots(&search.roots);
+    arguments
+}
+
+/// Finds the inputs `arguments` name: files by path, `-filelist` entries
+/// and `-l` libraries where ld64 finds them (rerooted under
+/// `-syslibroot` for another linker), in command-line order.
+fn find_inputs(command: &mut LinkCommand, arguments: &Arguments) -> anyhow::Result<()> {
+    let roots = system_roots(&arguments.search.roots);
     let reroots = command.linker != LinkerFlavor::Ld64;
     let reroot = |path: PathBuf| -> PathBuf {
         if reroots {
@@ -665,7 +701,7 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
         }
     };
     let mut inputs: Vec<LinkInput> = Vec::new();
-    for file in &named {
+    for file in &arguments.named {
         let path = reroot(PathBuf::from(&file.path));
         if is_foldable_input(&path) {
             inputs.push(LinkInput {
@@ -678,7 +714,7 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
             });
         }
     }
-    for spec in &lists {
+    for spec in &arguments.lists {
         let (list_path, dir) = split_filelist_spec(&spec.spec);
         let text = std::fs::read(&list_path)
             .with_context(|| format!("reading the -filelist {}", list_path.display()))?;
@@ -718,9 +754,9 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
             entries,
         });
     }
-    let dirs = library_dirs(&search, &roots);
-    for library in &libraries {
-        if let Some(path) = find_library(&dirs, &library.name, &search) {
+    let dirs = library_dirs(&arguments.search, &roots);
+    for library in &arguments.libraries {
+        if let Some(path) = find_library(&dirs, &library.name, &arguments.search) {
             inputs.push(LinkInput {
                 argument: library.token.argument,
                 path,
@@ -731,7 +767,7 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
             });
         }
     }
-    if all_load {
+    if arguments.all_load {
         for input in &mut inputs {
             input.whole_archive = true;
         }
@@ -745,7 +781,13 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
     });
     command.inputs = inputs;
 
-    for list in &exported_lists {
+    Ok(())
+}
+
+/// What the output exports: the names of `-exported_symbols_list`s (all,
+/// when one cannot be read), or every global when nothing restricts it.
+fn read_exports(command: &mut LinkCommand, arguments: &Arguments) {
+    for list in &arguments.exported_lists {
         match std::fs::read(list) {
             Ok(text) => {
                 for symbol in filelist_lines(&text) {
@@ -760,10 +802,9 @@ pub(super) fn scan(command: &mut LinkCommand) -> anyhow::Result<()> {
     // linked with -bundle_loader refers to it directly. So each is an
     // address another image may take and compare (icf verify says the
     // same), whatever the output's type.
-    if !export_restricted {
+    if !arguments.export_restricted {
         command.exports.all = true;
     }
-    Ok(())
 }
 
 /// Notes `symbol` (a name or an ld64 wildcard pattern) as exported; a plain
