@@ -60,12 +60,57 @@ pub(crate) fn write(
     rewritten: &Rewritten<'_>,
     fill_bytes: &[u8],
 ) -> anyhow::Result<Written> {
-    let data = elf.data;
-    let get = |start: u64, end: u64| {
-        data.get(start as usize..end as usize)
-            .with_context(|| format!("file bytes {start:#x}..{end:#x} past the end"))
-    };
     let files = FileLayout::new(elf, shape, layout)?;
+    let (mut sections, emptied) = section_headers(elf, shape, layout, &files, rewritten)?;
+    let segments = program_headers(elf, layout, &files, &sections);
+    let mut out: Vec<u8> = Vec::with_capacity(elf.data.len());
+    write_loaded(&mut out, elf, shape, layout, &files, fill_bytes)?;
+    // Patches, by new address.
+    for (address, bytes) in patches.writes.settle()? {
+        let offset = file_offset(&segments, address, bytes.len() as u64)
+            .with_context(|| format!("a patch at {address:#x} lands in no segment"))?
+            as usize;
+        out.get_mut(offset..offset + bytes.len())
+            .with_context(|| format!("a patch at {address:#x} lands past the file's end"))?
+            .copy_from_slice(bytes);
+    }
+    let tables = symbol_tables(
+        &mut out,
+        elf,
+        shape,
+        layout,
+        symbols,
+        rewritten,
+        &mut sections,
+    )?;
+    write_unloaded(&mut out, elf, &mut sections, rewritten, patches, &tables)?;
+    write_headers(&mut out, elf, layout, &sections, &segments)?;
+    Ok(Written {
+        bytes: out,
+        emptied,
+        link_only_symbols: tables.link_only_symbols,
+    })
+}
+
+/// The bytes of IN at file offsets `start..end`.
+fn file_bytes<'data>(elf: &Elf<'data>, start: u64, end: u64) -> anyhow::Result<&'data [u8]> {
+    elf.data
+        .get(start as usize..end as usize)
+        .with_context(|| format!("file bytes {start:#x}..{end:#x} past the end"))
+}
+
+/// Sections emptied in OUT: (name, old size).
+type Emptied = Vec<(String, u64)>;
+
+/// OUT's section headers (offsets of the unloaded sections still to
+/// settle), and the sections emptied.
+fn section_headers(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    layout: &Layout,
+    files: &FileLayout,
+    rewritten: &Rewritten<'_>,
+) -> anyhow::Result<(Vec<SectionInfo>, Emptied)> {
     let text = &elf.sections[shape.text];
     let region_section = |address: u64| {
         layout
@@ -73,8 +118,6 @@ pub(crate) fn write(
             .as_ref()
             .is_some_and(|r| (r.start..r.end).contains(&address))
     };
-
-    // Section headers.
     let mut sections = elf.sections.clone();
     let mut emptied = Vec::new();
     for (index, section) in sections.iter_mut().enumerate() {
@@ -101,7 +144,16 @@ pub(crate) fn write(
             section.size = 0;
         }
     }
-    // Program headers.
+    Ok((sections, emptied))
+}
+
+/// OUT's program headers.
+fn program_headers(
+    elf: &Elf<'_>,
+    layout: &Layout,
+    files: &FileLayout,
+    sections: &[SectionInfo],
+) -> Vec<Segment> {
     let mut segments: Vec<Segment> = elf.segments.clone();
     for (index, segment) in segments.iter_mut().enumerate() {
         if segment.p_type == E::PT_LOAD.0 {
@@ -126,13 +178,27 @@ pub(crate) fn write(
             }
         }
     }
-    // The allocated bytes: each PT_LOAD's, in file order.
+    segments
+}
+
+/// The allocated bytes into `out`: each `PT_LOAD`'s, in file order (the
+/// text segment laid out again, the region compacted), then any past the
+/// last segment.
+fn write_loaded(
+    out: &mut Vec<u8>,
+    elf: &Elf<'_>,
+    shape: &Shape,
+    layout: &Layout,
+    files: &FileLayout,
+    fill_bytes: &[u8],
+) -> anyhow::Result<()> {
+    let get = |start: u64, end: u64| file_bytes(elf, start, end);
+    let text = &elf.sections[shape.text];
     let text_offset = text.offset;
     let headers_end = elf.phoff + 56 * elf.segments.len() as u64;
     if text_offset < headers_end.max(64) {
         bail!(".text at file offset {text_offset:#x} overlaps the ELF and program headers");
     }
-    let mut out: Vec<u8> = Vec::with_capacity(data.len());
     let first = files.order.first().map_or(0, |&i| elf.segments[i].offset);
     out.extend_from_slice(get(0, first)?);
     // Gaps in code hold the architecture's filler, so a decoder running
@@ -152,7 +218,7 @@ pub(crate) fn write(
         out.resize(new_offset as usize, 0);
         let load_end = load.offset + load.filesz;
         if index == shape.segment {
-            write_text_segment(&mut out, elf, shape, layout, new_offset, &fill)?;
+            write_text_segment(out, elf, shape, layout, new_offset, &fill)?;
         } else if let Some(region) = layout.region.as_ref().filter(|r| r.segment == index) {
             let region_offset = load.offset + (region.start - load.vaddr);
             out.extend_from_slice(get(load.offset, region_offset)?);
@@ -179,16 +245,30 @@ pub(crate) fn write(
             out.extend_from_slice(get(load_end, files.alloc_end)?);
         }
     }
-    // Patches, by new address.
-    for (address, bytes) in patches.writes.settle()? {
-        let offset = file_offset(&segments, address, bytes.len() as u64)
-            .with_context(|| format!("a patch at {address:#x} lands in no segment"))?
-            as usize;
-        out.get_mut(offset..offset + bytes.len())
-            .with_context(|| format!("a patch at {address:#x} lands past the file's end"))?
-            .copy_from_slice(bytes);
-    }
-    // Symbol tables: .dynsym in place (allocated), .symtab below.
+    Ok(())
+}
+
+/// The symbol tables as OUT holds them: `.dynsym` written in place (it is
+/// allocated), `.symtab` (and its strings, when link-only symbols go)
+/// returned for [`write_unloaded`].
+struct SymbolTables {
+    symtab: Option<(usize, Vec<u8>)>,
+    strtab: Option<(usize, Vec<u8>)>,
+    link_only_symbols: usize,
+}
+
+/// Every symbol's new value and size; `.dynsym` written into `out`,
+/// `.symtab` returned (pruned of link-only symbols when asked, its header
+/// in `sections` updated).
+fn symbol_tables(
+    out: &mut [u8],
+    elf: &Elf<'_>,
+    shape: &Shape,
+    layout: &Layout,
+    symbols: &[SymbolInfo],
+    rewritten: &Rewritten<'_>,
+    sections: &mut [SectionInfo],
+) -> anyhow::Result<SymbolTables> {
     let mut symtab_bytes = None;
     let mut strtab_bytes: Option<(usize, Vec<u8>)> = None;
     let mut link_only_symbols = 0;
@@ -231,7 +311,25 @@ pub(crate) fn write(
             symtab_bytes = Some((index, bytes));
         }
     }
-    // The sections no segment loads, in file order, packed.
+    Ok(SymbolTables {
+        symtab: symtab_bytes,
+        strtab: strtab_bytes,
+        link_only_symbols,
+    })
+}
+
+/// The sections no segment loads, in file order, packed after the
+/// loaded bytes: rewritten ones, the symbol tables, the rest copied (with
+/// the patches of unloaded sections).
+fn write_unloaded(
+    out: &mut Vec<u8>,
+    elf: &Elf<'_>,
+    sections: &mut [SectionInfo],
+    rewritten: &Rewritten<'_>,
+    patches: &Patches,
+    tables: &SymbolTables,
+) -> anyhow::Result<()> {
+    let (symtab_bytes, strtab_bytes) = (&tables.symtab, &tables.strtab);
     let mut order: Vec<usize> = (0..sections.len())
         .filter(|&i| !elf.sections[i].is_alloc() && elf.sections[i].has_bytes() && i != 0)
         .collect();
@@ -253,7 +351,7 @@ pub(crate) fn write(
             _ => {
                 let old = &elf.sections[index];
                 let start = out.len();
-                out.extend_from_slice(get(old.offset, old.offset + old.size)?);
+                out.extend_from_slice(file_bytes(elf, old.offset, old.offset + old.size)?);
                 for (_, offset, bytes) in patches.unloaded.iter().filter(|(i, _, _)| *i == index) {
                     let at = start + *offset as usize;
                     out[at..at + bytes.len()].copy_from_slice(bytes);
@@ -261,10 +359,21 @@ pub(crate) fn write(
             }
         }
     }
-    // Headers.
+    Ok(())
+}
+
+/// The section header table at OUT's end, the entry point, and the
+/// program headers in place.
+fn write_headers(
+    out: &mut Vec<u8>,
+    elf: &Elf<'_>,
+    layout: &Layout,
+    sections: &[SectionInfo],
+    segments: &[Segment],
+) -> anyhow::Result<()> {
     out.resize(out.len().next_multiple_of(8), 0);
     let shoff = out.len() as u64;
-    for section in &sections {
+    for section in sections {
         out.extend_from_slice(&section_header(section));
     }
     let entry = layout.map(elf.entry);
@@ -277,11 +386,7 @@ pub(crate) fn write(
         let at = elf.phoff as usize + index * 56;
         out[at..at + 56].copy_from_slice(&program_header(segment));
     }
-    Ok(Written {
-        bytes: out,
-        emptied,
-        link_only_symbols,
-    })
+    Ok(())
 }
 
 /// Where each `PT_LOAD` goes in OUT's file: the segments after one that got
