@@ -45,7 +45,7 @@ use crate::model::{
     SymbolPlace, Visibility,
 };
 use crate::object::{Format, Object};
-use icf_arch::{Architecture, MachOFixup, MachOMeaning, SUBTRACTOR_MARKER};
+use icf_arch::{Architecture, MachOFixup, MachOMeaning, MachOTranslation, SUBTRACTOR_MARKER};
 use object::LittleEndian as LE;
 use object::elf;
 use object::macho;
@@ -737,213 +737,7 @@ impl<'data> Reader<'data> {
             if section.nreloc == 0 {
                 continue;
             }
-            let name = String::from_utf8_lossy(section.name()).into_owned();
-            let located = |message: String, at: u64| {
-                Error::new(message)
-                    .with_section(number as u32 + 1, name.clone())
-                    .at_offset(at)
-            };
-            let table_size = u64::from(section.nreloc) * 8;
-            let raw = self
-                .data
-                .get(section.reloff as usize..)
-                .and_then(|rest| rest.get(..table_size as usize))
-                .ok_or_else(|| {
-                    located(
-                        format!(
-                            "the relocation table ({} entries at {:#x}) lies outside the file",
-                            section.nreloc, section.reloff
-                        ),
-                        u64::from(section.reloff),
-                    )
-                })?;
-            let mut addend: Option<i64> = None;
-            let mut subtrahend: Option<SymbolIndex> = None;
-            for (entry, bytes) in raw.chunks_exact(8).enumerate() {
-                let at = u64::from(section.reloff) + entry as u64 * 8;
-                let word0 = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-                let word1 = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-                if word0 & 0x8000_0000 != 0 {
-                    return Err(located("a scattered relocation (32-bit only)".into(), at));
-                }
-                let address = u64::from(word0);
-                let length = ((word1 >> 25) & 0x3) as u8;
-                let size = 1u64 << length;
-                if address + size > section.size {
-                    return Err(located(
-                        format!(
-                            "relocation field {address:#x}..+{size} lies past the section's end ({:#x})",
-                            section.size
-                        ),
-                        at,
-                    ));
-                }
-                let contents: &[u8] = if section.is_zero_fill() {
-                    &[]
-                } else {
-                    &self.data[section.offset as usize..]
-                };
-                let field_bytes = contents.get(address as usize..(address + size) as usize);
-                let mut field = [0u8; 8];
-                if let Some(bytes) = field_bytes {
-                    field[..bytes.len()].copy_from_slice(bytes);
-                }
-                let fixup = MachOFixup {
-                    r_type: (word1 >> 28) as u8,
-                    pc_relative: (word1 >> 24) & 1 != 0,
-                    length,
-                    is_extern: (word1 >> 27) & 1 != 0,
-                    explicit_addend: addend.take(),
-                    field: u64::from_le_bytes(field),
-                    word: u32::from_le_bytes([field[0], field[1], field[2], field[3]]),
-                    symbol_number: word1 & 0x00ff_ffff,
-                };
-                let meaning = self
-                    .architecture
-                    .macho_reloc(&fixup)
-                    .map_err(|message| located(message, at))?;
-                let translation = match meaning {
-                    MachOMeaning::Addend(value) => {
-                        addend = Some(value);
-                        continue;
-                    }
-                    MachOMeaning::Subtractor => {
-                        if !fixup.is_extern {
-                            return Err(located(
-                                "a SUBTRACTOR naming a section: icf reads only external subtrahends"
-                                    .into(),
-                                at,
-                            ));
-                        }
-                        subtrahend = Some(
-                            symbol_of(fixup.symbol_number, nlist_count)
-                                .map_err(|m| located(m, at))?,
-                        );
-                        continue;
-                    }
-                    MachOMeaning::Fixup(translation) => translation,
-                };
-                let (atom, offset) = self.atom_at(number, address);
-                let atom_size = self.model_sections[atom.index()].size;
-                if offset + size > atom_size {
-                    return Err(located(
-                        format!("relocation field {address:#x}..+{size} runs across two atoms"),
-                        at,
-                    ));
-                }
-                let info = self
-                    .architecture
-                    .elf_reloc(translation.elf_type)
-                    .ok_or_else(|| {
-                        located(format!("no model type {}", translation.elf_type), at)
-                    })?;
-                // The target and the addend.
-                let field_place = section.addr + address;
-                let (symbol, mut model_addend) = if fixup.is_extern {
-                    let symbol =
-                        symbol_of(fixup.symbol_number, nlist_count).map_err(|m| located(m, at))?;
-                    let addend = if fixup.pc_relative {
-                        translation.stored - translation.pc_offset
-                    } else {
-                        translation.stored
-                    };
-                    (symbol, addend)
-                } else {
-                    let ordinal = fixup.symbol_number as usize;
-                    let target_section = ordinal
-                        .checked_sub(1)
-                        .filter(|&n| n < self.sections.len())
-                        .ok_or_else(|| {
-                            located(
-                                format!(
-                                    "local relocation names section {ordinal}, but there are {}",
-                                    self.sections.len()
-                                ),
-                                at,
-                            )
-                        })?;
-                    let (locate, base) = if fixup.pc_relative {
-                        let base = (field_place as i64).wrapping_add(translation.stored);
-                        (
-                            base.wrapping_add(translation.pc_offset + translation.locate_bias),
-                            base,
-                        )
-                    } else {
-                        (translation.stored, translation.stored)
-                    };
-                    let target = &self.sections[target_section];
-                    let offset_in_target = (locate as u64).wrapping_sub(target.addr);
-                    if locate < 0 || (locate as u64) < target.addr || offset_in_target > target.size
-                    {
-                        return Err(located(
-                            format!(
-                                "local relocation refers to {locate:#x}, outside its section {}",
-                                String::from_utf8_lossy(target.name())
-                            ),
-                            at,
-                        ));
-                    }
-                    let (target_atom, _) = self.atom_at(target_section, offset_in_target);
-                    let atom_address = target.addr + self.atoms[target_atom.index()].start;
-                    (
-                        SymbolIndex(nlist_count + target_atom.0),
-                        base.wrapping_sub(atom_address as i64),
-                    )
-                };
-                let mut model_type = translation.elf_type;
-                let mut pc_relative = info.pc_relative;
-                if let Some(subtrahend) = subtrahend.take() {
-                    let same_atom = symbols[subtrahend.index()].section() == Some(atom);
-                    match self.architecture.pc_relative_data(size as u8) {
-                        Some(pc_type) if same_atom => {
-                            // A - B + stored, B in this atom: A + stored + (P - B) - P.
-                            let b = symbols[subtrahend.index()].value as i64;
-                            model_addend =
-                                model_addend.checked_add(offset as i64 - b).ok_or_else(|| {
-                                    located(
-                                        format!("addend {model_addend:#x} minus its subtrahend overflows"),
-                                        at,
-                                    )
-                                })?;
-                            model_type = pc_type;
-                            pc_relative = true;
-                        }
-                        _ => {
-                            self.model_sections[atom.index()].relocs.push(Reloc {
-                                offset,
-                                r_type: SUBTRACTOR_MARKER,
-                                symbol: subtrahend,
-                                addend: 0,
-                                size: 0,
-                                pc_relative: false,
-                            });
-                            origins[atom.index()].push(entry as u32 - 1);
-                        }
-                    }
-                }
-                if model_addend.unsigned_abs() >= MAX_PLACE_MAGNITUDE {
-                    return Err(located(
-                        format!("addend {model_addend:#x} is absurdly large"),
-                        at,
-                    ));
-                }
-                self.model_sections[atom.index()].relocs.push(Reloc {
-                    offset,
-                    r_type: model_type,
-                    symbol,
-                    addend: model_addend,
-                    size: info.size,
-                    pc_relative,
-                });
-                origins[atom.index()].push(entry as u32);
-            }
-            if addend.is_some() || subtrahend.is_some() {
-                return Err(located(
-                    "the relocation table ends with an ADDEND or SUBTRACTOR and nothing it applies to"
-                        .into(),
-                    u64::from(section.reloff) + table_size,
-                ));
-            }
+            self.read_section_relocations(number, &section, symbols, nlist_count, &mut origins)?;
         }
         // Entries come in any order (assemblers write them last to first);
         // the model wants them by offset, a marker before its pair.
@@ -954,6 +748,234 @@ impl<'data> Reader<'data> {
             *origins = order.iter().map(|&i| origins[i]).collect();
         }
         Ok(origins)
+    }
+
+    /// Reads the relocations of file section `number` into its atoms,
+    /// noting in `origins` the entry each model relocation came from: an
+    /// `ADDEND` or `SUBTRACTOR` entry applies to the next.
+    fn read_section_relocations(
+        &mut self,
+        number: usize,
+        section: &MachOSection,
+        symbols: &mut [Symbol<'data>],
+        nlist_count: u32,
+        origins: &mut [Vec<u32>],
+    ) -> Result<()> {
+        let name = String::from_utf8_lossy(section.name()).into_owned();
+        let located = |message: String, at: u64| {
+            Error::new(message)
+                .with_section(number as u32 + 1, name.clone())
+                .at_offset(at)
+        };
+        let table_size = u64::from(section.nreloc) * 8;
+        let raw = self
+            .data
+            .get(section.reloff as usize..)
+            .and_then(|rest| rest.get(..table_size as usize))
+            .ok_or_else(|| {
+                located(
+                    format!(
+                        "the relocation table ({} entries at {:#x}) lies outside the file",
+                        section.nreloc, section.reloff
+                    ),
+                    u64::from(section.reloff),
+                )
+            })?;
+        let mut addend: Option<i64> = None;
+        let mut subtrahend: Option<SymbolIndex> = None;
+        for (entry, bytes) in raw.chunks_exact(8).enumerate() {
+            let at = u64::from(section.reloff) + entry as u64 * 8;
+            let word0 = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            let word1 = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+            if word0 & 0x8000_0000 != 0 {
+                return Err(located("a scattered relocation (32-bit only)".into(), at));
+            }
+            let address = u64::from(word0);
+            let length = ((word1 >> 25) & 0x3) as u8;
+            let size = 1u64 << length;
+            if address + size > section.size {
+                return Err(located(
+                    format!(
+                        "relocation field {address:#x}..+{size} lies past the section's end ({:#x})",
+                        section.size
+                    ),
+                    at,
+                ));
+            }
+            let contents: &[u8] = if section.is_zero_fill() {
+                &[]
+            } else {
+                &self.data[section.offset as usize..]
+            };
+            let field_bytes = contents.get(address as usize..(address + size) as usize);
+            let mut field = [0u8; 8];
+            if let Some(bytes) = field_bytes {
+                field[..bytes.len()].copy_from_slice(bytes);
+            }
+            let fixup = MachOFixup {
+                r_type: (word1 >> 28) as u8,
+                pc_relative: (word1 >> 24) & 1 != 0,
+                length,
+                is_extern: (word1 >> 27) & 1 != 0,
+                explicit_addend: addend.take(),
+                field: u64::from_le_bytes(field),
+                word: u32::from_le_bytes([field[0], field[1], field[2], field[3]]),
+                symbol_number: word1 & 0x00ff_ffff,
+            };
+            let meaning = self
+                .architecture
+                .macho_reloc(&fixup)
+                .map_err(|message| located(message, at))?;
+            let translation = match meaning {
+                MachOMeaning::Addend(value) => {
+                    addend = Some(value);
+                    continue;
+                }
+                MachOMeaning::Subtractor => {
+                    if !fixup.is_extern {
+                        return Err(located(
+                            "a SUBTRACTOR naming a section: icf reads only external subtrahends"
+                                .into(),
+                            at,
+                        ));
+                    }
+                    subtrahend = Some(
+                        symbol_of(fixup.symbol_number, nlist_count).map_err(|m| located(m, at))?,
+                    );
+                    continue;
+                }
+                MachOMeaning::Fixup(translation) => translation,
+            };
+            let (atom, offset) = self.atom_at(number, address);
+            let atom_size = self.model_sections[atom.index()].size;
+            if offset + size > atom_size {
+                return Err(located(
+                    format!("relocation field {address:#x}..+{size} runs across two atoms"),
+                    at,
+                ));
+            }
+            let info = self
+                .architecture
+                .elf_reloc(translation.elf_type)
+                .ok_or_else(|| located(format!("no model type {}", translation.elf_type), at))?;
+            // The target and the addend.
+            let field_place = section.addr + address;
+            let (symbol, mut model_addend) = self
+                .target_of(&fixup, &translation, field_place, nlist_count)
+                .map_err(|message| located(message, at))?;
+            let mut model_type = translation.elf_type;
+            let mut pc_relative = info.pc_relative;
+            if let Some(subtrahend) = subtrahend.take() {
+                let same_atom = symbols[subtrahend.index()].section() == Some(atom);
+                match self.architecture.pc_relative_data(size as u8) {
+                    Some(pc_type) if same_atom => {
+                        // A - B + stored, B in this atom: A + stored + (P - B) - P.
+                        let b = symbols[subtrahend.index()].value as i64;
+                        model_addend =
+                            model_addend.checked_add(offset as i64 - b).ok_or_else(|| {
+                                located(
+                                    format!(
+                                        "addend {model_addend:#x} minus its subtrahend overflows"
+                                    ),
+                                    at,
+                                )
+                            })?;
+                        model_type = pc_type;
+                        pc_relative = true;
+                    }
+                    _ => {
+                        self.model_sections[atom.index()].relocs.push(Reloc {
+                            offset,
+                            r_type: SUBTRACTOR_MARKER,
+                            symbol: subtrahend,
+                            addend: 0,
+                            size: 0,
+                            pc_relative: false,
+                        });
+                        origins[atom.index()].push(entry as u32 - 1);
+                    }
+                }
+            }
+            if model_addend.unsigned_abs() >= MAX_PLACE_MAGNITUDE {
+                return Err(located(
+                    format!("addend {model_addend:#x} is absurdly large"),
+                    at,
+                ));
+            }
+            self.model_sections[atom.index()].relocs.push(Reloc {
+                offset,
+                r_type: model_type,
+                symbol,
+                addend: model_addend,
+                size: info.size,
+                pc_relative,
+            });
+            origins[atom.index()].push(entry as u32);
+        }
+        if addend.is_some() || subtrahend.is_some() {
+            return Err(located(
+                "the relocation table ends with an ADDEND or SUBTRACTOR and nothing it applies to"
+                    .into(),
+                u64::from(section.reloff) + table_size,
+            ));
+        }
+        Ok(())
+    }
+
+    /// What a fixup at `field_place` refers to, as a model symbol and
+    /// addend: an external symbol, or (a local relocation) the atom of
+    /// its section holding the address it locates, with the addend from
+    /// that atom's start.
+    fn target_of(
+        &self,
+        fixup: &MachOFixup,
+        translation: &MachOTranslation,
+        field_place: u64,
+        nlist_count: u32,
+    ) -> std::result::Result<(SymbolIndex, i64), String> {
+        if fixup.is_extern {
+            let symbol = symbol_of(fixup.symbol_number, nlist_count)?;
+            let addend = if fixup.pc_relative {
+                translation.stored - translation.pc_offset
+            } else {
+                translation.stored
+            };
+            Ok((symbol, addend))
+        } else {
+            let ordinal = fixup.symbol_number as usize;
+            let target_section = ordinal
+                .checked_sub(1)
+                .filter(|&n| n < self.sections.len())
+                .ok_or_else(|| {
+                    format!(
+                        "local relocation names section {ordinal}, but there are {}",
+                        self.sections.len()
+                    )
+                })?;
+            let (locate, base) = if fixup.pc_relative {
+                let base = (field_place as i64).wrapping_add(translation.stored);
+                (
+                    base.wrapping_add(translation.pc_offset + translation.locate_bias),
+                    base,
+                )
+            } else {
+                (translation.stored, translation.stored)
+            };
+            let target = &self.sections[target_section];
+            let offset_in_target = (locate as u64).wrapping_sub(target.addr);
+            if locate < 0 || (locate as u64) < target.addr || offset_in_target > target.size {
+                return Err(format!(
+                    "local relocation refers to {locate:#x}, outside its section {}",
+                    String::from_utf8_lossy(target.name())
+                ));
+            }
+            let (target_atom, _) = self.atom_at(target_section, offset_in_target);
+            let atom_address = target.addr + self.atoms[target_atom.index()].start;
+            Ok((
+                SymbolIndex(nlist_count + target_atom.0),
+                base.wrapping_sub(atom_address as i64),
+            ))
+        }
     }
 
     /// Places `LC_DATA_IN_CODE` entries (object addresses) in their atoms.
