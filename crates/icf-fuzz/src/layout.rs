@@ -205,34 +205,13 @@ pub(crate) fn elf_object(layout: &mut Layout, file: &[u8], base: usize, prefix: 
         .extend([base + shoff, base + shoff + shnum * 64]);
 
     let header_at = |index: usize| shoff + index * 64;
-    let mut sections: Vec<Section> = (0..shnum)
-        .map(|index| {
-            let at = header_at(index);
-            Section {
-                sh_type: read_le(data, at + 4, 4).unwrap_or(0) as u32,
-                offset: read_le(data, at + 24, 8).unwrap_or(0) as usize,
-                size: read_le(data, at + 32, 8).unwrap_or(0) as usize,
-                name: String::new(),
-            }
-        })
-        .collect();
+    let sections = section_table(data, shoff, shnum, shstrndx as usize);
     let contents = |section: &Section| -> Option<&[u8]> {
         if section.sh_type == elf::SHT_NOBITS.0 {
             return None;
         }
         data.get(section.offset..section.offset.checked_add(section.size)?)
     };
-    if let Some(names) = sections.get(shstrndx as usize).and_then(contents) {
-        let names = names.to_vec();
-        for (index, section) in sections.iter_mut().enumerate() {
-            let name_offset = read_le(data, header_at(index), 4).unwrap_or(0) as usize;
-            if let Some(tail) = names.get(name_offset..) {
-                let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-                section.name = String::from_utf8_lossy(&tail[..end]).into_owned();
-            }
-        }
-    }
-
     for (index, section) in sections.iter().enumerate() {
         let what = format!("section {index} '{}' ", section.name);
         for (offset, width, name, role) in SECTION_HEADER_FIELDS {
@@ -253,83 +232,9 @@ pub(crate) fn elf_object(layout: &mut Layout, file: &[u8], base: usize, prefix: 
             .extend([base + start, base + start + bytes.len()]);
         layout.limits.push(bytes.len() as u64);
         match section.sh_type {
-            SHT_SYMTAB => {
-                let count = bytes.len() / 24;
-                layout.limits.push(count as u64);
-                for symbol in 0..count {
-                    let at = start + symbol * 24;
-                    let symbol_what = format!("{what}symbol {symbol} ");
-                    for (offset, encoding, name, role) in [
-                        (0, Encoding::Little(4), "st_name", Role::StringOffset),
-                        (4, Encoding::Little(1), "st_info", Role::SymbolInfo),
-                        (5, Encoding::Little(1), "st_other", Role::Other),
-                        (6, Encoding::Little(2), "st_shndx", Role::SectionIndex),
-                        (8, Encoding::Little(8), "st_value", Role::Offset),
-                        (16, Encoding::Little(8), "st_size", Role::Size),
-                    ] {
-                        field(
-                            layout,
-                            at + offset,
-                            encoding,
-                            role,
-                            format!("{symbol_what}{name}"),
-                        );
-                    }
-                }
-            }
-            SHT_RELA | SHT_REL => {
-                let entry = if section.sh_type == SHT_RELA { 24 } else { 16 };
-                for relocation in 0..bytes.len() / entry {
-                    let at = start + relocation * entry;
-                    let reloc_what = format!("{what}relocation {relocation} ");
-                    field(
-                        layout,
-                        at,
-                        Encoding::Little(8),
-                        Role::Offset,
-                        format!("{reloc_what}r_offset"),
-                    );
-                    field(
-                        layout,
-                        at + 8,
-                        Encoding::Little(4),
-                        Role::RelocationType,
-                        format!("{reloc_what}r_info.type"),
-                    );
-                    field(
-                        layout,
-                        at + 12,
-                        Encoding::Little(4),
-                        Role::SymbolIndex,
-                        format!("{reloc_what}r_info.symbol"),
-                    );
-                    if entry == 24 {
-                        field(
-                            layout,
-                            at + 16,
-                            Encoding::Little(8),
-                            Role::Signed,
-                            format!("{reloc_what}r_addend"),
-                        );
-                    }
-                }
-            }
-            SHT_GROUP => {
-                for entry in 0..bytes.len() / 4 {
-                    let role = if entry == 0 {
-                        Role::Flags
-                    } else {
-                        Role::SectionIndex
-                    };
-                    field(
-                        layout,
-                        start + entry * 4,
-                        Encoding::Little(4),
-                        role,
-                        format!("{what}entry {entry}"),
-                    );
-                }
-            }
+            SHT_SYMTAB => symbol_fields(layout, &field, start, bytes, &what),
+            SHT_RELA | SHT_REL => relocation_fields(layout, &field, section, start, bytes, &what),
+            SHT_GROUP => group_fields(layout, &field, start, bytes, &what),
             SHT_STRTAB => {
                 field(
                     layout,
@@ -340,32 +245,180 @@ pub(crate) fn elf_object(layout: &mut Layout, file: &[u8], base: usize, prefix: 
                 );
             }
             _ if section.sh_type == icf_object::SHT_LLVM_ADDRSIG || section.sh_type == SHT_CREL => {
-                let role = if section.sh_type == SHT_CREL {
-                    Role::Other
-                } else {
-                    Role::SymbolIndex
-                };
-                let mut at = 0;
-                let mut number = 0;
-                while at < bytes.len() {
-                    let length = bytes[at..]
-                        .iter()
-                        .position(|&b| b & 0x80 == 0)
-                        .map_or(bytes.len() - at, |p| p + 1);
-                    field(
-                        layout,
-                        start + at,
-                        Encoding::Uleb(length.min(10) as u8),
-                        role,
-                        format!("{what}ULEB {number}"),
-                    );
-                    at += length;
-                    number += 1;
-                }
+                uleb_fields_of(layout, &field, section, start, bytes, &what)
             }
             _ if section.name == ".eh_frame" => eh_frame(layout, base, start, bytes, &what),
             _ => {}
         }
+    }
+}
+
+/// The section headers at `shoff` (`shnum` of them, 64 bytes each), with
+/// their names from section `shstrndx`.
+fn section_table(data: &[u8], shoff: usize, shnum: usize, shstrndx: usize) -> Vec<Section> {
+    let header_at = |index: usize| shoff + index * 64;
+    let mut sections: Vec<Section> = (0..shnum)
+        .map(|index| {
+            let at = header_at(index);
+            Section {
+                sh_type: read_le(data, at + 4, 4).unwrap_or(0) as u32,
+                offset: read_le(data, at + 24, 8).unwrap_or(0) as usize,
+                size: read_le(data, at + 32, 8).unwrap_or(0) as usize,
+                name: String::new(),
+            }
+        })
+        .collect();
+    let names = sections.get(shstrndx).and_then(|section| {
+        if section.sh_type == elf::SHT_NOBITS.0 {
+            return None;
+        }
+        data.get(section.offset..section.offset.checked_add(section.size)?)
+    });
+    if let Some(names) = names {
+        for (index, section) in sections.iter_mut().enumerate() {
+            let name_offset = read_le(data, header_at(index), 4).unwrap_or(0) as usize;
+            if let Some(tail) = names.get(name_offset..) {
+                let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+                section.name = String::from_utf8_lossy(&tail[..end]).into_owned();
+            }
+        }
+    }
+    sections
+}
+
+/// The fields of a symbol table's entries.
+fn symbol_fields(
+    layout: &mut Layout,
+    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
+    start: usize,
+    bytes: &[u8],
+    what: &str,
+) {
+    let count = bytes.len() / 24;
+    layout.limits.push(count as u64);
+    for symbol in 0..count {
+        let at = start + symbol * 24;
+        let symbol_what = format!("{what}symbol {symbol} ");
+        for (offset, encoding, name, role) in [
+            (0, Encoding::Little(4), "st_name", Role::StringOffset),
+            (4, Encoding::Little(1), "st_info", Role::SymbolInfo),
+            (5, Encoding::Little(1), "st_other", Role::Other),
+            (6, Encoding::Little(2), "st_shndx", Role::SectionIndex),
+            (8, Encoding::Little(8), "st_value", Role::Offset),
+            (16, Encoding::Little(8), "st_size", Role::Size),
+        ] {
+            field(
+                layout,
+                at + offset,
+                encoding,
+                role,
+                format!("{symbol_what}{name}"),
+            );
+        }
+    }
+}
+
+/// The fields of a `SHT_RELA` or `SHT_REL` section's entries.
+fn relocation_fields(
+    layout: &mut Layout,
+    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
+    section: &Section,
+    start: usize,
+    bytes: &[u8],
+    what: &str,
+) {
+    let entry = if section.sh_type == SHT_RELA { 24 } else { 16 };
+    for relocation in 0..bytes.len() / entry {
+        let at = start + relocation * entry;
+        let reloc_what = format!("{what}relocation {relocation} ");
+        field(
+            layout,
+            at,
+            Encoding::Little(8),
+            Role::Offset,
+            format!("{reloc_what}r_offset"),
+        );
+        field(
+            layout,
+            at + 8,
+            Encoding::Little(4),
+            Role::RelocationType,
+            format!("{reloc_what}r_info.type"),
+        );
+        field(
+            layout,
+            at + 12,
+            Encoding::Little(4),
+            Role::SymbolIndex,
+            format!("{reloc_what}r_info.symbol"),
+        );
+        if entry == 24 {
+            field(
+                layout,
+                at + 16,
+                Encoding::Little(8),
+                Role::Signed,
+                format!("{reloc_what}r_addend"),
+            );
+        }
+    }
+}
+
+/// The flags and member section indices of a `SHT_GROUP`.
+fn group_fields(
+    layout: &mut Layout,
+    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
+    start: usize,
+    bytes: &[u8],
+    what: &str,
+) {
+    for entry in 0..bytes.len() / 4 {
+        let role = if entry == 0 {
+            Role::Flags
+        } else {
+            Role::SectionIndex
+        };
+        field(
+            layout,
+            start + entry * 4,
+            Encoding::Little(4),
+            role,
+            format!("{what}entry {entry}"),
+        );
+    }
+}
+
+/// The ULEB128 numbers of `.llvm_addrsig` (symbol indices) or a
+/// `SHT_CREL` section.
+fn uleb_fields_of(
+    layout: &mut Layout,
+    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
+    section: &Section,
+    start: usize,
+    bytes: &[u8],
+    what: &str,
+) {
+    let role = if section.sh_type == SHT_CREL {
+        Role::Other
+    } else {
+        Role::SymbolIndex
+    };
+    let mut at = 0;
+    let mut number = 0;
+    while at < bytes.len() {
+        let length = bytes[at..]
+            .iter()
+            .position(|&b| b & 0x80 == 0)
+            .map_or(bytes.len() - at, |p| p + 1);
+        field(
+            layout,
+            start + at,
+            Encoding::Uleb(length.min(10) as u8),
+            role,
+            format!("{what}ULEB {number}"),
+        );
+        at += length;
+        number += 1;
     }
 }
 

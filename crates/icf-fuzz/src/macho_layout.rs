@@ -143,6 +143,36 @@ pub(crate) fn macho_object(layout: &mut Layout, file: &[u8], base: usize, prefix
     layout.limits.extend([ncmds, sizeofcmds]);
     layout.boundaries.extend([base + 32, base + commands_end]);
 
+    let commands = load_commands(layout, data, base, &field, ncmds, commands_end);
+    layout.limits.push(commands.sections.len() as u64);
+    section_contents(layout, data, base, &field, &commands.sections);
+    if let Some(symtab) = commands.symtab {
+        symbol_table(layout, data, base, &field, symtab);
+    }
+    linkedit_tables(layout, data, base, &field, &commands.linkedit_tables);
+}
+
+/// What the load commands say of the rest of the file.
+struct LoadCommands {
+    sections: Vec<Section>,
+    /// `LC_SYMTAB`'s symoff, nsyms, stroff and strsize.
+    symtab: Option<(usize, usize, usize, usize)>,
+    /// `LC_DATA_IN_CODE` and `LC_LINKER_OPTIMIZATION_HINT`: (cmd,
+    /// dataoff, datasize).
+    linkedit_tables: Vec<(u64, usize, usize)>,
+}
+
+/// The fields of the `ncmds` load commands ending at `commands_end`:
+/// segments and their section headers, the symbol tables' commands, the
+/// `__LINKEDIT` tables'.
+fn load_commands(
+    layout: &mut Layout,
+    data: &[u8],
+    base: usize,
+    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
+    ncmds: u64,
+    commands_end: usize,
+) -> LoadCommands {
     let mut sections: Vec<Section> = Vec::new();
     let mut symtab = None;
     let mut linkedit_tables = Vec::new();
@@ -265,8 +295,22 @@ pub(crate) fn macho_object(layout: &mut Layout, file: &[u8], base: usize, prefix
         }
         at += cmdsize;
     }
-    layout.limits.push(sections.len() as u64);
+    LoadCommands {
+        sections,
+        symtab,
+        linkedit_tables,
+    }
+}
 
+/// The fields of the sections' contents (`__compact_unwind` records,
+/// `__llvm_addrsig`, `__eh_frame`, `__cstring`) and of their relocations.
+fn section_contents(
+    layout: &mut Layout,
+    data: &[u8],
+    base: usize,
+    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
+    sections: &[Section],
+) {
     for (number, section) in sections.iter().enumerate() {
         let what = format!("section {} '{}' ", number + 1, section.name);
         layout.limits.push(section.size as u64);
@@ -338,43 +382,59 @@ pub(crate) fn macho_object(layout: &mut Layout, file: &[u8], base: usize, prefix
             }
         }
     }
+}
 
-    if let Some((symoff, nsyms, stroff, strsize)) = symtab {
-        layout.limits.extend([nsyms as u64, strsize as u64]);
-        if data
-            .get(symoff..symoff.saturating_add(nsyms * 16))
-            .is_some()
-        {
-            layout
-                .boundaries
-                .extend([base + symoff, base + symoff + nsyms * 16]);
-            for symbol in 0..nsyms {
-                for (offset, width, name, role) in NLIST_FIELDS {
-                    field(
-                        layout,
-                        symoff + symbol * 16 + offset,
-                        Encoding::Little(width),
-                        role,
-                        format!("symbol {symbol} {name}"),
-                    );
-                }
+/// The fields of the symbol table and its strings.
+fn symbol_table(
+    layout: &mut Layout,
+    data: &[u8],
+    base: usize,
+    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
+    (symoff, nsyms, stroff, strsize): (usize, usize, usize, usize),
+) {
+    layout.limits.extend([nsyms as u64, strsize as u64]);
+    if data
+        .get(symoff..symoff.saturating_add(nsyms * 16))
+        .is_some()
+    {
+        layout
+            .boundaries
+            .extend([base + symoff, base + symoff + nsyms * 16]);
+        for symbol in 0..nsyms {
+            for (offset, width, name, role) in NLIST_FIELDS {
+                field(
+                    layout,
+                    symoff + symbol * 16 + offset,
+                    Encoding::Little(width),
+                    role,
+                    format!("symbol {symbol} {name}"),
+                );
             }
         }
-        if data.get(stroff..stroff.saturating_add(strsize)).is_some() && strsize > 0 {
-            layout
-                .boundaries
-                .extend([base + stroff, base + stroff + strsize]);
-            field(
-                layout,
-                stroff,
-                Encoding::Bytes(strsize as u32),
-                Role::Text,
-                "string table".to_owned(),
-            );
-        }
     }
+    if data.get(stroff..stroff.saturating_add(strsize)).is_some() && strsize > 0 {
+        layout
+            .boundaries
+            .extend([base + stroff, base + stroff + strsize]);
+        field(
+            layout,
+            stroff,
+            Encoding::Bytes(strsize as u32),
+            Role::Text,
+            "string table".to_owned(),
+        );
+    }
+}
 
-    for (cmd, dataoff, datasize) in linkedit_tables {
+/// The fields of the data-in-code entries and the optimization hints.
+fn linkedit_tables(
+    layout: &mut Layout,
+    data: &[u8],
+    base: usize,
+    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
+    tables: &[(u64, usize, usize)],
+) {
+    for &(cmd, dataoff, datasize) in tables {
         let Some(bytes) = data.get(dataoff..dataoff.saturating_add(datasize)) else {
             continue;
         };
