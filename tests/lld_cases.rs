@@ -82,19 +82,9 @@ fn run_command(argv: &[String]) -> Result<String, String> {
     }
 }
 
-/// `compiler` for `target`, with the flags each command adds itself.
-fn toolchain(target: Target, compiler: Compiler) -> Build {
-    Build {
-        compiler,
-        target,
-        function_sections: false,
-        extra_flags: Vec::new(),
-    }
-}
-
 /// The C driver of `compiler` for `target`.
 fn c_driver(target: Target, compiler: Compiler) -> Vec<String> {
-    command_words(&toolchain(target, compiler).driver_command(false))
+    command_words(&Build::bare(compiler, target).driver_command(false))
 }
 
 /// Compiles one fixture (C with `cc` at -O2 plus `flags`; assembly with clang-19) into `dir`.
@@ -128,7 +118,7 @@ fn link_command(
     } else {
         cc
     };
-    let mut argv = command_words(&toolchain(arch, compiler).link_command(false, linker));
+    let mut argv = command_words(&Build::bare(compiler, arch).link_command(false, linker));
     argv.extend(inputs.iter().cloned());
     argv.extend(["-o".into(), text(output)]);
     argv

@@ -338,14 +338,14 @@ fn the_comparator_and_the_ir_know_no_file_format_and_no_instruction_set() {
     );
 }
 
-/// Lines of `crates/<name>/src` whose code (comments aside) contains `needle`.
-fn occurrences(name: &str, needle: &str) -> Vec<String> {
-    let src = workspace().join("crates").join(name).join("src");
+/// The lines of `files` whose code (comments aside) `matches`, as
+/// `path:line: text`.
+fn code_lines(files: &[PathBuf], matches: impl Fn(&str) -> bool) -> Vec<String> {
     let mut found = Vec::new();
-    for file in rust_files(&src) {
-        let text = std::fs::read_to_string(&file).expect("readable source");
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("readable source");
         for (number, line) in code_of(&text).lines().enumerate() {
-            if line.contains(needle) {
+            if matches(line) {
                 found.push(format!(
                     "{}:{}: {}",
                     file.display(),
@@ -356,6 +356,26 @@ fn occurrences(name: &str, needle: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Whether `line` holds `needle` with no identifier character right
+/// before it (`before`) or right after it (`!before`).
+fn names_word(line: &str, needle: &str, before: bool) -> bool {
+    let identifier = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(needle).any(|(at, _)| {
+        let neighbour = if before {
+            line[..at].chars().next_back()
+        } else {
+            line[at + needle.len()..].chars().next()
+        };
+        !neighbour.is_some_and(identifier)
+    })
+}
+
+/// Lines of `crates/<name>/src` whose code (comments aside) contains `needle`.
+fn occurrences(name: &str, needle: &str) -> Vec<String> {
+    let src = workspace().join("crates").join(name).join("src");
+    code_lines(&rust_files(&src), |line| line.contains(needle))
 }
 
 #[test]
@@ -403,29 +423,11 @@ const RAW_FORMAT_NAMES: [&str; 14] = [
 /// raw format field or constant ([`RAW_FORMAT_NAMES`]) as a word of its
 /// own (`r_info`, not `other_info`).
 fn raw_format_names(src: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for file in rust_files(src) {
-        let text = std::fs::read_to_string(&file).expect("readable source");
-        for (number, line) in code_of(&text).lines().enumerate() {
-            let named = RAW_FORMAT_NAMES.iter().any(|needle| {
-                line.match_indices(needle).any(|(at, _)| {
-                    !line[..at]
-                        .chars()
-                        .next_back()
-                        .is_some_and(|c| c.is_alphanumeric() || c == '_')
-                })
-            });
-            if named {
-                found.push(format!(
-                    "{}:{}: {}",
-                    file.display(),
-                    number + 1,
-                    line.trim()
-                ));
-            }
-        }
-    }
-    found
+    code_lines(&rust_files(src), |line| {
+        RAW_FORMAT_NAMES
+            .iter()
+            .any(|needle| names_word(line, needle, true))
+    })
 }
 
 #[test]
@@ -520,36 +522,16 @@ fn second_toolchains(dirs: &[PathBuf], except: &[PathBuf]) -> Vec<String> {
         "enum Compiler",
         "Command::new(\"qemu-aarch64\")",
     ];
+    let files: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|dir| rust_files(dir))
+        .filter(|file| !except.contains(file))
+        .collect();
     // A needle as a whole word: `enum LinkerFlavor` (how a link command
     // line reads) is no linker list.
-    let names = |line: &str, needle: &str| {
-        line.match_indices(needle).any(|(at, _)| {
-            !line[at + needle.len()..]
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_alphanumeric() || c == '_')
-        })
-    };
-    let mut found = Vec::new();
-    for dir in dirs {
-        for file in rust_files(dir) {
-            if except.contains(&file) {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file).expect("readable source");
-            for (number, line) in code_of(&text).lines().enumerate() {
-                if needles.iter().any(|needle| names(line, needle)) {
-                    found.push(format!(
-                        "{}:{}: {}",
-                        file.display(),
-                        number + 1,
-                        line.trim()
-                    ));
-                }
-            }
-        }
-    }
-    found
+    code_lines(&files, |line| {
+        needles.iter().any(|needle| names_word(line, needle, false))
+    })
 }
 
 #[test]

@@ -86,17 +86,6 @@ fn source_dir() -> PathBuf {
     icf_fixtures::source_dir().join("soundness")
 }
 
-/// The toolchain of one combination: `compiler` for `target`; flags are
-/// the case's own.
-fn toolchain(target: Target, compiler: Compiler) -> Build {
-    Build {
-        compiler,
-        target,
-        function_sections: false,
-        extra_flags: Vec::new(),
-    }
-}
-
 /// Seconds an icf command may run: a hang (a partition made again without
 /// end, say) fails its case instead of stalling the test run.
 const ICF_TIME_LIMIT: &str = "60";
@@ -214,7 +203,7 @@ fn check(case: &Case<'_>) {
         for source in case.sources {
             let object = build.join(format!("{source}.o"));
             let compiled = succeeded(
-                toolchain(case.target, compiler)
+                Build::bare(compiler, case.target)
                     .driver_command(false)
                     .args(["-c", "-O2", "-g0"])
                     .args(case.cflags)
@@ -231,7 +220,7 @@ fn check(case: &Case<'_>) {
         for (index, unit) in case.units.iter().enumerate() {
             let object = build.join(format!("unit{index}.o"));
             let compiled = succeeded(
-                toolchain(case.target, compiler)
+                Build::bare(compiler, case.target)
                     .driver_command(false)
                     .args(["-c", "-g0"])
                     .args(unit.flags)
@@ -268,7 +257,7 @@ fn check(case: &Case<'_>) {
             .collect();
         for &linker in case.linkers {
             let plain = build.join(format!("plain-{linker:?}"));
-            let mut command = toolchain(case.target, compiler).link_command(false, linker);
+            let mut command = Build::bare(compiler, case.target).link_command(false, linker);
             command
                 .args(&objects)
                 .args(&link_args)
@@ -283,7 +272,7 @@ fn check(case: &Case<'_>) {
                 combinations += 1;
                 let context = format!("{} ({compiler:?}, {linker:?}, {mode})", case.name);
                 let folded = build.join(format!("folded-{linker:?}-{mode}"));
-                let mut command = toolchain(case.target, compiler).link_command(false, linker);
+                let mut command = Build::bare(compiler, case.target).link_command(false, linker);
                 command
                     .args(&objects)
                     .args(&link_args)

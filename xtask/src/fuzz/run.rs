@@ -228,15 +228,11 @@ pub(super) struct Plan {
 impl Plan {
     fn new(program: &Program) -> Plan {
         let config = &program.config;
-        let toolchain = icf_fixtures::Build {
-            compiler: config.compiler,
-            target: match config.arch {
-                Arch::X86_64 => icf_fixtures::Target::X86_64,
-                Arch::Aarch64 => icf_fixtures::Target::Aarch64,
-            },
-            function_sections: false,
-            extra_flags: Vec::new(),
+        let target = match config.arch {
+            Arch::X86_64 => icf_fixtures::Target::X86_64,
+            Arch::Aarch64 => icf_fixtures::Target::Aarch64,
         };
+        let toolchain = icf_fixtures::Build::bare(config.compiler, target);
         let driver = icf_fixtures::command_words(&toolchain.driver_command(false));
         let pic = match config.pic {
             Pic::None => "-fno-pic",
