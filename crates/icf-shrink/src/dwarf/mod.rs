@@ -685,6 +685,9 @@ fn relocated_points(
     line: Option<usize>,
 ) -> anyhow::Result<()> {
     let elf = rewrite.elf;
+    let Some(arch) = icf_arch::from_elf_machine(elf.machine) else {
+        return Ok(());
+    };
     for (rela_index, rela_section) in elf.sections.iter().enumerate() {
         if rela_section.sh_type != object::elf::SHT_RELA.0 {
             continue;
@@ -698,7 +701,7 @@ fn relocated_points(
         }
         let known = ADDRESS_SECTIONS.contains(&section.name.as_str());
         for rela in elf.relas(rela_index)? {
-            let Some(size) = address_size(elf.machine, rela.r_type) else {
+            let Some(size) = address_size(arch, rela.r_type) else {
                 continue;
             };
             // A field naming another DWARF section holds an offset.
@@ -746,22 +749,16 @@ fn relocated_points(
     Ok(())
 }
 
-/// The size of the address a relocation of `r_type` writes whole, for the
-/// relocations DWARF holds addresses by; `None` for the others (offsets
-/// into TLS blocks).
-fn address_size(machine: u16, r_type: u32) -> Option<u64> {
-    use object::elf as E;
-    let is = |m: E::Machine, types: &[E::RelocationType]| {
-        machine == m.0 && types.iter().any(|t| t.0 == r_type)
-    };
-    if is(E::EM_X86_64, &[E::R_X86_64_64]) || is(E::EM_AARCH64, &[E::R_AARCH64_ABS64]) {
-        Some(8)
-    } else if is(E::EM_X86_64, &[E::R_X86_64_32, E::R_X86_64_32S])
-        || is(E::EM_AARCH64, &[E::R_AARCH64_ABS32])
-    {
-        Some(4)
-    } else {
-        None
+/// The size of the address a relocation of `r_type` writes whole (8 or 4
+/// bytes: `arch`'s absolute address relocations), for the relocations
+/// DWARF holds addresses by; `None` for the others (offsets into TLS
+/// blocks, narrower fields).
+fn address_size(arch: &dyn icf_arch::Architecture, r_type: u32) -> Option<u64> {
+    match arch.kept_reloc(r_type) {
+        icf_arch::KeptReloc::Address {
+            size: size @ (4 | 8),
+        } => Some(u64::from(size)),
+        _ => None,
     }
 }
 
