@@ -245,7 +245,13 @@ pub(crate) fn elf_object(layout: &mut Layout, file: &[u8], base: usize, prefix: 
                 );
             }
             _ if section.sh_type == icf_object::SHT_LLVM_ADDRSIG || section.sh_type == SHT_CREL => {
-                uleb_fields_of(layout, &field, section, start, bytes, &what)
+                let role = if section.sh_type == SHT_CREL {
+                    Role::Other
+                } else {
+                    Role::SymbolIndex
+                };
+                let what = format!("{prefix}{what}");
+                uleb_fields(layout, base + start, bytes, &what, |_| role);
             }
             _ if section.name == ".eh_frame" => eh_frame(layout, base, start, bytes, &what),
             _ => {}
@@ -388,21 +394,15 @@ fn group_fields(
     }
 }
 
-/// The ULEB128 numbers of `.llvm_addrsig` (symbol indices) or a
-/// `SHT_CREL` section.
-fn uleb_fields_of(
+/// A field for each ULEB128 number of `bytes` (at file offset `start`);
+/// `role_of` gives each number's role from its value, in order.
+pub(crate) fn uleb_fields(
     layout: &mut Layout,
-    field: &dyn Fn(&mut Layout, usize, Encoding, Role, String),
-    section: &Section,
     start: usize,
     bytes: &[u8],
     what: &str,
+    mut role_of: impl FnMut(u64) -> Role,
 ) {
-    let role = if section.sh_type == SHT_CREL {
-        Role::Other
-    } else {
-        Role::SymbolIndex
-    };
     let mut at = 0;
     let mut number = 0;
     while at < bytes.len() {
@@ -410,13 +410,18 @@ fn uleb_fields_of(
             .iter()
             .position(|&b| b & 0x80 == 0)
             .map_or(bytes.len() - at, |p| p + 1);
-        field(
-            layout,
-            start + at,
-            Encoding::Uleb(length.min(10) as u8),
-            role,
-            format!("{what}ULEB {number}"),
-        );
+        let value = bytes[at..at + length]
+            .iter()
+            .enumerate()
+            .fold(0u64, |v, (i, &b)| {
+                v | u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0)
+            });
+        layout.fields.push(Field {
+            offset: start + at,
+            encoding: Encoding::Uleb(length.min(10) as u8),
+            role: role_of(value),
+            description: format!("{what}ULEB {number}"),
+        });
         at += length;
         number += 1;
     }

@@ -11,7 +11,7 @@
 //! little-endian objects as clang writes them; the layout is read from the
 //! unmutated seed and anything that does not fit is skipped.
 
-use crate::layout::{Encoding, Field, Layout, Role, eh_frame, field_adder, read_le};
+use crate::layout::{Encoding, Layout, Role, eh_frame, field_adder, read_le, uleb_fields};
 
 /// `MH_MAGIC_64`, little-endian.
 pub(crate) const MAGIC: [u8; 4] = [0xcf, 0xfa, 0xed, 0xfe];
@@ -487,37 +487,4 @@ enum Hint {
     Kind,
     Count,
     Addresses(u64),
-}
-
-/// A field for each ULEB128 number of `bytes` (at file offset `start`);
-/// `role_of` gives each number's role from its value, in order.
-fn uleb_fields(
-    layout: &mut Layout,
-    start: usize,
-    bytes: &[u8],
-    what: &str,
-    mut role_of: impl FnMut(u64) -> Role,
-) {
-    let mut at = 0;
-    let mut number = 0;
-    while at < bytes.len() {
-        let length = bytes[at..]
-            .iter()
-            .position(|&b| b & 0x80 == 0)
-            .map_or(bytes.len() - at, |p| p + 1);
-        let value = bytes[at..at + length]
-            .iter()
-            .enumerate()
-            .fold(0u64, |v, (i, &b)| {
-                v | u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0)
-            });
-        layout.fields.push(Field {
-            offset: start + at,
-            encoding: Encoding::Uleb(length.min(10) as u8),
-            role: role_of(value),
-            description: format!("{what}ULEB {number}"),
-        });
-        at += length;
-        number += 1;
-    }
 }
