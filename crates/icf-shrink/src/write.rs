@@ -480,11 +480,7 @@ fn write_text_segment(
     new_offset: u64,
     fill: &dyn Fn(&mut Vec<u8>, u64),
 ) -> anyhow::Result<()> {
-    let data = elf.data;
-    let get = |start: u64, end: u64| {
-        data.get(start as usize..end as usize)
-            .with_context(|| format!("file bytes {start:#x}..{end:#x} past the end"))
-    };
+    let get = |start: u64, end: u64| file_bytes(elf, start, end);
     let load = &elf.segments[shape.segment];
     let text = &elf.sections[shape.text];
     let segment_file_end = load.offset + load.filesz;
