@@ -8,7 +8,7 @@
 //! linked binary is checked: an alias shares the kept copy's address, a
 //! thunk jumps to it, and pairs that must not fold keep different bodies.
 
-use icf_fixtures::{Build, Compiler, Linker, Target, run_command};
+use icf_fixtures::{Arch, Build, Compiler, Linker, run_command};
 use icf_tests::{aarch64_builds, x86_builds};
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::collections::HashMap;
@@ -49,9 +49,9 @@ fn link(
     );
 }
 
-/// Runs `binary`, built for `target`, with `args`; its output.
-fn run(target: Target, binary: &Path, args: &[&str]) -> String {
-    let result = run_command(target, binary)
+/// Runs `binary`, built for `arch`, with `args`; its output.
+fn run(arch: Arch, binary: &Path, args: &[&str]) -> String {
+    let result = run_command(arch, binary)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));
@@ -270,8 +270,8 @@ fn check_case_objects(case: &Case, builds: &[Build], compile: impl Fn(&Build) ->
                 link(&build, case.cxx, linker, &folded, &folded_binary, &[]);
                 let context = format!("{} ({}, {mode:?}, {linker:?})", case.name, build.label());
                 let (expected, actual) = (
-                    run(build.target, &plain_binary, &[]),
-                    run(build.target, &folded_binary, &[]),
+                    run(build.arch, &plain_binary, &[]),
+                    run(build.arch, &folded_binary, &[]),
                 );
                 assert_eq!(
                     compared(&expected, mode),
@@ -614,16 +614,8 @@ fn exported_functions_of_a_shared_library_stay_distinct() {
                     &program,
                     &["-ldl"],
                 );
-                let expected = run(
-                    build.target,
-                    &program,
-                    &[plain_lib.to_str().expect("utf-8")],
-                );
-                let actual = run(
-                    build.target,
-                    &program,
-                    &[folded_lib.to_str().expect("utf-8")],
-                );
+                let expected = run(build.arch, &program, &[plain_lib.to_str().expect("utf-8")]);
+                let actual = run(build.arch, &program, &[folded_lib.to_str().expect("utf-8")]);
                 let context = format!("shlib ({}, {mode:?}, {linker:?})", build.label());
                 assert_eq!(
                     compared(&expected, mode),
@@ -679,9 +671,9 @@ fn thunks_start_with_a_landing_pad_under_ibt_and_bti() {
                 let kept = binary.address("compare_me_a");
                 assert_ne!(thunk, kept);
                 assert_eq!(binary.destination(thunk), kept, "{}", build.label());
-                let pad = match build.target {
-                    Target::X86_64 => ENDBR64.to_vec(),
-                    Target::Aarch64 => BTI_C.to_le_bytes().to_vec(),
+                let pad = match build.arch {
+                    Arch::X86_64 => ENDBR64.to_vec(),
+                    Arch::Aarch64 => BTI_C.to_le_bytes().to_vec(),
                 };
                 assert!(
                     binary.starts_with(thunk, &pad),
@@ -757,9 +749,9 @@ fn thunks_keep_their_function_s_alignment_and_a_jump_s_size() {
         };
         let (before, _, _) = align_of(&objects[1]);
         let (after, size, symbol_size) = align_of(&folded[1]);
-        let thunk_size = match build.target {
-            Target::X86_64 => 5,
-            Target::Aarch64 => 4,
+        let thunk_size = match build.arch {
+            Arch::X86_64 => 5,
+            Arch::Aarch64 => 4,
         };
         assert_eq!(size, thunk_size, "{}: not a thunk", build.label());
         assert_eq!(

@@ -76,16 +76,16 @@ fn unmutated_seeds_are_read_cleanly() {
         "expected every seed kind, got {}",
         seeds.len()
     );
-    for target in icf_fuzz::Target::ALL {
+    for kind in icf_fuzz::InputKind::ALL {
         assert!(
-            seeds.iter().any(|seed| seed.target == target),
+            seeds.iter().any(|seed| seed.kind == kind),
             "no {} seed",
-            target.name()
+            kind.name()
         );
     }
     for seed in &seeds {
         let case = Case {
-            target: seed.target,
+            kind: seed.kind,
             options: icf_fuzz::RunOptions::default(),
             files: seed.files.clone(),
             notes: vec![format!("seed: {}", seed.label)],
@@ -139,14 +139,14 @@ fn fixed_campaign(test: &str, keep: fn(&icf_fuzz::Seed) -> bool, executions: u64
 
 #[test]
 fn fixed_seed_campaign_finds_nothing() {
-    fixed_campaign("campaign", |seed| !seed.target.is_macho(), EXECUTIONS);
+    fixed_campaign("campaign", |seed| !seed.kind.is_macho(), EXECUTIONS);
 }
 
 #[test]
 fn fixed_seed_macho_campaign_finds_nothing() {
     fixed_campaign(
         "macho-campaign",
-        |seed| seed.target.is_macho(),
+        |seed| seed.kind.is_macho(),
         MACHO_EXECUTIONS,
     );
 }

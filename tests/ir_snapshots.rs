@@ -5,7 +5,7 @@
 //! Regenerate with `UPDATE_EXPECT=1 cargo test -p icf-tests --test ir_snapshots`.
 
 use expect_test::expect_file;
-use icf_fixtures::{Build, Compiler, Target};
+use icf_fixtures::{Arch, Build, Compiler};
 use icf_tests::dump_functions;
 use std::path::Path;
 
@@ -43,7 +43,7 @@ fn clang_ir() {
 #[test]
 fn gcc_aarch64_ir() {
     expect_file!["snapshots/gcc-O2-fs-aarch64.ir"].assert_eq(&snapshot(Build {
-        target: Target::Aarch64,
+        arch: Arch::Aarch64,
         ..Build::new(Compiler::Gcc)
     }));
 }
@@ -51,7 +51,7 @@ fn gcc_aarch64_ir() {
 #[test]
 fn clang_aarch64_ir() {
     expect_file!["snapshots/clang-O2-fs-aarch64.ir"].assert_eq(&snapshot(Build {
-        target: Target::Aarch64,
+        arch: Arch::Aarch64,
         ..Build::new(Compiler::Clang)
     }));
 }

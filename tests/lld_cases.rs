@@ -16,7 +16,7 @@
 //! `ICF_BIN`). Main assumption: the toolchains of `cargo xtask install-deps`
 //! are on `PATH`.
 
-use icf_fixtures::{Build, Compiler, Linker, Target, command_words};
+use icf_fixtures::{Arch, Build, Compiler, Linker, command_words};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,13 +82,13 @@ fn run_command(argv: &[String]) -> Result<String, String> {
     }
 }
 
-/// The C driver of `compiler` for `target`.
-fn c_driver(target: Target, compiler: Compiler) -> Vec<String> {
-    command_words(&Build::bare(compiler, target).driver_command(false))
+/// The C driver of `compiler` for `arch`.
+fn c_driver(arch: Arch, compiler: Compiler) -> Vec<String> {
+    command_words(&Build::bare(compiler, arch).driver_command(false))
 }
 
 /// Compiles one fixture (C with `cc` at -O2 plus `flags`; assembly with clang-19) into `dir`.
-fn compile(dir: &Path, arch: Target, cc: Compiler, flags: &[&str], name: &str) -> PathBuf {
+fn compile(dir: &Path, arch: Arch, cc: Compiler, flags: &[&str], name: &str) -> PathBuf {
     let source = fixture(name);
     let file = Path::new(name).file_name().expect("a file name");
     let output = dir.join(format!("{}.o", file.to_str().expect("UTF-8 name")));
@@ -107,13 +107,13 @@ fn compile(dir: &Path, arch: Target, cc: Compiler, flags: &[&str], name: &str) -
 
 /// The link command: the C driver (gcc's for AArch64) with `linker`.
 fn link_command(
-    arch: Target,
+    arch: Arch,
     cc: Compiler,
     linker: Linker,
     inputs: &[String],
     output: &Path,
 ) -> Vec<String> {
-    let compiler = if arch == Target::Aarch64 {
+    let compiler = if arch == Arch::Aarch64 {
         Compiler::Gcc
     } else {
         cc
@@ -141,7 +141,7 @@ fn icf_link(mode: &str, report: Option<&Path>, command: &[String]) -> Vec<String
     argv
 }
 
-fn run_binary(arch: Target, binary: &Path, env: &[(&str, &str)]) -> Result<String, String> {
+fn run_binary(arch: Arch, binary: &Path, env: &[(&str, &str)]) -> Result<String, String> {
     let mut command = icf_fixtures::run_command(arch, binary);
     for (key, value) in env {
         command.env(key, value);
@@ -174,7 +174,7 @@ fn without_address_lines(output: &str) -> String {
 /// A program of fixtures: C sources built by `cc` with `flags`, assembly by clang-19.
 struct Program<'a> {
     name: &'a str,
-    arch: Target,
+    arch: Arch,
     cc: Compiler,
     flags: &'a [&'a str],
     sources: &'a [&'a str],
@@ -279,7 +279,7 @@ fn fold_groups(objects: &[&str], mode: &str, extra: &[&str]) -> Vec<Vec<String>>
         .map(|o| {
             let object = compile(
                 &dir,
-                Target::X86_64,
+                Arch::X86_64,
                 Compiler::Clang,
                 &[],
                 &format!("checklist/{o}.s"),
@@ -631,7 +631,7 @@ fn checklist_lsda_decides_like_code() {
 fn runs_gotpcrel_with_addend_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "gotpcrel_addend",
-        arch: Target::X86_64,
+        arch: Arch::X86_64,
         cc: Compiler::Gcc,
         flags: &[],
         sources: &["gotpcrel_addend.s", "gotpcrel_addend_main.c"],
@@ -647,7 +647,7 @@ fn runs_gotpcrel_with_addend_unchanged() {
 fn runs_symbol_plus_addend_into_unfolded_sections_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "addend_pair",
-        arch: Target::X86_64,
+        arch: Arch::X86_64,
         cc: Compiler::Gcc,
         flags: &[],
         sources: &["addend_pair.s", "addend_pair_main.c"],
@@ -663,7 +663,7 @@ fn runs_symbol_plus_addend_into_unfolded_sections_unchanged() {
 fn runs_compared_rodata_tables_gcc_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "rodata_twins_gcc",
-        arch: Target::X86_64,
+        arch: Arch::X86_64,
         cc: Compiler::Gcc,
         flags: &["-ffunction-sections", "-fdata-sections"],
         sources: &["rodata_twins.c"],
@@ -678,7 +678,7 @@ fn runs_compared_rodata_tables_gcc_unchanged() {
 fn runs_compared_rodata_tables_clang_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "rodata_twins_clang",
-        arch: Target::X86_64,
+        arch: Arch::X86_64,
         cc: Compiler::Clang,
         flags: &["-ffunction-sections", "-fdata-sections"],
         sources: &["rodata_twins.c"],
@@ -698,7 +698,7 @@ fn runs_compared_function_addresses_unchanged() {
     ] {
         failures.extend(folded_runs_differ(&Program {
             name,
-            arch: Target::X86_64,
+            arch: Arch::X86_64,
             cc,
             flags: &["-ffunction-sections"],
             sources: &["fn_addresses.c"],
@@ -720,7 +720,7 @@ fn runs_absolute_symbol_loaders_unchanged() {
     ] {
         failures.extend(folded_runs_differ(&Program {
             name,
-            arch: Target::X86_64,
+            arch: Arch::X86_64,
             cc: Compiler::Gcc,
             flags: &[],
             sources: &["abs_values.s", values, "abs_values_main.c"],
@@ -743,7 +743,7 @@ fn runs_c_identifier_section_size_unchanged() {
     ] {
         failures.extend(folded_runs_differ(&Program {
             name,
-            arch: Target::X86_64,
+            arch: Arch::X86_64,
             cc,
             flags: &[],
             sources: &["hooks_section.c"],
@@ -760,7 +760,7 @@ fn runs_c_identifier_section_size_unchanged() {
 fn runs_alignment_of_folded_twins_kept() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "align_twins",
-        arch: Target::X86_64,
+        arch: Arch::X86_64,
         cc: Compiler::Gcc,
         flags: &[],
         sources: &["align_twins.s", "align_twins_main.c"],
@@ -776,7 +776,7 @@ fn runs_alignment_of_folded_twins_kept() {
 fn runs_jumps_to_script_defined_names_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "script_symbols",
-        arch: Target::X86_64,
+        arch: Arch::X86_64,
         cc: Compiler::Gcc,
         flags: &[],
         sources: &["script_symbols.s", "script_symbols_main.c"],
@@ -792,7 +792,7 @@ fn runs_jumps_to_script_defined_names_unchanged() {
 fn runs_object_with_extended_section_indices_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "many_sections",
-        arch: Target::X86_64,
+        arch: Arch::X86_64,
         cc: Compiler::Gcc,
         flags: &[],
         sources: &["many_sections.s", "many_sections_main.c"],
@@ -807,7 +807,7 @@ fn runs_object_with_extended_section_indices_unchanged() {
 fn runs_aarch64_got_pair_split_across_functions_unchanged() {
     assert_no_failures(&folded_runs_differ(&Program {
         name: "got_split_aarch64",
-        arch: Target::Aarch64,
+        arch: Arch::Aarch64,
         cc: Compiler::Gcc,
         flags: &[],
         sources: &["got_split_aarch64.s", "got_split_aarch64_main.c"],
@@ -824,12 +824,12 @@ fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
     let dir = scratch("preempt_shared");
     let library = compile(
         &dir,
-        Target::X86_64,
+        Arch::X86_64,
         Compiler::Gcc,
         &["-fPIC"],
         "preempt_lib.c",
     );
-    let main = compile(&dir, Target::X86_64, Compiler::Gcc, &[], "preempt_main.c");
+    let main = compile(&dir, Arch::X86_64, Compiler::Gcc, &[], "preempt_main.c");
     let mut failures = Vec::new();
     for linker in LINKERS {
         let mut outputs = Vec::new();
@@ -838,7 +838,7 @@ fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
             std::fs::create_dir_all(&lib_dir).expect("create library dir");
             let so = lib_dir.join("libpreempt.so");
             let mut command = link_command(
-                Target::X86_64,
+                Arch::X86_64,
                 Compiler::Gcc,
                 linker,
                 &["-shared".into(), text(&library)],
@@ -853,7 +853,7 @@ fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
             }
             let exe = lib_dir.join("app");
             let exe_command = link_command(
-                Target::X86_64,
+                Arch::X86_64,
                 Compiler::Gcc,
                 linker,
                 &[
@@ -865,7 +865,7 @@ fn runs_shared_library_callers_of_preemptible_twins_unchanged() {
             );
             run_command(&exe_command).unwrap_or_else(|e| panic!("{e}"));
             let lib_path = text(&lib_dir);
-            match run_binary(Target::X86_64, &exe, &[("LD_LIBRARY_PATH", &lib_path)]) {
+            match run_binary(Arch::X86_64, &exe, &[("LD_LIBRARY_PATH", &lib_path)]) {
                 Ok(out) => outputs.push((mode, out)),
                 Err(e) => failures.push(format!("{linker:?} {mode}: {e}")),
             }

@@ -11,7 +11,7 @@
 //! in `__text`, the first naming a symbol (`r_extern`); the test checks
 //! that before changing anything.
 
-use icf_fixtures::{Build, Compiler, Target};
+use icf_fixtures::{Arch, Build, Compiler};
 use std::path::{Path, PathBuf};
 
 /// The relocation fixture for `arch` (`x86_64` or `arm64`), built for macOS.
@@ -19,7 +19,7 @@ fn fixture(arch: &str) -> Vec<u8> {
     let build = Build {
         compiler: Compiler::Clang,
         // Only picks gcc's cross compiler; `--target` says it all.
-        target: Target::X86_64,
+        arch: Arch::X86_64,
         function_sections: false,
         extra_flags: vec![format!("--target={arch}-apple-macos11")],
     };

@@ -517,11 +517,9 @@ fn the_manifest_reader_sees_a_path_dependency() {
 /// toolchain of their own: an enum of compilers or linkers, or a command
 /// that starts the emulator.
 fn second_toolchains(dirs: &[PathBuf], except: &[PathBuf]) -> Vec<String> {
-    let needles = [
-        "enum Linker",
-        "enum Compiler",
-        "Command::new(\"qemu-aarch64\")",
-    ];
+    let needles = ["enum Linker", "enum Compiler"];
+    // The emulator, started by its name or through a variable.
+    let emulator = ["Command::new(\"qemu", "Command::new(qemu"];
     let files: Vec<PathBuf> = dirs
         .iter()
         .flat_map(|dir| rust_files(dir))
@@ -531,6 +529,7 @@ fn second_toolchains(dirs: &[PathBuf], except: &[PathBuf]) -> Vec<String> {
     // line reads) is no linker list.
     code_lines(&files, |line| {
         needles.iter().any(|needle| names_word(line, needle, false))
+            || emulator.iter().any(|start| line.contains(start))
     })
 }
 
@@ -569,9 +568,64 @@ fn the_toolchain_check_sees_a_second_enum() {
     assert_eq!(second_toolchains(dirs, &[]).len(), 0);
     std::fs::write(&file, "enum Linker { Lld, Bfd }\n").expect("write");
     assert_eq!(second_toolchains(dirs, &[]).len(), 1);
+    std::fs::write(&file, "let qemu = \"qemu-x86_64\";\nCommand::new(qemu);\n").expect("write");
+    assert_eq!(second_toolchains(dirs, &[]).len(), 1);
     assert_eq!(
         second_toolchains(dirs, std::slice::from_ref(&file)).len(),
         0
     );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Lines of the Rust files under `dirs` (but `except`) that define a type
+/// named `Target`.
+fn target_types(dirs: &[PathBuf], except: &[PathBuf]) -> Vec<String> {
+    let files: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|dir| rust_files(dir))
+        .filter(|file| !except.contains(file))
+        .collect();
+    code_lines(&files, |line| {
+        ["enum Target", "struct Target"]
+            .iter()
+            .any(|needle| names_word(line, needle, false))
+    })
+}
+
+#[test]
+fn a_target_is_what_a_reference_names() {
+    // One meaning per word: a target is the place a relocation or a
+    // reference names (`icf`'s target table, the link map's reading of
+    // input relocations), and the bench's PASS/FAIL lines are the issues'
+    // targets. What a program is built for is an architecture
+    // (`icf_fixtures::Arch`) or a platform (`icf_emu::Platform`); what the
+    // fuzzer mutates is an input kind (`icf_fuzz::InputKind`).
+    let root = workspace();
+    let dirs = ["crates", "tests", "xtask", "fixtures/src"].map(|dir| root.join(dir));
+    let except = [
+        root.join("crates/icf/src/load/targets.rs"),
+        root.join("crates/icf-linkmap/src/input_objects.rs"),
+        root.join("xtask/src/bench/targets.rs"),
+        // This file names the type to look for it.
+        root.join("tests/structure.rs"),
+    ];
+    let found = target_types(&dirs, &except);
+    assert!(
+        found.is_empty(),
+        "a `Target` that is no reference target:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_target_check_sees_a_build_target() {
+    let dir = std::env::temp_dir().join(format!("icf-structure-target-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let file = dir.join("lib.rs");
+    let dirs = std::slice::from_ref(&dir);
+    std::fs::write(&file, "// enum Target in prose\nenum TargetId { A }\n").expect("write");
+    assert_eq!(target_types(dirs, &[]).len(), 0);
+    std::fs::write(&file, "pub enum Target { X86_64, Aarch64 }\n").expect("write");
+    assert_eq!(target_types(dirs, &[]).len(), 1);
     std::fs::remove_dir_all(&dir).ok();
 }

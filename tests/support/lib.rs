@@ -2,7 +2,7 @@
 //! objects into a program, and IR text that does not depend on where the
 //! fixture cache lives.
 
-use icf_fixtures::{Build, Compiler, Target};
+use icf_fixtures::{Arch, Build, Compiler};
 use std::path::{Path, PathBuf};
 
 /// gcc and clang-19, with and without `-ffunction-sections`, for x86-64.
@@ -24,7 +24,7 @@ pub fn aarch64_builds() -> Vec<Build> {
     x86_builds()
         .into_iter()
         .map(|build| Build {
-            target: Target::Aarch64,
+            arch: Arch::Aarch64,
             ..build
         })
         .collect()

@@ -53,8 +53,8 @@ pub fn run(args: &FuzzParseArgs) -> Result<()> {
     let seeds: Vec<icf_fuzz::Seed> = icf_fuzz::build_seeds(&root.join("seeds"))
         .into_iter()
         .filter(|seed| match args.formats.as_str() {
-            "elf" => !seed.target.is_macho(),
-            "macho" => seed.target.is_macho(),
+            "elf" => !seed.kind.is_macho(),
+            "macho" => seed.kind.is_macho(),
             _ => true,
         })
         .collect();

@@ -29,7 +29,7 @@
 //! `--after-link` (with `--verify`) on objects compiled without
 //! `-ffunction-sections` folds more than the usual path can.
 
-use icf_fixtures::Target;
+use icf_fixtures::Arch;
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -44,7 +44,7 @@ const SOURCES: [&str; 3] = [
 /// One LTO toolchain.
 struct Toolchain {
     name: &'static str,
-    target: Target,
+    arch: Arch,
     /// The compiler and its flags (`-c SOURCE -o OBJECT` follow).
     compile: &'static [&'static str],
     /// The link command's program and flags (objects and `-o OUT` follow).
@@ -58,7 +58,7 @@ struct Toolchain {
 const TOOLCHAINS: [Toolchain; 6] = [
     Toolchain {
         name: "clang-thinlto-lld",
-        target: Target::X86_64,
+        arch: Arch::X86_64,
         compile: &["clang++-19", "-O2", "-flto=thin"],
         link: &["clang++-19", "-flto=thin", "-fuse-ld=lld"],
         peer: Some(&["clang++-19", "-flto=thin", "-fuse-ld=lld", "-Wl,--icf=all"]),
@@ -66,7 +66,7 @@ const TOOLCHAINS: [Toolchain; 6] = [
     },
     Toolchain {
         name: "clang-fulllto-lld",
-        target: Target::X86_64,
+        arch: Arch::X86_64,
         compile: &["clang++-19", "-O2", "-flto"],
         link: &["clang++-19", "-flto", "-fuse-ld=lld"],
         peer: Some(&["clang++-19", "-flto", "-fuse-ld=lld", "-Wl,--icf=all"]),
@@ -74,7 +74,7 @@ const TOOLCHAINS: [Toolchain; 6] = [
     },
     Toolchain {
         name: "gcc-lto-bfd",
-        target: Target::X86_64,
+        arch: Arch::X86_64,
         compile: &["g++", "-O2", "-flto"],
         link: &["g++", "-O2", "-flto", "-fuse-ld=bfd"],
         peer: Some(&["g++", "-O2", "-flto", "-fuse-ld=gold", "-Wl,--icf=all"]),
@@ -82,7 +82,7 @@ const TOOLCHAINS: [Toolchain; 6] = [
     },
     Toolchain {
         name: "gcc-lto-gold",
-        target: Target::X86_64,
+        arch: Arch::X86_64,
         compile: &["g++", "-O2", "-flto"],
         link: &["g++", "-O2", "-flto", "-fuse-ld=gold"],
         peer: Some(&["g++", "-O2", "-flto", "-fuse-ld=gold", "-Wl,--icf=all"]),
@@ -90,7 +90,7 @@ const TOOLCHAINS: [Toolchain; 6] = [
     },
     Toolchain {
         name: "gcc-lto-mold",
-        target: Target::X86_64,
+        arch: Arch::X86_64,
         compile: &["g++", "-O2", "-flto"],
         link: &["g++", "-O2", "-flto", "-fuse-ld=mold"],
         peer: Some(&["g++", "-O2", "-flto", "-fuse-ld=gold", "-Wl,--icf=all"]),
@@ -98,7 +98,7 @@ const TOOLCHAINS: [Toolchain; 6] = [
     },
     Toolchain {
         name: "gcc-lto-bfd-aarch64",
-        target: Target::Aarch64,
+        arch: Arch::Aarch64,
         compile: &["aarch64-linux-gnu-g++", "-O2", "-flto"],
         link: &["aarch64-linux-gnu-g++", "-O2", "-flto"],
         peer: None,
@@ -165,8 +165,8 @@ fn relocation_symbols(binary: &Path) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-fn run(target: Target, binary: &Path) -> String {
-    let output = succeed(&mut icf_fixtures::run_command(target, binary));
+fn run(arch: Arch, binary: &Path) -> String {
+    let output = succeed(&mut icf_fixtures::run_command(arch, binary));
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
@@ -222,7 +222,7 @@ fn check(toolchain: &Toolchain) {
     succeed(&mut command(
         &words.iter().map(String::as_str).collect::<Vec<_>>(),
     ));
-    let expected = run(toolchain.target, &plain);
+    let expected = run(toolchain.arch, &plain);
     assert!(
         !expected.is_empty(),
         "{}: the plain build prints nothing",
@@ -232,7 +232,7 @@ fn check(toolchain: &Toolchain) {
         let path = dir.join("peer");
         succeed(command(peer).args(&objects).arg("-o").arg(&path));
         assert_eq!(
-            run(toolchain.target, &path),
+            run(toolchain.arch, &path),
             expected,
             "{}: the peer's build",
             toolchain.name
@@ -266,7 +266,7 @@ fn check(toolchain: &Toolchain) {
         let stderr = String::from_utf8_lossy(&linked.stderr);
         assert!(!stderr.contains("warning"), "{context}: {stderr}");
         assert_eq!(
-            run(toolchain.target, &output),
+            run(toolchain.arch, &output),
             expected,
             "{context}: OUT prints otherwise"
         );
@@ -328,7 +328,7 @@ fn check(toolchain: &Toolchain) {
         toolchain.name
     );
     assert_eq!(
-        run(toolchain.target, &kept),
+        run(toolchain.arch, &kept),
         expected,
         "{}: -q",
         toolchain.name
@@ -499,8 +499,8 @@ fn after_link_folds_objects_without_function_sections() {
     );
     let stderr = String::from_utf8_lossy(&linked.stderr);
     assert!(!stderr.contains("warning"), "{stderr}");
-    let expected = run(Target::X86_64, &plain);
-    assert_eq!(run(Target::X86_64, &after), expected);
+    let expected = run(Arch::X86_64, &plain);
+    assert_eq!(run(Arch::X86_64, &after), expected);
     verify("safe", &plain, &after);
     let (plain_text, usual_text, after_text) = (
         section_size(&plain, ".text"),

@@ -10,7 +10,7 @@
 //! whether addresses differ are compared in safe mode only).
 
 use icf_emu::Limits;
-use icf_emu::build::Target;
+use icf_emu::build::Platform;
 use object::{Object as _, ObjectSection as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,27 +43,27 @@ fn assert_verifies(plain: &Path, folded: &Path, mode: &str) {
     );
 }
 
-/// Links `objects` for `target` into `output` with `-dead_strip` and
+/// Links `objects` for `platform` into `output` with `-dead_strip` and
 /// `extra`, through `icf link --mode mode` when given.
-fn link(target: Target, objects: &[PathBuf], output: &Path, mode: Option<&str>) {
-    link_with(target, objects, output, mode, &[]);
+fn link(platform: Platform, objects: &[PathBuf], output: &Path, mode: Option<&str>) {
+    link_with(platform, objects, output, mode, &[]);
 }
 
 fn link_with(
-    target: Target,
+    platform: Platform,
     objects: &[PathBuf],
     output: &Path,
     mode: Option<&str>,
     extra: &[&str],
 ) {
     // Each format's way of dropping what nothing references.
-    let mut args = vec![if target.macho_arch().is_some() {
+    let mut args = vec![if platform.macho_arch().is_some() {
         "-dead_strip"
     } else {
         "--gc-sections"
     }];
     args.extend_from_slice(extra);
-    let plain = icf_emu::build::link_command(target, objects, output, &args);
+    let plain = icf_emu::build::link_command(platform, objects, output, &args);
     let mut command = match mode {
         None => plain,
         Some(mode) => {
@@ -77,14 +77,14 @@ fn link_with(
     icf_fixtures::run(&mut command);
 }
 
-/// Compiles the fold fixtures and the runtime for `target` into a scratch
+/// Compiles the fold fixtures and the runtime for `platform` into a scratch
 /// directory of `test`'s; returns it and the objects.
-fn fold_fixture_objects(test: &str, target: Target) -> (PathBuf, Vec<PathBuf>) {
-    let dir = icf_emu::build::scratch_dir(&format!("{test}-{}", target.label()));
+fn fold_fixture_objects(test: &str, platform: Platform) -> (PathBuf, Vec<PathBuf>) {
+    let dir = icf_emu::build::scratch_dir(&format!("{test}-{}", platform.label()));
     // ELF needs a section per function for a fold to remove a body; a
     // Mach-O atom is one already.
     // With debug information: its relocations name the folded bodies.
-    let flags: &[&str] = if target.macho_arch().is_some() {
+    let flags: &[&str] = if platform.macho_arch().is_some() {
         &["-O2", "-g"]
     } else {
         &["-O2", "-ffunction-sections", "-fdata-sections"]
@@ -92,9 +92,9 @@ fn fold_fixture_objects(test: &str, target: Target) -> (PathBuf, Vec<PathBuf>) {
     let mut objects: Vec<PathBuf> = ["fold_a.c", "fold_b.c"]
         .iter()
         .map(|name| icf_emu::build::runtime_dir().join(name))
-        .map(|source| icf_emu::build::compile(&source, target, &dir, flags))
+        .map(|source| icf_emu::build::compile(&source, platform, &dir, flags))
         .collect();
-    objects.push(icf_emu::build::runtime_object(target, &dir));
+    objects.push(icf_emu::build::runtime_object(platform, &dir));
     (dir, objects)
 }
 
@@ -173,12 +173,12 @@ fn report_members(objects: &[PathBuf], mode: &str) -> Vec<Vec<(String, String)>>
 /// address too, and icf's `__text` is no larger than lld's.
 #[test]
 fn macho_folds_include_every_fold_lld_finds() {
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let (dir, objects) = fold_fixture_objects("macho-oracle", target);
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let (dir, objects) = fold_fixture_objects("macho-oracle", platform);
         let by_lld = dir.join("lld-icf");
-        link_with(target, &objects, &by_lld, None, &["--icf=all"]);
+        link_with(platform, &objects, &by_lld, None, &["--icf=all"]);
         let by_icf = dir.join("icf-all");
-        link(target, &objects, &by_icf, Some("all"));
+        link(platform, &objects, &by_icf, Some("all"));
         let icf_groups = report_groups(&objects, "all");
         let same_in_icf = |a: &str, b: &str| {
             icf_groups
@@ -189,14 +189,14 @@ fn macho_folds_include_every_fold_lld_finds() {
         assert!(
             !lld_groups.is_empty(),
             "{}: lld folds something here",
-            target.label()
+            platform.label()
         );
         for group in &lld_groups {
             for other in &group[1..] {
                 assert!(
                     same_in_icf(&group[0], other),
                     "{}: lld folds {} and {other}, icf does not (icf's groups: {icf_groups:?})",
-                    target.label(),
+                    platform.label(),
                     group[0]
                 );
             }
@@ -205,11 +205,11 @@ fn macho_folds_include_every_fold_lld_finds() {
         assert!(
             icf_text <= lld_text,
             "{}: __text is {icf_text} bytes after icf, {lld_text} after lld --icf=all",
-            target.label()
+            platform.label()
         );
         eprintln!(
             "{}: __text {icf_text} bytes with icf (mode all), {lld_text} with lld --icf=all; lld's groups {lld_groups:?}, icf's {icf_groups:?}",
-            target.label()
+            platform.label()
         );
     }
 }
@@ -217,17 +217,17 @@ fn macho_folds_include_every_fold_lld_finds() {
 #[test]
 fn folded_macho_programs_behave_like_plain_ones() {
     // The same programs as ELF, so each case is checked on both formats.
-    for target in [
-        Target::MachoArm64,
-        Target::MachoX86_64,
-        Target::LinuxX86_64,
-        Target::LinuxAarch64,
+    for platform in [
+        Platform::MachoArm64,
+        Platform::MachoX86_64,
+        Platform::LinuxX86_64,
+        Platform::LinuxAarch64,
     ] {
-        let (dir, objects) = fold_fixture_objects("macho-fold", target);
+        let (dir, objects) = fold_fixture_objects("macho-fold", platform);
         let plain = dir.join("plain");
-        link(target, &objects, &plain, None);
-        let expected = icf_emu::build::run_program(&plain, target, &Limits::default())
-            .unwrap_or_else(|e| panic!("{}: the plain program: {e}", target.label()));
+        link(platform, &objects, &plain, None);
+        let expected = icf_emu::build::run_program(&plain, platform, &Limits::default())
+            .unwrap_or_else(|e| panic!("{}: the plain program: {e}", platform.label()));
         assert_eq!(expected.exit_code, 7, "{}", expected.stdout_text());
         assert!(
             expected
@@ -236,9 +236,9 @@ fn folded_macho_programs_behave_like_plain_ones() {
         );
         for mode in ["safe", "all"] {
             let folded = dir.join(format!("folded-{mode}"));
-            link(target, &objects, &folded, Some(mode));
-            let got = icf_emu::build::run_program(&folded, target, &Limits::default())
-                .unwrap_or_else(|e| panic!("{} {mode}: the folded program: {e}", target.label()));
+            link(platform, &objects, &folded, Some(mode));
+            let got = icf_emu::build::run_program(&folded, platform, &Limits::default())
+                .unwrap_or_else(|e| panic!("{} {mode}: the folded program: {e}", platform.label()));
             // Mode all gives address-taken twins one address, as
             // `--icf=all` does: only safe mode keeps them apart.
             let comparable = |text: String| -> String {
@@ -251,19 +251,19 @@ fn folded_macho_programs_behave_like_plain_ones() {
                 comparable(got.stdout_text()),
                 comparable(expected.stdout_text()),
                 "{} {mode}: the folded program prints otherwise",
-                target.label()
+                platform.label()
             );
             assert_eq!(
                 got.exit_code,
                 expected.exit_code,
                 "{} {mode}",
-                target.label()
+                platform.label()
             );
             let (before, after) = (text_size(&plain), text_size(&folded));
             assert!(
                 after < before,
                 "{} {mode}: __text is {after} bytes folded, {before} plain",
-                target.label()
+                platform.label()
             );
             assert_verifies(&plain, &folded, mode);
         }
@@ -275,8 +275,8 @@ fn folded_macho_programs_behave_like_plain_ones() {
 /// like the plain program.
 #[test]
 fn macho_archive_members_fold_and_the_program_runs_alike() {
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let (dir, objects) = fold_fixture_objects("macho-archive", target);
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let (dir, objects) = fold_fixture_objects("macho-archive", platform);
         let archive = dir.join("libfoldb.a");
         let status = Command::new("llvm-ar-19")
             .arg("rcs")
@@ -287,23 +287,27 @@ fn macho_archive_members_fold_and_the_program_runs_alike() {
         assert!(status.success());
         let inputs = [objects[0].clone(), objects[2].clone(), archive];
         let plain = dir.join("plain");
-        link(target, &inputs, &plain, None);
+        link(platform, &inputs, &plain, None);
         let folded = dir.join("folded");
-        link(target, &inputs, &folded, Some("safe"));
+        link(platform, &inputs, &folded, Some("safe"));
         let run = |path: &Path| {
-            icf_emu::build::run_program(path, target, &Limits::default())
-                .unwrap_or_else(|e| panic!("{}: {e}", target.label()))
+            icf_emu::build::run_program(path, platform, &Limits::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", platform.label()))
         };
         let (expected, got) = (run(&plain), run(&folded));
         assert_eq!(
             got.stdout_text(),
             expected.stdout_text(),
             "{}",
-            target.label()
+            platform.label()
         );
         assert_eq!(got.exit_code, expected.exit_code);
         assert_verifies(&plain, &folded, "safe");
-        assert!(text_size(&folded) < text_size(&plain), "{}", target.label());
+        assert!(
+            text_size(&folded) < text_size(&plain),
+            "{}",
+            platform.label()
+        );
     }
 }
 
@@ -311,9 +315,9 @@ fn macho_archive_members_fold_and_the_program_runs_alike() {
 /// says so, and with it (`--verbose`) says what it removes.
 #[test]
 fn a_macho_link_says_what_dead_strip_removes() {
-    let target = Target::MachoArm64;
-    let (dir, objects) = fold_fixture_objects("macho-dead-strip", target);
-    let plain = icf_emu::build::link_command(target, &objects, &dir.join("out"), &[]);
+    let platform = Platform::MachoArm64;
+    let (dir, objects) = fold_fixture_objects("macho-dead-strip", platform);
+    let plain = icf_emu::build::link_command(platform, &objects, &dir.join("out"), &[]);
     let run = |extra: &[&str]| {
         let output = Command::new(env!("CARGO_BIN_EXE_icf"))
             .args(["link", "--strict", "--verbose", "--"])
@@ -346,8 +350,8 @@ fn a_macho_link_says_what_dead_strip_removes() {
 /// through `-Wl,` options, and the program runs like the plain one.
 #[test]
 fn a_clang_driver_targeting_apple_links_folded_programs() {
-    let target = Target::MachoArm64;
-    let (dir, objects) = fold_fixture_objects("macho-driver", target);
+    let platform = Platform::MachoArm64;
+    let (dir, objects) = fold_fixture_objects("macho-driver", platform);
     let sdk = icf_emu::build::write_sdk(&dir.join("sdk"));
     let link = |output: &Path, through_icf: bool| {
         let mut command = if through_icf {
@@ -379,7 +383,7 @@ fn a_clang_driver_targeting_apple_links_folded_programs() {
     link(&plain, false);
     link(&folded, true);
     let run = |path: &Path| {
-        icf_emu::build::run_program(path, target, &Limits::default()).expect("the program runs")
+        icf_emu::build::run_program(path, platform, &Limits::default()).expect("the program runs")
     };
     assert_eq!(run(&folded).stdout_text(), run(&plain).stdout_text());
     assert_verifies(&plain, &folded, "safe");
@@ -390,60 +394,60 @@ fn a_clang_driver_targeting_apple_links_folded_programs() {
 /// when identical; the program calling every entry runs alike in both modes.
 #[test]
 fn atoms_with_an_alternate_entry_never_fold() {
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let dir = icf_emu::build::scratch_dir(&format!("macho-alt-entry-{}", target.label()));
-        let arch = if target == Target::MachoArm64 {
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let dir = icf_emu::build::scratch_dir(&format!("macho-alt-entry-{}", platform.label()));
+        let arch = if platform == Platform::MachoArm64 {
             "arm64"
         } else {
             "x86_64"
         };
         let fixtures = icf_emu::build::runtime_dir();
         let objects = vec![
-            icf_emu::build::compile(&fixtures.join("alt_entry.c"), target, &dir, &["-O2"]),
+            icf_emu::build::compile(&fixtures.join("alt_entry.c"), platform, &dir, &["-O2"]),
             icf_emu::build::compile(
                 &fixtures.join(format!("alt_entry_{arch}.s")),
-                target,
+                platform,
                 &dir,
                 &[],
             ),
-            icf_emu::build::runtime_object(target, &dir),
+            icf_emu::build::runtime_object(platform, &dir),
         ];
         // Found identical, and kept apart.
         let groups = report_members(&objects, "all");
         let twins = groups
             .iter()
             .find(|g| g.iter().any(|(name, _)| name == "_twice_plus_one_twin"))
-            .unwrap_or_else(|| panic!("{}: the twins are one class: {groups:?}", target.label()));
+            .unwrap_or_else(|| panic!("{}: the twins are one class: {groups:?}", platform.label()));
         assert!(
             twins
                 .iter()
                 .all(|(_, action)| action == "kept" || action == "keep"),
             "{}: {twins:?}",
-            target.label()
+            platform.label()
         );
         let plain = dir.join("plain");
-        link(target, &objects, &plain, None);
+        link(platform, &objects, &plain, None);
         let run = |path: &Path| {
-            icf_emu::build::run_program(path, target, &Limits::default())
-                .unwrap_or_else(|e| panic!("{}: {e}", target.label()))
+            icf_emu::build::run_program(path, platform, &Limits::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", platform.label()))
         };
         let expected = run(&plain);
         assert_eq!(expected.stdout_text(), "21 12 25 14 37\n");
         for mode in ["safe", "all"] {
             let folded = dir.join(format!("folded-{mode}"));
-            link(target, &objects, &folded, Some(mode));
+            link(platform, &objects, &folded, Some(mode));
             let got = run(&folded);
             assert_eq!(
                 got.stdout_text(),
                 expected.stdout_text(),
                 "{} {mode}",
-                target.label()
+                platform.label()
             );
             assert_eq!(
                 got.exit_code,
                 expected.exit_code,
                 "{} {mode}",
-                target.label()
+                platform.label()
             );
             assert_verifies(&plain, &folded, mode);
         }
@@ -529,10 +533,13 @@ fn the_e2e_programs_behave_alike_folded_on_macho() {
     let include = include.display().to_string();
     let e2e = fixtures.join("e2e").display().to_string();
     let mut folded_somewhere = 0;
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
         for case in E2E_CASES {
-            let dir =
-                icf_emu::build::scratch_dir(&format!("macho-e2e-{}-{}", case.name, target.label()));
+            let dir = icf_emu::build::scratch_dir(&format!(
+                "macho-e2e-{}-{}",
+                case.name,
+                platform.label()
+            ));
             let mut objects: Vec<PathBuf> = case
                 .sources
                 .iter()
@@ -545,21 +552,21 @@ fn the_e2e_programs_behave_alike_folded_on_macho() {
                     if case.slow.contains(source) {
                         flags.push("-O0");
                     }
-                    icf_emu::build::compile(&fixtures.join(source), target, &dir, &flags)
+                    icf_emu::build::compile(&fixtures.join(source), platform, &dir, &flags)
                 })
                 .collect();
             objects.push(icf_emu::build::compile(
                 &icf_emu::build::runtime_dir().join("printf.c"),
-                target,
+                platform,
                 &dir,
                 &[],
             ));
-            objects.push(icf_emu::build::runtime_object(target, &dir));
-            let label = format!("{} {}", case.name, target.label());
+            objects.push(icf_emu::build::runtime_object(platform, &dir));
+            let label = format!("{} {}", case.name, platform.label());
             let plain = dir.join("plain");
-            link(target, &objects, &plain, None);
+            link(platform, &objects, &plain, None);
             let run = |path: &Path| {
-                icf_emu::build::run_program(path, target, &Limits::default())
+                icf_emu::build::run_program(path, platform, &Limits::default())
                     .unwrap_or_else(|e| panic!("{label}: {e}"))
             };
             let expected = run(&plain);
@@ -569,7 +576,7 @@ fn the_e2e_programs_behave_alike_folded_on_macho() {
             );
             for mode in ["safe", "all"] {
                 let folded = dir.join(format!("folded-{mode}"));
-                link(target, &objects, &folded, Some(mode));
+                link(platform, &objects, &folded, Some(mode));
                 let got = run(&folded);
                 // As in tests/e2e.rs: `fnaddr` lines compare addresses.
                 let comparable = |text: String| -> String {
@@ -609,19 +616,19 @@ const CXX_FLAGS: &[&str] = &[
 ];
 
 /// Compiles the C++ template program's two units and the runtime for
-/// `target` (clang-19 compiles `.cpp` as C++) into a scratch directory.
-fn template_objects(test: &str, target: Target) -> (PathBuf, Vec<PathBuf>) {
-    let dir = icf_emu::build::scratch_dir(&format!("{test}-{}", target.label()));
+/// `platform` (clang-19 compiles `.cpp` as C++) into a scratch directory.
+fn template_objects(test: &str, platform: Platform) -> (PathBuf, Vec<PathBuf>) {
+    let dir = icf_emu::build::scratch_dir(&format!("{test}-{}", platform.label()));
     let mut flags = CXX_FLAGS.to_vec();
-    if target.macho_arch().is_none() {
+    if platform.macho_arch().is_none() {
         flags.extend_from_slice(&["-ffunction-sections", "-fdata-sections"]);
     }
     let mut objects: Vec<PathBuf> = ["templates_a.cpp", "templates_b.cpp"]
         .iter()
         .map(|name| icf_emu::build::runtime_dir().join(name))
-        .map(|source| icf_emu::build::compile(&source, target, &dir, &flags))
+        .map(|source| icf_emu::build::compile(&source, platform, &dir, &flags))
         .collect();
-    objects.push(icf_emu::build::runtime_object(target, &dir));
+    objects.push(icf_emu::build::runtime_object(platform, &dir));
     (dir, objects)
 }
 
@@ -638,55 +645,63 @@ fn template_objects(test: &str, target: Target) -> (PathBuf, Vec<PathBuf>) {
 #[test]
 fn folded_cpp_templates_behave_like_plain_ones() {
     let mut sizes = Vec::new();
-    for target in Target::ALL {
-        let (dir, objects) = template_objects("macho-templates", target);
+    for platform in Platform::ALL {
+        let (dir, objects) = template_objects("macho-templates", platform);
         let run = |path: &Path, what: &str| {
-            icf_emu::build::run_program(path, target, &Limits::default())
-                .unwrap_or_else(|e| panic!("{} {what}: {e}", target.label()))
+            icf_emu::build::run_program(path, platform, &Limits::default())
+                .unwrap_or_else(|e| panic!("{} {what}: {e}", platform.label()))
         };
         let plain = dir.join("plain");
-        link(target, &objects, &plain, None);
+        link(platform, &objects, &plain, None);
         let expected = run(&plain, "plain");
         let text = expected.stdout_text();
-        assert_eq!(expected.exit_code, 0, "{}: {text}", target.label());
-        assert!(text.contains("failures = 0"), "{}: {text}", target.label());
+        assert_eq!(expected.exit_code, 0, "{}: {text}", platform.label());
+        assert!(
+            text.contains("failures = 0"),
+            "{}: {text}",
+            platform.label()
+        );
         assert!(text.contains("registry = 2\nalpha\n"), "{text}");
         assert!(text.contains("live allocations = 0"), "{text}");
         let by_lld = dir.join("lld-icf");
-        link_with(target, &objects, &by_lld, None, &["--icf=all"]);
+        link_with(platform, &objects, &by_lld, None, &["--icf=all"]);
         assert_eq!(
             run(&by_lld, "lld --icf=all"),
             expected,
             "{}",
-            target.label()
+            platform.label()
         );
         let mut row = vec![text_size(&plain), text_size(&by_lld)];
         for mode in ["safe", "all"] {
             let folded = dir.join(format!("folded-{mode}"));
-            link(target, &objects, &folded, Some(mode));
+            link(platform, &objects, &folded, Some(mode));
             let got = run(&folded, mode);
             // No line depends on an address: all must print the same too.
             assert_eq!(
                 got.stdout_text(),
                 text,
                 "{} {mode}: the folded program prints otherwise",
-                target.label()
+                platform.label()
             );
-            assert_eq!(got, expected, "{} {mode}", target.label());
+            assert_eq!(got, expected, "{} {mode}", platform.label());
             assert_verifies(&plain, &folded, mode);
             let size = text_size(&folded);
             assert!(
                 size < row[0],
                 "{} {mode}: __text is {size} bytes folded, {} plain",
-                target.label(),
+                platform.label(),
                 row[0]
             );
             row.push(size);
         }
-        if target.macho_arch().is_some() {
+        if platform.macho_arch().is_some() {
             let icf_groups = report_groups(&objects, "all");
             let lld_groups = shared_addresses(&by_lld);
-            assert!(lld_groups.len() >= 10, "{}: {lld_groups:?}", target.label());
+            assert!(
+                lld_groups.len() >= 10,
+                "{}: {lld_groups:?}",
+                platform.label()
+            );
             for group in &lld_groups {
                 for other in &group[1..] {
                     assert!(
@@ -694,7 +709,7 @@ fn folded_cpp_templates_behave_like_plain_ones() {
                             .iter()
                             .any(|g| g.contains(&group[0]) && g.contains(other)),
                         "{}: lld folds {} and {other}, icf does not",
-                        target.label(),
+                        platform.label(),
                         group[0]
                     );
                 }
@@ -702,12 +717,12 @@ fn folded_cpp_templates_behave_like_plain_ones() {
             assert!(
                 row[3] <= row[1],
                 "{}: __text is {} bytes after icf (all), {} after lld --icf=all",
-                target.label(),
+                platform.label(),
                 row[3],
                 row[1]
             );
         }
-        sizes.push((target.label(), row));
+        sizes.push((platform.label(), row));
     }
     eprintln!("__text bytes: plain, lld --icf=all, icf safe, icf all");
     for (label, row) in sizes {
@@ -760,16 +775,16 @@ fn macho_exports_and_weak_binds(path: &Path) -> (Vec<String>, Vec<String>) {
 #[test]
 fn folded_macho_programs_export_and_bind_nothing_new() {
     let mut failures = Vec::new();
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let (dir, objects) = template_objects("macho-templates-exports", target);
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let (dir, objects) = template_objects("macho-templates-exports", platform);
         let plain = dir.join("plain");
-        link(target, &objects, &plain, None);
+        link(platform, &objects, &plain, None);
         let (exports, weak_binds) = macho_exports_and_weak_binds(&plain);
         assert!(exports.iter().any(|e| e == "_main"), "{exports:?}");
         assert!(weak_binds.is_empty(), "{weak_binds:?}");
         for mode in ["safe", "all"] {
             let folded = dir.join(format!("folded-{mode}"));
-            link(target, &objects, &folded, Some(mode));
+            link(platform, &objects, &folded, Some(mode));
             let (got_exports, got_binds) = macho_exports_and_weak_binds(&folded);
             let new: Vec<&String> = got_exports
                 .iter()
@@ -778,7 +793,7 @@ fn folded_macho_programs_export_and_bind_nothing_new() {
             if !new.is_empty() || !got_binds.is_empty() {
                 failures.push(format!(
                     "{} {mode}: new exports {new:?}, weak binds {got_binds:?}",
-                    target.label()
+                    platform.label()
                 ));
             }
         }
@@ -794,10 +809,10 @@ fn folded_macho_programs_export_and_bind_nothing_new() {
 /// nothing looks live and `icf link --strict` folds nothing, silently.
 #[test]
 fn a_macho_link_without_an_entry_option_folds() {
-    let target = Target::MachoArm64;
-    let (dir, objects) = fold_fixture_objects("macho-default-entry", target);
+    let platform = Platform::MachoArm64;
+    let (dir, objects) = fold_fixture_objects("macho-default-entry", platform);
     let without_entry = |output: &Path, mode: Option<&str>| {
-        let with = icf_emu::build::link_command(target, &objects, output, &["-dead_strip"]);
+        let with = icf_emu::build::link_command(platform, &objects, output, &["-dead_strip"]);
         let mut args: Vec<&std::ffi::OsStr> = Vec::new();
         let mut skip = false;
         for arg in with.get_args() {
@@ -829,10 +844,10 @@ fn a_macho_link_without_an_entry_option_folds() {
     };
     let plain = dir.join("plain");
     without_entry(&plain, None);
-    let expected = icf_emu::build::run_program(&plain, target, &Limits::default()).expect("runs");
+    let expected = icf_emu::build::run_program(&plain, platform, &Limits::default()).expect("runs");
     let folded = dir.join("folded");
     without_entry(&folded, Some("safe"));
-    let got = icf_emu::build::run_program(&folded, target, &Limits::default()).expect("runs");
+    let got = icf_emu::build::run_program(&folded, platform, &Limits::default()).expect("runs");
     assert_eq!(got, expected);
     let (before, after) = (text_size(&plain), text_size(&folded));
     assert!(
@@ -849,23 +864,27 @@ fn a_macho_link_without_an_entry_option_folds() {
 /// (without `--strict` it links without folding).
 #[test]
 fn macho_objects_with_debug_info_fold() {
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let dir = icf_emu::build::scratch_dir(&format!("macho-debug-info-{}", target.label()));
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let dir = icf_emu::build::scratch_dir(&format!("macho-debug-info-{}", platform.label()));
         let mut objects: Vec<PathBuf> = ["fold_a.c", "fold_b.c"]
             .iter()
             .map(|name| icf_emu::build::runtime_dir().join(name))
-            .map(|source| icf_emu::build::compile(&source, target, &dir, &["-O2", "-g"]))
+            .map(|source| icf_emu::build::compile(&source, platform, &dir, &["-O2", "-g"]))
             .collect();
-        objects.push(icf_emu::build::runtime_object(target, &dir));
+        objects.push(icf_emu::build::runtime_object(platform, &dir));
         let plain = dir.join("plain");
-        link(target, &objects, &plain, None);
+        link(platform, &objects, &plain, None);
         let folded = dir.join("folded");
-        link(target, &objects, &folded, Some("safe"));
+        link(platform, &objects, &folded, Some("safe"));
         let run = |path: &Path| {
-            icf_emu::build::run_program(path, target, &Limits::default())
-                .unwrap_or_else(|e| panic!("{}: {e}", target.label()))
+            icf_emu::build::run_program(path, platform, &Limits::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", platform.label()))
         };
-        assert_eq!(run(&folded), run(&plain), "{}", target.label());
-        assert!(text_size(&folded) < text_size(&plain), "{}", target.label());
+        assert_eq!(run(&folded), run(&plain), "{}", platform.label());
+        assert!(
+            text_size(&folded) < text_size(&plain),
+            "{}",
+            platform.label()
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! `macho.rs`; here a program calls functions of another module through
 //! stubs (`-undefined dynamic_lookup`) and holds a pointer one binds.
 
-use icf_emu::build::{self, Target};
+use icf_emu::build::{self, Platform};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -50,22 +50,22 @@ fn run(command: &mut Command) -> Output {
         .unwrap_or_else(|e| panic!("running {command:?}: {e}"))
 }
 
-/// Compiles `PROGRAM` for `target` into `dir` with `defines`.
-fn compile(dir: &Path, target: Target, name: &str, defines: &[&str]) -> PathBuf {
+/// Compiles `PROGRAM` for `platform` into `dir` with `defines`.
+fn compile(dir: &Path, platform: Platform, name: &str, defines: &[&str]) -> PathBuf {
     let source = dir.join(format!("{name}.c"));
     std::fs::write(&source, PROGRAM)
         .unwrap_or_else(|e| panic!("writing {}: {e}", source.display()));
     let mut flags = vec!["-O2"];
     flags.extend_from_slice(defines);
-    build::compile(&source, target, dir, &flags)
+    build::compile(&source, platform, dir, &flags)
 }
 
 /// Links `object` into `output` with `-dead_strip`, imports left to the
 /// loader, and `extra`; through `icf link --mode mode` when given.
-fn link(target: Target, object: &Path, output: &Path, mode: Option<&str>, extra: &[&str]) {
+fn link(platform: Platform, object: &Path, output: &Path, mode: Option<&str>, extra: &[&str]) {
     let mut args = vec!["-dead_strip", "-undefined", "dynamic_lookup"];
     args.extend_from_slice(extra);
-    let plain = build::link_command(target, &[object.to_owned()], output, &args);
+    let plain = build::link_command(platform, &[object.to_owned()], output, &args);
     let mut command = match mode {
         None => plain,
         Some(mode) => {
@@ -93,21 +93,21 @@ fn verify(plain: &Path, folded: &Path, mode: &str) -> Output {
 
 #[test]
 fn icf_verify_proves_macho_folds_through_stubs_and_binds() {
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let dir = build::scratch_dir(&format!("macho-verify-{}", target.label()));
-        let object = compile(&dir, target, "imports", &[]);
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let dir = build::scratch_dir(&format!("macho-verify-{}", platform.label()));
+        let object = compile(&dir, platform, "imports", &[]);
         for (encoding, extra) in FIXUPS {
             let plain = dir.join(format!("plain-{encoding}"));
-            link(target, &object, &plain, None, extra);
+            link(platform, &object, &plain, None, extra);
             for mode in ["safe", "all"] {
                 let folded = dir.join(format!("folded-{mode}-{encoding}"));
-                link(target, &object, &folded, Some(mode), extra);
+                link(platform, &object, &folded, Some(mode), extra);
                 let output = verify(&plain, &folded, mode);
                 let stdout = String::from_utf8_lossy(&output.stdout);
                 assert!(
                     output.status.success(),
                     "{} {encoding} {mode}: {stdout}{}",
-                    target.label(),
+                    platform.label(),
                     String::from_utf8_lossy(&output.stderr)
                 );
                 // call_a_twin is a thunk (safe) or an alias (all) of call_a.
@@ -118,7 +118,7 @@ fn icf_verify_proves_macho_folds_through_stubs_and_binds() {
                 assert!(
                     stdout.contains(followed),
                     "{} {encoding} {mode}: {stdout}",
-                    target.label()
+                    platform.label()
                 );
             }
         }
@@ -142,21 +142,21 @@ int main(void) { return guarded(1) + guarded_twin(2); }
 
 #[test]
 fn icf_verify_reads_macho_unwind_info_with_landing_pads() {
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let dir = build::scratch_dir(&format!("macho-verify-eh-{}", target.label()));
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let dir = build::scratch_dir(&format!("macho-verify-eh-{}", platform.label()));
         let source = dir.join("cleanups.c");
         std::fs::write(&source, CLEANUPS).expect("writing the source");
-        let object = build::compile(&source, target, &dir, &["-O2", "-fexceptions"]);
+        let object = build::compile(&source, platform, &dir, &["-O2", "-fexceptions"]);
         let plain = dir.join("plain");
-        link(target, &object, &plain, None, &[]);
+        link(platform, &object, &plain, None, &[]);
         for mode in ["safe", "all"] {
             let folded = dir.join(format!("folded-{mode}"));
-            link(target, &object, &folded, Some(mode), &[]);
+            link(platform, &object, &folded, Some(mode), &[]);
             let output = verify(&plain, &folded, mode);
             assert!(
                 output.status.success(),
                 "{} {mode}: {}{}",
-                target.label(),
+                platform.label(),
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
             );
@@ -175,26 +175,28 @@ fn icf_verify_names_the_function_a_wrong_macho_fold_broke() {
         ),
         ("-DWRONG_D", "call_d", "instructions differ"),
     ];
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let dir = build::scratch_dir(&format!("macho-verify-wrong-{}", target.label()));
-        let object = compile(&dir, target, "imports", &[]);
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let dir = build::scratch_dir(&format!("macho-verify-wrong-{}", platform.label()));
+        let object = compile(&dir, platform, "imports", &[]);
         for (encoding, extra) in FIXUPS {
             let plain = dir.join(format!("plain-{encoding}"));
-            link(target, &object, &plain, None, extra);
+            link(platform, &object, &plain, None, extra);
             for (define, function, why) in wrong {
                 let name = format!("wrong-{function}");
-                let wrong_object = compile(&dir, target, &name, &[define]);
+                let wrong_object = compile(&dir, platform, &name, &[define]);
                 let folded = dir.join(format!("{name}-{encoding}"));
                 let mut args = extra.to_vec();
                 args.extend(["-alias", "_call_a"]);
                 let alias = format!("_{function}");
                 args.push(&alias);
-                link(target, &wrong_object, &folded, None, &args);
+                link(platform, &wrong_object, &folded, None, &args);
                 for mode in ["safe", "all"] {
                     let output = verify(&plain, &folded, mode);
                     let stdout = String::from_utf8_lossy(&output.stdout);
-                    let context =
-                        format!("{} {encoding} {function} {mode}: {stdout}", target.label());
+                    let context = format!(
+                        "{} {encoding} {function} {mode}: {stdout}",
+                        platform.label()
+                    );
                     assert_eq!(output.status.code(), Some(1), "{context}");
                     assert!(
                         stdout.starts_with(&format!("{function} differs:")),
@@ -209,11 +211,11 @@ fn icf_verify_names_the_function_a_wrong_macho_fold_broke() {
 
 #[test]
 fn bad_macho_images_give_errors_that_name_the_file_and_offset() {
-    for target in [Target::MachoArm64, Target::MachoX86_64] {
-        let dir = build::scratch_dir(&format!("macho-verify-bad-{}", target.label()));
-        let object = compile(&dir, target, "imports", &[]);
+    for platform in [Platform::MachoArm64, Platform::MachoX86_64] {
+        let dir = build::scratch_dir(&format!("macho-verify-bad-{}", platform.label()));
+        let object = compile(&dir, platform, "imports", &[]);
         let plain = dir.join("plain");
-        link(target, &object, &plain, None, &[]);
+        link(platform, &object, &plain, None, &[]);
         let data = std::fs::read(&plain).expect("the plain image");
         let options = icf_verify::VerifyOptions::default();
         let bad = dir.join("bad");

@@ -34,7 +34,7 @@
 //! `cargo test -p icf-cli --test report_binary -- --nocapture` prints the
 //! figures of every combination.
 
-use icf_fixtures::{Build, Compiler, Target};
+use icf_fixtures::{Arch, Build, Compiler};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -110,7 +110,7 @@ impl Shape {
 }
 
 /// How far the binary's estimate may stray from the objects' saving, in
-/// bytes of code, and why. Each program says it per compiler, target and
+/// bytes of code, and why. Each program says it per compiler, architecture and
 /// flavour; where nothing differs, [`EXACT`]: the binary's function is
 /// its object's section, byte for byte (the linker's padding between
 /// functions lies outside every symbol and FDE), so a fold found in both
@@ -135,10 +135,10 @@ const EXACT: Tolerance = Tolerance {
 };
 
 /// The size of the jump a thunk is (x86-64 `jmp rel32`, AArch64 `b`).
-const fn jump(target: Target) -> u64 {
-    match target {
-        Target::X86_64 => 5,
-        Target::Aarch64 => 4,
+const fn jump(arch: Arch) -> u64 {
+    match arch {
+        Arch::X86_64 => 5,
+        Arch::Aarch64 => 4,
     }
 }
 
@@ -150,11 +150,10 @@ struct Program {
     cxx: bool,
     shape: Shape,
     /// How close the estimate must be.
-    tolerance: fn(Compiler, Target, Flavour) -> Tolerance,
+    tolerance: fn(Compiler, Arch, Flavour) -> Tolerance,
 }
 
 const COMPILERS: [Compiler; 2] = [Compiler::Gcc, Compiler::Clang];
-const TARGETS: [Target; 2] = [Target::X86_64, Target::Aarch64];
 const MODES: [&str; 2] = ["safe", "all"];
 
 /// One member of a report's class.
@@ -598,12 +597,12 @@ fn check(program: &Program) {
     let mut failures = Vec::new();
     let mut figures = Vec::new();
     for compiler in COMPILERS {
-        for target in TARGETS {
+        for arch in Arch::ALL {
             for &flavour in program.shape.flavours() {
                 check_combination(
                     program,
                     compiler,
-                    target,
+                    arch,
                     flavour,
                     &mut failures,
                     &mut figures,
@@ -633,14 +632,14 @@ fn check(program: &Program) {
 fn check_combination(
     program: &Program,
     compiler: Compiler,
-    target: Target,
+    arch: Arch,
     flavour: Flavour,
     failures: &mut Vec<String>,
     figures: &mut Vec<Figures>,
 ) {
     let build = Build {
         compiler,
-        target,
+        arch,
         function_sections: true,
         extra_flags: vec![flavour.code_model().to_string()],
     };
@@ -688,7 +687,7 @@ fn check_combination(
         }
         let saved = comparison.binary_saving();
         let expected = objects_report.saved_code_bytes;
-        let tolerance = (program.tolerance)(compiler, target, flavour);
+        let tolerance = (program.tolerance)(compiler, arch, flavour);
         let missable = comparison.objects_saving_of(tolerance.missable);
         if saved > expected + tolerance.above || saved + missable < expected {
             failures.push(format!(
@@ -811,7 +810,7 @@ fn virtual_functions_and_function_pointers_in_data() {
         sources: &["e2e/virtual_main.cpp", "e2e/virtual_tile.cpp"],
         cxx: true,
         shape: Shape::Executable,
-        tolerance: |compiler, target, flavour| Tolerance {
+        tolerance: |compiler, arch, flavour| Tolerance {
             // Stripped, no `_ZTV` symbol tells a vtable from other data:
             // the virtual functions it points to are taken for
             // address-taken, thunks instead of aliases (measured: 10 bytes
@@ -833,7 +832,7 @@ fn virtual_functions_and_function_pointers_in_data() {
             // makes both aliases. Measured: one jump more in safe mode, up
             // to two (or a jump and a `ret`) in mode all.
             above: if compiler == Compiler::Gcc {
-                2 * jump(target)
+                2 * jump(arch)
             } else {
                 0
             },
@@ -964,9 +963,9 @@ fn assert_kept_apart(report: &Report, first: &str, second: &str, context: &str) 
 
 #[test]
 fn addresses_compared_through_relr_and_the_got_of_a_kept_relocations_link() {
-    for target in [Target::X86_64, Target::Aarch64] {
+    for arch in [Arch::X86_64, Arch::Aarch64] {
         let build = Build {
-            target,
+            arch,
             function_sections: true,
             extra_flags: vec!["-fPIE".to_string()],
             ..Build::new(Compiler::Gcc)
@@ -979,7 +978,7 @@ fn addresses_compared_through_relr_and_the_got_of_a_kept_relocations_link() {
             ("relr", &["-pie", "-Wl,-z,pack-relative-relocs"][..]),
             ("kept", &["-pie", "-Wl,-q"][..]),
         ] {
-            let name = format!("{name}-{target:?}");
+            let name = format!("{name}-{arch:?}");
             let report = safe_report_of(&build, &sources, flags, &name);
             assert_kept_apart(&report, "twin_one", "twin_two", &name);
             assert_kept_apart(&report, "got_one", "got_two", &name);

@@ -45,7 +45,7 @@
 //! Across each program's matrix at least one OUT has a strictly smaller
 //! `.text` than its IN: every program here has functions to fold, so a
 //! shrink that never shrinks fails. Each program's output is also the same
-//! in every build (nothing it prints depends on the compiler, target or
+//! in every build (nothing it prints depends on the compiler, architecture or
 //! linker), so the comparison of step 2 is never between two empty or
 //! accidental outputs.
 //!
@@ -57,7 +57,7 @@
 //! `cargo test -p icf-cli --test shrink -- --nocapture` prints the sizes of
 //! every combination.
 
-use icf_fixtures::{Build, Compiler, Linker, Target};
+use icf_fixtures::{Arch, Build, Compiler, Linker};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -66,7 +66,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const COMPILERS: [Compiler; 2] = [Compiler::Gcc, Compiler::Clang];
-const TARGETS: [Target; 2] = [Target::X86_64, Target::Aarch64];
 const MODES: [&str; 2] = ["safe", "all"];
 
 /// How a binary is linked (always with `-Wl,-q`).
@@ -165,7 +164,7 @@ struct Program {
 #[derive(Copy, Clone, Debug)]
 struct Combination {
     compiler: Compiler,
-    target: Target,
+    arch: Arch,
     linker: Linker,
     flavour: Flavour,
 }
@@ -174,7 +173,7 @@ impl Combination {
     fn build(self) -> Build {
         Build {
             compiler: self.compiler,
-            target: self.target,
+            arch: self.arch,
             function_sections: true,
             extra_flags: self
                 .flavour
@@ -192,12 +191,9 @@ impl Combination {
             Compiler::Gcc => "gcc",
             Compiler::Clang => "clang",
         };
-        let target = match self.target {
-            Target::X86_64 => "x86_64",
-            Target::Aarch64 => "aarch64",
-        };
         format!(
-            "{compiler}-{target}-{}-{}",
+            "{compiler}-{}-{}-{}",
+            self.arch.name(),
             self.linker.name(),
             self.flavour.name()
         )
@@ -209,12 +205,12 @@ impl Combination {
 fn combinations(program: &Program) -> Vec<Combination> {
     let mut all = Vec::new();
     for compiler in COMPILERS {
-        for target in TARGETS {
+        for arch in Arch::ALL {
             for linker in Linker::ALL {
                 for &flavour in program.flavours.unwrap_or(program.shape.flavours()) {
                     all.push(Combination {
                         compiler,
-                        target,
+                        arch,
                         linker,
                         flavour,
                     });
@@ -440,16 +436,16 @@ fn link(build: &Build, cxx: bool, linker: Linker, sources: &[&str], flags: &[&st
 /// A program as it is run: IN or OUT itself, or for a library the loader
 /// with the library's path.
 struct Runner {
-    target: Target,
+    arch: Arch,
     loader: Option<PathBuf>,
 }
 
 impl Runner {
     fn run(&self, binary: &Path) -> Result<Behaviour, String> {
         let mut command = match &self.loader {
-            None => icf_fixtures::run_command(self.target, binary),
+            None => icf_fixtures::run_command(self.arch, binary),
             Some(loader) => {
-                let mut command = icf_fixtures::run_command(self.target, loader);
+                let mut command = icf_fixtures::run_command(self.arch, loader);
                 command.arg(binary);
                 command
             }
@@ -556,7 +552,7 @@ fn check_combination(program: &Program, combination: Combination) -> Outcome {
         }
     };
     let runner = Runner {
-        target: combination.target,
+        arch: combination.arch,
         loader,
     };
     let mut shrinking = Shrinking::of(input, runner, refusal(combination));
@@ -633,7 +629,7 @@ impl Shrinking {
 /// `ping1`'s `bl pong1` at 0xb54 is relocated as if at `.text`+0x14, an
 /// `adrp` in `main`), so icf must not move code by them.
 fn refusal(combination: Combination) -> Option<&'static str> {
-    (combination.linker == Linker::Gold && combination.target == Target::Aarch64)
+    (combination.linker == Linker::Gold && combination.arch == Arch::Aarch64)
         .then_some("linked by gold for AArch64")
 }
 
@@ -1673,13 +1669,13 @@ fn anonymous_constants_fold_with_the_link_map() {
         cflags: &[],
     });
     // clang keeps each unit's initializers in sections of their own: on
-    // x86-64 (the only target whose data moves by less than a page) the
+    // x86-64 (the only architecture whose data moves by less than a page) the
     // second unit's copies fold into the first's, with every linker but
     // gold (which puts `.rodata` in `.text`'s segment, where nothing but
     // code moves).
     for (combination, outcome) in &outcomes {
         if combination.compiler != Compiler::Clang
-            || combination.target != Target::X86_64
+            || combination.arch != Arch::X86_64
             || combination.linker == Linker::Gold
         {
             continue;
@@ -2061,7 +2057,7 @@ fn code_moved_beyond_an_adr_s_reach_of_its_data() {
         cflags: &["-fPIC"],
     });
     for (combination, outcome) in &outcomes {
-        if combination.target != Target::Aarch64 || refusal(*combination).is_some() {
+        if combination.arch != Arch::Aarch64 || refusal(*combination).is_some() {
             continue;
         }
         for row in &outcome.rows {
@@ -2087,7 +2083,7 @@ fn lld_s_erratum_843419_patch_moves_with_the_code() {
     let dir = fresh_dir("erratum_patch");
     let build = Build {
         compiler: Compiler::Gcc,
-        target: Target::Aarch64,
+        arch: Arch::Aarch64,
         function_sections: true,
         extra_flags: vec!["-fPIC".to_string()],
     };
@@ -2121,7 +2117,7 @@ fn lld_s_erratum_843419_patch_moves_with_the_code() {
         "lld wrote no erratum 843419 patch into {}",
         input.display()
     );
-    let expected = behaviour(&mut icf_fixtures::run_command(Target::Aarch64, &input))
+    let expected = behaviour(&mut icf_fixtures::run_command(Arch::Aarch64, &input))
         .unwrap_or_else(|e| panic!("running IN: {e}"));
     for mode in MODES {
         let output = dir.join(format!("out-{mode}"));
@@ -2140,7 +2136,7 @@ fn lld_s_erratum_843419_patch_moves_with_the_code() {
             before.text,
             after.text
         );
-        let actual = behaviour(&mut icf_fixtures::run_command(Target::Aarch64, &output))
+        let actual = behaviour(&mut icf_fixtures::run_command(Arch::Aarch64, &output))
             .unwrap_or_else(|e| panic!("running OUT: {e}"));
         assert_eq!(actual, expected, "{mode}");
         let verified = icf_verify(mode, &input, &output, None);
@@ -2246,7 +2242,7 @@ fn a_jump_table_of_more_than_16384_entries_without_a_range_check_moves_with_its_
                 &input.display().to_string(),
             );
             let runner = Runner {
-                target: Target::X86_64,
+                arch: Arch::X86_64,
                 loader: None,
             };
             let shrinking = Shrinking::of(input, runner, None);
@@ -2302,7 +2298,7 @@ fn a_pointer_one_past_a_constant_s_end_keeps_the_constant() {
                 &input,
             );
             let runner = Runner {
-                target: Target::X86_64,
+                arch: Arch::X86_64,
                 loader: None,
             };
             let mut shrinking = Shrinking::of(input.clone(), runner, None);
@@ -2350,7 +2346,7 @@ fn functions_no_new_layout_can_describe_keep_their_place() {
             &input.display().to_string(),
         );
         let runner = Runner {
-            target: Target::X86_64,
+            arch: Arch::X86_64,
             loader: None,
         };
         let shrinking = Shrinking::of(input.clone(), runner, None);
@@ -2506,7 +2502,7 @@ fn with_verify_a_shrink_that_does_not_prove_writes_nothing() {
     let before =
         std::fs::read(&input).unwrap_or_else(|e| panic!("reading {}: {e}", input.display()));
     let runner = Runner {
-        target: Target::X86_64,
+        arch: Arch::X86_64,
         loader: None,
     };
     let expected = runner

@@ -11,7 +11,7 @@
 //! data addresses included, must match in both modes. AArch64 programs run
 //! under `qemu-aarch64`.
 
-use icf_fixtures::{Build, Compiler, Linker, Target, run_command};
+use icf_fixtures::{Arch, Build, Compiler, Linker, run_command};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -39,7 +39,7 @@ fn unit<'a>(source: &'a str, flags: &'a [&'a str], archive: Option<&'a str>) -> 
 /// One program and the matrix it is built with.
 struct Case<'a> {
     name: &'a str,
-    target: Target,
+    arch: Arch,
     /// Files under `fixtures/soundness/`, each built with `cflags`.
     sources: &'a [&'a str],
     /// Objects built part by part, in link order, after `sources`.
@@ -61,7 +61,7 @@ impl Case<'_> {
     fn x86(name: &'static str, sources: &'static [&'static str]) -> Case<'static> {
         Case {
             name,
-            target: Target::X86_64,
+            arch: Arch::X86_64,
             sources,
             units: &[],
             cflags: &["-ffunction-sections"],
@@ -75,7 +75,7 @@ impl Case<'_> {
 
     fn aarch64(name: &'static str, sources: &'static [&'static str]) -> Case<'static> {
         Case {
-            target: Target::Aarch64,
+            arch: Arch::Aarch64,
             linkers: &[Linker::Bfd, Linker::Lld],
             ..Case::x86(name, sources)
         }
@@ -122,8 +122,8 @@ fn succeeded(command: &mut Command) -> Result<Output, String> {
 
 /// Runs a program: its output followed by its exit status (some
 /// programs exit with a checksum), or why it died.
-fn run(target: Target, binary: &Path) -> Result<String, String> {
-    let mut command = run_command(target, binary);
+fn run(arch: Arch, binary: &Path) -> Result<String, String> {
+    let mut command = run_command(arch, binary);
     let output = output_of(&mut command);
     match output.status.code() {
         Some(code) => Ok(format!(
@@ -203,7 +203,7 @@ fn check(case: &Case<'_>) {
         for source in case.sources {
             let object = build.join(format!("{source}.o"));
             let compiled = succeeded(
-                Build::bare(compiler, case.target)
+                Build::bare(compiler, case.arch)
                     .driver_command(false)
                     .args(["-c", "-O2", "-g0"])
                     .args(case.cflags)
@@ -220,7 +220,7 @@ fn check(case: &Case<'_>) {
         for (index, unit) in case.units.iter().enumerate() {
             let object = build.join(format!("unit{index}.o"));
             let compiled = succeeded(
-                Build::bare(compiler, case.target)
+                Build::bare(compiler, case.arch)
                     .driver_command(false)
                     .args(["-c", "-g0"])
                     .args(unit.flags)
@@ -257,7 +257,7 @@ fn check(case: &Case<'_>) {
             .collect();
         for &linker in case.linkers {
             let plain = build.join(format!("plain-{linker:?}"));
-            let mut command = Build::bare(compiler, case.target).link_command(false, linker);
+            let mut command = Build::bare(compiler, case.arch).link_command(false, linker);
             command
                 .args(&objects)
                 .args(&link_args)
@@ -266,13 +266,13 @@ fn check(case: &Case<'_>) {
             if let Err(e) = succeeded(&mut command) {
                 panic!("{}: the plain link fails: {e}", case.name);
             }
-            let expected = run(case.target, &plain)
+            let expected = run(case.arch, &plain)
                 .unwrap_or_else(|e| panic!("{}: the plain program fails: {e}", case.name));
             for mode in MODES {
                 combinations += 1;
                 let context = format!("{} ({compiler:?}, {linker:?}, {mode})", case.name);
                 let folded = build.join(format!("folded-{linker:?}-{mode}"));
-                let mut command = Build::bare(compiler, case.target).link_command(false, linker);
+                let mut command = Build::bare(compiler, case.arch).link_command(false, linker);
                 command
                     .args(&objects)
                     .args(&link_args)
@@ -312,7 +312,7 @@ fn check(case: &Case<'_>) {
                 if let Err(e) = succeeded(&mut verify) {
                     failures.push(format!("{context}: icf verify fails: {e}"));
                 }
-                match run(case.target, &folded) {
+                match run(case.arch, &folded) {
                     Err(e) => failures.push(format!("{context}: the folded program fails: {e}")),
                     Ok(actual) if compared(&actual, mode) != compared(&expected, mode) => {
                         failures.push(format!(

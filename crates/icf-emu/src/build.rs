@@ -1,6 +1,7 @@
-//! Building the freestanding test programs for the four targets and running
-//! them: Mach-O x86_64 and arm64 (run by [`crate::run`] in unicorn), Linux
-//! x86-64 (run natively) and AArch64 (run under `qemu-aarch64`).
+//! Building the freestanding test programs for the four platforms and
+//! running them: Mach-O x86_64 and arm64 (run by [`crate::run`] in
+//! unicorn), Linux x86-64 and AArch64 (run as `icf-fixtures` runs every
+//! Linux program: natively, or under qemu-user on another host).
 //!
 //! Every program is its sources plus `fixtures/emu/rt.c` (the runtime:
 //! system calls, printing, `mem*`, and `_start` on Linux), compiled by
@@ -34,51 +35,50 @@ use crate::{Arch, Error, RunOutput};
 pub const CLANG: &str = "clang-19";
 pub const LD64: &str = "ld64.lld-19";
 pub const LD_ELF: &str = "ld.lld-19";
-pub const QEMU_AARCH64: &str = "qemu-aarch64";
 
 /// What a program is built for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Target {
+pub enum Platform {
     MachoX86_64,
     MachoArm64,
     LinuxX86_64,
     LinuxAarch64,
 }
 
-impl Target {
-    pub const ALL: [Target; 4] = [
-        Target::MachoX86_64,
-        Target::MachoArm64,
-        Target::LinuxX86_64,
-        Target::LinuxAarch64,
+impl Platform {
+    pub const ALL: [Platform; 4] = [
+        Platform::MachoX86_64,
+        Platform::MachoArm64,
+        Platform::LinuxX86_64,
+        Platform::LinuxAarch64,
     ];
 
     /// clang's `-target`.
     pub fn triple(self) -> &'static str {
         match self {
-            Target::MachoX86_64 => "x86_64-apple-macos11",
-            Target::MachoArm64 => "arm64-apple-macos11",
-            Target::LinuxX86_64 => "x86_64-linux-gnu",
-            Target::LinuxAarch64 => "aarch64-linux-gnu",
+            Platform::MachoX86_64 => "x86_64-apple-macos11",
+            Platform::MachoArm64 => "arm64-apple-macos11",
+            Platform::LinuxX86_64 => "x86_64-linux-gnu",
+            Platform::LinuxAarch64 => "aarch64-linux-gnu",
         }
     }
 
     /// The Mach-O architecture, `None` for the ELF targets.
     pub fn macho_arch(self) -> Option<Arch> {
         match self {
-            Target::MachoX86_64 => Some(Arch::X86_64),
-            Target::MachoArm64 => Some(Arch::Arm64),
-            Target::LinuxX86_64 | Target::LinuxAarch64 => None,
+            Platform::MachoX86_64 => Some(Arch::X86_64),
+            Platform::MachoArm64 => Some(Arch::Arm64),
+            Platform::LinuxX86_64 | Platform::LinuxAarch64 => None,
         }
     }
 
     /// A short name for file names and messages.
     pub fn label(self) -> &'static str {
         match self {
-            Target::MachoX86_64 => "macho-x86_64",
-            Target::MachoArm64 => "macho-arm64",
-            Target::LinuxX86_64 => "elf-x86_64",
-            Target::LinuxAarch64 => "elf-aarch64",
+            Platform::MachoX86_64 => "macho-x86_64",
+            Platform::MachoArm64 => "macho-arm64",
+            Platform::LinuxX86_64 => "elf-x86_64",
+            Platform::LinuxAarch64 => "elf-aarch64",
         }
     }
 }
@@ -104,11 +104,11 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The compiler flags for `target`, before `-c SOURCE -o OUTPUT`.
-pub fn compile_flags(target: Target) -> Vec<String> {
+/// The compiler flags for `platform`, before `-c SOURCE -o OUTPUT`.
+pub fn compile_flags(platform: Platform) -> Vec<String> {
     let mut flags = vec![
         "-target".to_owned(),
-        target.triple().to_owned(),
+        platform.triple().to_owned(),
         "-O2".to_owned(),
         "-ffreestanding".to_owned(),
         "-fno-builtin".to_owned(),
@@ -123,13 +123,13 @@ pub fn compile_flags(target: Target) -> Vec<String> {
 /// `clang-19 FLAGS EXTRA -c SOURCE -o OUTPUT`.
 pub fn compile_command(
     source: &Path,
-    target: Target,
+    platform: Platform,
     output: &Path,
     extra_flags: &[&str],
 ) -> Command {
     let mut command = Command::new(CLANG);
     command
-        .args(compile_flags(target))
+        .args(compile_flags(platform))
         .args(extra_flags)
         .arg("-c")
         .arg(source)
@@ -138,14 +138,14 @@ pub fn compile_command(
     command
 }
 
-/// Compiles `source` for `target` to `out_dir/<stem>.<target label>.o`.
-pub fn compile(source: &Path, target: Target, out_dir: &Path, extra_flags: &[&str]) -> PathBuf {
+/// Compiles `source` for `platform` to `out_dir/<stem>.<platform label>.o`.
+pub fn compile(source: &Path, platform: Platform, out_dir: &Path, extra_flags: &[&str]) -> PathBuf {
     let stem = source
         .file_stem()
         .and_then(OsStr::to_str)
         .unwrap_or_else(|| panic!("{}: no UTF-8 file name", source.display()));
-    let output = out_dir.join(format!("{stem}.{}.o", target.label()));
-    run_tool(&mut compile_command(source, target, &output, extra_flags));
+    let output = out_dir.join(format!("{stem}.{}.o", platform.label()));
+    run_tool(&mut compile_command(source, platform, &output, extra_flags));
     output
 }
 
@@ -184,16 +184,16 @@ pub fn write_sdk(dir: &Path) -> PathBuf {
     dir.to_owned()
 }
 
-/// The link command for `target`; for Mach-O it writes the SDK stub into
+/// The link command for `platform`; for Mach-O it writes the SDK stub into
 /// `sdk/` beside `output`. `extra_args` go after the objects (e.g.
 /// `-dead_strip`, `-fixup_chains`, `--icf=all`).
 pub fn link_command(
-    target: Target,
+    platform: Platform,
     objects: &[PathBuf],
     output: &Path,
     extra_args: &[&str],
 ) -> Command {
-    let mut command = match target.macho_arch() {
+    let mut command = match platform.macho_arch() {
         Some(arch) => {
             let dir = output.parent().unwrap_or(Path::new("."));
             let sdk = write_sdk(&dir.join("sdk"));
@@ -216,23 +216,28 @@ pub fn link_command(
     command
 }
 
-/// Links `objects` for `target` into `output`.
-pub fn link(target: Target, objects: &[PathBuf], output: &Path, extra_args: &[&str]) -> PathBuf {
-    run_tool(&mut link_command(target, objects, output, extra_args));
+/// Links `objects` for `platform` into `output`.
+pub fn link(
+    platform: Platform,
+    objects: &[PathBuf],
+    output: &Path,
+    extra_args: &[&str],
+) -> PathBuf {
+    run_tool(&mut link_command(platform, objects, output, extra_args));
     output.to_owned()
 }
 
-/// The runtime's object for `target`, compiled into `out_dir`.
-pub fn runtime_object(target: Target, out_dir: &Path) -> PathBuf {
-    compile(&runtime_dir().join("rt.c"), target, out_dir, &[])
+/// The runtime's object for `platform`, compiled into `out_dir`.
+pub fn runtime_object(platform: Platform, out_dir: &Path) -> PathBuf {
+    compile(&runtime_dir().join("rt.c"), platform, out_dir, &[])
 }
 
-/// Compiles `sources` (with `cflags` added) and the runtime for `target`
-/// and links them into `out_dir/<first source's stem>.<target label>` with
+/// Compiles `sources` (with `cflags` added) and the runtime for `platform`
+/// and links them into `out_dir/<first source's stem>.<platform label>` with
 /// `link_args`.
 pub fn build_program(
     sources: &[PathBuf],
-    target: Target,
+    platform: Platform,
     out_dir: &Path,
     cflags: &[&str],
     link_args: &[&str],
@@ -244,48 +249,33 @@ pub fn build_program(
         .unwrap_or_else(|| panic!("{}: no UTF-8 file name", first.display()));
     let mut objects: Vec<PathBuf> = sources
         .iter()
-        .map(|source| compile(source, target, out_dir, cflags))
+        .map(|source| compile(source, platform, out_dir, cflags))
         .collect();
-    objects.push(runtime_object(target, out_dir));
+    objects.push(runtime_object(platform, out_dir));
     link(
-        target,
+        platform,
         &objects,
-        &out_dir.join(format!("{stem}.{}", target.label())),
+        &out_dir.join(format!("{stem}.{}", platform.label())),
         link_args,
     )
 }
 
-/// Runs a program built for `target`: Mach-O in the emulator, ELF
-/// natively (x86-64) or under `qemu-aarch64`.
-pub fn run_program(path: &Path, target: Target, limits: &Limits) -> Result<RunOutput, Error> {
-    match target {
-        Target::MachoX86_64 | Target::MachoArm64 => run_macho_file(path, limits),
-        Target::LinuxX86_64 => run_elf(path, Arch::X86_64, limits),
-        Target::LinuxAarch64 => run_elf(path, Arch::Arm64, limits),
+/// Runs a program built for `platform`: Mach-O in the emulator, ELF
+/// natively or under qemu-user ([`run_elf`]).
+pub fn run_program(path: &Path, platform: Platform, limits: &Limits) -> Result<RunOutput, Error> {
+    match platform {
+        Platform::MachoX86_64 | Platform::MachoArm64 => run_macho_file(path, limits),
+        Platform::LinuxX86_64 => run_elf(path, icf_fixtures::Arch::X86_64, limits),
+        Platform::LinuxAarch64 => run_elf(path, icf_fixtures::Arch::Aarch64, limits),
     }
 }
 
 /// Runs a static Linux executable: natively when it is for the host's
-/// architecture, else under qemu-user (`qemu-aarch64`, `qemu-x86_64`).
+/// architecture, else under qemu-user ([`icf_fixtures::run_command`]).
 /// Killed after [`Limits::timeout`] ([`Limits::max_instructions`] does not
 /// apply).
-pub fn run_elf(path: &Path, arch: Arch, limits: &Limits) -> Result<RunOutput, Error> {
-    let native = match arch {
-        Arch::X86_64 => cfg!(target_arch = "x86_64"),
-        Arch::Arm64 => cfg!(target_arch = "aarch64"),
-    };
-    let mut command = if native {
-        Command::new(path)
-    } else {
-        let qemu = match arch {
-            Arch::X86_64 => "qemu-x86_64",
-            Arch::Arm64 => QEMU_AARCH64,
-        };
-        require_tool(qemu);
-        let mut command = Command::new(qemu);
-        command.arg(path);
-        command
-    };
+pub fn run_elf(path: &Path, arch: icf_fixtures::Arch, limits: &Limits) -> Result<RunOutput, Error> {
+    let mut command = icf_fixtures::run_command(arch, path);
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

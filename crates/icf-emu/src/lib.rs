@@ -34,7 +34,7 @@ pub mod loader;
 pub mod run;
 mod segment;
 
-pub use build::{Target, build_program, run_program};
+pub use build::{Platform, build_program, run_program};
 pub use loader::{Image, Segment, load};
 pub use run::{Limits, run_image, run_macho, run_macho_file};
 
@@ -57,7 +57,7 @@ impl Arch {
 
 /// What a program did: its exit status as the system reports it (the low
 /// 8 bits of the value given to `exit` or returned from `main`, so 0..=255
-/// on every target) and everything it wrote to file descriptors 1 and 2.
+/// on every platform) and everything it wrote to file descriptors 1 and 2.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunOutput {
     pub exit_code: i32,

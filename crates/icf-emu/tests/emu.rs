@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use icf_emu::build::{Target, build_program, compile, link, runtime_dir, scratch_dir};
+use icf_emu::build::{Platform, build_program, compile, link, runtime_dir, scratch_dir};
 use icf_emu::{Arch, Error, Limits, RunOutput, load, run_macho, run_macho_file, run_program};
 use object::{Object, ObjectSymbol};
 
@@ -21,7 +21,7 @@ fib(20) = 6765
 hex = 0xdeadbeef
 ";
 
-const MACHO_TARGETS: [Target; 2] = [Target::MachoX86_64, Target::MachoArm64];
+const MACHO_TARGETS: [Platform; 2] = [Platform::MachoX86_64, Platform::MachoArm64];
 
 /// Plain links give classic dyld info; `-fixup_chains` gives chained fixups.
 const FIXUP_KINDS: [&[&str]; 2] = [&[], &["-fixup_chains"]];
@@ -64,23 +64,23 @@ fn the_sample_prints_the_same_on_every_target() {
         stderr: b"done\n".to_vec(),
     };
     let mut runs = 0;
-    for target in Target::ALL {
-        let kinds: &[&[&str]] = if target.macho_arch().is_some() {
+    for platform in Platform::ALL {
+        let kinds: &[&[&str]] = if platform.macho_arch().is_some() {
             &FIXUP_KINDS
         } else {
             &[&[]]
         };
         for link_args in kinds {
-            let out = dir.join(format!("{}{}", target.label(), link_args.join("")));
+            let out = dir.join(format!("{}{}", platform.label(), link_args.join("")));
             std::fs::create_dir_all(&out).expect("creating the output directory");
-            let program = build_program(&[source("sample.c")], target, &out, &[], link_args);
-            let output = run_program(&program, target, &Limits::default())
+            let program = build_program(&[source("sample.c")], platform, &out, &[], link_args);
+            let output = run_program(&program, platform, &Limits::default())
                 .unwrap_or_else(|error| panic!("{}: {error}", program.display()));
             assert_eq!(
                 output,
                 expected,
                 "{} {link_args:?}: stdout {:?}",
-                target.label(),
+                platform.label(),
                 output.stdout_text()
             );
             runs += 1;
@@ -92,14 +92,14 @@ fn the_sample_prints_the_same_on_every_target() {
 #[test]
 fn chained_fixups_are_decoded_into_addresses() {
     let dir = scratch_dir("chained");
-    for target in MACHO_TARGETS {
+    for platform in MACHO_TARGETS {
         for link_args in FIXUP_KINDS {
-            let out = dir.join(format!("{}{}", target.label(), link_args.join("")));
+            let out = dir.join(format!("{}{}", platform.label(), link_args.join("")));
             std::fs::create_dir_all(&out).expect("creating the output directory");
-            let program = build_program(&[source("sample.c")], target, &out, &[], link_args);
+            let program = build_program(&[source("sample.c")], platform, &out, &[], link_args);
             let data = std::fs::read(&program).expect("reading the program");
             let image = load(&data).unwrap_or_else(|error| panic!("{error}"));
-            assert_eq!(Some(image.arch), target.macho_arch());
+            assert_eq!(Some(image.arch), platform.macho_arch());
             assert_eq!(image.entry, symbol_address(&program, "_main"));
             assert_eq!(image.initializers, vec![symbol_address(&program, "_init")]);
 
@@ -133,18 +133,18 @@ fn chained_fixups_are_decoded_into_addresses() {
                     loaded,
                     address,
                     "{} {link_args:?}: ops[{slot}]",
-                    target.label()
+                    platform.label()
                 );
                 if link_args.is_empty() {
                     // Classic dyld info: the file already holds the address.
                     assert_eq!(stored, address);
                 } else {
-                    // A chain entry: the target plus the link to the next one.
+                    // A chain entry: the platform plus the link to the next one.
                     assert_ne!(
                         stored,
                         address,
                         "{}: ops[{slot}] not chained",
-                        target.label()
+                        platform.label()
                     );
                 }
             }
@@ -162,18 +162,18 @@ fn a_fault_is_an_error_naming_the_pc() {
         (3, None, ""),
         (4, None, "write to read-only memory"),
     ];
-    for target in MACHO_TARGETS {
+    for platform in MACHO_TARGETS {
         for (fault, address, what) in cases {
-            let out = dir.join(format!("{}-{fault}", target.label()));
+            let out = dir.join(format!("{}-{fault}", platform.label()));
             std::fs::create_dir_all(&out).expect("creating the output directory");
             let define = format!("-DFAULT={fault}");
-            let program = build_program(&[source("fault.c")], target, &out, &[&define], &[]);
+            let program = build_program(&[source("fault.c")], platform, &out, &[&define], &[]);
             let (start, end) = function_range(&program, "_crash");
             let started = Instant::now();
             let error =
                 run_macho_file(&program, &Limits::default()).expect_err("the program faults");
             assert!(started.elapsed() < Duration::from_secs(10));
-            let label = format!("{} FAULT={fault}: {error}", target.label());
+            let label = format!("{} FAULT={fault}: {error}", platform.label());
             eprintln!("{label}");
             let Error::Fault {
                 pc,
@@ -184,7 +184,7 @@ fn a_fault_is_an_error_naming_the_pc() {
                 panic!("{label}: not a fault");
             };
             if fault == 2 {
-                // A jump to nowhere: the PC is the bad target itself.
+                // A jump to nowhere: the PC is the bad platform itself.
                 assert_eq!(*pc, 0x40, "{label}");
             } else {
                 assert!(
@@ -203,7 +203,7 @@ fn a_fault_is_an_error_naming_the_pc() {
                 _ => assert_eq!(*faulting_address, address, "{label}"),
             }
             if fault == 3 {
-                let trap = match target.macho_arch() {
+                let trap = match platform.macho_arch() {
                     Some(Arch::Arm64) => "brk",
                     _ => "invalid instruction",
                 };
@@ -215,22 +215,22 @@ fn a_fault_is_an_error_naming_the_pc() {
         }
     }
     // The same programs die by a signal as ELF, natively and under qemu.
-    for target in [Target::LinuxX86_64, Target::LinuxAarch64] {
+    for platform in [Platform::LinuxX86_64, Platform::LinuxAarch64] {
         for (fault, _, _) in cases {
-            let out = dir.join(format!("{}-{fault}", target.label()));
+            let out = dir.join(format!("{}-{fault}", platform.label()));
             std::fs::create_dir_all(&out).expect("creating the output directory");
             let define = format!("-DFAULT={fault}");
-            let program = build_program(&[source("fault.c")], target, &out, &[&define], &[]);
-            match run_program(&program, target, &Limits::default()) {
+            let program = build_program(&[source("fault.c")], platform, &out, &[&define], &[]);
+            match run_program(&program, platform, &Limits::default()) {
                 Err(Error::Signal { signal, stdout, .. }) => {
                     assert!(
                         [4, 5, 11].contains(&signal),
                         "{} FAULT={fault}: signal {signal}",
-                        target.label()
+                        platform.label()
                     );
                     assert_eq!(stdout, b"before\n");
                 }
-                other => panic!("{} FAULT={fault}: {other:?}", target.label()),
+                other => panic!("{} FAULT={fault}: {other:?}", platform.label()),
             }
         }
     }
@@ -239,8 +239,8 @@ fn a_fault_is_an_error_naming_the_pc() {
 #[test]
 fn an_infinite_loop_is_stopped_by_the_instruction_bound() {
     let dir = scratch_dir("loop-count");
-    for target in MACHO_TARGETS {
-        let program = build_program(&[source("loop.c")], target, &dir, &[], &[]);
+    for platform in MACHO_TARGETS {
+        let program = build_program(&[source("loop.c")], platform, &dir, &[], &[]);
         let (start, end) = function_range(&program, "_spin");
         let limits = Limits {
             max_instructions: 1_000_000,
@@ -251,13 +251,17 @@ fn an_infinite_loop_is_stopped_by_the_instruction_bound() {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "{}",
-            target.label()
+            platform.label()
         );
         match error {
             Error::Limit { pc: Some(pc), .. } => {
-                assert!((start..end).contains(&pc), "{}: pc {pc:#x}", target.label());
+                assert!(
+                    (start..end).contains(&pc),
+                    "{}: pc {pc:#x}",
+                    platform.label()
+                );
             }
-            other => panic!("{}: {other:?}", target.label()),
+            other => panic!("{}: {other:?}", platform.label()),
         }
     }
 }
@@ -269,20 +273,20 @@ fn an_infinite_loop_is_stopped_by_the_timeout() {
         max_instructions: u64::MAX,
         timeout: Duration::from_millis(300),
     };
-    for target in Target::ALL {
-        let program = build_program(&[source("loop.c")], target, &dir, &[], &[]);
+    for platform in Platform::ALL {
+        let program = build_program(&[source("loop.c")], platform, &dir, &[], &[]);
         let started = Instant::now();
-        let error = run_program(&program, target, &limits).expect_err("the loop never ends");
+        let error = run_program(&program, platform, &limits).expect_err("the loop never ends");
         let elapsed = started.elapsed();
         assert!(
             elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(20),
             "{}: {elapsed:?}",
-            target.label()
+            platform.label()
         );
-        match (target.macho_arch(), error) {
+        match (platform.macho_arch(), error) {
             (Some(_), Error::Limit { pc: Some(_), .. }) | (None, Error::Limit { pc: None, .. }) => {
             }
-            (_, other) => panic!("{}: {other:?}", target.label()),
+            (_, other) => panic!("{}: {other:?}", platform.label()),
         }
     }
 }
@@ -290,13 +294,13 @@ fn an_infinite_loop_is_stopped_by_the_timeout() {
 #[test]
 fn an_import_is_refused_by_name() {
     let dir = scratch_dir("import");
-    for target in MACHO_TARGETS {
-        let object = compile(&source("import.c"), target, &dir, &[]);
+    for platform in MACHO_TARGETS {
+        let object = compile(&source("import.c"), platform, &dir, &[]);
         for link_args in FIXUP_KINDS {
-            let program = dir.join(format!("import.{}{}", target.label(), link_args.join("")));
+            let program = dir.join(format!("import.{}{}", platform.label(), link_args.join("")));
             let mut args = vec!["-U", "_imported_thing"];
             args.extend_from_slice(link_args);
-            link(target, std::slice::from_ref(&object), &program, &args);
+            link(platform, std::slice::from_ref(&object), &program, &args);
             let error = run_macho_file(&program, &Limits::default()).expect_err("it imports");
             assert_eq!(
                 error,
@@ -304,7 +308,7 @@ fn an_import_is_refused_by_name() {
                     symbol: "_imported_thing".to_owned()
                 },
                 "{} {link_args:?}",
-                target.label()
+                platform.label()
             );
         }
     }
@@ -313,8 +317,14 @@ fn an_import_is_refused_by_name() {
 #[test]
 fn malformed_images_are_errors_not_panics() {
     let dir = scratch_dir("malformed");
-    let target = Target::MachoArm64;
-    let program = build_program(&[source("sample.c")], target, &dir, &[], &["-fixup_chains"]);
+    let platform = Platform::MachoArm64;
+    let program = build_program(
+        &[source("sample.c")],
+        platform,
+        &dir,
+        &[],
+        &["-fixup_chains"],
+    );
     let data = std::fs::read(&program).expect("reading the program");
     assert!(run_macho(&data, &Limits::default()).is_ok());
 
@@ -327,7 +337,7 @@ fn malformed_images_are_errors_not_panics() {
     assert!(matches!(load(&data[..0x1000]), Err(Error::Malformed(_))));
 
     // An object file is Mach-O but not an executable.
-    let object = compile(&source("sample.c"), target, &dir, &[]);
+    let object = compile(&source("sample.c"), platform, &dir, &[]);
     let object = std::fs::read(object).expect("reading the object");
     assert!(
         matches!(load(&object), Err(Error::Unsupported(message)) if message.contains("MH_EXECUTE"))
@@ -381,9 +391,9 @@ fn find_load_command(data: &[u8], cmd: u32) -> Option<usize> {
 #[test]
 fn armv8_1_instructions_that_clang_emits_for_the_m1_run() {
     let dir = scratch_dir("m1");
-    let target = Target::MachoArm64;
-    let program = build_program(&[source("m1.c")], target, &dir, &[], &[]);
-    let output = run_program(&program, target, &Limits::default())
+    let platform = Platform::MachoArm64;
+    let program = build_program(&[source("m1.c")], platform, &dir, &[], &[]);
+    let output = run_program(&program, platform, &Limits::default())
         .unwrap_or_else(|error| panic!("{}: {error}", program.display()));
     assert_eq!(output.stdout_text(), "5\n");
     assert_eq!(output.exit_code, 0);

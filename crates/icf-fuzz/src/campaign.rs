@@ -8,7 +8,7 @@
 //! when the campaign stopped on a time budget. A hang ends the campaign:
 //! its thread keeps running and would skew every later time limit.
 
-use crate::case::Target;
+use crate::case::InputKind;
 use crate::case::{Case, RunOptions};
 use crate::mutate::{Mutable, mutate};
 use crate::oracle::{Finding, Outcome, run_case};
@@ -54,7 +54,7 @@ pub struct CampaignReport {
     pub executions: u64,
     pub accepted: u64,
     pub rejected: u64,
-    pub executions_per_target: Vec<(Target, u64)>,
+    pub executions_per_kind: Vec<(InputKind, u64)>,
     pub findings: Vec<FindingRecord>,
     pub elapsed: Duration,
     pub stopped_by_hang: bool,
@@ -77,9 +77,9 @@ impl CampaignReport {
             self.findings.len()
         );
         let per_target: Vec<String> = self
-            .executions_per_target
+            .executions_per_kind
             .iter()
-            .map(|(target, count)| format!("{} {count}", target.name()))
+            .map(|(kind, count)| format!("{} {count}", kind.name()))
             .collect();
         text.push_str(&format!("per format: {}\n", per_target.join(", ")));
         if self.stopped_by_hang {
@@ -134,7 +134,7 @@ pub fn case_for_execution(
             .map(|change| format!("mutation: {change}")),
     );
     Case {
-        target: seed.target,
+        kind: seed.kind,
         options,
         files,
         notes,
@@ -183,12 +183,12 @@ pub fn run(campaign: &Campaign, seeds: &[Seed]) -> std::io::Result<CampaignRepor
         let outcome = run_case(&case, &campaign.work_dir, campaign.time_limit)?;
         report.executions += 1;
         match report
-            .executions_per_target
+            .executions_per_kind
             .iter_mut()
-            .find(|(t, _)| *t == case.target)
+            .find(|(t, _)| *t == case.kind)
         {
             Some((_, count)) => *count += 1,
-            None => report.executions_per_target.push((case.target, 1)),
+            None => report.executions_per_kind.push((case.kind, 1)),
         }
         match outcome {
             Outcome::Accepted => report.accepted += 1,

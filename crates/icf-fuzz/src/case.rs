@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 /// A format icf reads, with the oracle that reads it.
 ///
 /// To add a format (Mach-O): add a variant, give it its oracle in
-/// `Target::run` (`oracle.rs`), and seeds in `seeds.rs`; the mutator, the judging and
+/// `InputKind::run` (`oracle.rs`), and seeds in `seeds.rs`; the mutator, the judging and
 /// the campaign need no change.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Target {
+pub enum InputKind {
     /// An ELF relocatable object with RELA relocations.
     Object,
     /// An ELF relocatable object with CREL relocations (`-Wa,--crel`).
@@ -32,36 +32,36 @@ pub enum Target {
     MachOArchive,
 }
 
-impl Target {
-    pub const ALL: [Target; 7] = [
-        Target::Object,
-        Target::CrelObject,
-        Target::Archive,
-        Target::ThinArchive,
-        Target::LinkedBinary,
-        Target::MachOObject,
-        Target::MachOArchive,
+impl InputKind {
+    pub const ALL: [InputKind; 7] = [
+        InputKind::Object,
+        InputKind::CrelObject,
+        InputKind::Archive,
+        InputKind::ThinArchive,
+        InputKind::LinkedBinary,
+        InputKind::MachOObject,
+        InputKind::MachOArchive,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
-            Target::Object => "elf-object",
-            Target::CrelObject => "crel-object",
-            Target::Archive => "archive",
-            Target::ThinArchive => "thin-archive",
-            Target::LinkedBinary => "linked-binary",
-            Target::MachOObject => "macho-object",
-            Target::MachOArchive => "macho-archive",
+            InputKind::Object => "elf-object",
+            InputKind::CrelObject => "crel-object",
+            InputKind::Archive => "archive",
+            InputKind::ThinArchive => "thin-archive",
+            InputKind::LinkedBinary => "linked-binary",
+            InputKind::MachOObject => "macho-object",
+            InputKind::MachOArchive => "macho-archive",
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Target> {
-        Target::ALL.into_iter().find(|target| target.name() == name)
+    pub fn from_name(name: &str) -> Option<InputKind> {
+        InputKind::ALL.into_iter().find(|kind| kind.name() == name)
     }
 
     /// Whether the format is Mach-O (its seeds and campaign are apart from ELF's).
     pub fn is_macho(self) -> bool {
-        matches!(self, Target::MachOObject | Target::MachOArchive)
+        matches!(self, InputKind::MachOObject | InputKind::MachOArchive)
     }
 }
 
@@ -90,7 +90,7 @@ pub struct CaseFile {
 /// Everything one execution needs. The first file is the mutated one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Case {
-    pub target: Target,
+    pub kind: InputKind,
     pub options: RunOptions,
     pub files: Vec<CaseFile>,
     /// Free text kept as `#` lines: seed, mutations, finding.
@@ -111,7 +111,7 @@ impl Case {
         Ok(inputs)
     }
 
-    /// The text form: `#` notes, `target`, `options`, then each file as a
+    /// The text form: `#` notes, `input` (its kind), `options`, then each file as a
     /// `file input|beside NAME` line followed by its bytes in hex, 32 per line.
     pub fn to_text(&self) -> String {
         let mut text = String::new();
@@ -120,7 +120,7 @@ impl Case {
                 let _ = writeln!(text, "# {line}");
             }
         }
-        let _ = writeln!(text, "target {}", self.target.name());
+        let _ = writeln!(text, "input {}", self.kind.name());
         let _ = writeln!(
             text,
             "options fold_all={} shared={} gc_sections={}",
@@ -141,7 +141,7 @@ impl Case {
 
     /// Parses [`Case::to_text`]'s form.
     pub fn from_text(text: &str) -> Result<Case, String> {
-        let mut target = None;
+        let mut kind = None;
         let mut options = RunOptions::default();
         let mut files: Vec<CaseFile> = Vec::new();
         let mut notes = Vec::new();
@@ -149,9 +149,10 @@ impl Case {
             let line_error = |what: &str| format!("line {}: {what}: {line:?}", number + 1);
             if let Some(note) = line.strip_prefix('#') {
                 notes.push(note.trim_start().to_owned());
-            } else if let Some(name) = line.strip_prefix("target ") {
-                target = Some(
-                    Target::from_name(name.trim()).ok_or_else(|| line_error("unknown target"))?,
+            } else if let Some(name) = line.strip_prefix("input ") {
+                kind = Some(
+                    InputKind::from_name(name.trim())
+                        .ok_or_else(|| line_error("unknown input kind"))?,
                 );
             } else if let Some(settings) = line.strip_prefix("options ") {
                 for setting in settings.split_whitespace() {
@@ -194,7 +195,7 @@ impl Case {
             }
         }
         Ok(Case {
-            target: target.ok_or("no `target` line")?,
+            kind: kind.ok_or("no `input` line")?,
             options,
             files,
             notes,
@@ -209,7 +210,7 @@ mod tests {
     #[test]
     fn text_round_trips() {
         let case = Case {
-            target: Target::ThinArchive,
+            kind: InputKind::ThinArchive,
             options: RunOptions {
                 fold_all: true,
                 shared: false,
@@ -232,7 +233,7 @@ mod tests {
         let parsed = Case::from_text(&case.to_text()).expect("parsing what to_text wrote");
         assert_eq!(parsed.files, case.files);
         assert_eq!(parsed.options, case.options);
-        assert_eq!(parsed.target, case.target);
+        assert_eq!(parsed.kind, case.kind);
         assert_eq!(parsed.notes, ["seed: x", "two", "lines"]);
     }
 }

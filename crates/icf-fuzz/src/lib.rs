@@ -28,6 +28,6 @@ mod seed_layout;
 pub mod seeds;
 
 pub use campaign::{Budget, Campaign, CampaignReport, FindingRecord};
-pub use case::{Case, CaseFile, RunOptions, Target};
+pub use case::{Case, CaseFile, InputKind, RunOptions};
 pub use oracle::{Finding, FindingKind, Outcome, run_case};
 pub use seeds::{Seed, build_seeds};

@@ -13,7 +13,7 @@
 //! allocation failure aborts the process; the campaign writes each case to
 //! `current.case` before running it so that such an input is not lost.
 
-use crate::case::{Case, RunOptions, Target};
+use crate::case::{Case, InputKind, RunOptions};
 use std::backtrace::Backtrace;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -25,20 +25,21 @@ use std::time::Duration;
 /// MUTATED`: the first input is the mutated image, the second the
 /// unmutated one. A difference found is a fine outcome; only errors,
 /// panics and hangs are judged.
-impl Target {
+impl InputKind {
     /// Runs the code that reads this format on `inputs`, writing anything
     /// it writes under `out_dir`.
     fn run(self, inputs: &[PathBuf], out_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
         match self {
-            Target::Object | Target::CrelObject | Target::Archive | Target::ThinArchive => {
-                link_pipeline(inputs, out_dir, options).map(drop)
-            }
-            Target::LinkedBinary => {
+            InputKind::Object
+            | InputKind::CrelObject
+            | InputKind::Archive
+            | InputKind::ThinArchive => link_pipeline(inputs, out_dir, options).map(drop),
+            InputKind::LinkedBinary => {
                 let shrunk = shrink_image(inputs, out_dir, options);
                 verify_against_original(inputs, options)?;
                 shrunk
             }
-            Target::MachOObject | Target::MachOArchive => {
+            InputKind::MachOObject | InputKind::MachOArchive => {
                 let outputs = link_pipeline(inputs, out_dir, options)?;
                 read_back_with_object(inputs, &outputs)
             }
@@ -286,7 +287,7 @@ pub enum Outcome {
     Finding(Finding),
 }
 
-/// Writes `case` under `scratch`, runs its target's oracle on a worker
+/// Writes `case` under `scratch`, runs its input kind's oracle on a worker
 /// thread with `time_limit`, and judges the outcome.
 pub fn run_case(case: &Case, scratch: &Path, time_limit: Duration) -> std::io::Result<Outcome> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -300,7 +301,7 @@ pub fn run_case(case: &Case, scratch: &Path, time_limit: Duration) -> std::io::R
     install_panic_recorder();
     take_panic_report();
 
-    let target = case.target;
+    let kind = case.kind;
     let options = case.options;
     let thread_inputs = inputs.clone();
     let (sender, receiver) = mpsc::channel();
@@ -309,7 +310,7 @@ pub fn run_case(case: &Case, scratch: &Path, time_limit: Duration) -> std::io::R
         .name("icf-fuzz-case".to_owned())
         .spawn(move || {
             let result = panic::catch_unwind(AssertUnwindSafe(|| {
-                target.run(&thread_inputs, &out_dir, options)
+                kind.run(&thread_inputs, &out_dir, options)
             }));
             // The receiver is gone only after a timeout; nothing to tell then.
             let _ = sender.send(result);
@@ -330,7 +331,7 @@ pub fn run_case(case: &Case, scratch: &Path, time_limit: Duration) -> std::io::R
             stack: String::new(),
         }),
         Ok(Ok(Ok(()))) => Outcome::Accepted,
-        Ok(Ok(Err(error))) => judge_error(&error, &inputs, target),
+        Ok(Ok(Err(error))) => judge_error(&error, &inputs, kind),
         Ok(Err(payload)) => {
             let report = take_panic_report();
             let message = report
@@ -353,7 +354,7 @@ pub fn run_case(case: &Case, scratch: &Path, time_limit: Duration) -> std::io::R
 
 /// Fine is an error naming an input file; for Mach-O it must also say
 /// where in it (a section or an offset), as ELF's reader always has.
-fn judge_error(error: &anyhow::Error, inputs: &[PathBuf], target: Target) -> Outcome {
+fn judge_error(error: &anyhow::Error, inputs: &[PathBuf], kind: InputKind) -> Outcome {
     let text = format!("{error:#}");
     if let Some(unreadable) = error.downcast_ref::<OutputUnreadable>() {
         return Outcome::Finding(Finding {
@@ -366,7 +367,7 @@ fn judge_error(error: &anyhow::Error, inputs: &[PathBuf], target: Target) -> Out
     let names_an_input = inputs.iter().any(|input| {
         // A file that no longer starts like a Mach-O object or an archive
         // is refused as a whole: its name is place enough.
-        let needs_place = target.is_macho() && still_macho_or_archive(input);
+        let needs_place = kind.is_macho() && still_macho_or_archive(input);
         let name = input.display().to_string();
         text.match_indices(&name).any(|(at, _)| {
             let after = &text[at + name.len()..];

@@ -63,24 +63,9 @@ impl Rng {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Arch {
-    X86_64,
-    Aarch64,
-}
-
-impl Arch {
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Aarch64 => "aarch64",
-        }
-    }
-}
-
-/// The compilers and linkers a program is built with: the one list of
-/// each (`icf-fixtures`).
-pub use icf_fixtures::{Compiler, Linker};
+/// The architectures, compilers and linkers a program is built with:
+/// the one list of each (`icf-fixtures`).
+pub use icf_fixtures::{Arch, Compiler, Linker};
 
 /// How code is generated and linked with respect to position independence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

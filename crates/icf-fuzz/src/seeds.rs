@@ -14,8 +14,8 @@
 //! environment and panics with the command, like every fixture.
 
 use crate::case::CaseFile;
-use crate::case::Target;
-use icf_fixtures::{Build, Compiler, Target as Arch};
+use crate::case::InputKind;
+use icf_fixtures::{Arch, Build, Compiler};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -24,7 +24,7 @@ use std::process::Command;
 pub struct Seed {
     /// `calls.c gcc-O2-fs`, `libseeds.a (x86-64)`...
     pub label: String,
-    pub target: Target,
+    pub kind: InputKind,
     pub files: Vec<CaseFile>,
 }
 
@@ -91,7 +91,7 @@ const OBJECTS: [ObjectSpec; 19] = [
 fn build_of(spec: &ObjectSpec) -> Build {
     Build {
         compiler: spec.compiler,
-        target: spec.arch,
+        arch: spec.arch,
         function_sections: spec.function_sections,
         extra_flags: if spec.crel {
             vec!["-Wa,--crel,--allow-experimental-crel".to_owned()]
@@ -128,7 +128,7 @@ pub fn build_seeds(work_dir: &Path) -> Vec<Seed> {
     seeds
 }
 
-/// The ELF seeds (targets other than [`Target::is_macho`]).
+/// The ELF seeds (targets other than [`InputKind::is_macho`]).
 pub fn build_elf_seeds(work_dir: &Path) -> Vec<Seed> {
     let objects: Vec<PathBuf> = std::thread::scope(|scope| {
         let halves: Vec<_> = [0, 1]
@@ -165,10 +165,10 @@ pub fn build_elf_seeds(work_dir: &Path) -> Vec<Seed> {
         .zip(&objects)
         .map(|(spec, path)| Seed {
             label: format!("{} {}", spec.source, build_of(spec).label()),
-            target: if spec.crel {
-                Target::CrelObject
+            kind: if spec.crel {
+                InputKind::CrelObject
             } else {
-                Target::Object
+                InputKind::Object
             },
             files: vec![CaseFile {
                 name: file_name(spec.source),
@@ -182,7 +182,7 @@ pub fn build_elf_seeds(work_dir: &Path) -> Vec<Seed> {
     let cross = |source: &str| icf_fixtures::object(Path::new(source), &Build::new(Gcc));
     seeds.push(Seed {
         label: "e2e/cross_{a,b,main}.c gcc-O2-fs (cross_a.o mutated)".to_owned(),
-        target: Target::Object,
+        kind: InputKind::Object,
         files: ["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"]
             .into_iter()
             .map(|source| CaseFile {
@@ -296,11 +296,11 @@ fn macho_object(source: &str, freestanding: bool, arch: Arch) -> PathBuf {
     if source.ends_with(".cpp") {
         extra_flags.push("-nostdinc++".to_owned());
     }
-    // The fixture builder's target only picks gcc's cross compiler and adds
+    // The fixture builder's architecture only picks gcc's cross compiler and adds
     // `--target` for clang on AArch64: the flag above says it all.
     let build = Build {
         compiler: Clang,
-        target: X86_64,
+        arch: X86_64,
         function_sections: false,
         extra_flags,
     };
@@ -324,7 +324,7 @@ pub fn build_macho_seeds(work_dir: &Path) -> Vec<Seed> {
         for (source, path) in &objects {
             seeds.push(Seed {
                 label: format!("{source} clang-19 -O2 {name}-apple-macos11"),
-                target: Target::MachOObject,
+                kind: InputKind::MachOObject,
                 files: vec![CaseFile {
                     name: file_name(source),
                     bytes: read(path),
@@ -338,7 +338,7 @@ pub fn build_macho_seeds(work_dir: &Path) -> Vec<Seed> {
             label: format!(
                 "emu/{{fold_a,fold_b,rt}}.c clang-19 -O2 {name}-apple-macos11 (fold_a.o mutated)"
             ),
-            target: Target::MachOObject,
+            kind: InputKind::MachOObject,
             files: ["emu/fold_a.c", "emu/fold_b.c", "emu/rt.c"]
                 .into_iter()
                 .map(|source| CaseFile {
@@ -399,7 +399,7 @@ fn darwin_archive_seed(dir: &Path, members: &[(String, Vec<u8>)], arch: &str) ->
     );
     Seed {
         label: format!("{archive} ({} Mach-O members, {arch})", members.len()),
-        target: Target::MachOArchive,
+        kind: InputKind::MachOArchive,
         files: vec![CaseFile {
             name: archive.to_owned(),
             bytes: read(&dir.join(archive)),
@@ -415,7 +415,7 @@ fn linked_seed(dir: &Path, arch: Arch, kept_relocations: bool) -> Seed {
     std::fs::create_dir_all(dir)
         .unwrap_or_else(|error| panic!("creating {}: {error}", dir.display()));
     let build = Build {
-        target: arch,
+        arch,
         ..Build::new(Gcc)
     };
     let objects: Vec<PathBuf> = ["e2e/cross_a.c", "e2e/cross_b.c", "e2e/cross_main.c"]
@@ -444,7 +444,7 @@ fn linked_seed(dir: &Path, arch: Arch, kept_relocations: bool) -> Seed {
             if kept_relocations { " -Wl,-q" } else { "" },
             arch_name(arch)
         ),
-        target: Target::LinkedBinary,
+        kind: InputKind::LinkedBinary,
         files: vec![
             CaseFile {
                 name: "mutated".to_owned(),
@@ -500,10 +500,10 @@ fn archive_seed(dir: &Path, members: &[(String, Vec<u8>)], thin: bool, arch: Arc
     }
     Seed {
         label: format!("{archive} ({} members, {})", members.len(), arch_name(arch)),
-        target: if thin {
-            Target::ThinArchive
+        kind: if thin {
+            InputKind::ThinArchive
         } else {
-            Target::Archive
+            InputKind::Archive
         },
         files,
     }

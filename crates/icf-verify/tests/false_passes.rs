@@ -74,9 +74,9 @@ fn build(dir: &Path, command: &str, output: &str) -> PathBuf {
 /// What `binary` prints and its exit status.
 fn behaviour(binary: &Path, aarch64: bool) -> (String, Option<i32>) {
     let target = if aarch64 {
-        icf_fixtures::Target::Aarch64
+        icf_fixtures::Arch::Aarch64
     } else {
-        icf_fixtures::Target::X86_64
+        icf_fixtures::Arch::X86_64
     };
     let mut command = icf_fixtures::run_command(target, binary);
     let output = command

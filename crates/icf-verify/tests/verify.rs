@@ -2153,9 +2153,9 @@ fn an_aarch64_address_in_x18_dies_at_a_return() {
 /// The exit status of `binary` (an AArch64 one under qemu-aarch64).
 fn exit_status(binary: &Path, aarch64: bool) -> i32 {
     let target = if aarch64 {
-        icf_fixtures::Target::Aarch64
+        icf_fixtures::Arch::Aarch64
     } else {
-        icf_fixtures::Target::X86_64
+        icf_fixtures::Arch::X86_64
     };
     let mut command = icf_fixtures::run_command(target, binary);
     let status = command

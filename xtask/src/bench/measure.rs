@@ -733,9 +733,9 @@ pub(super) fn observe(check: &Check, binary: &Path) -> Result<Vec<(String, Obser
             .collect(),
         Check::Run(args) => {
             let target = if is_aarch64(binary) {
-                icf_fixtures::Target::Aarch64
+                icf_fixtures::Arch::Aarch64
             } else {
-                icf_fixtures::Target::X86_64
+                icf_fixtures::Arch::X86_64
             };
             let mut command = icf_fixtures::run_command(target, binary);
             command.args(args);

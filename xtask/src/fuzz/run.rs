@@ -228,11 +228,7 @@ pub(super) struct Plan {
 impl Plan {
     fn new(program: &Program) -> Plan {
         let config = &program.config;
-        let target = match config.arch {
-            Arch::X86_64 => icf_fixtures::Target::X86_64,
-            Arch::Aarch64 => icf_fixtures::Target::Aarch64,
-        };
-        let toolchain = icf_fixtures::Build::bare(config.compiler, target);
+        let toolchain = icf_fixtures::Build::bare(config.compiler, config.arch);
         let driver = icf_fixtures::command_words(&toolchain.driver_command(false));
         let pic = match config.pic {
             Pic::None => "-fno-pic",
@@ -308,7 +304,7 @@ impl Plan {
         };
         let runner: Vec<String> = ["timeout", limit]
             .iter()
-            .chain(icf_fixtures::runner(toolchain.target))
+            .chain(icf_fixtures::runner(toolchain.arch))
             .map(|word| word.to_string())
             .collect();
         Plan {
