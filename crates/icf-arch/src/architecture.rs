@@ -5,7 +5,7 @@
 use crate::linked::{DynamicReloc, LinkedReference};
 use crate::macho_reloc::{CompactUnwind, MachOFixup, MachOMeaning, MachOPrefix};
 use crate::reloc::RelocInfo;
-use crate::relocate::KeptReloc;
+use crate::relocate::{KeptReloc, PageEndHazard};
 use icf_ir::print::Syntax;
 use icf_ir::{Arch, CodeInput, Function};
 
@@ -86,6 +86,34 @@ pub trait Architecture: Sync {
         place: u64,
         value: u64,
     ) -> Result<(), String>;
+    /// Undoes a linker's relaxation of an address computed by two
+    /// instructions into one (lld writes AArch64's `adrp` + `add`, and
+    /// `adrp` + `ldr` of the GOT slot of a symbol no one can preempt, as
+    /// `nop; adr` when the address is near), so that the code reaches an
+    /// address that moved beyond the short form's range. `kept` are the
+    /// types of the relocations the link kept on the pair's two words
+    /// (`--emit-relocs` keeps the unrelaxed pair's), `code` the bytes
+    /// from the first word on: the pair and the words after it, which the
+    /// erratum check of a page reads. Gives the pair written for `target`
+    /// with its first word at `new_place`; `None` when the code is no such
+    /// relaxation or the pair cannot reach `target`.
+    fn unrelax_address(
+        &self,
+        kept: [u32; 2],
+        code: &[u8],
+        new_place: u64,
+        target: u64,
+    ) -> Option<[[u8; 4]; 2]>;
+    /// Whether the instruction at the start of `code`, which holds a kept
+    /// relocation of type `r_type`, still loads an address from its GOT
+    /// slot (an AArch64 `ldr` of `:got_lo12:`, which the linker did not
+    /// relax into computing the address): its field is then the slot's,
+    /// which stays where it is while the GOT does.
+    fn loads_got_slot(&self, r_type: u32, code: &[u8]) -> bool;
+    /// The instructions of `code`, loaded at `address`, that a CPU erratum
+    /// keeps out of a page's last words (see [`PageEndHazard`]), in
+    /// address order; none where no erratum needs it.
+    fn page_end_hazards(&self, code: &[u8], address: u64) -> Vec<PageEndHazard>;
     /// Whether `bytes` are only the padding an assembler or linker puts
     /// between functions (`nop`s, traps, zeros).
     fn is_padding(&self, bytes: &[u8]) -> bool;

@@ -43,7 +43,7 @@ pub use macho_reloc::{
 };
 pub use opaque::{OpaqueField, opaque_run};
 pub use reloc::RelocInfo;
-pub use relocate::KeptReloc;
+pub use relocate::{KeptReloc, PAGE_END_HAZARD_REACH, PAGE_END_HAZARD_START, PageEndHazard};
 pub use x86_64::X86_64;
 
 use icf_ir::print::Syntax;

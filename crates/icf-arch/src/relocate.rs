@@ -88,3 +88,28 @@ pub(crate) fn write_data(
     place.copy_from_slice(&bytes[..size]);
     Ok(())
 }
+
+/// An instruction a CPU erratum forbids in the last words of a 4 KiB page
+/// when the code after it completes the erratum's pattern: AArch64's
+/// `adrp` under Cortex-A53 erratum 843419 (followed, within three words,
+/// by a load or store based on the register it writes). Linkers keep such
+/// an `adrp` out of a page's last two words or patch it; what lays code
+/// out anew must do the same ([`Architecture::page_end_hazards`]).
+///
+/// [`Architecture::page_end_hazards`]: crate::Architecture::page_end_hazards
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageEndHazard {
+    /// Its address.
+    pub address: u64,
+    /// Whether the words after it complete the pattern. An instruction
+    /// that is not may still be where its words run into the next piece
+    /// of code ([`PAGE_END_HAZARD_REACH`]): what lands there decides.
+    pub exposed: bool,
+}
+
+/// The page offset from which an exposed [`PageEndHazard`] may not lie
+/// (a page's last two words).
+pub const PAGE_END_HAZARD_START: u64 = 0xff8;
+
+/// How many bytes after a [`PageEndHazard`] can complete its pattern.
+pub const PAGE_END_HAZARD_REACH: u64 = 12;

@@ -361,59 +361,25 @@ struct Patching<'a, 'data> {
 }
 
 impl Patching<'_, '_> {
-    /// An AArch64 `adr` at `place` that lld relaxed from `adrp` + `add`
-    /// (the word before it a `nop`, the kept relocations still the pair's:
-    /// `ADR_PREL_PG_HI21` at the `nop`, `ADD_ABS_LO12_NC` at the `adr`),
-    /// written back as that pair for `target` from `new_place`: the two
-    /// writes, when it is one and the `nop` moves with it. What lets the
-    /// code reach data that moved more than an `adr`'s mebibyte away.
+    /// An address the linker computed in one instruction at `place` where
+    /// the kept relocations are those of two (AArch64: lld's `nop; adr`
+    /// for `adrp` + `add`, see [`Architecture::unrelax_address`]), written
+    /// back as the two for `target` from `new_place`: the two writes, when
+    /// it is one and the word before moves with it. What lets the code
+    /// reach data that moved more than an `adr`'s mebibyte away.
     fn unrelaxed(&self, place: u64, new_place: u64, target: u64) -> Option<[(u64, Vec<u8>); 2]> {
-        const NOP: u32 = 0xd503_201f;
-        let (page_type, low_type) = (
-            object::elf::R_AARCH64_ADR_PREL_PG_HI21.0,
-            object::elf::R_AARCH64_ADD_ABS_LO12_NC.0,
-        );
         let before = place.checked_sub(4)?;
+        let new_before = new_place.checked_sub(4)?;
         let kept = |at: u64| self.relocated.places.get(&at).copied();
-        // The pair lld relaxed: `adrp` + `add` of the address, or `adrp`
-        // + `ldr` of its GOT slot, which a non-preemptible symbol's
-        // address made the same `nop; adr` (written back as `adrp` + `add`
-        // of the address either way).
-        let pages = [page_type, object::elf::R_AARCH64_ADR_GOT_PAGE.0];
-        let lows = [low_type, object::elf::R_AARCH64_LD64_GOT_LO12_NC.0];
-        if !kept(before).is_some_and(|r| pages.contains(&r))
-            || !kept(place).is_some_and(|r| lows.contains(&r))
-            || !self.layout.is_carried(before)
-            || self.layout.map(before) != new_place.checked_sub(4)?
-        {
+        if !self.layout.is_carried(before) || self.layout.map(before) != new_before {
             return None;
         }
-        let word = |at: u64| {
-            self.elf
-                .read(at, 4)
-                .and_then(|b| b.try_into().ok())
-                .map(u32::from_le_bytes)
-        };
-        let adr = word(place)?;
-        // `adr` (not `adrp`): bit 31 clear, bits 28-24 `10000`.
-        if word(before)? != NOP || adr & 0x9f00_0000 != 0x1000_0000 {
-            return None;
-        }
-        let register = adr & 0x1f;
-        let mut page = (0x9000_0000 | register).to_le_bytes().to_vec();
-        // The words after it, for the erratum 843419 check of a page.
-        page.extend(((0x9100_0000 | register << 5 | register).to_le_bytes()).iter());
-        page.extend(self.elf.read(place + 4, 8).unwrap_or_default());
-        let mut low = page[4..].to_vec();
-        self.arch
-            .write_reloc(page_type, &mut page, new_place - 4, target)
-            .ok()?;
-        self.arch
-            .write_reloc(low_type, &mut low, new_place, target)
-            .ok()?;
-        page.truncate(4);
-        low.truncate(4);
-        Some([(new_place - 4, page), (new_place, low)])
+        let mut code = self.elf.read(before, 8)?.to_vec();
+        code.extend(self.elf.read(place + 4, 8).unwrap_or_default());
+        let [first, second] =
+            self.arch
+                .unrelax_address([kept(before)?, kept(place)?], &code, new_before, target)?;
+        Some([(new_before, first.to_vec()), (new_place, second.to_vec())])
     }
 
     fn in_stub(&self, address: u64) -> bool {

@@ -446,17 +446,14 @@ impl Kept<'_, '_> {
         let at = || self.at(place);
         let name = || object::elf::RelocationType(rela.r_type);
         let mut new_meaning = Some(named.mapped);
-        // An AArch64 `ldr` of a GOT slot's low 12 bits
-        // (`:got_lo12:`) at `at`: its field is the slot's, which
-        // stays where it is when no GOT moves.
+        // A load of a GOT slot's address bits at `at` (AArch64's `ldr` of
+        // `:got_lo12:`): its field is the slot's, which stays where it is
+        // when no GOT moves.
         let got_low_bits = |at: u64| {
-            rela.r_type == object::elf::R_AARCH64_LD64_GOT_LO12_NC.0
-                && !self.got_moves
+            !self.got_moves
                 && elf
                     .read(at, 4)
-                    .and_then(|w| w.try_into().ok())
-                    .map(u32::from_le_bytes)
-                    .is_some_and(|w| w & 0xffc0_0000 == 0xf940_0000)
+                    .is_some_and(|code| arch.loads_got_slot(rela.r_type, code))
         };
         match decoded.fields.get(&place).map(|f| (f.target, f.bias)) {
             Some((named, bias)) if named.wrapping_add(bias as u64) == meaning => {
@@ -477,7 +474,7 @@ impl Kept<'_, '_> {
             // GOT's page, which code patching writes again from
             // the `adrp`'s new place.
             Some((named, _))
-                if rela.r_type == object::elf::R_AARCH64_ADR_GOT_PAGE.0
+                if arch.kept_reloc(rela.r_type) == KeptReloc::GotPage
                     && !self.got_moves
                     && self.got_page(named) =>
             {

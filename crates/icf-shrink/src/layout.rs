@@ -24,60 +24,32 @@
 //!   closes up and leaves a gap, the code after it closes up behind it.
 //! - The sections after `.text` in its segment move down together, by a
 //!   multiple of the largest alignment among them.
-//! - On AArch64, a piece (with the chain it heads) moves down one more
-//!   alignment step at a time while an `adrp` of it exposed to Cortex-A53
-//!   erratum 843419 would land in a page's last two words, where only an
-//!   `adr` of its page (within 1 MiB) can replace it: a little padding
-//!   instead of the function keeping its place.
+//! - A piece (with the chain it heads) moves down one more alignment step
+//!   at a time while an instruction of it exposed to a CPU erratum would
+//!   land in a page's last words ([`icf_arch::PageEndHazard`]: AArch64's
+//!   `adrp` under Cortex-A53 erratum 843419, which only an `adr` of its
+//!   page, within 1 MiB, could replace there): a little padding instead of
+//!   the function keeping its place.
 
-/// An AArch64 `adrp` of `.text`: its address, and whether a load or store
-/// based on the register it writes follows among the next three words
-/// (Cortex-A53 erratum 843419 needs one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Adrp {
-    pub address: u64,
-    pub exposed: bool,
-}
+use icf_arch::{PAGE_END_HAZARD_REACH, PAGE_END_HAZARD_START, PageEndHazard};
 
-/// The `adrp`s among the words of `text`, loaded at `start`.
-pub fn adrps(text: &[u8], start: u64) -> Vec<Adrp> {
-    let words: Vec<u32> = text
-        .chunks_exact(4)
-        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-        .collect();
-    let is_adrp = |w: u32| w & 0x9f00_0000 == 0x9000_0000;
-    words
+/// The first of `new_start`, `new_start + align`, ... at which no hazard
+/// of the chain `[start, end)` exposed to its erratum lands in a page's
+/// last words (one whose reach runs past the chain's end counts as
+/// exposed: what follows it there is another piece); `new_start` when
+/// none within a page is.
+fn clear_of_page_ends(
+    hazards: &[PageEndHazard],
+    start: u64,
+    end: u64,
+    new_start: u64,
+    align: u64,
+) -> u64 {
+    let from = hazards.partition_point(|a| a.address < start);
+    let to = hazards.partition_point(|a| a.address < end);
+    let exposed: Vec<u64> = hazards[from..to]
         .iter()
-        .enumerate()
-        .filter(|&(_, &w)| is_adrp(w))
-        .map(|(i, &w)| {
-            let register = w & 0x1f;
-            let exposed = words[i + 1..]
-                .iter()
-                .take(3)
-                .any(|&next| next & 0x3b00_0000 == 0x3900_0000 && (next >> 5) & 0x1f == register);
-            Adrp {
-                address: start + 4 * i as u64,
-                exposed,
-            }
-        })
-        .collect()
-}
-
-/// Where in a page an `adrp` is exposed to Cortex-A53 erratum 843419.
-const PAGE_END_WORDS: u64 = 0xff8;
-
-/// The first of `new_start`, `new_start + align`, ... at which no `adrp`
-/// of the chain `[start, end)` exposed to the erratum lands in a page's
-/// last two words (one in the chain's last three words counts as exposed:
-/// what follows it there is another piece); `new_start` when none within
-/// a page is.
-fn clear_of_page_ends(adrps: &[Adrp], start: u64, end: u64, new_start: u64, align: u64) -> u64 {
-    let from = adrps.partition_point(|a| a.address < start);
-    let to = adrps.partition_point(|a| a.address < end);
-    let exposed: Vec<u64> = adrps[from..to]
-        .iter()
-        .filter(|a| a.exposed || a.address + 12 >= end)
+        .filter(|a| a.exposed || a.address + PAGE_END_HAZARD_REACH >= end)
         .map(|a| a.address - start)
         .collect();
     if exposed.is_empty() {
@@ -86,7 +58,7 @@ fn clear_of_page_ends(adrps: &[Adrp], start: u64, end: u64, new_start: u64, alig
     let clear = |at: u64| {
         exposed
             .iter()
-            .all(|&offset| (at + offset) & 0xfff < PAGE_END_WORDS)
+            .all(|&offset| (at + offset) & 0xfff < PAGE_END_HAZARD_START)
     };
     (0..4096 / align.max(4))
         .map(|step| new_start + step * align)
@@ -257,8 +229,9 @@ impl Layout {
     /// Lays out `pieces` (covering `.text` from `text_start` to `text_end`,
     /// sorted, fates set, `thunk_size` set for thunks; `.text` aligned to
     /// `text_align`) and the tail of the segment `tail_start..tail_end`,
-    /// whose content must keep alignment `tail_align`. `adrps`: the
-    /// AArch64 `adrp`s of `.text` (see [`adrps`]), empty elsewhere.
+    /// whose content must keep alignment `tail_align`. `hazards`: the
+    /// instructions of `.text` a CPU erratum keeps out of page ends
+    /// ([`icf_arch::Architecture::page_end_hazards`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         mut pieces: Vec<Piece>,
@@ -268,7 +241,7 @@ impl Layout {
         tail_start: u64,
         tail_end: u64,
         tail_align: u64,
-        adrps: &[Adrp],
+        hazards: &[PageEndHazard],
     ) -> anyhow::Result<Layout> {
         // What each piece needs, and a kept copy what every member folded
         // into it needs: an alias's address is the kept copy's.
@@ -342,10 +315,10 @@ impl Layout {
                 let residue = if chained { piece.start % align } else { 0 };
                 piece.align = align;
                 piece.new_start = cursor + (residue + align - cursor % align) % align;
-                if !adrps.is_empty() {
+                if !hazards.is_empty() {
                     let chain_end = chain_ends[index];
                     piece.new_start =
-                        clear_of_page_ends(adrps, piece.start, chain_end, piece.new_start, align);
+                        clear_of_page_ends(hazards, piece.start, chain_end, piece.new_start, align);
                 }
             }
             cursor = piece.new_start + size;
@@ -615,33 +588,24 @@ pub(crate) mod tests {
                 piece(0x1020, 0x2100, Fate::Keep),
             ]
         };
-        let laid_out = |adrps: &[Adrp]| {
-            Layout::new(pieces(), 0x1000, 0x2100, 16, 0x2100, 0x2200, 16, adrps)
+        let laid_out = |hazards: &[PageEndHazard]| {
+            Layout::new(pieces(), 0x1000, 0x2100, 16, 0x2100, 0x2200, 16, hazards)
                 .expect("laid out")
                 .pieces[2]
                 .new_start
         };
         assert_eq!(laid_out(&[]), 0x1010);
-        let exposed = Adrp {
+        let exposed = PageEndHazard {
             address: 0x2008,
             exposed: true,
         };
         assert_eq!(laid_out(&[exposed]), 0x1020);
         // Not followed by a load or store through its register: no need.
-        let safe = Adrp {
+        let safe = PageEndHazard {
             exposed: false,
             ..exposed
         };
         assert_eq!(laid_out(&[safe]), 0x1010);
-        // adrp x9; ldr x0, [x9]: exposed. adrp x9; ldr x0, [x8]: not.
-        let words = |second: u32| {
-            [0x9000_0009u32, second, 0xd503_201f, 0xd503_201f]
-                .iter()
-                .flat_map(|w| w.to_le_bytes())
-                .collect::<Vec<u8>>()
-        };
-        assert!(adrps(&words(0xf940_0120), 0x1000)[0].exposed);
-        assert!(!adrps(&words(0xf940_0100), 0x1000)[0].exposed);
     }
 
     #[test]

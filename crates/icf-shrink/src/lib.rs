@@ -283,17 +283,14 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let planning = std::time::Instant::now();
     // Functions kept whole and in place (`pin.rs`): each round plans, lays
     // out and patches; one that finds fields needing more pins starts again.
-    // AArch64 `adrp`s the layout keeps clear of pages' last two words.
-    let adrps = match object.arch {
-        icf_ir::Arch::Aarch64 => elf
-            .read(
-                shape.text_start,
-                (shape.text_end - shape.text_start) as usize,
-            )
-            .map(|text| layout::adrps(text, shape.text_start))
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
+    // What the layout keeps clear of pages' last words (AArch64's `adrp`s).
+    let hazards = elf
+        .read(
+            shape.text_start,
+            (shape.text_end - shape.text_start) as usize,
+        )
+        .map(|text| icf_arch::of(object.arch).page_end_hazards(text, shape.text_start))
+        .unwrap_or_default();
     let mut pinned: BTreeMap<u64, PinKind> = BTreeMap::new();
     // Of the planning: the analyses (one per round), the rest laying out
     // and patching.
@@ -313,7 +310,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         symbols: &symbols,
         relocated: &relocated,
         folds: folds.as_ref(),
-        adrps: &adrps,
+        hazards: &hazards,
         options,
         load,
     }
@@ -453,7 +450,7 @@ struct Rounds<'a, 'data> {
     symbols: &'a [elf::SymbolInfo],
     relocated: &'a Relocated,
     folds: Option<&'a data_fold::DataFolds>,
-    adrps: &'a [layout::Adrp],
+    hazards: &'a [icf_arch::PageEndHazard],
     options: &'a ShrinkOptions,
     load: std::time::Duration,
 }
@@ -480,7 +477,7 @@ impl Rounds<'_, '_> {
         analysis_time: &mut std::time::Duration,
     ) -> anyhow::Result<Settled> {
         let (elf, shape, symbols) = (self.elf, self.shape, self.symbols);
-        let (disassembly, relocated, adrps) = (self.disassembly, self.relocated, self.adrps);
+        let (disassembly, relocated, hazards) = (self.disassembly, self.relocated, self.hazards);
         let object = &self.program.object(icf::ObjectId(0)).object;
         let arch = icf_arch::of(object.arch);
         let mut rounds = 0;
@@ -511,7 +508,7 @@ impl Rounds<'_, '_> {
                 shape.tail_start,
                 shape.tail_end,
                 shape.tail_align,
-                adrps,
+                hazards,
             )?;
             layout.data_aliases = data_aliases;
             layout.region = eh_frame::region(elf, shape, symbols, &layout, self.folds)?;

@@ -185,6 +185,24 @@ impl Architecture for Aarch64 {
         relocate::write(r_type, field, place, value)
     }
 
+    fn unrelax_address(
+        &self,
+        kept: [u32; 2],
+        code: &[u8],
+        new_place: u64,
+        target: u64,
+    ) -> Option<[[u8; 4]; 2]> {
+        relocate::unrelax_address(kept, code, new_place, target)
+    }
+
+    fn loads_got_slot(&self, r_type: u32, code: &[u8]) -> bool {
+        relocate::loads_got_slot(r_type, code)
+    }
+
+    fn page_end_hazards(&self, code: &[u8], address: u64) -> Vec<crate::PageEndHazard> {
+        relocate::page_end_hazards(code, address)
+    }
+
     fn is_padding(&self, bytes: &[u8]) -> bool {
         relocate::is_padding(bytes)
     }

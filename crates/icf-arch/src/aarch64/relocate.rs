@@ -2,7 +2,10 @@
 //! instruction's or a datum's field again, and the padding between
 //! functions.
 
-use crate::relocate::{KeptReloc, fits_signed, with_bits, write_data};
+use crate::relocate::{
+    KeptReloc, PAGE_END_HAZARD_REACH, PAGE_END_HAZARD_START, PageEndHazard, fits_signed, with_bits,
+    write_data,
+};
 use object::elf;
 
 pub(super) fn kept(r_type: u32) -> KeptReloc {
@@ -151,10 +154,9 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
             // among the next three.
             let register = w & 0x1f;
             let exposed = field.len() < 8
-                || field[4..].chunks_exact(4).take(3).any(|next| {
-                    let next = u32::from_le_bytes([next[0], next[1], next[2], next[3]]);
-                    next & 0x3b00_0000 == 0x3900_0000 && (next >> 5) & 0x1f == register
-                });
+                || words(&field[4..])
+                    .take(3)
+                    .any(|next| accesses_memory_through(next, register));
             if place & 0xfff >= ERRATUM_843419_START && exposed {
                 // Cortex-A53 erratum 843419: an `adrp` in a page's last two
                 // words may compute a wrong address. As GNU ld does, the
@@ -220,7 +222,7 @@ pub(super) fn write(r_type: u32, field: &mut [u8], place: u64, value: u64) -> Re
 }
 
 /// Where in a page an `adrp` is exposed to Cortex-A53 erratum 843419.
-const ERRATUM_843419_START: u64 = 0xff8;
+const ERRATUM_843419_START: u64 = PAGE_END_HAZARD_START;
 
 /// `nop`.
 const NOP: u32 = 0xd503_201f;
@@ -257,6 +259,91 @@ pub(super) fn runs_off_the_end(code: &[u8]) -> bool {
         || w & 0xffe0_001f == 0xd440_0000 // hlt
         || w >> 16 == 0; // udf
     !stops
+}
+
+/// The little-endian words of `code` (a last partial word aside).
+fn words(code: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    code.chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+/// Whether `w` is an `adrp`.
+fn is_adrp(w: u32) -> bool {
+    w & 0x9f00_0000 == 0x9000_0000
+}
+
+/// Whether `w` is a load or store based on register `register`.
+fn accesses_memory_through(w: u32, register: u32) -> bool {
+    w & 0x3b00_0000 == 0x3900_0000 && (w >> 5) & 0x1f == register
+}
+
+/// lld's `nop; adr` for `adrp` + `add` (or `adrp` + `ldr` of a GOT slot)
+/// written back as `adrp` + `add` of `target`, the `adrp` at `new_place`
+/// (see `Architecture::unrelax_address`).
+pub(super) fn unrelax_address(
+    kept: [u32; 2],
+    code: &[u8],
+    new_place: u64,
+    target: u64,
+) -> Option<[[u8; 4]; 2]> {
+    let (page_type, low_type) = (
+        elf::R_AARCH64_ADR_PREL_PG_HI21,
+        elf::R_AARCH64_ADD_ABS_LO12_NC,
+    );
+    // The relocations the link kept are the unrelaxed pair's: of the
+    // address, or of its GOT slot (a symbol no one can preempt, whose
+    // address lld computes in place of loading it).
+    let pages = [page_type.0, elf::R_AARCH64_ADR_GOT_PAGE.0];
+    let lows = [low_type.0, elf::R_AARCH64_LD64_GOT_LO12_NC.0];
+    if !pages.contains(&kept[0]) || !lows.contains(&kept[1]) {
+        return None;
+    }
+    let mut pair = words(code);
+    let (first, adr) = (pair.next()?, pair.next()?);
+    // `adr` (not `adrp`): bit 31 clear, bits 28-24 `10000`.
+    if first != NOP || adr & 0x9f00_0000 != 0x1000_0000 {
+        return None;
+    }
+    let register = adr & 0x1f;
+    let mut page = (0x9000_0000 | register).to_le_bytes().to_vec();
+    // The words after it, for the erratum 843419 check of a page: the
+    // `add`, then what followed the `adr`.
+    page.extend((0x9100_0000 | register << 5 | register).to_le_bytes());
+    page.extend(code.get(8..).unwrap_or_default());
+    let mut low = page[4..].to_vec();
+    write(page_type.0, &mut page, new_place, target).ok()?;
+    write(low_type.0, &mut low, new_place + 4, target).ok()?;
+    Some([page[..4].try_into().ok()?, low[..4].try_into().ok()?])
+}
+
+/// Whether `code` starts with the `ldr` of a GOT slot's `:got_lo12:`
+/// that a kept `R_AARCH64_LD64_GOT_LO12_NC` names (not relaxed into an
+/// `add` of the address).
+pub(super) fn loads_got_slot(r_type: u32, code: &[u8]) -> bool {
+    r_type == elf::R_AARCH64_LD64_GOT_LO12_NC.0
+        && words(code)
+            .next()
+            .is_some_and(|w| w & 0xffc0_0000 == 0xf940_0000)
+}
+
+/// The `adrp`s of `code`, loaded at `address`: each exposed to Cortex-A53
+/// erratum 843419 when a load or store based on the register it writes
+/// follows among the next three words.
+pub(super) fn page_end_hazards(code: &[u8], address: u64) -> Vec<PageEndHazard> {
+    let words: Vec<u32> = words(code).collect();
+    let reach = (PAGE_END_HAZARD_REACH / 4) as usize;
+    words
+        .iter()
+        .enumerate()
+        .filter(|&(_, &w)| is_adrp(w))
+        .map(|(i, &w)| PageEndHazard {
+            address: address + 4 * i as u64,
+            exposed: words[i + 1..]
+                .iter()
+                .take(reach)
+                .any(|&next| accesses_memory_through(next, w & 0x1f)),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -438,5 +525,84 @@ mod tests {
         assert!(write(elf::R_AARCH64_CONDBR19.0, &mut field, 0, 0x20_0000).is_err());
         let mut field = 0xf940_0021u32.to_le_bytes();
         assert!(write(elf::R_AARCH64_LDST64_ABS_LO12_NC.0, &mut field, 0, 0x12344).is_err());
+    }
+
+    fn bytes(words: &[u32]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn an_adrp_followed_by_a_memory_access_through_its_register_is_exposed() {
+        // adrp x9; ldr x0, [x9]: exposed. adrp x9; ldr x0, [x8]: not.
+        let code = |second: u32| bytes(&[0x9000_0009, second, NOP, NOP]);
+        let hazards = page_end_hazards(&code(0xf940_0120), 0x1000);
+        assert_eq!(
+            hazards,
+            vec![PageEndHazard {
+                address: 0x1000,
+                exposed: true
+            }]
+        );
+        assert!(!page_end_hazards(&code(0xf940_0100), 0x1000)[0].exposed);
+        // Three words on is too far.
+        let far = bytes(&[0x9000_0009, NOP, NOP, NOP, 0xf940_0120]);
+        assert!(!page_end_hazards(&far, 0x1000)[0].exposed);
+        assert!(page_end_hazards(&bytes(&[NOP, 0xf940_0120]), 0x1000).is_empty());
+    }
+
+    #[test]
+    fn a_relaxed_adr_is_written_back_as_adrp_and_add() {
+        let (page, add, got_page, got_low) = (
+            elf::R_AARCH64_ADR_PREL_PG_HI21.0,
+            elf::R_AARCH64_ADD_ABS_LO12_NC.0,
+            elf::R_AARCH64_ADR_GOT_PAGE.0,
+            elf::R_AARCH64_LD64_GOT_LO12_NC.0,
+        );
+        // nop; adr x3, . + 0x20 (at 0x1004), then ret.
+        let code = bytes(&[NOP, 0x1000_0103, 0xd65f_03c0]);
+        // Moved to 0x10_0000 and naming 0x5_4321: adrp x3, 0x5_4000 from
+        // 0x10_0000's page is -0xac pages; add x3, x3, #0x321.
+        let [adrp, low] = unrelax_address([page, add], &code, 0x10_0000, 0x5_4321).expect("a pair");
+        assert_eq!(
+            u32::from_le_bytes(adrp),
+            written(
+                elf::R_AARCH64_ADR_PREL_PG_HI21,
+                0x9000_0003,
+                0x10_0000,
+                0x5_4321
+            )
+        );
+        assert_eq!(
+            u32::from_le_bytes(low),
+            0x9100_0000 | 0x321 << 10 | 3 << 5 | 3
+        );
+        // The GOT pair lld relaxed the same way.
+        assert!(unrelax_address([got_page, got_low], &code, 0x10_0000, 0x5_4321).is_some());
+        // Other relocations, no `nop` first, or an `adrp` (not relaxed): none.
+        assert!(unrelax_address([add, add], &code, 0x10_0000, 0x5_4321).is_none());
+        assert!(
+            unrelax_address(
+                [page, add],
+                &bytes(&[0xd65f_03c0, 0x1000_0103]),
+                0x10_0000,
+                0
+            )
+            .is_none()
+        );
+        assert!(unrelax_address([page, add], &bytes(&[NOP, 0x9000_0003]), 0x10_0000, 0).is_none());
+    }
+
+    #[test]
+    fn only_an_unrelaxed_got_load_loads_the_slot() {
+        let got_low = elf::R_AARCH64_LD64_GOT_LO12_NC.0;
+        // ldr x0, [x0, #:got_lo12:sym]
+        assert!(loads_got_slot(got_low, &bytes(&[0xf940_0000])));
+        // Relaxed into add x0, x0, #:lo12:sym.
+        assert!(!loads_got_slot(got_low, &bytes(&[0x9100_0000])));
+        assert!(!loads_got_slot(
+            elf::R_AARCH64_ADD_ABS_LO12_NC.0,
+            &bytes(&[0xf940_0000])
+        ));
+        assert!(!loads_got_slot(got_low, &[0xf9]));
     }
 }

@@ -156,6 +156,30 @@ impl Architecture for X86_64 {
         relocate::write(r_type, field, place, value)
     }
 
+    /// An x86-64 linker's relaxations keep an instruction's length and
+    /// its field PC-relative (`GOTPCRELX`: a load becomes an `lea`):
+    /// nothing to undo.
+    fn unrelax_address(
+        &self,
+        _kept: [u32; 2],
+        _code: &[u8],
+        _new_place: u64,
+        _target: u64,
+    ) -> Option<[[u8; 4]; 2]> {
+        None
+    }
+
+    /// A kept GOT load's field counts from its own place
+    /// ([`crate::KeptReloc::RelaxableGotLoad`]), not from a GOT page.
+    fn loads_got_slot(&self, _r_type: u32, _code: &[u8]) -> bool {
+        false
+    }
+
+    /// No x86-64 erratum constrains where in a page code lies.
+    fn page_end_hazards(&self, _code: &[u8], _address: u64) -> Vec<crate::PageEndHazard> {
+        Vec::new()
+    }
+
     fn is_padding(&self, bytes: &[u8]) -> bool {
         relocate::is_padding(bytes)
     }
