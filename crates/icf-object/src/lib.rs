@@ -32,6 +32,8 @@ mod per_section;
 
 pub use edits::{Destination, Edits, NewContents, NewReloc, NewSymbol, SymbolRef};
 pub use eh_frame::{Fde, UnwindKind};
+/// The headers of a linked ELF image, as `icf shrink` writes them back.
+pub use elf::linked as linked_elf;
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
 pub use image_info::{DecodedPiece, Image, ImageKind, PointerSource};

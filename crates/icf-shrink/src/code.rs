@@ -3,7 +3,6 @@
 //! against the kept relocations where there are any, and written again
 //! where its place or target moves.
 
-use crate::elf::Elf;
 use crate::layout::Layout;
 use crate::patch::{Patches, Writes};
 use crate::pin::PinKind;
@@ -11,6 +10,7 @@ use crate::shape::Shape;
 use anyhow::Context;
 use icf_arch::{Architecture, KeptReloc, LinkedReference, LinkedUse};
 use icf_object::FunctionExtent;
+use icf_object::linked_elf::Elf;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 

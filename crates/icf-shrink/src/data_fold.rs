@@ -26,10 +26,10 @@
 //! whole pages.
 
 use crate::code::DecodedTargets;
-use crate::elf::{Elf, SymbolInfo};
 use crate::shape::Shape;
 use icf_arch::{Architecture, KeptReloc};
 use icf_linkmap::{InputObjects, InputSections, SectionFacts, Span};
+use icf_object::linked_elf::{Elf, SymbolInfo};
 use object::elf as E;
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};

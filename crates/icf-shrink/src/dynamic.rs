@@ -3,12 +3,12 @@
 //! executable's hold addresses no relocation names), and `.dynamic`'s
 //! pointers.
 
-use crate::elf::{Elf, get_u64};
 use crate::layout::Layout;
 use crate::patch::Patches;
 use crate::pin::PinKind;
 use anyhow::bail;
 use icf_arch::{Architecture, DynamicReloc};
+use icf_object::linked_elf::{Elf, get_u64};
 use object::elf as E;
 
 /// `SHT_RELR`.

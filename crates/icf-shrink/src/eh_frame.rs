@@ -15,11 +15,11 @@
 //! rebuilt from the FDEs that still describe code.
 
 use crate::data_fold::DataFolds;
-use crate::elf::{Elf, SymbolInfo};
 use crate::layout::{Fate, Layout, Region};
 use crate::patch::{Encoding, OMIT, Patches};
 use crate::shape::Shape;
 use anyhow::{Context, bail};
+use icf_object::linked_elf::{Elf, SymbolInfo};
 use object::elf as E;
 use std::collections::HashMap;
 

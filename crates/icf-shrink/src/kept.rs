@@ -13,13 +13,13 @@
 //! moved; its addend is that minus the symbol's new address.
 
 use crate::code::{Decoded, field_size, with_context};
-use crate::elf::{Elf, SymbolInfo};
 use crate::layout::Layout;
 use crate::patch::{Patches, Rewritten};
 use crate::pin::PinKind;
 use crate::shape::Shape;
 use anyhow::{Context, bail};
 use icf_arch::{Architecture, KeptReloc};
+use icf_object::linked_elf::{Elf, SymbolInfo};
 use object::elf as E;
 use rayon::prelude::*;
 
@@ -136,7 +136,11 @@ pub(crate) fn patch(
                 let mut patches = Patches::default();
                 let mut out = Vec::with_capacity(batch.len());
                 for rela in batch {
-                    kept.write(&crate::elf::Rela::of(rela), &mut patches, &mut out)?;
+                    kept.write(
+                        &icf_object::linked_elf::Rela::of(rela),
+                        &mut patches,
+                        &mut out,
+                    )?;
                 }
                 Ok((patches, encode(out)))
             })
@@ -171,7 +175,7 @@ struct Kept<'a, 'data> {
     /// The relocation section's index.
     relocations: usize,
     /// The section it relocates.
-    section: &'a crate::elf::SectionInfo,
+    section: &'a icf_object::linked_elf::SectionInfo,
     eh_frame: bool,
     code: bool,
     /// Sections a linker writes itself (`LINKER_MADE`): (start, end).
@@ -203,7 +207,7 @@ impl Kept<'_, '_> {
     fn rewrite_field(
         &self,
         patches: &mut Patches,
-        rela: &crate::elf::Rela,
+        rela: &icf_object::linked_elf::Rela,
         size: usize,
         value: u64,
         counted_from: Option<u64>,
@@ -236,7 +240,7 @@ impl Kept<'_, '_> {
     /// place), and the relocation for OUT pushed to `out`.
     fn write(
         &self,
-        rela: &crate::elf::Rela,
+        rela: &icf_object::linked_elf::Rela,
         patches: &mut Patches,
         out: &mut Vec<KeptEntry>,
     ) -> anyhow::Result<()> {
@@ -344,7 +348,7 @@ impl Kept<'_, '_> {
     /// which may move.
     fn undefined_address(
         &self,
-        rela: &crate::elf::Rela,
+        rela: &icf_object::linked_elf::Rela,
         patches: &mut Patches,
     ) -> anyhow::Result<()> {
         let (elf, layout, place) = (self.elf, self.layout, rela.offset);
@@ -367,7 +371,7 @@ impl Kept<'_, '_> {
     /// written again from the relocation.
     fn instruction(
         &self,
-        rela: &crate::elf::Rela,
+        rela: &icf_object::linked_elf::Rela,
         kind: KeptReloc,
         named: &Named,
         patches: &mut Patches,
@@ -436,7 +440,7 @@ impl Kept<'_, '_> {
     /// that moves keeps its function in place.
     fn pc_relative_in_code(
         &self,
-        rela: &crate::elf::Rela,
+        rela: &icf_object::linked_elf::Rela,
         named: &Named,
         patches: &mut Patches,
     ) -> anyhow::Result<Option<u64>> {
@@ -552,7 +556,7 @@ impl Kept<'_, '_> {
     /// section symbol that no table holds keeps what it names in place.
     fn pc_relative_in_data(
         &self,
-        rela: &crate::elf::Rela,
+        rela: &icf_object::linked_elf::Rela,
         named: &Named,
         patches: &mut Patches,
     ) -> anyhow::Result<Option<u64>> {

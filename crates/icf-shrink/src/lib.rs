@@ -41,7 +41,6 @@ mod data_fold;
 mod dwarf;
 mod dynamic;
 mod eh_frame;
-mod elf;
 mod kept;
 mod layout;
 mod patch;
@@ -52,8 +51,8 @@ mod write;
 
 use anyhow::{Context, bail};
 use code::{Relocated, field_size, patch_code};
-use elf::Elf;
 use icf_arch::Architecture;
+use icf_object::linked_elf::{self as elf, Elf};
 use layout::{Fate, Layout, Piece};
 use patch::Patches;
 pub use pin::PinKind;
@@ -238,7 +237,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let data = inputs.files[0].data();
     let named = |e: anyhow::Error| e.context(format!("{}", input.display()));
     let loading = std::time::Instant::now();
-    let elf = Elf::parse(data).map_err(named)?;
+    let elf = Elf::parse(data).map_err(|e| named(e.into()))?;
     let shape = Shape::of(&elf).map_err(named)?;
     let mut program = icf::Program::load(
         &inputs,
@@ -264,7 +263,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let disassembly = code::Disassembly::of(&elf, object, arch, decoded_code);
     let code = TextCode::of(&shape, &disassembly, arch, &elf);
     let mut keep_places = code.run_on_into(&shape);
-    let symbols = elf.symbols(shape.symtab).map_err(named)?;
+    let symbols = elf.symbols(shape.symtab).map_err(|e| named(e.into()))?;
     let relocated = Relocated::of(&elf, &shape).map_err(named)?;
     let load = loading.elapsed();
     let folding_constants = std::time::Instant::now();

@@ -2,9 +2,13 @@
 //! `.text`, the segment holding it and what follows it there, the symbol
 //! table, the kept relocations.
 
-use crate::elf::{self, Elf};
 use anyhow::{Context, bail};
+use icf_object::linked_elf::{self as elf, Elf};
 use object::elf as E;
+
+/// The largest section alignment a new layout keeps (a page of the
+/// largest kind).
+const MAX_ALIGN: u64 = 1 << 21;
 
 /// Where things are in the image: `.text`, the segment holding it, the
 /// symbol table, the kept relocations.
@@ -36,6 +40,15 @@ impl Shape {
                  (a `bl`'s CALL26 lands on another function's `adrp`): icf does not move code by \
                  relocations it cannot trust. Link with GNU ld, lld or mold"
             );
+        }
+        for (index, section) in elf.sections.iter().enumerate() {
+            if section.align_field > MAX_ALIGN || !section.align.is_power_of_two() {
+                bail!(
+                    "section {} ({index}): alignment {:#x} is no power of two up to {MAX_ALIGN:#x}",
+                    section.name,
+                    section.align_field
+                );
+            }
         }
         let text = elf
             .sections

@@ -1,8 +1,8 @@
 //! Symbol values after compaction: what `.symtab` and `.dynsym` say in
 //! OUT, and what the kept relocations count from.
 
-use crate::elf::{Elf, SymbolInfo};
 use crate::layout::{Fate, Layout};
+use icf_object::linked_elf::{Elf, SymbolInfo};
 use object::elf as E;
 
 /// A symbol's new value and size, `None` when it does not change.

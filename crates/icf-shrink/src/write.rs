@@ -6,11 +6,11 @@
 //! sections no segment loads, packed, and the section header table. Every
 //! patch lands at its new address; symbol values follow the map.
 
-use crate::elf::{Elf, SectionInfo, Segment, SymbolInfo};
 use crate::layout::{Fate, Layout};
 use crate::patch::Patches;
 use crate::shape::Shape;
 use anyhow::{Context, bail};
+use icf_object::linked_elf::{Elf, SectionInfo, Segment, SymbolInfo};
 use object::elf as E;
 
 /// OUT's bytes, and the sections it carries empty.
@@ -27,7 +27,7 @@ pub struct Written {
 /// rewritten, `dwarf.rs`; kept relocations of allocated sections are
 /// written again, `kept.rs`).
 fn is_emptied(elf: &Elf<'_>, section: &SectionInfo, keep_debug: bool) -> bool {
-    let debug = crate::elf::is_debug;
+    let debug = icf_object::linked_elf::is_debug;
     if section.is_alloc() {
         return false;
     }

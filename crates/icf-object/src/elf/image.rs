@@ -7,6 +7,8 @@
 //! refers to; a linked image has filled those fields in and (unless linked
 //! with `--emit-relocs`) kept no relocations. This reader puts them back:
 //!
+//! - **Headers** are read and checked by `linked.rs`, as `icf shrink`
+//!   reads them; the symbol tables as a relocatable object's.
 //! - **Sections** are the image's own, each symbol's value made an offset
 //!   in its section again. Every allocated section gets a section symbol,
 //!   which the relocations below name: a place in the image is a section
@@ -60,6 +62,7 @@
 //! piece of read-only data holds it, and a function using it compares
 //! unequal to its copies (a fold the report misses, never one it invents).
 
+use crate::elf::linked;
 use crate::elf::read::{check_ident, read_sections};
 use crate::error::{Error, Result};
 use crate::image_info::{Image, ImageKind, PointerSource};
@@ -70,7 +73,7 @@ use crate::object::{Format, Object};
 use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedUse, TableShape};
 use object::LittleEndian as LE;
 use object::elf;
-use object::read::elf::{Dyn, FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
+use object::read::elf::{Dyn, FileHeader, Sym};
 use rayon::prelude::*;
 use rustc_hash::FxHashSet as HashSet;
 
@@ -112,20 +115,14 @@ impl<'data> Object<'data> {
             ));
         }
         let mut sections = read_sections(data, header, &table)?;
-        for (index, (section, header)) in sections.iter().zip(table.iter()).enumerate() {
-            if section.is_alloc() && header.sh_addr(LE).checked_add(section.size).is_none() {
-                return Err(Error::new(format!(
-                    "sh_addr {:#x} plus sh_size {:#x} runs past the end of the address space",
-                    header.sh_addr(LE),
-                    section.size
-                ))
-                .with_section(index as u32, section.name_lossy()));
-            }
-        }
+        // The headers as the file holds them, checked as `icf shrink`
+        // checks them (each allocated section within the address space,
+        // each segment too): what the reader below walks.
+        let headers = linked::Elf::parse(data)?;
         for section in sections.iter_mut().filter(|s| s.is_alloc()) {
             section.flags &= !(elf::SHF_MERGE.0 | elf::SHF_STRINGS.0 | elf::SHF_GROUP.0);
         }
-        let addresses = table.iter().map(|h| h.sh_addr(LE)).collect();
+        let addresses = headers.sections.iter().map(|s| s.addr).collect();
         let mut object = Object::new(Format::Elf, arch, data, sections);
         let stripped = !object
             .sections
@@ -146,8 +143,9 @@ impl<'data> Object<'data> {
         }
         let mut reader = Reader {
             arch: icf_arch::of(arch),
-            kind: image_kind(header, data, &table)?,
+            kind: image_kind(&headers),
             object,
+            headers,
             addresses,
             section_symbols: Vec::new(),
             places: Vec::new(),
@@ -164,7 +162,7 @@ impl<'data> Object<'data> {
         let unnamed_functions = reader.add_unwound_functions();
         reader.named_starts = reader.named_starts();
         let tables = reader.relocate_code();
-        reader.take_addresses_kept_in_code(&table)?;
+        reader.take_addresses_kept_in_code()?;
         let pointers = reader.relocate_data(&table)?;
         reader.relocate_jump_tables(&tables);
         let table_bases: HashSet<u64> = tables.iter().map(|t| t.base).collect();
@@ -207,6 +205,9 @@ struct Reader<'data> {
     arch: &'static dyn Architecture,
     kind: ImageKind,
     object: Object<'data>,
+    /// The image's headers, read as the file holds them.
+    headers: linked::Elf<'data>,
+    /// Each section's address, by index.
     addresses: Vec<u64>,
     /// The section symbol of each allocated section, by [`SectionIndex`].
     section_symbols: Vec<Option<SymbolIndex>>,
@@ -449,15 +450,9 @@ impl<'data> Reader<'data> {
     /// [`Image::taken_addresses`]): decoding alone reads a pool as
     /// instructions, or not at all where no function symbol covers it (a
     /// pool after a function's last instruction, outside its size).
-    fn take_addresses_kept_in_code(
-        &mut self,
-        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
-    ) -> Result<()> {
-        for (index, header) in table.iter().enumerate() {
-            if header.sh_type(LE) != elf::SHT_RELA || is_allocated(header) {
-                continue;
-            }
-            let target = header.sh_info(LE) as usize;
+    fn take_addresses_kept_in_code(&mut self) -> Result<()> {
+        for index in self.kept_relocation_sections() {
+            let target = self.headers.sections[index].info as usize;
             if target == 0
                 || !self
                     .object
@@ -467,11 +462,11 @@ impl<'data> Reader<'data> {
             {
                 continue;
             }
-            for rela in self.rela_entries(index, header)? {
+            for rela in self.rela_entries(index)? {
                 if !self.arch.writes_absolute_address(rela.r_type) {
                     continue;
                 }
-                let Some(symbol) = self.object.symbols.get(rela.r_sym as usize) else {
+                let Some(symbol) = self.object.symbols.get(rela.sym as usize) else {
                     continue;
                 };
                 let base = match symbol.place {
@@ -481,7 +476,7 @@ impl<'data> Reader<'data> {
                 };
                 let address = base
                     .wrapping_add(symbol.value)
-                    .wrapping_add(rela.r_addend as u64);
+                    .wrapping_add(rela.addend as u64);
                 if self.named_starts.contains(&address) {
                     self.taken.push(address);
                 }
@@ -631,8 +626,8 @@ impl<'data> Reader<'data> {
         &mut self,
         table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
     ) -> Result<PointerSource> {
-        let kept = self.relocate_data_from_kept(table)?;
-        let dynamic = self.kind != ImageKind::Executable || self.has_relative_relocations(table)?;
+        let kept = self.relocate_data_from_kept()?;
+        let dynamic = self.kind != ImageKind::Executable || self.has_relative_relocations()?;
         if dynamic {
             self.relocate_data_from_dynamic(table, &kept)?;
         } else {
@@ -659,37 +654,31 @@ impl<'data> Reader<'data> {
 
     /// The relocations `--emit-relocs` kept for allocated data: which
     /// sections had some, by index.
-    fn relocate_data_from_kept(
-        &mut self,
-        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
-    ) -> Result<Vec<bool>> {
+    fn relocate_data_from_kept(&mut self) -> Result<Vec<bool>> {
         let mut kept = vec![false; self.object.sections.len()];
         let symbol_count = self.object.symbols.len();
-        for (index, header) in table.iter().enumerate() {
-            if header.sh_type(LE) != elf::SHT_RELA || is_allocated(header) {
-                continue;
-            }
-            let target = header.sh_info(LE) as usize;
+        for index in self.kept_relocation_sections() {
+            let target = self.headers.sections[index].info as usize;
             if target == 0 || target >= self.object.sections.len() || !self.is_pointer_data(target)
             {
                 continue;
             }
             kept[target] = true;
             let base = self.addresses[target];
-            let relocs = self.rela_entries(index, header)?;
+            let relocs = self.rela_entries(index)?;
             for rela in relocs {
                 let Some(info) = self.arch.elf_reloc(rela.r_type) else {
                     continue;
                 };
-                let symbol = rela.r_sym as usize;
+                let symbol = rela.sym as usize;
                 if symbol >= symbol_count || info.size == 0 {
                     continue;
                 }
                 let reloc = Reloc {
-                    offset: rela.r_offset.wrapping_sub(base),
+                    offset: rela.offset.wrapping_sub(base),
                     r_type: rela.r_type,
                     symbol: SymbolIndex(symbol as u32),
-                    addend: rela.r_addend,
+                    addend: rela.addend,
                     size: info.size,
                     pc_relative: info.pc_relative,
                 };
@@ -701,18 +690,15 @@ impl<'data> Reader<'data> {
         Ok(kept)
     }
 
-    fn has_relative_relocations(
-        &self,
-        table: &object::read::elf::SectionTable<'data, elf::FileHeader64<LE>>,
-    ) -> Result<bool> {
-        for (index, header) in table.iter().enumerate() {
-            if header.sh_type(LE) == elf::SHT_RELR && header.sh_size(LE) > 0 {
+    fn has_relative_relocations(&self) -> Result<bool> {
+        for (index, section) in self.headers.sections.iter().enumerate() {
+            if section.sh_type == elf::SHT_RELR.0 && section.size > 0 {
                 return Ok(true);
             }
-            if header.sh_type(LE) == elf::SHT_RELA
-                && is_allocated(header)
+            if section.sh_type == elf::SHT_RELA.0
+                && section.is_alloc()
                 && self
-                    .rela_entries(index, header)?
+                    .rela_entries(index)?
                     .iter()
                     .any(|r| self.arch.dynamic_reloc(r.r_type) == Some(DynamicReloc::Relative))
             {
@@ -734,12 +720,13 @@ impl<'data> Reader<'data> {
             return Ok(());
         };
         let mut imports: rustc_hash::FxHashMap<u32, SymbolIndex> = Default::default();
-        for (index, header) in table.iter().enumerate() {
-            if header.sh_type(LE) == elf::SHT_RELR {
-                self.relocate_relr(index, header, kept, absolute)?;
+        for index in 0..self.headers.sections.len() {
+            let section = &self.headers.sections[index];
+            if section.sh_type == elf::SHT_RELR.0 {
+                self.relocate_relr(index, kept, absolute)?;
                 continue;
             }
-            if header.sh_type(LE) != elf::SHT_RELA || !is_allocated(header) {
+            if section.sh_type != elf::SHT_RELA.0 || !section.is_alloc() {
                 continue;
             }
             let dynsym = table
@@ -750,8 +737,8 @@ impl<'data> Reader<'data> {
                         format!("bad dynamic symbol table for these relocations: {e}"),
                     )
                 })?;
-            for rela in self.rela_entries(index, header)? {
-                let Some((section, offset)) = self.section_at(rela.r_offset) else {
+            for rela in self.rela_entries(index)? {
+                let Some((section, offset)) = self.section_at(rela.offset) else {
                     continue;
                 };
                 if !self.is_pointer_data(section.index()) || kept[section.index()] {
@@ -759,21 +746,20 @@ impl<'data> Reader<'data> {
                 }
                 let reloc = match self.arch.dynamic_reloc(rela.r_type) {
                     Some(DynamicReloc::Relative | DynamicReloc::IRelative) => {
-                        self.reloc_to(offset, absolute, rela.r_addend as u64, 0)
+                        self.reloc_to(offset, absolute, rela.addend as u64, 0)
                     }
                     Some(DynamicReloc::Symbol) => {
-                        let Ok(sym) = dynsym.symbol(object::SymbolIndex(rela.r_sym as usize))
-                        else {
+                        let Ok(sym) = dynsym.symbol(object::SymbolIndex(rela.sym as usize)) else {
                             continue;
                         };
                         if sym.st_shndx(LE) != elf::SHN_UNDEF {
-                            let address = sym.st_value(LE).wrapping_add(rela.r_addend as u64);
+                            let address = sym.st_value(LE).wrapping_add(rela.addend as u64);
                             self.reloc_to(offset, absolute, address, 0)
                         } else {
                             let Ok(name) = dynsym.symbol_name(LE, sym) else {
                                 continue;
                             };
-                            let symbol = *imports.entry(rela.r_sym).or_insert_with(|| {
+                            let symbol = *imports.entry(rela.sym).or_insert_with(|| {
                                 self.object.symbols.push(Symbol {
                                     name,
                                     binding: Binding::Global,
@@ -790,7 +776,7 @@ impl<'data> Reader<'data> {
                                 offset,
                                 r_type: absolute,
                                 symbol,
-                                addend: rela.r_addend,
+                                addend: rela.addend,
                                 size: 8,
                                 pc_relative: false,
                             })
@@ -808,15 +794,11 @@ impl<'data> Reader<'data> {
 
     /// `SHT_RELR` (`-z pack-relative-relocs`): relative relocations as a
     /// list of addresses and bitmaps, each word's addend the value in place.
-    fn relocate_relr(
-        &mut self,
-        index: usize,
-        header: &elf::SectionHeader64<LE>,
-        kept: &[bool],
-        absolute: u32,
-    ) -> Result<()> {
-        let entries: &[object::U64<LE>] =
-            header.data_as_array(LE, self.object.data).map_err(|_| {
+    fn relocate_relr(&mut self, index: usize, kept: &[bool], absolute: u32) -> Result<()> {
+        let bytes = self.headers.bytes(index);
+        let entries: &[object::U64<LE>] = object::pod::slice_from_bytes(bytes, bytes.len() / 8)
+            .map(|(entries, _)| entries)
+            .map_err(|()| {
                 self.object
                     .section_error(SectionIndex(index as u32), "bad SHT_RELR section")
             })?;
@@ -1050,31 +1032,23 @@ impl<'data> Reader<'data> {
         Ok(fdes)
     }
 
-    /// The entries of relocation section `index`, checked.
-    fn rela_entries(
-        &self,
-        index: usize,
-        header: &elf::SectionHeader64<LE>,
-    ) -> Result<Vec<RelaEntry>> {
-        let relas: &[elf::Rela64<LE>] =
-            header.data_as_array(LE, self.object.data).map_err(|_| {
-                self.object
-                    .section_error(SectionIndex(index as u32), "bad relocation section")
-            })?;
-        Ok(relas
-            .iter()
-            .map(|rela| RelaEntry {
-                r_offset: rela.r_offset(LE),
-                r_sym: rela.r_sym(LE, false),
-                r_type: rela.r_type(LE, false).0,
-                r_addend: rela.r_addend(LE),
-            })
-            .collect())
+    /// The relocation sections `--emit-relocs` kept: `SHT_RELA` and not
+    /// allocated (the dynamic ones are).
+    fn kept_relocation_sections(&self) -> Vec<usize> {
+        (self.headers.sections.iter().enumerate())
+            .filter(|(_, s)| s.sh_type == elf::SHT_RELA.0 && !s.is_alloc())
+            .map(|(index, _)| index)
+            .collect()
     }
-}
 
-fn is_allocated(header: &elf::SectionHeader64<LE>) -> bool {
-    header.sh_flags(LE).0 & elf::SHF_ALLOC.0 != 0
+    /// The entries of relocation section `index`, checked.
+    fn rela_entries(&self, index: usize) -> Result<Vec<linked::Rela>> {
+        let relas = self.headers.raw_relas(index).map_err(|_| {
+            self.object
+                .section_error(SectionIndex(index as u32), "bad relocation section")
+        })?;
+        Ok(relas.iter().map(linked::Rela::of).collect())
+    }
 }
 
 /// The ends of sized pieces of data that a relocation names exactly (see
@@ -1127,14 +1101,6 @@ struct JumpTable {
     function: std::ops::Range<u64>,
 }
 
-/// One RELA entry.
-struct RelaEntry {
-    r_offset: u64,
-    r_sym: u32,
-    r_type: u32,
-    r_addend: i64,
-}
-
 /// An FDE of a linked image: its function, and where its pointer fields
 /// lie in `.eh_frame`.
 struct LinkedFde {
@@ -1177,23 +1143,22 @@ fn local_symbol<'data>(
 /// An `ET_DYN` marked `DF_1_PIE`, or with an interpreter and no
 /// `DT_SONAME`, is a position-independent executable; another is a shared
 /// library.
-fn image_kind(
-    header: &elf::FileHeader64<LE>,
-    data: &[u8],
-    table: &object::read::elf::SectionTable<'_, elf::FileHeader64<LE>>,
-) -> Result<ImageKind> {
-    if header.e_type(LE) == elf::ET_EXEC {
-        return Ok(ImageKind::Executable);
+fn image_kind(headers: &linked::Elf<'_>) -> ImageKind {
+    if headers.e_type == elf::ET_EXEC.0 {
+        return ImageKind::Executable;
     }
-    let segments = header
-        .program_headers(LE, data)
-        .map_err(|e| Error::new(format!("bad program header table: {e}")).at_offset(0x20))?;
-    let interpreted = segments.iter().any(|s| s.p_type(LE) == elf::PT_INTERP);
-    let dynamic: Vec<&elf::Dyn64<LE>> = table
+    let interpreted = headers
+        .segments
         .iter()
-        .filter(|h| h.sh_type(LE) == elf::SHT_DYNAMIC)
-        .filter_map(|h| h.data_as_array::<elf::Dyn64<LE>, _>(LE, data).ok())
-        .flatten()
+        .any(|s| s.p_type == elf::PT_INTERP.0);
+    let dynamic: Vec<&elf::Dyn64<LE>> = (0..headers.sections.len())
+        .filter(|&index| headers.sections[index].sh_type == elf::SHT_DYNAMIC.0)
+        .filter_map(|index| {
+            let bytes = headers.bytes(index);
+            let count = bytes.len() / std::mem::size_of::<elf::Dyn64<LE>>();
+            object::pod::slice_from_bytes::<elf::Dyn64<LE>>(bytes, count).ok()
+        })
+        .flat_map(|(entries, _)| entries)
         .collect();
     let marked_pie = dynamic
         .iter()
@@ -1201,11 +1166,11 @@ fn image_kind(
     // glibc's libc.so.6 has an interpreter too (it runs as a program), and
     // a name to be loaded by.
     let named = dynamic.iter().any(|d| d.d_tag(LE) == elf::DT_SONAME);
-    Ok(if marked_pie || (interpreted && !named) {
+    if marked_pie || (interpreted && !named) {
         ImageKind::PositionIndependentExecutable
     } else {
         ImageKind::SharedLibrary
-    })
+    }
 }
 
 /// The names of the defined global symbols of `.dynsym`.

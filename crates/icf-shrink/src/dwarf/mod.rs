@@ -41,10 +41,10 @@
 mod info;
 mod line;
 
-use crate::elf::{Elf, SymbolInfo};
 use crate::layout::{Fate, Layout};
 use crate::patch::Rewritten;
 use anyhow::{Context, bail};
+use icf_object::linked_elf::{Elf, SymbolInfo};
 use std::collections::HashMap;
 
 /// How an address is used, which decides where it goes when the code at
@@ -466,7 +466,7 @@ pub(crate) fn rewrite(
     symbols: &[SymbolInfo],
 ) -> anyhow::Result<Rewritten> {
     let debug: Vec<usize> = (0..elf.sections.len())
-        .filter(|&i| crate::elf::is_debug(&elf.sections[i]) && elf.sections[i].size > 0)
+        .filter(|&i| icf_object::linked_elf::is_debug(&elf.sections[i]) && elf.sections[i].size > 0)
         .collect();
     if debug.is_empty() {
         return Ok(Vec::new());
@@ -696,7 +696,7 @@ fn relocated_points(
         let Some(section) = elf.sections.get(target) else {
             continue;
         };
-        if !crate::elf::is_debug(section) || Some(target) == line {
+        if !icf_object::linked_elf::is_debug(section) || Some(target) == line {
             continue;
         }
         let known = ADDRESS_SECTIONS.contains(&section.name.as_str());
