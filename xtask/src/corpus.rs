@@ -29,9 +29,6 @@ use crate::process::{cargo, display, run};
 /// The ripgrep release the corpus is built from; `--locked` pins its dependencies.
 const RIPGREP_VERSION: &str = "15.2.0";
 
-/// The system lld the `Linker::Lld` replays use (Debian's `lld-19` package).
-const SYSTEM_LLD: &str = "/usr/bin/ld.lld-19";
-
 /// One recorded final link.
 #[derive(Debug, Clone)]
 pub struct Corpus {
@@ -174,7 +171,8 @@ impl Corpus {
     ///
     /// rustc's own linker choice (`-fuse-ld=...` and the `-B.../gcc-ld`
     /// directory of its bundled rust-lld) is dropped and replaced by
-    /// `-fuse-ld=LINKER`; `extra` (e.g. `-Wl,--icf=all`) goes last.
+    /// `icf-fixtures`' choice of `linker` ([`Linker::driver_flags`]);
+    /// `extra` (e.g. `-Wl,--icf=all`) goes last.
     pub fn link_command(&self, linker: Linker, output: &Path, extra: &[&str]) -> Result<Command> {
         let mut command = Command::new(&self.driver);
         for (index, arg) in self.args.iter().enumerate() {
@@ -186,54 +184,10 @@ impl Corpus {
                 command.arg(arg);
             }
         }
-        if linker == Linker::Mold && self.driver.starts_with("aarch64-linux-gnu-") {
-            // The cross gcc looks for `aarch64-linux-gnu-ld.mold`; mold's
-            // own directory holds it as plain `ld`.
-            command.arg("-B/usr/libexec/mold/");
-        } else {
-            command.arg(format!("-fuse-ld={}", linker.name()));
-        }
+        command.args(linker.driver_flags(&self.driver));
         command.args(extra);
-        if linker == Linker::Lld {
-            // gcc 12 accepts only `-fuse-ld=lld` (no paths) and looks for
-            // `ld.lld` on PATH (a cross gcc only in its -B directories);
-            // Debian installs lld-19 as `ld.lld-19`.
-            let bin = lld_bin_dir()?;
-            if self.driver.starts_with("aarch64-linux-gnu-") {
-                command.arg(format!("-B{}/", bin.display()));
-            }
-            let path = std::env::var_os("PATH").unwrap_or_default();
-            let mut dirs = vec![bin];
-            dirs.extend(std::env::split_paths(&path));
-            command.env(
-                "PATH",
-                std::env::join_paths(dirs).context("joining PATH directories")?,
-            );
-        }
         Ok(command)
     }
-}
-
-/// `target/corpus/bin`, holding `ld.lld -> /usr/bin/ld.lld-19` (created on demand).
-fn lld_bin_dir() -> Result<PathBuf> {
-    let bin = corpus_root()?.join("bin");
-    let link = bin.join("ld.lld");
-    if fs::read_link(&link).is_ok_and(|target| target == Path::new(SYSTEM_LLD)) {
-        return Ok(bin);
-    }
-    ensure!(
-        Path::new(SYSTEM_LLD).exists(),
-        "{SYSTEM_LLD} is missing (Debian package lld-19; `cargo xtask install-deps`)"
-    );
-    fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
-    match fs::remove_file(&link) {
-        Ok(()) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => return Err(error).with_context(|| format!("removing {}", link.display())),
-    }
-    std::os::unix::fs::symlink(SYSTEM_LLD, &link)
-        .with_context(|| format!("linking {} to {SYSTEM_LLD}", link.display()))?;
-    Ok(bin)
 }
 
 /// Removes cargo's fingerprint directories of `package` (named `PACKAGE-HASH`).

@@ -3,7 +3,7 @@
 //! plain link (with a warning) when folding cannot handle an input, and
 //! `--strict` turning that into an error. Every linked program is RUN.
 
-use icf_fixtures::{Build, Compiler};
+use icf_fixtures::{Build, Compiler, Linker};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -357,7 +357,9 @@ fn comdat_instances_the_linker_discards_are_never_kept() {
             .expect("link plainly");
         assert!(status.success());
         let expected = run(&plain);
-        for linker in ["bfd", "gold", "lld", "mold"] {
+        for choice in Linker::ALL {
+            let linker = choice.name();
+            let [use_linker, lld_dir] = choice.driver_flags(driver);
             for mode in ["safe", "all"] {
                 let folded = dir.join(format!("folded-{linker}-{mode}"));
                 let output = icf(&[
@@ -367,8 +369,8 @@ fn comdat_instances_the_linker_discards_are_never_kept() {
                     mode,
                     "--",
                     driver,
-                    &format!("-fuse-ld={linker}"),
-                    "-B/usr/lib/llvm-19/bin/",
+                    &use_linker,
+                    &lld_dir,
                     &main,
                     archive.to_str().expect("utf-8"),
                     "-o",
@@ -479,11 +481,12 @@ fn link_with_every_linker(
     args: &[String],
 ) -> Vec<(&'static str, String, PathBuf, String)> {
     let mut linked = Vec::new();
-    for linker in ["bfd", "gold", "lld", "mold"] {
-        let use_linker = format!("-fuse-ld={linker}");
+    for choice in Linker::ALL {
+        let linker = choice.name();
+        let use_linker = choice.driver_flags(driver);
         let plain = dir.join(format!("plain-{linker}"));
         let status = Command::new(driver)
-            .args([&use_linker, "-B/usr/lib/llvm-19/bin/"])
+            .args(&use_linker)
             .args(args)
             .arg("-o")
             .arg(&plain)
@@ -495,7 +498,8 @@ fn link_with_every_linker(
         let report = dir.join(format!("report-{linker}.json"));
         let mut command = vec!["link", "--strict", "--report"];
         command.push(report.to_str().expect("utf-8"));
-        command.extend(["--", driver, &use_linker, "-B/usr/lib/llvm-19/bin/"]);
+        command.extend(["--", driver]);
+        command.extend(use_linker.iter().map(String::as_str));
         command.extend(args.iter().map(String::as_str));
         command.extend(["-o", folded.to_str().expect("utf-8")]);
         let output = icf(&command);
