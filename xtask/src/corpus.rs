@@ -24,7 +24,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::process::{cargo, display, run};
+use crate::process::{cargo, display, run, shell_quote};
 
 /// The ripgrep release the corpus is built from; `--locked` pins its dependencies.
 const RIPGREP_VERSION: &str = "15.2.0";
@@ -221,11 +221,6 @@ fn write_shim(path: &Path, corpus_dir: &Path, binary: &str) -> Result<()> {
     fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     fs::set_permissions(path, fs::Permissions::from_mode(0o755))
         .with_context(|| format!("making {} executable", path.display()))
-}
-
-/// `word` as one single-quoted shell word.
-fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 const SHIM: &str = r#"#!/usr/bin/env bash

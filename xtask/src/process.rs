@@ -28,19 +28,7 @@ pub fn display(command: &Command) -> String {
     words.join(" ")
 }
 
-/// `word` as one shell word: as it is when only safe characters make it up,
-/// else single-quoted.
-pub fn shell_quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
+pub use icf_fixtures::shell_quote;
 
 /// `command` as one shell line to paste, its environment changes first
 /// (removed variables are left out), every word quoted as `shell_quote` does.

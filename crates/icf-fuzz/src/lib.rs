@@ -8,9 +8,12 @@
 //! error that names the input. [`campaign`] drives it for `cargo xtask
 //! fuzz-parse` and for the fixed-seed test in `tests/fuzz_parse.rs`.
 //!
-//! Beside it, [`programs`] generates the random multi-file C programs of
-//! the differential campaign (`cargo xtask fuzz`, which builds, folds, links
-//! and runs them): one seed gives one program, its flags and its linker.
+//! Beside it, [`programs`] is the differential campaign's (`cargo xtask
+//! fuzz`): it generates random multi-file C programs (one seed gives one
+//! program, its flags and its linker), and [`programs::run`] builds, folds,
+//! links, runs and verifies each, planting one wrong fold verify must
+//! reject ([`programs::plant`]). xtask holds only the campaign's options,
+//! workers and summary.
 //!
 //! Assumption: icf's contract is the one in CONTRIBUTING.md (bad input is a
 //! located `icf_object::Error`, never a panic); everything else here follows

@@ -19,6 +19,9 @@
 //! are compared in safe mode only, since `--mode all` may merge function
 //! addresses (never data addresses, never `--keep-unique` ones).
 
+pub mod plant;
+pub mod run;
+
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 

@@ -2,9 +2,9 @@
 //!
 //! Each seed gives one random multi-file C program (`icf_fuzz::programs`), built
 //! with random compiler flags and linked by a random linker, once plain and
-//! once through `icf link --strict` per mode ([`run`]); the folded programs
+//! once through `icf link --strict` per mode (`icf_fuzz::programs::run`); the folded programs
 //! must behave exactly like the plain one. Each program also gets one wrong
-//! fold planted on purpose ([`plant`]): `icf verify` must reject it
+//! fold planted on purpose (`icf_fuzz::programs::plant`): `icf verify` must reject it
 //! whenever it changes what the program does. Programs run on `--jobs`
 //! worker threads; each prints one line, and the end shows a summary per
 //! arch and linker and the planted folds per kind. Every icf command has a
@@ -14,10 +14,9 @@
 //! `--ci` also fails when some kind of planted fold was never planted.
 //!
 //! Main assumption: a seed fully decides program, flags and linker (the arch
-//! too under `--arch both`), so `--seed S --count 1` replays any line.
-
-mod plant;
-mod run;
+//! too under `--arch both`), so `--seed S --count 1` replays any line. This
+//! module holds the options, workers, budget and summary; what happens to
+//! one program is `icf-fuzz`'s.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,8 +28,9 @@ use anyhow::{Context, Result, bail};
 
 use crate::corpus;
 use crate::process::{self, cargo};
+use icf_fuzz::programs::plant;
+use icf_fuzz::programs::run::{self, FindingKind, Mode, Outcome, Tools};
 use icf_fuzz::programs::{Arch, Linker};
-use run::{FindingKind, Mode, Outcome, Tools};
 
 /// Seeds `0..CI_SEEDS` are what `--ci` runs (about three minutes on two cores;
 /// a program takes about 1.5 s of one core).

@@ -20,8 +20,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::plant::{self, Planted};
-use crate::process::shell_quote;
-use icf_fuzz::programs::{Arch, Compiler, FUNCTION_ADDRESS_PREFIX, Linker, Pic, Program};
+use super::{Arch, Compiler, FUNCTION_ADDRESS_PREFIX, Linker, Pic, Program};
+use icf_fixtures::shell_quote;
 
 /// Which `--mode` a folded build used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -151,7 +151,7 @@ pub(super) const ICF: &str = "@ICF@";
 /// Seconds an icf command may run (under `timeout`) before it is stopped
 /// and reported as an `icf-timeout` finding. A program's icf commands take
 /// about a second; the limit only has to tell a hang from a slow machine.
-pub(super) const ICF_TIME_LIMIT: &str = "60";
+pub const ICF_TIME_LIMIT: &str = "60";
 
 /// The exit status `timeout` gives a command it stopped at its limit.
 const TIMED_OUT: i32 = 124;
@@ -438,9 +438,8 @@ pub fn describe(program: &Program) -> String {
         .to_string(),
     ];
     words.extend(config.extra_cflags.iter().cloned());
-    let count = |f: fn(&icf_fuzz::programs::SourceFile) -> bool| {
-        program.files.iter().filter(|file| f(file)).count()
-    };
+    let count =
+        |f: fn(&super::SourceFile) -> bool| program.files.iter().filter(|file| f(file)).count();
     words.push(format!(
         "ffs={}/{} fds={}/{}",
         count(|file| file.function_sections),

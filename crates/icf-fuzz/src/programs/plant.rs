@@ -55,7 +55,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::run::{self, Finding, FindingKind, ICF, Mode, Outcome, Plan, Run, Step, Tools};
-use icf_fuzz::programs::{
+use super::{
     Arch, Compiler, FUNCTION_ADDRESS_PREFIX, FamilyInfo, FamilyKind, MemberInfo, Program, Rng,
 };
 
