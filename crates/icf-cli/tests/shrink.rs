@@ -2733,3 +2733,117 @@ fn a_truncated_binary_is_an_error_naming_it() {
     std::fs::write(&binary, &data[..64]).expect("truncating the binary");
     assert_shrink_fails(&binary, &[]);
 }
+
+#[test]
+fn a_segment_that_ends_where_the_code_segment_starts() {
+    // When the read-only segment ends on a page, mold starts the code
+    // segment, its PLT first, at that very address: the end of the region
+    // shrink compacts (the exception tables and what follows them) is the
+    // PLT's start, which stays. A fuzz finding (seed 5101): the PLT's
+    // section header moved down with the region, and the program crashed.
+    let dir = fresh_dir("flush_segment");
+    let build = Build::bare(Compiler::Clang, Arch::X86_64);
+    let compile = |source: &Path, object: &Path| {
+        let mut command = build.driver_command(false);
+        command
+            .args(["-O2", "-fno-pic", "-ffunction-sections", "-c"])
+            .arg(source)
+            .arg("-o")
+            .arg(object);
+        run_to_success(&mut command, &source.display().to_string());
+    };
+    let main = dir.join("main.o");
+    compile(
+        &icf_fixtures::source_dir().join("shrink/flush_segment.c"),
+        &main,
+    );
+    let (input, map) = (dir.join("in"), dir.join("in.map"));
+    // `pad` returns a string of `length` bytes, the last of the segment.
+    let link = |length: usize| {
+        let source = dir.join("pad.c");
+        let text = format!(
+            "const char *pad(void) {{ return \"{}\"; }}\n",
+            "x".repeat(length)
+        );
+        std::fs::write(&source, text).expect("writing pad.c");
+        let object = dir.join("pad.o");
+        compile(&source, &object);
+        let mut command = build.link_command(false, Linker::Mold);
+        command
+            .args(["-no-pie", "-Wl,-q"])
+            .arg(format!("-Wl,-Map={}", map.display()))
+            .args([&main, &object])
+            .arg("-o")
+            .arg(&input);
+        run_to_success(&mut command, "linking with mold");
+    };
+    // Where the segment holding `.eh_frame` ends, and where the next
+    // segment starts.
+    let segments = || {
+        let data = std::fs::read(&input).expect("reading IN");
+        let file =
+            object::read::elf::ElfFile64::<object::LittleEndian>::parse(&*data).expect("IN is ELF");
+        use object::read::elf::ProgramHeader;
+        let eh_frame = file
+            .section_by_name(".eh_frame")
+            .expect(".eh_frame")
+            .address();
+        let loads: Vec<(u64, u64)> = file
+            .elf_program_headers()
+            .iter()
+            .filter(|p| p.p_type(object::LittleEndian) == object::elf::PT_LOAD)
+            .map(|p| {
+                let start = p.p_vaddr(object::LittleEndian);
+                (start, start + p.p_filesz(object::LittleEndian))
+            })
+            .collect();
+        let at = loads
+            .iter()
+            .position(|&(start, end)| (start..end).contains(&eh_frame))
+            .expect("a segment holds .eh_frame");
+        let plt = file.section_by_name(".plt").expect(".plt").address();
+        (loads[at].1, loads.get(at + 1).map(|load| load.0), plt)
+    };
+    link(1);
+    let (end, _, _) = segments();
+    let short = (0x1000 - end % 0x1000) % 0x1000;
+    if short != 0 {
+        link(1 + short as usize);
+    }
+    let (end, next, plt) = segments();
+    assert!(
+        end % 0x1000 == 0 && next == Some(end) && plt == end,
+        "mold did not start the code segment, PLT first, where the read-only one ends: \
+         {end:#x}, {next:?}, .plt at {plt:#x}"
+    );
+    let expected = behaviour(&mut icf_fixtures::run_command(Arch::X86_64, &input))
+        .unwrap_or_else(|e| panic!("running IN: {e}"));
+    for mode in MODES {
+        let output = dir.join(format!("out-{mode}"));
+        let shrunk = icf_shrink(mode, &input, &output, Some(&map));
+        assert!(
+            shrunk.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&shrunk.stderr)
+        );
+        let (before, after) = (sizes(&input), sizes(&output));
+        let (before, after) = (before.expect("IN's sizes"), after.expect("OUT's sizes"));
+        assert!(after.text < before.text, "{mode}: nothing folded");
+        let data = std::fs::read(&output).expect("reading OUT");
+        let file = object::File::parse(&*data).expect("OUT is ELF");
+        assert_eq!(
+            file.section_by_name(".plt").map(|s| s.address()),
+            Some(plt),
+            "{mode}: the PLT's header moved"
+        );
+        let actual = behaviour(&mut icf_fixtures::run_command(Arch::X86_64, &output))
+            .unwrap_or_else(|e| panic!("{mode}: running OUT: {e}"));
+        assert_eq!(actual, expected, "{mode}");
+        let verified = icf_verify(mode, &input, &output, Some(&map));
+        assert!(
+            verified.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&verified.stdout)
+        );
+    }
+}

@@ -378,10 +378,15 @@ pub fn region(
         };
     }
     runs.retain(|run| run.0 < run.1);
+    let end_starts_next = elf
+        .sections
+        .iter()
+        .any(|s| s.is_alloc() && s.size > 0 && s.addr == end);
     Ok(Some(Region {
         segment,
         start,
         end,
+        end_starts_next,
         runs,
         new_end: cursor,
         redirects: {

@@ -148,6 +148,13 @@ pub struct Region {
     /// Exception tables dropped as copies of others (their FDEs name
     /// the copy kept; `redirects` holds them too).
     pub shared_exception_tables: usize,
+    /// Something else starts at `end`: the next segment, when the linker
+    /// lays segments out back to back in addresses as in the file (mold
+    /// does when the region's segment ends on a page). An address equal to
+    /// `end` is then that segment's (its first section, a PLT entry, a
+    /// symbol at its start) and stays, rather than one past the region's
+    /// content, which follows the content ([`Layout::map_end_of`]).
+    pub end_starts_next: bool,
 }
 
 impl Region {
@@ -388,13 +395,26 @@ impl Layout {
             return address - self.tail_delta;
         }
         // The region's end is its last section's end (a `__stop_` symbol):
-        // it follows the content.
+        // it follows the content, unless it is where the next segment
+        // starts.
         if let Some(region) = &self.region
             && (region.start..=region.end).contains(&address)
+            && !(address == region.end && region.end_starts_next)
         {
             return region.map(address);
         }
         address
+    }
+
+    /// Where the end of something that ends at `address` goes: as
+    /// [`Layout::map`], but the region's end follows its content even
+    /// where the next segment starts there (a symbol of a section in the
+    /// region that marks the section's end).
+    pub fn map_end_of(&self, address: u64) -> u64 {
+        match &self.region {
+            Some(region) if address == region.end => region.map(address),
+            _ => self.map(address),
+        }
     }
 
     /// Whether the bytes at `address` are carried into the output (not
@@ -638,6 +658,7 @@ pub(crate) mod tests {
             redirects: Vec::new(),
             anchors: Default::default(),
             shared_exception_tables: 0,
+            end_starts_next: false,
         });
         assert_eq!(layout.map(0x120), 0x120);
         assert_eq!(
@@ -657,6 +678,13 @@ pub(crate) mod tests {
         assert_eq!(region.new_size(0x100, 0x200), 0xc0);
         assert_eq!(region.new_size(0x140, 0x180), 0, "nothing of it kept");
         assert_eq!(region.freed(), 0x40);
+        // The next segment starts where the region ends (mold, a page
+        // end): the address there is its, and stays; an end of what the
+        // region holds still follows the content.
+        layout.region.as_mut().expect("set").end_starts_next = true;
+        assert_eq!(layout.map(0x200), 0x200, "the next segment's start stays");
+        assert_eq!(layout.map_end_of(0x200), 0x1c0);
+        assert_eq!(layout.map(0x1ff), 0x1bf);
     }
 
     #[test]
@@ -672,6 +700,7 @@ pub(crate) mod tests {
             redirects: Vec::new(),
             anchors: Default::default(),
             shared_exception_tables: 0,
+            end_starts_next: false,
         };
         assert_eq!(region.new_size(0x100, 0x120), 0x18);
         assert_eq!(
@@ -696,6 +725,7 @@ pub(crate) mod tests {
             redirects: vec![(0x110, 0x120, 0x100)],
             anchors: Default::default(),
             shared_exception_tables: 0,
+            end_starts_next: false,
         });
         assert_eq!(layout.map(0x110), 0x100);
         assert_eq!(layout.map(0x11c), 0x10c, "an offset into it");

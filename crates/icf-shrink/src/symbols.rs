@@ -48,6 +48,11 @@ pub(crate) fn new_symbol(
         }
         _ => {}
     }
+    // One marking its section's end (`__stop_`, `_etext`) follows the
+    // section's content, whatever starts there.
+    if symbol.value == section.addr + section.size && size == 0 {
+        return Some((layout.map_end_of(symbol.value), size));
+    }
     Some((layout.map(symbol.value), size))
 }
 
