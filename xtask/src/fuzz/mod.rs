@@ -8,7 +8,7 @@
 //! whenever it changes what the program does. Programs run on `--jobs`
 //! worker threads; each prints one line, and the end shows a summary per
 //! arch and linker and the planted folds per kind. Every icf command has a
-//! time limit (`run::ICF_TIME_LIMIT`): one that hangs is an `icf-timeout`
+//! time limit (`icf_fuzz::programs::run::ICF_TIME_LIMIT`): one that hangs is an `icf-timeout`
 //! finding. Any finding makes the command fail, and leaves a reproduction
 //! in `target/fuzz/repro-<seed>/`;
 //! `--ci` also fails when some kind of planted fold was never planted.

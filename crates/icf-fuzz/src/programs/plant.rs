@@ -551,7 +551,7 @@ pub(super) fn script(planted: &Planted, plan: &Plan) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# The wrong fold planted on purpose (xtask/src/fuzz/plant.rs): {}, mode {}.",
+        "# The wrong fold planted on purpose (crates/icf-fuzz/src/programs/plant.rs): {}, mode {}.",
         pick.kind.name(),
         mode.name()
     );
@@ -589,7 +589,7 @@ pub(super) fn readme(planted: &Planted) -> String {
         ),
     };
     format!(
-        "## Planted fold\n\n`icf link --plant-fold {}` ({}, mode {}, see xtask/src/fuzz/plant.rs): {result}\n",
+        "## Planted fold\n\n`icf link --plant-fold {}` ({}, mode {}, see crates/icf-fuzz/src/programs/plant.rs): {result}\n",
         pick.argument(),
         pick.kind.name(),
         pick.kind.mode().name()

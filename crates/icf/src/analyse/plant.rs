@@ -5,7 +5,7 @@
 //! through KEPT's jump table) whatever the comparator and the safety rules
 //! say, and the edits are then made by the same code as every real fold
 //! (`write/mod.rs`, `icf_object`'s writers). `cargo xtask fuzz` plants one per
-//! generated program (`xtask/src/fuzz/plant.rs`) and requires `icf verify`
+//! generated program (`crates/icf-fuzz/src/programs/plant.rs`) and requires `icf verify`
 //! to reject every planted fold that changes what the program does. No
 //! other caller sets it, and without it the plan is untouched.
 //!
