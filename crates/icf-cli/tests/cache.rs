@@ -320,3 +320,133 @@ fn concurrent_links_share_one_cache() {
         .count();
     assert_eq!(workspaces, 0);
 }
+
+/// [`compile`] run in `dir` on `NAME.c`, so that the object names its
+/// source by that name alone, wherever `dir` is.
+fn compile_by_name(dir: &Path, name: &str, source: &str, defines: &[&str]) -> PathBuf {
+    std::fs::write(dir.join(format!("{name}.c")), source).expect("write source");
+    let status = Command::new("gcc")
+        .current_dir(dir)
+        .args(["-O2", "-ffunction-sections", "-fdata-sections", "-c"])
+        .args(defines)
+        .arg(format!("{name}.c"))
+        .arg("-o")
+        .arg(format!("{name}.o"))
+        .status()
+        .expect("run gcc");
+    assert!(status.success(), "gcc {name}.c failed");
+    dir.join(format!("{name}.o"))
+}
+
+/// `icf link --strict -v --cache-dir CACHE [extra] -- LINK -o OUTPUT`:
+/// whether it replayed a kept result, and the binary's bytes.
+fn relink(cache: &Path, extra: &[&str], link: &[String], output: &Path) -> (bool, Vec<u8>) {
+    let result = Command::new(env!("CARGO_BIN_EXE_icf"))
+        .args(["link", "--strict", "-v", "--cache-dir"])
+        .arg(cache)
+        .args(extra)
+        .arg("--")
+        .args(link)
+        .arg("-o")
+        .arg(output)
+        .output()
+        .expect("run icf link");
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    let replayed = stderr.contains("icf: cache: the inputs are unchanged");
+    let folded = stderr.contains("icf: time: load");
+    assert!(replayed != folded, "replayed or folded, not both: {stderr}");
+    (replayed, std::fs::read(output).expect("read the binary"))
+}
+
+/// Waits until files written now are past the window in which `icf link`
+/// does not trust a file's times.
+fn age_past_the_racy_window() {
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+}
+
+#[test]
+fn a_relink_of_unchanged_inputs_replays_the_kept_result_and_any_change_misses() {
+    let dir = scratch("memo");
+    let cache = dir.join("cache");
+    let a = compile(&dir, "a", A, &[]);
+    let b = compile_by_name(&dir, "b", B, &[]);
+    let main = compile(&dir, "main", MAIN, &[]);
+    let command = vec!["gcc".to_string(), main, a, b.display().to_string()];
+    let output = dir.join("app");
+
+    // Inputs just written: their times are not trusted, nothing is kept.
+    let (replayed, first) = relink(&cache, &[], &command, &output);
+    assert!(!replayed);
+    assert!(
+        !relink(&cache, &[], &command, &output).0,
+        "kept a racy link"
+    );
+
+    // Older: the first link keeps its result, the next replays it, and
+    // writes the same binary.
+    age_past_the_racy_window();
+    assert!(!relink(&cache, &[], &command, &output).0);
+    let (replayed, again) = relink(&cache, &[], &command, &output);
+    assert!(replayed, "unchanged inputs were folded again");
+    assert_eq!(again, first);
+    let expected = run(&output);
+
+    // A report needs the analysis: no replay.
+    let report = dir.join("report.json");
+    let (replayed, _) = relink(
+        &cache,
+        &["--report", report.to_str().expect("utf-8")],
+        &command,
+        &output,
+    );
+    assert!(!replayed);
+
+    // b.o rewritten in place, its size and modification time as they
+    // were: its status-change time tells.
+    let bytes = std::fs::read(&b).expect("read b.o");
+    let modified = std::fs::metadata(&b)
+        .and_then(|m| m.modified())
+        .expect("b.o's time");
+    let elsewhere = dir.join("variant");
+    std::fs::create_dir_all(&elsewhere).expect("create a directory");
+    let variant = compile_by_name(&elsewhere, "b", B, &["-DVARIANT"]);
+    let variant = std::fs::read(&variant).expect("read the variant");
+    assert_eq!(variant.len(), bytes.len(), "the variant's size differs");
+    std::fs::write(&b, &variant).expect("rewrite b.o");
+    std::fs::File::options()
+        .write(true)
+        .open(&b)
+        .and_then(|f| f.set_modified(modified))
+        .expect("restore b.o's time");
+    age_past_the_racy_window();
+    let (replayed, changed) = relink(&cache, &[], &command, &output);
+    assert!(!replayed, "a changed input was not seen");
+    assert_ne!(changed, first);
+    assert_ne!(run(&output), expected, "sum_b no longer folds with sum_a");
+    let plain = dir.join("plain");
+    let status = Command::new("gcc")
+        .args(&command[1..])
+        .arg("-o")
+        .arg(&plain)
+        .status()
+        .expect("run gcc");
+    assert!(status.success());
+    assert_eq!(run(&output), run(&plain));
+
+    // A stored rewritten file damaged: not handed out, the link folds.
+    assert!(relink(&cache, &[], &command, &output).0);
+    for stored in entries(&cache)
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "file"))
+    {
+        let mut bytes = std::fs::read(stored).expect("read a stored file");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(stored, bytes).expect("damage a stored file");
+    }
+    let (replayed, repaired) = relink(&cache, &[], &command, &output);
+    assert!(!replayed, "a damaged file was replayed");
+    assert_eq!(repaired, changed);
+    assert_eq!(run(&output), run(&plain));
+}

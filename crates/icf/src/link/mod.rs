@@ -6,4 +6,5 @@
 pub(crate) mod after_link;
 pub(crate) mod link_command;
 pub(crate) mod linker;
+pub(crate) mod memo;
 pub(crate) mod run;

@@ -13,6 +13,7 @@ use crate::analyse::analysis::Analysis;
 use crate::analyse::key_cache::PendingWrites;
 use crate::link::link_command::{LinkCommand, LinkerFlavor};
 use crate::link::linker::{LinkOutcome, Verifier, VerifyFn, milliseconds, relink_plainly, run};
+use crate::link::memo::{LinkMemo, Replaced};
 use crate::load::program::{Inputs, Options, Program};
 use crate::options::PlanOptions;
 use crate::report::savings::Report;
@@ -314,6 +315,40 @@ fn fold_inputs(
         .filter(|(input, _)| input.whole_archive)
         .map(|(_, &file)| file)
         .collect();
+    // The link command's own --keep-unique and data-address choice count as icf's.
+    let mut plan_options = options.plan.clone();
+    plan_options
+        .keep_unique
+        .extend(parsed.keep_unique.iter().cloned());
+    plan_options.ignore_data_address_equality |= parsed.ignore_data_address_equality;
+    plan_options.cache = cache;
+    // Unchanged inputs relinked: the rewritten files the last link of them
+    // kept, and nothing else to do.
+    let memo = LinkMemo::for_link(
+        parsed,
+        &plan_options,
+        plan_options.cache.as_ref(),
+        options.report.is_some() || options.want_report,
+        &paths,
+    );
+    if let Some(replayed) = memo.as_ref().and_then(|memo| memo.replay(dir)) {
+        if options.verbose {
+            eprintln!(
+                "icf: cache: the inputs are unchanged since a link kept its result: {} rewritten files linked from the cache ({})",
+                replayed.len(),
+                milliseconds(started.elapsed())
+            );
+        }
+        let replaced: HashMap<&Path, &Path> = replayed
+            .iter()
+            .map(|(input, output)| (input.as_path(), output.as_path()))
+            .collect();
+        let arguments = parsed.with_replaced_inputs(
+            |input| replaced.get(input.path.as_path()).map(|p| p.to_path_buf()),
+            dir,
+        )?;
+        return Ok((arguments, None, None));
+    }
     let inputs = Inputs::open(&paths)?;
     let program_options = Options {
         shared: parsed.shared,
@@ -326,13 +361,6 @@ fn fold_inputs(
         exports: exports_of(parsed),
         linker_scripts: (!parsed.scripts.is_empty()).then(|| scripts_of(parsed)),
     };
-    // The link command's own --keep-unique and data-address choice count as icf's.
-    let mut plan_options = options.plan.clone();
-    plan_options
-        .keep_unique
-        .extend(parsed.keep_unique.iter().cloned());
-    plan_options.ignore_data_address_equality |= parsed.ignore_data_address_equality;
-    plan_options.cache = cache;
     let program = Program::load(&inputs, program_options)?;
     let load = started.elapsed();
     let mut analysis = Analysis::run(&program, &plan_options);
@@ -386,6 +414,23 @@ fn fold_inputs(
         .filter(|o| o.changed)
         .map(|o| (o.input.as_path(), o.output.as_path()))
         .collect();
+    if let Some(memo) = &memo {
+        // Kept only when every rewritten file is in the cache.
+        let kept: Option<Vec<Replaced>> = outputs
+            .iter()
+            .filter(|o| o.changed)
+            .map(|o| {
+                Some(Replaced {
+                    input: o.input.clone(),
+                    name: o.output.file_name()?.to_os_string(),
+                    key: o.cached?,
+                })
+            })
+            .collect();
+        if let Some(kept) = kept {
+            memo.record(&kept);
+        }
+    }
     // Naming every member and finding near-duplicates costs more than the
     // fold itself on large links: only when someone reads the report.
     let report =

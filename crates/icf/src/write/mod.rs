@@ -39,6 +39,8 @@ pub struct FoldedFile {
     pub output: PathBuf,
     /// Whether any byte differs from the input.
     pub changed: bool,
+    /// Where icf's cache keeps the output, when it does.
+    pub cached: Option<icf_cache::Key>,
 }
 
 impl Analysis<'_, '_> {
@@ -635,6 +637,7 @@ fn write_output(
             input: file.path.clone(),
             output: file.path.clone(),
             changed,
+            cached: None,
         });
     }
     let key = cache
@@ -648,6 +651,7 @@ fn write_output(
             input: file.path.clone(),
             output,
             changed,
+            cached: Some(*key),
         });
     }
     if changed_objects.is_empty() {
@@ -673,15 +677,18 @@ fn write_output(
     }
     // Storing is best effort: a cache that cannot take the file costs the
     // next link a rewrite, nothing more.
-    if let (Some((store, _, stored)), Some(key)) = (cache, &key)
-        && store.put_file(key, &output).is_ok()
+    let mut cached = None;
+    if let (Some((store, _, stored)), Some(key)) = (cache, key)
+        && store.put_file(&key, &output).is_ok()
     {
         stored.fetch_add(1, Ordering::Relaxed);
+        cached = Some(key);
     }
     Ok(FoldedFile {
         input: file.path.clone(),
         output,
         changed,
+        cached,
     })
 }
 
