@@ -151,7 +151,19 @@ fn verbose_links_say_how_long_each_phase_took() {
     let quiet = icf(&["link", "--strict", "--", "gcc", &inputs[0], "-o", out]);
     assert!(quiet.status.success());
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("icf: time:"));
-    let verbose = icf(&["-v", "link", "--strict", "--", "gcc", &inputs[0], "-o", out]);
+    // Without the cache: a relink of unchanged inputs would replay the
+    // quiet link's result instead of folding (see `cache.rs`).
+    let verbose = icf(&[
+        "-v",
+        "link",
+        "--strict",
+        "--no-cache",
+        "--",
+        "gcc",
+        &inputs[0],
+        "-o",
+        out,
+    ]);
     let stderr = String::from_utf8_lossy(&verbose.stderr);
     assert!(verbose.status.success(), "{stderr}");
     let phases = "icf: time: load ";
