@@ -523,6 +523,27 @@ fn the_manifest_reader_sees_a_path_dependency() {
     assert_eq!(own_path_dependencies(manifest), vec!["icf-emu".to_string()]);
 }
 
+/// Lines of code of the Rust files under `dirs` (but `except`) that
+/// `matches`.
+fn lines_under(
+    dirs: &[PathBuf],
+    except: &[PathBuf],
+    matches: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let files: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|dir| rust_files(dir))
+        .filter(|file| !except.contains(file))
+        .collect();
+    code_lines(&files, matches)
+}
+
+/// `crates/`, `tests/`, `xtask/` and `fixtures/src/`: every test and task.
+fn every_test_and_task() -> [PathBuf; 4] {
+    let root = workspace();
+    ["crates", "tests", "xtask", "fixtures/src"].map(|dir| root.join(dir))
+}
+
 /// Lines of the Rust files under `dirs` (but `except`) that declare a
 /// toolchain of their own: an enum of compilers or linkers, or a command
 /// that starts the emulator.
@@ -530,14 +551,9 @@ fn second_toolchains(dirs: &[PathBuf], except: &[PathBuf]) -> Vec<String> {
     let needles = ["enum Linker", "enum Compiler"];
     // The emulator, started by its name or through a variable.
     let emulator = ["Command::new(\"qemu", "Command::new(qemu"];
-    let files: Vec<PathBuf> = dirs
-        .iter()
-        .flat_map(|dir| rust_files(dir))
-        .filter(|file| !except.contains(file))
-        .collect();
     // A needle as a whole word: `enum LinkerFlavor` (how a link command
     // line reads) is no linker list.
-    code_lines(&files, |line| {
+    lines_under(dirs, except, |line| {
         needles.iter().any(|needle| names_word(line, needle, false))
             || emulator.iter().any(|start| line.contains(start))
     })
@@ -550,13 +566,12 @@ fn one_toolchain_serves_every_test_and_task() {
     // are `icf-fixtures`' (`Build::driver_command`, `Build::link_command`,
     // `run_command`, `runner`): a test or a task names them from there.
     let root = workspace();
-    let dirs = ["crates", "tests", "xtask", "fixtures/src"].map(|dir| root.join(dir));
     // This file names them to look for them.
     let except = [
         root.join("fixtures/src/lib.rs"),
         root.join("tests/structure.rs"),
     ];
-    let found = second_toolchains(&dirs, &except);
+    let found = second_toolchains(&every_test_and_task(), &except);
     assert!(
         found.is_empty(),
         "a toolchain besides icf-fixtures':\n{}",
@@ -590,12 +605,7 @@ fn the_toolchain_check_sees_a_second_enum() {
 /// Lines of the Rust files under `dirs` (but `except`) that define a type
 /// named `Target`.
 fn target_types(dirs: &[PathBuf], except: &[PathBuf]) -> Vec<String> {
-    let files: Vec<PathBuf> = dirs
-        .iter()
-        .flat_map(|dir| rust_files(dir))
-        .filter(|file| !except.contains(file))
-        .collect();
-    code_lines(&files, |line| {
+    lines_under(dirs, except, |line| {
         ["enum Target", "struct Target"]
             .iter()
             .any(|needle| names_word(line, needle, false))
@@ -611,7 +621,6 @@ fn a_target_is_what_a_reference_names() {
     // (`icf_fixtures::Arch`) or a platform (`icf_emu::Platform`); what the
     // fuzzer mutates is an input kind (`icf_fuzz::InputKind`).
     let root = workspace();
-    let dirs = ["crates", "tests", "xtask", "fixtures/src"].map(|dir| root.join(dir));
     let except = [
         root.join("crates/icf/src/load/targets.rs"),
         root.join("crates/icf-linkmap/src/input_objects.rs"),
@@ -619,7 +628,7 @@ fn a_target_is_what_a_reference_names() {
         // This file names the type to look for it.
         root.join("tests/structure.rs"),
     ];
-    let found = target_types(&dirs, &except);
+    let found = target_types(&every_test_and_task(), &except);
     assert!(
         found.is_empty(),
         "a `Target` that is no reference target:\n{}",

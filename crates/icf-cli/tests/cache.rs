@@ -87,7 +87,9 @@ struct Said {
     stored: u64,
 }
 
-fn link(cache: Option<&Path>, link: &[String], output: &Path) -> Said {
+/// `icf link --strict -v (--cache-dir CACHE | --no-cache) [extra] -- LINK
+/// -o OUTPUT`, which must succeed: what it said.
+fn icf_link(cache: Option<&Path>, extra: &[&str], link: &[String], output: &Path) -> String {
     let mut command = Command::new(env!("CARGO_BIN_EXE_icf"));
     command.args(["link", "--strict", "-v"]);
     match cache {
@@ -95,14 +97,20 @@ fn link(cache: Option<&Path>, link: &[String], output: &Path) -> Said {
         None => command.arg("--no-cache"),
     };
     let result = command
+        .args(extra)
         .arg("--")
         .args(link)
         .arg("-o")
         .arg(output)
         .output()
         .expect("run icf link");
-    let stderr = String::from_utf8_lossy(&result.stderr);
+    let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
     assert!(result.status.success(), "{stderr}");
+    stderr
+}
+
+fn link(cache: Option<&Path>, link: &[String], output: &Path) -> Said {
+    let stderr = icf_link(cache, &[], link, output);
     let lines: Vec<Vec<&str>> = stderr
         .lines()
         .filter(|l| l.starts_with("icf: cache: "))
@@ -338,21 +346,10 @@ fn compile_by_name(dir: &Path, name: &str, source: &str, defines: &[&str]) -> Pa
     dir.join(format!("{name}.o"))
 }
 
-/// `icf link --strict -v --cache-dir CACHE [extra] -- LINK -o OUTPUT`:
-/// whether it replayed a kept result, and the binary's bytes.
+/// [`icf_link`] with `cache`: whether it replayed a kept result, and the
+/// binary's bytes.
 fn relink(cache: &Path, extra: &[&str], link: &[String], output: &Path) -> (bool, Vec<u8>) {
-    let result = Command::new(env!("CARGO_BIN_EXE_icf"))
-        .args(["link", "--strict", "-v", "--cache-dir"])
-        .arg(cache)
-        .args(extra)
-        .arg("--")
-        .args(link)
-        .arg("-o")
-        .arg(output)
-        .output()
-        .expect("run icf link");
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert!(result.status.success(), "{stderr}");
+    let stderr = icf_link(Some(cache), extra, link, output);
     let replayed = stderr.contains("icf: cache: the inputs are unchanged");
     let folded = stderr.contains("icf: time: load");
     assert!(replayed != folded, "replayed or folded, not both: {stderr}");
