@@ -915,6 +915,48 @@ impl Image {
         objects.in_comdat_group(map, address)
     }
 
+    /// Where code reached at `address` really goes on: past the `nop`s
+    /// a linker or a new layout put between functions, when no symbol
+    /// holds `address`. Running a `nop` changes nothing, so code that
+    /// runs on into padding and then into a function does what code
+    /// running straight into it does. Anything else (a trap, a zero)
+    /// stops the walk: running it is not running on.
+    pub fn past_nop_padding(&self, address: u64) -> u64 {
+        if !self.symbols_around(address).0.is_empty() || !self.is_code(address) {
+            return address;
+        }
+        let end = self.next_symbol_start(address);
+        let Some(bytes) = end
+            .checked_sub(address)
+            .and_then(|len| self.bytes(address, len))
+        else {
+            return address;
+        };
+        let skipped = match self.arch {
+            Arch::Aarch64 => {
+                4 * bytes
+                    .chunks_exact(4)
+                    .take_while(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) == 0xd503_201f)
+                    .count()
+            }
+            Arch::X86_64 => {
+                let mut decoder =
+                    iced_x86::Decoder::with_ip(64, bytes, address, iced_x86::DecoderOptions::NONE);
+                let mut at = 0;
+                while decoder.can_decode() {
+                    let instruction = decoder.decode();
+                    if instruction.is_invalid() || instruction.mnemonic() != iced_x86::Mnemonic::Nop
+                    {
+                        break;
+                    }
+                    at += instruction.len();
+                }
+                at
+            }
+        };
+        address + skipped as u64
+    }
+
     /// The start of the first symbol after `address` (bounded by its section's end).
     pub fn next_symbol_start(&self, address: u64) -> u64 {
         let section_end = self

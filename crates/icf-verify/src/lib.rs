@@ -295,7 +295,10 @@
 //! function's last instruction, a call, runs on into what follows it (which
 //! must then correspond) unless its callee is one of those or a proof shows
 //! its code never returns (Rust's `slice_index_fail`, reached through a
-//! GOT slot the link fixed).
+//! GOT slot the link fixed). What follows is found past any `nop` padding
+//! no symbol holds (`Image::past_nop_padding`): a new layout may pad there
+//! for the next function's alignment, and running a `nop` changes nothing;
+//! a trap or anything else is a place of its own.
 //!
 //! Code reached only through computed addresses the decoder cannot see (a
 //! pointer built arithmetically) is still compared as a root but its

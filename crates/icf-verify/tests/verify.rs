@@ -217,6 +217,34 @@ fn a_fall_through_into_a_different_successor_is_caught() {
 }
 
 #[test]
+fn a_call_ending_a_function_may_run_on_through_nop_padding() {
+    // p ends with a call that might return (through a register: no
+    // callee to ask) and so runs on into q. FOLDED puts `nop`s between
+    // them, as icf shrink does where q needs its alignment: the same
+    // successor. Traps there are not: running on would stop.
+    let p = function("p", "  call *%rdx");
+    let q = function("q", "  mov $1, %eax\n  ret");
+    let calls = ["p", "q"];
+    let (plain, good, wrong) = x86_triple(
+        "nop_padding",
+        [
+            &x86_program(&format!("{p}{q}"), &calls),
+            &x86_program(&format!("{p}  nop\n  xchg %ax, %ax\n{q}"), &calls),
+            &x86_program(&format!("{p}  int3\n  int3\n{q}"), &calls),
+        ],
+        &[],
+    );
+    assert_passes(&plain, &good, Mode::Safe);
+    assert_caught(
+        &plain,
+        &wrong,
+        Mode::Safe,
+        DifferenceKind::TargetsDiffer,
+        "p",
+    );
+}
+
+#[test]
 fn a_call_to_a_local_label_with_a_different_callee_is_caught() {
     let c1 = function("c1", "  call .Lh1\n  ret") + ".Lh1:\n  mov $1, %eax\n  ret\n";
     let c2 = function("c2", "  call .Lh2\n  ret") + ".Lh2:\n  mov $2, %eax\n  ret\n";
