@@ -74,8 +74,9 @@
 //!
 //! Targets (PASS/FAIL lines, never the exit status; see `targets`): safe mode
 //! saves at least the best peer's `--icf=all` on every corpus; `icf link` in
-//! front of lld, cold, within 1.5x of the plain lld link on ripgrep and 2.0x
-//! on llvm, and warm within 1.15x (M2-3); on
+//! front of lld within M3-2's limits of the plain lld link: cold 1.8x on
+//! ripgrep and 2.5x on llvm, relinking the same inputs 1.2x and 1.3x, after
+//! the program's own objects changed 1.3x and 1.5x; on
 //! the synthetic corpora, icf link time grows at most 1.1x as fast as the
 //! function count (2.2 for a doubling), and icf's peak RSS stays under twice
 //! the input's code bytes plus `RSS_FIXED_OVERHEAD_MIB`; on the real
