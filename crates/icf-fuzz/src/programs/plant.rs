@@ -54,7 +54,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::run::{self, Finding, FindingKind, ICF, Mode, Outcome, Plan, Run, Step, Tools};
+use super::run::{self, Finding, FindingKind, Mode, Outcome, Plan, Run, Step, Tools};
 use super::{
     Arch, Compiler, FUNCTION_ADDRESS_PREFIX, FamilyInfo, FamilyKind, MemberInfo, Program, Rng,
 };
@@ -423,21 +423,12 @@ fn read_report(dir: &Path, mode: Mode) -> Option<serde_json::Value> {
 
 /// The planted link: the folded link of `pick`'s mode with the plant.
 fn link_step(plan: &Plan, pick: &Pick) -> Step {
-    let mut args = vec![
-        ICF.to_string(),
-        "link".into(),
-        "--strict".into(),
-        "--cache-dir".into(),
-        "cache".into(),
-        "--mode".into(),
-        pick.kind.mode().name().into(),
-        "--plant-fold".into(),
-        pick.argument(),
-        "--".into(),
-    ];
-    args.extend(plan.link.iter().cloned());
-    args.extend(["-o".into(), PLANTED.into()]);
-    Step { args }
+    plan.icf_link(
+        &["--cache-dir", "cache"],
+        pick.kind.mode(),
+        &["--plant-fold", &pick.argument()],
+        PLANTED,
+    )
 }
 
 /// Plants one wrong fold in the program built in `dir` (see the module

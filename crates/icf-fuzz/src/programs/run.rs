@@ -329,36 +329,39 @@ impl Plan {
     /// `icf link` with its cache in `cache/` (the safe link fills it, the
     /// all link reads it).
     fn folded_link(&self, mode: Mode) -> Step {
-        let mut args = vec![
-            ICF.to_string(),
-            "link".into(),
-            "--strict".into(),
-            "--cache-dir".into(),
-            "cache".into(),
-            "--mode".into(),
-            mode.name().into(),
-            "--report".into(),
-            format!("{}.json", mode.name()),
-            "--".into(),
-        ];
-        args.extend(self.link.iter().cloned());
-        args.extend(["-o".into(), format!("folded-{}", mode.name())]);
-        Step { args }
+        self.icf_link(
+            &["--cache-dir", "cache"],
+            mode,
+            &["--report", &format!("{}.json", mode.name())],
+            &format!("folded-{}", mode.name()),
+        )
     }
 
     /// The same link without the cache, whose binary must be the same.
     fn uncached_link(&self, mode: Mode) -> Step {
-        let mut args = vec![
-            ICF.to_string(),
-            "link".into(),
-            "--strict".into(),
-            "--no-cache".into(),
-            "--mode".into(),
-            mode.name().into(),
-            "--".into(),
-        ];
+        self.icf_link(
+            &["--no-cache"],
+            mode,
+            &[],
+            &format!("uncached-{}", mode.name()),
+        )
+    }
+
+    /// `icf link --strict CACHE --mode MODE EXTRA -- LINK -o OUTPUT`.
+    pub(super) fn icf_link(
+        &self,
+        cache: &[&str],
+        mode: Mode,
+        extra: &[&str],
+        output: &str,
+    ) -> Step {
+        let mut args = vec![ICF.to_string(), "link".into(), "--strict".into()];
+        args.extend(cache.iter().map(|word| word.to_string()));
+        args.extend(["--mode".into(), mode.name().into()]);
+        args.extend(extra.iter().map(|word| word.to_string()));
+        args.push("--".into());
         args.extend(self.link.iter().cloned());
-        args.extend(["-o".into(), format!("uncached-{}", mode.name())]);
+        args.extend(["-o".into(), output.into()]);
         Step { args }
     }
 
