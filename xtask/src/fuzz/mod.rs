@@ -613,22 +613,12 @@ mod tests {
 
     fn verify_rejection(detail: &str) -> Outcome {
         Outcome {
-            seed: 1,
-            arch: Arch::X86_64,
-            linker: Linker::Lld,
-            description: String::new(),
-            functions: 1,
-            folds: [None, None],
             findings: vec![Finding {
                 kind: FindingKind::Verify,
                 mode: Mode::Safe,
                 detail: detail.to_string(),
             }],
-            invalid: None,
-            shrink: [None, None],
-            plant: None,
-            seconds: 0.0,
-            repro: None,
+            ..Outcome::of(&icf_fuzz::programs::generate(1, Arch::X86_64))
         }
     }
 

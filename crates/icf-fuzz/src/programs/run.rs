@@ -139,6 +139,27 @@ pub struct Outcome {
     pub repro: Option<PathBuf>,
 }
 
+impl Outcome {
+    /// The outcome of `program` before anything ran: no folds, no
+    /// findings, nothing shrunk or planted.
+    pub fn of(program: &Program) -> Outcome {
+        Outcome {
+            seed: program.seed,
+            arch: program.config.arch,
+            linker: program.config.linker,
+            description: describe(program),
+            functions: program.functions,
+            folds: [None, None],
+            findings: Vec::new(),
+            invalid: None,
+            shrink: [None, None],
+            plant: None,
+            seconds: 0.0,
+            repro: None,
+        }
+    }
+}
+
 /// The tools a run uses.
 #[derive(Debug, Clone)]
 pub struct Tools {
@@ -599,20 +620,7 @@ pub fn run_program(
             .with_context(|| format!("writing {}", file.name))?;
     }
     let plan = Plan::new(program);
-    let mut outcome = Outcome {
-        seed: program.seed,
-        arch: program.config.arch,
-        linker: program.config.linker,
-        description: describe(program),
-        functions: program.functions,
-        folds: [None, None],
-        findings: Vec::new(),
-        invalid: None,
-        shrink: [None, None],
-        plant: None,
-        seconds: 0.0,
-        repro: None,
-    };
+    let mut outcome = Outcome::of(program);
     let checked = check(program, &plan, tools, &dir, &mut outcome);
     outcome.seconds = started.elapsed().as_secs_f64();
     checked?;
@@ -964,20 +972,7 @@ mod tests {
     use std::os::unix::process::ExitStatusExt;
 
     fn outcome() -> Outcome {
-        Outcome {
-            seed: 1,
-            arch: Arch::X86_64,
-            linker: Linker::Lld,
-            description: String::new(),
-            functions: 1,
-            folds: [None, None],
-            findings: Vec::new(),
-            invalid: None,
-            shrink: [None, None],
-            plant: None,
-            seconds: 0.0,
-            repro: None,
-        }
+        Outcome::of(&super::super::generate(1, Arch::X86_64))
     }
 
     fn exited(code: i32) -> Output {
