@@ -65,6 +65,24 @@ pub(crate) fn decode_in(image: &Image, bytes: &[u8], start: u64) -> Vec<Decoded>
     decode_patched(bytes, start, patch, image)
 }
 
+/// The instruction at `address` of `image` as it runs: a branch to an
+/// erratum 843419 patch is the instruction it displaced (as in
+/// [`decode_in`]); `None` where no word decodes.
+pub(crate) fn word_at(image: &Image, address: u64) -> Option<Instruction> {
+    let mut word = image.read_u32(address)?;
+    if word & 0xfc00_0000 == 0x1400_0000 {
+        // imm26, sign-extended, times 4.
+        let delta = (((word & 0x03ff_ffff) << 6) as i32 >> 4) as i64;
+        let target = address.wrapping_add(delta as u64);
+        if image.erratum_patches.binary_search(&target).is_ok()
+            && let Some(displaced) = image.read_u32(target)
+        {
+            word = displaced;
+        }
+    }
+    decode_word(&InstDecoder::default(), word.to_le_bytes())
+}
+
 /// Decodes `bytes` loaded at `start`, a `b` to a place `patch` knows read
 /// as the word it returns; `around` holds the jump tables and landing pads.
 fn decode_patched(
@@ -1261,6 +1279,82 @@ mod tests {
         // mov x9, #1: nothing reads it.
         let overwritten = with(0xd280_0029);
         assert!(overwritten[1].1.is_empty(), "{overwritten:?}");
+    }
+
+    #[test]
+    fn a_page_two_paths_open_and_a_load_pair_then_overwrites_stays_one_address() {
+        // cbz x0, 1f; adrp x22, page; b 2f; 1: adrp x22, page;
+        // 2: add x0, x22, #0x10; cbz x1, 3f; mov x22, x1;
+        // 3: cbnz x2, 4f; ldp x21, x22, [sp, #0x20]; ret; 4: bl callee
+        // (the last word: the callee never returns); callee: ret.
+        // Where the paths meet at 3 x22 is the page or x1, but no path
+        // reads it there: the load pair writes it and the call never
+        // comes back. The `add` is then the one address both `adrp`s
+        // open, and neither page is a value of its own (lld's opt_lite,
+        // `_nc_get_screensize`).
+        let words = [
+            0xb400_0060,
+            0x9000_0016,
+            0x1400_0002,
+            0x9000_0016,
+            0x9100_42c0,
+            0xb400_0041,
+            0xaa01_03f6,
+            0xb500_0062,
+            0xa942_5bf5,
+            0xd65f_03c0,
+            0x9400_0001,
+        ];
+        let never_returns = Memory {
+            noreturn: vec![0x1002c],
+            ..Memory::default()
+        };
+        let shape = shape_in(&words, &never_returns);
+        assert_eq!(shape[4].1, vec![0x10010], "{shape:?}");
+        assert!(shape[1].1.is_empty(), "{shape:?}");
+        assert!(shape[3].1.is_empty(), "{shape:?}");
+        // A callee that may return runs on into what follows the
+        // function, which may read x22: the page is then a value.
+        let shape = shape_in(&words, &Memory::default());
+        assert_eq!(shape[4].1, vec![0x10010], "{shape:?}");
+        assert_eq!(shape[3].1, vec![0x10000], "{shape:?}");
+    }
+
+    #[test]
+    fn a_read_after_a_call_that_never_returns_is_no_read_on_the_calls_path() {
+        // cbz x3, 5f; cbz x0, 1f; adrp x22, page; b 2f; 1: adrp x22, page;
+        // 2: add x0, x22, #0x10; cbz x1, 3f; mov x22, x1; 3: cbnz x2, 4f;
+        // ldp x21, x22, [sp, #0x20]; ret; 4: bl callee (never returns);
+        // 5: cmp w22, #0; ret; callee: ret. The read at 5 is reached by
+        // the branch at the start, never from the call: x22 is dead where
+        // the paths meet at 3, so the page there is no value (LLVM's
+        // opt_lite, `_nc_setupterm` and `exit_terminfo`).
+        let words = [
+            0xb400_0183,
+            0xb400_0060,
+            0x9000_0016,
+            0x1400_0002,
+            0x9000_0016,
+            0x9100_42c0,
+            0xb400_0041,
+            0xaa01_03f6,
+            0xb500_0062,
+            0xa942_5bf5,
+            0xd65f_03c0,
+            0x9400_0003,
+            0x7100_02df,
+            0xd65f_03c0,
+        ];
+        let never_returns = Memory {
+            noreturn: vec![0x10038],
+            ..Memory::default()
+        };
+        let shape = shape_in(&words, &never_returns);
+        assert_eq!(shape[5].1, vec![0x10010], "{shape:?}");
+        assert!(shape[2].1.is_empty() && shape[4].1.is_empty(), "{shape:?}");
+        // A callee that may return reaches the read with the page or x1.
+        let shape = shape_in(&words, &Memory::default());
+        assert_eq!(shape[4].1, vec![0x10000], "{shape:?}");
     }
 
     #[test]

@@ -101,7 +101,7 @@ impl Surroundings for Image {
     }
 
     fn never_returns(&self, target: u64) -> bool {
-        self.noreturn_entries.binary_search(&target).is_ok()
+        crate::noreturn::call_never_returns(self, target)
     }
 
     fn arguments_read(&self, entry: u64) -> Option<u8> {
@@ -169,8 +169,9 @@ pub(crate) fn holdings_at_entry(
         };
     }
     let entered = branch_targets(raw, start);
-    let live = live_after(raw, start, around, &HashMap::new());
-    let mut flow = Flow::new(raw, pages, start, around, HashMap::new(), live);
+    let stops = calls_that_never_return(raw, start, around);
+    let live = live_after(raw, start, &stops, around, &HashMap::new());
+    let mut flow = Flow::new(raw, pages, start, &stops, around, HashMap::new(), live);
     flow.run();
     // The tables are read with what holds when every dispatch may go
     // anywhere no direct path goes: that holds on the real paths too.
@@ -178,8 +179,8 @@ pub(crate) fn holdings_at_entry(
         .filter_map(|i| Some((i, jump_table(raw, &flow.entry, &entered, i, start, around)?)))
         .collect();
     if !tables.is_empty() {
-        let live = live_after(raw, start, around, &tables);
-        flow = Flow::new(raw, pages, start, around, tables, live);
+        let live = live_after(raw, start, &stops, around, &tables);
+        flow = Flow::new(raw, pages, start, &stops, around, tables, live);
         flow.run();
     }
     let mut lost_pages = flow.lost_pages;
@@ -223,6 +224,8 @@ struct Flow<'a> {
     raw: &'a [Option<Instruction>],
     pages: &'a [Option<(u16, u64)>],
     start: u64,
+    /// See [`calls_that_never_return`].
+    stops: &'a [bool],
     around: &'a dyn Surroundings,
     /// The recognised jump tables, by dispatch word.
     tables: HashMap<usize, Dispatch>,
@@ -251,6 +254,7 @@ impl<'a> Flow<'a> {
         raw: &'a [Option<Instruction>],
         pages: &'a [Option<(u16, u64)>],
         start: u64,
+        stops: &'a [bool],
         around: &'a dyn Surroundings,
         tables: HashMap<usize, Dispatch>,
         (live_before, live): (Vec<u32>, Vec<u32>),
@@ -259,6 +263,7 @@ impl<'a> Flow<'a> {
             raw,
             pages,
             start,
+            stops,
             around,
             tables,
             entry: vec![None; raw.len()],
@@ -319,13 +324,7 @@ impl<'a> Flow<'a> {
         if ends_path(instr.opcode) {
             return false;
         }
-        match (instr.opcode, instr.operands[0]) {
-            (Opcode::BL, Operand::PCOffset(delta)) => {
-                let target = (self.start + 4 * i as u64).wrapping_add(delta as u64);
-                !self.around.never_returns(target)
-            }
-            _ => true,
-        }
+        !self.stops[i]
     }
 
     /// What holds after the call at word `i`, given what holds before it,
@@ -512,15 +511,19 @@ pub(crate) fn is_call(opcode: Opcode) -> bool {
 /// For each word of the function `raw` (loaded at `start`, its jump
 /// tables `tables`), the registers some path from the word's start, and
 /// from its end, may read before writing them (masks of x0-x30), at most:
-/// a backward liveness,
-/// to a fixpoint. Paths go on after every call (one that never returns
-/// too) and from it into every landing pad; an indirect branch that is no
-/// recognised table, a branch out of the function, falling off its end or
-/// a word that does not decode may read anything; a return reads x0-x8
-/// and what the caller keeps (x19-x30).
+/// a backward liveness, to a fixpoint. Paths go on after every call and
+/// from it into every landing pad. After a call of a function taken never
+/// to return they go on only where the flow analysis may carry the call's
+/// registers (see [`Flow::run`]'s orphans): into a word no branch, table
+/// or unwinder enters, not past the function's end. An indirect branch
+/// that is no recognised table, a branch out of the function, falling off
+/// its end or a word that does not decode may read anything; a load pair
+/// writes both its registers; a return reads x0-x8 and what the caller
+/// keeps (x19-x30).
 fn live_after(
     raw: &[Option<Instruction>],
     start: u64,
+    stops: &[bool],
     around: &dyn Surroundings,
     tables: &HashMap<usize, Dispatch>,
 ) -> (Vec<u32>, Vec<u32>) {
@@ -528,6 +531,17 @@ fn live_after(
     let pads: Vec<usize> = (0..len)
         .filter(|&i| around.is_landing_pad(start + 4 * i as u64))
         .collect();
+    // The words some path enters other than by falling through.
+    let mut entered = branch_targets(raw, start);
+    for &k in pads
+        .iter()
+        .chain(tables.values().flat_map(|dispatch| match dispatch {
+            Dispatch::Cases(cases) => cases.as_slice(),
+            Dispatch::Within(_) => &[],
+        }))
+    {
+        entered[k] = true;
+    }
     let mut live_in = vec![0u32; len];
     let mut live_out = vec![0u32; len];
     let mut changed = true;
@@ -543,9 +557,12 @@ fn live_after(
                 None => ALL,
                 Some(instr) => {
                     let mut out = 0;
+                    let never_returns = stops[i];
                     let next = successors(instr, i, len, start);
                     for &k in &next {
-                        out |= live_in[k];
+                        if !(never_returns && entered[k]) {
+                            out |= live_in[k];
+                        }
                     }
                     let leaves = instr
                         .operands
@@ -553,7 +570,7 @@ fn live_after(
                         .any(|o| matches!(o, Operand::PCOffset(_)))
                         && is_branch(instr.opcode)
                         && branch_target(instr, i, len, start).is_none();
-                    let falls_off = i + 1 == len && !ends_path(instr.opcode);
+                    let falls_off = i + 1 == len && !ends_path(instr.opcode) && !never_returns;
                     if leaves || falls_off {
                         out = ALL;
                     } else if is_register_branch(instr.opcode) {
@@ -586,6 +603,27 @@ fn live_after(
         }
     }
     (live_in, live_out)
+}
+
+/// For each word of the function `raw` (loaded at `start`), whether it is
+/// a `bl` of a function that never returns (asked once per call: a proof
+/// may decode the callee).
+fn calls_that_never_return(
+    raw: &[Option<Instruction>],
+    start: u64,
+    around: &dyn Surroundings,
+) -> Vec<bool> {
+    raw.iter()
+        .enumerate()
+        .map(
+            |(i, instr)| match instr.map(|instr| (instr.opcode, instr.operands[0])) {
+                Some((Opcode::BL, Operand::PCOffset(delta))) => {
+                    around.never_returns((start + 4 * i as u64).wrapping_add(delta as u64))
+                }
+                _ => false,
+            },
+        )
+        .collect()
 }
 
 /// A direct branch (not a call): its target, if outside the function, is
@@ -685,10 +723,14 @@ fn reads(instr: &Instruction) -> u32 {
                 | Opcode::LDUMINB(_)
                 | Opcode::LDUMINH(_)
         );
+    // A load pair writes its second register too.
+    let written_second = loads_a_pair(opcode);
     let mut mask = 0;
     for (index, operand) in instr.operands.iter().enumerate() {
         match *operand {
-            Operand::Register(_, r) | Operand::RegisterOrSP(_, r) if index > 0 || first_read => {
+            Operand::Register(_, r) | Operand::RegisterOrSP(_, r)
+                if (index > 1 || (index == 1 && !written_second)) || first_read =>
+            {
                 mask |= bit(r)
             }
             Operand::RegisterPair(_, r) => mask |= bit(r) | bit(r + 1),
@@ -1252,10 +1294,8 @@ fn written_registers(instr: &Instruction) -> Vec<u16> {
     {
         written.push(register);
     }
-    if matches!(
-        instr.opcode,
-        Opcode::LDP | Opcode::LDPSW | Opcode::LDNP | Opcode::LDXP | Opcode::LDAXP
-    ) && let Operand::Register(_, r) = instr.operands[1]
+    if loads_a_pair(instr.opcode)
+        && let Operand::Register(_, r) = instr.operands[1]
     {
         written.push(r);
     }
@@ -1268,6 +1308,14 @@ fn written_registers(instr: &Instruction) -> Vec<u16> {
         }
     }
     written
+}
+
+/// Whether `opcode` loads two registers (its first two operands).
+fn loads_a_pair(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::LDP | Opcode::LDPSW | Opcode::LDNP | Opcode::LDXP | Opcode::LDAXP
+    )
 }
 
 /// The general register an instruction writes first, if any.

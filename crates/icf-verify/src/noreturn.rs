@@ -16,7 +16,9 @@
 //! function or a jump out of it, except through a call or jump to another
 //! function proved the same way (glibc's `exit` ends with a call of
 //! `__run_exit_handlers`, itself never returning), or to a trusted PLT
-//! entry; other calls are taken to return. The proofs are co-inductive: a
+//! entry; other calls are taken to return. Any other callee is proved the
+//! same way when a check asks about it (`call_never_returns`, once per
+//! image and callee): a program's own `die` ending in a call of `exit`. The proofs are co-inductive: a
 //! set of functions each of whose paths ends in a trap, a loop or a call
 //! of one of the set never returns. A call of an unknown callee (through a
 //! register, or a slot no one fixed) as a function's last instruction ends
@@ -31,9 +33,8 @@
 use std::collections::{BTreeSet, HashSet};
 
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind};
-use yaxpeax_arm::armv8::a64::Opcode;
+use yaxpeax_arm::armv8::a64::{Opcode, Operand};
 
-use crate::code::{A64Key, Decoded, Key, Use};
 use crate::decode;
 use crate::image::{Arch, Image, SectionRole, Slot, SymbolKind};
 
@@ -170,6 +171,29 @@ pub(crate) fn proves(image: &Image, target: u64) -> bool {
     !Prover::new(image, &image.noreturn_entries, &image.noreturn_slots)
         .prove(&[target])
         .is_empty()
+}
+
+/// Whether a call of `target` never comes back: one of
+/// [`Image::noreturn_entries`], or a function whose code the same proofs
+/// show never returns (a program's own `exit_with_usage` ending in a call
+/// of `exit`, Rust's `slice_index_fail`: no list of names keeps up with
+/// them), proved once per image ([`Image::proved_noreturn`]).
+pub(crate) fn call_never_returns(image: &Image, target: u64) -> bool {
+    if image.noreturn_entries.binary_search(&target).is_ok() {
+        return true;
+    }
+    let known = image
+        .proved_noreturn
+        .lock()
+        .ok()
+        .and_then(|proved| proved.get(&target).copied());
+    known.unwrap_or_else(|| {
+        let proved = proves(image, target);
+        if let Ok(mut cache) = image.proved_noreturn.lock() {
+            cache.insert(target, proved);
+        }
+        proved
+    })
 }
 
 /// The GOT slots in `image` a call through goes to a function that never
@@ -513,22 +537,19 @@ fn x86_step_in(bytes: &[u8], address: u64) -> Step {
 }
 
 fn aarch64_step(image: &Image, address: u64) -> Step {
-    let Some(decoded) = decode::decode(image, address, address.saturating_add(4)) else {
-        return Step::Returns;
-    };
-    let Some(Decoded {
-        key: Key::Aarch64(A64Key(instruction)),
-        refs,
-        ..
-    }) = decoded.first()
-    else {
+    // The word alone, without the page analysis of its function (which
+    // asks these proofs about the calls it meets).
+    let Some(instruction) = crate::aarch64::word_at(image, address) else {
         return Step::Returns;
     };
     let next = address.saturating_add(4);
-    let branch = refs
+    let branch = instruction
+        .operands
         .iter()
-        .find(|r| matches!(r.use_, Use::Jump | Use::Call))
-        .map(|r| r.address);
+        .find_map(|operand| match operand {
+            Operand::PCOffset(delta) => Some(address.wrapping_add(*delta as u64)),
+            _ => None,
+        });
     match (instruction.opcode, branch) {
         (
             Opcode::RET

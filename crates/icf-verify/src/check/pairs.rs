@@ -381,21 +381,7 @@ pub(super) fn never_returns_from(image: &Image, decoded: &Decoded) -> bool {
                 return true;
             }
             let target = image.got_callee(r.address).unwrap_or(r.address);
-            if image.noreturn_entries.binary_search(&target).is_ok() {
-                return true;
-            }
-            let known = image
-                .proved_noreturn
-                .lock()
-                .ok()
-                .and_then(|proved| proved.get(&target).copied());
-            known.unwrap_or_else(|| {
-                let proved = crate::noreturn::proves(image, target);
-                if let Ok(mut cache) = image.proved_noreturn.lock() {
-                    cache.insert(target, proved);
-                }
-                proved
-            })
+            crate::noreturn::call_never_returns(image, target)
         })
 }
 
