@@ -106,6 +106,8 @@ struct ObjectSectionInfo {
     named: bool,
     /// `SHF_MERGE`: the linker places each of its pieces on its own.
     merge: bool,
+    /// `SHF_STRINGS` too: each piece is a string ending at its first NUL.
+    strings: bool,
     /// A member of a COMDAT group (an inline function's or template's).
     comdat: bool,
     /// Its range in [`Sections::relocations`].
@@ -262,6 +264,16 @@ impl InputObjects {
             .get(named)?
             .merge
             .then(|| object.name(named))
+    }
+
+    /// Whether the relocation at `field` names a string in a section of
+    /// mergeable strings (`.rodata.str1.1`): a piece that ends at its first
+    /// NUL wherever the linker put it, though the output section no longer
+    /// says so (GNU ld merges such sections into `.rodata`).
+    pub fn names_merged_string(&self, map: &InputSections, field: u64) -> bool {
+        self.named_section(map, field)
+            .and_then(|(_, object, named)| object.sections.get(named))
+            .is_some_and(|section| section.strings)
     }
 
     /// The file holding `field`, its object, and the index of the
@@ -468,6 +480,8 @@ impl Sections {
                 align: section.align(),
                 named: false,
                 merge: sh_flags & object::elf::SHF_MERGE.0 != 0,
+                strings: sh_flags & object::elf::SHF_MERGE.0 != 0
+                    && sh_flags & object::elf::SHF_STRINGS.0 != 0,
                 comdat: false,
                 relocations: u32::try_from(first).ok()?..u32::try_from(kept).ok()?,
             };

@@ -2644,6 +2644,46 @@ fn an_input_object_says_which_section_a_boundary_field_names() {
     settled_by_its_object(&dir, plain, folded, plain_map, &["y_start", "x_end"]);
 }
 
+/// GNU ld merges `.rodata.str1.1` into `.rodata` and drops its strings
+/// flag, so text read up to a NUL might be an array read past it; the
+/// code's own relocation (with PLAIN's map and object) names a string of
+/// a mergeable-strings section, which ends at its NUL. Here FOLDED lays
+/// the same string out one byte later, so the unread constant after it
+/// starts at another distance (LLVM's opt_lite for AArch64, GNU ld:
+/// `SampleProfileReaderGCC::readHeader`'s "gcda").
+#[test]
+fn a_string_a_relocation_names_in_merged_strings_ends_at_its_nul() {
+    let dir = work_dir("merged_string_nul");
+    let unit = |before: &str| {
+        format!(
+            ".section .rodata.str1.1,\"aMS\",@progbits,1\n\
+             .Lbefore: .asciz \"{before}\"\n.Lgreet: .asciz \"greet\"\n\
+             .section .rodata\n.balign 8\n.quad 0x4c4c4c4c4c4c4c4c\n\
+             .text\n.globl greet\n.type greet, @function\n\
+             greet:\n  leaq .Lgreet(%rip), %rax\n  ret\n.size greet, .-greet\n\
+             .section .note.GNU-stack,\"\",@progbits\n"
+        )
+    };
+    let links = objects_and_links(
+        &dir,
+        &[("p.s", &unit("x")), ("f.s", &unit("xy"))],
+        &[],
+        "#include <stdio.h>\n\
+         const char *greet(void);\n\
+         int main(void) { puts(greet()); return 0; }\n",
+        &[("plain", &["p.o"]), ("folded", &["f.o"])],
+    );
+    let [(plain, plain_map), (folded, folded_map)] = &links[..] else {
+        panic!("two links");
+    };
+    proved_only_with_maps(
+        plain,
+        folded,
+        (plain_map.clone(), folded_map.clone()),
+        "greet",
+    );
+}
+
 /// A reference to an unnamed constant in a mergeable section is resolved
 /// by the linker to the piece holding it, placed on its own: the bytes
 /// before it (here a named constant that differs) are no part of it.

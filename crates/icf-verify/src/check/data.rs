@@ -380,7 +380,11 @@ impl Checker<'_> {
         // and puts merged strings in a section of its own (`<internal>`):
         // where PLAIN's map and objects say the place lies in an input
         // section that is not mergeable, it holds no such string.
-        let strings = section.strings && !self.in_unmerged_input_section(p);
+        // GNU ld drops the flag, but the code's own relocation (`-q`, with
+        // PLAIN's map and objects) may name a string of a mergeable-strings
+        // input section (`.rodata.str1.1`): it ends at its NUL too.
+        let strings = (section.strings && !self.in_unmerged_input_section(p))
+            || self.names_merged_string(check.plain_field);
         let len = if strings && c_string && nul_in_object && !rust_data_pointer {
             // A mergeable-strings section holds strings that end at their
             // NUL: the linker merges them by it, and a suffix of one may be
@@ -407,6 +411,17 @@ impl Checker<'_> {
             to_bound
         };
         self.compare_data(check, p, f, len)
+    }
+
+    /// Whether the relocation at PLAIN's `field` names a string of a
+    /// mergeable-strings input section (with `--plain-map` and the object
+    /// at hand).
+    fn names_merged_string(&self, field: u64) -> bool {
+        let (Some(map), Some(objects)) = (&self.plain.input_sections, &self.plain.input_objects)
+        else {
+            return false;
+        };
+        objects.names_merged_string(map, field)
     }
 
     /// Whether PLAIN's map places `address` in an input section its object
