@@ -313,6 +313,7 @@
 mod aarch64;
 mod aarch64_clobbers;
 mod aarch64_flow;
+mod aarch64_image;
 mod bounded_readers;
 mod check;
 mod code;
