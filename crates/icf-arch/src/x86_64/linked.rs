@@ -11,26 +11,75 @@
 //! [`RangeChecks`]); otherwise it is unknown.
 
 use crate::linked::{LinkedReference, LinkedUse, TableShape};
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register};
+use iced_x86::{
+    ConstantOffsets, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register,
+};
 use object::elf;
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// How many instructions after its `lea` a table's `movslq` may come.
 const DISPATCH_WINDOW: usize = 6;
 
-/// Code up to this size is decoded once, and again only where it indexes
-/// a jump table (the range checks need every branch target first); larger
-/// code (a stripped image's `.text`, one range) is decoded twice.
+/// Code up to this size is decoded once into a buffer of its thread, read
+/// again only where it indexes a jump table (the range checks need every
+/// branch target first); larger code (a stripped image's `.text`, one
+/// range) is decoded twice rather than held whole.
 const DECODE_ONCE: usize = 64 * 1024;
 
+/// An instruction as decoded, with where its displacement and immediates
+/// lie.
+type Decoded = (Instruction, ConstantOffsets);
+
+thread_local! {
+    /// The instructions of the code being read, kept between calls.
+    static DECODED: RefCell<Vec<Decoded>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The valid instructions of `code` loaded at `address`, in order.
+fn decode(code: &[u8], address: u64) -> impl Iterator<Item = Decoded> + '_ {
+    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+    let mut instr = Instruction::default();
+    std::iter::from_fn(move || {
+        while decoder.can_decode() {
+            decoder.decode_out(&mut instr);
+            if !instr.is_invalid() {
+                return Some((instr, decoder.get_constant_offsets(&instr)));
+            }
+        }
+        None
+    })
+}
+
 pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
-    let found = out.len();
-    if code.len() <= DECODE_ONCE && scan(code, address, out, None).is_some() {
+    if code.len() > DECODE_ONCE {
+        let mut checks = RangeChecks::new(decode(code, address).map(|(instr, _)| instr));
+        let _ = scan(
+            decode(code, address),
+            code.len(),
+            address,
+            out,
+            Some(&mut checks),
+        );
         return;
     }
-    out.truncate(found);
-    let mut checks = RangeChecks::new(code, address);
-    let _ = scan(code, address, out, Some(&mut checks));
+    DECODED.with_borrow_mut(|decoded| {
+        decoded.clear();
+        decoded.extend(decode(code, address));
+        let found = out.len();
+        if scan(decoded.iter().copied(), code.len(), address, out, None).is_some() {
+            return;
+        }
+        out.truncate(found);
+        let mut checks = RangeChecks::new(decoded.iter().map(|&(instr, _)| instr));
+        let _ = scan(
+            decoded.iter().copied(),
+            code.len(),
+            address,
+            out,
+            Some(&mut checks),
+        );
+    });
 }
 
 /// One pass over `code`: the references, with the sizes `checks` gives
@@ -38,22 +87,17 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
 /// at the first jump table: what the pass found up to there is all it
 /// finds wherever no table is indexed, as the checks only size tables.
 fn scan(
-    code: &[u8],
+    instructions: impl Iterator<Item = Decoded>,
+    len: usize,
     address: u64,
     out: &mut Vec<LinkedReference>,
     mut checks: Option<&mut RangeChecks>,
 ) -> Option<()> {
-    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
-    let mut instr = Instruction::default();
     // The last RIP-relative `lea`s: destination register, index in `out`,
     // instruction count when seen.
     let mut leas: Vec<(Register, usize, usize)> = Vec::new();
     let mut count = 0usize;
-    while decoder.can_decode() {
-        decoder.decode_out(&mut instr);
-        if instr.is_invalid() {
-            continue;
-        }
+    for (instr, offsets) in instructions {
         count += 1;
         if let Some(checks) = checks.as_deref_mut() {
             checks.arrive(instr.ip());
@@ -75,7 +119,6 @@ fn scan(
         if let Some(checks) = checks.as_deref_mut() {
             checks.leave(&instr);
         }
-        let offsets = decoder.get_constant_offsets(&instr);
         let start = instr.ip() - address;
         let end = instr.next_ip();
         // A PC-relative field counts from the end of its instruction.
@@ -85,7 +128,7 @@ fn scan(
         // call to the function the assembler placed next): a field a linker
         // never wrote, but one that names another place all the same.
         let target = instr.near_branch_target();
-        let leaves = target < address || target - address >= code.len() as u64;
+        let leaves = target < address || target - address >= len as u64;
         let branch_type = match offsets.immediate_size() {
             4 => Some(elf::R_X86_64_PLT32),
             1 if leaves => Some(elf::R_X86_64_PC8),
@@ -168,34 +211,43 @@ struct RangeChecks {
     bounds: Vec<(Register, u32)>,
     /// The `cmp $N, %r` just decoded.
     compared: Option<(Register, u64)>,
-    /// What forward branches carry to their targets, by target.
-    carried: HashMap<u64, Vec<Vec<(Register, u32)>>>,
-    /// Branch targets inside the code, and whether a backward branch
-    /// reaches them (then nothing is known there). Hashed: a stripped
-    /// image's `.text` is decoded as one range, with a branch target every
-    /// few instructions.
-    targets: HashMap<u64, bool>,
+    /// What every forward branch seen so far to a target carries there
+    /// (the bounds all of them agree on), by target.
+    carried: HashMap<u64, Vec<(Register, u32)>>,
+    /// Branch targets, and whether a backward branch reaches them (then
+    /// nothing is known there), sorted: the instructions arrive in address
+    /// order, so `next_target` walks them once.
+    targets: Vec<(u64, bool)>,
+    next_target: usize,
     /// The last instruction does not go on to the next.
     stopped: bool,
 }
 
 impl RangeChecks {
-    fn new(code: &[u8], address: u64) -> RangeChecks {
-        let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
-        let mut instr = Instruction::default();
-        let mut targets: HashMap<u64, bool> = HashMap::new();
-        while decoder.can_decode() {
-            decoder.decode_out(&mut instr);
-            if matches!(instr.op0_kind(), OpKind::NearBranch64) && instr.op_count() == 1 {
+    /// The checks of the code `instructions` are, in address order.
+    fn new(instructions: impl Iterator<Item = Instruction>) -> RangeChecks {
+        let mut targets: Vec<(u64, bool)> = instructions
+            .filter(|instr| {
+                matches!(instr.op0_kind(), OpKind::NearBranch64) && instr.op_count() == 1
+            })
+            .map(|instr| {
                 let target = instr.near_branch_target();
-                *targets.entry(target).or_default() |= target <= instr.ip();
-            }
-        }
+                (target, target <= instr.ip())
+            })
+            .collect();
+        targets.sort_unstable();
+        // One entry per target: backward if any branch to it is.
+        targets.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            kept.1 |= same && later.1;
+            same
+        });
         RangeChecks {
             bounds: Vec::new(),
             compared: None,
             carried: HashMap::new(),
             targets,
+            next_target: 0,
             stopped: false,
         }
     }
@@ -203,20 +255,30 @@ impl RangeChecks {
     /// Before the instruction at `ip`: where paths join, keep only what
     /// every edge into it carries.
     fn arrive(&mut self, ip: u64) {
-        let Some(&backward) = self.targets.get(&ip) else {
+        while self
+            .targets
+            .get(self.next_target)
+            .is_some_and(|&(target, _)| target < ip)
+        {
+            self.next_target += 1;
+        }
+        let Some(&(_, backward)) = self
+            .targets
+            .get(self.next_target)
+            .filter(|&&(target, _)| target == ip)
+        else {
             return;
         };
-        let mut edges = self.carried.remove(&ip).unwrap_or_default();
-        if !self.stopped {
-            edges.push(std::mem::take(&mut self.bounds));
-        }
-        self.bounds = match edges.split_first() {
-            Some((first, rest)) if !backward => first
-                .iter()
-                .copied()
-                .filter(|bound| rest.iter().all(|edge| edge.contains(bound)))
-                .collect(),
-            _ => Vec::new(),
+        let branched = self.carried.remove(&ip);
+        let fell = (!self.stopped).then(|| std::mem::take(&mut self.bounds));
+        self.bounds = match (branched, fell) {
+            _ if backward => Vec::new(),
+            (Some(mut bounds), Some(fell)) => {
+                bounds.retain(|bound| fell.contains(bound));
+                bounds
+            }
+            (Some(bounds), None) | (None, Some(bounds)) => bounds,
+            (None, None) => Vec::new(),
         };
     }
 
@@ -321,8 +383,16 @@ impl RangeChecks {
     }
 
     fn carry(&mut self, target: u64, from: u64, bounds: Vec<(Register, u32)>) {
-        if target > from {
-            self.carried.entry(target).or_default().push(bounds);
+        if target <= from {
+            return;
+        }
+        match self.carried.entry(target) {
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(bounds);
+            }
+            std::collections::hash_map::Entry::Occupied(mut entry) => {
+                entry.get_mut().retain(|bound| bounds.contains(bound));
+            }
         }
     }
 
@@ -490,8 +560,9 @@ mod tests {
         ];
         for code in [&call_then_table[..], &no_table[..]] {
             let mut twice = Vec::new();
-            let mut checks = RangeChecks::new(code, 0x1000);
-            assert!(scan(code, 0x1000, &mut twice, Some(&mut checks)).is_some());
+            let mut checks = RangeChecks::new(decode(code, 0x1000).map(|(instr, _)| instr));
+            let decoded = decode(code, 0x1000);
+            assert!(scan(decoded, code.len(), 0x1000, &mut twice, Some(&mut checks)).is_some());
             assert_eq!(refs(code, 0x1000), twice);
         }
         let tables = refs(&call_then_table, 0x1000);
