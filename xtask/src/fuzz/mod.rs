@@ -324,6 +324,10 @@ struct Bucket {
     /// `icf shrink` runs on plain `-q` binaries (both modes): shrunk, refused.
     shrunk: u64,
     refused: u64,
+    /// Relinks of unchanged inputs (both modes), and how many of them
+    /// replayed the first link's kept result.
+    relinks: u64,
+    replayed: u64,
     findings: BTreeMap<(FindingKind, Mode), u64>,
     invalid: u64,
     seconds: f64,
@@ -393,6 +397,10 @@ impl Summary {
                 }
             }
         }
+        for &replayed in outcome.replays.iter().flatten() {
+            bucket.relinks += 1;
+            bucket.replayed += u64::from(replayed);
+        }
         for finding in &outcome.findings {
             *bucket
                 .findings
@@ -431,6 +439,8 @@ impl Summary {
             }
             total.shrunk += bucket.shrunk;
             total.refused += bucket.refused;
+            total.relinks += bucket.relinks;
+            total.replayed += bucket.replayed;
             for (key, count) in &bucket.findings {
                 *total.findings.entry(*key).or_default() += count;
             }
@@ -458,6 +468,10 @@ impl Summary {
                     .collect();
                 format!(" ({})", reasons.join("; "))
             }
+        );
+        println!(
+            "  icf link of unchanged inputs, twice: {} relinks, {} replayed the first's kept result (the rest kept none: a thin archive), each writing the folded binary unless a cache-diff finding says otherwise",
+            total.relinks, total.replayed
         );
         self.print_plants();
         if !self.programs_with_findings.is_empty() {

@@ -55,7 +55,9 @@ pub enum FindingKind {
     /// `icf verify` rejected a pair whose outputs match.
     Verify,
     /// The link with icf's cache (cold for safe mode, warm for all: the
-    /// same objects) wrote another binary than the link without it.
+    /// same objects) wrote another binary than the link without it, or a
+    /// relink of the unchanged inputs (one that replays the kept result)
+    /// another binary than the folded link.
     CacheDiff,
     /// `icf shrink` on the plain `-q` binary failed other than by refusing
     /// it (a panic, an error not naming the input).
@@ -135,6 +137,11 @@ pub struct Outcome {
     pub shrink: [Option<Result<(), String>>; 2],
     /// The wrong fold planted on purpose, and what came of it.
     pub plant: Option<Planted>,
+    /// Per mode, the relink of unchanged inputs (`link/memo.rs`): `None`
+    /// when not tried (the folded link failed), else whether the second
+    /// link replayed the first's kept result (a thin archive keeps none).
+    /// Either way both must write the folded link's binary.
+    pub replays: [Option<bool>; 2],
     pub seconds: f64,
     pub repro: Option<PathBuf>,
 }
@@ -154,6 +161,7 @@ impl Outcome {
             invalid: None,
             shrink: [None, None],
             plant: None,
+            replays: [None, None],
             seconds: 0.0,
             repro: None,
         }
@@ -355,6 +363,17 @@ impl Plan {
             mode,
             &["--report", &format!("{}.json", mode.name())],
             &format!("folded-{}", mode.name()),
+        )
+    }
+
+    /// The same link with a cache of its own, saying (`-v`) whether it
+    /// replayed a kept result: run twice, the second replays the first.
+    fn relink(&self, mode: Mode) -> Step {
+        self.icf_link(
+            &["--cache-dir", "relink-cache"],
+            mode,
+            &["-v"],
+            &format!("relinked-{}", mode.name()),
         )
     }
 
@@ -662,6 +681,9 @@ fn check(
             return Ok(());
         }
     }
+    // The relinks below trust the inputs by their times only once these
+    // are older than the memo's racy window.
+    let inputs_written = Instant::now();
     let plain = run_binary(&plan.run("plain"), dir, tools)?;
     fs::write(dir.join("plain.out"), &plain.stdout).context("writing plain.out")?;
     if plain.status.starts_with("signal") || plain.status == "timeout" {
@@ -755,8 +777,69 @@ fn check(
             check_shrink(plan, tools, dir, mode, &plain, outcome, slot)?;
         }
     }
+    std::thread::sleep(RACY_WINDOW.saturating_sub(inputs_written.elapsed()));
+    for (slot, mode) in Mode::BOTH.into_iter().enumerate() {
+        if dir.join(format!("folded-{}", mode.name())).exists() {
+            check_relink(plan, tools, dir, mode, outcome, slot)?;
+        }
+    }
     Ok(())
 }
+
+/// Longer than `icf link`'s racy window (`link/memo.rs`): inputs written
+/// this long ago are trusted by their times.
+const RACY_WINDOW: std::time::Duration = std::time::Duration::from_millis(2100);
+
+/// Links the unchanged inputs twice with a cache of their own: the second
+/// link should replay the first's kept result, and both must write the
+/// folded link's binary (a difference is a `cache-diff` finding).
+fn check_relink(
+    plan: &Plan,
+    tools: &Tools,
+    dir: &Path,
+    mode: Mode,
+    outcome: &mut Outcome,
+    slot: usize,
+) -> Result<()> {
+    let step = plan.relink(mode);
+    let binary = format!("relinked-{}", mode.name());
+    let read = |name: &str| fs::read(dir.join(name)).ok();
+    let folded = read(&format!("folded-{}", mode.name()));
+    let mut replayed = false;
+    for round in ["first", "second"] {
+        let output = execute(&step, dir, tools)?;
+        if timed_out(&step, &output, mode, outcome) {
+            return Ok(());
+        }
+        let written = if output.status.success() {
+            read(&binary)
+        } else {
+            None
+        };
+        if written.is_none() || written != folded {
+            outcome.findings.push(Finding {
+                kind: FindingKind::CacheDiff,
+                mode,
+                detail: format!(
+                    "`{}` ({}, {} link of unchanged inputs) wrote another binary than the folded link\n{}",
+                    step.shell(),
+                    output.status,
+                    round,
+                    tail(&output.stderr, 8)
+                ),
+            });
+            return Ok(());
+        }
+        // The second link writes its output anew, not over the first's.
+        fs::remove_file(dir.join(&binary)).with_context(|| format!("removing {binary}"))?;
+        replayed = String::from_utf8_lossy(&output.stderr).contains(REPLAYED);
+    }
+    outcome.replays[slot] = Some(replayed);
+    Ok(())
+}
+
+/// What `icf -v link` says when it replays a kept result.
+const REPLAYED: &str = "the inputs are unchanged since a link kept its result";
 
 /// `icf shrink` of the plain `-q` binary in `mode`: a clean refusal (exit
 /// status 1) is recorded, not a finding; a shrunk binary must run as the
