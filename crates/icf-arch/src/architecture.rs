@@ -59,6 +59,10 @@ pub trait Architecture: Sync {
     /// that an assembler would have written as relocations (see
     /// [`crate::linked`]).
     fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>);
+    /// How many instructions `code`, linked at `address`, decodes to, and
+    /// nothing else: what any reading of linked code pays at least (the
+    /// decode floor of `cargo xtask bench`).
+    fn count_instructions(&self, code: &[u8], address: u64) -> usize;
     /// What a relocation of type `r_type` that a link kept
     /// (`--emit-relocs`) says about its field (see [`crate::relocate`]).
     fn kept_reloc(&self, r_type: u32) -> KeptReloc;

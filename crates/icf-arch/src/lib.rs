@@ -110,4 +110,17 @@ mod tests {
             assert!(thunk.min_align.is_power_of_two());
         }
     }
+
+    #[test]
+    fn counting_instructions_decodes_and_skips_what_does_not_decode() {
+        // call 0x2000; lea 0x3000(%rip), %rdi; ret
+        let x86 = [
+            0xe8, 0xfb, 0x0f, 0x00, 0x00, 0x48, 0x8d, 0x3d, 0xf4, 0x1f, 0x00, 0x00, 0xc3,
+        ];
+        assert_eq!(of(Arch::X86_64).count_instructions(&x86, 0x1000), 3);
+        // nop; a word no AArch64 instruction encodes; ret
+        let words: [u32; 3] = [0xd503_201f, 0xffff_ffff, 0xd65f_03c0];
+        let aarch64: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(of(Arch::Aarch64).count_instructions(&aarch64, 0x1000), 2);
+    }
 }

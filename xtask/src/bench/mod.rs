@@ -70,7 +70,10 @@
 //! read them and write what it hands the linker before the linker starts,
 //! so it cannot link in less than the plain link plus this floor; an INFO
 //! line beside the targets says what the cold target leaves for icf's own
-//! analysis.
+//! analysis. Its counterpart after the link, the *decode floor*
+//! (`decode_floor.rs`), reads a plain `-q` binary and decodes each function
+//! of its `.text` once on every core: `icf shrink` and `icf report` find
+//! references by decoding, so neither reads the image in less.
 //!
 //! Targets (PASS/FAIL lines, never the exit status; see `targets`): safe mode
 //! saves at least the best peer's `--icf=all` on every corpus; `icf link` in
@@ -100,10 +103,12 @@
 //! corpora), `measure` (the links, their sizes, behaviour and `icf verify`),
 //! `lto` (the LTO corpus, prepared, measured and rendered),
 //! `estimate` (`icf report` on the plain binaries), `post_link` (`icf
-//! shrink` after the link), `floor` (the I/O floor), `targets` (the PASS/FAIL lines and the INFO lines), `render`
+//! shrink` after the link), `floor` (the I/O floor), `decode_floor` (its
+//! counterpart after the link), `targets` (the PASS/FAIL lines and the INFO lines), `render`
 //! (results.md, results.json,
 //! the environment they record) and `format` (numbers).
 
+mod decode_floor;
 mod estimate;
 mod floor;
 mod format;

@@ -30,6 +30,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
+use super::decode_floor::{self, DecodeFloor};
 use super::estimate::{Estimate, Outcome};
 use super::format::{ms, thousands};
 use super::measure::{Behaviour, CorpusResult, Row, observe, stripped_size, timed};
@@ -68,6 +69,8 @@ pub(super) struct Build {
     /// IN's `.text` and stripped bytes.
     pub(super) input: (u64, u64),
     pub(super) shrinks: Vec<Shrink>,
+    /// IN's decode floor (`decode_floor.rs`), when measured.
+    pub(super) decode_floor: Option<DecodeFloor>,
     /// Why IN could not be linked.
     pub(super) failure: Option<String>,
 }
@@ -211,6 +214,7 @@ fn shrink_build(
         reference,
         input: (0, 0),
         shrinks: Vec::new(),
+        decode_floor: None,
         failure: None,
     };
     eprintln!("    lld -q link of the {compiler} build");
@@ -229,6 +233,7 @@ fn shrink_build(
         peer::text_size(&input)?,
         stripped_size(&input, &stripped_tmp)?,
     );
+    build.decode_floor = Some(decode_floor::measure(&input, runs)?);
     let expected = observe(&prepared.check, &input)?;
     for mode in MODES {
         let output = dir.join(format!("{tag}-shrunk-{mode}"));
@@ -545,6 +550,25 @@ pub(super) fn write_table(md: &mut String, builds: &[Build]) {
             );
         }
     }
+    for build in builds {
+        let Some(floor) = build.decode_floor else {
+            continue;
+        };
+        let ratio = build.reference.plain.map_or(String::new(), |(plain, _)| {
+            format!(
+                " ({:.2}x the plain lld link)",
+                floor.wall.as_secs_f64() / plain.as_secs_f64()
+            )
+        });
+        let _ = writeln!(
+            md,
+            "\nDecode floor of the {} build's IN (not a shrink): reading it and decoding its `.text` once on every core, {} instructions in {} functions: {}{ratio}. `icf shrink` and `icf report` cannot read the image in less.",
+            build.compiler,
+            thousands(floor.instructions as u64),
+            thousands(floor.functions as u64),
+            ms(floor.wall),
+        );
+    }
 }
 
 /// The post-link rows of results.json.
@@ -559,6 +583,11 @@ pub(super) fn json(builds: &[Build]) -> Value {
                 "icf_link_safe_stripped_saved": build.reference.icf_link_saved,
                 "input_text": build.input.0,
                 "input_stripped": build.input.1,
+                "decode_floor": build.decode_floor.map(|floor| serde_json::json!({
+                    "wall_ms_best": floor.wall.as_secs_f64() * 1e3,
+                    "functions": floor.functions,
+                    "instructions": floor.instructions,
+                })),
                 "error": build.failure,
                 "shrinks": build.shrinks.iter().map(|shrink| serde_json::json!({
                     "mode": shrink.mode,
@@ -620,6 +649,7 @@ mod tests {
             },
             input: (1000, 10_000),
             shrinks,
+            decode_floor: None,
             failure: None,
         }
     }

@@ -300,6 +300,21 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
     Ok(f)
 }
 
+/// How many of `code`'s words decode (see
+/// [`crate::Architecture::count_instructions`]).
+pub(super) fn count_instructions(code: &[u8]) -> usize {
+    let decoder = InstDecoder::default();
+    code.chunks_exact(4)
+        .filter(|word| {
+            decode(
+                &decoder,
+                u32::from_le_bytes([word[0], word[1], word[2], word[3]]),
+            )
+            .is_some()
+        })
+        .count()
+}
+
 fn decode(decoder: &InstDecoder, word: u32) -> Option<a64::Instruction> {
     let bytes = word.to_le_bytes();
     let mut reader = U8Reader::new(&bytes);

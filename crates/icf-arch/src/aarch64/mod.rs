@@ -148,6 +148,10 @@ impl Architecture for Aarch64 {
         linked::references(code, address, out);
     }
 
+    fn count_instructions(&self, code: &[u8], _address: u64) -> usize {
+        lift::count_instructions(code)
+    }
+
     fn kept_reloc(&self, r_type: u32) -> crate::relocate::KeptReloc {
         relocate::kept(r_type)
     }

@@ -129,6 +129,18 @@ impl Architecture for X86_64 {
         linked::references(code, address, out);
     }
 
+    fn count_instructions(&self, code: &[u8], address: u64) -> usize {
+        let mut decoder =
+            iced_x86::Decoder::with_ip(64, code, address, iced_x86::DecoderOptions::NONE);
+        let mut instr = iced_x86::Instruction::default();
+        let mut count = 0;
+        while decoder.can_decode() {
+            decoder.decode_out(&mut instr);
+            count += usize::from(!instr.is_invalid());
+        }
+        count
+    }
+
     fn kept_reloc(&self, r_type: u32) -> crate::relocate::KeptReloc {
         relocate::kept(r_type)
     }
