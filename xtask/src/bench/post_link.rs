@@ -35,7 +35,7 @@ use super::estimate::{Estimate, Outcome};
 use super::format::{ms, thousands};
 use super::measure::{Behaviour, CorpusResult, Row, observe, stripped_size, timed};
 use super::prepare::Prepared;
-use super::targets::Target;
+use super::targets::{Note, Target};
 use crate::corpus::{Corpus, Linker};
 use crate::peer;
 use crate::process::{capture, display};
@@ -562,13 +562,42 @@ pub(super) fn write_table(md: &mut String, builds: &[Build]) {
         });
         let _ = writeln!(
             md,
-            "\nDecode floor of the {} build's IN (not a shrink): reading it and decoding its `.text` once on every core, {} instructions in {} functions: {}{ratio}. `icf shrink` and `icf report` cannot read the image in less.",
+            "\nDecode floor of the {} build's IN (not a shrink): reading it and decoding its `.text` once on every core, {} instructions in {} functions: {} ms{ratio}. `icf shrink` and `icf report` cannot read the image in less.",
             build.compiler,
             thousands(floor.instructions as u64),
             thousands(floor.functions as u64),
             ms(floor.wall),
         );
     }
+}
+
+/// The INFO lines of `result`'s decode floors: per build, the floor
+/// against the plain lld link, and what the shrink and report targets
+/// leave beyond it.
+pub(super) fn decode_floor_notes(result: &CorpusResult) -> Vec<Note> {
+    result
+        .post_link
+        .iter()
+        .filter_map(|build| {
+            let floor = build.decode_floor?.wall.as_secs_f64();
+            let (plain, _) = build.reference.plain?;
+            let plain = plain.as_secs_f64();
+            Some(Note {
+                corpus: result.name.clone(),
+                name: "decode floor",
+                detail: format!(
+                    "{} build: read IN + decode its .text once = {:.0} ms = {:.2}x plain lld ({:.0} ms); \
+                     the shrink target ({SHRINK_TIME_LIMIT}x) leaves icf {:.0} ms beyond it, the report target ({REPORT_TIME_LIMIT}x) {:.0} ms",
+                    build.compiler,
+                    floor * 1e3,
+                    floor / plain,
+                    plain * 1e3,
+                    (SHRINK_TIME_LIMIT * plain - floor) * 1e3,
+                    (REPORT_TIME_LIMIT * plain - floor) * 1e3,
+                ),
+            })
+        })
+        .collect()
 }
 
 /// The post-link rows of results.json.
@@ -685,6 +714,43 @@ mod tests {
     fn result_with_saving(stripped: u64) -> Vec<String> {
         let result = result(vec![build(vec![shrink("safe", 900, stripped)])]);
         targets(&result).iter().map(Target::line).collect()
+    }
+
+    #[test]
+    fn the_decode_floor_is_set_against_the_plain_link_and_both_targets() {
+        let mut measured = build(vec![shrink("safe", 900, 9_010)]);
+        measured.decode_floor = Some(DecodeFloor {
+            wall: Duration::from_millis(300),
+            functions: 10,
+            instructions: 1000,
+        });
+        let notes = decode_floor_notes(&result(vec![measured, build(Vec::new())]));
+        // The build without a floor has no line.
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let line = notes[0].line();
+        assert!(
+            line.contains("= 300 ms = 0.30x plain lld (1000 ms)"),
+            "{line}"
+        );
+        assert!(line.contains("leaves icf 700 ms beyond it"), "{line}");
+        assert!(line.contains("the report target (0.5x) 200 ms"), "{line}");
+        let mut md = String::new();
+        let with_floor = build(Vec::new());
+        write_table(
+            &mut md,
+            &[Build {
+                decode_floor: Some(DecodeFloor {
+                    wall: Duration::from_millis(300),
+                    functions: 10,
+                    instructions: 1000,
+                }),
+                ..with_floor
+            }],
+        );
+        assert!(
+            md.contains("1,000 instructions in 10 functions: 300 ms (0.30x the plain lld link)"),
+            "{md}"
+        );
     }
 
     #[test]

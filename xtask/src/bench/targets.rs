@@ -146,14 +146,16 @@ fn link_limits(result: &CorpusResult) -> LinkLimits {
     }
 }
 
-/// The INFO lines: the I/O floor of every real corpus and how close its
-/// estimates came.
+/// The INFO lines: the I/O floor of every real corpus, the decode floor
+/// of each build it shrinks after the link, and how close its estimates
+/// came.
 pub(super) fn notes(results: &[CorpusResult]) -> Vec<Note> {
     results
         .iter()
         .filter(|result| result.synthetic.is_none())
         .flat_map(|result| {
             std::iter::once(io_floor_note(result))
+                .chain(super::post_link::decode_floor_notes(result))
                 .chain(estimate_ratio_notes(&result.name, &result.estimates))
         })
         .collect()
