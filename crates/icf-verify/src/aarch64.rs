@@ -1281,6 +1281,22 @@ mod tests {
         assert!(overwritten[1].1.is_empty(), "{overwritten:?}");
     }
 
+    /// `cbz x0, 1f; adrp x22, page; b 2f; 1: adrp x22, page;
+    /// 2: add x0, x22, #0x10; cbz x1, 3f; mov x22, x1; 3: cbnz x2, 4f;
+    /// ldp x21, x22, [sp, #0x20]; ret`, then `4:` follows.
+    const TWO_PAGES_JOINED: [u32; 10] = [
+        0xb400_0060,
+        0x9000_0016,
+        0x1400_0002,
+        0x9000_0016,
+        0x9100_42c0,
+        0xb400_0041,
+        0xaa01_03f6,
+        0xb500_0062,
+        0xa942_5bf5,
+        0xd65f_03c0,
+    ];
+
     #[test]
     fn a_page_two_paths_open_and_a_load_pair_then_overwrites_stays_one_address() {
         // cbz x0, 1f; adrp x22, page; b 2f; 1: adrp x22, page;
@@ -1292,19 +1308,11 @@ mod tests {
         // comes back. The `add` is then the one address both `adrp`s
         // open, and neither page is a value of its own (lld's opt_lite,
         // `_nc_get_screensize`).
-        let words = [
-            0xb400_0060,
-            0x9000_0016,
-            0x1400_0002,
-            0x9000_0016,
-            0x9100_42c0,
-            0xb400_0041,
-            0xaa01_03f6,
-            0xb500_0062,
-            0xa942_5bf5,
-            0xd65f_03c0,
-            0x9400_0001,
-        ];
+        let words: Vec<u32> = TWO_PAGES_JOINED
+            .iter()
+            .copied()
+            .chain([0x9400_0001])
+            .collect();
         let never_returns = Memory {
             noreturn: vec![0x1002c],
             ..Memory::default()
@@ -1329,22 +1337,11 @@ mod tests {
         // the branch at the start, never from the call: x22 is dead where
         // the paths meet at 3, so the page there is no value (LLVM's
         // opt_lite, `_nc_setupterm` and `exit_terminfo`).
-        let words = [
-            0xb400_0183,
-            0xb400_0060,
-            0x9000_0016,
-            0x1400_0002,
-            0x9000_0016,
-            0x9100_42c0,
-            0xb400_0041,
-            0xaa01_03f6,
-            0xb500_0062,
-            0xa942_5bf5,
-            0xd65f_03c0,
-            0x9400_0003,
-            0x7100_02df,
-            0xd65f_03c0,
-        ];
+        let words: Vec<u32> = [0xb400_0183]
+            .into_iter()
+            .chain(TWO_PAGES_JOINED)
+            .chain([0x9400_0003, 0x7100_02df, 0xd65f_03c0])
+            .collect();
         let never_returns = Memory {
             noreturn: vec![0x10038],
             ..Memory::default()
