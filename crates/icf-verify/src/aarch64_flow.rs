@@ -501,6 +501,55 @@ fn live_after(
     {
         entered[k] = true;
     }
+    // What each word does to liveness, worked out once: the words its
+    // paths go on to, what else its end may read, what it writes and
+    // reads.
+    let words: Vec<LiveStep> = (0..len)
+        .map(|i| {
+            let Some(instr) = raw[i].as_ref() else {
+                return LiveStep::anything();
+            };
+            let never_returns = stops[i];
+            let mut next = [None; 2];
+            for (slot, k) in successors(instr, i, len, start)
+                .into_iter()
+                .filter(|&k| !(never_returns && entered[k]))
+                .enumerate()
+                .take(2)
+            {
+                next[slot] = Some(k);
+            }
+            let leaves = instr
+                .operands
+                .iter()
+                .any(|o| matches!(o, Operand::PCOffset(_)))
+                && is_branch(instr.opcode)
+                && branch_target(instr, i, len, start).is_none();
+            let falls_off = i + 1 == len && !ends_path(instr.opcode) && !never_returns;
+            let end = if leaves || falls_off {
+                LiveEnd::Anything
+            } else if is_register_branch(instr.opcode) {
+                match tables.get(&i) {
+                    Some(Dispatch::Cases(cases)) => LiveEnd::Cases(cases.clone()),
+                    _ => LiveEnd::Anything,
+                }
+            } else if matches!(instr.opcode, Opcode::RET | Opcode::RETAA | Opcode::RETAB) {
+                LiveEnd::Also(ARGUMENTS | (ALL & !CALLER_SAVED) | bit(30))
+            } else if is_call(instr.opcode) {
+                LiveEnd::Cases(pads.clone())
+            } else {
+                LiveEnd::Also(0)
+            };
+            LiveStep {
+                next,
+                end,
+                kills: written_registers(instr)
+                    .into_iter()
+                    .fold(0, |mask, r| mask | bit(r)),
+                reads: reads(instr),
+            }
+        })
+        .collect();
     let mut live_in = vec![0u32; len];
     let mut live_out = vec![0u32; len];
     let mut changed = true;
@@ -508,52 +557,24 @@ fn live_after(
     while changed {
         changed = false;
         rounds += 1;
-        for i in (0..len).rev() {
-            let out = match raw[i].as_ref() {
-                // After too many rounds (never, in practice: each mask
-                // only grows), anything.
-                _ if rounds > 64 => ALL,
-                None => ALL,
-                Some(instr) => {
-                    let mut out = 0;
-                    let never_returns = stops[i];
-                    let next = successors(instr, i, len, start);
-                    for &k in &next {
-                        if !(never_returns && entered[k]) {
-                            out |= live_in[k];
-                        }
-                    }
-                    let leaves = instr
-                        .operands
-                        .iter()
-                        .any(|o| matches!(o, Operand::PCOffset(_)))
-                        && is_branch(instr.opcode)
-                        && branch_target(instr, i, len, start).is_none();
-                    let falls_off = i + 1 == len && !ends_path(instr.opcode) && !never_returns;
-                    if leaves || falls_off {
-                        out = ALL;
-                    } else if is_register_branch(instr.opcode) {
-                        out = match tables.get(&i) {
-                            Some(Dispatch::Cases(cases)) => {
-                                cases.iter().fold(out, |out, &k| out | live_in[k])
-                            }
-                            _ => ALL,
-                        };
-                    } else if matches!(instr.opcode, Opcode::RET | Opcode::RETAA | Opcode::RETAB) {
-                        out |= ARGUMENTS | (ALL & !CALLER_SAVED) | bit(30);
-                    } else if is_call(instr.opcode) {
-                        out = pads.iter().fold(out, |out, &k| out | live_in[k]);
-                    }
-                    out
+        for (i, word) in words.iter().enumerate().rev() {
+            // After too many rounds (never, in practice: each mask only
+            // grows), anything.
+            let out = if rounds > 64 {
+                ALL
+            } else {
+                let out = word
+                    .next
+                    .iter()
+                    .flatten()
+                    .fold(0, |out, &k| out | live_in[k]);
+                match &word.end {
+                    LiveEnd::Anything => ALL,
+                    LiveEnd::Also(mask) => out | mask,
+                    LiveEnd::Cases(words) => words.iter().fold(out, |out, &k| out | live_in[k]),
                 }
             };
-            let kills = raw[i].as_ref().map_or(0, |instr| {
-                written_registers(instr)
-                    .into_iter()
-                    .fold(0, |mask, r| mask | bit(r))
-            });
-            let reads = raw[i].as_ref().map_or(ALL, reads);
-            let inward = reads | (out & !kills);
+            let inward = word.reads | (out & !word.kills);
             if (out, inward) != (live_out[i], live_in[i]) {
                 live_out[i] = out;
                 live_in[i] = inward;
@@ -562,6 +583,37 @@ fn live_after(
         }
     }
     (live_in, live_out)
+}
+
+/// What one word does to liveness (see [`live_after`]).
+struct LiveStep {
+    /// The words its paths go on to.
+    next: [Option<usize>; 2],
+    end: LiveEnd,
+    /// The registers it writes, and those it reads.
+    kills: u32,
+    reads: u32,
+}
+
+/// What else the end of a word may read.
+enum LiveEnd {
+    /// Anything (a word that does not decode, a branch out, falling off).
+    Anything,
+    /// These registers (a return's).
+    Also(u32),
+    /// What these words may (a table's cases, a call's landing pads).
+    Cases(Vec<usize>),
+}
+
+impl LiveStep {
+    fn anything() -> LiveStep {
+        LiveStep {
+            next: [None; 2],
+            end: LiveEnd::Anything,
+            kills: 0,
+            reads: ALL,
+        }
+    }
 }
 
 /// For each word of the function `raw` (loaded at `start`), whether it is

@@ -196,6 +196,17 @@ pub(crate) fn call_never_returns(image: &Image, target: u64) -> bool {
     })
 }
 
+/// The extent of the function holding `address` (its largest symbol).
+fn function_extent(image: &Image, address: u64) -> Option<(u64, u64)> {
+    let (containing, _) = image.symbols_around(address);
+    containing
+        .iter()
+        .map(|&id| image.symbol(id))
+        .filter(|s| s.kind == SymbolKind::Function && s.size > 0)
+        .map(|s| (s.address, s.end()))
+        .max_by_key(|&(start, end)| (end - start, std::cmp::Reverse(start)))
+}
+
 /// The GOT slots in `image` a call through goes to a function that never
 /// returns: a slot holding one of `entries` (see [`noreturn_entries`]), or
 /// bound by name to one the image does not define (as its PLT entries
@@ -362,15 +373,8 @@ impl<'a> Prover<'a> {
         self.trusted.binary_search(&target).is_ok() || self.assumed.contains(&target)
     }
 
-    /// The extent of the function holding `address` (its largest symbol).
     fn function_extent(&self, address: u64) -> Option<(u64, u64)> {
-        let (containing, _) = self.image.symbols_around(address);
-        containing
-            .iter()
-            .map(|&id| self.image.symbol(id))
-            .filter(|s| s.kind == SymbolKind::Function && s.size > 0)
-            .map(|s| (s.address, s.end()))
-            .max_by_key(|&(start, end)| (end - start, std::cmp::Reverse(start)))
+        function_extent(self.image, address)
     }
 
     /// Follows every path from `entry` (and from its function's landing
