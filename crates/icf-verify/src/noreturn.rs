@@ -18,8 +18,9 @@
 //! `__run_exit_handlers`, itself never returning), or to a trusted PLT
 //! entry; other calls are taken to return. Any other callee is proved the
 //! same way when a check asks about it (`call_never_returns`, once per
-//! image and callee): a program's own `die` ending in a call of `exit`. The proofs are co-inductive: a
-//! set of functions each of whose paths ends in a trap, a loop or a call
+//! image and callee): a program's own `die` ending in a call of `exit`.
+//! The proofs are co-inductive: a set of functions each of whose paths
+//! ends in a trap, a loop or a call
 //! of one of the set never returns. A call of an unknown callee (through a
 //! register, or a slot no one fixed) as a function's last instruction ends
 //! its path: a compiler lets nothing follow a call only when the callee is
@@ -196,17 +197,6 @@ pub(crate) fn call_never_returns(image: &Image, target: u64) -> bool {
     })
 }
 
-/// The extent of the function holding `address` (its largest symbol).
-fn function_extent(image: &Image, address: u64) -> Option<(u64, u64)> {
-    let (containing, _) = image.symbols_around(address);
-    containing
-        .iter()
-        .map(|&id| image.symbol(id))
-        .filter(|s| s.kind == SymbolKind::Function && s.size > 0)
-        .map(|s| (s.address, s.end()))
-        .max_by_key(|&(start, end)| (end - start, std::cmp::Reverse(start)))
-}
-
 /// The GOT slots in `image` a call through goes to a function that never
 /// returns: a slot holding one of `entries` (see [`noreturn_entries`]), or
 /// bound by name to one the image does not define (as its PLT entries
@@ -373,8 +363,15 @@ impl<'a> Prover<'a> {
         self.trusted.binary_search(&target).is_ok() || self.assumed.contains(&target)
     }
 
+    /// The extent of the function holding `address` (its largest symbol).
     fn function_extent(&self, address: u64) -> Option<(u64, u64)> {
-        function_extent(self.image, address)
+        let (containing, _) = self.image.symbols_around(address);
+        containing
+            .iter()
+            .map(|&id| self.image.symbol(id))
+            .filter(|s| s.kind == SymbolKind::Function && s.size > 0)
+            .map(|s| (s.address, s.end()))
+            .max_by_key(|&(start, end)| (end - start, std::cmp::Reverse(start)))
     }
 
     /// Follows every path from `entry` (and from its function's landing
