@@ -54,32 +54,38 @@ struct OpenPage {
 /// 843419 patch (which the linker writes where an `adrp` sits at a page's
 /// last two words, so folding moves it) is the instruction it displaced.
 pub(crate) fn decode_in(image: &Image, bytes: &[u8], start: u64) -> Vec<Decoded> {
-    let patch = |target| {
-        image
-            .erratum_patches
-            .binary_search(&target)
-            .is_ok()
-            .then(|| image.read_u32(target))
-            .flatten()
-    };
-    decode_patched(bytes, start, patch, image)
+    decode_patched(bytes, start, |target| displaced(image, target), image)
+}
+
+/// The word an erratum 843419 patch of `image` at `target` displaced, if
+/// a patch starts there.
+fn displaced(image: &Image, target: u64) -> Option<u32> {
+    image
+        .erratum_patches
+        .binary_search(&target)
+        .is_ok()
+        .then(|| image.read_u32(target))
+        .flatten()
+}
+
+/// `word` at `pc` as it runs: a `b` to a place `patch` knows is the word
+/// `patch` returns.
+fn as_run(word: u32, pc: u64, patch: impl Fn(u64) -> Option<u32>) -> u32 {
+    if word & 0xfc00_0000 != 0x1400_0000 {
+        return word;
+    }
+    // imm26, sign-extended, times 4.
+    let delta = (((word & 0x03ff_ffff) << 6) as i32 >> 4) as i64;
+    patch(pc.wrapping_add(delta as u64)).unwrap_or(word)
 }
 
 /// The instruction at `address` of `image` as it runs: a branch to an
 /// erratum 843419 patch is the instruction it displaced (as in
 /// [`decode_in`]); `None` where no word decodes.
 pub(crate) fn word_at(image: &Image, address: u64) -> Option<Instruction> {
-    let mut word = image.read_u32(address)?;
-    if word & 0xfc00_0000 == 0x1400_0000 {
-        // imm26, sign-extended, times 4.
-        let delta = (((word & 0x03ff_ffff) << 6) as i32 >> 4) as i64;
-        let target = address.wrapping_add(delta as u64);
-        if image.erratum_patches.binary_search(&target).is_ok()
-            && let Some(displaced) = image.read_u32(target)
-        {
-            word = displaced;
-        }
-    }
+    let word = as_run(image.read_u32(address)?, address, |target| {
+        displaced(image, target)
+    });
     decode_word(&InstDecoder::default(), word.to_le_bytes())
 }
 
@@ -98,13 +104,7 @@ fn decode_patched(
         .enumerate()
         .map(|(i, c)| {
             let word = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-            if word & 0xfc00_0000 != 0x1400_0000 {
-                return word;
-            }
-            // imm26, sign-extended, times 4.
-            let delta = (((word & 0x03ff_ffff) << 6) as i32 >> 4) as i64;
-            let target = (start + 4 * i as u64).wrapping_add(delta as u64);
-            patch(target).unwrap_or(word)
+            as_run(word, start + 4 * i as u64, &patch)
         })
         .collect();
     let raw: Vec<Option<Instruction>> = words

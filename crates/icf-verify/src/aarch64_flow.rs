@@ -129,7 +129,7 @@ pub(crate) fn holdings_at_entry(
     }
     let entered = branch_targets(raw, start);
     let stops = calls_that_never_return(raw, start, around);
-    let live = live_after(raw, start, &stops, around, &HashMap::new());
+    let live = live_after(raw, start, &stops, &entered, around, &HashMap::new());
     let mut flow = Flow::new(raw, pages, start, &stops, around, HashMap::new(), live);
     flow.run();
     // The tables are read with what holds when every dispatch may go
@@ -138,7 +138,7 @@ pub(crate) fn holdings_at_entry(
         .filter_map(|i| Some((i, jump_table(raw, &flow.entry, &entered, i, start, around)?)))
         .collect();
     if !tables.is_empty() {
-        let live = live_after(raw, start, &stops, around, &tables);
+        let live = live_after(raw, start, &stops, &entered, around, &tables);
         flow = Flow::new(raw, pages, start, &stops, around, tables, live);
         flow.run();
     }
@@ -468,7 +468,8 @@ pub(crate) fn is_call(opcode: Opcode) -> bool {
 }
 
 /// For each word of the function `raw` (loaded at `start`, its jump
-/// tables `tables`), the registers some path from the word's start, and
+/// tables `tables`, `stops` its calls that never return and `branched_to`
+/// the words its direct branches go to), the registers some path from the word's start, and
 /// from its end, may read before writing them (masks of x0-x30), at most:
 /// a backward liveness, to a fixpoint. Paths go on after every call and
 /// from it into every landing pad. After a call of a function taken never
@@ -483,6 +484,7 @@ fn live_after(
     raw: &[Option<Instruction>],
     start: u64,
     stops: &[bool],
+    branched_to: &[bool],
     around: &dyn Surroundings,
     tables: &HashMap<usize, Dispatch>,
 ) -> (Vec<u32>, Vec<u32>) {
@@ -491,7 +493,7 @@ fn live_after(
         .filter(|&i| around.is_landing_pad(start + 4 * i as u64))
         .collect();
     // The words some path enters other than by falling through.
-    let mut entered = branch_targets(raw, start);
+    let mut entered = branched_to.to_vec();
     for &k in pads
         .iter()
         .chain(tables.values().flat_map(|dispatch| match dispatch {

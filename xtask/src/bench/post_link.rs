@@ -718,12 +718,13 @@ mod tests {
 
     #[test]
     fn the_decode_floor_is_set_against_the_plain_link_and_both_targets() {
-        let mut measured = build(vec![shrink("safe", 900, 9_010)]);
-        measured.decode_floor = Some(DecodeFloor {
+        let floor = DecodeFloor {
             wall: Duration::from_millis(300),
             functions: 10,
             instructions: 1000,
-        });
+        };
+        let mut measured = build(vec![shrink("safe", 900, 9_010)]);
+        measured.decode_floor = Some(floor);
         let notes = decode_floor_notes(&result(vec![measured, build(Vec::new())]));
         // The build without a floor has no line.
         assert_eq!(notes.len(), 1, "{notes:?}");
@@ -735,16 +736,11 @@ mod tests {
         assert!(line.contains("leaves icf 700 ms beyond it"), "{line}");
         assert!(line.contains("the report target (0.5x) 200 ms"), "{line}");
         let mut md = String::new();
-        let with_floor = build(Vec::new());
         write_table(
             &mut md,
             &[Build {
-                decode_floor: Some(DecodeFloor {
-                    wall: Duration::from_millis(300),
-                    functions: 10,
-                    instructions: 1000,
-                }),
-                ..with_floor
+                decode_floor: Some(floor),
+                ..build(Vec::new())
             }],
         );
         assert!(
