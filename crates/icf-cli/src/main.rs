@@ -154,7 +154,6 @@ enum Command {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
     },
-    /// Prove that FOLDED (linked with folding) does what PLAIN (linked without) does, or print the first difference.
     /// Fold the identical functions of a linked executable or shared
     /// library kept with `-Wl,-q` (`--emit-relocs`), and compact its code:
     /// OUT is smaller on disk and behaves as IN does.
@@ -187,6 +186,7 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Prove that FOLDED (linked with folding) does what PLAIN (linked without) does, or print the first difference.
     Verify {
         /// `safe`: observed function addresses must stay distinct; `all`: only data addresses must.
         #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
@@ -686,4 +686,41 @@ fn render_stats(stats: &icf::LiftStats) -> String {
         stats.functions as f64 / seconds
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every subcommand says in one line what it does, and that line is
+    /// its own (a doc comment left above the wrong variant once gave
+    /// `shrink` the description of `verify`, and `verify` none).
+    #[test]
+    fn every_subcommand_has_its_own_description() {
+        let cli = Cli::command();
+        let about = |name: &str| {
+            let command = cli.find_subcommand(name).expect("the subcommand exists");
+            command
+                .get_about()
+                .map(|about| about.to_string())
+                .unwrap_or_default()
+        };
+        for command in cli.get_subcommands() {
+            let name = command.get_name();
+            if name != "help" {
+                assert!(!about(name).is_empty(), "`icf {name}` has no description");
+            }
+        }
+        assert!(
+            about("verify").starts_with("Prove that FOLDED"),
+            "{}",
+            about("verify")
+        );
+        assert!(
+            about("shrink").starts_with("Fold the identical functions"),
+            "{}",
+            about("shrink")
+        );
+    }
 }
