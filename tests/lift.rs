@@ -179,3 +179,68 @@ fn jump_table_targets_start_blocks() {
         }
     }
 }
+
+/// The analysis lifts only functions whose shape another shares
+/// (`icf_arch::Sketch`), and takes the others' references from their
+/// sketches, so a sketch must stand for its lift. For every function of
+/// the fixtures (every x86-64 build) and of libstd, libcore and the
+/// fixture crate: where a sketch is made, the lift compares no bytes and
+/// has the same references and fall-through; and functions whose keys
+/// are equal have equal shapes.
+#[test]
+fn sketches_stand_for_their_lifts() {
+    let mut paths: Vec<PathBuf> = x86_builds()
+        .iter()
+        .flat_map(|build| {
+            icf_fixtures::sources()
+                .into_iter()
+                .map(move |source| icf_fixtures::object(&source, build))
+        })
+        .collect();
+    paths.extend(icf_fixtures::std_rlibs());
+    paths.push(icf_fixtures::rust_rlib());
+    let inputs = open(&paths);
+    let program = load(&inputs);
+    let references = |f: &icf_ir::Function| {
+        let mut refs: Vec<_> = f
+            .refs
+            .iter()
+            .map(|r| (r.target, r.addend, r.kind, r.use_ as u8))
+            .collect();
+        refs.sort_unstable();
+        refs
+    };
+    let mut shape_of_key: std::collections::HashMap<Box<[u8]>, u64> = Default::default();
+    let (mut sketched, mut shared_keys) = (0, 0);
+    for info in &program.functions {
+        let name = program.function_name(info);
+        let lifted = program.lift(info);
+        let Some(sketch) = program.sketch(info) else {
+            continue;
+        };
+        sketched += 1;
+        assert!(!lifted.has_opaque(), "{name}: sketched, but lifted opaque");
+        assert_eq!(references(&sketch.function), references(&lifted), "{name}");
+        assert_eq!(
+            sketch.function.fall_through.is_some(),
+            lifted.fall_through.is_some(),
+            "{name}"
+        );
+        let key: Box<[u8]> = icf_fold::body::Body::of(&lifted).code().into();
+        match shape_of_key.get(&key) {
+            Some(&shape) => {
+                shared_keys += 1;
+                assert_eq!(shape, sketch.shape, "{name}: equal keys, other shapes");
+            }
+            None => {
+                shape_of_key.insert(key, sketch.shape);
+            }
+        }
+    }
+    let functions = program.functions.len();
+    assert!(
+        sketched * 10 >= functions * 9,
+        "only {sketched} of {functions} functions sketched"
+    );
+    assert!(shared_keys >= 100, "only {shared_keys} keys shared");
+}

@@ -55,6 +55,12 @@ pub trait Architecture: Sync {
     fn thunk(&self) -> &'static Thunk;
     /// Lifts one function.
     fn lift(&self, input: &CodeInput<'_>) -> Function;
+    /// The function's references and the hash of its operations, without
+    /// its key (see [`crate::lifting::Sketch`]); `None` where the lifter would
+    /// compare it byte by byte, or the architecture has no sketch.
+    fn sketch(&self, _input: &CodeInput<'_>) -> Option<crate::lifting::Sketch> {
+        None
+    }
     /// Appends to `out` the references in `code`, linked at `address`,
     /// that an assembler would have written as relocations (see
     /// [`crate::linked`]).

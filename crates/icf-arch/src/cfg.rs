@@ -47,7 +47,7 @@ pub(crate) struct LaidBlock {
 }
 
 /// Blocks in walk order, and where each starts.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub(crate) struct Layout {
     pub blocks: Vec<LaidBlock>,
     /// Function offset of each block's first instruction, sorted, with its id.
@@ -61,6 +61,23 @@ impl Layout {
             .binary_search_by_key(&at, |&(start, _)| start)
             .ok()
             .map(|i| self.starts[i].1)
+    }
+}
+
+/// What [`layout`] checks before it builds any block: every branch target
+/// inside the function and every entry point starts an instruction.
+pub(crate) fn check_targets(decoded: &[Decoded], entry_points: &[u32]) -> Result<(), OpaqueReason> {
+    if decoded.is_empty() {
+        return Ok(());
+    }
+    let starts = |offset: u32| decoded.binary_search_by_key(&offset, |d| d.at).is_ok();
+    let targets = decoded.iter().filter_map(|d| d.target);
+    match targets
+        .chain(entry_points.iter().copied())
+        .find(|&t| !starts(t))
+    {
+        Some(target) => Err(OpaqueReason::TargetInsideInstruction { target }),
+        None => Ok(()),
     }
 }
 

@@ -35,7 +35,7 @@ mod x86_64;
 
 pub use aarch64::Aarch64;
 pub use architecture::{Architecture, Thunk};
-pub use lifting::recycle;
+pub use lifting::{Sketch, recycle};
 pub use linked::{DynamicReloc, LinkedReference, LinkedUse, TableShape};
 pub use macho_reloc::{
     CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, MachOTranslation,
@@ -69,6 +69,11 @@ pub fn from_macho_cpu_type(cpu_type: u32) -> Option<&'static dyn Architecture> {
     [of(Arch::X86_64), of(Arch::Aarch64)]
         .into_iter()
         .find(|a| a.macho_cpu_type() == cpu_type)
+}
+
+/// Sketches one function, where the architecture can (see [`Sketch`]).
+pub fn sketch(input: &CodeInput<'_>) -> Option<Sketch> {
+    of(input.arch).sketch(input)
 }
 
 /// Lifts one function.

@@ -1,6 +1,8 @@
 //! What both lifters share: buffers reused from one function to the next,
-//! marker relocations riding on their instruction, and where control goes
-//! when it runs off a function's end.
+//! marker relocations riding on their instruction, where control goes
+//! when it runs off a function's end, and the sketch of a function (its
+//! references and the shape of its operations) that spares lifting the
+//! functions nothing else can equal.
 
 use crate::cfg;
 use icf_ir::{Arch, CodeInput, CodeReloc, Function, Operand, Ref, RefKind, Use};
@@ -73,6 +75,85 @@ pub(crate) fn fall_through(
         use_: Use::Jump,
     });
     f.fall_through = Some(r);
+}
+
+/// A function's references and a hash of its operations, read without
+/// lifting it to its key ([`crate::Architecture::sketch`]). The analysis lifts
+/// only functions whose shape another shares: a function with a shape of
+/// its own cannot fold, and its references are all the analysis needs of
+/// it (which addresses it takes, which places it jumps into).
+#[derive(Debug)]
+pub struct Sketch {
+    /// Equal for any two functions whose keys are equal.
+    pub shape: u64,
+    /// The function as [`crate::lift`] gives it, its references only: `refs` (the
+    /// same references, maybe in another order) and `fall_through`.
+    pub function: Function,
+}
+
+/// A hash of a function's operations that does not depend on their order
+/// (the key walks blocks in the order control reaches them, not in address
+/// order) nor on padding: a function's operations as a multiset, and how
+/// many. Two functions with equal keys hold the same operations, so their
+/// shapes are equal; the converse need not hold.
+#[derive(Default)]
+pub(crate) struct Shape {
+    sum: u64,
+    count: u64,
+}
+
+impl Shape {
+    pub(crate) fn add(&mut self, operation: u64) {
+        self.sum = self.sum.wrapping_add(mix(operation));
+        self.count += 1;
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        mix(self.sum ^ mix(self.count))
+    }
+}
+
+/// SplitMix64's finalizer: every input bit moves every output bit.
+fn mix(value: u64) -> u64 {
+    let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Whether [`drop_trailing_padding`] drops any block of the function
+/// `layout` lays out, without lifting it: `padding` says which decoded
+/// instructions the lifter merges into a `nop` with no operand. The same
+/// rule, read off the blocks the lifter would build.
+pub(crate) fn ends_in_padding(
+    layout: &cfg::Layout,
+    decoded: &[cfg::Decoded],
+    padding: impl Fn(usize) -> bool,
+    size: u32,
+) -> bool {
+    let mut end = size;
+    let mut count = layout.blocks.len();
+    let mut dropped = false;
+    while let Some(last) = count.checked_sub(1) {
+        let block = &layout.blocks[last];
+        let insts = block.insts.clone();
+        let is_padding = !block.reached
+            && insts
+                .clone()
+                .last()
+                .is_some_and(|i| decoded[i].at + decoded[i].len == end)
+            && insts.clone().all(&padding);
+        let targeted = layout.blocks[..count]
+            .iter()
+            .any(|b| b.succs.iter().any(|s| s.0 as usize == last));
+        if !is_padding || targeted {
+            break;
+        }
+        end = insts.clone().next().map_or(end, |i| decoded[i].at);
+        count = last;
+        dropped = true;
+    }
+    dropped
 }
 
 /// Drops the blocks at the end of the walk order that nothing reaches,

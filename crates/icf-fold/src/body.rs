@@ -39,6 +39,8 @@ pub struct Body {
     pub structural_hash: u64,
     /// Part of the function is compared byte-exactly.
     pub has_opaque: bool,
+    /// A body [`Body::alone`] made: no key, equal to no other body.
+    pub alone: bool,
     code: Box<[u8]>,
     /// Offset and length of every instruction in walk order, compared only
     /// for layout-sensitive candidates and kept only for them.
@@ -55,6 +57,38 @@ impl Body {
     /// The key of `f` with its layout, for a layout-sensitive candidate.
     pub fn with_layout(f: &Function) -> Body {
         Body::encode(f, true)
+    }
+
+    /// The body of candidate `id`, which no other candidate can equal (the
+    /// analysis knows it from a hash of its operations no other shares,
+    /// without lifting it): its references, which the analyses besides the
+    /// comparator read, and no key. It compares equal to itself only.
+    pub fn alone(f: &Function, id: u32) -> Body {
+        let mut code = Writer::default();
+        code.unsigned(u64::from(id));
+        let mut structure = Mixer::new(f.arch);
+        structure.add(u64::from(id));
+        let refs: Vec<BodyRef> = f
+            .refs
+            .iter()
+            .map(|r| BodyRef {
+                target: r.target,
+                use_: r.use_,
+                interior: r.addend != 0,
+            })
+            .collect();
+        // In whatever order the references come: nothing pairs them with
+        // another body's.
+        Body {
+            arch: f.arch,
+            size: f.size,
+            structural_hash: structure.finish(),
+            has_opaque: false,
+            alone: true,
+            code: code.bytes.into_boxed_slice(),
+            layout: None,
+            refs: refs.into_boxed_slice(),
+        }
     }
 
     fn encode(f: &Function, with_layout: bool) -> Body {
@@ -163,6 +197,7 @@ impl Body {
             size: f.size,
             structural_hash: structure.finish(),
             has_opaque: f.has_opaque(),
+            alone: false,
             code: code.bytes.into_boxed_slice(),
             layout: with_layout.then(|| layout.bytes.into_boxed_slice()),
             refs: refs.into_boxed_slice(),
@@ -208,7 +243,7 @@ impl Body {
         w.unsigned(u64::from(self.size));
         w.bytes
             .extend_from_slice(&self.structural_hash.to_le_bytes());
-        w.unsigned(u64::from(self.has_opaque));
+        w.unsigned(u64::from(self.has_opaque) | u64::from(self.alone) << 1);
         w.unsigned(self.code.len() as u64);
         w.bytes.extend_from_slice(&self.code);
         match &self.layout {
@@ -238,9 +273,8 @@ impl Body {
         let arch = Arch::from_number(r.unsigned()?)?;
         let size = u32::try_from(r.unsigned()?).ok()?;
         let structural_hash = u64::from_le_bytes(r.bytes(8)?.try_into().ok()?);
-        let has_opaque = match r.unsigned()? {
-            0 => false,
-            1 => true,
+        let (has_opaque, alone) = match r.unsigned()? {
+            flags @ 0..=3 => (flags & 1 == 1, flags & 2 == 2),
             _ => return None,
         };
         let code_length = usize::try_from(r.unsigned()?).ok()?;
@@ -278,6 +312,7 @@ impl Body {
             size,
             structural_hash,
             has_opaque,
+            alone,
             code,
             layout,
             refs: refs.into_boxed_slice(),

@@ -145,8 +145,10 @@ pub fn compare_bodies(
         return difference.ordering;
     }
     let (l, r) = (left.body, right.body);
-    l.code()
-        .cmp(r.code())
+    // A body alone equals no other: its code is its candidate's number.
+    l.alone
+        .cmp(&r.alone)
+        .then_with(|| l.code().cmp(r.code()))
         .then_with(|| {
             if left.attrs.layout_sensitive {
                 l.layout().cmp(&r.layout())

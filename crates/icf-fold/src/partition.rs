@@ -81,6 +81,8 @@ pub fn refine(
             attrs.section_class,
             attrs.unwind,
             attrs.layout_sensitive,
+            // A body alone starts (and stays) in a class of its own.
+            c.body.alone.then_some(i),
         )
     };
     let mut order: Vec<u32> = (0..candidates.len() as u32).collect();
@@ -299,6 +301,45 @@ mod tests {
             .map(|i| Some(CandidateId(i)))
             .collect();
         refine(&candidates, &targets).class_of
+    }
+
+    /// A body alone (`Body::alone`) is in a class of its own, even where
+    /// another body holds its very code bytes or another alone body the
+    /// same references; stored and read back, it is still alone.
+    #[test]
+    fn a_body_alone_shares_no_class() {
+        let attrs = attrs();
+        let leaf = function(1, &[]);
+        let alone = Body::alone(&leaf, 0);
+        let mut stored = Vec::new();
+        alone.write_to(&mut stored, |target| target.0);
+        let read = |bytes: &[u8]| {
+            Body::read_from(&mut &bytes[..], |n| Some(TargetId(n))).expect("a stored body reads")
+        };
+        assert_eq!(read(&stored), alone);
+        // The same bytes with the flags cleared (they follow the arch, the
+        // size and the 8-byte hash): a body that is not alone, with the
+        // code of one that is.
+        let mut forged = stored.clone();
+        assert_eq!(forged[10], 2);
+        forged[10] = 0;
+        let forged = read(&forged);
+        assert!(!forged.alone);
+        assert_eq!(forged.code(), alone.code());
+        let bodies = [alone, Body::alone(&leaf, 1), Body::of(&leaf), forged];
+        let candidates: Vec<KeyedCandidate<'_>> = bodies
+            .iter()
+            .map(|body| KeyedCandidate {
+                body,
+                attrs: &attrs,
+            })
+            .collect();
+        let targets: Vec<Option<CandidateId>> =
+            (0..bodies.len() as u32).map(|i| Some(CandidateId(i))).collect();
+        let class_of = refine(&candidates, &targets).class_of;
+        assert_ne!(class_of[0], class_of[1], "two alone with the same references");
+        assert_ne!(class_of[0], class_of[2]);
+        assert_ne!(class_of[0], class_of[3], "alone and not, with the same code");
     }
 
     #[test]

@@ -201,11 +201,26 @@ fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
     })
 }
 
-fn lift_with(
+/// Decodes the whole function into `raws` (with the relocations inside
+/// each instruction) and `decoded` (what the block builder needs).
+fn decode_all(
     input: &CodeInput<'_>,
     raws: &mut Vec<Raw>,
     decoded: &mut Vec<Decoded>,
-) -> Result<Function, OpaqueReason> {
+) -> Result<(), OpaqueReason> {
+    decode_each(input, |raw, each| {
+        decoded.push(each);
+        raws.push(raw);
+        Ok(())
+    })
+}
+
+/// Decodes the whole function, handing `each` every instruction in
+/// address order.
+fn decode_each(
+    input: &CodeInput<'_>,
+    mut each: impl FnMut(Raw, Decoded) -> Result<(), OpaqueReason>,
+) -> Result<(), OpaqueReason> {
     let base = input.section_offset;
     let size = input.bytes.len() as u32;
     let mut decoder = Decoder::with_ip(64, input.bytes, base, DecoderOptions::NONE);
@@ -241,27 +256,48 @@ fn lift_with(
             _ => None,
         };
         let flow = flow_of(&instr, target.is_some());
-        decoded.push(Decoded {
-            at,
-            len,
-            flow,
-            target,
-        });
-        raws.push(Raw {
-            instr,
-            offsets,
-            at,
-            relocs,
-        });
+        each(
+            Raw {
+                instr,
+                offsets,
+                at,
+                relocs,
+            },
+            Decoded {
+                at,
+                len,
+                flow,
+                target,
+            },
+        )?;
     }
+    Ok(())
+}
 
-    let entry_points: Vec<u32> = input
+/// The blocks of the decoded function, in walk order.
+fn blocks(input: &CodeInput<'_>, decoded: &[Decoded]) -> Result<cfg::Layout, OpaqueReason> {
+    cfg::layout(decoded, &entry_points(input))
+}
+
+/// The places past its start something outside the function enters.
+fn entry_points(input: &CodeInput<'_>) -> Vec<u32> {
+    let size = input.bytes.len() as u32;
+    input
         .entry_points
         .iter()
         .copied()
         .filter(|&e| e > 0 && e < size)
-        .collect();
-    let layout = cfg::layout(decoded, &entry_points)?;
+        .collect()
+}
+
+fn lift_with(
+    input: &CodeInput<'_>,
+    raws: &mut Vec<Raw>,
+    decoded: &mut Vec<Decoded>,
+) -> Result<Function, OpaqueReason> {
+    let size = input.bytes.len() as u32;
+    decode_all(input, raws, decoded)?;
+    let layout = blocks(input, decoded)?;
     let mut f = crate::lifting::spare_function(input.arch, size);
     f.insts.reserve(raws.len());
     f.operands.reserve(raws.len() * 2);
@@ -298,6 +334,96 @@ fn lift_with(
     };
     crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
     Ok(f)
+}
+
+/// The function's references and the hash of its operations, without its
+/// key (see [`crate::lifting::Sketch`]). `None` wherever the lifter would compare
+/// the function byte by byte: a sketch stands only for a function the
+/// lifter lifts, and its references are the lift's.
+pub(crate) fn sketch(input: &CodeInput<'_>) -> Option<crate::lifting::Sketch> {
+    if !input.data_in_code.is_empty() {
+        return None;
+    }
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (raws, decoded) = &mut *scratch;
+        raws.clear();
+        decoded.clear();
+        sketch_with(input, raws, decoded).ok()
+    })
+}
+
+/// [`lift_with`] without the key: the same decoding and checks, but only
+/// the instructions that can name a place outside the function go through
+/// [`lift_inst`] (the others give no reference, and fail only where the
+/// blocks would), and none is kept. The blocks are laid out only to find
+/// padding at the end.
+fn sketch_with(
+    input: &CodeInput<'_>,
+    raws: &mut Vec<Raw>,
+    decoded: &mut Vec<Decoded>,
+) -> Result<crate::lifting::Sketch, OpaqueReason> {
+    let size = input.bytes.len() as u32;
+    let mut f = crate::lifting::spare_function(input.arch, size);
+    let mut shape = crate::lifting::Shape::default();
+    // No instruction lifted here branches inside the function: those give
+    // no reference.
+    let no_blocks = cfg::Layout::default();
+    let mut padding_at_end = false;
+    decode_each(input, |raw, each| {
+        let mnemonic = raw.instr.mnemonic();
+        decoded.push(each);
+        // Padding, which the key merges into one `nop` or drops; a `nop`
+        // carrying a relocation is lifted (but left out of the shape,
+        // which may be coarser than the key, never finer).
+        padding_at_end = mnemonic == Mnemonic::Nop && raw.relocs.is_empty();
+        if padding_at_end {
+            raws.push(raw);
+            return Ok(());
+        }
+        if mnemonic != Mnemonic::Nop {
+            shape.add(mnemonic as u64);
+        }
+        if !raw.relocs.is_empty() || names_a_place_outside(&raw.instr, each.target) {
+            lift_inst(&mut f, &raw, input, &no_blocks)?;
+        }
+        raws.push(raw);
+        Ok(())
+    })?;
+    let padded = if padding_at_end {
+        let layout = blocks(input, decoded)?;
+        let padding = |index: usize| {
+            let raw = &raws[index];
+            raw.instr.mnemonic() == Mnemonic::Nop && raw.relocs.is_empty()
+        };
+        crate::lifting::ends_in_padding(&layout, decoded, padding, size)
+    } else {
+        cfg::check_targets(decoded, &entry_points(input))?;
+        false
+    };
+    let last = if padded {
+        None
+    } else {
+        decoded.last().map(|d| d.flow)
+    };
+    crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_X86_64_PC32.0));
+    Ok(crate::lifting::Sketch {
+        shape: shape.finish(),
+        function: f,
+    })
+}
+
+/// Whether `instr`, without a relocation, still names a place outside the
+/// function (or makes [`lift_inst`] give up on it): a branch out of it
+/// (`inside` is the target of one into it), or a memory operand counted
+/// from `rip`.
+fn names_a_place_outside(instr: &Instruction, inside: Option<u32>) -> bool {
+    (0..instr.op_count()).any(|i| match instr.op_kind(i) {
+        OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64 => inside.is_none(),
+        OpKind::FarBranch16 | OpKind::FarBranch32 => true,
+        OpKind::Memory => instr.memory_base() == Register::RIP,
+        _ => false,
+    })
 }
 
 fn nop_opcode() -> Opcode {
@@ -852,6 +978,100 @@ mod tests {
         let long = lift_bytes(&[0x05, 0x01, 0, 0, 0, 0x0f, 0x84, 0, 0, 0, 0, 0xc3], &[]);
         assert!(!short.has_opaque());
         assert!(ir_equal(&short, &long), "{}\n{}", text(&short), text(&long));
+    }
+
+    fn sketch_bytes(bytes: &[u8], relocs: &[CodeReloc]) -> Option<crate::lifting::Sketch> {
+        let input = CodeInput {
+            arch: Arch::X86_64,
+            bytes,
+            section_offset: 0,
+            section_size: bytes.len() as u64,
+            relocs,
+            entry_points: &[],
+            own_section: TargetId(0),
+            data_in_code: &[],
+            code_resumes: &[],
+        };
+        sketch(&input)
+    }
+
+    /// The references of `f` in an order of their own.
+    fn sorted_refs(f: &Function) -> Vec<(u32, i64, u32, Use)> {
+        let mut refs: Vec<_> = f
+            .refs
+            .iter()
+            .map(|r| (r.target.0, r.addend, r.kind.0, r.use_))
+            .collect();
+        refs.sort_by_key(|&(target, addend, kind, use_)| (target, addend, kind, use_ as u8));
+        refs
+    }
+
+    #[test]
+    fn equal_keys_have_equal_shapes_and_a_sketch_has_the_lifts_references() {
+        let shape = |bytes: &[u8]| sketch_bytes(bytes, &[]).expect("sketched").shape;
+        // Encodings: `add eax, 1; je +0; ret` with imm8/rel8 and imm32/rel32.
+        let short = [0x83, 0xc0, 0x01, 0x74, 0x00, 0xc3];
+        let long = [0x05, 0x01, 0, 0, 0, 0x0f, 0x84, 0, 0, 0, 0, 0xc3];
+        assert_eq!(shape(&short), shape(&long));
+        // Padding: the same with a 10-byte `nopw` after the `ret`.
+        let padded = [
+            0x83, 0xc0, 0x01, 0x74, 0x00, 0xc3, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0,
+        ];
+        assert_eq!(shape(&short), shape(&padded));
+        // Block order: `jmp +1; ret; xor eax,eax; ret` against the blocks
+        // the other way round, which the walk puts in one order.
+        assert_eq!(
+            shape(&[0xeb, 0x01, 0xc3, 0x31, 0xc0, 0xc3]),
+            shape(&[0x31, 0xc0, 0xeb, 0x01, 0xc3, 0xc3])
+        );
+        // Another operation is another shape; so is one more.
+        assert_ne!(shape(&short), shape(&[0x83, 0xe8, 0x01, 0x74, 0x00, 0xc3]));
+        assert_ne!(shape(&[0xc3]), shape(&[0x90, 0xc3, 0xc3]));
+
+        // `call rel32` with a relocation, `lea` counted from rip without
+        // one, and code that runs off the end: the lift's references.
+        let code = [
+            0xe8, 0, 0, 0, 0, // call f
+            0x48, 0x8d, 0x05, 0x10, 0, 0, 0, // lea rax, [rip+0x10]
+            0x74, 0x00, // je +0 (inside: no reference)
+            0x50, // push rax, falling off the end
+        ];
+        let relocs = [CodeReloc {
+            offset: 1,
+            size: 4,
+            mask: u64::MAX,
+            r_type: elf::R_X86_64_PLT32.0,
+            pc_relative: true,
+            target: TargetId(7),
+            addend: -4,
+            own_addend: -4,
+        }];
+        let input = |section_size| CodeInput {
+            arch: Arch::X86_64,
+            bytes: &code,
+            section_offset: 0,
+            section_size,
+            relocs: &relocs,
+            entry_points: &[],
+            own_section: TargetId(0),
+            data_in_code: &[],
+            code_resumes: &[],
+        };
+        let lifted = lift(&input(0x40));
+        let sketched = sketch(&input(0x40)).expect("sketched").function;
+        assert_eq!(lifted.refs.len(), 3, "{}", text(&lifted));
+        assert_eq!(sorted_refs(&sketched), sorted_refs(&lifted));
+        assert_eq!(
+            sketched.fall_through.is_some(),
+            lifted.fall_through.is_some()
+        );
+        // Where the lifter compares bytes, nothing is sketched: the `lea`
+        // leaves the section without a relocation.
+        assert!(lift(&input(code.len() as u64)).has_opaque());
+        assert!(sketch(&input(code.len() as u64)).is_none());
+        // Nor a branch into an instruction, nor undecodable bytes.
+        assert!(sketch_bytes(&[0xeb, 0x01, 0x05, 0, 0, 0, 0, 0xc3], &[]).is_none());
+        assert!(sketch_bytes(&[0x0f, 0xff], &[]).is_none());
     }
 
     #[test]

@@ -67,6 +67,45 @@ fn owners(
         .collect()
 }
 
+/// The functions no other candidate can equal, each with its body alone
+/// ([`Body::alone`]): sketched ([`icf_arch::Sketch`]) with a shape no other
+/// sketch has. Equal keys have equal shapes, and a function the
+/// architecture cannot sketch (or the lifter would compare byte by byte)
+/// has no shape and is lifted, so a shape of its own rules out every
+/// fold. Most functions of a program are alone: lifting the rest only
+/// costs what a decode costs for them.
+fn alone(
+    program: &Program<'_>,
+    candidates: &[CandidateInfo],
+    narrower: &Narrower<'_, '_>,
+) -> Vec<Option<Body>> {
+    let sketched: Vec<Option<(u64, Body)>> =
+        map_pieces_by_object(program, candidates, LIFT_PIECE, |run| {
+            run.map(|index| {
+                let (shape, function) = narrower.sketch(&candidates[index])?;
+                let body = Body::alone(&function, index as u32);
+                icf_arch::recycle(function);
+                Some((shape, body))
+            })
+            .collect()
+        });
+    let mut shared: rustc_hash::FxHashMap<u64, bool> = rustc_hash::FxHashMap::default();
+    for (shape, _) in sketched.iter().flatten() {
+        shared
+            .entry(*shape)
+            .and_modify(|shared| *shared = true)
+            .or_insert(false);
+    }
+    sketched
+        .into_iter()
+        .map(|sketch| {
+            sketch
+                .filter(|(shape, _)| !shared[shape])
+                .map(|(_, body)| body)
+        })
+        .collect()
+}
+
 /// Every candidate's key and attributes, and what they say.
 pub(crate) struct Keys {
     /// The comparator's key of each candidate, in candidate order.
@@ -136,12 +175,26 @@ pub(crate) fn make(
         )
     });
     // The cache stores whole runs; without it, a long run (a linked
-    // image's) is lifted in parallel pieces.
+    // image's) is lifted in parallel pieces, and only the functions whose
+    // shape another shares are lifted (see `alone`).
     let mut bodies: Vec<Body> = match &cache {
         Some(cache) => map_runs_by_object(program, candidates, |run| cache.bodies(run, lift)),
-        None => map_pieces_by_object(program, candidates, LIFT_PIECE, |run| {
-            candidates[run].iter().map(&lift).collect()
-        }),
+        None => {
+            let alone = alone(program, candidates, narrower);
+            let lifted: Vec<Option<Body>> =
+                map_pieces_by_object(program, candidates, LIFT_PIECE, |run| {
+                    run.map(|index| match &alone[index] {
+                        Some(_) => None,
+                        None => Some(lift(&candidates[index])),
+                    })
+                    .collect()
+                });
+            lifted
+                .into_iter()
+                .zip(alone)
+                .filter_map(|(lifted, alone)| lifted.or(alone))
+                .collect()
+        }
     };
     let (cache, cache_writes) = cache.map(KeyCache::finish).unzip();
     let keys_time = started.elapsed();
@@ -153,7 +206,9 @@ pub(crate) fn make(
         .par_iter_mut()
         .zip(candidates)
         .zip(&attrs)
-        .filter(|((body, _), attrs)| attrs.layout_sensitive && body.layout().is_none())
+        .filter(|((body, _), attrs)| {
+            attrs.layout_sensitive && body.layout().is_none() && !body.alone
+        })
         .for_each(|((body, candidate), _)| {
             *body = Body::with_layout(&narrower.lift(candidate));
         });

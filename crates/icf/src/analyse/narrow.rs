@@ -131,6 +131,17 @@ impl Narrower<'_, '_> {
         }
     }
 
+    /// The candidate's references narrowed and the hash of its operations
+    /// ([`icf_arch::Sketch`]), for a function whose architecture can
+    /// sketch it.
+    pub(crate) fn sketch(&self, candidate: &CandidateInfo) -> Option<(u64, Function)> {
+        let Origin::Function(index) = candidate.origin else {
+            return None;
+        };
+        let sketch = self.program.sketch(self.program.function(index))?;
+        Some((sketch.shape, self.narrow_function(sketch.function)))
+    }
+
     fn narrow_function(&self, mut function: Function) -> Function {
         for r in &mut function.refs {
             // A reference to the code's own place equals only itself.

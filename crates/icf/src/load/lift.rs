@@ -10,6 +10,17 @@ use rustc_hash::FxHashMap as HashMap;
 impl Program<'_> {
     /// Lifts one function piece.
     pub fn lift(&self, function: &FunctionInfo) -> Function {
+        self.with_input(function, icf_arch::lift)
+    }
+
+    /// Sketches one function piece: its references and the hash of its
+    /// operations, where its architecture can ([`icf_arch::Sketch`]).
+    pub fn sketch(&self, function: &FunctionInfo) -> Option<icf_arch::Sketch> {
+        self.with_input(function, icf_arch::sketch)
+    }
+
+    /// `work` on the lifter's input for one function piece.
+    fn with_input<R>(&self, function: &FunctionInfo, work: impl FnOnce(&CodeInput<'_>) -> R) -> R {
         let object = self.object(function.object);
         let extent = &function.extent;
         let section = object.object.section(extent.section);
@@ -72,7 +83,7 @@ impl Program<'_> {
             data_in_code: &data_in_code,
             code_resumes: &code_resumes,
         };
-        icf_arch::lift(&input)
+        work(&input)
     }
 
     /// Offsets inside a function piece that something outside it refers to:
