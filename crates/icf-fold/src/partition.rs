@@ -334,12 +334,19 @@ mod tests {
                 attrs: &attrs,
             })
             .collect();
-        let targets: Vec<Option<CandidateId>> =
-            (0..bodies.len() as u32).map(|i| Some(CandidateId(i))).collect();
+        let targets: Vec<Option<CandidateId>> = (0..bodies.len() as u32)
+            .map(|i| Some(CandidateId(i)))
+            .collect();
         let class_of = refine(&candidates, &targets).class_of;
-        assert_ne!(class_of[0], class_of[1], "two alone with the same references");
+        assert_ne!(
+            class_of[0], class_of[1],
+            "two alone with the same references"
+        );
         assert_ne!(class_of[0], class_of[2]);
-        assert_ne!(class_of[0], class_of[3], "alone and not, with the same code");
+        assert_ne!(
+            class_of[0], class_of[3],
+            "alone and not, with the same code"
+        );
     }
 
     #[test]
