@@ -8,6 +8,7 @@ use icf_fold::CandidateId;
 use icf_fold::compare::{Difference, Step, first_difference};
 use icf_fold::plan::{Action, KeepReason, Mode};
 use icf_object::{ImageKind, PointerSource};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -210,60 +211,73 @@ impl Analysis<'_, '_> {
                 totals.data_bytes += info.size();
             }
         }
-        let mut groups = Vec::with_capacity(plan.classes.len());
         for class in &plan.classes {
             let kept = &self.candidates[class.kept.index()];
             totals.classes += 1;
             if kept.is_code() {
                 totals.foldable_bytes += kept.size() * (class.decisions.len() as u64 - 1);
             }
-            let mut members = Vec::with_capacity(class.decisions.len());
             for decision in &class.decisions {
-                let info = &self.candidates[decision.candidate.index()];
-                let (action, reason) = match &decision.action {
-                    Action::Kept => ("kept", None),
-                    Action::Alias => ("alias", None),
-                    Action::Thunk(reason) => (
-                        "thunk",
-                        Some(self.thunk_reason(reason, plan, decision.candidate)),
-                    ),
-                    Action::Keep(reason) => (
-                        "keep",
-                        Some(self.keep_reason(reason, plan, decision.candidate)),
-                    ),
-                };
-                match action {
-                    "alias" => totals.aliases += 1,
-                    "thunk" => totals.thunks += 1,
-                    "keep" => totals.kept_unique += 1,
-                    _ => {}
+                match &decision.action {
+                    Action::Kept => {}
+                    Action::Alias => totals.aliases += 1,
+                    Action::Thunk(_) => totals.thunks += 1,
+                    Action::Keep(_) => totals.kept_unique += 1,
                 }
-                if info.is_code() {
+                if self.candidates[decision.candidate.index()].is_code() {
                     totals.saved_code_bytes += decision.saved;
                 } else {
                     totals.saved_data_bytes += decision.saved;
                 }
-                members.push(Member {
-                    name: self.name(decision.candidate),
-                    symbol: self.raw_name(decision.candidate),
-                    object: program.object_name(info.object),
-                    section: program
-                        .object(info.object)
-                        .object
-                        .section(info.section)
-                        .name_lossy(),
-                    size: info.size(),
-                    action: action.to_string(),
-                    reason,
-                });
             }
-            groups.push(Group {
-                kind: if kept.is_code() { "code" } else { "data" }.to_string(),
-                size: kept.size(),
-                saved: class.saved(),
-                members,
-            });
         }
+        // Names (demangled) and reasons, in parallel: a large C++ program
+        // folds thousands of functions.
+        let mut groups: Vec<Group> = plan
+            .classes
+            .par_iter()
+            .map(|class| {
+                let kept = &self.candidates[class.kept.index()];
+                let members = class
+                    .decisions
+                    .iter()
+                    .map(|decision| {
+                        let info = &self.candidates[decision.candidate.index()];
+                        let (action, reason) = match &decision.action {
+                            Action::Kept => ("kept", None),
+                            Action::Alias => ("alias", None),
+                            Action::Thunk(reason) => (
+                                "thunk",
+                                Some(self.thunk_reason(reason, plan, decision.candidate)),
+                            ),
+                            Action::Keep(reason) => (
+                                "keep",
+                                Some(self.keep_reason(reason, plan, decision.candidate)),
+                            ),
+                        };
+                        Member {
+                            name: self.name(decision.candidate),
+                            symbol: self.raw_name(decision.candidate),
+                            object: program.object_name(info.object),
+                            section: program
+                                .object(info.object)
+                                .object
+                                .section(info.section)
+                                .name_lossy(),
+                            size: info.size(),
+                            action: action.to_string(),
+                            reason,
+                        }
+                    })
+                    .collect();
+                Group {
+                    kind: if kept.is_code() { "code" } else { "data" }.to_string(),
+                    size: kept.size(),
+                    saved: class.saved(),
+                    members,
+                }
+            })
+            .collect();
         totals.saved_bytes = totals.saved_code_bytes + totals.saved_data_bytes;
         groups.sort_by(|a, b| {
             b.saved
