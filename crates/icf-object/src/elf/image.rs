@@ -364,30 +364,36 @@ impl<'data> Reader<'data> {
         let pieces = self.object.functions();
         let mut relocs: Vec<(SectionIndex, Reloc)> = Vec::new();
         let mut tables = Vec::new();
-        // Decoding is most of the work, and each piece's is its own: a
-        // batch of pieces is decoded in parallel, then read in order.
+        // Each piece is decoded and read on its own, a batch of pieces in
+        // parallel; what they give is gathered in order.
         for batch in pieces.chunks(DECODE_BATCH) {
-            let decoded: Vec<Option<Vec<LinkedReference>>> = batch
+            let read: Vec<(Option<Vec<LinkedReference>>, PieceFields)> = batch
                 .par_iter()
                 .map(|piece| {
                     let section = &self.object.sections[piece.section.index()];
-                    let code = section.data.get(piece.start as usize..piece.end as usize)?;
+                    let Some(code) = section.data.get(piece.start as usize..piece.end as usize)
+                    else {
+                        return (None, PieceFields::default());
+                    };
                     let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
                     let mut found = Vec::new();
                     self.arch.linked_references(code, start, &mut found);
-                    Some(found)
+                    let fields = self.piece_fields(piece, &found);
+                    (Some(found), fields)
                 })
                 .collect();
-            self.relocate_batch(batch, &decoded, &mut relocs, &mut tables);
-            if let Some(kept) = &mut self.decoded_code {
-                kept.extend(batch.iter().zip(decoded).map(|(piece, references)| {
-                    crate::DecodedPiece {
+            for (piece, (references, fields)) in batch.iter().zip(read) {
+                self.taken.extend(fields.taken);
+                relocs.extend(fields.relocs.into_iter().map(|r| (piece.section, r)));
+                tables.extend(fields.tables);
+                if let Some(kept) = &mut self.decoded_code {
+                    kept.push(crate::DecodedPiece {
                         section: piece.section,
                         start: piece.start,
                         end: piece.end,
                         references,
-                    }
-                }));
+                    });
+                }
             }
         }
         for (section, reloc) in relocs {
@@ -396,51 +402,46 @@ impl<'data> Reader<'data> {
         tables
     }
 
-    /// The relocations and jump tables of `batch`, each piece's decoded
-    /// references given.
-    fn relocate_batch(
-        &mut self,
-        batch: &[crate::functions::FunctionExtent],
-        decoded: &[Option<Vec<LinkedReference>>],
-        relocs: &mut Vec<(SectionIndex, Reloc)>,
-        tables: &mut Vec<JumpTable>,
-    ) {
-        for (piece, found) in batch.iter().zip(decoded) {
-            let Some(found) = found else {
+    /// What the references `found` in `piece` give: its relocations, the
+    /// addresses it takes and the jump tables it indexes.
+    fn piece_fields(
+        &self,
+        piece: &crate::functions::FunctionExtent,
+        found: &[LinkedReference],
+    ) -> PieceFields {
+        let mut fields = PieceFields::default();
+        let base = self.addresses[piece.section.index()];
+        let (start, end) = (base.wrapping_add(piece.start), base.wrapping_add(piece.end));
+        let covered = !piece.symbols.is_empty();
+        for reference in found {
+            if (start..end).contains(&reference.target) {
                 continue;
-            };
-            let base = self.addresses[piece.section.index()];
-            let (start, end) = (base.wrapping_add(piece.start), base.wrapping_add(piece.end));
-            let covered = !piece.symbols.is_empty();
-            for reference in found {
-                if (start..end).contains(&reference.target) {
-                    continue;
-                }
-                let takes_address = reference.use_ != LinkedUse::Branch
-                    && self.named_starts.contains(&reference.target);
-                if takes_address && (!covered || reference.use_ == LinkedUse::Absolute) {
-                    self.taken.push(reference.target);
-                }
-                if !self.keeps(reference) {
-                    continue;
-                }
-                if let Some(reloc) = self.reloc_to(
-                    piece.start + reference.offset,
-                    reference.r_type,
-                    reference.target,
-                    reference.bias,
-                ) {
-                    relocs.push((piece.section, reloc));
-                }
-                if let Some(shape) = reference.table {
-                    tables.push(JumpTable {
-                        base: reference.target,
-                        shape,
-                        function: start..end,
-                    });
-                }
+            }
+            let takes_address = reference.use_ != LinkedUse::Branch
+                && self.named_starts.contains(&reference.target);
+            if takes_address && (!covered || reference.use_ == LinkedUse::Absolute) {
+                fields.taken.push(reference.target);
+            }
+            if !self.keeps(reference) {
+                continue;
+            }
+            if let Some(reloc) = self.reloc_to(
+                piece.start + reference.offset,
+                reference.r_type,
+                reference.target,
+                reference.bias,
+            ) {
+                fields.relocs.push(reloc);
+            }
+            if let Some(shape) = reference.table {
+                fields.tables.push(JumpTable {
+                    base: reference.target,
+                    shape,
+                    function: start..end,
+                });
             }
         }
+        fields
     }
 
     /// The addresses kept relocations (`-q`) write whole into code: a
@@ -1092,6 +1093,15 @@ fn joined_ends(object: &Object<'_>, addresses: &[u64], table_bases: &HashSet<u64
     joined.sort_unstable();
     joined.dedup();
     joined
+}
+
+/// What one function piece's references give (see
+/// [`Reader::piece_fields`]).
+#[derive(Default)]
+struct PieceFields {
+    relocs: Vec<Reloc>,
+    taken: Vec<u64>,
+    tables: Vec<JumpTable>,
 }
 
 /// A jump table the code of `function` indexes from `base`.
