@@ -183,32 +183,24 @@ fn jump_table_targets_start_blocks() {
 /// The analysis lifts only functions whose shape another shares
 /// (`icf_arch::Sketch`), and takes the others' references from their
 /// sketches, so a sketch must stand for its lift. For every function of
-/// the fixtures (every build, both architectures) and of libstd, libcore
-/// and the fixture crate: where a sketch is made, the lift compares no
-/// bytes and has the same references and fall-through; and functions
-/// whose keys are equal, or only their structural hashes (equal up to
-/// registers and constants: the report's near duplicates), have equal
-/// shapes.
+/// the x86-64 fixtures (every build) and of libstd, libcore and the
+/// fixture crate: where a sketch is made, the lift compares no bytes and
+/// has the same references and fall-through; and functions whose keys
+/// are equal, or only their structural hashes (equal up to registers and
+/// constants: the report's near duplicates), have equal shapes.
 #[test]
 fn sketches_stand_for_their_lifts() {
-    // x86-64 assembly fixtures have no AArch64 build.
-    let fixtures = |builds: Vec<Build>, assembly: bool| -> Vec<PathBuf> {
-        builds
-            .iter()
-            .flat_map(|build| {
-                icf_fixtures::sources()
-                    .into_iter()
-                    .filter(move |s| assembly || s.extension().is_some_and(|e| e != "s"))
-                    .map(move |source| icf_fixtures::object(&source, build))
-            })
-            .collect()
-    };
-    let mut x86 = fixtures(x86_builds(), true);
-    x86.extend(icf_fixtures::std_rlibs());
-    x86.push(icf_fixtures::rust_rlib());
-    for paths in [x86, fixtures(aarch64_builds(), false)] {
-        check_sketches(&paths);
-    }
+    let mut paths: Vec<PathBuf> = x86_builds()
+        .iter()
+        .flat_map(|build| {
+            icf_fixtures::sources()
+                .into_iter()
+                .map(move |source| icf_fixtures::object(&source, build))
+        })
+        .collect();
+    paths.extend(icf_fixtures::std_rlibs());
+    paths.push(icf_fixtures::rust_rlib());
+    check_sketches(&paths);
 }
 
 fn check_sketches(paths: &[PathBuf]) {

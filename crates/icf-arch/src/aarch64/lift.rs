@@ -169,18 +169,7 @@ struct Word {
     marker: Option<usize>,
 }
 
-/// What lifting and sketching a function share: its words with their
-/// relocations, the blocks, the address pairs, and whether the code
-/// computes its own addresses.
-struct Prepared {
-    words: Vec<Word>,
-    decoded: Vec<Decoded>,
-    layout: cfg::Layout,
-    pairs: Vec<PairRef>,
-    layout_sensitive: bool,
-}
-
-fn prepare(input: &CodeInput<'_>) -> Result<Prepared, OpaqueReason> {
+fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
     let size = input.bytes.len() as u32;
     if let Some(&target) = input.data_in_code.first() {
         return Err(OpaqueReason::DataInCode { target });
@@ -273,25 +262,8 @@ fn prepare(input: &CodeInput<'_>) -> Result<Prepared, OpaqueReason> {
     entry_points.sort_unstable();
     entry_points.dedup();
     let layout = cfg::layout(&decoded, &entry_points)?;
-    let pairs = pair_uses(input, &words);
-    Ok(Prepared {
-        words,
-        decoded,
-        layout,
-        pairs,
-        layout_sensitive,
-    })
-}
 
-fn try_lift(input: &CodeInput<'_>) -> Result<Function, OpaqueReason> {
-    let size = input.bytes.len() as u32;
-    let Prepared {
-        words,
-        decoded,
-        layout,
-        mut pairs,
-        mut layout_sensitive,
-    } = prepare(input)?;
+    let mut pairs = pair_uses(input, &words);
     let decoder = InstDecoder::default();
     // Exact sizes: most words have no operand at all.
     let mut f = crate::lifting::spare_function(input.arch, size);
@@ -421,10 +393,14 @@ fn lift_word(
     decoded: Option<&a64::Instruction>,
 ) -> Result<(), OpaqueReason> {
     let mut operands: SmallVec<[Operand; 2]> = SmallVec::new();
-    let (masked, reloc_type) = masked_word(input, word);
+    let mut masked = word.word;
+    let mut reloc_type = 0;
     if let Some(reloc) = word.reloc.map(|i| &input.relocs[i]) {
+        masked &= !(reloc.mask as u32);
+        reloc_type = reloc.r_type;
         operands.push(Operand::Ref(reloc_ref(f, input, pairs, reloc, word)));
-    } else if let Some((class, offset, _)) = pc_relative(word.word) {
+    } else if let Some((class, offset, field)) = pc_relative(word.word) {
+        masked &= !field;
         operands.push(resolved_target(f, input, layout, word, class, offset)?);
     }
     if let Some(marker) = word.marker.map(|i| &input.relocs[i]) {
@@ -451,67 +427,6 @@ fn lift_word(
         4,
     );
     Ok(())
-}
-
-/// The word as the key keeps it, every field that depends on where the
-/// code sits masked to zero (what a relocation patches, or a PC-relative
-/// offset the assembler resolved), and the relocation's type (0 for none).
-fn masked_word(input: &CodeInput<'_>, word: &Word) -> (u32, u32) {
-    if let Some(reloc) = word.reloc.map(|i| &input.relocs[i]) {
-        (word.word & !(reloc.mask as u32), reloc.r_type)
-    } else if let Some((_, _, field)) = pc_relative(word.word) {
-        (word.word & !field, 0)
-    } else {
-        (word.word, 0)
-    }
-}
-
-/// The function's references and the hash of its operations, without its
-/// key (see [`crate::lifting::Sketch`]). `None` wherever the lifter would
-/// compare the function byte by byte, or part of it (a word the decoder
-/// does not know): a sketch stands only for a function the lifter lifts
-/// whole, and its references are the lift's.
-pub(crate) fn sketch(input: &CodeInput<'_>) -> Option<crate::lifting::Sketch> {
-    sketch_with(input).ok()
-}
-
-/// [`try_lift`] without the key: the same words, blocks, pairs and
-/// checks, but only the words that name a place go through [`lift_word`]
-/// (the others give no reference and cannot fail), in address order (an
-/// address pair's reference is made once, by whichever half comes first),
-/// and none is kept.
-fn sketch_with(input: &CodeInput<'_>) -> Result<crate::lifting::Sketch, OpaqueReason> {
-    let size = input.bytes.len() as u32;
-    let Prepared {
-        words,
-        decoded,
-        layout,
-        mut pairs,
-        ..
-    } = prepare(input)?;
-    let decoder = InstDecoder::default();
-    let mut f = crate::lifting::spare_function(input.arch, size);
-    let mut shape = crate::lifting::Shape::default();
-    for word in &words {
-        let Some(instruction) = decode(&decoder, word.word) else {
-            return Err(OpaqueReason::UnknownInstruction { at: word.at });
-        };
-        // The key's opcode, which the structural hash holds too: functions
-        // equal up to registers and constants (the report's near
-        // duplicates) share a shape.
-        let (_, reloc_type) = masked_word(input, word);
-        let operation = u32::from(operation_number(&instruction.opcode));
-        shape.add(u64::from(operation | (reloc_type << RELOC_SHIFT)));
-        if word.reloc.is_some() || word.marker.is_some() || pc_relative(word.word).is_some() {
-            lift_word(&mut f, input, &layout, &mut pairs, word, Some(&instruction))?;
-        }
-    }
-    let last = decoded.last().map(|d: &Decoded| d.flow);
-    crate::lifting::fall_through(&mut f, input, last, RefKind(elf::R_AARCH64_JUMP26.0));
-    Ok(crate::lifting::Sketch {
-        shape: shape.finish(),
-        function: f,
-    })
 }
 
 /// The decoder's operation number: `Opcode` is `repr(u16)`, so its tag comes first.
@@ -856,74 +771,6 @@ mod tests {
         );
         assert_eq!(got.refs.len(), 1);
         assert_eq!(got.refs[0].use_, Use::Address);
-    }
-
-    fn sketch_words(code: &[u32], relocs: &[CodeReloc]) -> Option<crate::lifting::Sketch> {
-        let bytes = words(code);
-        sketch(&CodeInput {
-            arch: Arch::Aarch64,
-            bytes: &bytes,
-            section_offset: 0x100,
-            section_size: 0x1000,
-            relocs,
-            entry_points: &[],
-            own_section: TargetId(0),
-            data_in_code: &[],
-            code_resumes: &[],
-        })
-    }
-
-    #[test]
-    fn a_sketch_has_the_lifts_references_and_a_shape_of_the_keys_operations() {
-        let pair = |target| {
-            [
-                reloc(0, elf::R_AARCH64_ADR_PREL_PG_HI21, target),
-                reloc(4, elf::R_AARCH64_LDST64_ABS_LO12_NC, target),
-                reloc(8, elf::R_AARCH64_CALL26, 9),
-            ]
-        };
-        // A pair's halves filled in differently by the linker, a call, and
-        // a `cbz` over the `ret` to fall off the end.
-        let cbz_x0 = 0xb400_0040;
-        let one = [ADRP_X0 | 0x20, LDR_X0_X0 | 0x400, BL | 0x10, cbz_x0, RET];
-        let other = [ADRP_X0, LDR_X0_X0, BL, cbz_x0, RET];
-        let sketched = sketch_words(&one, &pair(5)).expect("sketched");
-        let lifted = lift_words(&one, &pair(5));
-        let refs = |f: &Function| {
-            let mut refs: Vec<_> = f
-                .refs
-                .iter()
-                .map(|r| (r.target, r.addend, r.kind, r.use_ as u8))
-                .collect();
-            refs.sort_unstable();
-            refs
-        };
-        assert_eq!(refs(&sketched.function), refs(&lifted));
-        assert_eq!(lifted.refs.len(), 3, "the pair, the call, the fall-through");
-        assert_eq!(
-            sketched.function.fall_through.is_some(),
-            lifted.fall_through.is_some()
-        );
-        let shape = |code: &[u32]| sketch_words(code, &pair(6)).expect("sketched").shape;
-        assert_eq!(
-            sketched.shape,
-            shape(&other),
-            "relocated fields are not the shape"
-        );
-        // Nor registers and constants (near duplicates share a shape);
-        // operations are.
-        assert_eq!(
-            shape(&one),
-            shape(&[ADRP_X0, LDR_X0_X0 | 1, BL, cbz_x0, RET])
-        );
-        assert_ne!(shape(&one), shape(&[ADRP_X0, LDR_X0_X0, BL, cbz_x0, BL]));
-        // A word the decoder does not know is compared exactly: no sketch.
-        let unknown = 0x0400_0001;
-        assert!(lift_words(&[unknown, RET], &[]).has_opaque());
-        assert!(sketch_words(&[unknown, RET], &[]).is_none());
-        // Nor a literal load from the function's own bytes.
-        let ldr_literal_next = 0x5800_0020;
-        assert!(sketch_words(&[ldr_literal_next, RET], &[]).is_none());
     }
 
     #[test]

@@ -144,10 +144,6 @@ impl Architecture for Aarch64 {
         lift::lift(input)
     }
 
-    fn sketch(&self, input: &CodeInput<'_>) -> Option<crate::lifting::Sketch> {
-        lift::sketch(input)
-    }
-
     fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
         linked::references(code, address, out);
     }
