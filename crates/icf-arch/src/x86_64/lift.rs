@@ -183,6 +183,9 @@ struct Raw {
 }
 
 thread_local! {
+    /// The sketch's buffers: which instructions are padding, and what the
+    /// block builder needs of each.
+    static SKETCH_SCRATCH: std::cell::RefCell<(Vec<bool>, Vec<Decoded>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
     /// Decoding buffers, reused from one function to the next on each thread.
     static SCRATCH: std::cell::RefCell<(Vec<Raw>, Vec<Decoded>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
@@ -344,12 +347,12 @@ pub(crate) fn sketch(input: &CodeInput<'_>) -> Option<crate::lifting::Sketch> {
     if !input.data_in_code.is_empty() {
         return None;
     }
-    SCRATCH.with(|scratch| {
+    SKETCH_SCRATCH.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
-        let (raws, decoded) = &mut *scratch;
-        raws.clear();
+        let (padding, decoded) = &mut *scratch;
+        padding.clear();
         decoded.clear();
-        sketch_with(input, raws, decoded).ok()
+        sketch_with(input, padding, decoded).ok()
     })
 }
 
@@ -360,7 +363,7 @@ pub(crate) fn sketch(input: &CodeInput<'_>) -> Option<crate::lifting::Sketch> {
 /// padding at the end.
 fn sketch_with(
     input: &CodeInput<'_>,
-    raws: &mut Vec<Raw>,
+    padding: &mut Vec<bool>,
     decoded: &mut Vec<Decoded>,
 ) -> Result<crate::lifting::Sketch, OpaqueReason> {
     let size = input.bytes.len() as u32;
@@ -377,8 +380,8 @@ fn sketch_with(
         // carrying a relocation is lifted (but left out of the shape,
         // which may be coarser than the key, never finer).
         padding_at_end = mnemonic == Mnemonic::Nop && raw.relocs.is_empty();
+        padding.push(padding_at_end);
         if padding_at_end {
-            raws.push(raw);
             return Ok(());
         }
         if mnemonic != Mnemonic::Nop {
@@ -387,16 +390,11 @@ fn sketch_with(
         if !raw.relocs.is_empty() || names_a_place_outside(&raw.instr, each.target) {
             lift_inst(&mut f, &raw, input, &no_blocks)?;
         }
-        raws.push(raw);
         Ok(())
     })?;
     let padded = if padding_at_end {
         let layout = blocks(input, decoded)?;
-        let padding = |index: usize| {
-            let raw = &raws[index];
-            raw.instr.mnemonic() == Mnemonic::Nop && raw.relocs.is_empty()
-        };
-        crate::lifting::ends_in_padding(&layout, decoded, padding, size)
+        crate::lifting::ends_in_padding(&layout, decoded, |index| padding[index], size)
     } else {
         cfg::check_targets(decoded, &entry_points(input))?;
         false
