@@ -64,11 +64,9 @@ impl Body {
     /// without lifting it): its references, which the analyses besides the
     /// comparator read, and no key. It compares equal to itself only.
     pub fn alone(f: &Function, id: u32) -> Body {
-        let mut code = Writer::default();
-        code.unsigned(u64::from(id));
-        let mut structure = Mixer::new(f.arch);
-        structure.add(u64::from(id));
-        let refs: Vec<BodyRef> = f
+        // In whatever order the references come: nothing pairs them with
+        // another body's.
+        let refs = f
             .refs
             .iter()
             .map(|r| BodyRef {
@@ -77,17 +75,33 @@ impl Body {
                 interior: r.addend != 0,
             })
             .collect();
-        // In whatever order the references come: nothing pairs them with
-        // another body's.
+        Body::alone_with(f.arch, f.size, refs, id)
+    }
+
+    /// A body alone read back (the cache stores them), made candidate
+    /// `id`'s: the number it was stored with was another link's. A body
+    /// that is not alone comes back as it was.
+    pub fn alone_as(self, id: u32) -> Body {
+        match self.alone {
+            true => Body::alone_with(self.arch, self.size, self.refs, id),
+            false => self,
+        }
+    }
+
+    fn alone_with(arch: Arch, size: u32, refs: Box<[BodyRef]>, id: u32) -> Body {
+        let mut code = Writer::default();
+        code.unsigned(u64::from(id));
+        let mut structure = Mixer::new(arch);
+        structure.add(u64::from(id));
         Body {
-            arch: f.arch,
-            size: f.size,
+            arch,
+            size,
             structural_hash: structure.finish(),
             has_opaque: false,
             alone: true,
             code: code.bytes.into_boxed_slice(),
             layout: None,
-            refs: refs.into_boxed_slice(),
+            refs,
         }
     }
 

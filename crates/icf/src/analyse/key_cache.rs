@@ -29,14 +29,18 @@
 //! of objects. A pack is written by a thread of its own while the analysis
 //! and then the linker go on ([`PendingWrites`]).
 //!
-//! A run's payload stores the bodies in candidate order with each reference
-//! target written as a description that outlives the link ([`Descriptor`]:
+//! A run's payload stores its entries (`entry::Entry`: a key lifted, or a
+//! function's sketch, each with its shape) in candidate order, as the
+//! second pass left them; a later link lifts a sketched entry whose shape
+//! another candidate of that link shares. Each body's reference targets
+//! are written as descriptions that outlive the link ([`Descriptor`]:
 //! a section of an object, a candidate by its object, section and extent,
 //! a name, a constant by content), turned back into this link's target
 //! numbers when read. A description that names nothing in this link is a
 //! miss: the object is lifted.
 
 use crate::analyse::candidates::{CandidateInfo, Places, object_runs};
+use crate::analyse::entry::Entry;
 use crate::load::objects::ObjectId;
 use crate::load::program::Program;
 use crate::load::targets::{ExtendedTargets, Target};
@@ -54,7 +58,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Names a run's key; bump the version when the payload changes.
-const DOMAIN: &str = "icf comparator keys 1";
+const DOMAIN: &str = "icf comparator keys 2";
+/// How a run's payload marks each entry (see [`KeyCache::write`]).
+const LIFTED_WITHOUT_SHAPE: u8 = 0;
+const LIFTED_WITH_SHAPE: u8 = 1;
+const SKETCHED: u8 = 2;
 /// Names a pack's key (see [`Pack`]).
 const PACK_DOMAIN: &str = "icf comparator key pack 1";
 
@@ -76,6 +84,23 @@ pub struct CacheStats {
     pub bytes_written: u64,
     /// Time spent hashing the objects' bytes.
     pub hashing: Duration,
+}
+
+/// One run's entries between the two passes: where its pack holds it, and
+/// whether they were read from the cache.
+pub(crate) struct RunEntries {
+    run: Range<usize>,
+    entries: Vec<Entry>,
+    /// The run's pack and its position there; `None` when the run is not
+    /// cached.
+    place: Option<(usize, usize)>,
+    read: bool,
+}
+
+impl RunEntries {
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
 }
 
 /// The cache, opened for one analysis.
@@ -329,34 +354,85 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
         self.counters[counter].fetch_add(by, Ordering::Relaxed);
     }
 
-    /// The bodies of `run` (candidates of one object), from the cache or
-    /// from `lift`, which are then stored with the rest of their pack.
-    pub(crate) fn bodies(
-        &self,
-        run: Range<usize>,
-        lift: impl Fn(&CandidateInfo) -> Body,
-    ) -> Vec<Body> {
+    /// The first pass over `run` (candidates of one object): its entries
+    /// from the cache, or from `first`. Each run then goes through
+    /// [`KeyCache::settle`], which stores it.
+    pub(crate) fn entries(&self, run: Range<usize>, first: impl Fn(usize) -> Entry) -> RunEntries {
         self.count(RUNS, 1);
-        let Ok(index) = self.runs.binary_search_by_key(&run.start, |r| r.start) else {
-            return self.candidates[run].iter().map(lift).collect();
-        };
-        let pack = &self.packs[self.run_pack[index]];
-        let position = index - pack.runs.start;
-        if let Some(payload) = self.stored_payload(pack, position)
-            && let Some(bodies) = self.read(&payload, run.clone())
+        let place = self
+            .runs
+            .binary_search_by_key(&run.start, |r| r.start)
+            .ok()
+            .map(|index| {
+                (
+                    self.run_pack[index],
+                    index - self.packs[self.run_pack[index]].runs.start,
+                )
+            });
+        if let Some((pack, position)) = place
+            && let Some(payload) = self.stored_payload(&self.packs[pack], position)
+            && let Some(entries) = self.read(&payload, run.clone())
         {
             self.count(HITS, 1);
-            self.count(READ, bodies.len() as u64);
-            self.done(pack, position, None);
-            return bodies;
+            self.count(READ, entries.len() as u64);
+            return RunEntries {
+                run,
+                entries,
+                place,
+                read: true,
+            };
         }
-        let bodies: Vec<Body> = self.candidates[run.clone()].iter().map(lift).collect();
-        self.count(LIFTED, bodies.len() as u64);
-        // A run without a lasting description is stored empty: its pack
-        // then never reads back (an empty payload is not a run's).
-        let payload = pack.key.and_then(|_| self.write(run, &bodies));
-        self.done(pack, position, Some(payload.unwrap_or_default()));
-        bodies
+        let entries: Vec<Entry> = run.clone().map(first).collect();
+        let lifted = entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Lifted { .. }))
+            .count();
+        self.count(LIFTED, lifted as u64);
+        RunEntries {
+            run,
+            entries,
+            place,
+            read: false,
+        }
+    }
+
+    /// The second pass over a run (`second` says whether it lifted an
+    /// entry), which is then stored with the rest of its pack when
+    /// anything in it was not read from the cache; its keys.
+    pub(crate) fn settle(
+        &self,
+        run: RunEntries,
+        second: impl Fn(usize, Entry) -> (Entry, bool),
+    ) -> Vec<Body> {
+        let RunEntries {
+            run,
+            entries,
+            place,
+            read,
+        } = run;
+        let mut lifted = 0;
+        let entries: Vec<Entry> = entries
+            .into_iter()
+            .zip(run.clone())
+            .map(|(entry, index)| {
+                let (entry, was_lifted) = second(index, entry);
+                lifted += usize::from(was_lifted);
+                entry
+            })
+            .collect();
+        self.count(LIFTED, lifted as u64);
+        if let Some((pack, position)) = place {
+            let pack = &self.packs[pack];
+            // A run without a lasting description is stored empty: its
+            // pack then never reads back (an empty payload is not a run's).
+            let payload = (!read || lifted > 0).then(|| {
+                pack.key
+                    .and_then(|_| self.write(run, &entries))
+                    .unwrap_or_default()
+            });
+            self.done(pack, position, payload);
+        }
+        entries.into_iter().map(Entry::into_body).collect()
     }
 
     /// Records that run `position` of `pack` is done (with its new payload
@@ -523,12 +599,12 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
 
     /// The payload storing `bodies`, the keys of `run`; `None` when a
     /// target has no lasting description.
-    fn write(&self, run: Range<usize>, bodies: &[Body]) -> Option<Vec<u8>> {
+    fn write(&self, run: Range<usize>, entries: &[Entry]) -> Option<Vec<u8>> {
         let from = self.candidates.get(run.start)?.object;
         let mut numbers: HashMap<TargetId, u32> = HashMap::default();
         let mut order = Vec::new();
-        for body in bodies {
-            for r in body.refs() {
+        for entry in entries {
+            for r in entry.body().refs() {
                 numbers.entry(r.target).or_insert_with(|| {
                     order.push(r.target);
                     (order.len() - 1) as u32
@@ -541,7 +617,7 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             self.describe(from, target, &mut objects, &mut descriptors)?;
         }
         let mut out = Writer::default();
-        out.unsigned(bodies.len() as u64);
+        out.unsigned(entries.len() as u64);
         out.unsigned(objects.len() as u64);
         for name in &objects {
             out.bytes.extend_from_slice(&name.to_le_bytes());
@@ -549,8 +625,21 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
         out.unsigned(order.len() as u64);
         out.bytes.extend_from_slice(&descriptors.bytes);
         let mut payload = out.bytes;
-        for body in bodies {
-            body.write_to(&mut payload, |target| numbers[&target]);
+        for entry in entries {
+            // Each entry: whether it was lifted and has a shape (see
+            // `read`), the shape, the body.
+            let (tag, shape) = match entry {
+                Entry::Lifted { shape: None, .. } => (LIFTED_WITHOUT_SHAPE, None),
+                Entry::Lifted { shape, .. } => (LIFTED_WITH_SHAPE, *shape),
+                Entry::Sketched { shape, .. } => (SKETCHED, Some(*shape)),
+            };
+            payload.push(tag);
+            if let Some(shape) = shape {
+                payload.extend_from_slice(&shape.to_le_bytes());
+            }
+            entry
+                .body()
+                .write_to(&mut payload, |target| numbers[&target]);
         }
         Some(payload)
     }
@@ -611,9 +700,9 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
         Some(())
     }
 
-    /// The bodies a payload stores for `run`, with this link's targets;
+    /// The entries a payload stores for `run`, with this link's targets;
     /// `None` if it is not such a payload or names what this link lacks.
-    fn read(&self, payload: &[u8], run: Range<usize>) -> Option<Vec<Body>> {
+    fn read(&self, payload: &[u8], run: Range<usize>) -> Option<Vec<Entry>> {
         let from = self.candidates.get(run.start)?.object;
         let mut r = Reader(payload);
         let count = usize::try_from(r.unsigned()?).ok()?;
@@ -638,13 +727,35 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             targets.push(self.resolve(&mut r, &object)?);
         }
         let mut input = r.0;
-        let mut bodies = Vec::with_capacity(count);
-        for _ in 0..count {
-            bodies.push(Body::read_from(&mut input, |n| {
-                targets.get(n as usize).copied()
-            })?);
+        let mut entries = Vec::with_capacity(count);
+        for index in run {
+            let (&tag, rest) = input.split_first()?;
+            input = rest;
+            let mut shape = || -> Option<u64> {
+                let (bytes, rest) = input.split_first_chunk::<8>()?;
+                input = rest;
+                Some(u64::from_le_bytes(*bytes))
+            };
+            let shape = match tag {
+                LIFTED_WITHOUT_SHAPE => None,
+                LIFTED_WITH_SHAPE | SKETCHED => Some(shape()?),
+                _ => return None,
+            };
+            let body = Body::read_from(&mut input, |n| targets.get(n as usize).copied())?;
+            // A body alone is a sketched entry's, and stands for this
+            // link's candidate.
+            entries.push(match (tag, shape) {
+                (SKETCHED, Some(shape)) if body.alone => Entry::Sketched {
+                    body: body.alone_as(index as u32),
+                    shape,
+                },
+                (LIFTED_WITHOUT_SHAPE | LIFTED_WITH_SHAPE, shape) if !body.alone => {
+                    Entry::Lifted { body, shape }
+                }
+                _ => return None,
+            });
         }
-        input.is_empty().then_some(bodies)
+        input.is_empty().then_some(entries)
     }
 
     /// This link's target for the [`Descriptor`] at the front of `r`.

@@ -1,5 +1,6 @@
-//! Phase 3 of the analysis: the comparator's keys. Each candidate is lifted,
-//! its references narrowed, and its IR reduced to its key (`icf-fold`'s
+//! Phase 3 of the analysis: the comparator's keys. Each candidate is lifted
+//! (or, where no other can equal it, only sketched: see `entry`), its
+//! references narrowed, and its IR reduced to its key (`icf-fold`'s
 //! [`Body`]) and dropped; with the keys come the attributes, each data
 //! candidate's owner (a jump table's function), and the references through
 //! which an address may escape.
@@ -7,7 +8,8 @@
 use crate::analyse::attributes::attributes;
 use crate::analyse::candidates::{CandidateInfo, Origin, map_pieces_by_object, map_runs_by_object};
 use crate::analyse::data_uses::DataReference;
-use crate::analyse::key_cache::{CacheStats, KeyCache, PendingWrites};
+use crate::analyse::entry::{Entry, settle, shared_shapes};
+use crate::analyse::key_cache::{CacheStats, KeyCache, PendingWrites, RunEntries};
 use crate::analyse::narrow::Narrower;
 use crate::load::program::Program;
 use crate::options::CacheSettings;
@@ -63,45 +65,6 @@ fn owners(
                 .iter()
                 .all(|r| candidate_of(r.target) == Some(user))
                 .then_some(user)
-        })
-        .collect()
-}
-
-/// The functions no other candidate can equal, each with its body alone
-/// ([`Body::alone`]): sketched ([`icf_arch::Sketch`]) with a shape no other
-/// sketch has. Equal keys have equal shapes, and a function the
-/// architecture cannot sketch (or the lifter would compare byte by byte)
-/// has no shape and is lifted, so a shape of its own rules out every
-/// fold. Most functions of a program are alone: lifting the rest only
-/// costs what a decode costs for them.
-fn alone(
-    program: &Program<'_>,
-    candidates: &[CandidateInfo],
-    narrower: &Narrower<'_, '_>,
-) -> Vec<Option<Body>> {
-    let sketched: Vec<Option<(u64, Body)>> =
-        map_pieces_by_object(program, candidates, LIFT_PIECE, |run| {
-            run.map(|index| {
-                let (shape, function) = narrower.sketch(&candidates[index])?;
-                let body = Body::alone(&function, index as u32);
-                icf_arch::recycle(function);
-                Some((shape, body))
-            })
-            .collect()
-        });
-    let mut shared: rustc_hash::FxHashMap<u64, bool> = rustc_hash::FxHashMap::default();
-    for (shape, _) in sketched.iter().flatten() {
-        shared
-            .entry(*shape)
-            .and_modify(|shared| *shared = true)
-            .or_insert(false);
-    }
-    sketched
-        .into_iter()
-        .map(|sketch| {
-            sketch
-                .filter(|(shape, _)| !shared[shape])
-                .map(|(_, body)| body)
         })
         .collect()
 }
@@ -179,25 +142,45 @@ pub(crate) fn make(
             narrower.targets,
         )
     });
-    // The cache stores whole runs; without it, a long run (a linked
-    // image's) is lifted in parallel pieces, and only the functions whose
-    // shape another shares are lifted (see `alone`).
+    // Two passes (see `Entry`): every function is sketched where it can
+    // be (the rest lifted), then those whose shape another shares are
+    // lifted. The cache stores and reads whole runs; without it, a long
+    // run (a linked image's) goes in parallel pieces.
+    let first = |index: usize| match narrower.sketch(&candidates[index]) {
+        Some((shape, function)) => {
+            let body = Body::alone(&function, index as u32);
+            icf_arch::recycle(function);
+            Entry::Sketched { body, shape }
+        }
+        None => Entry::Lifted {
+            body: lift(&candidates[index]),
+            shape: None,
+        },
+    };
     let mut bodies: Vec<Body> = match &cache {
-        Some(cache) => map_runs_by_object(program, candidates, |run| cache.bodies(run, lift)),
+        Some(cache) => {
+            let runs: Vec<RunEntries> =
+                map_runs_by_object(program, candidates, |run| vec![cache.entries(run, first)]);
+            let shared = shared_shapes(runs.iter().flat_map(RunEntries::entries));
+            let second = |index: usize, entry| settle(entry, &shared, || lift(&candidates[index]));
+            runs.into_par_iter()
+                .flat_map_iter(|run| cache.settle(run, second))
+                .collect()
+        }
         None => {
-            let alone = alone(program, candidates, narrower);
-            let lifted: Vec<Option<Body>> =
+            let entries: Vec<Entry> =
                 map_pieces_by_object(program, candidates, LIFT_PIECE, |run| {
-                    run.map(|index| match &alone[index] {
-                        Some(_) => None,
-                        None => Some(lift(&candidates[index])),
-                    })
-                    .collect()
+                    run.map(&first).collect()
                 });
-            lifted
-                .into_iter()
-                .zip(alone)
-                .filter_map(|(lifted, alone)| lifted.or(alone))
+            let shared = shared_shapes(&entries);
+            entries
+                .into_par_iter()
+                .enumerate()
+                .map(|(index, entry)| {
+                    settle(entry, &shared, || lift(&candidates[index]))
+                        .0
+                        .into_body()
+                })
                 .collect()
         }
     };
