@@ -219,6 +219,61 @@ fn cached_keys_give_the_uncached_binary_in_every_state_of_the_cache() {
     assert_eq!((warm.read, warm.stored), (warm.runs, 0));
 }
 
+/// A function with a shape of its own is stored sketched, not lifted
+/// (`icf::analyse::entry`): a later link that brings in its twin must lift
+/// it from the stored sketch and fold the two, as an uncached link does.
+#[test]
+fn a_function_stored_alone_folds_once_its_twin_comes_in() {
+    let dir = scratch("twin");
+    let cache = dir.join("cache");
+    let body = "{ int s = 0; for (int i = 0; i < n; i++) s += p[i] * 7 - i; return s; }";
+    let x = compile(
+        &dir,
+        "x",
+        &format!("int solo(const int *p, int n) {body}\n"),
+        &[],
+    );
+    let y = compile(
+        &dir,
+        "y",
+        &format!("int twin(const int *p, int n) {body}\n"),
+        &[],
+    );
+    let main_alone = compile(
+        &dir,
+        "main1",
+        "#include <stdio.h>\nint solo(const int *, int);\nint main(void) { int v[] = {1, 2, 3}; printf(\"%d\\n\", solo(v, 3)); return 0; }\n",
+        &[],
+    );
+    let main_both = compile(
+        &dir,
+        "main2",
+        "#include <stdio.h>\nint solo(const int *, int); int twin(const int *, int);\nint main(void) { int v[] = {1, 2, 3}; printf(\"%d %d\\n\", solo(v, 3), twin(v, 2)); return 0; }\n",
+        &[],
+    );
+    // Alone: x.o's run is stored with `solo` sketched.
+    check(&dir, &cache, &[main_alone, x.clone()], "alone");
+    // With its twin: x.o's run is read back, and `solo` lifted and folded.
+    let said = check(&dir, &cache, &[main_both, x, y], "twins");
+    assert_eq!(
+        (said.read, said.runs),
+        (1, 3),
+        "x.o's keys come from the cache"
+    );
+    let folded = dir.join("twins.cached");
+    let nm = Command::new("nm").arg(&folded).output().expect("run nm");
+    let symbols = String::from_utf8_lossy(&nm.stdout);
+    let address = |name: &str| {
+        symbols
+            .lines()
+            .find(|line| line.ends_with(&format!(" {name}")))
+            .and_then(|line| line.split_whitespace().next())
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no {name} in {symbols}"))
+    };
+    assert_eq!(address("solo"), address("twin"), "solo and twin fold");
+}
+
 #[test]
 fn the_cache_keeps_within_its_size() {
     let dir = scratch("size");
