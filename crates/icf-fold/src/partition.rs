@@ -288,8 +288,14 @@ mod tests {
 
     /// Candidate i is target i.
     fn classes(functions: &[Function]) -> Vec<ClassId> {
-        let attrs = attrs();
         let bodies: Vec<Body> = functions.iter().map(Body::of).collect();
+        classes_of(&bodies)
+    }
+
+    /// The classes of `bodies`, with equal attributes; candidate i is
+    /// target i.
+    fn classes_of(bodies: &[Body]) -> Vec<ClassId> {
+        let attrs = attrs();
         let candidates: Vec<KeyedCandidate<'_>> = bodies
             .iter()
             .map(|body| KeyedCandidate {
@@ -297,7 +303,7 @@ mod tests {
                 attrs: &attrs,
             })
             .collect();
-        let targets: Vec<Option<CandidateId>> = (0..functions.len() as u32)
+        let targets: Vec<Option<CandidateId>> = (0..bodies.len() as u32)
             .map(|i| Some(CandidateId(i)))
             .collect();
         refine(&candidates, &targets).class_of
@@ -308,7 +314,6 @@ mod tests {
     /// same references; stored and read back, it is still alone.
     #[test]
     fn a_body_alone_shares_no_class() {
-        let attrs = attrs();
         let leaf = function(1, &[]);
         let alone = Body::alone(&leaf, 0);
         let mut stored = Vec::new();
@@ -327,17 +332,7 @@ mod tests {
         assert!(!forged.alone);
         assert_eq!(forged.code(), alone.code());
         let bodies = [alone, Body::alone(&leaf, 1), Body::of(&leaf), forged];
-        let candidates: Vec<KeyedCandidate<'_>> = bodies
-            .iter()
-            .map(|body| KeyedCandidate {
-                body,
-                attrs: &attrs,
-            })
-            .collect();
-        let targets: Vec<Option<CandidateId>> = (0..bodies.len() as u32)
-            .map(|i| Some(CandidateId(i)))
-            .collect();
-        let class_of = refine(&candidates, &targets).class_of;
+        let class_of = classes_of(&bodies);
         assert_ne!(
             class_of[0], class_of[1],
             "two alone with the same references"

@@ -925,8 +925,9 @@ mod tests {
     use super::*;
     use icf_ir::{Arch, TargetId};
 
-    fn lift_bytes(bytes: &[u8], relocs: &[CodeReloc]) -> Function {
-        let input = CodeInput {
+    /// `bytes` as a function alone in its section.
+    fn input<'a>(bytes: &'a [u8], relocs: &'a [CodeReloc]) -> CodeInput<'a> {
+        CodeInput {
             arch: Arch::X86_64,
             bytes,
             section_offset: 0,
@@ -936,8 +937,11 @@ mod tests {
             own_section: TargetId(0),
             data_in_code: &[],
             code_resumes: &[],
-        };
-        lift(&input)
+        }
+    }
+
+    fn lift_bytes(bytes: &[u8], relocs: &[CodeReloc]) -> Function {
+        lift(&input(bytes, relocs))
     }
 
     #[test]
@@ -979,18 +983,7 @@ mod tests {
     }
 
     fn sketch_bytes(bytes: &[u8], relocs: &[CodeReloc]) -> Option<crate::lifting::Sketch> {
-        let input = CodeInput {
-            arch: Arch::X86_64,
-            bytes,
-            section_offset: 0,
-            section_size: bytes.len() as u64,
-            relocs,
-            entry_points: &[],
-            own_section: TargetId(0),
-            data_in_code: &[],
-            code_resumes: &[],
-        };
-        sketch(&input)
+        sketch(&input(bytes, relocs))
     }
 
     /// The references of `f` in an order of their own.
