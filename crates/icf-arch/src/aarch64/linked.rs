@@ -26,6 +26,7 @@
 use super::lift::{PcRelative, pc_relative};
 use crate::linked::{LinkedReference, LinkedUse, TableShape};
 use object::elf;
+use std::collections::HashMap;
 
 /// Registers x0..x30 (31 is the stack pointer or zero register).
 const REGISTERS: usize = 31;
@@ -41,9 +42,12 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
     // Per register, how many entries a range check allows it to index
     // (`cmp w0, #15` then `b.hi`: 16 on the fall-through).
     let mut bounds: [Option<u32>; REGISTERS] = [None; REGISTERS];
-    // What forward branches carry to their targets.
-    let mut carried: Vec<(u64, [Option<u32>; REGISTERS])> = Vec::new();
+    // What every forward branch seen so far to a target carries there:
+    // the bounds all of them agree on, by target.
+    let mut carried: HashMap<u64, [Option<u32>; REGISTERS]> = HashMap::new();
+    // Branch targets in address order, walked once as the words arrive.
     let targets = branch_targets(code, address);
+    let mut next_target = 0;
     let mut previous_stops = false;
     // The `cmp w, #N` just decoded: register and N.
     let mut compared: Option<(usize, u32)> = None;
@@ -58,28 +62,24 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
         // Where paths join, a bound holds if every edge into the join
         // carries it: all of them forward (a backward one is not seen yet),
         // the fall-through counting unless the word before stops.
-        if let Some(&(_, backward)) = targets.iter().find(|(target, _)| *target == pc) {
-            let mut edges: Vec<[Option<u32>; REGISTERS]> = carried
-                .iter()
-                .filter(|(target, _)| *target == pc)
-                .map(|(_, arriving)| *arriving)
-                .collect();
-            if !previous_stops {
-                edges.push(bounds);
-            }
-            bounds = match edges.split_first() {
-                Some((first, rest)) if !backward => {
-                    let mut joined = *first;
-                    for (register, bound) in joined.iter_mut().enumerate() {
-                        if rest.iter().any(|edge| edge[register] != *bound) {
-                            *bound = None;
-                        }
-                    }
-                    joined
-                }
-                _ => [None; REGISTERS],
+        while targets
+            .get(next_target)
+            .is_some_and(|&(target, _)| target < pc)
+        {
+            next_target += 1;
+        }
+        if let Some(&(_, backward)) = targets
+            .get(next_target)
+            .filter(|&&(target, _)| target == pc)
+        {
+            let branched = carried.remove(&pc);
+            let fell = (!previous_stops).then_some(bounds);
+            bounds = match (branched, fell) {
+                _ if backward => [None; REGISTERS],
+                (Some(branched), Some(fell)) => agreed(branched, &fell),
+                (Some(edge), None) | (None, Some(edge)) => edge,
+                (None, None) => [None; REGISTERS],
             };
-            carried.retain(|(target, _)| *target != pc);
         }
         previous_stops = stops(word);
         let range_check = compared.take();
@@ -167,7 +167,10 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                     _ => (bounds, bounds),
                 };
                 if target > pc {
-                    carried.push((target, taken));
+                    carried
+                        .entry(target)
+                        .and_modify(|carried| *carried = agreed(*carried, &taken))
+                        .or_insert(taken);
                 }
                 bounds = falls;
             }
@@ -210,6 +213,19 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             forget(&mut pages, destination);
         }
     }
+}
+
+/// The bounds two edges into a join agree on.
+fn agreed(
+    mut one: [Option<u32>; REGISTERS],
+    other: &[Option<u32>; REGISTERS],
+) -> [Option<u32>; REGISTERS] {
+    for (bound, theirs) in one.iter_mut().zip(other) {
+        if bound != theirs {
+            *bound = None;
+        }
+    }
+    one
 }
 
 fn forget(pages: &mut [Option<(u64, usize, bool)>; REGISTERS], register: usize) {
@@ -259,7 +275,7 @@ fn completion(word: u32) -> Option<(elf::RelocationType, usize, u64)> {
 }
 
 /// The targets of the branches in `code` (at `address`) that land in it,
-/// and whether a backward branch reaches each.
+/// and whether a backward branch reaches each, in address order.
 fn branch_targets(code: &[u8], address: u64) -> Vec<(u64, bool)> {
     let end = address.wrapping_add(code.len() as u64);
     let mut targets: Vec<(u64, bool)> = Vec::new();
@@ -276,12 +292,15 @@ fn branch_targets(code: &[u8], address: u64) -> Vec<(u64, bool)> {
         if !(address..end).contains(&target) {
             continue;
         }
-        let backward = target <= pc;
-        match targets.iter_mut().find(|(t, _)| *t == target) {
-            Some((_, back)) => *back |= backward,
-            None => targets.push((target, backward)),
-        }
+        targets.push((target, target <= pc));
     }
+    targets.sort_unstable();
+    // One entry per target: backward if any branch to it is.
+    targets.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        kept.1 |= same && later.1;
+        same
+    });
     targets
 }
 
@@ -412,6 +431,61 @@ mod tests {
         let unbounded = refs(&words[3..], 0x400c);
         assert_eq!(
             table_of_add(&unbounded),
+            Some(TableShape::InFunction {
+                entry_size: 1,
+                entries: None
+            })
+        );
+    }
+
+    #[test]
+    fn a_bound_holds_at_a_join_only_where_every_edge_into_it_carries_it() {
+        // cmp w0, #15; b.hi far; cbz w1, L; (nop | mov w0, w2);
+        // L: adrp x3, +1 page; add x3, x3, #0xb54; ldrb w3, [x3, w0, uxtw]; br x3
+        let adrp = 0x9000_0000 | (1 << 29) | 3;
+        let dispatch = |between: u32| {
+            let words = [
+                0x7100_3c1f,
+                0x5400_2008, // b.hi +0x400, out of the code
+                0x3400_0041, // cbz w1, +8 (to L)
+                between,
+                adrp,
+                0x912d_5063,
+                0x3860_4863,
+                0xd61f_0060,
+            ];
+            table_of_add(&refs(&words, 0x4000))
+        };
+        // The branch and the fall-through both carry w0 < 16.
+        assert_eq!(
+            dispatch(0xd503_201f),
+            Some(TableShape::InFunction {
+                entry_size: 1,
+                entries: Some(16)
+            })
+        );
+        // The fall-through overwrote w0: the join knows nothing.
+        assert_eq!(
+            dispatch(0x2a02_03e0),
+            Some(TableShape::InFunction {
+                entry_size: 1,
+                entries: None
+            })
+        );
+        // The branch left before the check: mov w0, w2; cbz w1, L;
+        // cmp w0, #15; b.hi far; L: ... knows nothing either.
+        let words = [
+            0x2a02_03e0,
+            0x3400_0061, // cbz w1, +12 (to L)
+            0x7100_3c1f,
+            0x5400_2008,
+            adrp,
+            0x912d_5063,
+            0x3860_4863,
+            0xd61f_0060,
+        ];
+        assert_eq!(
+            table_of_add(&refs(&words, 0x4000)),
             Some(TableShape::InFunction {
                 entry_size: 1,
                 entries: None
