@@ -14,7 +14,7 @@ use rustc_hash::FxHashSet;
 /// equal shapes, and a function the architecture cannot sketch (or the
 /// lifter would compare byte by byte) has no shape and is lifted, so a
 /// shape of its own rules out every fold. Most functions of a program
-/// are alone: lifting the rest only costs what a decode costs for them.
+/// are alone, and sketching one costs little more than decoding it.
 pub(crate) enum Entry {
     /// The key, and the shape where the function has one.
     Lifted { body: Body, shape: Option<u64> },
