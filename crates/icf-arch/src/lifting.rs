@@ -121,19 +121,27 @@ fn mix(value: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Whether [`drop_trailing_padding`] drops any block of the function
-/// `layout` lays out, without lifting it: `padding` says which decoded
-/// instructions the lifter merges into a `nop` with no operand. The same
-/// rule, read off the blocks the lifter would build.
-pub(crate) fn ends_in_padding(
+/// How many blocks at the end of the walk order `layout` gives are
+/// padding the key leaves out: blocks that nothing reaches, nothing
+/// branches to, that hold only instructions the lifter merges into a `nop`
+/// without operands (`padding`, by index into `decoded`) and that end the
+/// function's bytes: alignment padding after a function's last
+/// instruction. A Mach-O atom holds its padding (an ELF section under
+/// `-ffunction-sections` does not), and two copies of one function differ
+/// in it by where they sit. Where there are any, the instruction before
+/// the padding cannot run into it, or the walk would have reached it.
+/// The lifter and the sketch both ask this, so they agree.
+pub(crate) fn trailing_padding(
     layout: &cfg::Layout,
     decoded: &[cfg::Decoded],
     padding: impl Fn(usize) -> bool,
     size: u32,
-) -> bool {
+) -> usize {
+    // Only what ends the function's bytes: an unreached block of nops in
+    // the middle (alignment before a loop head) stays, and so does the
+    // fall-through of whatever ends the function.
     let mut end = size;
     let mut count = layout.blocks.len();
-    let mut dropped = false;
     while let Some(last) = count.checked_sub(1) {
         let block = &layout.blocks[last];
         let insts = block.insts.clone();
@@ -151,46 +159,6 @@ pub(crate) fn ends_in_padding(
         }
         end = insts.clone().next().map_or(end, |i| decoded[i].at);
         count = last;
-        dropped = true;
     }
-    dropped
-}
-
-/// Drops the blocks at the end of the walk order that nothing reaches,
-/// nothing branches to, that hold only `nop` (one opcode for any length)
-/// and that end the function's bytes: alignment padding after a
-/// function's last instruction. A
-/// Mach-O atom holds its padding (an ELF section under
-/// `-ffunction-sections` does not), and two copies of one function differ
-/// in it by where they sit. Returns whether it dropped any: then the
-/// instruction before the padding cannot run into it, or the walk would
-/// have reached it.
-pub(crate) fn drop_trailing_padding(f: &mut Function, nop: icf_ir::Opcode) -> bool {
-    let mut dropped = false;
-    // Only what ends the function's bytes: an unreached block of nops in
-    // the middle (alignment before a loop head) stays, and so does the
-    // fall-through of whatever ends the function.
-    let mut end = f.size;
-    while let Some(block) = f.blocks.last() {
-        let last = f.blocks.len() - 1;
-        let insts = &f.insts[block.insts.start as usize..block.insts.end as usize];
-        let padding = !block.reached
-            && insts.last().is_some_and(|inst| inst.at + inst.len == end)
-            && insts
-                .iter()
-                .all(|inst| inst.op == nop && inst.operands.is_empty());
-        let targeted = f
-            .blocks
-            .iter()
-            .any(|b| b.succs.iter().any(|s| s.0 as usize == last));
-        if !padding || targeted {
-            break;
-        }
-        end = insts.first().map_or(end, |inst| inst.at);
-        let start = block.insts.start as usize;
-        f.insts.truncate(start);
-        f.blocks.pop();
-        dropped = true;
-    }
-    dropped
+    layout.blocks.len() - count
 }

@@ -306,11 +306,16 @@ fn lift_with(
     f.operands.reserve(raws.len() * 2);
     f.mems.reserve(raws.len() / 2);
     f.blocks.reserve(layout.blocks.len());
-    for laid in &layout.blocks {
+    // Nothing runs past padding nothing reaches (see `trailing_padding`):
+    // its blocks are left out.
+    let padding = |index: usize| is_padding(&raws[index]);
+    let kept =
+        layout.blocks.len() - crate::lifting::trailing_padding(&layout, decoded, padding, size);
+    for laid in &layout.blocks[..kept] {
         let first = f.insts.len() as u32;
         let mut pending_nop: Option<(u32, u32)> = None;
         for raw in &raws[laid.insts.clone()] {
-            if raw.instr.mnemonic() == Mnemonic::Nop && raw.relocs.is_empty() {
+            if is_padding(raw) {
                 pending_nop.get_or_insert((raw.at, 0)).1 += raw.instr.len() as u32;
                 continue;
             }
@@ -328,8 +333,7 @@ fn lift_with(
             reached: laid.reached,
         });
     }
-    // Nothing runs past padding nothing reaches (see `drop_trailing_padding`).
-    let padded = crate::lifting::drop_trailing_padding(&mut f, nop_opcode());
+    let padded = kept < layout.blocks.len();
     let last = if padded {
         None
     } else {
@@ -379,7 +383,7 @@ fn sketch_with(
         // Padding, which the key merges into one `nop` or drops; a `nop`
         // carrying a relocation is lifted (but left out of the shape,
         // which may be coarser than the key, never finer).
-        padding_at_end = mnemonic == Mnemonic::Nop && raw.relocs.is_empty();
+        padding_at_end = is_padding(&raw);
         padding.push(padding_at_end);
         if padding_at_end {
             return Ok(());
@@ -394,7 +398,7 @@ fn sketch_with(
     })?;
     let padded = if padding_at_end {
         let layout = blocks(input, decoded)?;
-        crate::lifting::ends_in_padding(&layout, decoded, |index| padding[index], size)
+        crate::lifting::trailing_padding(&layout, decoded, |index| padding[index], size) > 0
     } else {
         cfg::check_targets(decoded, &entry_points(input))?;
         false
@@ -422,6 +426,12 @@ fn names_a_place_outside(instr: &Instruction, inside: Option<u32>) -> bool {
         OpKind::Memory => instr.memory_base() == Register::RIP,
         _ => false,
     })
+}
+
+/// A `nop` without a relocation: the lifter merges a run of them into one
+/// `nop` without operands.
+fn is_padding(raw: &Raw) -> bool {
+    raw.instr.mnemonic() == Mnemonic::Nop && raw.relocs.is_empty()
 }
 
 fn nop_opcode() -> Opcode {
