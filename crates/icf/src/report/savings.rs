@@ -194,6 +194,38 @@ fn image_notes(image: &ImageSummary) -> Vec<String> {
 const NEAR_DUPLICATES_SHOWN: usize = 50;
 
 impl Analysis<'_, '_> {
+    /// One member of a class in the report: its names, place, size, and
+    /// what the plan does with it and why.
+    fn member(&self, decision: &icf_fold::plan::Decision, plan: &Plan) -> Member {
+        let program = self.program;
+        let info = &self.candidates[decision.candidate.index()];
+        let (action, reason) = match &decision.action {
+            Action::Kept => ("kept", None),
+            Action::Alias => ("alias", None),
+            Action::Thunk(reason) => (
+                "thunk",
+                Some(self.thunk_reason(reason, plan, decision.candidate)),
+            ),
+            Action::Keep(reason) => (
+                "keep",
+                Some(self.keep_reason(reason, plan, decision.candidate)),
+            ),
+        };
+        Member {
+            name: self.name(decision.candidate),
+            symbol: self.raw_name(decision.candidate),
+            object: program.object_name(info.object),
+            section: program
+                .object(info.object)
+                .object
+                .section(info.section)
+                .name_lossy(),
+            size: info.size(),
+            action: action.to_string(),
+            reason,
+        }
+    }
+
     /// The report of `plan`; `load` is the time spent loading the program.
     pub fn report(&self, plan: &Plan, load: std::time::Duration) -> Report {
         let program = self.program;
@@ -241,34 +273,7 @@ impl Analysis<'_, '_> {
                 let members = class
                     .decisions
                     .iter()
-                    .map(|decision| {
-                        let info = &self.candidates[decision.candidate.index()];
-                        let (action, reason) = match &decision.action {
-                            Action::Kept => ("kept", None),
-                            Action::Alias => ("alias", None),
-                            Action::Thunk(reason) => (
-                                "thunk",
-                                Some(self.thunk_reason(reason, plan, decision.candidate)),
-                            ),
-                            Action::Keep(reason) => (
-                                "keep",
-                                Some(self.keep_reason(reason, plan, decision.candidate)),
-                            ),
-                        };
-                        Member {
-                            name: self.name(decision.candidate),
-                            symbol: self.raw_name(decision.candidate),
-                            object: program.object_name(info.object),
-                            section: program
-                                .object(info.object)
-                                .object
-                                .section(info.section)
-                                .name_lossy(),
-                            size: info.size(),
-                            action: action.to_string(),
-                            reason,
-                        }
-                    })
+                    .map(|decision| self.member(decision, plan))
                     .collect();
                 Group {
                     kind: if kept.is_code() { "code" } else { "data" }.to_string(),
