@@ -89,20 +89,20 @@ pub(crate) fn layout(decoded: &[Decoded], entry_points: &[u32]) -> Result<Layout
             starts: Vec::new(),
         });
     }
+    check_targets(decoded, entry_points)?;
+    // Every target and entry point starts an instruction (checked above).
     let index_of = |offset: u32| decoded.binary_search_by_key(&offset, |d| d.at).ok();
     let mut is_leader = vec![false; decoded.len()];
     is_leader[0] = true;
     for (i, d) in decoded.iter().enumerate() {
-        if let Some(target) = d.target {
-            let t = index_of(target).ok_or(OpaqueReason::TargetInsideInstruction { target })?;
+        if let Some(t) = d.target.and_then(index_of) {
             is_leader[t] = true;
         }
         if !matches!(d.flow, Flow::Next | Flow::Call) && i + 1 < decoded.len() {
             is_leader[i + 1] = true;
         }
     }
-    for &entry in entry_points {
-        let t = index_of(entry).ok_or(OpaqueReason::TargetInsideInstruction { target: entry })?;
+    for t in entry_points.iter().filter_map(|&entry| index_of(entry)) {
         is_leader[t] = true;
     }
 
