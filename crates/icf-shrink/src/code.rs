@@ -193,7 +193,9 @@ pub(crate) struct Table {
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Field {
     pub target: u64,
-    pub bias: i64,
+    /// A few bytes at most (x86-64: the field's distance from the end of
+    /// its instruction): 32 bits keep a field in 16 bytes.
+    pub bias: i32,
     pub r_type: u32,
 }
 
@@ -210,10 +212,46 @@ pub(crate) struct Decoded {
     /// Each branch or PC-relative field (x86-64: the field; AArch64: the
     /// instruction word), with the address it names and the bias of its
     /// instruction (what an assembler adds: `S + A` is their sum).
-    pub fields: HashMap<u64, Field>,
+    pub fields: Fields,
     /// Position-independent jump tables, and places in data the code
     /// computes, by base.
     pub tables: Vec<Table>,
+}
+
+/// Decoded fields by place: a million of them in an LLVM-size program
+/// live through the patching, and sorted lists hold them in a third of
+/// the bytes a hash map needs at its usual load. One list a batch of
+/// pieces, as found: joining them would hold every field twice at once.
+#[derive(Debug, Default)]
+pub(crate) struct Fields {
+    /// Each sorted by place; batches of pieces come in address order, so
+    /// their places rarely overlap.
+    runs: Vec<Vec<(u64, Field)>>,
+}
+
+impl Fields {
+    /// The field decoding found at `place` (of two, the later found).
+    pub(crate) fn get(&self, place: u64) -> Option<Field> {
+        self.runs.iter().rev().find_map(|run| {
+            let at = run.binary_search_by_key(&place, |&(place, _)| place).ok()?;
+            Some(run[at].1)
+        })
+    }
+
+    /// Adds `run`, found after the fields already here.
+    fn add(&mut self, mut run: Vec<(u64, Field)>) {
+        // Stable, and nearly free: pieces come in address order.
+        run.sort_by_key(|&(place, _)| place);
+        run.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                *earlier = *later;
+            }
+            same
+        });
+        run.shrink_to_fit();
+        self.runs.push(run);
+    }
 }
 
 /// Where the kept relocations are: the sections they patch and their places.
@@ -307,17 +345,28 @@ pub(crate) fn patch_code(
                 Some(patching.work_out(extent, *start, found, marks))
             })
             .collect();
+        // One list of fields and one run of writes a batch, each of its
+        // exact size.
+        let (mut fields, mut writes) = (Vec::new(), Writes::default());
+        fields.reserve_exact(
+            worked
+                .iter()
+                .filter_map(|piece| Some(piece.as_ref().ok()?.fields.len()))
+                .sum(),
+        );
         for piece in worked {
             let piece = piece?;
             tables.extend(piece.tables);
-            decoded.fields.extend(piece.fields);
-            patches.writes.append(piece.writes);
+            fields.extend(piece.fields);
+            writes.extend(piece.writes);
             for pin in piece.pins {
                 patches.pins.keep(layout, &pin.addresses, pin.kind, || {
                     anyhow::anyhow!("{}", pin.refusal)
                 })?;
             }
         }
+        decoded.fields.add(fields);
+        patches.writes.append(writes);
     }
     // By base; each function computing a base keeps its own entry (the
     // cases of its table lead into it), a recognized table's size bounding
@@ -443,14 +492,18 @@ impl Patching<'_, '_> {
                     function: (start, start + code_len),
                 });
             }
-            worked.fields.push((
-                place,
-                Field {
-                    target: reference.target,
-                    bias: reference.bias,
-                    r_type: reference.r_type,
-                },
-            ));
+            // A bias is an instruction's few bytes: one that is not is no
+            // field (a kept relocation there is written from itself).
+            if let Ok(bias) = i32::try_from(reference.bias) {
+                worked.fields.push((
+                    place,
+                    Field {
+                        target: reference.target,
+                        bias,
+                        r_type: reference.r_type,
+                    },
+                ));
+            }
             if !layout.is_carried(place) {
                 continue;
             }
@@ -634,4 +687,30 @@ fn data_marks(
 fn is_data(marks: &[(u64, bool)], offset: u64) -> bool {
     let after = marks.partition_point(|&(at, _)| at <= offset);
     after > 0 && marks[after - 1].1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(target: u64) -> Field {
+        Field {
+            target,
+            bias: -4,
+            r_type: 2,
+        }
+    }
+
+    #[test]
+    fn the_field_found_last_at_a_place_stands() {
+        let mut fields = Fields::default();
+        fields.add(vec![(0x30, field(1)), (0x10, field(2)), (0x30, field(3))]);
+        fields.add(vec![(0x40, field(4)), (0x10, field(5))]);
+        let target = |place| fields.get(place).map(|f| f.target);
+        assert_eq!(target(0x10), Some(5), "a later run wins");
+        assert_eq!(target(0x30), Some(3), "within a run, the later found");
+        assert_eq!(target(0x40), Some(4));
+        assert_eq!(target(0x20), None);
+        assert_eq!(fields.get(0x10).map(|f| f.meaning()), Some(1));
+    }
 }

@@ -381,7 +381,7 @@ impl Kept<'_, '_> {
         let at = || self.at(place);
         let name = || object::elf::RelocationType(rela.r_type);
         let mut new_meaning = Some(named.mapped);
-        let found = decoded.fields.get(&place).copied();
+        let found = decoded.fields.get(place);
         // An `adr` where the relocation names a page is either
         // the whole address (the linker relaxed `adrp` + `add`,
         // the next word a `nop`) or GNU ld's erratum 843419 form
@@ -459,7 +459,7 @@ impl Kept<'_, '_> {
                     .read(at, 4)
                     .is_some_and(|code| arch.loads_got_slot(rela.r_type, code))
         };
-        match decoded.fields.get(&place).map(|f| (f.target, f.bias)) {
+        match decoded.fields.get(place).map(|f| (f.target, f.bias)) {
             Some((named, bias)) if named.wrapping_add(bias as u64) == meaning => {
                 new_meaning = Some(layout.map(named).wrapping_add(bias as u64));
             }
@@ -513,7 +513,7 @@ impl Kept<'_, '_> {
                         .is_some_and(|b| b[0] == 0xe9 && b[5] == 0x90)
                     && decoded
                         .fields
-                        .get(&place.wrapping_sub(1))
+                        .get(place.wrapping_sub(1))
                         .is_some_and(|f| f.target == old_symbol);
                 if relaxed_jump || got_low_bits(place) {
                     new_meaning = None;

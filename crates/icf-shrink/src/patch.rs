@@ -39,22 +39,44 @@ impl Patches {
 
 /// Writes at new addresses, recorded in the order made (a million of them
 /// in an LLVM-size program, most four bytes long) and settled once, by
-/// address, when the output is written ([`Writes::settled`]).
+/// address, when the output is written ([`Writes::settle`]).
 #[derive(Debug, Default)]
 pub struct Writes {
+    /// The writes made here.
     made: Vec<Write>,
+    /// The writes of every `Writes` appended ([`Writes::append`]), each
+    /// kept as it came rather than copied onto the end of `made`: a
+    /// vector grown to a million entries doubles at the next push.
+    appended: Vec<Vec<Write>>,
     /// The bytes of every write, one after another.
     bytes: Vec<u8>,
+    /// A write did not fit [`Write`]'s fields (more than 4 GiB of bytes
+    /// written, or one write of 2 GiB): settling fails.
+    overflowed: bool,
 }
 
-/// One write: its bytes are `Writes::bytes[at..at + len]`.
+/// One write: its bytes are `Writes::bytes[at..at + len]`. Sixteen bytes,
+/// as there are a million of them at shrink's peak of memory.
 #[derive(Debug, Clone, Copy)]
 struct Write {
     address: u64,
-    at: usize,
-    len: usize,
-    /// Made over whatever was planned at `address` ([`Writes::replace`]).
-    replaces: bool,
+    at: u32,
+    /// The length, and in its top bit whether the write is made over
+    /// whatever was planned at `address` ([`Writes::replace`]).
+    len_and_replaces: u32,
+}
+
+const REPLACES: u32 = 1 << 31;
+
+impl Write {
+    fn range(&self) -> std::ops::Range<usize> {
+        let at = self.at as usize;
+        at..at + (self.len_and_replaces & !REPLACES) as usize
+    }
+
+    fn replaces(&self) -> bool {
+        self.len_and_replaces & REPLACES != 0
+    }
 }
 
 impl Writes {
@@ -70,22 +92,57 @@ impl Writes {
         self.record(address, bytes.as_ref(), false);
     }
 
-    /// Every write of `other`, as if made after this one's.
+    /// Every write of `other`, as if made after this one's, kept as a
+    /// run of its own (not copied): for a large `other`.
     pub fn append(&mut self, other: Writes) {
-        let base = self.bytes.len();
+        for mut run in self.rebased(other) {
+            run.shrink_to_fit();
+            self.appended.push(run);
+        }
+    }
+
+    /// Every write of `other`, as if made after this one's, copied onto
+    /// this one's: for a small `other` (one piece of code's).
+    pub fn extend(&mut self, other: Writes) {
+        for run in self.rebased(other) {
+            self.made.extend(run);
+        }
+    }
+
+    /// `other`'s bytes moved onto the end of these, and its writes, each
+    /// run as it was, pointing at them there.
+    fn rebased(&mut self, other: Writes) -> Vec<Vec<Write>> {
+        let Ok(base) = u32::try_from(self.bytes.len()) else {
+            self.overflowed = true;
+            return Vec::new();
+        };
+        self.overflowed |= other.overflowed;
         self.bytes.extend_from_slice(&other.bytes);
-        self.made.extend(other.made.into_iter().map(|write| Write {
-            at: base + write.at,
-            ..write
-        }));
+        let mut runs = other.appended;
+        runs.insert(0, other.made);
+        for write in runs.iter_mut().flatten() {
+            match write.at.checked_add(base) {
+                Some(at) => write.at = at,
+                None => self.overflowed = true,
+            }
+        }
+        runs
     }
 
     fn record(&mut self, address: u64, bytes: &[u8], replaces: bool) {
+        let (Ok(at), Ok(len)) = (u32::try_from(self.bytes.len()), u32::try_from(bytes.len()))
+        else {
+            self.overflowed = true;
+            return;
+        };
+        if len & REPLACES != 0 {
+            self.overflowed = true;
+            return;
+        }
         self.made.push(Write {
             address,
-            at: self.bytes.len(),
-            len: bytes.len(),
-            replaces,
+            at,
+            len_and_replaces: len | if replaces { REPLACES } else { 0 },
         });
         self.bytes.extend_from_slice(bytes);
     }
@@ -97,12 +154,20 @@ impl Writes {
     pub fn settle(&mut self) -> anyhow::Result<impl Iterator<Item = (u64, &[u8])>> {
         // By address, then in the order made (`at` grows with each write):
         // no copy of a million writes, and no merge sort's buffer.
+        if self.overflowed {
+            bail!("the patches to the output exceed 4 GiB, or one of them 2 GiB");
+        }
+        let appended = std::mem::take(&mut self.appended);
+        self.made.reserve_exact(appended.iter().map(Vec::len).sum());
+        for made in appended {
+            self.made.extend(made);
+        }
         self.made
             .sort_unstable_by_key(|write| (write.address, write.at));
         let bytes = &self.bytes;
-        let value = move |write: &Write| &bytes[write.at..write.at + write.len];
+        let value = move |write: &Write| &bytes[write.range()];
         // From the last replacing write at an address on (or all of them).
-        let from = |writes: &[Write]| writes.iter().rposition(|write| write.replaces).unwrap_or(0);
+        let from = |writes: &[Write]| writes.iter().rposition(Write::replaces).unwrap_or(0);
         for writes in self.made.chunk_by(|a, b| a.address == b.address) {
             let kept = value(&writes[from(writes)]);
             if let Some(other) = writes[from(writes)..]
@@ -241,6 +306,42 @@ mod tests {
         assert!(
             settled(&mut patches).is_err(),
             "a put after a replace must agree with it"
+        );
+    }
+
+    fn settled(writes: &mut Writes) -> anyhow::Result<Vec<(u64, Vec<u8>)>> {
+        Ok(writes
+            .settle()?
+            .map(|(address, bytes)| (address, bytes.to_vec()))
+            .collect())
+    }
+
+    #[test]
+    fn appended_and_extended_writes_settle_as_if_made_in_order() {
+        let mut writes = Writes::default();
+        writes.put(8, [1]);
+        let mut later = Writes::default();
+        later.replace(8, [2]);
+        later.put(16, [3, 3]);
+        let mut run = Writes::default();
+        run.put(24, [4]);
+        later.append(run);
+        writes.append(later);
+        let mut small = Writes::default();
+        small.put(16, [3, 3]);
+        small.put(8, [2]);
+        writes.extend(small);
+        writes.put(4, [9]);
+        assert_eq!(
+            settled(&mut writes).expect("agree"),
+            vec![(4, vec![9]), (8, vec![2]), (16, vec![3, 3]), (24, vec![4])]
+        );
+        let mut disagreeing = Writes::default();
+        disagreeing.put(24, [5]);
+        writes.append(disagreeing);
+        assert!(
+            settled(&mut writes).is_err(),
+            "an appended write is checked against the others at its place"
         );
     }
 }
