@@ -502,3 +502,97 @@ fn a_relink_of_unchanged_inputs_replays_the_kept_result_and_any_change_misses() 
     assert_eq!(repaired, changed);
     assert_eq!(run(&output), run(&plain));
 }
+
+/// What `icf link -v` said of hashing: (objects hashed, objects).
+fn objects_hashed(stderr: &str) -> (u64, u64) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(" objects hashed"))
+        .unwrap_or_else(|| panic!("no hashing line in {stderr}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|&w| w == "objects")
+        .expect("the word objects");
+    let number = |word: &str| word.parse::<u64>().expect("a count");
+    (number(words[at - 3]), number(words[at - 1]))
+}
+
+/// `ar rcsD ARCHIVE MEMBERS...` run in `dir`.
+fn archive(dir: &Path, name: &str, members: &[&Path]) -> PathBuf {
+    let status = Command::new("ar")
+        .current_dir(dir)
+        .arg("rcsD")
+        .arg(name)
+        .args(members)
+        .status()
+        .expect("run ar");
+    assert!(status.success(), "ar {name} failed");
+    dir.join(name)
+}
+
+#[test]
+fn a_relink_hashes_only_the_objects_of_files_that_changed() {
+    let dir = scratch("stamps");
+    let cache = dir.join("cache");
+    let a = compile_by_name(&dir, "a", A, &[]);
+    let b = compile_by_name(&dir, "b", B, &[]);
+    let main = compile_by_name(&dir, "main", MAIN, &[]);
+    let library = archive(&dir, "libab.a", &[&a, &b]);
+    let command = vec![
+        "gcc".to_string(),
+        main.display().to_string(),
+        library.display().to_string(),
+    ];
+    let output = dir.join("app");
+    // A report needs the analysis: every link below analyses.
+    let report = dir.join("report.json");
+    let extra = ["--report", report.to_str().expect("utf-8")];
+    let link = || icf_link(Some(&cache), &extra, &command, &output);
+
+    // Files just written are not trusted by their stamps: all hashed.
+    assert_eq!(objects_hashed(&link()), (3, 3));
+    assert_eq!(objects_hashed(&link()), (3, 3), "kept a racy file's hashes");
+    age_past_the_racy_window();
+    assert_eq!(objects_hashed(&link()), (3, 3));
+    assert_eq!(
+        objects_hashed(&link()),
+        (0, 3),
+        "unchanged files hashed again"
+    );
+    let before = run(&output);
+
+    // The archive rewritten in place with b.o's variant, its size and
+    // modification time as they were: its status-change time tells, and
+    // both its members are hashed again.
+    let elsewhere = dir.join("variant");
+    std::fs::create_dir_all(&elsewhere).expect("create a directory");
+    std::fs::copy(&a, elsewhere.join("a.o")).expect("copy a.o");
+    let variant_b = compile_by_name(&elsewhere, "b", B, &["-DVARIANT"]);
+    let variant = archive(&elsewhere, "libab.a", &[&elsewhere.join("a.o"), &variant_b]);
+    let variant = std::fs::read(&variant).expect("read the variant archive");
+    let original = std::fs::read(&library).expect("read libab.a");
+    assert_eq!(variant.len(), original.len(), "the variant's size differs");
+    assert_ne!(variant, original);
+    let modified = std::fs::metadata(&library)
+        .and_then(|m| m.modified())
+        .expect("libab.a's time");
+    std::fs::write(&library, &variant).expect("rewrite libab.a");
+    std::fs::File::options()
+        .write(true)
+        .open(&library)
+        .and_then(|f| f.set_modified(modified))
+        .expect("restore libab.a's time");
+    age_past_the_racy_window();
+    assert_eq!(objects_hashed(&link()), (2, 3));
+    let plain = dir.join("plain");
+    let status = Command::new("gcc")
+        .args(&command[1..])
+        .arg("-o")
+        .arg(&plain)
+        .status()
+        .expect("run gcc");
+    assert!(status.success());
+    assert_eq!(run(&output), run(&plain), "a stale hash folded sum_b");
+    assert_ne!(run(&output), before);
+}

@@ -15,6 +15,74 @@ pub struct InputFile {
     map: Option<memmap2::Mmap>,
     /// Which file was mapped, to know it again ([`InputFile::reopen`]).
     identity: Option<FileIdentity>,
+    /// What the file system said of the mapped file ([`InputFile::stamp`]).
+    stamp: Option<FileStamp>,
+}
+
+/// What the file system says of a file, as ninja, cargo and ccache's direct
+/// mode tell an unchanged file: device, inode, size, and modification and
+/// status-change times. The status-change time cannot be set back, so a
+/// file rewritten in place and given its old modification time (`cp -p`,
+/// `touch -r`) has another stamp. Two writes within the times' resolution
+/// may share one: a stamp is trusted only once both times are older than
+/// a margin ([`FileStamp::settled`], git's "racily clean").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileStamp {
+    pub device: u64,
+    pub inode: u64,
+    pub len: u64,
+    /// Seconds and nanoseconds since the epoch.
+    pub modified: (i64, i64),
+    pub changed: (i64, i64),
+}
+
+impl FileStamp {
+    #[cfg(unix)]
+    pub fn of(metadata: &std::fs::Metadata) -> Option<FileStamp> {
+        use std::os::unix::fs::MetadataExt;
+        Some(FileStamp {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            len: metadata.len(),
+            modified: (metadata.mtime(), metadata.mtime_nsec()),
+            changed: (metadata.ctime(), metadata.ctime_nsec()),
+        })
+    }
+
+    /// Without inode numbers and status-change times no file is known again.
+    #[cfg(not(unix))]
+    pub fn of(_metadata: &std::fs::Metadata) -> Option<FileStamp> {
+        None
+    }
+
+    /// How long after its last change a file is trusted by its stamp.
+    pub const SETTLED_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+    /// Whether both times lie at least [`FileStamp::SETTLED_AFTER`] before
+    /// `now`: a later write would then change the stamp.
+    pub fn settled(&self, now: std::time::SystemTime) -> bool {
+        let margin = Self::SETTLED_AFTER;
+        let Ok(now) = now.duration_since(std::time::UNIX_EPOCH) else {
+            return false;
+        };
+        let as_nanos =
+            |(seconds, nanos): (i64, i64)| i128::from(seconds) * 1_000_000_000 + i128::from(nanos);
+        let limit = now.as_nanos() as i128 - margin.as_nanos() as i128;
+        as_nanos(self.modified) <= limit && as_nanos(self.changed) <= limit
+    }
+
+    /// The stamp as words, for hashing into a key.
+    pub fn words(&self) -> [u64; 7] {
+        [
+            self.device,
+            self.inode,
+            self.len,
+            self.modified.0 as u64,
+            self.modified.1 as u64,
+            self.changed.0 as u64,
+            self.changed.1 as u64,
+        ]
+    }
 }
 
 /// What tells one file from another, and one version of a file from the
@@ -69,7 +137,15 @@ impl InputFile {
             path,
             map,
             identity: FileIdentity::of(&metadata),
+            stamp: FileStamp::of(&metadata),
         })
+    }
+
+    /// What the file system said of the mapped file when it was opened
+    /// (not of whatever the path names now); `None` on systems without
+    /// inode numbers.
+    pub fn stamp(&self) -> Option<FileStamp> {
+        self.stamp
     }
 
     pub fn data(&self) -> &[u8] {

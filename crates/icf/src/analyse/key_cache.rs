@@ -6,7 +6,8 @@
 //! everything lifting and narrowing read ([`KeyCache::key`]):
 //!
 //! - this build of icf (`ICF_BUILD_ID`, a hash of the analysis's sources);
-//! - the object's bytes (an archive member's own bytes);
+//! - the object's bytes (an archive member's own bytes), by their hash,
+//!   which a file's stamp keeps between links ([`KnownHashes`]);
 //! - the run of candidates (code, or read-only data) and their places;
 //! - for every symbol of the object, what the link resolves it to (this
 //!   object's section, another object's section, a name left to the link,
@@ -82,8 +83,13 @@ pub struct CacheStats {
     /// may still be writing them (see [`PendingWrites`]), and their bytes.
     pub written: u64,
     pub bytes_written: u64,
-    /// Time spent hashing the objects' bytes.
+    /// Time spent hashing the objects' bytes (or finding their hashes).
     pub hashing: Duration,
+    /// Objects loaded, and of them those whose bytes were hashed: the
+    /// others' hashes were kept by an earlier link of the same file
+    /// ([`KnownHashes`]).
+    pub objects: u64,
+    pub objects_hashed: u64,
 }
 
 /// One run's entries between the two passes: where its pack holds it, and
@@ -127,6 +133,8 @@ pub(crate) struct KeyCache<'a, 'b, 'data> {
     packs: Vec<Pack>,
     counters: [AtomicU64; 6],
     hashing: Duration,
+    /// Objects whose bytes were hashed (the others' hashes were known).
+    objects_hashed: u64,
     /// Entries to write, to the thread that writes them ([`PendingWrites`]).
     queue: std::sync::mpsc::SyncSender<(Key, Vec<u8>)>,
     writer: std::thread::JoinHandle<()>,
@@ -213,18 +221,23 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
     ) -> Option<KeyCache<'a, 'b, 'data>> {
         let store = Store::open(&settings.dir, settings.limit).ok()?;
         let started = Instant::now();
+        let known = KnownHashes::read(program, &store);
         let hashes: Vec<Option<u128>> = program
             .objects
             .par_iter()
             .enumerate()
             .map(|(index, object)| {
                 object.loaded.then(|| {
+                    if let Some(hash) = known.of(program, ObjectId(index as u32)) {
+                        return hash;
+                    }
                     let hash = analysed_bytes_hash(&object.object);
                     program.release_object_pages(ObjectId(index as u32));
                     hash
                 })
             })
             .collect();
+        let (hashes_written, objects_hashed) = known.updates(program, &hashes);
         let mut seen: HashMap<(usize, Option<&str>), u64> = HashMap::default();
         let names: Vec<u128> = program
             .objects
@@ -266,6 +279,9 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
                 }
             })
             .ok()?;
+        for update in hashes_written {
+            let _ = queue.send(update);
+        }
         let mut cache = KeyCache {
             queue,
             writer,
@@ -282,6 +298,7 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             packs: Vec::new(),
             counters: Default::default(),
             hashing: started.elapsed(),
+            objects_hashed,
         };
         cache.find_packs();
         Some(cache)
@@ -498,6 +515,8 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             written,
             bytes_written: bytes,
             hashing: self.hashing,
+            objects: self.hashes.iter().flatten().count() as u64,
+            objects_hashed: self.objects_hashed,
         };
         (stats, PendingWrites(Some(self.writer)))
     }
@@ -853,6 +872,148 @@ fn split_pack(pack: Vec<u8>, count: usize) -> Option<(Vec<u8>, Vec<Range<usize>>
         return None;
     }
     Some((pack, ranges))
+}
+
+/// Names a file's entry of object hashes (see [`KnownHashes`]).
+const HASHES_DOMAIN: &str = "icf object hashes 1";
+
+/// The hashes of the objects of every input file whose stamp
+/// ([`icf_object::FileStamp`]: device, inode, size, modification and
+/// status-change times) an earlier link kept with them: a relink after
+/// one object changed hashes that object, not the gigabytes of archives
+/// around it. A file changed within [`icf_object::FileStamp::SETTLED_AFTER`]
+/// is hashed, and its hashes not kept, as is a thin archive (its members
+/// are other files). The stamp is the mapped file's, taken when it was
+/// opened, and the key holds this build of icf (the hash's rule may
+/// change).
+struct KnownHashes {
+    /// Per input file: its entry's key, and the hashes it holds by each
+    /// object's (offset, length) in the file; `None` when the file is not
+    /// settled.
+    files: Vec<Option<(Key, Hashes)>>,
+}
+
+/// Object hashes by the object's (offset, length) in its file.
+type Hashes = HashMap<(u64, u64), u128>;
+
+impl KnownHashes {
+    fn read(program: &Program<'_>, store: &Store) -> KnownHashes {
+        let now = std::time::SystemTime::now();
+        let files = program
+            .inputs
+            .files
+            .par_iter()
+            .map(|file| {
+                let stamp = file.stamp().filter(|stamp| stamp.settled(now))?;
+                if file.data().starts_with(b"!<thin>\n") {
+                    return None;
+                }
+                let mut key = KeyHasher::new(HASHES_DOMAIN);
+                key.bytes(env!("ICF_BUILD_ID").as_bytes())
+                    .bytes(file.path.as_os_str().as_encoded_bytes());
+                for word in stamp.words() {
+                    key.u64(word);
+                }
+                let key = key.finish();
+                let known = store
+                    .get(&key)
+                    .and_then(|payload| decode_hashes(&payload))
+                    .unwrap_or_default();
+                Some((key, known))
+            })
+            .collect();
+        KnownHashes { files }
+    }
+
+    /// Where `object` lies in its file: (offset, length).
+    fn place(program: &Program<'_>, object: ObjectId) -> Option<(usize, (u64, u64))> {
+        let loaded = program.objects.get(object.index())?;
+        let file = program.inputs.files.get(loaded.file)?.data();
+        let data = loaded.object.data;
+        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
+        (offset <= file.len() && file.len() - offset >= data.len())
+            .then_some((loaded.file, (offset as u64, data.len() as u64)))
+    }
+
+    /// `object`'s hash, when its file's entry holds it.
+    fn of(&self, program: &Program<'_>, object: ObjectId) -> Option<u128> {
+        let (file, place) = Self::place(program, object)?;
+        let (_, known) = self.files.get(file)?.as_ref()?;
+        known.get(&place).copied()
+    }
+
+    /// The entries to write (each settled file's that lacked a hash
+    /// `hashes` holds), and how many objects were hashed.
+    fn updates(
+        &self,
+        program: &Program<'_>,
+        hashes: &[Option<u128>],
+    ) -> (Vec<(Key, Vec<u8>)>, u64) {
+        let mut by_file: Vec<Vec<((u64, u64), u128)>> = vec![Vec::new(); self.files.len()];
+        let mut hashed = 0;
+        for (index, hash) in hashes.iter().enumerate() {
+            let Some(hash) = *hash else { continue };
+            let object = ObjectId(index as u32);
+            let Some((file, place)) = Self::place(program, object) else {
+                hashed += 1;
+                continue;
+            };
+            match self.files.get(file).and_then(Option::as_ref) {
+                Some((_, known)) if known.get(&place) == Some(&hash) => {}
+                _ => hashed += 1,
+            }
+            by_file[file].push((place, hash));
+        }
+        let writes = self
+            .files
+            .iter()
+            .zip(by_file)
+            .filter_map(|(entry, objects)| {
+                let (key, known) = entry.as_ref()?;
+                let complete = objects
+                    .iter()
+                    .all(|(place, hash)| known.get(place) == Some(hash));
+                (!complete).then(|| {
+                    // What the entry held, and what this link hashed.
+                    let mut all: Hashes = known.clone();
+                    all.extend(objects);
+                    (*key, encode_hashes(&all))
+                })
+            })
+            .collect();
+        (writes, hashed)
+    }
+}
+
+/// An entry of [`KnownHashes`]: per object, its offset, length and hash,
+/// little-endian (32 bytes each), ordered by offset.
+fn encode_hashes(hashes: &Hashes) -> Vec<u8> {
+    let mut sorted: Vec<_> = hashes.iter().collect();
+    sorted.sort_unstable();
+    let mut payload = Vec::with_capacity(sorted.len() * 32);
+    for (&(offset, len), &hash) in sorted {
+        payload.extend(offset.to_le_bytes());
+        payload.extend(len.to_le_bytes());
+        payload.extend(hash.to_le_bytes());
+    }
+    payload
+}
+
+/// [`encode_hashes`]'s payload read back; `None` if it is not one.
+fn decode_hashes(payload: &[u8]) -> Option<Hashes> {
+    if payload.len() % 32 != 0 {
+        return None;
+    }
+    let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+    Some(
+        payload
+            .chunks_exact(32)
+            .map(|entry| {
+                let hash = u128::from_le_bytes(entry[16..].try_into().unwrap_or([0; 16]));
+                ((word(&entry[..8]), word(&entry[8..16])), hash)
+            })
+            .collect(),
+    )
 }
 
 /// The hash of an object's bytes but the contents of its `.debug*`

@@ -12,7 +12,7 @@
 //! direct mode tell an unchanged file. The status-change time cannot be
 //! set back: a file rewritten in place and given its old modification time
 //! (`cp -p`, `touch -r`) still misses. A file changed less than
-//! [`RACY`] ago is not trusted (its times may not tell two writes within
+//! [`FileStamp::SETTLED_AFTER`] ago is not trusted (its times may not tell two writes within
 //! their resolution apart, git's "racily clean"), nor is a thin archive
 //! (its members are other files): then the fold runs as usual and keeps no
 //! entry.
@@ -28,15 +28,12 @@
 use crate::link::link_command::{LinkCommand, LinkFormat};
 use crate::options::{CacheSettings, PlanOptions};
 use icf_cache::{Key, KeyHasher, Store};
-use std::os::unix::fs::MetadataExt;
+use icf_object::FileStamp;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 /// Names an entry's key; bump the version when the payload changes.
 const DOMAIN: &str = "icf link memo 1";
-
-/// How long after its last change a file is trusted by its metadata.
-pub(crate) const RACY: Duration = Duration::from_secs(2);
 
 /// The start of a thin archive.
 const THIN_ARCHIVE: &[u8; 8] = b"!<thin>\n";
@@ -59,7 +56,7 @@ pub(crate) struct LinkMemo {
 impl LinkMemo {
     /// The entry of this link, `None` when it cannot have one (no cache,
     /// a report wanted, planted folds, Mach-O, a file icf reads that is
-    /// missing, a thin archive or changed within [`RACY`]).
+    /// missing, a thin archive or changed within [`FileStamp::SETTLED_AFTER`]).
     pub(crate) fn for_link(
         parsed: &LinkCommand,
         plan: &PlanOptions,
@@ -83,21 +80,14 @@ impl LinkMemo {
             .chain(&parsed.scripts)
             .chain(&parsed.export_lists);
         for path in read {
-            let metadata = std::fs::metadata(path).ok()?;
-            let changed = [metadata.modified().ok()?, changed_at(&metadata)?]
-                .into_iter()
-                .max()?;
-            if now.duration_since(changed).unwrap_or_default() < RACY || is_thin_archive(path) {
+            let stamp = FileStamp::of(&std::fs::metadata(path).ok()?)?;
+            if !stamp.settled(now) || is_thin_archive(path) {
                 return None;
             }
-            key.bytes(path.as_os_str().as_encoded_bytes())
-                .u64(metadata.dev())
-                .u64(metadata.ino())
-                .u64(metadata.size())
-                .u64(metadata.mtime() as u64)
-                .u64(metadata.mtime_nsec() as u64)
-                .u64(metadata.ctime() as u64)
-                .u64(metadata.ctime_nsec() as u64);
+            key.bytes(path.as_os_str().as_encoded_bytes());
+            for word in stamp.words() {
+                key.u64(word);
+            }
         }
         Some(LinkMemo {
             store: Store::open(&cache.dir, cache.limit).ok()?,
@@ -126,14 +116,6 @@ impl LinkMemo {
     pub(crate) fn record(&self, replaced: &[Replaced]) {
         let _ = self.store.put(&self.key, &encode(replaced));
     }
-}
-
-/// When `metadata`'s file last had its status changed (written, renamed
-/// over, its times set).
-fn changed_at(metadata: &std::fs::Metadata) -> Option<SystemTime> {
-    let seconds = u64::try_from(metadata.ctime()).ok()?;
-    let nanoseconds = u32::try_from(metadata.ctime_nsec()).ok()?;
-    SystemTime::UNIX_EPOCH.checked_add(Duration::new(seconds, nanoseconds))
 }
 
 fn is_thin_archive(path: &Path) -> bool {

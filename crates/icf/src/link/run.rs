@@ -393,7 +393,7 @@ fn fold_inputs(
         );
         if let Some(cache) = &analysis.cache {
             eprintln!(
-                "icf: cache: {} of {} runs' keys read from {} ({} candidates read, {} lifted; {} entries written, {} KiB; hashing {})",
+                "icf: cache: {} of {} runs' keys read from {} ({} candidates read, {} lifted; {} entries written, {} KiB; {} of {} objects hashed, {})",
                 cache.hits,
                 cache.runs,
                 cache.dir.display(),
@@ -401,6 +401,8 @@ fn fold_inputs(
                 cache.candidates_lifted,
                 cache.written,
                 cache.bytes_written / 1024,
+                cache.objects_hashed,
+                cache.objects,
                 milliseconds(cache.hashing),
             );
             eprintln!(
