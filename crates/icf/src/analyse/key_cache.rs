@@ -87,7 +87,7 @@ pub struct CacheStats {
     pub hashing: Duration,
     /// Objects loaded, and of them those whose bytes were hashed: the
     /// others' hashes were kept by an earlier link of the same file
-    /// ([`KnownHashes`]).
+    /// (`KnownHashes`).
     pub objects: u64,
     pub objects_hashed: u64,
 }
