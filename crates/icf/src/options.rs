@@ -50,19 +50,62 @@ pub struct Exports {
 }
 
 impl Exports {
-    /// Whether the global symbol `name` is exported.
+    /// Whether the global symbol `name` is exported. For one name; to ask
+    /// of many, [`Exports::index`] once.
     pub fn exports(&self, name: &[u8]) -> bool {
-        if self.all {
-            return true;
+        self.index().exports(name)
+    }
+
+    /// The patterns sorted for asking of many names: a linked image's
+    /// exports are thousands of plain names (a shared library's whole
+    /// dynamic symbol table), which a glob per name and pattern made
+    /// quadratic.
+    pub fn index(&self) -> ExportIndex<'_> {
+        let is_glob = |pattern: &str| pattern.contains(['*', '?', '[']);
+        ExportIndex {
+            all: self.all,
+            names: self
+                .patterns
+                .iter()
+                .filter(|pattern| !is_glob(pattern))
+                .map(|name| name.as_bytes())
+                .collect(),
+            globs: self
+                .patterns
+                .iter()
+                .filter(|pattern| is_glob(pattern))
+                .map(String::as_str)
+                .collect(),
         }
-        let name = String::from_utf8_lossy(name);
-        self.patterns
-            .iter()
-            .any(|pattern| crate::linker_script::glob(pattern, &name))
     }
 
     pub fn is_empty(&self) -> bool {
         !self.all && self.patterns.is_empty()
+    }
+}
+
+/// [`Exports`] made for asking of many names ([`Exports::index`]).
+#[derive(Debug)]
+pub struct ExportIndex<'a> {
+    all: bool,
+    /// The patterns without a glob character: names, matched whole.
+    names: rustc_hash::FxHashSet<&'a [u8]>,
+    globs: Vec<&'a str>,
+}
+
+impl ExportIndex<'_> {
+    /// Whether the global symbol `name` is exported.
+    pub fn exports(&self, name: &[u8]) -> bool {
+        if self.all || self.names.contains(name) {
+            return true;
+        }
+        if self.globs.is_empty() {
+            return false;
+        }
+        let name = String::from_utf8_lossy(name);
+        self.globs
+            .iter()
+            .any(|pattern| crate::linker_script::glob(pattern, &name))
     }
 }
 
@@ -302,5 +345,34 @@ mod tests {
         );
         assert_eq!(target_directory(&root.join("a.out")), None);
         std::fs::remove_dir_all(&root).expect("cleaning up");
+    }
+
+    #[test]
+    fn an_export_index_answers_as_the_patterns_do() {
+        let exports = Exports {
+            all: false,
+            patterns: ["main", "api_*", "v?", "[ab]x"].map(String::from).to_vec(),
+        };
+        let index = exports.index();
+        for (name, exported) in [
+            ("main", true),
+            ("mai", false),
+            ("main2", false),
+            ("api_", true),
+            ("api_open", true),
+            ("v1", true),
+            ("v12", false),
+            ("ax", true),
+            ("cx", false),
+        ] {
+            assert_eq!(index.exports(name.as_bytes()), exported, "{name}");
+            assert_eq!(exports.exports(name.as_bytes()), exported, "{name}");
+        }
+        let all = Exports {
+            all: true,
+            patterns: Vec::new(),
+        };
+        assert!(all.index().exports(b"anything"));
+        assert!(!Exports::default().index().exports(b"main"));
     }
 }

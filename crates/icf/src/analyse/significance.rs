@@ -131,6 +131,7 @@ impl Uses<'_, '_, '_> {
             }
         }
 
+        let exports = program.options.exports.index();
         for (index, info) in self.candidates.iter().enumerate() {
             let elf = &program.object(info.object).object;
             let symbols = symbols_of(self.program, info);
@@ -156,7 +157,7 @@ impl Uses<'_, '_, '_> {
                 let symbol = elf.symbol(s);
                 symbol.binding != Binding::Local
                     && symbol.visibility == Visibility::Default
-                    && (program.options.shared || program.options.exports.exports(symbol.name))
+                    && (program.options.shared || exports.exports(symbol.name))
             });
             result[index] = if in_table {
                 Some(Significance::AddrsigTable)

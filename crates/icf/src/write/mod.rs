@@ -104,6 +104,7 @@ impl Analysis<'_, '_> {
             return;
         }
         let after = crate::load::live::live_sections_folded(program, roots, &folded);
+        let exports = program.options.exports.index();
         for (index, object) in program.objects.iter().enumerate() {
             if object.object.format != icf_object::Format::MachO {
                 continue;
@@ -115,7 +116,7 @@ impl Analysis<'_, '_> {
                 };
                 let exported = symbol.binding != Binding::Local
                     && symbol.visibility == Visibility::Default
-                    && program.options.exports.exports(symbol.name);
+                    && exports.exports(symbol.name);
                 if !exported || !live[index].get(section.index()).copied().unwrap_or(false) {
                     continue;
                 }
