@@ -211,8 +211,10 @@ pub(crate) struct ComdatInstances<'data> {
     grouped: HashMap<(ObjectId, SectionIndex), CandidateId>,
     /// Answers that hold for every instance of a group's section alike, by
     /// question, signature id and section name: asking once per group
-    /// rather than once per instance keeps planning linear.
-    answers: std::cell::RefCell<HashMap<AnswerKey<'data>, bool>>,
+    /// rather than once per instance keeps planning linear. Shared by the
+    /// threads that gather members' facts; two may answer one question
+    /// at once, alike.
+    answers: std::sync::Mutex<HashMap<AnswerKey<'data>, bool>>,
 }
 
 /// A question, a signature id and a section name.
@@ -276,13 +278,15 @@ impl<'data> ComdatInstances<'data> {
         let name = analysis
             .section_of(&analysis.candidates[candidate.index()])
             .name;
-        if let Some(&known) = self.answers.borrow().get(&(question, id, name)) {
+        let key = (question, id, name);
+        let asked = self.answers.lock().ok().and_then(|a| a.get(&key).copied());
+        if let Some(known) = asked {
             return known;
         }
         let known = answer();
-        self.answers
-            .borrow_mut()
-            .insert((question, id, name), known);
+        if let Ok(mut answers) = self.answers.lock() {
+            answers.insert(key, known);
+        }
         known
     }
 

@@ -13,6 +13,7 @@ use crate::load::program::ObjectId;
 use icf_fold::plan::{Action, ClassPlan, KeepReason, MemberFacts, Mode, plan_class};
 use icf_fold::{CandidateId, ClassId};
 use icf_object::{Binding, SymbolIndex, SymbolKind};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 impl<'data> Analysis<'_, 'data> {
@@ -141,11 +142,18 @@ impl<'data> Analysis<'_, 'data> {
     ) -> (Vec<(ClassId, Vec<MemberFacts>)>, IdentityNames) {
         let mut class_facts: Vec<(ClassId, Vec<MemberFacts>)> = Vec::new();
         let mut identities = IdentityNames::default();
-        for members in self.partition.groups() {
-            let facts: Vec<MemberFacts> = members
-                .iter()
-                .map(|&candidate| self.member_facts(candidate, inputs))
-                .collect();
+        let groups = self.partition.groups();
+        // Each member's facts on their own, in parallel.
+        let all_facts: Vec<Vec<MemberFacts>> = groups
+            .par_iter()
+            .map(|members| {
+                members
+                    .iter()
+                    .map(|&candidate| self.member_facts(candidate, inputs))
+                    .collect()
+            })
+            .collect();
+        for (members, facts) in groups.iter().zip(all_facts) {
             // A class without a member sure to be linked folds through
             // identities (see `icf_fold::plan`).
             if facts.iter().all(|f| !f.kept_eligible) {
