@@ -457,33 +457,18 @@ fn a_relink_of_unchanged_inputs_replays_the_kept_result_and_any_change_misses() 
     // b.o rewritten in place, its size and modification time as they
     // were: its status-change time tells.
     let bytes = std::fs::read(&b).expect("read b.o");
-    let modified = std::fs::metadata(&b)
-        .and_then(|m| m.modified())
-        .expect("b.o's time");
     let elsewhere = dir.join("variant");
     std::fs::create_dir_all(&elsewhere).expect("create a directory");
     let variant = compile_by_name(&elsewhere, "b", B, &["-DVARIANT"]);
     let variant = std::fs::read(&variant).expect("read the variant");
     assert_eq!(variant.len(), bytes.len(), "the variant's size differs");
-    std::fs::write(&b, &variant).expect("rewrite b.o");
-    std::fs::File::options()
-        .write(true)
-        .open(&b)
-        .and_then(|f| f.set_modified(modified))
-        .expect("restore b.o's time");
+    rewrite_keeping_its_time(&b, &variant);
     age_past_the_racy_window();
     let (replayed, changed) = relink(&cache, &[], &command, &output);
     assert!(!replayed, "a changed input was not seen");
     assert_ne!(changed, first);
     assert_ne!(run(&output), expected, "sum_b no longer folds with sum_a");
-    let plain = dir.join("plain");
-    let status = Command::new("gcc")
-        .args(&command[1..])
-        .arg("-o")
-        .arg(&plain)
-        .status()
-        .expect("run gcc");
-    assert!(status.success());
+    let plain = plain_link(&dir, &command);
     assert_eq!(run(&output), run(&plain));
 
     // A stored rewritten file damaged: not handed out, the link folds.
@@ -501,6 +486,33 @@ fn a_relink_of_unchanged_inputs_replays_the_kept_result_and_any_change_misses() 
     assert!(!replayed, "a damaged file was replayed");
     assert_eq!(repaired, changed);
     assert_eq!(run(&output), run(&plain));
+}
+
+/// Writes `bytes` over `path` in place and gives it back its modification
+/// time: only its status-change time tells it changed.
+fn rewrite_keeping_its_time(path: &Path, bytes: &[u8]) {
+    let modified = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .expect("the file's time");
+    std::fs::write(path, bytes).expect("rewrite the file");
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(modified))
+        .expect("restore the file's time");
+}
+
+/// `command` (`gcc INPUTS...`) linked plainly into `DIR/plain`.
+fn plain_link(dir: &Path, command: &[String]) -> PathBuf {
+    let plain = dir.join("plain");
+    let status = Command::new("gcc")
+        .args(&command[1..])
+        .arg("-o")
+        .arg(&plain)
+        .status()
+        .expect("run gcc");
+    assert!(status.success());
+    plain
 }
 
 /// What `icf link -v` said of hashing: (objects hashed, objects).
@@ -574,25 +586,10 @@ fn a_relink_hashes_only_the_objects_of_files_that_changed() {
     let original = std::fs::read(&library).expect("read libab.a");
     assert_eq!(variant.len(), original.len(), "the variant's size differs");
     assert_ne!(variant, original);
-    let modified = std::fs::metadata(&library)
-        .and_then(|m| m.modified())
-        .expect("libab.a's time");
-    std::fs::write(&library, &variant).expect("rewrite libab.a");
-    std::fs::File::options()
-        .write(true)
-        .open(&library)
-        .and_then(|f| f.set_modified(modified))
-        .expect("restore libab.a's time");
+    rewrite_keeping_its_time(&library, &variant);
     age_past_the_racy_window();
     assert_eq!(objects_hashed(&link()), (2, 3));
-    let plain = dir.join("plain");
-    let status = Command::new("gcc")
-        .args(&command[1..])
-        .arg("-o")
-        .arg(&plain)
-        .status()
-        .expect("run gcc");
-    assert!(status.success());
+    let plain = plain_link(&dir, &command);
     assert_eq!(run(&output), run(&plain), "a stale hash folded sum_b");
     assert_ne!(run(&output), before);
 }
