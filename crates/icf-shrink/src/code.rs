@@ -219,23 +219,31 @@ pub(crate) struct Decoded {
 }
 
 /// Decoded fields by place: a million of them in an LLVM-size program
-/// live through the patching, and sorted lists hold them in a third of
-/// the bytes a hash map needs at its usual load. One list a batch of
-/// pieces, as found: joining them would hold every field twice at once.
+/// live through the patching, and sorted lists hold them in half the
+/// bytes the hash map they replace did. One list a batch of pieces, as
+/// found: joining them would hold every field twice at once.
 #[derive(Debug, Default)]
 pub(crate) struct Fields {
     /// Each sorted by place; batches of pieces come in address order, so
     /// their places rarely overlap.
     runs: Vec<Vec<(u64, Field)>>,
+    /// Each run's first and last place, side by side: a lookup searches
+    /// only the runs whose span holds its place.
+    spans: Vec<(u64, u64)>,
 }
 
 impl Fields {
     /// The field decoding found at `place` (of two, the later found).
     pub(crate) fn get(&self, place: u64) -> Option<Field> {
-        self.runs.iter().rev().find_map(|run| {
-            let at = run.binary_search_by_key(&place, |&(place, _)| place).ok()?;
-            Some(run[at].1)
-        })
+        self.spans
+            .iter()
+            .zip(&self.runs)
+            .rev()
+            .filter(|&(&(first, last), _)| (first..=last).contains(&place))
+            .find_map(|(_, run)| {
+                let at = run.binary_search_by_key(&place, |&(place, _)| place).ok()?;
+                Some(run[at].1)
+            })
     }
 
     /// Adds `run`, found after the fields already here.
@@ -250,7 +258,10 @@ impl Fields {
             same
         });
         run.shrink_to_fit();
-        self.runs.push(run);
+        if let (Some(&(first, _)), Some(&(last, _))) = (run.first(), run.last()) {
+            self.spans.push((first, last));
+            self.runs.push(run);
+        }
     }
 }
 
