@@ -9,13 +9,14 @@
 //! for every file icf reads (the inputs, linker scripts, export lists)
 //! where it is and what the file system says of it: device, inode, size,
 //! modification and status-change times, as ninja, cargo and ccache's
-//! direct mode tell an unchanged file. The status-change time cannot be
-//! set back: a file rewritten in place and given its old modification time
-//! (`cp -p`, `touch -r`) still misses. A file changed less than
-//! [`FileStamp::SETTLED_AFTER`] ago is not trusted (its times may not tell two writes within
-//! their resolution apart, git's "racily clean"), nor is a thin archive
-//! (its members are other files): then the fold runs as usual and keeps no
-//! entry.
+//! direct mode tell an unchanged file ([`FileStamp`]). The status-change
+//! time cannot be set back: a file rewritten in place and given its old
+//! modification time (`cp -p`, `touch -r`) still misses. A file changed
+//! less than [`FileStamp::SETTLED_AFTER`] ago is not trusted (its times
+//! may not tell two writes within their resolution apart, git's "racily
+//! clean"), nor is a thin archive (its members are other files): then the
+//! fold runs as usual and keeps no entry. The key cache tells an unchanged
+//! file's object hashes by the same stamp (`analyse/key_cache.rs`).
 //!
 //! The stored files themselves are trusted no more than before: each is
 //! handed out only when its bytes match its checksum
@@ -56,7 +57,8 @@ pub(crate) struct LinkMemo {
 impl LinkMemo {
     /// The entry of this link, `None` when it cannot have one (no cache,
     /// a report wanted, planted folds, Mach-O, a file icf reads that is
-    /// missing, a thin archive or changed within [`FileStamp::SETTLED_AFTER`]).
+    /// missing, a thin archive or one changed within
+    /// [`FileStamp::SETTLED_AFTER`]).
     pub(crate) fn for_link(
         parsed: &LinkCommand,
         plan: &PlanOptions,
