@@ -880,8 +880,8 @@ const HASHES_DOMAIN: &str = "icf object hashes 1";
 /// The hashes of the objects of every input file whose stamp
 /// ([`icf_object::FileStamp`]: device, inode, size, modification and
 /// status-change times) an earlier link kept with them: a relink after
-/// one object changed hashes that object, not the gigabytes of archives
-/// around it. A file changed within [`icf_object::FileStamp::SETTLED_AFTER`]
+/// one object changed hashes that object, not every archive around it.
+/// A file changed within [`icf_object::FileStamp::SETTLED_AFTER`]
 /// is hashed, and its hashes not kept, as is a thin archive (its members
 /// are other files). The stamp is the mapped file's, taken when it was
 /// opened, and the key holds this build of icf (the hash's rule may
