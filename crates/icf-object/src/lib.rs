@@ -38,8 +38,8 @@ pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
 pub use image_info::{DecodedPiece, Image, ImageKind, PointerSource};
 pub use input::{
-    FileKind, FileStamp, InputFile, InputObjects, ObjectSource, SkippedMember, is_linked_image,
-    list_objects,
+    FileKind, FileStamp, InputFile, InputObjects, ObjectSource, PendingRelease, SkippedMember,
+    is_linked_image, list_objects,
 };
 pub use macho_layout::{Atom, DataInCode, MachOLayout, MachOSection};
 pub use model::{

@@ -198,14 +198,18 @@ pub(crate) fn map_pieces_by_object<T: Send>(
         .collect();
     pieces
         .into_par_iter()
-        .flat_map_iter(|(run, piece)| {
-            let object = candidates[piece.start].object;
-            let mapped = f(piece);
-            if left[run].fetch_sub(1, Ordering::AcqRel) == 1 {
-                program.release_object_pages(object);
-            }
-            mapped
-        })
+        .map_init(
+            || program.pending_release(),
+            |released, (run, piece)| {
+                let object = candidates[piece.start].object;
+                let mapped = f(piece);
+                if left[run].fetch_sub(1, Ordering::AcqRel) == 1 {
+                    program.release_object_pages_later(released, object);
+                }
+                mapped
+            },
+        )
+        .flatten_iter()
         .collect()
 }
 

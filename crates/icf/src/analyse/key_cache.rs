@@ -226,16 +226,19 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             .objects
             .par_iter()
             .enumerate()
-            .map(|(index, object)| {
-                object.loaded.then(|| {
-                    if let Some(hash) = known.of(program, ObjectId(index as u32)) {
-                        return hash;
-                    }
-                    let hash = analysed_bytes_hash(&object.object);
-                    program.release_object_pages(ObjectId(index as u32));
-                    hash
-                })
-            })
+            .map_init(
+                || program.pending_release(),
+                |released, (index, object)| {
+                    object.loaded.then(|| {
+                        if let Some(hash) = known.of(program, ObjectId(index as u32)) {
+                            return hash;
+                        }
+                        let hash = analysed_bytes_hash(&object.object);
+                        program.release_object_pages_later(released, ObjectId(index as u32));
+                        hash
+                    })
+                },
+            )
             .collect();
         let (hashes_written, objects_hashed) = known.updates(program, &hashes);
         let mut seen: HashMap<(usize, Option<&str>), u64> = HashMap::default();

@@ -7,7 +7,7 @@ pub use crate::load::objects::{
 use crate::load::resolution::{self, Definitions};
 use crate::load::targets::TargetTable;
 pub use crate::options::{Exports, GcRoots, Options};
-use icf_object::{InputFile, Object, PerSection, SkippedMember, SymbolKind};
+use icf_object::{InputFile, Object, PendingRelease, PerSection, SkippedMember, SymbolKind};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
@@ -74,42 +74,45 @@ impl<'data> Program<'data> {
         // Parsing and everything derived from one object alone, in parallel.
         let parsed: Vec<(LoadedObject<'data>, Vec<icf_object::FunctionExtent>)> = sources
             .into_par_iter()
-            .map(|(file, source)| {
-                let path = &inputs.files[file].path;
-                let parsed = if options.linked_image && options.keep_decoded_code {
-                    Object::parse_image_keeping_code(source.data)
-                } else if options.linked_image {
-                    Object::parse_image(source.data)
-                } else {
-                    Object::parse(source.data)
-                };
-                let elf = parsed.map_err(|e| {
-                    let e = e.with_file(path);
-                    match &source.member {
-                        Some(member) => e.with_member(member.clone()),
-                        None => e,
-                    }
-                })?;
-                let anchors = elf.data_anchors();
-                let extents = elf.functions();
-                let object = LoadedObject {
-                    file,
-                    loaded: source.member.is_none() || options.whole_archive.contains(&file),
-                    member: source.member,
-                    code_references: elf.code_references(&anchors),
-                    data_in_code: elf.data_in_code(),
-                    code_resumes: elf.code_resumes(),
-                    anchors,
-                    section_symbols: section_symbols(&elf),
-                    section_symbol: section_symbol_of(&elf),
-                    symbol_refs: Vec::new(),
-                    object: elf,
-                };
-                // What later steps read again (names, relocations) faults
-                // back in; the rest of the object need not stay resident.
-                inputs.files[file].release_resident_range(source.data);
-                Ok((object, extents))
-            })
+            .map_init(
+                || PendingRelease::new(&inputs.files),
+                |released, (file, source)| {
+                    let path = &inputs.files[file].path;
+                    let parsed = if options.linked_image && options.keep_decoded_code {
+                        Object::parse_image_keeping_code(source.data)
+                    } else if options.linked_image {
+                        Object::parse_image(source.data)
+                    } else {
+                        Object::parse(source.data)
+                    };
+                    let elf = parsed.map_err(|e| {
+                        let e = e.with_file(path);
+                        match &source.member {
+                            Some(member) => e.with_member(member.clone()),
+                            None => e,
+                        }
+                    })?;
+                    let anchors = elf.data_anchors();
+                    let extents = elf.functions();
+                    let object = LoadedObject {
+                        file,
+                        loaded: source.member.is_none() || options.whole_archive.contains(&file),
+                        member: source.member,
+                        code_references: elf.code_references(&anchors),
+                        data_in_code: elf.data_in_code(),
+                        code_resumes: elf.code_resumes(),
+                        anchors,
+                        section_symbols: section_symbols(&elf),
+                        section_symbol: section_symbol_of(&elf),
+                        symbol_refs: Vec::new(),
+                        object: elf,
+                    };
+                    // What later steps read again (names, relocations) faults
+                    // back in; the rest of the object need not stay resident.
+                    released.add(file, source.data);
+                    Ok((object, extents))
+                },
+            )
             .collect::<Result<_, icf_object::Error>>()?;
         let mut objects = Vec::with_capacity(parsed.len());
         let mut functions = Vec::new();
@@ -183,10 +186,16 @@ impl<'data> Program<'data> {
     }
 
     /// Drops the pages of one object's bytes from the resident set (see
-    /// [`InputFile::release_resident_range`]).
-    pub fn release_object_pages(&self, id: ObjectId) {
+    /// [`InputFile::release_resident_range`]), gathered with its neighbours
+    /// in `released` (see [`PendingRelease`]).
+    pub fn release_object_pages_later(&self, released: &mut PendingRelease<'_>, id: ObjectId) {
         let object = self.object(id);
-        self.inputs.files[object.file].release_resident_range(object.object.data);
+        released.add(object.file, object.object.data);
+    }
+
+    /// A gatherer of pages to release, for [`Program::release_object_pages_later`].
+    pub fn pending_release(&self) -> PendingRelease<'_> {
+        PendingRelease::new(&self.inputs.files)
     }
 
     /// `file` or `file(member)`, for messages.
