@@ -23,6 +23,7 @@ use crate::analyse::candidates::{CandidateInfo, Origin, Places, collect_candidat
 use crate::analyse::data_uses::{DataReference, VtableEntry, references_from_data};
 use crate::analyse::key_cache::{CacheStats, PendingWrites};
 use crate::analyse::keys::{self, Keys};
+use crate::analyse::lift_memo::LiftCounts;
 use crate::analyse::narrow::Narrower;
 use crate::analyse::significance::{Significance, Uses};
 use crate::load::program::Program;
@@ -65,6 +66,9 @@ pub struct Analysis<'p, 'data> {
     pub escaping_references: Vec<(CandidateId, TargetId)>,
     /// Code candidates compared partly byte by byte.
     pub opaque_functions: usize,
+    /// Functions lifted for their keys, and keys cloned from identical
+    /// copies instead (see `lift_memo`).
+    pub lifts: LiftCounts,
     pub attrs: Vec<Attrs>,
     /// The program's targets plus candidate and constant targets.
     pub targets: ExtendedTargets<'p, 'data>,
@@ -208,6 +212,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             cache,
             cache_writes,
             keys_time,
+            lifts,
         } = keys::make(
             program,
             &candidates,
@@ -225,6 +230,7 @@ impl<'p, 'data> Analysis<'p, 'data> {
             candidates,
             escaping_references,
             opaque_functions,
+            lifts,
             attrs: Vec::new(),
             targets,
             target_candidate,

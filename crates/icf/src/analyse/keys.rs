@@ -10,6 +10,7 @@ use crate::analyse::candidates::{CandidateInfo, Origin, map_pieces_by_object, ma
 use crate::analyse::data_uses::DataReference;
 use crate::analyse::entry::{Entry, settle, shared_shapes};
 use crate::analyse::key_cache::{CacheStats, KeyCache, PendingWrites, RunEntries};
+use crate::analyse::lift_memo::{LiftCounts, LiftMemo};
 use crate::analyse::narrow::Narrower;
 use crate::load::program::Program;
 use crate::options::CacheSettings;
@@ -89,6 +90,8 @@ pub(crate) struct Keys {
     pub cache_writes: Option<PendingWrites>,
     /// How long the keys took (lifted or read), attributes aside.
     pub keys_time: std::time::Duration,
+    /// Functions lifted, and keys cloned from identical copies.
+    pub lifts: LiftCounts,
 }
 
 /// Candidates lifted together on one thread, without a cache (see
@@ -114,25 +117,30 @@ pub(crate) fn make(
     // alongside the keys.
     let started = std::time::Instant::now();
     program.inputs.release_resident_pages();
+    let linked_image = program.objects.iter().any(|o| o.object.image.is_some());
+    let memo = match linked_image {
+        true => LiftMemo::off(),
+        false => LiftMemo::default(),
+    };
     let lift = |candidate: &CandidateInfo| {
-        let function = narrower.lift(candidate);
         let entered = match candidate.origin {
             Origin::Function(index) => !program.entry_points(program.function(index)).is_empty(),
             Origin::Data => false,
         };
-        let body = if function.layout_sensitive || entered {
-            Body::with_layout(&function)
-        } else {
-            Body::of(&function)
-        };
-        icf_arch::recycle(function);
-        body
+        narrower.key(candidate, &memo, |function| {
+            let body = if function.layout_sensitive || entered {
+                Body::with_layout(&function)
+            } else {
+                Body::of(&function)
+            };
+            icf_arch::recycle(function);
+            body
+        })
     };
     // The cache serves relinks of objects. A linked image is one run,
     // which the cache would lift on one thread to store it whole: on
     // opt_lite `icf report` took 1.27 s so (0.68 s reading the keys back)
     // against 0.57 s lifting only what can fold, in parallel.
-    let linked_image = program.objects.iter().any(|o| o.object.image.is_some());
     let cache = cache.filter(|_| !linked_image).and_then(|settings| {
         KeyCache::open(
             settings,
@@ -146,12 +154,9 @@ pub(crate) fn make(
     // be (the rest lifted), then those whose shape another shares are
     // lifted. The cache stores and reads whole runs; without it, a long
     // run (a linked image's) goes in parallel pieces.
-    let first = |index: usize| match narrower.sketch(&candidates[index]) {
-        Some((shape, function)) => {
-            let body = Body::alone(&function, index as u32);
-            icf_arch::recycle(function);
-            Entry::Sketched { body, shape }
-        }
+    let first = |index: usize| match narrower.sketch_alone(&candidates[index], &memo, index as u32)
+    {
+        Some((shape, body)) => Entry::Sketched { body, shape },
         None => Entry::Lifted {
             body: lift(&candidates[index]),
             shape: None,
@@ -186,6 +191,7 @@ pub(crate) fn make(
     };
     let (cache, cache_writes) = cache.map(KeyCache::finish).unzip();
     let keys_time = started.elapsed();
+    let lifts = memo.counts();
     let mut section_classes = Vec::new();
     let attrs = attributes(program, candidates, narrower, &bodies, &mut section_classes);
     // Whether a jump from another candidate lands inside is known only
@@ -231,5 +237,6 @@ pub(crate) fn make(
         cache,
         cache_writes,
         keys_time,
+        lifts,
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod data_uses;
 pub(crate) mod entry;
 pub(crate) mod key_cache;
 pub(crate) mod keys;
+pub(crate) mod lift_memo;
 pub(crate) mod member_facts;
 pub(crate) mod narrow;
 pub(crate) mod plant;

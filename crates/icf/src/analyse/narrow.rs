@@ -5,10 +5,12 @@
 //! read-only data as one opaque run.
 
 use crate::analyse::candidates::{CandidateInfo, Origin, Piece, Places};
+use crate::analyse::lift_memo::LiftMemo;
 use crate::load::program::Program;
 use crate::load::targets::{ExtendedTargets, Target};
 use icf_arch::OpaqueField;
 use icf_fold::CandidateId;
+use icf_fold::body::Body;
 use icf_ir::{Function, OpaqueReason, Ref, RefKind, TargetId, Use};
 use icf_object::SectionIndex;
 
@@ -131,15 +133,45 @@ impl Narrower<'_, '_> {
         }
     }
 
-    /// The candidate's references narrowed and the hash of its operations
-    /// ([`icf_arch::Sketch`]), for a function whose architecture can
-    /// sketch it.
-    pub(crate) fn sketch(&self, candidate: &CandidateInfo) -> Option<(u64, Function)> {
+    /// `make` of the candidate lifted with its references narrowed, as
+    /// [`Narrower::lift`], for a function through `memo`: an identical
+    /// copy's key is cloned (see [`LiftMemo`]).
+    pub(crate) fn key(
+        &self,
+        candidate: &CandidateInfo,
+        memo: &LiftMemo,
+        make: impl FnOnce(Function) -> Body,
+    ) -> Body {
+        match candidate.origin {
+            Origin::Function(index) => self
+                .program
+                .with_input(self.program.function(index), |input| {
+                    memo.key(input, icf_arch::lift, |f| make(self.narrow_function(f)))
+                }),
+            Origin::Data => make(self.lift_data(candidate)),
+        }
+    }
+
+    /// [`Narrower::sketch`] through `memo` (an identical copy's sketch is
+    /// reused), with the body alone of candidate `id` made from it.
+    pub(crate) fn sketch_alone(
+        &self,
+        candidate: &CandidateInfo,
+        memo: &LiftMemo,
+        id: u32,
+    ) -> Option<(u64, Body)> {
         let Origin::Function(index) = candidate.origin else {
             return None;
         };
-        let sketch = self.program.sketch(self.program.function(index))?;
-        Some((sketch.shape, self.narrow_function(sketch.function)))
+        self.program
+            .with_input(self.program.function(index), |input| {
+                memo.sketch(input, id, |sketch| {
+                    let function = self.narrow_function(sketch.function);
+                    let body = Body::alone(&function, id);
+                    icf_arch::recycle(function);
+                    (sketch.shape, body)
+                })
+            })
     }
 
     fn narrow_function(&self, mut function: Function) -> Function {

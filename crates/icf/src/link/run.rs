@@ -391,6 +391,10 @@ fn fold_inputs(
             milliseconds(t.plan),
             milliseconds(written.elapsed())
         );
+        eprintln!(
+            "icf: keys: {} functions lifted, {} keys cloned from identical copies",
+            analysis.lifts.lifted, analysis.lifts.cloned
+        );
         if let Some(cache) = &analysis.cache {
             eprintln!(
                 "icf: cache: {} of {} runs' keys read from {} ({} candidates read, {} lifted; {} entries written, {} KiB; {} of {} objects hashed, {})",

@@ -20,7 +20,11 @@ impl Program<'_> {
     }
 
     /// `work` on the lifter's input for one function piece.
-    fn with_input<R>(&self, function: &FunctionInfo, work: impl FnOnce(&CodeInput<'_>) -> R) -> R {
+    pub(crate) fn with_input<R>(
+        &self,
+        function: &FunctionInfo,
+        work: impl FnOnce(&CodeInput<'_>) -> R,
+    ) -> R {
         let object = self.object(function.object);
         let extent = &function.extent;
         let section = object.object.section(extent.section);
