@@ -118,7 +118,8 @@ pub(crate) fn make(
     let started = std::time::Instant::now();
     program.inputs.release_resident_pages();
     let linked_image = program.objects.iter().any(|o| o.object.image.is_some());
-    let memo = match linked_image {
+    let arch = program.objects.first().map(|o| o.object.arch);
+    let memo = match linked_image || arch != Some(icf_ir::Arch::X86_64) {
         true => LiftMemo::off(),
         false => LiftMemo::default(),
     };
@@ -167,6 +168,7 @@ pub(crate) fn make(
             let runs: Vec<RunEntries> =
                 map_runs_by_object(program, candidates, |run| vec![cache.entries(run, first)]);
             let shared = shared_shapes(runs.iter().flat_map(RunEntries::entries));
+            memo.forget_sketches();
             let second = |index: usize, entry| settle(entry, &shared, || lift(&candidates[index]));
             runs.into_par_iter()
                 .flat_map_iter(|run| cache.settle(run, second))
@@ -178,6 +180,7 @@ pub(crate) fn make(
                     run.map(&first).collect()
                 });
             let shared = shared_shapes(&entries);
+            memo.forget_sketches();
             entries
                 .into_par_iter()
                 .enumerate()
@@ -192,6 +195,7 @@ pub(crate) fn make(
     let (cache, cache_writes) = cache.map(KeyCache::finish).unzip();
     let keys_time = started.elapsed();
     let lifts = memo.counts();
+    drop(memo);
     let mut section_classes = Vec::new();
     let attrs = attributes(program, candidates, narrower, &bodies, &mut section_classes);
     // Whether a jump from another candidate lands inside is known only
