@@ -23,7 +23,10 @@
 use crate::load::program::{GcRoots, LoadedObject, ObjectId, Program};
 use crate::load::targets::Target;
 use icf_object::{Binding, GroupIndex, Object, Reloc, SectionIndex, SymbolPlace, Visibility};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Per loaded object, per section: whether the link may keep it. Objects
 /// the link does not load have every section dead.
@@ -43,14 +46,18 @@ pub fn live_sections_folded(
     roots: &GcRoots,
     folded: &Folded,
 ) -> Vec<Vec<bool>> {
-    let mut marking = Marking::new(program);
-    marking.mark_named_roots(program, roots);
+    let (dependants, instances) =
+        rayon::join(|| dependants(program), || comdat_group_instances(program));
+    let marking = Marking::new(program);
+    let mut work = marking.mark_named_roots(program, roots);
     let export_all = program.options.shared || roots.export_dynamic;
-    marking.mark_kept_and_exported(program, export_all);
-    let dependants = dependants(program);
-    let instances = comdat_group_instances(program);
-    marking.follow(program, &dependants, &instances, folded);
-    marking.live
+    work.extend(marking.mark_kept_and_exported(program, export_all));
+    marking.follow(program, &dependants, &instances, folded, work);
+    marking
+        .live
+        .into_iter()
+        .map(|flags| flags.into_iter().map(AtomicBool::into_inner).collect())
+        .collect()
 }
 
 /// Per object, per section: the sections that live only with it.
@@ -60,162 +67,190 @@ type Dependants = Vec<Vec<Vec<SectionIndex>>>;
 /// the group's index in it.
 type GroupInstances<'p> = HashMap<&'p [u8], Vec<(ObjectId, GroupIndex)>>;
 
-/// The sections found live so far, and those of them still to follow.
+/// A section of an object.
+type Place = (ObjectId, SectionIndex);
+
+/// The sections found live so far. The walk goes one level at a time,
+/// each level's sections followed in parallel: a section is followed by
+/// whichever thread marks it first, and the sections live at the end are
+/// the same in any order (the closure of the roots).
 #[derive(Debug)]
 struct Marking {
     /// Per object, per section: whether it is live.
-    live: Vec<Vec<bool>>,
-    /// Live sections whose dependants, COMDAT siblings and relocation
-    /// targets are still to mark.
-    work: Vec<(ObjectId, SectionIndex)>,
+    live: Vec<Vec<AtomicBool>>,
 }
 
 impl Marking {
-    /// Every section of `program` dead, nothing to follow.
+    /// Every section of `program` dead.
     fn new(program: &Program<'_>) -> Marking {
         Marking {
             live: program
                 .objects
                 .iter()
-                .map(|o| vec![false; o.object.sections.len()])
+                .map(|o| {
+                    (0..o.object.sections.len())
+                        .map(|_| AtomicBool::new(false))
+                        .collect()
+                })
                 .collect(),
-            work: Vec::new(),
         }
     }
 
-    /// Marks `section` of `object` live and to follow, unless it already is.
-    fn mark(&mut self, object: ObjectId, section: SectionIndex) {
-        if let Some(flag) = self.live[object.index()].get_mut(section.index())
-            && !*flag
-        {
-            *flag = true;
-            self.work.push((object, section));
-        }
+    /// Marks `section` of `object` live; says whether this call did (the
+    /// caller then follows it).
+    fn mark(&self, (object, section): Place) -> bool {
+        self.live[object.index()]
+            .get(section.index())
+            .is_some_and(|flag| {
+                !flag.load(Ordering::Relaxed) && !flag.swap(true, Ordering::Relaxed)
+            })
     }
 
     /// Marks the sections that define the roots named by symbol: the entry
     /// and `-u` symbols, `main` (`_main`, ld64's default entry, on Mach-O),
-    /// `_init` and `_fini`, as the link resolves them.
-    fn mark_named_roots(&mut self, program: &Program<'_>, roots: &GcRoots) {
+    /// `_init` and `_fini`, as the link resolves them. Gives those it marked.
+    fn mark_named_roots(&self, program: &Program<'_>, roots: &GcRoots) -> Vec<Place> {
         let root_names: Vec<&[u8]> = roots
             .symbols
             .iter()
             .map(|s| s.as_bytes())
             .chain([&b"main"[..], b"_main", b"_init", b"_fini"])
             .collect();
+        let mut marked = Vec::new();
         for &name in &root_names {
             if let Some((object, symbol)) = program.definitions.winner(name)
                 && let Some(section) = program.object(object).object.symbol(symbol).section()
+                && self.mark((object, section))
             {
-                self.mark(object, section);
+                marked.push((object, section));
             }
         }
+        marked
     }
 
     /// Marks, in each loaded object, the sections a linker keeps whatever
     /// refers to them ([`is_root_section`]) and, when `export_all`, those
-    /// that define a default-visibility global.
-    fn mark_kept_and_exported(&mut self, program: &Program<'_>, export_all: bool) {
-        for (index, object) in program.objects.iter().enumerate() {
-            if !object.loaded {
-                continue;
-            }
-            let id = ObjectId(index as u32);
-            for (section_index, section) in object.object.sections.iter().enumerate() {
-                let delimited = object
-                    .object
-                    .may_be_delimited(SectionIndex(section_index as u32));
-                if is_root_section(section, delimited) {
-                    self.mark(id, SectionIndex(section_index as u32));
-                }
-            }
-            if export_all {
-                for symbol in &object.object.symbols {
-                    if symbol.binding != Binding::Local
-                        && symbol.visibility == Visibility::Default
-                        && let Some(section) = symbol.section()
-                    {
-                        self.mark(id, section);
+    /// that define a default-visibility global. Gives those it marked.
+    fn mark_kept_and_exported(&self, program: &Program<'_>, export_all: bool) -> Vec<Place> {
+        program
+            .objects
+            .par_iter()
+            .enumerate()
+            .filter(|(_, object)| object.loaded)
+            .flat_map_iter(|(index, object)| {
+                let id = ObjectId(index as u32);
+                let mut marked = Vec::new();
+                let mut mark = |section: SectionIndex| {
+                    if self.mark((id, section)) {
+                        marked.push((id, section));
+                    }
+                };
+                for (section_index, section) in object.object.sections.iter().enumerate() {
+                    let delimited = object
+                        .object
+                        .may_be_delimited(SectionIndex(section_index as u32));
+                    if is_root_section(section, delimited) {
+                        mark(SectionIndex(section_index as u32));
                     }
                 }
-            }
-        }
+                if export_all {
+                    for symbol in &object.object.symbols {
+                        if symbol.binding != Binding::Local
+                            && symbol.visibility == Visibility::Default
+                            && let Some(section) = symbol.section()
+                        {
+                            mark(section);
+                        }
+                    }
+                }
+                marked
+            })
+            .collect()
     }
 
     /// Follows each live section until none is left: its dependants, its
     /// siblings in the other instances of its COMDAT group and the targets
-    /// of its relocations live too.
+    /// of its relocations live too. `level` holds the sections marked and
+    /// not yet followed.
     fn follow<'p>(
-        &mut self,
+        &self,
         program: &'p Program<'_>,
         dependants: &Dependants,
         instances: &GroupInstances<'p>,
         folded: &Folded,
+        mut level: Vec<Place>,
     ) {
         // A (signature, section name) is spread to every instance once: each
         // instance it reaches would otherwise spread it again to all the others.
-        let mut spread: HashSet<(&[u8], &[u8])> = HashSet::default();
-        while let Some((object, section)) = self.work.pop() {
-            if let Some(&(kept_object, kept)) = folded.get(&(object, section)) {
-                self.mark(kept_object, kept);
-                continue;
-            }
-            for &dependant in &dependants[object.index()][section.index()] {
-                self.mark(object, dependant);
-            }
-            self.spread_to_instances(program, instances, &mut spread, object, section);
-            self.mark_relocation_targets(program, object, section);
+        let spread: Mutex<HashSet<(&[u8], &[u8])>> = Mutex::default();
+        while !level.is_empty() {
+            level = level
+                .par_iter()
+                .flat_map_iter(|&(object, section)| {
+                    let mut marked = Vec::new();
+                    let mut mark = |place: Place| {
+                        if self.mark(place) {
+                            marked.push(place);
+                        }
+                    };
+                    if let Some(&kept) = folded.get(&(object, section)) {
+                        mark(kept);
+                        return marked;
+                    }
+                    for &dependant in &dependants[object.index()][section.index()] {
+                        mark((object, dependant));
+                    }
+                    spread_to_instances(program, instances, &spread, object, section, &mut mark);
+                    // The targets of its relocations. A section the program
+                    // does not load (debug information) keeps nothing alive
+                    // (linkers point its references to dropped sections at a
+                    // tombstone), and the reader leaves its relocations
+                    // unread (`relocs_deferred`).
+                    let loaded = program.object(object);
+                    for reloc in &loaded.object.section(section).relocs {
+                        if let Some(target) = relocation_target(program, loaded, reloc) {
+                            mark(target);
+                        }
+                    }
+                    marked
+                })
+                .collect();
         }
     }
+}
 
-    /// Marks the sections named as `section` in every other loaded instance
-    /// of its COMDAT group: the link keeps one instance, but which one
-    /// matters to folding (see `plan::ComdatInstances`). Once per signature
-    /// and section name (`spread`).
-    fn spread_to_instances<'p>(
-        &mut self,
-        program: &'p Program<'_>,
-        instances: &GroupInstances<'p>,
-        spread: &mut HashSet<(&'p [u8], &'p [u8])>,
-        object: ObjectId,
-        section: SectionIndex,
-    ) {
-        let elf = &program.object(object).object;
-        let this = elf.section(section);
-        if let Some(group) = this.group.map(|g| elf.group(g))
-            && group.is_comdat
-            && let signature = elf.symbol(group.signature).name
-            && spread.insert((signature, this.name))
-        {
-            for &(other, other_group) in instances.get(signature).into_iter().flatten() {
-                let other_elf = &program.object(other).object;
-                let sibling = other_elf
-                    .group(other_group)
-                    .members
-                    .iter()
-                    .copied()
-                    .find(|&m| other_elf.section(m).name == this.name);
-                if let Some(sibling) = sibling {
-                    self.mark(other, sibling);
-                }
-            }
-        }
-    }
-
-    /// Marks the section each relocation of `section` reaches. A section
-    /// the program does not load (debug information) keeps nothing alive
-    /// (linkers point its references to dropped sections at a tombstone),
-    /// and the reader leaves its relocations unread (`relocs_deferred`).
-    fn mark_relocation_targets(
-        &mut self,
-        program: &Program<'_>,
-        object: ObjectId,
-        section: SectionIndex,
-    ) {
-        let loaded = program.object(object);
-        for reloc in &loaded.object.section(section).relocs {
-            if let Some((o, s)) = relocation_target(program, loaded, reloc) {
-                self.mark(o, s);
+/// Marks the sections named as `section` in every other loaded instance
+/// of its COMDAT group: the link keeps one instance, but which one matters
+/// to folding (see `plan::ComdatInstances`). Once per signature and
+/// section name (`spread`).
+fn spread_to_instances<'p>(
+    program: &'p Program<'_>,
+    instances: &GroupInstances<'p>,
+    spread: &Mutex<HashSet<(&'p [u8], &'p [u8])>>,
+    object: ObjectId,
+    section: SectionIndex,
+    mark: &mut impl FnMut(Place),
+) {
+    let elf = &program.object(object).object;
+    let this = elf.section(section);
+    if let Some(group) = this.group.map(|g| elf.group(g))
+        && group.is_comdat
+        && let signature = elf.symbol(group.signature).name
+        && spread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert((signature, this.name))
+    {
+        for &(other, other_group) in instances.get(signature).into_iter().flatten() {
+            let other_elf = &program.object(other).object;
+            let sibling = other_elf
+                .group(other_group)
+                .members
+                .iter()
+                .copied()
+                .find(|&m| other_elf.section(m).name == this.name);
+            if let Some(sibling) = sibling {
+                mark((other, sibling));
             }
         }
     }
@@ -250,19 +285,18 @@ fn relocation_target(
 /// `SHF_LINK_ORDER` dependants, and the LSDA and personality an FDE gives
 /// a function.
 fn dependants(program: &Program<'_>) -> Dependants {
-    let mut dependants: Dependants = program
+    program
         .objects
-        .iter()
-        .map(|o| vec![Vec::new(); o.object.sections.len()])
-        .collect();
-    for (index, object) in program.objects.iter().enumerate() {
-        if !object.loaded {
-            continue;
-        }
-        add_link_order_dependants(&object.object, &mut dependants[index]);
-        add_unwind_dependants(&object.object, &mut dependants[index]);
-    }
-    dependants
+        .par_iter()
+        .map(|object| {
+            let mut dependants = vec![Vec::new(); object.object.sections.len()];
+            if object.loaded {
+                add_link_order_dependants(&object.object, &mut dependants);
+                add_unwind_dependants(&object.object, &mut dependants);
+            }
+            dependants
+        })
+        .collect()
 }
 
 /// Adds each `SHF_LINK_ORDER` section of `elf` to the dependants of the
