@@ -18,6 +18,7 @@
 use crate::hash::Mixer;
 use crate::leb128::{Reader, Writer};
 use icf_ir::{Arch, Disp, Function, Operand, Ref, TargetId, Use};
+use std::sync::Arc;
 
 /// A reference to something outside the function, as the partition and the
 /// address-significance analysis need it.
@@ -41,10 +42,13 @@ pub struct Body {
     pub has_opaque: bool,
     /// A body [`Body::alone`] made: no key, equal to no other body.
     pub alone: bool,
-    code: Box<[u8]>,
+    /// Shared, as is the layout: identical copies of a function (one per
+    /// object that carries an inline function) are given clones of one
+    /// key, which then hold one copy of these bytes between them.
+    code: Arc<[u8]>,
     /// Offset and length of every instruction in walk order, compared only
     /// for layout-sensitive candidates and kept only for them.
-    layout: Option<Box<[u8]>>,
+    layout: Option<Arc<[u8]>>,
     refs: Box<[BodyRef]>,
 }
 
@@ -99,7 +103,7 @@ impl Body {
             structural_hash: structure.finish(),
             has_opaque: false,
             alone: true,
-            code: code.bytes.into_boxed_slice(),
+            code: code.bytes.into(),
             layout: None,
             refs,
         }
@@ -212,8 +216,8 @@ impl Body {
             structural_hash: structure.finish(),
             has_opaque: f.has_opaque(),
             alone: false,
-            code: code.bytes.into_boxed_slice(),
-            layout: with_layout.then(|| layout.bytes.into_boxed_slice()),
+            code: code.bytes.into(),
+            layout: with_layout.then(|| layout.bytes.into()),
             refs: refs.into_boxed_slice(),
         }
     }
@@ -292,7 +296,7 @@ impl Body {
             _ => return None,
         };
         let code_length = usize::try_from(r.unsigned()?).ok()?;
-        let code: Box<[u8]> = r.bytes(code_length)?.into();
+        let code: Arc<[u8]> = r.bytes(code_length)?.into();
         let layout = match usize::try_from(r.unsigned()?).ok()? {
             0 => None,
             length => Some(r.bytes(length - 1)?.into()),

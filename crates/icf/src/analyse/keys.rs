@@ -118,8 +118,7 @@ pub(crate) fn make(
     let started = std::time::Instant::now();
     program.inputs.release_resident_pages();
     let linked_image = program.objects.iter().any(|o| o.object.image.is_some());
-    let arch = program.objects.first().map(|o| o.object.arch);
-    let memo = match linked_image || arch != Some(icf_ir::Arch::X86_64) {
+    let memo = match linked_image {
         true => LiftMemo::off(),
         false => LiftMemo::default(),
     };
