@@ -227,6 +227,23 @@ impl Body {
         &self.code
     }
 
+    /// Makes the body hold `shared` instead of its own copy of the same
+    /// key bytes, when they are the same (else leaves it as it is): keys
+    /// read back separately for identical copies of a function then hold
+    /// one copy between them. Says whether it did.
+    pub fn share_code(&mut self, shared: &Arc<[u8]>) -> bool {
+        let same = *self.code == **shared;
+        if same {
+            self.code = Arc::clone(shared);
+        }
+        same
+    }
+
+    /// The key bytes, to share with other bodies ([`Body::share_code`]).
+    pub fn code_shared(&self) -> &Arc<[u8]> {
+        &self.code
+    }
+
     /// Instruction offsets and lengths, when made [`Body::with_layout`].
     pub fn layout(&self) -> Option<&[u8]> {
         self.layout.as_deref()

@@ -17,9 +17,10 @@
 
 use icf_fold::body::Body;
 use icf_ir::{CodeInput, Function};
-use rustc_hash::FxHashMap;
-use std::sync::Mutex;
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The lift input's fingerprint: every part of it but `own_section`, and
 /// whether the key keeps the layout because something enters the function.
@@ -192,9 +193,35 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Key bytes shared between bodies read back from the cache: the cache
+/// stores each object's keys apart, so identical copies of a function in
+/// two objects come back as two copies of one key. Each body read offers
+/// its bytes; an equal one already seen is shared instead.
+#[derive(Default)]
+pub(crate) struct SharedKeyBytes {
+    shards: [Mutex<FxHashSet<Arc<[u8]>>>; SHARDS],
+}
+
+impl SharedKeyBytes {
+    /// Makes `body` share its key bytes with an equal body offered before.
+    pub(crate) fn share(&self, body: &mut Body) {
+        let code = body.code();
+        let shard = &self.shards[(FxBuildHasher.hash_one(code) as usize) % SHARDS];
+        let mut set = lock(shard);
+        match set.get(code) {
+            Some(shared) => {
+                body.share_code(shared);
+            }
+            None => {
+                set.insert(Arc::clone(body.code_shared()));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::LiftMemo;
+    use super::{LiftMemo, SharedKeyBytes};
     use icf_fold::body::Body;
     use icf_ir::{Arch, CodeInput, CodeReloc, TargetId};
 
@@ -250,6 +277,25 @@ mod tests {
         changed[0] = 0x53; // push rbx
         assert_ne!(key(&memo, &input(&changed, &calls, 4)), first);
         assert_eq!(memo.counts().lifted, 3);
+    }
+
+    #[test]
+    fn keys_read_back_apart_share_their_bytes_when_equal() {
+        let code = [0x55, 0x5d, 0xc3];
+        let other = [0x53, 0x5b, 0xc3];
+        let body = |bytes: &[u8]| Body::of(&icf_arch::lift(&input(bytes, &[], 1)));
+        let shared = SharedKeyBytes::default();
+        let (mut first, mut copy, mut different) = (body(&code), body(&code), body(&other));
+        assert!(!std::ptr::eq(first.code(), copy.code()));
+        for b in [&mut first, &mut copy, &mut different] {
+            shared.share(b);
+        }
+        assert!(std::ptr::eq(first.code(), copy.code()));
+        assert_eq!(copy, body(&code));
+        assert!(!std::ptr::eq(first.code(), different.code()));
+        // Bytes that differ are never taken on.
+        assert!(!different.share_code(first.code_shared()));
+        assert_eq!(different, body(&other));
     }
 
     #[test]
