@@ -1,7 +1,8 @@
 //! Phase 3 of the analysis: the comparator's keys. Each candidate is lifted
-//! (or, where no other can equal it, only sketched: see `entry`), its
-//! references narrowed, and its IR reduced to its key (`icf-fold`'s
-//! [`Body`]) and dropped; with the keys come the attributes, each data
+//! (or, where no other can equal it, only sketched: see `entry`; identical
+//! copies once between them: see `lift_memo`), its references narrowed,
+//! and its IR reduced to its key (`icf-fold`'s [`Body`]) and dropped; with
+//! the keys come the attributes, each data
 //! candidate's owner (a jump table's function), and the references through
 //! which an address may escape.
 
