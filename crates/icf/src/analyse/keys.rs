@@ -7,7 +7,7 @@
 //! which an address may escape.
 
 use crate::analyse::attributes::attributes;
-use crate::analyse::candidates::{CandidateInfo, Origin, map_pieces_by_object, map_runs_by_object};
+use crate::analyse::candidates::{CandidateInfo, map_pieces_by_object, map_runs_by_object};
 use crate::analyse::data_uses::DataReference;
 use crate::analyse::entry::{Entry, settle, shared_shapes};
 use crate::analyse::key_cache::{CacheStats, KeyCache, PendingWrites, RunEntries};
@@ -124,11 +124,7 @@ pub(crate) fn make(
         false => LiftMemo::default(),
     };
     let lift = |candidate: &CandidateInfo| {
-        let entered = match candidate.origin {
-            Origin::Function(index) => !program.entry_points(program.function(index)).is_empty(),
-            Origin::Data => false,
-        };
-        narrower.key(candidate, &memo, |function| {
+        narrower.key(candidate, &memo, |function, entered| {
             let body = if function.layout_sensitive || entered {
                 Body::with_layout(&function)
             } else {

@@ -97,35 +97,30 @@ impl LiftMemo {
     }
 
     /// The key of the function `input` describes: cloned from an identical
-    /// input's if one was lifted, else `make(lift(input))`, where `lift`
-    /// lifts the input and `make` narrows the lifted function's references
-    /// and reduces it to its key.
-    pub(crate) fn key(
-        &self,
-        input: &CodeInput<'_>,
-        lift: impl FnOnce(&CodeInput<'_>) -> Function,
-        make: impl FnOnce(Function) -> Body,
-    ) -> Body {
+    /// input's if one was lifted, else `make` of its lift, where `make`
+    /// narrows the lifted function's references and reduces it to its key.
+    pub(crate) fn key(&self, input: &CodeInput<'_>, make: impl FnOnce(Function) -> Body) -> Body {
         if self.off {
             self.lifted.fetch_add(1, Ordering::Relaxed);
-            return make(lift(input));
+            return make(icf_arch::lift(input));
         }
         let fingerprint = fingerprint(input);
         let shard = &self.shards[(fingerprint as usize) % SHARDS];
-        if let Some(known) = lock(shard).get(&fingerprint) {
-            if let Some(body) = known {
-                self.cloned.fetch_add(1, Ordering::Relaxed);
-                return body.clone();
-            }
-            self.lifted.fetch_add(1, Ordering::Relaxed);
-            return make(lift(input));
+        // The lock is let go before any lifting: the lookup's answer is
+        // taken out of the map.
+        let known: Option<Option<Body>> = lock(shard).get(&fingerprint).cloned();
+        if let Some(Some(body)) = known {
+            self.cloned.fetch_add(1, Ordering::Relaxed);
+            return body;
         }
         self.lifted.fetch_add(1, Ordering::Relaxed);
-        let function = lift(input);
+        let function = icf_arch::lift(input);
         let own_section = input.own_section;
         let shareable = function.refs.iter().all(|r| r.target != own_section);
         let body = make(function);
-        lock(shard).insert(fingerprint, shareable.then(|| body.clone()));
+        if known.is_none() {
+            lock(shard).insert(fingerprint, shareable.then(|| body.clone()));
+        }
         body
     }
 
@@ -240,7 +235,7 @@ mod tests {
     }
 
     fn key(memo: &LiftMemo, input: &CodeInput<'_>) -> Body {
-        memo.key(input, icf_arch::lift, |f| Body::of(&f))
+        memo.key(input, |f| Body::of(&f))
     }
 
     #[test]

@@ -134,21 +134,24 @@ impl Narrower<'_, '_> {
     }
 
     /// `make` of the candidate lifted with its references narrowed, as
-    /// [`Narrower::lift`], for a function through `memo`: an identical
-    /// copy's key is cloned (see [`LiftMemo`]).
+    /// [`Narrower::lift`], and of whether something enters it past its
+    /// start; for a function through `memo`: an identical copy's key is
+    /// cloned (see [`LiftMemo`]).
     pub(crate) fn key(
         &self,
         candidate: &CandidateInfo,
         memo: &LiftMemo,
-        make: impl FnOnce(Function) -> Body,
+        make: impl FnOnce(Function, bool) -> Body,
     ) -> Body {
         match candidate.origin {
-            Origin::Function(index) => self
-                .program
-                .with_input(self.program.function(index), |input| {
-                    memo.key(input, icf_arch::lift, |f| make(self.narrow_function(f)))
-                }),
-            Origin::Data => make(self.lift_data(candidate)),
+            Origin::Function(index) => {
+                self.program
+                    .with_input(self.program.function(index), |input| {
+                        let entered = !input.entry_points.is_empty();
+                        memo.key(input, |f| make(self.narrow_function(f), entered))
+                    })
+            }
+            Origin::Data => make(self.lift_data(candidate), false),
         }
     }
 
