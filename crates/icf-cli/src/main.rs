@@ -409,9 +409,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     let files = icf::Inputs::open(&inputs)?;
                     let program = load_as(&files, &fold, cli.verbose, Reading::ObjectsOrImage)?;
                     let load = started.elapsed();
+                    let analysing = std::time::Instant::now();
                     let analysis = analyze(&program, &fold);
+                    let analysed = analysing.elapsed();
+                    let reporting = std::time::Instant::now();
                     let plan = &analysis.plan;
-                    analysis.report(plan, load)
+                    let report = analysis.report(plan, load);
+                    if cli.verbose {
+                        let t = &analysis.timings;
+                        eprintln!(
+                            "icf: report phases: load {} ms, analysis {} ms (places {}, keys {}, partition {}, plan {}), report {} ms",
+                            load.as_millis(),
+                            analysed.as_millis(),
+                            t.places.as_millis(),
+                            t.keys.as_millis(),
+                            t.partition.as_millis(),
+                            t.plan.as_millis(),
+                            reporting.elapsed().as_millis()
+                        );
+                    }
+                    report
                 }
             };
             let baseline = baseline.as_deref().map(read_report).transpose()?;
