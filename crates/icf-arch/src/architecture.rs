@@ -63,8 +63,9 @@ pub trait Architecture: Sync {
     }
     /// Appends to `out` the references in `code`, linked at `address`,
     /// that an assembler would have written as relocations (see
-    /// [`crate::linked`]).
-    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>);
+    /// [`crate::linked`]). Returns what [`Architecture::runs_off_the_end`]
+    /// says of `code`, found in the same decode.
+    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> bool;
     /// How many instructions `code`, linked at `address`, decodes to, and
     /// nothing else: what any reading of linked code pays at least (the
     /// decode floor of `cargo xtask bench`).

@@ -69,6 +69,9 @@ pub struct DecodedPiece {
     /// Every branch and PC-relative field found; `None` where the piece's
     /// bytes could not be read.
     pub references: Option<Vec<icf_arch::LinkedReference>>,
+    /// Whether the piece's code runs off its end
+    /// (`icf_arch::Architecture::runs_off_the_end`).
+    pub runs_off_the_end: bool,
 }
 
 impl Image<'_> {

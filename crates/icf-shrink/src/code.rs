@@ -24,6 +24,9 @@ pub(crate) struct Disassembly {
     /// decoding finds in it, with the absolute values that lie in an
     /// allocated section; `None` for filler no symbol names.
     pub references: Vec<Option<(u64, Vec<LinkedReference>)>>,
+    /// Per extent: whether its code runs off its end
+    /// ([`Architecture::runs_off_the_end`], found in the same decode).
+    pub runs_off: Vec<bool>,
 }
 
 impl Disassembly {
@@ -61,8 +64,10 @@ impl Disassembly {
                 (piece.section, piece.start, piece.end)
                     == (extent.section, extent.start, extent.end)
             });
-        if same_pieces {
-            let references = decoded
+        // Per extent: where it starts, its references, whether it runs
+        // off its end.
+        let read: Vec<Option<(u64, Vec<LinkedReference>, bool)>> = if same_pieces {
+            decoded
                 .into_par_iter()
                 .zip(&extents)
                 .map(|(piece, extent)| {
@@ -71,30 +76,35 @@ impl Disassembly {
                     if extent.symbols.is_empty() && arch.is_padding(code) {
                         return None;
                     }
-                    Some((start, kept(piece.references?)))
+                    Some((start, kept(piece.references?), piece.runs_off_the_end))
                 })
-                .collect();
-            return Disassembly {
-                extents,
-                references,
-            };
-        }
-        let references = extents
-            .par_iter()
-            .map(|extent| {
-                let start = elf.sections.get(extent.section.index())?.addr + extent.start;
-                let code = extent_code(elf, extent)?;
-                if extent.symbols.is_empty() && arch.is_padding(code) {
-                    return None;
-                }
-                let mut found = Vec::new();
-                arch.linked_references(code, start, &mut found);
-                Some((start, kept(found)))
+                .collect()
+        } else {
+            extents
+                .par_iter()
+                .map(|extent| {
+                    let start = elf.sections.get(extent.section.index())?.addr + extent.start;
+                    let code = extent_code(elf, extent)?;
+                    if extent.symbols.is_empty() && arch.is_padding(code) {
+                        return None;
+                    }
+                    let mut found = Vec::new();
+                    let runs_off = arch.linked_references(code, start, &mut found);
+                    Some((start, kept(found), runs_off))
+                })
+                .collect()
+        };
+        let (references, runs_off) = read
+            .into_iter()
+            .map(|piece| match piece {
+                Some((start, found, runs_off)) => (Some((start, found)), runs_off),
+                None => (None, false),
             })
-            .collect();
+            .unzip();
         Disassembly {
             extents,
             references,
+            runs_off,
         }
     }
 
@@ -269,9 +279,12 @@ impl Fields {
 #[derive(Debug, Default)]
 pub(crate) struct Relocated {
     sections: FxHashSet<usize>,
-    /// The type of the relocation kept at each place (the first, where a
-    /// place has several).
-    places: HashMap<u64, u32>,
+    /// The place and type of each kept relocation, by place (the first,
+    /// where a place has several): a piece of code looks up its fields in
+    /// its own short run of it ([`Relocated::within`]), which a hash of
+    /// every place, missing the cache at each field, cost a third of the
+    /// patching on LLVM-size code.
+    places: Vec<(u64, u32)>,
 }
 
 impl Relocated {
@@ -279,25 +292,62 @@ impl Relocated {
         let mut relocated = Relocated::default();
         for &(relocations, target) in &shape.kept {
             relocated.sections.insert(target);
-            for rela in elf.relas(relocations)? {
-                relocated.places.entry(rela.offset).or_insert(rela.r_type);
-            }
+            let relas = elf.relas(relocations)?;
+            relocated.places.reserve(relas.len());
+            relocated
+                .places
+                .extend(relas.iter().map(|rela| (rela.offset, rela.r_type)));
         }
+        // Stable, so that the first of a place's relocations stays.
+        relocated.places.sort_by_key(|&(place, _)| place);
+        relocated.places.dedup_by_key(|&mut (place, _)| place);
         Ok(relocated)
     }
 
+    /// The kept relocations from `start` up to `end`.
+    fn within(&self, start: u64, end: u64) -> KeptPlaces<'_> {
+        let first = self.places.partition_point(|&(place, _)| place < start);
+        let count = self.places[first..].partition_point(|&(place, _)| place < end);
+        KeptPlaces(&self.places[first..first + count])
+    }
+
+    /// The type of the relocation kept at `place`.
+    fn at(&self, place: u64) -> Option<u32> {
+        KeptPlaces(&self.places).at(place)
+    }
+
     /// Whether a decoded field at `place` in section `section`, naming
-    /// `target`, is a field: the link kept a relocation there, or no
-    /// relocation was kept for its section (code the linker wrote: PLT
-    /// entries), or it names code (an assembler resolves a branch inside
-    /// its own section without a relocation). Bytes of data in code that
-    /// decode as an instruction name random places, rarely code.
-    fn is_field(&self, elf: &Elf<'_>, section: usize, place: u64, target: u64) -> bool {
+    /// `target`, is a field: the link kept a relocation there (`kept`
+    /// holds `place`'s), or no relocation was kept for its section (code
+    /// the linker wrote: PLT entries), or it names code (an assembler
+    /// resolves a branch inside its own section without a relocation).
+    /// Bytes of data in code that decode as an instruction name random
+    /// places, rarely code.
+    fn is_field(
+        &self,
+        elf: &Elf<'_>,
+        kept: KeptPlaces<'_>,
+        section: usize,
+        place: u64,
+        target: u64,
+    ) -> bool {
         !self.sections.contains(&section)
-            || self.places.contains_key(&place)
+            || kept.at(place).is_some()
             || elf
                 .section_at(target)
                 .is_some_and(|i| elf.sections[i].is_executable())
+    }
+}
+
+/// A run of [`Relocated`]'s places, sorted.
+#[derive(Clone, Copy)]
+struct KeptPlaces<'a>(&'a [(u64, u32)]);
+
+impl KeptPlaces<'_> {
+    /// The type of the relocation kept at `place`, if the run holds it.
+    fn at(self, place: u64) -> Option<u32> {
+        let index = self.0.binary_search_by_key(&place, |&(at, _)| at).ok()?;
+        Some(self.0[index].1)
     }
 }
 
@@ -430,7 +480,7 @@ impl Patching<'_, '_> {
     fn unrelaxed(&self, place: u64, new_place: u64, target: u64) -> Option<[(u64, Vec<u8>); 2]> {
         let before = place.checked_sub(4)?;
         let new_before = new_place.checked_sub(4)?;
-        let kept = |at: u64| self.relocated.places.get(&at).copied();
+        let kept = |at: u64| self.relocated.at(at);
         if !self.layout.is_carried(before) || self.layout.map(before) != new_before {
             return None;
         }
@@ -463,6 +513,7 @@ impl Patching<'_, '_> {
         let index = extent.section.index();
         let section = &elf.sections[index];
         let code_len = extent.end - extent.start;
+        let kept = relocated.within(start, start + code_len);
         for reference in found {
             if reference.use_ == LinkedUse::Absolute {
                 continue;
@@ -470,7 +521,7 @@ impl Patching<'_, '_> {
             let place = start + reference.offset;
             // AArch64 data in code (`$d`) is no instruction.
             if marks.is_some_and(|m| is_data(m, extent.start + reference.offset))
-                || !relocated.is_field(elf, index, place, reference.target)
+                || !relocated.is_field(elf, kept, index, place, reference.target)
             {
                 continue;
             }
@@ -480,7 +531,7 @@ impl Patching<'_, '_> {
             // x22` on another path), unless the linker wrote it (a stub).
             if arch.always_relocated(reference.r_type)
                 && relocated.sections.contains(&index)
-                && !relocated.places.contains_key(&place)
+                && kept.at(place).is_none()
                 && !in_stub(place)
             {
                 continue;
@@ -533,7 +584,7 @@ impl Patching<'_, '_> {
             let moved_apart = new_target.wrapping_sub(target) != new_place.wrapping_sub(place);
             if moved_apart
                 && relocated.sections.contains(&index)
-                && !relocated.places.contains_key(&place)
+                && kept.at(place).is_none()
                 && layout
                     .piece_start(target)
                     .is_some_and(|start| start != target)
@@ -559,7 +610,7 @@ impl Patching<'_, '_> {
             // GNU ld's erratum 843419 form of an `adrp`, an `adr` of a page
             // where the kept relocation names a page: written as a page, an
             // `adrp` again unless it lands in a page's last two words.
-            let page_type = relocated.places.get(&place).copied().filter(|&kept| {
+            let page_type = kept.at(place).filter(|&kept| {
                 matches!(arch.kept_reloc(kept), KeptReloc::Page | KeptReloc::GotPage)
                     && arch.kept_reloc(reference.r_type) == KeptReloc::Instruction
                     && target & 0xfff == 0

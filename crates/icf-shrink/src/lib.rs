@@ -56,7 +56,6 @@ use icf_object::linked_elf::{self as elf, Elf};
 use layout::{Fate, Layout, Piece};
 use patch::Patches;
 pub use pin::PinKind;
-use rayon::prelude::*;
 use shape::Shape;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -643,23 +642,14 @@ impl TextCode {
         arch: &dyn Architecture,
         elf: &Elf<'_>,
     ) -> TextCode {
-        let (extents, decoded): (Vec<_>, Vec<_>) = disassembly
+        let ((extents, decoded), runs_off): ((Vec<_>, Vec<_>), Vec<bool>) = disassembly
             .extents
             .iter()
             .zip(&disassembly.references)
-            .filter(|(f, _)| f.section.index() == shape.text)
-            .map(|(f, references)| (f.clone(), references.as_ref()))
+            .zip(&disassembly.runs_off)
+            .filter(|((f, _), _)| f.section.index() == shape.text)
+            .map(|((f, references), &runs_off)| ((f.clone(), references.as_ref()), runs_off))
             .unzip();
-        // Whether each piece's code runs off its end: a decode of all of
-        // `.text`, in parallel.
-        let runs_off: Vec<bool> = extents
-            .par_iter()
-            .zip(&decoded)
-            .map(|(f, decoded)| {
-                decoded.is_some()
-                    && code::extent_code(elf, f).is_some_and(|code| arch.runs_off_the_end(code))
-            })
-            .collect();
         let mut joined = vec![false; extents.len()];
         let mut short_jumps = Vec::new();
         // How far the code so far reaches on: past its end, or to this address.

@@ -144,8 +144,10 @@ impl Architecture for Aarch64 {
         lift::lift(input)
     }
 
-    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
+    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> bool {
         linked::references(code, address, out);
+        // Fixed-size words: the last is read from the end, no decode.
+        relocate::runs_off_the_end(code)
     }
 
     fn count_instructions(&self, code: &[u8], _address: u64) -> usize {

@@ -10,6 +10,7 @@
 //! on the register that indexes it (`cmp $N` then `ja`, see
 //! [`RangeChecks`]); otherwise it is unknown.
 
+use super::relocate::EndWatch;
 use crate::linked::{LinkedReference, LinkedUse, TableShape};
 use iced_x86::{
     ConstantOffsets, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register,
@@ -36,13 +37,21 @@ thread_local! {
     static DECODED: RefCell<Vec<Decoded>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The valid instructions of `code` loaded at `address`, in order.
-fn decode(code: &[u8], address: u64) -> impl Iterator<Item = Decoded> + '_ {
+/// The valid instructions of `code` loaded at `address`, in order; `end`
+/// watches every instruction go by.
+fn decode<'a>(
+    code: &'a [u8],
+    address: u64,
+    mut end: Option<&'a mut EndWatch>,
+) -> impl Iterator<Item = Decoded> + 'a {
     let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
     let mut instr = Instruction::default();
     std::iter::from_fn(move || {
         while decoder.can_decode() {
             decoder.decode_out(&mut instr);
+            if let Some(end) = end.as_deref_mut() {
+                end.see(&instr);
+            }
             if !instr.is_invalid() {
                 return Some((instr, decoder.get_constant_offsets(&instr)));
             }
@@ -51,21 +60,26 @@ fn decode(code: &[u8], address: u64) -> impl Iterator<Item = Decoded> + '_ {
     })
 }
 
-pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
+/// The references in `code`, linked at `address`, appended to `out`;
+/// returns whether the code runs off its end (see
+/// [`super::relocate::runs_off_the_end`]), watched in the same decode.
+pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> bool {
+    let mut end = EndWatch::new(code, address);
     if code.len() > DECODE_ONCE {
-        let mut checks = RangeChecks::new(decode(code, address).map(|(instr, _)| instr));
+        let mut checks =
+            RangeChecks::new(decode(code, address, Some(&mut end)).map(|(instr, _)| instr));
         let _ = scan(
-            decode(code, address),
+            decode(code, address, None),
             code.len(),
             address,
             out,
             Some(&mut checks),
         );
-        return;
+        return end.runs_off();
     }
     DECODED.with_borrow_mut(|decoded| {
         decoded.clear();
-        decoded.extend(decode(code, address));
+        decoded.extend(decode(code, address, Some(&mut end)));
         let found = out.len();
         if scan(decoded.iter().copied(), code.len(), address, out, None).is_some() {
             return;
@@ -80,6 +94,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             Some(&mut checks),
         );
     });
+    end.runs_off()
 }
 
 /// One pass over `code`: the references, with the sizes `checks` gives
@@ -443,6 +458,38 @@ mod tests {
     }
 
     #[test]
+    fn the_scan_tells_whether_code_runs_off_its_end_as_a_decode_for_it_alone_does() {
+        let endings: [&[u8]; 11] = [
+            &[0x48, 0x89, 0xf8, 0xc3],             // mov; ret
+            &[0xeb, 0xfe],                         // jmp .
+            &[0x0f, 0x0b],                         // ud2
+            &[0xe8, 0, 0, 0, 0],                   // call
+            &[0x74, 0x02],                         // je
+            &[0x83, 0xc7, 0x01],                   // add $1, %edi
+            &[0xe9, 0, 0, 0, 0, 0x90, 0x90],       // jmp; nop; nop
+            &[0x74, 0x02, 0x90],                   // je; nop
+            &[0xc3, 0x90, 0, 0, 0, 0],             // ret; nop; zeros
+            &[0xc3, 0x48, 0x89],                   // ret; a `mov` cut short
+            &[0x48, 0x8d, 0x05, 0, 0, 0, 0, 0xf4], // lea; hlt
+        ];
+        for ending in endings {
+            // Short code is decoded once; code past `DECODE_ONCE` twice,
+            // the end watched in the first.
+            for lead in [0, DECODE_ONCE] {
+                let mut code = [0x83, 0xc7, 0x01].repeat(lead / 3 + 1);
+                code.truncate(lead / 3 * 3);
+                code.extend_from_slice(ending);
+                let mut out = Vec::new();
+                assert_eq!(
+                    references(&code, 0x40_1000, &mut out),
+                    super::super::relocate::runs_off_the_end(&code),
+                    "{ending:02x?} after {lead} bytes"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn calls_and_rip_relative_operands_are_pc_relative_fields() {
         // call 0x2000; lea 0x3000(%rip), %rdi  (at 0x1000)
         let code = [
@@ -560,8 +607,8 @@ mod tests {
         ];
         for code in [&call_then_table[..], &no_table[..]] {
             let mut twice = Vec::new();
-            let mut checks = RangeChecks::new(decode(code, 0x1000).map(|(instr, _)| instr));
-            let decoded = decode(code, 0x1000);
+            let mut checks = RangeChecks::new(decode(code, 0x1000, None).map(|(instr, _)| instr));
+            let decoded = decode(code, 0x1000, None);
             assert!(scan(decoded, code.len(), 0x1000, &mut twice, Some(&mut checks)).is_some());
             assert_eq!(refs(code, 0x1000), twice);
         }

@@ -129,8 +129,8 @@ impl Architecture for X86_64 {
         lift::sketch(input)
     }
 
-    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) {
-        linked::references(code, address, out);
+    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> bool {
+        linked::references(code, address, out)
     }
 
     fn count_instructions(&self, code: &[u8], address: u64) -> usize {

@@ -2,7 +2,7 @@
 //! field again, and the padding between functions.
 
 use crate::relocate::{KeptReloc, write_data};
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic};
 use object::elf;
 
 pub(super) fn kept(r_type: u32) -> KeptReloc {
@@ -74,41 +74,74 @@ pub(super) fn is_padding(bytes: &[u8]) -> bool {
 /// Whether the last instruction of `code`, decoded from its start, lets
 /// control go on past it.
 pub(super) fn runs_off_the_end(code: &[u8]) -> bool {
-    // Zero bytes a linker pads with are no code: the last instruction is
-    // the last that starts before them (it may end in zeros of its own).
-    let zeros = code
-        .iter()
-        .rposition(|&b| b != 0)
-        .map_or(0, |last| last + 1);
+    let mut end = EndWatch::new(code, 0);
     let mut decoder = Decoder::new(64, code, DecoderOptions::NONE);
-    let mut last = None;
     for instruction in decoder.iter() {
-        if instruction.ip() as usize >= zeros {
-            break;
+        end.see(&instruction);
+    }
+    end.runs_off()
+}
+
+/// How a run of code ends, watched instruction by instruction (invalid
+/// ones too) as it is decoded from its start: what [`runs_off_the_end`]
+/// tells, without a decode of its own where the code is decoded anyway.
+pub(super) struct EndWatch {
+    /// Where the code is linked.
+    address: u64,
+    len: u64,
+    /// Where the zero bytes a linker pads with begin: no code. The last
+    /// instruction is the last that starts before them (it may end in
+    /// zeros of its own).
+    zeros: u64,
+    /// The last instruction before them that is no `nop` (trailing `nop`s
+    /// are padding it runs through).
+    last: Option<Instruction>,
+}
+
+impl EndWatch {
+    pub(super) fn new(code: &[u8], address: u64) -> EndWatch {
+        let zeros = code
+            .iter()
+            .rposition(|&b| b != 0)
+            .map_or(0, |last| last + 1);
+        EndWatch {
+            address,
+            len: code.len() as u64,
+            zeros: zeros as u64,
+            last: None,
         }
-        // Trailing `nop`s are padding it runs through: what matters is
-        // the last instruction before them.
+    }
+
+    /// The next instruction decoded.
+    pub(super) fn see(&mut self, instruction: &Instruction) {
+        if instruction.ip().wrapping_sub(self.address) >= self.zeros {
+            return;
+        }
         if instruction.is_invalid() || instruction.mnemonic() != Mnemonic::Nop {
-            last = Some(instruction);
+            self.last = Some(*instruction);
         }
     }
-    let Some(last) = last else {
-        return false;
-    };
-    if last.is_invalid() || last.next_ip() as usize > code.len() {
-        // Undecodable, or cut short: assume it goes on.
-        return true;
+
+    /// Whether the code's last instruction lets control go on past it.
+    pub(super) fn runs_off(&self) -> bool {
+        let Some(last) = &self.last else {
+            return false;
+        };
+        if last.is_invalid() || last.next_ip().wrapping_sub(self.address) > self.len {
+            // Undecodable, or cut short: assume it goes on.
+            return true;
+        }
+        !matches!(
+            last.flow_control(),
+            FlowControl::Return
+                | FlowControl::UnconditionalBranch
+                | FlowControl::IndirectBranch
+                | FlowControl::Interrupt
+                | FlowControl::Exception
+                | FlowControl::Call
+                | FlowControl::IndirectCall
+        ) && last.mnemonic() != Mnemonic::Hlt
     }
-    !matches!(
-        last.flow_control(),
-        FlowControl::Return
-            | FlowControl::UnconditionalBranch
-            | FlowControl::IndirectBranch
-            | FlowControl::Interrupt
-            | FlowControl::Exception
-            | FlowControl::Call
-            | FlowControl::IndirectCall
-    ) && last.mnemonic() != Mnemonic::Hlt
 }
 
 #[cfg(test)]

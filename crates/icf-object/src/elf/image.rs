@@ -367,22 +367,22 @@ impl<'data> Reader<'data> {
         // Each piece is decoded and read on its own, a batch of pieces in
         // parallel; what they give is gathered in order.
         for batch in pieces.chunks(DECODE_BATCH) {
-            let read: Vec<(Option<Vec<LinkedReference>>, PieceFields)> = batch
+            let read: Vec<(Option<Vec<LinkedReference>>, bool, PieceFields)> = batch
                 .par_iter()
                 .map(|piece| {
                     let section = &self.object.sections[piece.section.index()];
                     let Some(code) = section.data.get(piece.start as usize..piece.end as usize)
                     else {
-                        return (None, PieceFields::default());
+                        return (None, false, PieceFields::default());
                     };
                     let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
                     let mut found = Vec::new();
-                    self.arch.linked_references(code, start, &mut found);
+                    let runs_off = self.arch.linked_references(code, start, &mut found);
                     let fields = self.piece_fields(piece, &found);
-                    (Some(found), fields)
+                    (Some(found), runs_off, fields)
                 })
                 .collect();
-            for (piece, (references, fields)) in batch.iter().zip(read) {
+            for (piece, (references, runs_off_the_end, fields)) in batch.iter().zip(read) {
                 self.taken.extend(fields.taken);
                 relocs.extend(fields.relocs.into_iter().map(|r| (piece.section, r)));
                 tables.extend(fields.tables);
@@ -392,6 +392,7 @@ impl<'data> Reader<'data> {
                         start: piece.start,
                         end: piece.end,
                         references,
+                        runs_off_the_end,
                     });
                 }
             }
