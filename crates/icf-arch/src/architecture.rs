@@ -63,9 +63,14 @@ pub trait Architecture: Sync {
     }
     /// Appends to `out` the references in `code`, linked at `address`,
     /// that an assembler would have written as relocations (see
-    /// [`crate::linked`]). Returns what [`Architecture::runs_off_the_end`]
-    /// says of `code`, found in the same decode.
-    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> bool;
+    /// [`crate::linked`]). Returns what the same decode tells of `code`
+    /// besides: whether it runs off its end, its sketch's shape.
+    fn linked_references(
+        &self,
+        code: &[u8],
+        address: u64,
+        out: &mut Vec<LinkedReference>,
+    ) -> crate::LinkedScan;
     /// How many instructions `code`, linked at `address`, decodes to, and
     /// nothing else: what any reading of linked code pays at least (the
     /// decode floor of `cargo xtask bench`).

@@ -36,7 +36,7 @@ mod x86_64;
 pub use aarch64::Aarch64;
 pub use architecture::{Architecture, Thunk};
 pub use lifting::{Sketch, recycle};
-pub use linked::{DynamicReloc, LinkedReference, LinkedUse, TableShape};
+pub use linked::{DynamicReloc, LinkedReference, LinkedScan, LinkedUse, TableShape};
 pub use macho_reloc::{
     CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, MachOTranslation,
     SUBTRACTOR_MARKER,

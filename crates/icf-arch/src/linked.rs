@@ -29,6 +29,18 @@ pub enum LinkedUse {
     Absolute,
 }
 
+/// What a decode of one piece of linked code tells besides its references
+/// ([`crate::Architecture::linked_references`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct LinkedScan {
+    /// What [`crate::Architecture::runs_off_the_end`] says of the code.
+    pub runs_off_the_end: bool,
+    /// The shape a sketch of the same bytes has ([`crate::Sketch::shape`])
+    /// where the architecture sketches and the code decodes whole: two
+    /// functions a sketch would find of one shape have one here.
+    pub shape: Option<u64>,
+}
+
 /// One field of linked code that names an address.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct LinkedReference {

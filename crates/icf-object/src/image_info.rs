@@ -57,6 +57,11 @@ pub struct Image<'data> {
     /// ([`crate::Object::parse_image_keeping_code`]): `icf shrink`
     /// patches the same fields and need not decode the code again.
     pub decoded_code: Vec<DecodedPiece>,
+    /// The shape of each piece of code whose decode gave one
+    /// (`icf_arch::LinkedScan::shape`), as (section, start, end, shape)
+    /// sorted by section and start: the analysis lifts a function whose
+    /// shape another shares at once, without sketching it first.
+    pub code_shapes: Vec<(SectionIndex, u64, u64, u64)>,
 }
 
 /// One piece of code of a linked image and what decoding found in it.

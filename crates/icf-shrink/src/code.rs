@@ -89,7 +89,9 @@ impl Disassembly {
                         return None;
                     }
                     let mut found = Vec::new();
-                    let runs_off = arch.linked_references(code, start, &mut found);
+                    let runs_off = arch
+                        .linked_references(code, start, &mut found)
+                        .runs_off_the_end;
                     Some((start, kept(found), runs_off))
                 })
                 .collect()

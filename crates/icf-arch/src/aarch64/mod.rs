@@ -144,10 +144,19 @@ impl Architecture for Aarch64 {
         lift::lift(input)
     }
 
-    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> bool {
+    fn linked_references(
+        &self,
+        code: &[u8],
+        address: u64,
+        out: &mut Vec<LinkedReference>,
+    ) -> crate::LinkedScan {
         linked::references(code, address, out);
-        // Fixed-size words: the last is read from the end, no decode.
-        relocate::runs_off_the_end(code)
+        crate::LinkedScan {
+            // Fixed-size words: the last is read from the end, no decode.
+            runs_off_the_end: relocate::runs_off_the_end(code),
+            // No sketch.
+            shape: None,
+        }
     }
 
     fn count_instructions(&self, code: &[u8], _address: u64) -> usize {

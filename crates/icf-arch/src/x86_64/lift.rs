@@ -1008,6 +1008,35 @@ mod tests {
     }
 
     #[test]
+    fn the_linked_code_reader_finds_the_sketchs_shape() {
+        let codes: [&[u8]; 6] = [
+            &[0x83, 0xc0, 0x01, 0x74, 0x00, 0xc3],
+            &[0x05, 0x01, 0, 0, 0, 0x0f, 0x84, 0, 0, 0, 0, 0xc3],
+            &[
+                0x83, 0xc0, 0x01, 0x74, 0x00, 0xc3, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0,
+            ],
+            &[0xeb, 0x01, 0xc3, 0x31, 0xc0, 0xc3],
+            &[0x90, 0xc3, 0xc3],
+            &[0x53, 0xb8, 0x01, 0, 0, 0, 0x5b, 0xc3], // push rbx; mov eax, 1; pop rbx; ret
+        ];
+        for code in codes {
+            let sketched = sketch_bytes(code, &[]).map(|s| s.shape);
+            assert!(sketched.is_some(), "{code:02x?}");
+            let mut out = Vec::new();
+            let read = super::super::linked::references(code, 0x40_1000, &mut out);
+            assert_eq!(read.shape, sketched, "{code:02x?}");
+        }
+        // Bytes that do not decode: no sketch, and no shape.
+        let mut out = Vec::new();
+        let cut = [0xc3, 0x48, 0x8d];
+        assert_eq!(sketch_bytes(&cut, &[]).map(|s| s.shape), None);
+        assert_eq!(
+            super::super::linked::references(&cut, 0, &mut out).shape,
+            None
+        );
+    }
+
+    #[test]
     fn equal_keys_have_equal_shapes_and_a_sketch_has_the_lifts_references() {
         let shape = |bytes: &[u8]| sketch_bytes(bytes, &[]).expect("sketched").shape;
         // Encodings: `add eax, 1; je +0; ret` with imm8/rel8 and imm32/rel32.

@@ -11,7 +11,7 @@
 //! [`RangeChecks`]); otherwise it is unknown.
 
 use super::relocate::EndWatch;
-use crate::linked::{LinkedReference, LinkedUse, TableShape};
+use crate::linked::{LinkedReference, LinkedScan, LinkedUse, TableShape};
 use iced_x86::{
     ConstantOffsets, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register,
 };
@@ -37,20 +37,56 @@ thread_local! {
     static DECODED: RefCell<Vec<Decoded>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The valid instructions of `code` loaded at `address`, in order; `end`
-/// watches every instruction go by.
+/// What one decode of a piece tells besides its references, watched as
+/// every instruction (invalid ones too) goes by.
+struct Watch {
+    end: EndWatch,
+    /// The sketch's shape: its operations, `nop`s aside (see `lift::sketch`).
+    shape: crate::lifting::Shape,
+    /// An instruction did not decode: the lifter gives up, no sketch.
+    invalid: bool,
+}
+
+impl Watch {
+    fn new(code: &[u8], address: u64) -> Watch {
+        Watch {
+            end: EndWatch::new(code, address),
+            shape: crate::lifting::Shape::default(),
+            invalid: false,
+        }
+    }
+
+    fn see(&mut self, instr: &Instruction) {
+        self.end.see(instr);
+        self.invalid |= instr.is_invalid();
+        let mnemonic = instr.mnemonic();
+        if mnemonic != Mnemonic::Nop {
+            self.shape.add(mnemonic as u64);
+        }
+    }
+
+    fn finish(&self) -> LinkedScan {
+        LinkedScan {
+            runs_off_the_end: self.end.runs_off(),
+            shape: (!self.invalid).then(|| self.shape.finish()),
+        }
+    }
+}
+
+/// The valid instructions of `code` loaded at `address`, in order;
+/// `watch` sees every instruction go by.
 fn decode<'a>(
     code: &'a [u8],
     address: u64,
-    mut end: Option<&'a mut EndWatch>,
+    mut watch: Option<&'a mut Watch>,
 ) -> impl Iterator<Item = Decoded> + 'a {
     let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
     let mut instr = Instruction::default();
     std::iter::from_fn(move || {
         while decoder.can_decode() {
             decoder.decode_out(&mut instr);
-            if let Some(end) = end.as_deref_mut() {
-                end.see(&instr);
+            if let Some(watch) = watch.as_deref_mut() {
+                watch.see(&instr);
             }
             if !instr.is_invalid() {
                 return Some((instr, decoder.get_constant_offsets(&instr)));
@@ -61,13 +97,12 @@ fn decode<'a>(
 }
 
 /// The references in `code`, linked at `address`, appended to `out`;
-/// returns whether the code runs off its end (see
-/// [`super::relocate::runs_off_the_end`]), watched in the same decode.
-pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> bool {
-    let mut end = EndWatch::new(code, address);
+/// returns what the same decode tells besides (see [`LinkedScan`]).
+pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> LinkedScan {
+    let mut watch = Watch::new(code, address);
     if code.len() > DECODE_ONCE {
         let mut checks =
-            RangeChecks::new(decode(code, address, Some(&mut end)).map(|(instr, _)| instr));
+            RangeChecks::new(decode(code, address, Some(&mut watch)).map(|(instr, _)| instr));
         let _ = scan(
             decode(code, address, None),
             code.len(),
@@ -75,11 +110,11 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             out,
             Some(&mut checks),
         );
-        return end.runs_off();
+        return watch.finish();
     }
     DECODED.with_borrow_mut(|decoded| {
         decoded.clear();
-        decoded.extend(decode(code, address, Some(&mut end)));
+        decoded.extend(decode(code, address, Some(&mut watch)));
         let found = out.len();
         if scan(decoded.iter().copied(), code.len(), address, out, None).is_some() {
             return;
@@ -94,7 +129,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             Some(&mut checks),
         );
     });
-    end.runs_off()
+    watch.finish()
 }
 
 /// One pass over `code`: the references, with the sizes `checks` gives
@@ -481,7 +516,7 @@ mod tests {
                 code.extend_from_slice(ending);
                 let mut out = Vec::new();
                 assert_eq!(
-                    references(&code, 0x40_1000, &mut out),
+                    references(&code, 0x40_1000, &mut out).runs_off_the_end,
                     super::super::relocate::runs_off_the_end(&code),
                     "{ending:02x?} after {lead} bytes"
                 );

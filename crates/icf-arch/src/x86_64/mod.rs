@@ -129,7 +129,12 @@ impl Architecture for X86_64 {
         lift::sketch(input)
     }
 
-    fn linked_references(&self, code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> bool {
+    fn linked_references(
+        &self,
+        code: &[u8],
+        address: u64,
+        out: &mut Vec<LinkedReference>,
+    ) -> crate::LinkedScan {
         linked::references(code, address, out)
     }
 

@@ -70,7 +70,7 @@ use crate::lsda;
 use crate::model::Visibility;
 use crate::model::{Binding, Reloc, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace};
 use crate::object::{Format, Object};
-use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedUse, TableShape};
+use icf_arch::{Architecture, DynamicReloc, LinkedReference, LinkedScan, LinkedUse, TableShape};
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, Sym};
@@ -154,6 +154,7 @@ impl<'data> Object<'data> {
             named_starts: HashSet::default(),
             taken: Vec::new(),
             decoded_code: keep_code.then(Vec::new),
+            code_shapes: Vec::new(),
         };
         reader.places = reader.occupied_places();
         reader.fdes = reader.read_fdes()?;
@@ -174,8 +175,10 @@ impl<'data> Object<'data> {
             addresses,
             mut taken,
             decoded_code,
+            mut code_shapes,
             ..
         } = reader;
+        code_shapes.sort_unstable();
         taken.sort_unstable();
         taken.dedup();
         for section in &mut object.sections {
@@ -195,6 +198,7 @@ impl<'data> Object<'data> {
             taken_addresses: taken,
             joined,
             decoded_code: decoded_code.unwrap_or_default(),
+            code_shapes,
         }));
         Ok(object)
     }
@@ -226,6 +230,8 @@ struct Reader<'data> {
     taken: Vec<u64>,
     /// See [`Image::decoded_code`]; `None` when not kept.
     decoded_code: Option<Vec<crate::DecodedPiece>>,
+    /// See [`Image::code_shapes`].
+    code_shapes: Vec<(SectionIndex, u64, u64, u64)>,
 }
 
 impl<'data> Reader<'data> {
@@ -367,22 +373,26 @@ impl<'data> Reader<'data> {
         // Each piece is decoded and read on its own, a batch of pieces in
         // parallel; what they give is gathered in order.
         for batch in pieces.chunks(DECODE_BATCH) {
-            let read: Vec<(Option<Vec<LinkedReference>>, bool, PieceFields)> = batch
+            let read: Vec<(Option<Vec<LinkedReference>>, LinkedScan, PieceFields)> = batch
                 .par_iter()
                 .map(|piece| {
                     let section = &self.object.sections[piece.section.index()];
                     let Some(code) = section.data.get(piece.start as usize..piece.end as usize)
                     else {
-                        return (None, false, PieceFields::default());
+                        return (None, LinkedScan::default(), PieceFields::default());
                     };
                     let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
                     let mut found = Vec::new();
-                    let runs_off = self.arch.linked_references(code, start, &mut found);
+                    let scan = self.arch.linked_references(code, start, &mut found);
                     let fields = self.piece_fields(piece, &found);
-                    (Some(found), runs_off, fields)
+                    (Some(found), scan, fields)
                 })
                 .collect();
-            for (piece, (references, runs_off_the_end, fields)) in batch.iter().zip(read) {
+            for (piece, (references, scan, fields)) in batch.iter().zip(read) {
+                if let Some(shape) = scan.shape {
+                    self.code_shapes
+                        .push((piece.section, piece.start, piece.end, shape));
+                }
                 self.taken.extend(fields.taken);
                 relocs.extend(fields.relocs.into_iter().map(|r| (piece.section, r)));
                 tables.extend(fields.tables);
@@ -392,7 +402,7 @@ impl<'data> Reader<'data> {
                         start: piece.start,
                         end: piece.end,
                         references,
-                        runs_off_the_end,
+                        runs_off_the_end: scan.runs_off_the_end,
                     });
                 }
             }

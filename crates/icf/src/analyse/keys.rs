@@ -95,6 +95,40 @@ pub(crate) struct Keys {
     pub lifts: LiftCounts,
 }
 
+/// For each candidate of a linked image, its shape where the image reader
+/// found one (`icf_object::Image::code_shapes`) for exactly its bytes and
+/// another candidate's is the same; empty for objects. The reader's shape
+/// is the sketch's of the same bytes, so whatever shares a candidate's
+/// sketch shares this one: lifting these at once, with it as their shape,
+/// leaves the second pass lifting what it lifted before.
+fn crowded_shapes(program: &Program<'_>, candidates: &[CandidateInfo]) -> Vec<Option<u64>> {
+    let Some(shapes) = program.image().map(|image| &image.code_shapes) else {
+        return Vec::new();
+    };
+    let of = |candidate: &CandidateInfo| {
+        if !candidate.is_code() {
+            return None;
+        }
+        let at = shapes
+            .binary_search_by_key(
+                &(candidate.section, candidate.start),
+                |&(s, start, _, _)| (s, start),
+            )
+            .ok()?;
+        let (_, _, end, shape) = shapes[at];
+        (end == candidate.end).then_some(shape)
+    };
+    let found: Vec<Option<u64>> = candidates.par_iter().map(of).collect();
+    let mut count: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
+    for &shape in found.iter().flatten() {
+        *count.entry(shape).or_default() += 1;
+    }
+    found
+        .into_iter()
+        .map(|shape| shape.filter(|shape| count[shape] > 1))
+        .collect()
+}
+
 /// Candidates lifted together on one thread, without a cache (see
 /// [`map_pieces_by_object`]).
 const LIFT_PIECE: usize = 256;
@@ -151,13 +185,25 @@ pub(crate) fn make(
     // be (the rest lifted), then those whose shape another shares are
     // lifted. The cache stores and reads whole runs; without it, a long
     // run (a linked image's) goes in parallel pieces.
-    let first = |index: usize| match narrower.sketch_alone(&candidates[index], &memo, index as u32)
-    {
-        Some((shape, body)) => Entry::Sketched { body, shape },
-        None => Entry::Lifted {
-            body: lift(&candidates[index]),
-            shape: None,
-        },
+    //
+    // A linked image's reader found most functions' shapes as it decoded
+    // them: one whose shape another candidate shares is lifted at once,
+    // its sketch skipped (the second pass would lift it anyway).
+    let crowded = crowded_shapes(program, candidates);
+    let first = |index: usize| {
+        if let Some(&Some(shape)) = crowded.get(index) {
+            return Entry::Lifted {
+                body: lift(&candidates[index]),
+                shape: Some(shape),
+            };
+        }
+        match narrower.sketch_alone(&candidates[index], &memo, index as u32) {
+            Some((shape, body)) => Entry::Sketched { body, shape },
+            None => Entry::Lifted {
+                body: lift(&candidates[index]),
+                shape: None,
+            },
+        }
     };
     let mut bodies: Vec<Body> = match &cache {
         Some(cache) => {
