@@ -92,18 +92,31 @@ struct Candidate {
     align: u64,
 }
 
-/// Plans the folds of `.rodata`'s anonymous constants, with the link map
-/// at `map`. `code_targets`: the address each decoded code field names,
-/// by its place. `None` where nothing folds or the image is not one this
-/// can fold (not x86-64, no `.rodata`).
-pub(crate) fn plan(
+/// What [`plan`] needs that the code does not tell: the link map read,
+/// what the objects it names say of `.rodata`'s input sections, and the
+/// places in it that symbols and dynamic relocations mark. Made beside
+/// the image reader (it reads the map and the objects, the reader the
+/// image): on opt_lite it takes about 60 ms.
+pub(crate) struct Prepared {
+    /// `.rodata`'s index, and its addresses.
+    section: usize,
+    start: u64,
+    end: u64,
+    sections: InputSections,
+    objects: InputObjects,
+    pieces: Pieces,
+    loose: LooseReferences,
+    candidates: Vec<Option<Candidate>>,
+}
+
+/// [`Prepared`] for the image with the link map at `map`; `None` where the
+/// image is not one this can fold (not x86-64, no `.rodata`).
+pub(crate) fn prepare(
     elf: &Elf<'_>,
     shape: &Shape,
     symbols: &[SymbolInfo],
-    arch: &dyn Architecture,
-    code_targets: &DecodedTargets<'_>,
     map: &Path,
-) -> anyhow::Result<Option<DataFolds>> {
+) -> anyhow::Result<Option<Prepared>> {
     let Some(section) = foldable_section(elf, shape) else {
         return Ok(None);
     };
@@ -114,6 +127,40 @@ pub(crate) fn plan(
     let pieces = Pieces::of(&sections, &objects, start, end, rodata.align.max(1));
     let loose = LooseReferences::of(elf, symbols, start, end)?;
     let candidates = pieces.candidates(&loose.marked);
+    Ok(Some(Prepared {
+        section,
+        start,
+        end,
+        sections,
+        objects,
+        pieces,
+        loose,
+        candidates,
+    }))
+}
+
+/// Plans the folds of `.rodata`'s anonymous constants from what
+/// [`prepare`] read. `code_targets`: the address each decoded code field
+/// names, by its place. `None` where nothing folds.
+pub(crate) fn plan(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    symbols: &[SymbolInfo],
+    arch: &dyn Architecture,
+    code_targets: &DecodedTargets<'_>,
+    prepared: Prepared,
+) -> anyhow::Result<Option<DataFolds>> {
+    let Prepared {
+        section,
+        start,
+        end,
+        sections,
+        objects,
+        pieces,
+        loose,
+        candidates,
+    } = prepared;
+    let rodata = &elf.sections[section];
     let fields = Fields {
         elf,
         symbols,
@@ -179,7 +226,7 @@ fn read_map(map: &Path) -> anyhow::Result<InputSections> {
 
 /// The input sections the map places in `.rodata`, with what their
 /// objects say of them.
-struct Pieces<'m> {
+struct Pieces {
     /// The input sections with bytes, by address, but mergeable ones: a
     /// mergeable section's pieces went wherever the linker merged them
     /// (GNU ld lists each such section at a place it may not hold, over
@@ -189,23 +236,23 @@ struct Pieces<'m> {
     /// What each span's object says of it, when it can be read.
     facts: Vec<Option<SectionFacts>>,
     /// Sections the linker made there.
-    made: &'m [Span],
+    made: Vec<Span>,
     /// See [`DataFolds::content`].
     content: Vec<(u64, u64, u64)>,
     /// See [`DataFolds::gaps_are_padding`].
     gaps_are_padding: bool,
 }
 
-impl<'m> Pieces<'m> {
+impl Pieces {
     /// The pieces of `start..end`; `section_align` stands for an
     /// alignment neither the map nor the object gives.
     fn of(
-        sections: &'m InputSections,
+        sections: &InputSections,
         objects: &InputObjects,
         start: u64,
         end: u64,
         section_align: u64,
-    ) -> Pieces<'m> {
+    ) -> Pieces {
         let listed = sections.spans_between(start, end);
         let made = sections.made_between(start, end);
         // Each object is read once, by whichever thread first asks.
@@ -244,7 +291,7 @@ impl<'m> Pieces<'m> {
         Pieces {
             spans,
             facts,
-            made,
+            made: made.to_vec(),
             content,
             gaps_are_padding,
         }

@@ -238,14 +238,26 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let loading = std::time::Instant::now();
     let elf = Elf::parse(data).map_err(|e| named(e.into()))?;
     let shape = Shape::of(&elf).map_err(named)?;
-    let mut program = icf::Program::load(
-        &inputs,
-        icf::Options {
-            linked_image: true,
-            keep_decoded_code: true,
-            ..icf::Options::default()
+    let symbols = elf.symbols(shape.symtab).map_err(|e| named(e.into()))?;
+    // The link map and the objects it names are read beside the image.
+    let (loaded, constants) = rayon::join(
+        || {
+            icf::Program::load(
+                &inputs,
+                icf::Options {
+                    linked_image: true,
+                    keep_decoded_code: true,
+                    ..icf::Options::default()
+                },
+            )
         },
-    )?;
+        || {
+            let map = options.map.as_ref()?;
+            Some(data_fold::prepare(&elf, &shape, &symbols, map))
+        },
+    );
+    let mut program = loaded?;
+    let constants = constants.transpose().map_err(named)?.flatten();
     // What the image reader decoded, handed on rather than decoded again.
     let decoded_code = program
         .objects
@@ -262,14 +274,13 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
     let disassembly = code::Disassembly::of(&elf, object, arch, decoded_code);
     let code = TextCode::of(&shape, &disassembly, arch, &elf);
     let mut keep_places = code.run_on_into(&shape);
-    let symbols = elf.symbols(shape.symtab).map_err(|e| named(e.into()))?;
     let relocated = Relocated::of(&elf, &shape).map_err(named)?;
     let load = loading.elapsed();
     let folding_constants = std::time::Instant::now();
-    let folds = match &options.map {
-        Some(map) => {
+    let folds = match constants {
+        Some(prepared) => {
             let code_targets = disassembly.targets();
-            data_fold::plan(&elf, &shape, &symbols, arch, &code_targets, map).map_err(named)?
+            data_fold::plan(&elf, &shape, &symbols, arch, &code_targets, prepared).map_err(named)?
         }
         None => None,
     };
