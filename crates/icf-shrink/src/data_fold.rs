@@ -25,7 +25,7 @@
 //! data through `adrp` pages a routine may share, so its data moves by
 //! whole pages.
 
-use crate::code::DecodedTargets;
+use crate::code::{DecodedTargets, TargetCursor};
 use crate::shape::Shape;
 use icf_arch::{Architecture, KeptReloc};
 use icf_linkmap::{InputObjects, InputSections, SectionFacts, Span};
@@ -442,128 +442,37 @@ impl Fields<'_, '_> {
         code_targets: &DecodedTargets<'_>,
         loose_targets: &[(u64, u64)],
     ) -> anyhow::Result<Option<Uses>> {
-        let (elf, symbols, arch) = (self.elf, self.symbols, self.arch);
-        let (sections, objects) = (self.sections, self.objects);
-        let (section, start, end) = (self.section, self.start, self.end);
+        let (elf, start, end) = (self.elf, self.start, self.end);
         let mut held: HashSet<usize> = HashSet::new();
         let mut anchors: HashMap<u64, u64> = HashMap::new();
         let mut kept_places: Vec<u64> = Vec::new();
-        let mut code_targets = code_targets.cursor();
         for &(relocations, patched) in &shape.kept {
             let patched_section = &elf.sections[patched];
             if !patched_section.is_alloc() {
                 continue;
             }
             let code = patched_section.is_executable();
-            for rela in elf.relas(relocations)? {
-                kept_places.push(rela.offset);
-                let Some(symbol) = symbols.get(rela.sym as usize) else {
-                    continue;
-                };
-                if rela.sym == 0 || symbol.shndx == E::SHN_UNDEF.0 || symbol.kind == E::STT_TLS.0 {
-                    continue;
-                }
-                let section_symbol = symbol.kind == E::STT_SECTION.0;
-                let base = if section_symbol {
-                    elf.sections
-                        .get(usize::from(symbol.shndx))
-                        .map_or(0, |s| s.addr)
-                } else {
-                    symbol.value
-                };
-                let meaning = base.wrapping_add(rela.addend as u64);
-                let names_rodata = if section_symbol {
-                    usize::from(symbol.shndx) == section
-                } else {
-                    (start..end).contains(&symbol.value)
-                };
-                let kind = arch.kept_reloc(rela.r_type);
-                // A PC-relative field in data naming a symbol, or a section
-                // other than the folded one, of data: it moves with that
-                // place (drops in `.rodata` move what follows apart).
-                if !code && kind == KeptReloc::PcRelative && (!section_symbol || !names_rodata) {
-                    let holding = elf.section_at(base).map(|i| &elf.sections[i]);
-                    let data = holding.is_some_and(|s| {
-                        !s.is_executable()
-                            && !matches!(
-                                s.name.as_str(),
-                                ".eh_frame" | ".eh_frame_hdr" | ".gcc_except_table"
-                            )
-                    });
-                    if data {
-                        anchors.insert(rela.offset, base);
+            // Each field is read on its own: batches in parallel, merged
+            // in order as one pass would make them.
+            let relas = elf.relas(relocations)?;
+            let parts: Vec<Option<UsesPart>> = relas
+                .par_chunks(USES_BATCH)
+                .map(|batch| {
+                    let mut part = UsesPart::default();
+                    let mut cursor = code_targets.cursor();
+                    for rela in batch {
+                        self.use_of(rela, code, &mut cursor, &mut part)?;
                     }
-                    continue;
-                }
-                let decoded = code_targets.at(rela.offset);
-                let exact_target = match decoded {
-                    Some(target) if code => Some(target),
-                    // An absolute address, in data or in code (a non-PIE
-                    // `mov $c, %edi`), is `S + A` itself.
-                    _ if matches!(kind, KeptReloc::Address { .. }) => Some(meaning),
-                    _ => None,
+                    Some(part)
+                })
+                .collect();
+            for part in parts {
+                let Some(part) = part else {
+                    return Ok(None);
                 };
-                if !names_rodata && !exact_target.is_some_and(|t| (start..=end).contains(&t)) {
-                    continue;
-                }
-                let named = if section_symbol {
-                    objects
-                        .names(sections, rela.offset)
-                        .and_then(|span| self.index_of(span))
-                } else {
-                    self.index_at(symbol.value)
-                };
-                match exact_target {
-                    // A symbol's own place (a string after a constant, the
-                    // next object's start) means what starts there; so does a
-                    // place in merged strings or constants (see below: an
-                    // assembler names one through the section symbol only
-                    // exactly).
-                    Some(target) if !section_symbol && target == symbol.value => {}
-                    Some(_)
-                        if section_symbol
-                            && named.is_none()
-                            && objects.names_merged(sections, rela.offset).is_some() => {}
-                    Some(target) => self.hold_around(target, named, &mut held),
-                    None if !code && kind == KeptReloc::PcRelative => {
-                        if let Some(named) = named {
-                            anchors.insert(rela.offset, self.spans[named].start);
-                            continue;
-                        }
-                        // Assemblers write a reference into a mergeable
-                        // section through its section symbol only where it
-                        // names its place exactly (the linker finds the piece
-                        // by `S + A`; for any other addend they keep the
-                        // local symbol): `S + A` is the target, in merged
-                        // bytes, which move as one.
-                        if objects.names_merged(sections, rela.offset).is_some() {
-                            self.hold_around(meaning, None, &mut held);
-                            continue;
-                        }
-                        // Its target is unknown (the object could not be
-                        // read): it lies at or before `S + A`, by less than
-                        // the field's offset in its table's section. Nothing
-                        // from there to the field moves apart, so `S + A`
-                        // moves with both.
-                        let Some(holding) = sections.span_at(rela.offset) else {
-                            return Ok(None);
-                        };
-                        let lowest = meaning.saturating_sub(rela.offset - holding.start);
-                        let from = lowest.min(rela.offset);
-                        let to = meaning.max(rela.offset + 4);
-                        let first = self.spans.partition_point(|span| span.end <= from);
-                        held.extend(
-                            (first..self.spans.len()).take_while(|&i| self.spans[i].start <= to),
-                        );
-                    }
-                    // A field decoding did not find: its bias is unknown, so
-                    // every place it may name is touched.
-                    None => {
-                        for bias in 0..=8 {
-                            self.hold_around(meaning.wrapping_add(bias), None, &mut held);
-                        }
-                    }
-                }
+                held.extend(part.held);
+                anchors.extend(part.anchors);
+                kept_places.extend(part.kept_places);
             }
         }
         // Dynamic relocations at places no kept relocation describes (the
@@ -576,7 +485,139 @@ impl Fields<'_, '_> {
         }
         Ok(Some(Uses { held, anchors }))
     }
+
+    /// What one kept relocation `rela` (of code, if `code`) says, added to
+    /// `part`; `None` where it names a place no span can be found for
+    /// (nothing can fold).
+    fn use_of(
+        &self,
+        rela: &icf_object::linked_elf::Rela,
+        code: bool,
+        cursor: &mut TargetCursor<'_, '_>,
+        part: &mut UsesPart,
+    ) -> Option<()> {
+        let (elf, symbols, arch) = (self.elf, self.symbols, self.arch);
+        let (sections, objects) = (self.sections, self.objects);
+        let (section, start, end) = (self.section, self.start, self.end);
+        part.kept_places.push(rela.offset);
+        let Some(symbol) = symbols.get(rela.sym as usize) else {
+            return Some(());
+        };
+        if rela.sym == 0 || symbol.shndx == E::SHN_UNDEF.0 || symbol.kind == E::STT_TLS.0 {
+            return Some(());
+        }
+        let section_symbol = symbol.kind == E::STT_SECTION.0;
+        let base = if section_symbol {
+            elf.sections
+                .get(usize::from(symbol.shndx))
+                .map_or(0, |s| s.addr)
+        } else {
+            symbol.value
+        };
+        let meaning = base.wrapping_add(rela.addend as u64);
+        let names_rodata = if section_symbol {
+            usize::from(symbol.shndx) == section
+        } else {
+            (start..end).contains(&symbol.value)
+        };
+        let kind = arch.kept_reloc(rela.r_type);
+        // A PC-relative field in data naming a symbol, or a section
+        // other than the folded one, of data: it moves with that
+        // place (drops in `.rodata` move what follows apart).
+        if !code && kind == KeptReloc::PcRelative && (!section_symbol || !names_rodata) {
+            let holding = elf.section_at(base).map(|i| &elf.sections[i]);
+            let data = holding.is_some_and(|s| {
+                !s.is_executable()
+                    && !matches!(
+                        s.name.as_str(),
+                        ".eh_frame" | ".eh_frame_hdr" | ".gcc_except_table"
+                    )
+            });
+            if data {
+                part.anchors.insert(rela.offset, base);
+            }
+            return Some(());
+        }
+        let decoded = cursor.at(rela.offset);
+        let exact_target = match decoded {
+            Some(target) if code => Some(target),
+            // An absolute address, in data or in code (a non-PIE
+            // `mov $c, %edi`), is `S + A` itself.
+            _ if matches!(kind, KeptReloc::Address { .. }) => Some(meaning),
+            _ => None,
+        };
+        if !names_rodata && !exact_target.is_some_and(|t| (start..=end).contains(&t)) {
+            return Some(());
+        }
+        let named = if section_symbol {
+            objects
+                .names(sections, rela.offset)
+                .and_then(|span| self.index_of(span))
+        } else {
+            self.index_at(symbol.value)
+        };
+        match exact_target {
+            // A symbol's own place (a string after a constant, the
+            // next object's start) means what starts there; so does a
+            // place in merged strings or constants (see below: an
+            // assembler names one through the section symbol only
+            // exactly).
+            Some(target) if !section_symbol && target == symbol.value => {}
+            Some(_)
+                if section_symbol
+                    && named.is_none()
+                    && objects.names_merged(sections, rela.offset).is_some() => {}
+            Some(target) => self.hold_around(target, named, &mut part.held),
+            None if !code && kind == KeptReloc::PcRelative => {
+                if let Some(named) = named {
+                    part.anchors.insert(rela.offset, self.spans[named].start);
+                    return Some(());
+                }
+                // Assemblers write a reference into a mergeable
+                // section through its section symbol only where it
+                // names its place exactly (the linker finds the piece
+                // by `S + A`; for any other addend they keep the
+                // local symbol): `S + A` is the target, in merged
+                // bytes, which move as one.
+                if objects.names_merged(sections, rela.offset).is_some() {
+                    self.hold_around(meaning, None, &mut part.held);
+                    return Some(());
+                }
+                // Its target is unknown (the object could not be
+                // read): it lies at or before `S + A`, by less than
+                // the field's offset in its table's section. Nothing
+                // from there to the field moves apart, so `S + A`
+                // moves with both.
+                let holding = sections.span_at(rela.offset)?;
+                let lowest = meaning.saturating_sub(rela.offset - holding.start);
+                let from = lowest.min(rela.offset);
+                let to = meaning.max(rela.offset + 4);
+                let first = self.spans.partition_point(|span| span.end <= from);
+                part.held
+                    .extend((first..self.spans.len()).take_while(|&i| self.spans[i].start <= to));
+            }
+            // A field decoding did not find: its bias is unknown, so
+            // every place it may name is touched.
+            None => {
+                for bias in 0..=8 {
+                    self.hold_around(meaning.wrapping_add(bias), None, &mut part.held);
+                }
+            }
+        }
+        Some(())
+    }
 }
+
+/// What one batch of fields says (see [`Fields::uses`]).
+#[derive(Default)]
+struct UsesPart {
+    held: HashSet<usize>,
+    anchors: HashMap<u64, u64>,
+    kept_places: Vec<u64>,
+}
+
+/// Kept relocations read together on one thread.
+const USES_BATCH: usize = 8192;
 
 /// What the fields naming `.rodata` say (see [`Fields::uses`]).
 struct Uses {
