@@ -149,18 +149,23 @@ impl Places {
 }
 
 /// `f` of every candidate, in order, computed one object at a time per
-/// thread; each object's input pages are given back once its run of
-/// candidates is done (candidates come in runs by object: functions, then
-/// data), so the inputs need not all be resident at once.
+/// thread (a large object, a linked image above all, in pieces of
+/// [`MAP_PIECE`] candidates, in parallel too); each object's input pages
+/// are given back once its run of candidates is done (candidates come in
+/// runs by object: functions, then data), so the inputs need not all be
+/// resident at once.
 pub(crate) fn map_by_object<T: Send>(
     program: &Program<'_>,
     candidates: &[CandidateInfo],
     f: impl Fn(usize, &CandidateInfo) -> T + Sync,
 ) -> Vec<T> {
-    map_runs_by_object(program, candidates, |run| {
+    map_pieces_by_object(program, candidates, MAP_PIECE, |run| {
         run.map(|index| f(index, &candidates[index])).collect()
     })
 }
+
+/// Candidates [`map_by_object`] hands one thread at a time.
+const MAP_PIECE: usize = 1024;
 
 /// [`map_by_object`] with `f` given each run of one object's candidates
 /// (their indices) and returning a value per candidate of the run.
