@@ -400,36 +400,48 @@ pub(crate) fn patch_code(
     // one pass would.
     let code: Vec<_> = code_of.collect();
     for batch in code.chunks(PATCH_BATCH) {
-        let worked: Vec<anyhow::Result<Worked>> = batch
-            .par_iter()
-            .filter_map(|&(extent, references)| {
-                let (start, found) = references.as_ref()?;
-                let marks = data_in_code.get(&extent.section).map(Vec::as_slice);
-                Some(patching.work_out(extent, *start, found, marks))
+        // Pieces merged in parallel runs of `MERGE_RUN`, the runs then
+        // in order: one list of fields and one run of writes a run.
+        let merged: Vec<Merged> = batch
+            .par_chunks(MERGE_RUN)
+            .map(|run| {
+                let mut merged = Merged::default();
+                for &(extent, references) in run {
+                    let Some((start, found)) = references.as_ref() else {
+                        continue;
+                    };
+                    let marks = data_in_code.get(&extent.section).map(Vec::as_slice);
+                    match patching.work_out(extent, *start, found, marks) {
+                        Ok(piece) => {
+                            merged.tables.extend(piece.tables);
+                            merged.fields.extend(piece.fields);
+                            merged.writes.extend(piece.writes);
+                            merged.pins.extend(piece.pins);
+                        }
+                        Err(error) => {
+                            merged.error = Some(error);
+                            break;
+                        }
+                    }
+                }
+                merged
             })
             .collect();
-        // One list of fields and one run of writes a batch, each of its
-        // exact size.
-        let (mut fields, mut writes) = (Vec::new(), Writes::default());
-        fields.reserve_exact(
-            worked
-                .iter()
-                .filter_map(|piece| Some(piece.as_ref().ok()?.fields.len()))
-                .sum(),
-        );
-        for piece in worked {
-            let piece = piece?;
-            tables.extend(piece.tables);
-            fields.extend(piece.fields);
-            writes.extend(piece.writes);
-            for pin in piece.pins {
+        for run in merged {
+            tables.extend(run.tables);
+            decoded.fields.add(run.fields);
+            patches.writes.append(run.writes);
+            for pin in run.pins {
                 patches.pins.keep(layout, &pin.addresses, pin.kind, || {
                     anyhow::anyhow!("{}", pin.refusal)
                 })?;
             }
+            // What the pieces before a failing one found and wanted is
+            // kept, as one pass would, then the failure stops the patching.
+            if let Some(error) = run.error {
+                return Err(error);
+            }
         }
-        decoded.fields.add(fields);
-        patches.writes.append(writes);
     }
     // By base; each function computing a base keeps its own entry (the
     // cases of its table lead into it), a recognized table's size bounding
@@ -445,6 +457,20 @@ pub(crate) fn patch_code(
 
 /// Pieces of code patched together in parallel.
 const PATCH_BATCH: usize = 4096;
+
+/// Pieces of a batch whose fields and writes one thread merges.
+const MERGE_RUN: usize = 512;
+
+/// What a run of pieces found and would write, in order; the failure
+/// that stopped it, if one did.
+#[derive(Default)]
+struct Merged {
+    fields: Vec<(u64, Field)>,
+    tables: Vec<Table>,
+    writes: Writes,
+    pins: Vec<PinRequest>,
+    error: Option<anyhow::Error>,
+}
 
 /// What one piece of code found and would write (see [`patch_code`]).
 #[derive(Default)]
