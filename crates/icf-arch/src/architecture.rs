@@ -135,11 +135,6 @@ pub trait Architecture: Sync {
     fn is_padding(&self, bytes: &[u8]) -> bool;
     /// The bytes that fill gaps between functions (`int3`, `nop`).
     fn code_fill(&self) -> &'static [u8];
-    /// Whether running `code` (one function, from its first byte) may go
-    /// on past its last byte: its last instruction is no unconditional
-    /// jump, return, trap or call (a compiler ends a function with a call
-    /// only to a function that never returns, as the lifter assumes).
-    fn runs_off_the_end(&self, code: &[u8]) -> bool;
     /// Names of opcodes, registers and relocation kinds, for printing.
     fn syntax(&self) -> &'static dyn Syntax;
 }

@@ -33,7 +33,10 @@ pub enum LinkedUse {
 /// ([`crate::Architecture::linked_references`]).
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
 pub struct LinkedScan {
-    /// What [`crate::Architecture::runs_off_the_end`] says of the code.
+    /// Whether running the code (one function, from its first byte) may
+    /// go on past its last byte: its last instruction is no unconditional
+    /// jump, return, trap or call (a compiler ends a function with a call
+    /// only to a function that never returns, as the lifter assumes).
     pub runs_off_the_end: bool,
     /// The shape a sketch of the same bytes has ([`crate::Sketch::shape`])
     /// where the architecture sketches and the code decodes whole: two

@@ -75,7 +75,7 @@ pub struct DecodedPiece {
     /// bytes could not be read.
     pub references: Option<Vec<icf_arch::LinkedReference>>,
     /// Whether the piece's code runs off its end
-    /// (`icf_arch::Architecture::runs_off_the_end`).
+    /// (`icf_arch::LinkedScan::runs_off_the_end`).
     pub runs_off_the_end: bool,
 }
 

@@ -25,7 +25,7 @@ pub(crate) struct Disassembly {
     /// allocated section; `None` for filler no symbol names.
     pub references: Vec<Option<(u64, Vec<LinkedReference>)>>,
     /// Per extent: whether its code runs off its end
-    /// ([`Architecture::runs_off_the_end`], found in the same decode).
+    /// (`icf_arch::LinkedScan::runs_off_the_end`, found in the same decode).
     pub runs_off: Vec<bool>,
 }
 

@@ -226,10 +226,6 @@ impl Architecture for Aarch64 {
         relocate::FILL
     }
 
-    fn runs_off_the_end(&self, code: &[u8]) -> bool {
-        relocate::runs_off_the_end(code)
-    }
-
     fn syntax(&self) -> &'static dyn Syntax {
         &lift::Aarch64Syntax
     }

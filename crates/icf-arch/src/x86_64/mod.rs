@@ -209,10 +209,6 @@ impl Architecture for X86_64 {
         relocate::FILL
     }
 
-    fn runs_off_the_end(&self, code: &[u8]) -> bool {
-        relocate::runs_off_the_end(code)
-    }
-
     fn syntax(&self) -> &'static dyn Syntax {
         &lift::X86Syntax
     }

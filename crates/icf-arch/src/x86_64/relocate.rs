@@ -72,7 +72,9 @@ pub(super) fn is_padding(bytes: &[u8]) -> bool {
 }
 
 /// Whether the last instruction of `code`, decoded from its start, lets
-/// control go on past it.
+/// control go on past it: [`EndWatch`] on a decode of its own, what the
+/// tests hold the linked-code scan's answer to.
+#[cfg(test)]
 pub(super) fn runs_off_the_end(code: &[u8]) -> bool {
     let mut end = EndWatch::new(code, 0);
     let mut decoder = Decoder::new(64, code, DecoderOptions::NONE);
