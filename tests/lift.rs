@@ -254,3 +254,100 @@ fn check_sketches(paths: &[PathBuf]) {
     );
     assert!(shared >= 20, "only {shared} structures shared");
 }
+
+/// A linked image's functions sketched from the marks its reader found
+/// (as the analysis sketches them) give the whole sketches: this test's
+/// own Rust executable, a C++ fixture linked statically by gcc and clang
+/// (glibc's and libstdc++'s code besides the compilers'), and Debian's
+/// lld and mold. Half of a static program's pieces are the padding
+/// between functions, which ends in `nop`s and has no marks.
+#[test]
+fn an_images_sketches_from_the_readers_marks_are_whole_sketches() {
+    let dir = icf_fixtures::source_dir().join("../target/lift-marks");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let mut images = vec![std::env::current_exe().expect("the test's own path")];
+    for build in x86_builds()
+        .into_iter()
+        .filter(|build| build.function_sections)
+    {
+        let object = icf_fixtures::object(Path::new("cpp/templates.cpp"), &build);
+        let image = dir.join(format!("templates-{}", build.label()));
+        let output = build
+            .driver_command(true)
+            .arg(&object)
+            .args(["-static", "-o"])
+            .arg(&image)
+            .output()
+            .expect("running the compiler driver");
+        assert!(
+            output.status.success(),
+            "linking {}: {}",
+            image.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        images.push(image);
+    }
+    // Two stripped distribution binaries, whose pieces of code come from
+    // their unwind tables: the linkers the tests run.
+    for linker in ["ld.lld-19", "mold"] {
+        icf_fixtures::require_tool(linker);
+        let path = icf_fixtures::find_program(linker).expect("required above");
+        images.push(std::fs::canonicalize(&path).expect("the linker's own file"));
+    }
+    let (mut marked, mut functions, mut with_references) = (0, 0, 0);
+    for image in &images {
+        let counts = check_marked_sketches(image);
+        assert!(counts.0 > 0, "{}: no function marked", image.display());
+        marked += counts.0;
+        functions += counts.1;
+        with_references += counts.2;
+    }
+    assert!(
+        marked * 10 >= functions * 6,
+        "only {marked} of {functions} functions marked"
+    );
+    assert!(
+        with_references * 2 >= marked,
+        "only {with_references} of {marked} sketches with references"
+    );
+}
+
+/// Checks every function of `image` the reader marked; returns how many
+/// it marked, of how many, and how many sketches have references.
+fn check_marked_sketches(image: &Path) -> (usize, usize, usize) {
+    let inputs = open(&[image.to_path_buf()]);
+    let program = icf::Program::load(
+        &inputs,
+        icf::Options {
+            linked_image: true,
+            ..icf::Options::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("loading {}: {e:#}", image.display()));
+    let shapes = &program.image().expect("a linked image").code_shapes;
+    let (mut marked, mut with_references) = (0, 0);
+    for info in &program.functions {
+        let extent = &info.extent;
+        let Ok(at) = shapes.binary_search_by_key(&(extent.section, extent.start), |piece| {
+            (piece.section, piece.start)
+        }) else {
+            continue;
+        };
+        let piece = &shapes[at];
+        let Some(marks) = piece.marks.as_ref().filter(|_| piece.end == extent.end) else {
+            continue;
+        };
+        marked += 1;
+        let name = program.function_name(info);
+        let from_marks = program.sketch_marked(info, piece.shape, marks);
+        let whole = program.sketch(info);
+        assert_eq!(
+            from_marks.as_ref().map(|s| (s.shape, &s.function)),
+            whole.as_ref().map(|s| (s.shape, &s.function)),
+            "{}: {name}",
+            image.display()
+        );
+        with_references += usize::from(whole.is_some_and(|s| !s.function.refs.is_empty()));
+    }
+    (marked, program.functions.len(), with_references)
+}

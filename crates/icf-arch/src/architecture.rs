@@ -61,6 +61,17 @@ pub trait Architecture: Sync {
     fn sketch(&self, _input: &CodeInput<'_>) -> Option<crate::lifting::Sketch> {
         None
     }
+    /// [`Architecture::sketch`], decoding only the instructions `marks`
+    /// names where they say enough (see [`crate::SketchMarks`]); `shape`
+    /// and `marks` come from a decode of exactly `input.bytes`.
+    fn sketch_marked(
+        &self,
+        input: &CodeInput<'_>,
+        _shape: u64,
+        _marks: &crate::SketchMarks,
+    ) -> Option<crate::lifting::Sketch> {
+        self.sketch(input)
+    }
     /// Appends to `out` the references in `code`, linked at `address`,
     /// that an assembler would have written as relocations (see
     /// [`crate::linked`]). Returns what the same decode tells of `code`

@@ -35,7 +35,7 @@ mod x86_64;
 
 pub use aarch64::Aarch64;
 pub use architecture::{Architecture, Thunk};
-pub use lifting::{Sketch, recycle};
+pub use lifting::{Sketch, SketchMarks, recycle};
 pub use linked::{DynamicReloc, LinkedReference, LinkedScan, LinkedUse, TableShape};
 pub use macho_reloc::{
     CompactUnwind, HIGH_BIT_POINTER, MachOFixup, MachOMeaning, MachOPrefix, MachOTranslation,
@@ -74,6 +74,13 @@ pub fn from_macho_cpu_type(cpu_type: u32) -> Option<&'static dyn Architecture> {
 /// Sketches one function, where the architecture can (see [`Sketch`]).
 pub fn sketch(input: &CodeInput<'_>) -> Option<Sketch> {
     of(input.arch).sketch(input)
+}
+
+/// What [`sketch`] gives, decoding only the instructions `marks` names
+/// where they say enough (see [`SketchMarks`]): `marks` and `shape` come
+/// from a decode of exactly `input.bytes`.
+pub fn sketch_marked(input: &CodeInput<'_>, shape: u64, marks: &SketchMarks) -> Option<Sketch> {
+    of(input.arch).sketch_marked(input, shape, marks)
 }
 
 /// Lifts one function.

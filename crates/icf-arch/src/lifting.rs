@@ -91,6 +91,51 @@ pub struct Sketch {
     pub function: Function,
 }
 
+/// Where a sketch of a function must decode, found by a decode of the
+/// same bytes that came before ([`crate::LinkedScan::marks`]): the
+/// instructions that may name a place outside the function or hold a
+/// relocation, and the last one (whether control runs off the end). That
+/// decode gives marks only where it saw nothing else that could stop or
+/// change a sketch: every instruction decodes, every branch landing inside
+/// the function lands on an instruction's first byte, and the last
+/// instruction is no `nop` (no padding to walk). The analysis sketches an
+/// image's functions from the reader's marks ([`crate::sketch_marked`])
+/// rather than decoding them whole a second time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SketchMarks {
+    /// Offsets of the marked instructions from the function's first byte,
+    /// ascending.
+    pub marked: Box<[u32]>,
+    /// Offset of the last instruction.
+    pub last: u32,
+}
+
+impl SketchMarks {
+    /// Marks the instructions at `offsets` (ascending) too: those that
+    /// hold the relocations a reader made of the references it kept.
+    pub fn add(&mut self, offsets: &[u32]) {
+        if offsets.is_empty() {
+            return;
+        }
+        let mut marked = Vec::with_capacity(self.marked.len() + offsets.len());
+        let (mut old, mut new) = (self.marked.iter().peekable(), offsets.iter().peekable());
+        loop {
+            let next = match (old.peek(), new.peek()) {
+                (Some(&&a), Some(&&b)) if a <= b => old.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => new.next(),
+                (Some(_), None) => old.next(),
+                (None, None) => break,
+            };
+            if let Some(&offset) = next
+                && marked.last() != Some(&offset)
+            {
+                marked.push(offset);
+            }
+        }
+        self.marked = marked.into();
+    }
+}
+
 /// A hash of a function's operations that does not depend on their order
 /// (the key walks blocks in the order control reaches them, not in address
 /// order) nor on padding: a function's operations as a multiset, and how

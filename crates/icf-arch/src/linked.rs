@@ -31,7 +31,7 @@ pub enum LinkedUse {
 
 /// What a decode of one piece of linked code tells besides its references
 /// ([`crate::Architecture::linked_references`]).
-#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct LinkedScan {
     /// Whether running the code (one function, from its first byte) may
     /// go on past its last byte: its last instruction is no unconditional
@@ -42,6 +42,13 @@ pub struct LinkedScan {
     /// where the architecture sketches and the code decodes whole: two
     /// functions a sketch would find of one shape have one here.
     pub shape: Option<u64>,
+    /// Where a sketch of the same bytes must decode
+    /// ([`crate::SketchMarks`]), found where the architecture sketches and
+    /// the decode saw nothing else that matters to a sketch: the
+    /// instructions that name a place outside the code. The reader adds
+    /// those that hold the relocations it makes
+    /// ([`crate::SketchMarks::add`]).
+    pub marks: Option<crate::SketchMarks>,
 }
 
 /// One field of linked code that names an address.
@@ -52,6 +59,9 @@ pub struct LinkedReference {
     pub offset: u64,
     /// The ELF relocation type an assembler writes there.
     pub r_type: u32,
+    /// Offset of the instruction that holds the field, counted like
+    /// `offset` (on AArch64, `offset` itself).
+    pub instruction: u32,
     /// The address the field names (a branch's destination, an operand's
     /// address, an `adrp` page completed by its low bits).
     pub target: u64,

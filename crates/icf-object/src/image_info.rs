@@ -57,11 +57,26 @@ pub struct Image<'data> {
     /// ([`crate::Object::parse_image_keeping_code`]): `icf shrink`
     /// patches the same fields and need not decode the code again.
     pub decoded_code: Vec<DecodedPiece>,
-    /// The shape of each piece of code whose decode gave one
-    /// (`icf_arch::LinkedScan::shape`), as (section, start, end, shape)
-    /// sorted by section and start: the analysis lifts a function whose
-    /// shape another shares at once, without sketching it first.
-    pub code_shapes: Vec<(SectionIndex, u64, u64, u64)>,
+    /// Each piece of code whose decode gave a shape
+    /// (`icf_arch::LinkedScan::shape`), sorted by section and start: the
+    /// analysis lifts a function whose shape another shares at once,
+    /// without sketching it first, and sketches the others from their
+    /// marks.
+    pub code_shapes: Vec<CodeShape>,
+}
+
+/// What the reader's decode of one piece of code tells a sketch of it.
+#[derive(Clone, Debug)]
+pub struct CodeShape {
+    pub section: SectionIndex,
+    /// Section offsets `start..end`.
+    pub start: u64,
+    pub end: u64,
+    /// The shape a sketch of the piece has (`icf_arch::Sketch::shape`).
+    pub shape: u64,
+    /// Where a sketch of the piece must decode, when the decode found it
+    /// (`icf_arch::LinkedScan::marks`).
+    pub marks: Option<icf_arch::SketchMarks>,
 }
 
 /// One piece of code of a linked image and what decoding found in it.

@@ -36,7 +36,7 @@ pub use eh_frame::{Fde, UnwindKind};
 pub use elf::linked as linked_elf;
 pub use error::{Error, Location, Result};
 pub use functions::{DataAnchors, FunctionExtent};
-pub use image_info::{DecodedPiece, Image, ImageKind, PointerSource};
+pub use image_info::{CodeShape, DecodedPiece, Image, ImageKind, PointerSource};
 pub use input::{
     FileKind, FileStamp, InputFile, InputObjects, ObjectSource, PendingRelease, SkippedMember,
     is_linked_image, list_objects,

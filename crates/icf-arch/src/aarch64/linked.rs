@@ -130,6 +130,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
                     out.push(LinkedReference {
                         offset,
                         r_type: elf::R_AARCH64_ADR_PREL_PG_HI21.0,
+                        instruction: offset as u32,
                         target: page,
                         bias: 0,
                         use_: LinkedUse::PcRelative,
@@ -141,6 +142,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             out.push(LinkedReference {
                 offset,
                 r_type: r_type.0,
+                instruction: offset as u32,
                 target,
                 bias: 0,
                 use_,
@@ -196,6 +198,7 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             out.push(LinkedReference {
                 offset,
                 r_type: r_type.0,
+                instruction: offset as u32,
                 target,
                 bias: 0,
                 use_: LinkedUse::PcRelative,

@@ -156,6 +156,7 @@ impl Architecture for Aarch64 {
             runs_off_the_end: relocate::runs_off_the_end(code),
             // No sketch.
             shape: None,
+            marks: None,
         }
     }
 

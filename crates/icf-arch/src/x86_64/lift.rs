@@ -224,57 +224,69 @@ fn decode_each(
     input: &CodeInput<'_>,
     mut each: impl FnMut(Raw, Decoded) -> Result<(), OpaqueReason>,
 ) -> Result<(), OpaqueReason> {
-    let base = input.section_offset;
-    let size = input.bytes.len() as u32;
-    let mut decoder = Decoder::with_ip(64, input.bytes, base, DecoderOptions::NONE);
-    let mut instr = Instruction::default();
+    let mut decoder = Decoder::with_ip(64, input.bytes, input.section_offset, DecoderOptions::NONE);
     let mut cursor = RelocCursor::default();
     while decoder.can_decode() {
-        let at = (decoder.ip() - base) as u32;
-        decoder.decode_out(&mut instr);
-        if instr.is_invalid() {
-            return Err(match decoder.last_error() {
-                DecoderError::NoMoreBytes => OpaqueReason::Truncated { at },
-                _ => OpaqueReason::UnknownInstruction { at },
-            });
-        }
-        let len = instr.len() as u32;
-        let relocs = cursor.relocs_in(input.relocs, at, at + len);
-        // Where the displacement and immediates sit matters only to match
-        // relocations, and most instructions have none.
-        let offsets = if relocs.is_empty() {
-            ConstantOffsets::default()
-        } else {
-            decoder.get_constant_offsets(&instr)
-        };
-        let branch_is_relocated = offsets.has_immediate()
-            && input.relocs[relocs.clone()]
-                .iter()
-                .any(|r| r.offset == at + offsets.immediate_offset() as u32);
-        let target = match branch_operand(&instr) {
-            Some(_) if branch_is_relocated => None,
-            Some(target) if target >= base && target < base + u64::from(size) => {
-                Some((target - base) as u32)
-            }
-            _ => None,
-        };
-        let flow = flow_of(&instr, target.is_some());
-        each(
-            Raw {
-                instr,
-                offsets,
-                at,
-                relocs,
-            },
-            Decoded {
-                at,
-                len,
-                flow,
-                target,
-            },
-        )?;
+        let (raw, decoded) = decode_next(&mut decoder, input, &mut cursor)?;
+        each(raw, decoded)?;
     }
     Ok(())
+}
+
+/// The instruction `decoder` (positioned on one of `input`'s bytes, its
+/// IP the byte's section offset) decodes next, as [`decode_each`] hands it
+/// on; `cursor` walks the relocations.
+#[inline]
+fn decode_next(
+    decoder: &mut Decoder<'_>,
+    input: &CodeInput<'_>,
+    cursor: &mut RelocCursor,
+) -> Result<(Raw, Decoded), OpaqueReason> {
+    let base = input.section_offset;
+    let size = input.bytes.len() as u32;
+    let at = (decoder.ip() - base) as u32;
+    let instr = decoder.decode();
+    if instr.is_invalid() {
+        return Err(match decoder.last_error() {
+            DecoderError::NoMoreBytes => OpaqueReason::Truncated { at },
+            _ => OpaqueReason::UnknownInstruction { at },
+        });
+    }
+    let len = instr.len() as u32;
+    let relocs = cursor.relocs_in(input.relocs, at, at + len);
+    // Where the displacement and immediates sit matters only to match
+    // relocations, and most instructions have none.
+    let offsets = if relocs.is_empty() {
+        ConstantOffsets::default()
+    } else {
+        decoder.get_constant_offsets(&instr)
+    };
+    let branch_is_relocated = offsets.has_immediate()
+        && input.relocs[relocs.clone()]
+            .iter()
+            .any(|r| r.offset == at + offsets.immediate_offset() as u32);
+    let target = match branch_operand(&instr) {
+        Some(_) if branch_is_relocated => None,
+        Some(target) if target >= base && target < base + u64::from(size) => {
+            Some((target - base) as u32)
+        }
+        _ => None,
+    };
+    let flow = flow_of(&instr, target.is_some());
+    Ok((
+        Raw {
+            instr,
+            offsets,
+            at,
+            relocs,
+        },
+        Decoded {
+            at,
+            len,
+            flow,
+            target,
+        },
+    ))
 }
 
 /// The blocks of the decoded function, in walk order.
@@ -413,6 +425,95 @@ fn sketch_with(
         shape: shape.finish(),
         function: f,
     })
+}
+
+/// [`sketch`] from `marks` (see [`crate::SketchMarks`]): the same sketch,
+/// decoding only the marked instructions and the last. A sketch decodes
+/// every instruction only to lift those that hold a relocation or name a
+/// place outside the function, to check that branches inside land on
+/// instructions, and to see how the code ends; a decode of the same bytes
+/// that found the marks checked the branches and the end already. Where
+/// the marks leave a relocation out, or something enters the function
+/// past its first byte (an entry point the decode did not check), the
+/// function is sketched whole.
+pub(crate) fn sketch_marked(
+    input: &CodeInput<'_>,
+    shape: u64,
+    marks: &crate::SketchMarks,
+) -> Option<crate::lifting::Sketch> {
+    if !input.data_in_code.is_empty() {
+        return None;
+    }
+    if !entry_points(input).is_empty() {
+        return sketch(input);
+    }
+    let sketched = match sketch_at_marks(input, marks) {
+        Some(function) => function
+            .ok()
+            .map(|function| crate::lifting::Sketch { shape, function }),
+        None => sketch(input),
+    };
+    #[cfg(debug_assertions)]
+    {
+        let whole = sketch(input);
+        assert_eq!(
+            sketched.as_ref().map(|s| (s.shape, &s.function)),
+            whole.as_ref().map(|s| (s.shape, &s.function)),
+            "a sketch from marks differs from the whole sketch"
+        );
+    }
+    sketched
+}
+
+/// The function [`sketch_with`] gives (its references), or why it gives
+/// none, lifting only the instructions `marks` names; `None` where they
+/// do not cover every relocation.
+fn sketch_at_marks(
+    input: &CodeInput<'_>,
+    marks: &crate::SketchMarks,
+) -> Option<Result<Function, OpaqueReason>> {
+    let base = input.section_offset;
+    let size = input.bytes.len() as u32;
+    let mut decoder = Decoder::with_ip(64, input.bytes, base, DecoderOptions::NONE);
+    let mut cursor = RelocCursor::default();
+    let mut decode_at = |at: u32, cursor: &mut RelocCursor| {
+        decoder.set_position(at as usize).ok()?;
+        decoder.set_ip(base + u64::from(at));
+        // The marks come from a decode of these very bytes.
+        decode_next(&mut decoder, input, cursor).ok()
+    };
+    let mut f = crate::lifting::spare_function(input.arch, size);
+    let no_blocks = cfg::Layout::default();
+    let mut covered = 0;
+    let mut failed = None;
+    for &at in &marks.marked {
+        let (raw, each) = decode_at(at, &mut cursor)?;
+        covered += raw.relocs.len();
+        let lifts = !raw.relocs.is_empty() || names_a_place_outside(&raw.instr, each.target);
+        if lifts && failed.is_none() {
+            failed = lift_inst(&mut f, &raw, input, &no_blocks).err();
+        }
+    }
+    if covered != input.relocs.len() {
+        crate::lifting::recycle(f);
+        return None;
+    }
+    if let Some(why) = failed {
+        crate::lifting::recycle(f);
+        return Some(Err(why));
+    }
+    let (raw, last) = decode_at(marks.last, &mut RelocCursor::default())?;
+    if is_padding(&raw) || last.at + last.len != size {
+        crate::lifting::recycle(f);
+        return None;
+    }
+    crate::lifting::fall_through(
+        &mut f,
+        input,
+        Some(last.flow),
+        RefKind(elf::R_X86_64_PC32.0),
+    );
+    Some(Ok(f))
 }
 
 /// Whether `instr`, without a relocation, still names a place outside the
@@ -1034,6 +1135,118 @@ mod tests {
             super::super::linked::references(&cut, 0, &mut out).shape,
             None
         );
+    }
+
+    /// `bytes` at offset 0x10 of a section of 0x100 bytes.
+    fn placed_input<'a>(
+        bytes: &'a [u8],
+        relocs: &'a [CodeReloc],
+        entry_points: &'a [u32],
+    ) -> CodeInput<'a> {
+        CodeInput {
+            arch: Arch::X86_64,
+            bytes,
+            section_offset: 0x10,
+            section_size: 0x100,
+            relocs,
+            entry_points,
+            own_section: TargetId(0),
+            data_in_code: &[],
+            code_resumes: &[],
+        }
+    }
+
+    /// The shape and marks the linked-code reader finds in `code`.
+    fn read_marks(code: &[u8]) -> (Option<u64>, Option<crate::SketchMarks>) {
+        let scan = super::super::linked::references(code, 0x40_1000, &mut Vec::new());
+        (scan.shape, scan.marks)
+    }
+
+    #[test]
+    fn a_sketch_from_the_readers_marks_is_the_whole_sketch() {
+        let call = CodeReloc {
+            offset: 1,
+            size: 4,
+            mask: u64::MAX,
+            r_type: elf::R_X86_64_PLT32.0,
+            pc_relative: true,
+            target: TargetId(7),
+            addend: -4,
+            own_addend: -4,
+        };
+        let same = |input: &CodeInput<'_>, marks: &crate::SketchMarks, shape| {
+            let marked = sketch_marked(input, shape, marks);
+            let whole = sketch(input);
+            assert_eq!(
+                marked.as_ref().map(|s| (s.shape, &s.function)),
+                whole.as_ref().map(|s| (s.shape, &s.function)),
+                "{:02x?}",
+                input.bytes
+            );
+            marked.is_some()
+        };
+        let code = [
+            0xe8, 0xf0, 0x0f, 0, 0, // call f, out of the code (relocated)
+            0x48, 0x8d, 0x05, 0x10, 0, 0,
+            0, // lea rax, [rip+0x10]: the section, past the code
+            0x74, 0x00, // je +0: inside
+            0xb8, 0x00, 0x10, 0, 0, // mov eax, 0x1000: an immediate that may be an address
+            0x83, 0xc0, 0x01, // add eax, 1
+            0x50, // push rax, falling off the end
+        ];
+        let (shape, marks) = read_marks(&code);
+        let (shape, mut marks) = (shape.expect("a shape"), marks.expect("marks"));
+        // The call and the `lea` name places outside; the push is the last.
+        assert_eq!(&marks.marked[..], &[0, 5]);
+        assert_eq!(marks.last, 22);
+        let called = [call];
+        assert!(same(&placed_input(&code, &called, &[]), &marks, shape));
+        // The immediate relocated (a non-PIE program's address), which
+        // only the reader knows: until it marks the `mov`, the whole
+        // function is sketched.
+        let immediate = CodeReloc {
+            offset: 15,
+            r_type: elf::R_X86_64_32.0,
+            pc_relative: false,
+            addend: 0,
+            own_addend: 0,
+            ..call
+        };
+        let relocated = [call, immediate];
+        assert!(same(&placed_input(&code, &relocated, &[]), &marks, shape));
+        marks.add(&[0, 14]);
+        assert_eq!(&marks.marked[..], &[0, 5, 14]);
+        let sketched = sketch_marked(&placed_input(&code, &relocated, &[]), shape, &marks);
+        // The call, the `lea`, the immediate and the push running on.
+        assert_eq!(sketched.expect("sketched").function.refs.len(), 4);
+        assert!(same(&placed_input(&code, &relocated, &[]), &marks, shape));
+        // A relocation the marks leave out (`add eax, 1` with its byte
+        // relocated): the whole function is sketched.
+        let byte = CodeReloc {
+            offset: 21,
+            size: 1,
+            r_type: elf::R_X86_64_8.0,
+            ..immediate
+        };
+        let both = [call, byte];
+        let sketched = sketch_marked(&placed_input(&code, &both, &[]), shape, &marks);
+        assert_eq!(sketched.expect("sketched").function.refs.len(), 4);
+        assert!(same(&placed_input(&code, &both, &[]), &marks, shape));
+        // Entered past its start (inside the `lea`: no sketch at all, which
+        // only a whole decode sees).
+        assert!(!same(&placed_input(&code, &called, &[7]), &marks, shape));
+        assert!(same(&placed_input(&code, &called, &[12]), &marks, shape));
+        // `lea rax, [rip-7]`, its own first byte, with no relocation: the
+        // lifter compares the bytes, and neither sketch stands.
+        let own = [0x48, 0x8d, 0x05, 0xf9, 0xff, 0xff, 0xff, 0xc3];
+        let (shape, marks) = read_marks(&own);
+        let (shape, marks) = (shape.expect("a shape"), marks.expect("marks"));
+        assert!(!same(&placed_input(&own, &[], &[]), &marks, shape));
+        // No marks where a branch lands inside an instruction
+        // (`jmp +1` into `mov eax, imm32`) or the code ends in a `nop`.
+        assert_eq!(read_marks(&[0xeb, 0x01, 0xb8, 0xc3, 0, 0, 0]).1, None);
+        assert_eq!(read_marks(&[0xc3, 0x90]).1, None);
+        assert!(read_marks(&[0xc3]).1.is_some());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! [`RangeChecks`]); otherwise it is unknown.
 
 use super::relocate::EndWatch;
+use crate::SketchMarks;
 use crate::linked::{LinkedReference, LinkedScan, LinkedUse, TableShape};
 use iced_x86::{
     ConstantOffsets, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register,
@@ -33,8 +34,17 @@ const DECODE_ONCE: usize = 64 * 1024;
 type Decoded = (Instruction, ConstantOffsets);
 
 thread_local! {
-    /// The instructions of the code being read, kept between calls.
-    static DECODED: RefCell<Vec<Decoded>> = const { RefCell::new(Vec::new()) };
+    /// The instructions of the code being read and what its scan marks,
+    /// kept between calls.
+    static DECODED: RefCell<(Vec<Decoded>, Marking)> = const {
+        RefCell::new((
+            Vec::new(),
+            Marking {
+                marked: Vec::new(),
+                inside: Vec::new(),
+            },
+        ))
+    };
 }
 
 /// What one decode of a piece tells besides its references, watched as
@@ -65,10 +75,11 @@ impl Watch {
         }
     }
 
-    fn finish(&self) -> LinkedScan {
+    fn finish(&self, marks: Option<SketchMarks>) -> LinkedScan {
         LinkedScan {
             runs_off_the_end: self.end.runs_off(),
             shape: (!self.invalid).then(|| self.shape.finish()),
+            marks: marks.filter(|_| !self.invalid),
         }
     }
 }
@@ -109,27 +120,99 @@ pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReferenc
             address,
             out,
             Some(&mut checks),
+            None,
         );
-        return watch.finish();
+        return watch.finish(None);
     }
-    DECODED.with_borrow_mut(|decoded| {
+    let marks = DECODED.with_borrow_mut(|(decoded, marking)| {
         decoded.clear();
         decoded.extend(decode(code, address, Some(&mut watch)));
         let found = out.len();
-        if scan(decoded.iter().copied(), code.len(), address, out, None).is_some() {
-            return;
-        }
-        out.truncate(found);
-        let mut checks = RangeChecks::new(decoded.iter().map(|&(instr, _)| instr));
-        let _ = scan(
+        marking.clear();
+        let whole = scan(
             decoded.iter().copied(),
             code.len(),
             address,
             out,
-            Some(&mut checks),
+            None,
+            Some(marking),
         );
+        if whole.is_none() {
+            out.truncate(found);
+            marking.clear();
+            let mut checks = RangeChecks::new(decoded.iter().map(|&(instr, _)| instr));
+            let _ = scan(
+                decoded.iter().copied(),
+                code.len(),
+                address,
+                out,
+                Some(&mut checks),
+                Some(marking),
+            );
+        }
+        marking.finish(decoded, address)
     });
-    watch.finish()
+    watch.finish(marks)
+}
+
+/// What a scan of code decoded whole gathers for a sketch's marks (see
+/// [`SketchMarks`]).
+struct Marking {
+    /// The offsets of the instructions a sketch must decode: each that
+    /// branches out of the code or reads an operand counted from `rip`.
+    marked: Vec<u32>,
+    /// Where branches inside the code land.
+    inside: Vec<u64>,
+}
+
+impl Marking {
+    /// After `instr`, at offset `start`; `leaves` when it is a direct
+    /// branch out of the code. Marks whatever names a place outside as
+    /// `lift::names_a_place_outside` tells (a branch operand is always an
+    /// instruction's first, an operand counted from `rip` always a memory
+    /// operand); the instructions holding relocations are the reader's to
+    /// add ([`SketchMarks::add`]).
+    fn see(&mut self, instr: &Instruction, start: u64, leaves: bool) {
+        let branch = match instr.op0_kind() {
+            OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64 => true,
+            OpKind::FarBranch16 | OpKind::FarBranch32 => {
+                self.marked.push(start as u32);
+                return;
+            }
+            _ => false,
+        };
+        if branch && !leaves {
+            self.inside.push(instr.near_branch_target());
+        }
+        if (branch && leaves) || instr.memory_base() == Register::RIP {
+            self.marked.push(start as u32);
+        }
+    }
+
+    /// The marks, unless a branch lands inside an instruction of
+    /// `decoded` (the code, at `address`) or the code ends in a `nop`.
+    fn finish(&mut self, decoded: &[Decoded], address: u64) -> Option<SketchMarks> {
+        let (last, _) = decoded.last()?;
+        if last.mnemonic() == Mnemonic::Nop {
+            return None;
+        }
+        self.inside.sort_unstable();
+        self.inside.dedup();
+        let mut starts = decoded.iter().map(|(instr, _)| instr.ip()).peekable();
+        for &target in &self.inside {
+            while starts.next_if(|&start| start < target).is_some() {}
+            starts.next_if_eq(&target)?;
+        }
+        Some(SketchMarks {
+            marked: self.marked.as_slice().into(),
+            last: (last.ip() - address) as u32,
+        })
+    }
+
+    fn clear(&mut self) {
+        self.marked.clear();
+        self.inside.clear();
+    }
 }
 
 /// One pass over `code`: the references, with the sizes `checks` gives
@@ -142,6 +225,7 @@ fn scan(
     address: u64,
     out: &mut Vec<LinkedReference>,
     mut checks: Option<&mut RangeChecks>,
+    mut marking: Option<&mut Marking>,
 ) -> Option<()> {
     // The last RIP-relative `lea`s: destination register, index in `out`,
     // instruction count when seen.
@@ -189,60 +273,72 @@ fn scan(
             out.push(LinkedReference {
                 offset: field,
                 r_type: r_type.0,
+                instruction: start as u32,
                 target,
                 bias: bias(field),
                 use_: LinkedUse::Branch,
                 table: None,
             });
-            continue;
-        }
-        if offsets.displacement_size() == 4 {
-            let field = start + offsets.displacement_offset() as u64;
-            if instr.is_ip_rel_memory_operand() {
-                if instr.mnemonic() == Mnemonic::Lea {
-                    leas.retain(|&(register, _, _)| register != instr.op0_register());
-                    leas.push((instr.op0_register(), out.len(), count));
+        } else {
+            if offsets.displacement_size() == 4 {
+                let field = start + offsets.displacement_offset() as u64;
+                if instr.is_ip_rel_memory_operand() {
+                    if instr.mnemonic() == Mnemonic::Lea {
+                        leas.retain(|&(register, _, _)| register != instr.op0_register());
+                        leas.push((instr.op0_register(), out.len(), count));
+                    }
+                    out.push(LinkedReference {
+                        offset: field,
+                        r_type: elf::R_X86_64_PC32.0,
+                        instruction: start as u32,
+                        target: instr.ip_rel_memory_address(),
+                        bias: bias(field),
+                        use_: LinkedUse::PcRelative,
+                        table: None,
+                    });
+                } else {
+                    // `mov table(,%rax,8), %rdx`: maybe a sign-extended absolute address.
+                    let mut reference = absolute(
+                        field,
+                        start,
+                        elf::R_X86_64_32S.0,
+                        instr.memory_displacement64(),
+                    );
+                    if let Some(entries) = absolute_entries {
+                        reference.table = Some(TableShape::Absolute64 { entries });
+                    }
+                    out.push(reference);
                 }
-                out.push(LinkedReference {
-                    offset: field,
-                    r_type: elf::R_X86_64_PC32.0,
-                    target: instr.ip_rel_memory_address(),
-                    bias: bias(field),
-                    use_: LinkedUse::PcRelative,
-                    table: None,
+            }
+            if offsets.has_immediate() && !is_branch {
+                let field = start + offsets.immediate_offset() as u64;
+                let immediate = (0..instr.op_count()).find_map(|i| match instr.op_kind(i) {
+                    OpKind::Immediate32 => Some((elf::R_X86_64_32.0, instr.immediate32() as u64)),
+                    OpKind::Immediate32to64 => {
+                        Some((elf::R_X86_64_32S.0, instr.immediate32to64() as u64))
+                    }
+                    OpKind::Immediate64 => Some((elf::R_X86_64_64.0, instr.immediate64())),
+                    _ => None,
                 });
-            } else {
-                // `mov table(,%rax,8), %rdx`: maybe a sign-extended absolute address.
-                let mut reference =
-                    absolute(field, elf::R_X86_64_32S.0, instr.memory_displacement64());
-                if let Some(entries) = absolute_entries {
-                    reference.table = Some(TableShape::Absolute64 { entries });
+                if let Some((r_type, value)) = immediate {
+                    out.push(absolute(field, start, r_type, value));
                 }
-                out.push(reference);
             }
         }
-        if offsets.has_immediate() && !is_branch {
-            let field = start + offsets.immediate_offset() as u64;
-            let immediate = (0..instr.op_count()).find_map(|i| match instr.op_kind(i) {
-                OpKind::Immediate32 => Some((elf::R_X86_64_32.0, instr.immediate32() as u64)),
-                OpKind::Immediate32to64 => {
-                    Some((elf::R_X86_64_32S.0, instr.immediate32to64() as u64))
-                }
-                OpKind::Immediate64 => Some((elf::R_X86_64_64.0, instr.immediate64())),
-                _ => None,
-            });
-            if let Some((r_type, value)) = immediate {
-                out.push(absolute(field, r_type, value));
-            }
+        if let Some(marking) = marking.as_deref_mut() {
+            marking.see(&instr, start, leaves);
         }
     }
     Some(())
 }
 
-fn absolute(offset: u64, r_type: u32, value: u64) -> LinkedReference {
+/// A field at `offset`, in the instruction at `instruction`, holding
+/// `value`.
+fn absolute(offset: u64, instruction: u64, r_type: u32, value: u64) -> LinkedReference {
     LinkedReference {
         offset,
         r_type,
+        instruction: instruction as u32,
         target: value,
         bias: 0,
         use_: LinkedUse::Absolute,
@@ -644,7 +740,17 @@ mod tests {
             let mut twice = Vec::new();
             let mut checks = RangeChecks::new(decode(code, 0x1000, None).map(|(instr, _)| instr));
             let decoded = decode(code, 0x1000, None);
-            assert!(scan(decoded, code.len(), 0x1000, &mut twice, Some(&mut checks)).is_some());
+            assert!(
+                scan(
+                    decoded,
+                    code.len(),
+                    0x1000,
+                    &mut twice,
+                    Some(&mut checks),
+                    None
+                )
+                .is_some()
+            );
             assert_eq!(refs(code, 0x1000), twice);
         }
         let tables = refs(&call_then_table, 0x1000);

@@ -129,6 +129,15 @@ impl Architecture for X86_64 {
         lift::sketch(input)
     }
 
+    fn sketch_marked(
+        &self,
+        input: &CodeInput<'_>,
+        shape: u64,
+        marks: &crate::SketchMarks,
+    ) -> Option<crate::lifting::Sketch> {
+        lift::sketch_marked(input, shape, marks)
+    }
+
     fn linked_references(
         &self,
         code: &[u8],

@@ -178,7 +178,7 @@ impl<'data> Object<'data> {
             mut code_shapes,
             ..
         } = reader;
-        code_shapes.sort_unstable();
+        code_shapes.sort_unstable_by_key(|piece| (piece.section, piece.start, piece.end));
         taken.sort_unstable();
         taken.dedup();
         for section in &mut object.sections {
@@ -231,7 +231,7 @@ struct Reader<'data> {
     /// See [`Image::decoded_code`]; `None` when not kept.
     decoded_code: Option<Vec<crate::DecodedPiece>>,
     /// See [`Image::code_shapes`].
-    code_shapes: Vec<(SectionIndex, u64, u64, u64)>,
+    code_shapes: Vec<crate::CodeShape>,
 }
 
 impl<'data> Reader<'data> {
@@ -383,15 +383,23 @@ impl<'data> Reader<'data> {
                     };
                     let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
                     let mut found = Vec::new();
-                    let scan = self.arch.linked_references(code, start, &mut found);
+                    let mut scan = self.arch.linked_references(code, start, &mut found);
                     let fields = self.piece_fields(piece, &found);
+                    if let Some(marks) = &mut scan.marks {
+                        marks.add(&fields.relocated);
+                    }
                     (Some(found), scan, fields)
                 })
                 .collect();
             for (piece, (references, scan, fields)) in batch.iter().zip(read) {
                 if let Some(shape) = scan.shape {
-                    self.code_shapes
-                        .push((piece.section, piece.start, piece.end, shape));
+                    self.code_shapes.push(crate::CodeShape {
+                        section: piece.section,
+                        start: piece.start,
+                        end: piece.end,
+                        shape,
+                        marks: scan.marks,
+                    });
                 }
                 self.taken.extend(fields.taken);
                 relocs.extend(fields.relocs.into_iter().map(|r| (piece.section, r)));
@@ -443,6 +451,9 @@ impl<'data> Reader<'data> {
                 reference.bias,
             ) {
                 fields.relocs.push(reloc);
+                if fields.relocated.last() != Some(&reference.instruction) {
+                    fields.relocated.push(reference.instruction);
+                }
             }
             if let Some(shape) = reference.table {
                 fields.tables.push(JumpTable {
@@ -1111,6 +1122,9 @@ fn joined_ends(object: &Object<'_>, addresses: &[u64], table_bases: &HashSet<u64
 #[derive(Default)]
 struct PieceFields {
     relocs: Vec<Reloc>,
+    /// The offsets of the instructions that hold `relocs`, ascending (see
+    /// `icf_arch::SketchMarks::add`).
+    relocated: Vec<u32>,
     taken: Vec<u64>,
     tables: Vec<JumpTable>,
 }

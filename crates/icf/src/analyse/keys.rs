@@ -95,13 +95,29 @@ pub(crate) struct Keys {
     pub lifts: LiftCounts,
 }
 
-/// For each candidate of a linked image, its shape where the image reader
-/// found one (`icf_object::Image::code_shapes`) for exactly its bytes and
-/// another candidate's is the same; empty for objects. The reader's shape
-/// is the sketch's of the same bytes, so whatever shares a candidate's
-/// sketch shares this one: lifting these at once, with it as their shape,
-/// leaves the second pass lifting what it lifted before.
-fn crowded_shapes(program: &Program<'_>, candidates: &[CandidateInfo]) -> Vec<Option<u64>> {
+/// What the image reader found of a candidate's code
+/// (`icf_object::Image::code_shapes`), for exactly its bytes.
+#[derive(Clone, Copy)]
+enum ReaderShape<'i> {
+    /// A shape another candidate's is the same as. The reader's shape is
+    /// the sketch's of the same bytes, so whatever shares a candidate's
+    /// sketch shares this one: lifting these at once, with it as their
+    /// shape, leaves the second pass lifting what it lifted before.
+    Crowded(u64),
+    /// A shape of its own among the reader's, and where a sketch must
+    /// decode: the candidate is sketched from its marks
+    /// (`icf_arch::sketch_marked`).
+    Marked(u64, &'i icf_arch::SketchMarks),
+    /// Nothing the sketch can use: sketched whole.
+    Unread,
+}
+
+/// What the image reader found of each candidate's code; empty for
+/// objects.
+fn reader_shapes<'i>(
+    program: &'i Program<'_>,
+    candidates: &[CandidateInfo],
+) -> Vec<ReaderShape<'i>> {
     let Some(shapes) = program.image().map(|image| &image.code_shapes) else {
         return Vec::new();
     };
@@ -110,22 +126,28 @@ fn crowded_shapes(program: &Program<'_>, candidates: &[CandidateInfo]) -> Vec<Op
             return None;
         }
         let at = shapes
-            .binary_search_by_key(
-                &(candidate.section, candidate.start),
-                |&(s, start, _, _)| (s, start),
-            )
+            .binary_search_by_key(&(candidate.section, candidate.start), |piece| {
+                (piece.section, piece.start)
+            })
             .ok()?;
-        let (_, _, end, shape) = shapes[at];
-        (end == candidate.end).then_some(shape)
+        Some(&shapes[at]).filter(|piece| piece.end == candidate.end)
     };
-    let found: Vec<Option<u64>> = candidates.par_iter().map(of).collect();
+    let found: Vec<Option<&icf_object::CodeShape>> = candidates.par_iter().map(of).collect();
     let mut count: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
-    for &shape in found.iter().flatten() {
-        *count.entry(shape).or_default() += 1;
+    for piece in found.iter().flatten() {
+        *count.entry(piece.shape).or_default() += 1;
     }
     found
         .into_iter()
-        .map(|shape| shape.filter(|shape| count[shape] > 1))
+        .map(|piece| match piece {
+            Some(piece) if count[&piece.shape] > 1 => ReaderShape::Crowded(piece.shape),
+            Some(icf_object::CodeShape {
+                shape,
+                marks: Some(marks),
+                ..
+            }) => ReaderShape::Marked(*shape, marks),
+            _ => ReaderShape::Unread,
+        })
         .collect()
 }
 
@@ -188,16 +210,21 @@ pub(crate) fn make(
     //
     // A linked image's reader found most functions' shapes as it decoded
     // them: one whose shape another candidate shares is lifted at once,
-    // its sketch skipped (the second pass would lift it anyway).
-    let crowded = crowded_shapes(program, candidates);
+    // its sketch skipped (the second pass would lift it anyway); the
+    // others are sketched from what the reader marked.
+    let read = reader_shapes(program, candidates);
     let first = |index: usize| {
-        if let Some(&Some(shape)) = crowded.get(index) {
-            return Entry::Lifted {
-                body: lift(&candidates[index]),
-                shape: Some(shape),
-            };
-        }
-        match narrower.sketch_alone(&candidates[index], &memo, index as u32) {
+        let marks = match read.get(index) {
+            Some(&ReaderShape::Crowded(shape)) => {
+                return Entry::Lifted {
+                    body: lift(&candidates[index]),
+                    shape: Some(shape),
+                };
+            }
+            Some(&ReaderShape::Marked(shape, marks)) => Some((shape, marks)),
+            Some(ReaderShape::Unread) | None => None,
+        };
+        match narrower.sketch_alone(&candidates[index], &memo, index as u32, marks) {
             Some((shape, body)) => Entry::Sketched { body, shape },
             None => Entry::Lifted {
                 body: lift(&candidates[index]),

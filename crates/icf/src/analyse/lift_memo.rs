@@ -127,16 +127,17 @@ impl LiftMemo {
     /// The sketch of the function `input` describes, as candidate `id`:
     /// its shape and body alone, or `None` where it has none (see
     /// [`icf_arch::sketch`]). A copy's comes from the first copy's, the
-    /// body made `id`'s; else `make` gives them from the sketch (its
-    /// references narrowed, the body alone made).
+    /// body made `id`'s; else `make` gives them from what `sketch` gives
+    /// (the references narrowed, the body alone made).
     pub(crate) fn sketch(
         &self,
         input: &CodeInput<'_>,
         id: u32,
+        sketch: impl FnOnce(&CodeInput<'_>) -> Option<icf_arch::Sketch>,
         make: impl FnOnce(icf_arch::Sketch) -> (u64, Body),
     ) -> Option<(u64, Body)> {
         if self.off {
-            return icf_arch::sketch(input).map(make);
+            return sketch(input).map(make);
         }
         let fingerprint = fingerprint(input);
         let shard = &self.sketches[(fingerprint as usize) % SHARDS];
@@ -146,7 +147,7 @@ impl LiftMemo {
             Some(Sketched::Unsketched) => return None,
             Some(Sketched::OwnSection) | None => {}
         }
-        let Some(sketch) = icf_arch::sketch(input) else {
+        let Some(sketch) = sketch(input) else {
             lock(shard).insert(fingerprint, Sketched::Unsketched);
             return None;
         };

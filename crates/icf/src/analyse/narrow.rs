@@ -155,20 +155,27 @@ impl Narrower<'_, '_> {
         }
     }
 
-    /// [`Narrower::sketch`] through `memo` (an identical copy's sketch is
-    /// reused), with the body alone of candidate `id` made from it.
+    /// The candidate's sketch ([`icf_arch::sketch`]; from `marks`, the
+    /// shape and marks the image reader found, where it found them) through
+    /// `memo` (an identical copy's sketch is reused), with the body alone
+    /// of candidate `id` made from it.
     pub(crate) fn sketch_alone(
         &self,
         candidate: &CandidateInfo,
         memo: &LiftMemo,
         id: u32,
+        marks: Option<(u64, &icf_arch::SketchMarks)>,
     ) -> Option<(u64, Body)> {
         let Origin::Function(index) = candidate.origin else {
             return None;
         };
+        let sketch = |input: &icf_ir::CodeInput<'_>| match marks {
+            Some((shape, marks)) => icf_arch::sketch_marked(input, shape, marks),
+            None => icf_arch::sketch(input),
+        };
         self.program
             .with_input(self.program.function(index), |input| {
-                memo.sketch(input, id, |sketch| {
+                memo.sketch(input, id, sketch, |sketch| {
                     let function = self.narrow_function(sketch.function);
                     let body = Body::alone(&function, id);
                     icf_arch::recycle(function);

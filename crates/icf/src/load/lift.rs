@@ -19,6 +19,20 @@ impl Program<'_> {
         self.with_input(function, icf_arch::sketch)
     }
 
+    /// [`Program::sketch`] from the shape and marks the image reader found
+    /// for exactly the function's bytes (`icf_object::CodeShape`), as the
+    /// analysis sketches a linked image's functions.
+    pub fn sketch_marked(
+        &self,
+        function: &FunctionInfo,
+        shape: u64,
+        marks: &icf_arch::SketchMarks,
+    ) -> Option<icf_arch::Sketch> {
+        self.with_input(function, |input| {
+            icf_arch::sketch_marked(input, shape, marks)
+        })
+    }
+
     /// `work` on the lifter's input for one function piece.
     pub(crate) fn with_input<R>(
         &self,
