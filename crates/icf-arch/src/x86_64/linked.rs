@@ -242,10 +242,11 @@ fn scan(
                 entries: checks.as_deref()?.entries(instr.memory_index()),
             });
         }
-        let absolute_table = instr.op_count() > 0
-            && (0..instr.op_count()).any(|i| instr.op_kind(i) == OpKind::Memory)
+        // The operands are looked at last: most instructions have no
+        // index scaled by 8.
+        let absolute_table = instr.memory_index_scale() == 8
             && instr.memory_base() == Register::None
-            && instr.memory_index_scale() == 8;
+            && (0..instr.op_count()).any(|i| instr.op_kind(i) == OpKind::Memory);
         let absolute_entries = match absolute_table {
             true => Some(checks.as_deref()?.entries(instr.memory_index())),
             false => None,

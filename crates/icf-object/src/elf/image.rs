@@ -368,57 +368,64 @@ impl<'data> Reader<'data> {
     /// function piece; gives the jump tables the code indexes.
     fn relocate_code(&mut self) -> Vec<JumpTable> {
         let pieces = self.object.functions();
-        let mut relocs: Vec<(SectionIndex, Reloc)> = Vec::new();
-        let mut tables = Vec::new();
+        let keep_code = self.decoded_code.is_some();
+        let mut found = CodeFound {
+            keep_code,
+            ..CodeFound::default()
+        };
         // Each piece is decoded and read on its own, a batch of pieces in
-        // parallel; what they give is gathered in order.
-        for batch in pieces.chunks(DECODE_BATCH) {
-            let read: Vec<(Option<Vec<LinkedReference>>, LinkedScan, PieceFields)> = batch
-                .par_iter()
-                .map(|piece| {
-                    let section = &self.object.sections[piece.section.index()];
-                    let Some(code) = section.data.get(piece.start as usize..piece.end as usize)
-                    else {
-                        return (None, LinkedScan::default(), PieceFields::default());
-                    };
-                    let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
-                    let mut found = Vec::new();
-                    let mut scan = self.arch.linked_references(code, start, &mut found);
-                    let fields = self.piece_fields(piece, &found);
-                    if let Some(marks) = &mut scan.marks {
-                        marks.add(&fields.relocated);
+        // parallel; what a batch gave is gathered, in order, while the
+        // next one is decoded.
+        let reader = &*self;
+        let mut last: Option<(&[crate::FunctionExtent], Vec<PieceRead>)> = None;
+        for batch in pieces.chunks(DECODE_BATCH).map(Some).chain([None]) {
+            let (read, ()) = rayon::join(
+                || {
+                    batch.map(|batch| {
+                        batch
+                            .par_iter()
+                            .map(|piece| reader.read_piece(piece, keep_code))
+                            .collect::<Vec<_>>()
+                    })
+                },
+                || {
+                    if let Some((pieces, read)) = last.take() {
+                        found.gather(pieces, read);
                     }
-                    (Some(found), scan, fields)
-                })
-                .collect();
-            for (piece, (references, scan, fields)) in batch.iter().zip(read) {
-                if let Some(shape) = scan.shape {
-                    self.code_shapes.push(crate::CodeShape {
-                        section: piece.section,
-                        start: piece.start,
-                        end: piece.end,
-                        shape,
-                        marks: scan.marks,
-                    });
-                }
-                self.taken.extend(fields.taken);
-                relocs.extend(fields.relocs.into_iter().map(|r| (piece.section, r)));
-                tables.extend(fields.tables);
-                if let Some(kept) = &mut self.decoded_code {
-                    kept.push(crate::DecodedPiece {
-                        section: piece.section,
-                        start: piece.start,
-                        end: piece.end,
-                        references,
-                        runs_off_the_end: scan.runs_off_the_end,
-                    });
-                }
-            }
+                },
+            );
+            last = batch.zip(read);
         }
-        for (section, reloc) in relocs {
+        self.code_shapes.append(&mut found.code_shapes);
+        self.taken.append(&mut found.taken);
+        if let Some(kept) = &mut self.decoded_code {
+            kept.append(&mut found.decoded);
+        }
+        for (section, reloc) in found.relocs {
             self.object.sections[section.index()].relocs.push(reloc);
         }
-        tables
+        found.tables
+    }
+
+    /// Decodes and reads one piece of code, keeping what the decode found
+    /// when `keep_code`.
+    fn read_piece(&self, piece: &crate::FunctionExtent, keep_code: bool) -> PieceRead {
+        let section = &self.object.sections[piece.section.index()];
+        let Some(code) = section.data.get(piece.start as usize..piece.end as usize) else {
+            return PieceRead::default();
+        };
+        let start = self.addresses[piece.section.index()].wrapping_add(piece.start);
+        let mut found = Vec::new();
+        let mut scan = self.arch.linked_references(code, start, &mut found);
+        let fields = self.piece_fields(piece, &found);
+        if let Some(marks) = &mut scan.marks {
+            marks.add(&fields.relocated);
+        }
+        PieceRead {
+            references: keep_code.then_some(found),
+            scan,
+            fields,
+        }
     }
 
     /// What the references `found` in `piece` give: its relocations, the
@@ -1115,6 +1122,63 @@ fn joined_ends(object: &Object<'_>, addresses: &[u64], table_bases: &HashSet<u64
     joined.sort_unstable();
     joined.dedup();
     joined
+}
+
+/// What decoding one piece of code gave (see [`Reader::read_piece`]).
+#[derive(Default)]
+struct PieceRead {
+    /// The references found, when kept; `None` where the piece's bytes
+    /// could not be read.
+    references: Option<Vec<LinkedReference>>,
+    scan: LinkedScan,
+    fields: PieceFields,
+}
+
+/// What the pieces of code read so far gave, gathered in their order.
+#[derive(Default)]
+struct CodeFound {
+    /// Whether `decoded` is kept.
+    keep_code: bool,
+    relocs: Vec<(SectionIndex, Reloc)>,
+    tables: Vec<JumpTable>,
+    code_shapes: Vec<crate::CodeShape>,
+    taken: Vec<u64>,
+    decoded: Vec<crate::DecodedPiece>,
+}
+
+impl CodeFound {
+    /// Adds what reading `pieces` gave (`read`, in the same order).
+    fn gather(&mut self, pieces: &[crate::FunctionExtent], read: Vec<PieceRead>) {
+        for (piece, read) in pieces.iter().zip(read) {
+            let PieceRead {
+                references,
+                scan,
+                fields,
+            } = read;
+            if let Some(shape) = scan.shape {
+                self.code_shapes.push(crate::CodeShape {
+                    section: piece.section,
+                    start: piece.start,
+                    end: piece.end,
+                    shape,
+                    marks: scan.marks,
+                });
+            }
+            self.taken.extend(fields.taken);
+            self.relocs
+                .extend(fields.relocs.into_iter().map(|r| (piece.section, r)));
+            self.tables.extend(fields.tables);
+            if self.keep_code {
+                self.decoded.push(crate::DecodedPiece {
+                    section: piece.section,
+                    start: piece.start,
+                    end: piece.end,
+                    references,
+                    runs_off_the_end: scan.runs_off_the_end,
+                });
+            }
+        }
+    }
 }
 
 /// What one function piece's references give (see
