@@ -3,6 +3,7 @@
 
 use crate::pin::Pins;
 use anyhow::bail;
+use rayon::slice::ParallelSliceMut;
 
 /// The kept relocation sections written again: (section index, bytes).
 pub(crate) type Rewritten = Vec<(usize, Vec<u8>)>;
@@ -162,8 +163,9 @@ impl Writes {
         for made in appended {
             self.made.extend(made);
         }
+        // The keys are distinct (`at` is): any sort gives the one order.
         self.made
-            .sort_unstable_by_key(|write| (write.address, write.at));
+            .par_sort_unstable_by_key(|write| (write.address, write.at));
         let bytes = &self.bytes;
         let value = move |write: &Write| &bytes[write.range()];
         // From the last replacing write at an address on (or all of them).
