@@ -110,9 +110,8 @@ pub(crate) fn attributes(
         .zip(described)
         .map(|(candidate, (class, layout_sensitive, unwind))| {
             let next = class_ids.len() as u32;
-            let name = String::from_utf8_lossy(&class).into_owned();
-            let section_class = *class_ids.entry(class).or_insert_with(|| {
-                section_classes.push(name);
+            let section_class = *class_ids.entry(class).or_insert_with_key(|class| {
+                section_classes.push(String::from_utf8_lossy(class).into_owned());
                 next
             });
             let mut attrs = Attrs {

@@ -124,10 +124,11 @@ impl Uses<'_, '_, '_> {
         } in self.data_references
         {
             if !has_table(object) {
-                let name = program.object(object).object.section(section).name_lossy();
                 inferred
                     .entry(candidate)
-                    .or_insert(Significance::ReferencedFromData { section: name });
+                    .or_insert_with(|| Significance::ReferencedFromData {
+                        section: program.object(object).object.section(section).name_lossy(),
+                    });
             }
         }
 
