@@ -1156,15 +1156,10 @@ mod tests {
         }
     }
 
-    /// The shape and marks the linked-code reader finds in `code`.
-    fn read_marks(code: &[u8]) -> (Option<u64>, Option<crate::SketchMarks>) {
-        let scan = super::super::linked::references(code, 0x40_1000, &mut Vec::new());
-        (scan.shape, scan.marks)
-    }
-
-    #[test]
-    fn a_sketch_from_the_readers_marks_is_the_whole_sketch() {
-        let call = CodeReloc {
+    /// The relocation of `call f` (`e8` and a 32-bit field) at the
+    /// function's start, `f` being target 7.
+    fn call_f() -> CodeReloc {
+        CodeReloc {
             offset: 1,
             size: 4,
             mask: u64::MAX,
@@ -1173,7 +1168,18 @@ mod tests {
             target: TargetId(7),
             addend: -4,
             own_addend: -4,
-        };
+        }
+    }
+
+    /// The shape and marks the linked-code reader finds in `code`.
+    fn read_marks(code: &[u8]) -> (Option<u64>, Option<crate::SketchMarks>) {
+        let scan = super::super::linked::references(code, 0x40_1000, &mut Vec::new());
+        (scan.shape, scan.marks)
+    }
+
+    #[test]
+    fn a_sketch_from_the_readers_marks_is_the_whole_sketch() {
+        let call = call_f();
         let same = |input: &CodeInput<'_>, marks: &crate::SketchMarks, shape| {
             let marked = sketch_marked(input, shape, marks);
             let whole = sketch(input);
@@ -1279,16 +1285,7 @@ mod tests {
             0x74, 0x00, // je +0 (inside: no reference)
             0x50, // push rax, falling off the end
         ];
-        let relocs = [CodeReloc {
-            offset: 1,
-            size: 4,
-            mask: u64::MAX,
-            r_type: elf::R_X86_64_PLT32.0,
-            pc_relative: true,
-            target: TargetId(7),
-            addend: -4,
-            own_addend: -4,
-        }];
+        let relocs = [call_f()];
         let input = |section_size| CodeInput {
             arch: Arch::X86_64,
             bytes: &code,
