@@ -360,8 +360,9 @@ impl Analysis<'_, '_> {
         };
         shown.sort_by_key(|classes| std::cmp::Reverse(weight(classes)));
         shown.truncate(NEAR_DUPLICATES_SHOWN);
+        // Each lifts two functions again, the largest first: in parallel.
         shown
-            .into_iter()
+            .into_par_iter()
             .map(|classes| NearDuplicate {
                 size: self.candidates[classes[0].index()].size(),
                 functions: classes.iter().map(|&c| self.name(c)).collect(),
