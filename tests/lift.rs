@@ -2,6 +2,8 @@
 //! installed libstd and libcore lifts into a well-formed function: its
 //! instructions cover every byte exactly once, its blocks and operands are
 //! in range. Functions that differ only in instruction encoding lift alike.
+//! Sketches stand for their lifts, and a linked image's functions sketched
+//! from the instructions its reader marked equal their whole sketches.
 
 use icf_fixtures::{Build, Compiler};
 use icf_tests::{aarch64_builds, function_named, ir_without_offsets, load, open, x86_builds};
