@@ -75,7 +75,8 @@ pub trait Architecture: Sync {
     /// Appends to `out` the references in `code`, linked at `address`,
     /// that an assembler would have written as relocations (see
     /// [`crate::linked`]). Returns what the same decode tells of `code`
-    /// besides: whether it runs off its end, its sketch's shape.
+    /// besides: whether it runs off its end, its sketch's shape and where
+    /// a sketch must decode ([`crate::LinkedScan`]).
     fn linked_references(
         &self,
         code: &[u8],
