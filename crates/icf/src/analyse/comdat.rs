@@ -199,14 +199,11 @@ impl IdentityNames {
     }
 }
 
-/// Every loaded instance of each COMDAT group signature: the link keeps one
-/// instance per signature, and icf cannot always tell which.
+/// What the plan asks of the COMDAT groups beyond their instances
+/// (`Program::comdat_groups`): the candidate each grouped section is, and
+/// the answers that hold for every instance of a group's section alike.
 #[derive(Debug, Default)]
 pub(crate) struct ComdatInstances<'data> {
-    /// Signature id by name, in order of first appearance.
-    ids: HashMap<&'data [u8], u32>,
-    /// Instances (object, group index) by signature id.
-    instances: Vec<Vec<(ObjectId, GroupIndex)>>,
     /// Whole-section candidates of grouped sections, by (object, section).
     grouped: HashMap<(ObjectId, SectionIndex), CandidateId>,
     /// Answers that hold for every instance of a group's section alike, by
@@ -332,43 +329,27 @@ impl<'data> ComdatInstances<'data> {
             })
     }
 
-    pub(crate) fn instances_of(
+    /// The signature id of a candidate's COMDAT group and every loaded
+    /// instance of it, when it is in one.
+    pub(crate) fn instances_of<'a>(
         &self,
-        analysis: &Analysis<'_, '_>,
+        analysis: &'a Analysis<'_, '_>,
         candidate: CandidateId,
-    ) -> Option<(u32, &[(ObjectId, GroupIndex)])> {
+    ) -> Option<(u32, &'a [(ObjectId, GroupIndex)])> {
         let info = &analysis.candidates[candidate.index()];
-        let elf = &analysis.program.object(info.object).object;
-        let group = elf.group(elf.section(info.section).group?);
-        if !group.is_comdat {
-            return None;
-        }
-        let id = *self.ids.get(elf.symbol(group.signature).name)?;
-        Some((id, &self.instances[id as usize]))
+        let groups = &analysis.program.comdat_groups;
+        let id = groups.of_section(
+            analysis.program.object(info.object),
+            info.object,
+            info.section,
+        )?;
+        Some((id, groups.instances(id)))
     }
 }
 
 impl<'data> Analysis<'_, 'data> {
     pub(crate) fn comdat_instances(&self) -> ComdatInstances<'data> {
-        let mut groups = ComdatInstances::default();
-        for (index, object) in self.program.objects.iter().enumerate() {
-            if !object.loaded {
-                continue;
-            }
-            for (group_index, group) in object.object.groups.iter().enumerate() {
-                if !group.is_comdat {
-                    continue;
-                }
-                let name = object.object.symbol(group.signature).name;
-                let next = groups.ids.len() as u32;
-                let id = *groups.ids.entry(name).or_insert(next);
-                if id as usize == groups.instances.len() {
-                    groups.instances.push(Vec::new());
-                }
-                groups.instances[id as usize]
-                    .push((ObjectId(index as u32), GroupIndex(group_index as u32)));
-            }
-        }
+        let mut grouped = HashMap::default();
         for (index, info) in self.candidates.iter().enumerate() {
             let section = self
                 .program
@@ -376,11 +357,12 @@ impl<'data> Analysis<'_, 'data> {
                 .object
                 .section(info.section);
             if info.start == 0 && section.group.is_some() {
-                groups
-                    .grouped
-                    .insert((info.object, info.section), CandidateId(index as u32));
+                grouped.insert((info.object, info.section), CandidateId(index as u32));
             }
         }
-        groups
+        ComdatInstances {
+            grouped,
+            answers: std::sync::Mutex::default(),
+        }
     }
 }

@@ -22,7 +22,7 @@
 
 use crate::load::program::{GcRoots, LoadedObject, ObjectId, Program};
 use crate::load::targets::Target;
-use icf_object::{Binding, GroupIndex, Object, Reloc, SectionIndex, SymbolPlace, Visibility};
+use icf_object::{Binding, Object, Reloc, SectionIndex, SymbolPlace, Visibility};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Mutex;
@@ -46,13 +46,12 @@ pub fn live_sections_folded(
     roots: &GcRoots,
     folded: &Folded,
 ) -> Vec<Vec<bool>> {
-    let (dependants, instances) =
-        rayon::join(|| dependants(program), || comdat_group_instances(program));
+    let dependants = dependants(program);
     let marking = Marking::new(program);
     let mut work = marking.mark_named_roots(program, roots);
     let export_all = program.options.shared || roots.export_dynamic;
     work.extend(marking.mark_kept_and_exported(program, export_all));
-    marking.follow(program, &dependants, &instances, folded, work);
+    marking.follow(program, &dependants, folded, work);
     marking
         .live
         .into_iter()
@@ -62,10 +61,6 @@ pub fn live_sections_folded(
 
 /// Per object, per section: the sections that live only with it.
 type Dependants = Vec<Vec<Vec<SectionIndex>>>;
-
-/// Every loaded instance of each COMDAT group, by signature: the object and
-/// the group's index in it.
-type GroupInstances<'p> = HashMap<&'p [u8], Vec<(ObjectId, GroupIndex)>>;
 
 /// A section of an object.
 type Place = (ObjectId, SectionIndex);
@@ -172,17 +167,16 @@ impl Marking {
     /// siblings in the other instances of its COMDAT group and the targets
     /// of its relocations live too. `level` holds the sections marked and
     /// not yet followed.
-    fn follow<'p>(
+    fn follow(
         &self,
-        program: &'p Program<'_>,
+        program: &Program<'_>,
         dependants: &Dependants,
-        instances: &GroupInstances<'p>,
         folded: &Folded,
         mut level: Vec<Place>,
     ) {
         // A (signature, section name) is spread to every instance once: each
         // instance it reaches would otherwise spread it again to all the others.
-        let spread: Mutex<HashSet<(&[u8], &[u8])>> = Mutex::default();
+        let spread: Mutex<HashSet<(u32, &[u8])>> = Mutex::default();
         while !level.is_empty() {
             level = level
                 .par_iter()
@@ -200,7 +194,7 @@ impl Marking {
                     for &dependant in &dependants[object.index()][section.index()] {
                         mark((object, dependant));
                     }
-                    spread_to_instances(program, instances, &spread, object, section, &mut mark);
+                    spread_to_instances(program, &spread, object, section, &mut mark);
                     // The targets of its relocations. A section the program
                     // does not load (debug information) keeps nothing alive
                     // (linkers point its references to dropped sections at a
@@ -221,34 +215,32 @@ impl Marking {
 
 /// Marks the sections named as `section` in every other loaded instance
 /// of its COMDAT group: the link keeps one instance, but which one matters
-/// to folding (see `plan::ComdatInstances`). Once per signature and
+/// to folding (see `analyse/comdat.rs`). Once per signature and
 /// section name (`spread`).
 fn spread_to_instances<'p>(
     program: &'p Program<'_>,
-    instances: &GroupInstances<'p>,
-    spread: &Mutex<HashSet<(&'p [u8], &'p [u8])>>,
+    spread: &Mutex<HashSet<(u32, &'p [u8])>>,
     object: ObjectId,
     section: SectionIndex,
     mark: &mut impl FnMut(Place),
 ) {
-    let elf = &program.object(object).object;
-    let this = elf.section(section);
-    if let Some(group) = this.group.map(|g| elf.group(g))
-        && group.is_comdat
-        && let signature = elf.symbol(group.signature).name
+    let loaded = program.object(object);
+    let name = loaded.object.section(section).name;
+    let groups = &program.comdat_groups;
+    if let Some(signature) = groups.of_section(loaded, object, section)
         && spread
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert((signature, this.name))
+            .insert((signature, name))
     {
-        for &(other, other_group) in instances.get(signature).into_iter().flatten() {
+        for &(other, other_group) in groups.instances(signature) {
             let other_elf = &program.object(other).object;
             let sibling = other_elf
                 .group(other_group)
                 .members
                 .iter()
                 .copied()
-                .find(|&m| other_elf.section(m).name == this.name);
+                .find(|&m| other_elf.section(m).name == name);
             if let Some(sibling) = sibling {
                 mark((other, sibling));
             }
@@ -343,28 +335,6 @@ fn add_unwind_dependants(elf: &Object<'_>, dependants: &mut [Vec<SectionIndex>])
             }
         }
     }
-}
-
-/// Every loaded instance of each COMDAT group, by signature: the link keeps
-/// one, but which one matters to folding (see `plan::ComdatInstances`), so
-/// a section lives in all instances as soon as it lives in one.
-fn comdat_group_instances<'p>(program: &'p Program<'_>) -> GroupInstances<'p> {
-    let mut instances: GroupInstances<'p> = HashMap::default();
-    for (index, object) in program.objects.iter().enumerate() {
-        if !object.loaded {
-            continue;
-        }
-        for (group_index, group) in object.object.groups.iter().enumerate() {
-            if group.is_comdat {
-                let name = object.object.symbol(group.signature).name;
-                instances
-                    .entry(name)
-                    .or_default()
-                    .push((ObjectId(index as u32), GroupIndex(group_index as u32)));
-            }
-        }
-    }
-    instances
 }
 
 /// Sections a linker keeps whatever refers to them.

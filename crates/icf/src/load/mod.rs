@@ -3,6 +3,7 @@
 //! function pieces, which sections a `--gc-sections` link keeps, how the
 //! link resolves each name), and each piece lifted on demand.
 
+pub(crate) mod comdat_groups;
 pub(crate) mod lift;
 pub(crate) mod live;
 pub(crate) mod objects;

@@ -1,6 +1,7 @@
 //! Loading: input files, the objects inside them, the shared target table,
 //! and the function pieces of every object.
 
+use crate::load::comdat_groups::ComdatGroups;
 pub use crate::load::objects::{
     FunctionId, FunctionInfo, LoadedObject, ObjectId, SectionSymbols, SymbolRef,
 };
@@ -50,6 +51,8 @@ pub struct Program<'data> {
     pub definitions: Definitions<'data>,
     /// Definitions that another loaded object refers to by name.
     pub needed: rustc_hash::FxHashSet<(ObjectId, icf_object::SymbolIndex)>,
+    /// The loaded objects' COMDAT groups, numbered by signature.
+    pub comdat_groups: ComdatGroups,
 }
 
 impl<'data> Program<'data> {
@@ -136,7 +139,8 @@ impl<'data> Program<'data> {
         }
 
         // References are normalized once the link's definitions are known.
-        let definitions = Definitions::of(&objects);
+        let (definitions, comdat_groups) =
+            rayon::join(|| Definitions::of(&objects), || ComdatGroups::of(&objects));
         let needed = needed_definitions(&objects, &definitions);
         let mut targets =
             TargetTable::with_sections(objects.iter().map(|o| o.object.sections.len()));
@@ -166,6 +170,7 @@ impl<'data> Program<'data> {
             skipped,
             definitions,
             needed,
+            comdat_groups,
         })
     }
 
@@ -256,24 +261,40 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>], strong_fi
     if objects.iter().all(|object| object.loaded) {
         return;
     }
-    // The members defining each name, in order, each with whether its
-    // definition is strong.
-    let mut providers: HashMap<&[u8], Vec<(usize, bool)>> = HashMap::default();
+    // The members a name may pull in: the first that defines it, and the
+    // first that defines it strongly.
+    let provides = |symbol: &icf_object::Symbol<'_>| {
+        symbol.binding != Binding::Local
+            && symbol.is_defined()
+            && symbol.place != SymbolPlace::Common
+    };
+    let count =
+        |object: &LoadedObject<'_>| object.object.symbols.iter().filter(|s| provides(s)).count();
+    let (lazy, loaded) = objects
+        .par_iter()
+        .map(|object| {
+            if object.loaded {
+                (0, count(object))
+            } else {
+                (count(object), 0)
+            }
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let mut providers: HashMap<&[u8], Providers> =
+        HashMap::with_capacity_and_hasher(lazy, Default::default());
     for (index, object) in objects.iter().enumerate() {
         if object.loaded {
             continue;
         }
-        for symbol in &object.object.symbols {
-            if symbol.binding != Binding::Local
-                && symbol.is_defined()
-                && symbol.place != SymbolPlace::Common
-            {
-                let strong = symbol.binding != Binding::Weak;
-                providers
-                    .entry(symbol.name)
-                    .or_default()
-                    .push((index, strong));
-            }
+        for symbol in object.object.symbols.iter().filter(|s| provides(s)) {
+            let strong = (symbol.binding != Binding::Weak).then_some(index);
+            providers
+                .entry(symbol.name)
+                .and_modify(|p| p.first_strong = p.first_strong.or(strong))
+                .or_insert(Providers {
+                    first: index,
+                    first_strong: strong,
+                });
         }
     }
     // The member a name pulls in. lld: the first that defines it. mold
@@ -282,19 +303,14 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>], strong_fi
     // member that defines a name weakly (or comes later) cannot keep the
     // one that defines it strongly out, whatever order they are pulled in.
     let owner = |name: &[u8]| -> Option<usize> {
-        let members = providers.get(name)?;
-        let first = members.first().map(|&(m, _)| m);
-        if strong_first {
-            members
-                .iter()
-                .find(|&&(_, strong)| strong)
-                .map(|&(m, _)| m)
-                .or(first)
-        } else {
-            first
-        }
+        let providers = providers.get(name)?;
+        Some(match strong_first {
+            true => providers.first_strong.unwrap_or(providers.first),
+            false => providers.first,
+        })
     };
-    let mut defined: rustc_hash::FxHashSet<&'data [u8]> = rustc_hash::FxHashSet::default();
+    let mut defined: rustc_hash::FxHashSet<&'data [u8]> =
+        rustc_hash::FxHashSet::with_capacity_and_hasher(loaded, Default::default());
     let mut wanted: Vec<&'data [u8]> = Vec::new();
     let references = |object: &LoadedObject<'data>, wanted: &mut Vec<&'data [u8]>| {
         for symbol in &object.object.symbols {
@@ -339,6 +355,14 @@ fn resolve_archive_members<'data>(objects: &mut [LoadedObject<'data>], strong_fi
         }
         wanted = next;
     }
+}
+
+/// The archive members that define one name (see `resolve_archive_members`).
+struct Providers {
+    /// The first, in command-line order.
+    first: usize,
+    /// The first that defines it strongly.
+    first_strong: Option<usize>,
 }
 
 /// GNU ld's rule: inputs in command-line order, each archive searched (and
@@ -412,19 +436,8 @@ fn needed_definitions(
     // override, say) keeps neither in the link: without one, the other
     // serves, and a linker that pulled an archive member in for other
     // names need not pull it in for this one (mold ranks a command line's
-    // weak definition above a member's strong one).
-    let mut defined_by: HashMap<&[u8], u32> = HashMap::default();
-    for object in objects.iter().filter(|object| object.loaded) {
-        for symbol in &object.object.symbols {
-            if symbol.binding != icf_object::Binding::Local
-                && symbol.is_defined()
-                && symbol.place != icf_object::SymbolPlace::Common
-                && !symbol.name.is_empty()
-            {
-                *defined_by.entry(symbol.name).or_default() += 1;
-            }
-        }
-    }
+    // weak definition above a member's strong one): only a sole winner
+    // counts.
     let per_object: Vec<Vec<(ObjectId, icf_object::SymbolIndex)>> = objects
         .par_iter()
         .enumerate()
@@ -438,14 +451,18 @@ fn needed_definitions(
                     symbol.place == icf_object::SymbolPlace::Undefined
                         && symbol.binding != icf_object::Binding::Local
                         && !symbol.name.is_empty()
-                        && defined_by.get(symbol.name) == Some(&1)
                 })
-                .filter_map(|symbol| definitions.winner(symbol.name))
+                .filter_map(|symbol| definitions.sole_winner(symbol.name))
                 .filter(|(owner, _)| owner.index() != index)
                 .collect()
         })
         .collect();
-    per_object.into_iter().flatten().collect()
+    let mut needed = rustc_hash::FxHashSet::with_capacity_and_hasher(
+        per_object.iter().map(Vec::len).sum(),
+        Default::default(),
+    );
+    needed.extend(per_object.into_iter().flatten());
+    needed
 }
 
 /// A linked image says itself what a link command would: whether it is a

@@ -13,7 +13,9 @@ use rustc_hash::FxHashMap as HashMap;
 /// on the command line before later ones (the first COMDAT group wins).
 #[derive(Clone, Debug, Default)]
 pub struct Definitions<'data> {
-    winners: HashMap<&'data [u8], (ObjectId, SymbolIndex)>,
+    /// The winning definition of each name, and how many loaded objects
+    /// define the name (not as a common symbol).
+    winners: HashMap<&'data [u8], Winner>,
     /// Names with a common symbol somewhere: the linker merges those itself.
     common: rustc_hash::FxHashSet<&'data [u8]>,
     /// Names an archive member the link does not load defines: a link that
@@ -21,9 +23,39 @@ pub struct Definitions<'data> {
     lazy: rustc_hash::FxHashSet<&'data [u8]>,
 }
 
+/// The definition a name resolves to, and how many loaded objects define it.
+#[derive(Copy, Clone, Debug)]
+struct Winner {
+    definition: (ObjectId, SymbolIndex),
+    definers: u32,
+}
+
 impl<'data> Definitions<'data> {
     pub fn of(objects: &[LoadedObject<'data>]) -> Definitions<'data> {
-        let mut definitions = Definitions::default();
+        use rayon::prelude::*;
+        // Sized once: growing tables of a million names rehashes each name
+        // several times.
+        let (loaded, lazy) = objects
+            .par_iter()
+            .map(|object| {
+                let defined = object
+                    .object
+                    .symbols
+                    .iter()
+                    .filter(|s| s.binding != Binding::Local && s.is_defined())
+                    .count();
+                if object.loaded {
+                    (defined, 0)
+                } else {
+                    (0, defined)
+                }
+            })
+            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let mut definitions = Definitions {
+            winners: HashMap::with_capacity_and_hasher(loaded, Default::default()),
+            common: Default::default(),
+            lazy: rustc_hash::FxHashSet::with_capacity_and_hasher(lazy, Default::default()),
+        };
         for (index, object) in objects.iter().enumerate() {
             if !object.loaded {
                 definitions.lazy.extend(
@@ -49,18 +81,22 @@ impl<'data> Definitions<'data> {
                 }
                 let candidate = (ObjectId(index as u32), SymbolIndex(symbol_index as u32));
                 let weak = symbol.binding == Binding::Weak;
-                match definitions.winners.get(symbol.name) {
-                    None => {
-                        definitions.winners.insert(symbol.name, candidate);
-                    }
-                    Some(&(object, winner)) => {
+                definitions
+                    .winners
+                    .entry(symbol.name)
+                    .and_modify(|winner| {
+                        winner.definers += 1;
+                        let (object, symbol) = winner.definition;
                         let winner_weak =
-                            objects[object.index()].object.symbol(winner).binding == Binding::Weak;
+                            objects[object.index()].object.symbol(symbol).binding == Binding::Weak;
                         if winner_weak && !weak {
-                            definitions.winners.insert(symbol.name, candidate);
+                            winner.definition = candidate;
                         }
-                    }
-                }
+                    })
+                    .or_insert(Winner {
+                        definition: candidate,
+                        definers: 1,
+                    });
             }
         }
         definitions
@@ -76,7 +112,19 @@ impl<'data> Definitions<'data> {
         if self.common.contains(name) {
             return None;
         }
-        self.winners.get(name).copied()
+        self.winners.get(name).map(|w| w.definition)
+    }
+
+    /// [`Definitions::winner`], when exactly one loaded object defines
+    /// `name` (not as a common symbol).
+    pub fn sole_winner(&self, name: &[u8]) -> Option<(ObjectId, SymbolIndex)> {
+        if self.common.contains(name) {
+            return None;
+        }
+        self.winners
+            .get(name)
+            .filter(|w| w.definers == 1)
+            .map(|w| w.definition)
     }
 }
 
