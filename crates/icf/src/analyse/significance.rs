@@ -27,6 +27,7 @@ use crate::load::targets::{ExtendedTargets, Target};
 use icf_fold::CandidateId;
 use icf_ir::TargetId;
 use icf_object::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Why a candidate's address is significant.
@@ -67,7 +68,6 @@ impl Uses<'_, '_, '_> {
     /// Why each candidate's address is significant, `None` where it is not.
     pub(crate) fn significance(&self) -> Vec<Option<Significance>> {
         let program = self.program;
-        let mut result: Vec<Option<Significance>> = vec![None; self.candidates.len()];
         let has_table = |object: ObjectId| program.object(object).object.addrsig.is_some();
 
         // Names some object's table marks: they are significant wherever they are defined.
@@ -133,14 +133,14 @@ impl Uses<'_, '_, '_> {
         }
 
         let exports = program.options.exports.index();
-        for (index, info) in self.candidates.iter().enumerate() {
+        let significance = |(index, info): (usize, &CandidateInfo)| {
             let elf = &program.object(info.object).object;
             let symbols = symbols_of(self.program, info);
             // Data without a name of its own is the compiler's (a string,
             // a jump or lookup table, a Rust constant): no language gives
             // it an address to compare.
             if !info.is_code() && !symbols.iter().any(|&s| names_an_object(elf.symbol(s))) {
-                continue;
+                return None;
             }
             let in_table = symbols.iter().any(|&s| {
                 table_symbols.contains(&(info.object, s))
@@ -160,9 +160,9 @@ impl Uses<'_, '_, '_> {
                     && symbol.visibility == Visibility::Default
                     && (program.options.shared || exports.exports(symbol.name))
             });
-            result[index] = if in_table {
+            if in_table {
                 Some(Significance::AddrsigTable)
-            } else if virtual_functions.contains(&CandidateId(index as u32))
+            } else if virtual_functions[index]
                 || (info.is_code() && rustc_objects[info.object.index()])
             {
                 exported.then_some(Significance::Exported)
@@ -180,9 +180,13 @@ impl Uses<'_, '_, '_> {
                 Some(Significance::TakenInImage)
             } else {
                 None
-            };
-        }
-        result
+            }
+        };
+        self.candidates
+            .par_iter()
+            .enumerate()
+            .map(significance)
+            .collect()
     }
 
     /// The code candidates that are virtual functions and nothing else:
@@ -190,20 +194,25 @@ impl Uses<'_, '_, '_> {
     /// entry through the section symbol counts for a function with one
     /// name). A function that also answers to a name no vtable uses (gcc's
     /// `-fipa-icf` makes such aliases) may have that name's address compared.
-    fn virtual_functions(&self) -> HashSet<CandidateId> {
-        let mut entries: HashMap<CandidateId, HashSet<VtableName<'_>>> = HashMap::default();
-        for &VtableEntry { candidate, through } in self.vtable_entries {
-            entries.entry(candidate).or_default().insert(through);
-        }
-        entries
-            .into_iter()
-            .filter(|(candidate, through)| {
+    /// Indexed by candidate.
+    fn virtual_functions(&self) -> Vec<bool> {
+        let mut entries: Vec<&VtableEntry<'_>> = self
+            .vtable_entries
+            .iter()
+            .filter(|entry| self.candidates[entry.candidate.index()].is_code())
+            .collect();
+        entries.par_sort_unstable_by_key(|entry| entry.candidate);
+        let by_candidate: Vec<&[&VtableEntry<'_>]> = entries
+            .chunk_by(|a, b| a.candidate == b.candidate)
+            .collect();
+        let only_virtual: Vec<CandidateId> = by_candidate
+            .into_par_iter()
+            .filter_map(|through| {
+                let candidate = through.first()?.candidate;
                 let info = &self.candidates[candidate.index()];
-                if !info.is_code() {
-                    return false;
-                }
                 let elf = &self.program.object(info.object).object;
-                let names: Vec<VtableName<'_>> = symbols_of(self.program, info)
+                let reached = |name: &VtableName<'_>| through.iter().any(|e| e.through == *name);
+                let mut names = symbols_of(self.program, info)
                     .into_iter()
                     .map(|s| elf.symbol(s))
                     .filter(|s| {
@@ -218,15 +227,21 @@ impl Uses<'_, '_, '_> {
                             VtableName::Global(s.name)
                         }
                     })
-                    .collect();
-                match names.as_slice() {
-                    [] => false,
-                    [_] if through.contains(&VtableName::Section) => true,
-                    _ => names.iter().all(|name| through.contains(name)),
-                }
+                    .peekable();
+                let first = names.next()?;
+                let virtual_ = if names.peek().is_none() && reached(&VtableName::Section) {
+                    true
+                } else {
+                    reached(&first) && names.all(|name| reached(&name))
+                };
+                virtual_.then_some(candidate)
             })
-            .map(|(candidate, _)| candidate)
-            .collect()
+            .collect();
+        let mut virtual_functions = vec![false; self.candidates.len()];
+        for candidate in only_virtual {
+            virtual_functions[candidate.index()] = true;
+        }
+        virtual_functions
     }
 }
 
