@@ -5,9 +5,10 @@
 
 use crate::model::{Binding, SectionIndex, SymbolIndex, SymbolKind, Visibility};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::hash::{Hash, Hasher};
 
 /// Where the bytes of a removed section live on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Destination {
     /// Another section of this object, at `start`, `size` bytes long.
     Local {
@@ -20,7 +21,7 @@ pub enum Destination {
 }
 
 /// A symbol a relocation can name.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum SymbolRef {
     Existing(SymbolIndex),
     /// An index into [`Edits::new_symbols`].
@@ -28,7 +29,7 @@ pub enum SymbolRef {
 }
 
 /// A relocation of new section contents.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NewReloc {
     pub offset: u64,
     pub r_type: u32,
@@ -37,7 +38,7 @@ pub struct NewReloc {
 }
 
 /// New contents for a section that stays: a thunk to the kept copy.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NewContents {
     pub bytes: Vec<u8>,
     pub relocs: Vec<NewReloc>,
@@ -48,7 +49,7 @@ pub struct NewContents {
 
 /// A symbol the edits add: a hidden alias of a kept copy, a reference to
 /// one in another object, or a global symbol moved here with the body it names.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NewSymbol {
     pub name: Vec<u8>,
     /// `None` for an undefined reference to another object's symbol.
@@ -90,13 +91,12 @@ impl Edits {
         align.sort_by_key(|(section, _)| **section);
         let mut keep_alive: Vec<_> = self.keep_alive.iter().collect();
         keep_alive.sort();
-        // Debug of plain structs, enums, vectors and sorted lists is one
-        // string per value; no field is a map or a set.
-        format!(
-            "{moved:?}\n{replaced:?}\n{align:?}\n{:?}\n{keep_alive:?}",
-            self.new_symbols
-        )
-        .into_bytes()
+        // What `Hash` feeds a hasher, kept whole: every value's fields in
+        // order, each list and byte string after its length, each enum
+        // after its variant, so equal streams are equal edits.
+        let mut stream = Stream(Vec::new());
+        (moved, replaced, align, &self.new_symbols, keep_alive).hash(&mut stream);
+        stream.0
     }
 
     pub fn is_empty(&self) -> bool {
@@ -105,5 +105,18 @@ impl Edits {
             && self.align.is_empty()
             && self.new_symbols.is_empty()
             && self.keep_alive.is_empty()
+    }
+}
+
+/// A [`Hasher`] that keeps what it is fed (see [`Edits::digest`]).
+struct Stream(Vec<u8>);
+
+impl Hasher for Stream {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        0
     }
 }

@@ -219,7 +219,7 @@ pub(crate) fn is_relocation_section(sh_type: u32) -> bool {
     sh_type == elf::SHT_RELA.0 || sh_type == elf::SHT_CREL.0
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Binding {
     Local,
     Global,
@@ -229,7 +229,7 @@ pub enum Binding {
     Other(u8),
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum SymbolKind {
     NoType,
     Object,
@@ -243,7 +243,7 @@ pub enum SymbolKind {
     Other(u8),
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Visibility {
     Default,
     Internal,
