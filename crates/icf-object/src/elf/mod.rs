@@ -5,4 +5,5 @@
 pub(crate) mod image;
 pub mod linked;
 pub(crate) mod read;
+pub(crate) mod tables;
 pub(crate) mod write;

@@ -3,9 +3,10 @@
 //!
 //! `object`'s ELF builder rejects `SHT_GROUP` and `SHT_LLVM_ADDRSIG`, i.e.
 //! every C++, Rust and clang object, so this drives the low-level
-//! `object::write::elf::Writer` (string tables, symbol order, section
-//! indices) and regenerates only what an edit changes: the symbol table, the
-//! relocation sections, group member lists, `.llvm_addrsig` and `.eh_frame`.
+//! `object::write::elf::Writer` (layout, section indices) and regenerates
+//! only what an edit changes: the symbol table and string tables (laid out
+//! by `tables.rs`), the relocation sections, group member lists,
+//! `.llvm_addrsig` and `.eh_frame`.
 //!
 //! Edits: a section whose body is folded into another copy is removed, with
 //! its relocation section, its FDE and any `SHF_LINK_ORDER` section attached
@@ -16,6 +17,7 @@
 
 use crate::edits::{Destination, Edits, NewContents, NewSymbol, SymbolRef};
 use crate::eh_frame;
+use crate::elf::tables::{Strings, SymbolTables, TableSymbol, string_table_header};
 use crate::error::{Error, Result};
 use crate::model::{
     Binding, ComdatGroup, Reloc, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace,
@@ -25,8 +27,7 @@ use crate::object::Object;
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::FileHeader as _;
-use object::write::StringId;
-use object::write::elf::{FileHeader, Rel, SectionHeader, Sym, Writer};
+use object::write::elf::{FileHeader, Rel, SectionHeader, Writer};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// The most a section's data is aligned in the output file. A relocatable
@@ -74,7 +75,8 @@ struct SymbolOrder {
 struct OutputSections {
     outs: Vec<Out>,
     index_of: HashMap<Out, object::write::elf::SectionIndex>,
-    name_ids: HashMap<Out, StringId>,
+    /// Each section's name, an offset into the section header string table.
+    names: HashMap<Out, u32>,
     /// Where each kept section's data starts in the file.
     data_offsets: HashMap<SectionIndex, u64>,
     /// Where the relocations of each target start in the file.
@@ -535,22 +537,46 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         let rela_names = self.relocation_section_names(&outs);
 
         let mut writer = Writer::new(object::Endianness::Little, true, buffer);
+        let mut section_names = Strings::new();
         writer.reserve_file_header();
-        let mut sections = self.reserve_section_indices(&mut writer, outs, &rela_names);
+        let mut sections =
+            self.reserve_section_indices(&mut writer, outs, &rela_names, &mut section_names);
         self.regenerate_groups_and_addrsig(&sections, &symbols, &mut changed.data);
         self.reserve_section_data(&mut writer, &mut sections, &changed);
-        let symbol_names = self.reserve_symbol_tables(&mut writer, &sections, &symbols)?;
+        let tables = self.reserve_symbol_tables(&mut writer, &sections, &symbols);
         self.reserve_relocation_sections(&mut writer, &mut sections, &changed);
+        let table_names = [
+            b".symtab".as_slice(),
+            b".symtab_shndx",
+            b".strtab",
+            b".shstrtab",
+        ]
+        .map(|name| section_names.add(name));
         writer.reserve_shstrtab_section_index();
-        writer.reserve_shstrtab()?;
+        let shstrtab_offset = writer.reserve(section_names.len(), 1);
         writer.reserve_section_headers();
 
         write_file_header(&mut writer, header)?;
         self.write_section_data(&mut writer, &sections, &changed);
-        self.write_symbol_tables(&mut writer, &sections, &symbols, &symbol_names);
+        tables.write(&mut writer);
         self.write_relocation_sections(&mut writer, &sections, &changed, &symbols)?;
-        writer.write_shstrtab();
-        self.write_section_headers(&mut writer, &sections, &changed, &symbols);
+        debug_assert_eq!(writer.len(), shstrtab_offset);
+        writer.write(section_names.bytes());
+        let [symtab, shndx, strtab, shstrtab] = table_names;
+        let table_names = [symtab, shndx, strtab];
+        self.write_section_headers(
+            &mut writer,
+            &sections,
+            &changed,
+            &symbols,
+            &tables,
+            table_names,
+        );
+        writer.write_section_header(&string_table_header(
+            shstrtab,
+            shstrtab_offset,
+            section_names.len(),
+        ));
         Ok(())
     }
 
@@ -687,33 +713,40 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             .collect()
     }
 
-    /// Reserves an index for each output section in order, then a name for
-    /// each.
-    fn reserve_section_indices<'w>(
+    /// Reserves an index for each output section in order, and adds each
+    /// one's name to `names` (a section's with its relocation section's,
+    /// see [`Strings::add_pair`]).
+    fn reserve_section_indices(
         &self,
-        writer: &mut Writer<'w>,
+        writer: &mut Writer<'_>,
         outs: Vec<Out>,
-        rela_names: &'w HashMap<SectionIndex, Vec<u8>>,
-    ) -> OutputSections
-    where
-        'a: 'w,
-    {
+        rela_names: &HashMap<SectionIndex, Vec<u8>>,
+        names: &mut Strings,
+    ) -> OutputSections {
         let mut index_of: HashMap<Out, object::write::elf::SectionIndex> = HashMap::default();
-        let mut name_ids: HashMap<Out, StringId> = HashMap::default();
         for out in &outs {
             index_of.insert(*out, writer.reserve_section_index());
         }
+        let mut name_of: HashMap<Out, u32> = HashMap::default();
         for out in &outs {
-            let name = match out {
-                Out::Section(old) => self.object.section(*old).name,
-                Out::Relocations(target) => rela_names[target].as_slice(),
-            };
-            name_ids.insert(*out, writer.add_section_name(name));
+            if let Out::Section(old) = *out {
+                let name = self.object.section(old).name;
+                match rela_names.get(&old) {
+                    Some(rela) => {
+                        let (section, relocations) = names.add_pair(name, rela);
+                        name_of.insert(*out, section);
+                        name_of.insert(Out::Relocations(old), relocations);
+                    }
+                    None => {
+                        name_of.insert(*out, names.add(name));
+                    }
+                }
+            }
         }
         OutputSections {
             outs,
             index_of,
-            name_ids,
+            names: name_of,
             data_offsets: HashMap::default(),
             reloc_offsets: HashMap::default(),
         }
@@ -798,40 +831,33 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         sections.data_offsets = data_offsets;
     }
 
-    /// Reserves the symbol table in output order (each symbol's name in the
+    /// Reserves the symbol table in output order (each symbol's name in its
     /// string table), `SHT_SYMTAB_SHNDX` where it is needed and the string
-    /// table. Returns the name of each output symbol, by position in
-    /// [`Rewriter::symbols`].
-    fn reserve_symbol_tables<'w>(
+    /// table.
+    fn reserve_symbol_tables(
         &self,
-        writer: &mut Writer<'w>,
+        writer: &mut Writer<'_>,
         sections: &OutputSections,
         symbols: &SymbolOrder,
-    ) -> Result<Vec<Option<StringId>>>
-    where
-        'a: 'w,
-    {
-        writer.reserve_null_symbol_index();
-        let mut symbol_names: Vec<Option<StringId>> = vec![None; self.symbols.len()];
-        for &symbol in &symbols.order {
-            let out = &self.symbols[symbol];
-            let section = out
-                .section
-                .and_then(|s| sections.index_of.get(&Out::Section(s)).copied());
-            writer.reserve_symbol_index(section);
-            if !out.name.is_empty() {
-                symbol_names[symbol] = Some(writer.add_string(out.name));
-            }
-        }
-        writer.reserve_symtab_section_index();
-        writer.reserve_symtab();
-        if writer.symtab_shndx_needed() {
-            writer.reserve_symtab_shndx_section_index();
-        }
-        writer.reserve_symtab_shndx();
-        writer.reserve_strtab_section_index();
-        writer.reserve_strtab()?;
-        Ok(symbol_names)
+    ) -> SymbolTables {
+        let mut strings = Strings::new();
+        let entries = symbols
+            .order
+            .iter()
+            .map(|&symbol| {
+                let out = &self.symbols[symbol];
+                TableSymbol {
+                    name: strings.add(out.name),
+                    st_info: out.st_info,
+                    st_other: out.st_other,
+                    section: out.section.and_then(|s| sections.index(s)),
+                    special: out.special,
+                    value: out.value,
+                    size: out.size,
+                }
+            })
+            .collect();
+        SymbolTables::reserve(writer, strings, entries, symbols.num_local)
     }
 
     /// Reserves each relocation section of the output and records where it
@@ -869,33 +895,6 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 None => writer.write(section.data),
             }
         }
-    }
-
-    /// Writes the symbol table in output order, then `SHT_SYMTAB_SHNDX` and
-    /// the string table.
-    fn write_symbol_tables(
-        &self,
-        writer: &mut Writer<'_>,
-        sections: &OutputSections,
-        symbols: &SymbolOrder,
-        symbol_names: &[Option<StringId>],
-    ) {
-        writer.write_null_symbol();
-        for &symbol in &symbols.order {
-            let out = &self.symbols[symbol];
-            let section = out.section.and_then(|s| sections.index(s));
-            writer.write_symbol(&Sym {
-                section,
-                st_name: writer.string_offset(symbol_names[symbol]),
-                st_info: elf::SymbolInfo(out.st_info),
-                st_other: elf::SymbolOther(out.st_other),
-                st_shndx: elf::SymbolSection(if section.is_some() { 0 } else { out.special }),
-                st_value: out.value,
-                st_size: out.size,
-            });
-        }
-        writer.write_symtab_shndx();
-        writer.write_strtab();
     }
 
     /// Writes each relocation section of the output: new relocations as
@@ -951,25 +950,24 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         sections: &OutputSections,
         changed: &ChangedContents,
         symbols: &SymbolOrder,
+        tables: &SymbolTables,
+        table_names: [u32; 3],
     ) {
         writer.write_null_section_header();
-        let symtab_index = writer.symtab_index();
+        let symtab_index = tables.symtab_index;
         for out in &sections.outs {
-            let name = writer.section_name_offset(sections.name_ids.get(out).copied());
+            let name = sections.names.get(out).copied().unwrap_or(0);
             let header = match *out {
                 Out::Relocations(target) => {
-                    self.relocation_section_header(target, name, symtab_index.0, sections, changed)
+                    self.relocation_section_header(target, name, symtab_index, sections, changed)
                 }
                 Out::Section(old) => {
-                    self.section_header(old, name, symtab_index.0, sections, changed, symbols)
+                    self.section_header(old, name, symtab_index, sections, changed, symbols)
                 }
             };
             writer.write_section_header(&header);
         }
-        writer.write_symtab_section_header(symbols.num_local);
-        writer.write_symtab_shndx_section_header();
-        writer.write_strtab_section_header();
-        writer.write_shstrtab_section_header();
+        tables.write_headers(writer, table_names);
     }
 
     /// The header of the relocation section of `target`: `SHT_RELA`, with
