@@ -74,19 +74,43 @@ struct SymbolOrder {
 #[derive(Debug)]
 struct OutputSections {
     outs: Vec<Out>,
-    index_of: HashMap<Out, object::write::elf::SectionIndex>,
-    /// Each section's name, an offset into the section header string table.
-    names: HashMap<Out, u32>,
-    /// Where each kept section's data starts in the file.
-    data_offsets: HashMap<SectionIndex, u64>,
-    /// Where the relocations of each target start in the file.
-    reloc_offsets: HashMap<SectionIndex, u64>,
+    /// By input section index: the section as the output holds it.
+    sections: Vec<Placed>,
+    /// By input section index: the relocation section of that section.
+    relocations: Vec<Placed>,
+}
+
+/// One output section: its index (0 where the output has none), its name
+/// (an offset into the section header string table) and where its data
+/// starts in the file.
+#[derive(Copy, Clone, Debug, Default)]
+struct Placed {
+    index: u32,
+    name: u32,
+    offset: u64,
 }
 
 impl OutputSections {
     /// The output index of input section `old`; `None` when it is gone.
     fn index(&self, old: SectionIndex) -> Option<u32> {
-        self.index_of.get(&Out::Section(old)).map(|i| i.0)
+        self.placed(Out::Section(old)).map(|p| p.index)
+    }
+
+    /// What the output holds for `out`, if it holds it.
+    fn placed(&self, out: Out) -> Option<&Placed> {
+        let placed = match out {
+            Out::Section(old) => self.sections.get(old.index()),
+            Out::Relocations(target) => self.relocations.get(target.index()),
+        }?;
+        (placed.index != 0).then_some(placed)
+    }
+
+    /// What the output holds for `out`, to fill in while reserving.
+    fn placed_mut(&mut self, out: Out) -> Option<&mut Placed> {
+        match out {
+            Out::Section(old) => self.sections.get_mut(old.index()),
+            Out::Relocations(target) => self.relocations.get_mut(target.index()),
+        }
     }
 
     /// The input sections the output keeps, in output order.
@@ -168,9 +192,9 @@ pub(crate) fn rewrite_elf_into(
 struct Rewriter<'a, 'data> {
     object: &'a Object<'data>,
     edits: &'a Edits,
-    dropped: HashSet<SectionIndex>,
+    dropped: SectionSet,
     /// FDE-less sections: removed or turned into thunks.
-    unwound: HashSet<SectionIndex>,
+    unwound: SectionSet,
     fates: Vec<SymbolFate>,
     /// Output symbols: old kept/redefined ones, then new ones, then added section symbols.
     symbols: Vec<OutSymbol<'a>>,
@@ -185,13 +209,63 @@ struct Rewriter<'a, 'data> {
     deferred_relocs: HashMap<SectionIndex, Vec<Reloc>>,
 }
 
+/// A set of an object's sections, by index.
+#[derive(Debug)]
+struct SectionSet {
+    member: Vec<bool>,
+    len: usize,
+}
+
+impl SectionSet {
+    fn new(sections: usize) -> SectionSet {
+        SectionSet {
+            member: vec![false; sections],
+            len: 0,
+        }
+    }
+
+    fn contains(&self, section: &SectionIndex) -> bool {
+        self.member.get(section.index()).copied().unwrap_or(false)
+    }
+
+    /// Adds `section` (an index past the object's sections is no section).
+    fn insert(&mut self, section: SectionIndex) {
+        if let Some(member) = self.member.get_mut(section.index())
+            && !*member
+        {
+            *member = true;
+            self.len += 1;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = SectionIndex> + '_ {
+        self.member
+            .iter()
+            .enumerate()
+            .filter(|(_, member)| **member)
+            .map(|(index, _)| SectionIndex(index as u32))
+    }
+}
+
+impl Extend<SectionIndex> for SectionSet {
+    fn extend<I: IntoIterator<Item = SectionIndex>>(&mut self, sections: I) {
+        for section in sections {
+            self.insert(section);
+        }
+    }
+}
+
 impl<'a, 'data> Rewriter<'a, 'data> {
     fn new(object: &'a Object<'data>, edits: &'a Edits) -> Result<Rewriter<'a, 'data>> {
         let mut rewriter = Rewriter {
             object,
             edits,
-            dropped: HashSet::default(),
-            unwound: HashSet::default(),
+            dropped: SectionSet::new(object.sections.len()),
+            unwound: SectionSet::new(object.sections.len()),
             fates: Vec::new(),
             symbols: Vec::new(),
             old_to_out: Vec::new(),
@@ -254,7 +328,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         }
         self.unwound.extend(self.edits.moved.keys().copied());
         self.unwound.extend(self.edits.replaced.keys().copied());
-        self.unwound.extend(self.dropped.iter().copied());
+        self.unwound.extend(self.dropped.iter());
     }
 
     /// The output symbol table: what happens to each old symbol, the output
@@ -723,33 +797,33 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         rela_names: &HashMap<SectionIndex, Vec<u8>>,
         names: &mut Strings,
     ) -> OutputSections {
-        let mut index_of: HashMap<Out, object::write::elf::SectionIndex> = HashMap::default();
+        let count = self.object.sections.len();
+        let mut sections = OutputSections {
+            outs: Vec::new(),
+            sections: vec![Placed::default(); count],
+            relocations: vec![Placed::default(); count],
+        };
         for out in &outs {
-            index_of.insert(*out, writer.reserve_section_index());
+            let index = writer.reserve_section_index().0;
+            if let Some(placed) = sections.placed_mut(*out) {
+                placed.index = index;
+            }
         }
-        let mut name_of: HashMap<Out, u32> = HashMap::default();
         for out in &outs {
             if let Out::Section(old) = *out {
                 let name = self.object.section(old).name;
                 match rela_names.get(&old) {
                     Some(rela) => {
                         let (section, relocations) = names.add_pair(name, rela);
-                        name_of.insert(*out, section);
-                        name_of.insert(Out::Relocations(old), relocations);
+                        sections.sections[old.index()].name = section;
+                        sections.relocations[old.index()].name = relocations;
                     }
-                    None => {
-                        name_of.insert(*out, names.add(name));
-                    }
+                    None => sections.sections[old.index()].name = names.add(name),
                 }
             }
         }
-        OutputSections {
-            outs,
-            index_of,
-            names: name_of,
-            data_offsets: HashMap::default(),
-            reloc_offsets: HashMap::default(),
-        }
+        sections.outs = outs;
+        sections
     }
 
     /// The contents of group sections and of `.llvm_addrsig`, into `data`:
@@ -761,16 +835,16 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         data: &mut HashMap<SectionIndex, Vec<u8>>,
     ) {
         let object = self.object;
-        for old in sections.kept() {
-            let section = object.section(old);
-            if section.sh_type == elf::SHT_GROUP.0 {
-                let Some(group) = object.groups.iter().find(|g| g.section == old) else {
-                    continue;
-                };
-                data.insert(old, self.group_contents(group, sections));
-            } else if section.sh_type == crate::model::SHT_LLVM_ADDRSIG && object.addrsig.is_some()
-            {
-                data.insert(old, self.addrsig_contents(symbols));
+        for group in &object.groups {
+            if sections.index(group.section).is_some() {
+                data.insert(group.section, self.group_contents(group, sections));
+            }
+        }
+        if object.addrsig.is_some() {
+            for old in sections.kept() {
+                if object.section(old).sh_type == crate::model::SHT_LLVM_ADDRSIG {
+                    data.insert(old, self.addrsig_contents(symbols));
+                }
             }
         }
     }
@@ -790,8 +864,8 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 continue;
             }
             for out in [Out::Section(*member), Out::Relocations(*member)] {
-                if let Some(index) = sections.index_of.get(&out) {
-                    bytes.extend_from_slice(&index.0.to_le_bytes());
+                if let Some(placed) = sections.placed(out) {
+                    bytes.extend_from_slice(&placed.index.to_le_bytes());
                 }
             }
         }
@@ -818,17 +892,17 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         sections: &mut OutputSections,
         changed: &ChangedContents,
     ) {
-        let mut data_offsets: HashMap<SectionIndex, u64> = HashMap::default();
-        for old in sections.kept() {
+        let kept: Vec<SectionIndex> = sections.kept().collect();
+        for old in kept {
             let section = self.object.section(old);
             let len = match changed.data.get(&old) {
                 Some(bytes) => bytes.len() as u64,
                 None if section.sh_type == elf::SHT_NOBITS.0 => 0,
                 None => section.data.len() as u64,
             };
-            data_offsets.insert(old, writer.reserve(len, self.file_offset_alignment(old)));
+            let offset = writer.reserve(len, self.file_offset_alignment(old));
+            sections.sections[old.index()].offset = offset;
         }
-        sections.data_offsets = data_offsets;
     }
 
     /// Reserves the symbol table in output order (each symbol's name in its
@@ -868,14 +942,11 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         sections: &mut OutputSections,
         changed: &ChangedContents,
     ) {
-        let mut reloc_offsets: HashMap<SectionIndex, u64> = HashMap::default();
-        for target in sections.relocated() {
-            reloc_offsets.insert(
-                target,
-                writer.reserve_relocations(self.reloc_count(changed, target), true),
-            );
+        let relocated: Vec<SectionIndex> = sections.relocated().collect();
+        for target in relocated {
+            let offset = writer.reserve_relocations(self.reloc_count(changed, target), true);
+            sections.relocations[target.index()].offset = offset;
         }
-        sections.reloc_offsets = reloc_offsets;
     }
 
     /// Writes the data of each kept section, aligned as reserved: its new
@@ -956,7 +1027,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         writer.write_null_section_header();
         let symtab_index = tables.symtab_index;
         for out in &sections.outs {
-            let name = sections.names.get(out).copied().unwrap_or(0);
+            let name = sections.placed(*out).map_or(0, |p| p.name);
             let header = match *out {
                 Out::Relocations(target) => {
                     self.relocation_section_header(target, name, symtab_index, sections, changed)
@@ -991,10 +1062,10 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             sh_type: elf::SHT_RELA,
             sh_flags: elf::SectionFlags(flags),
             sh_addr: 0,
-            sh_offset: sections.reloc_offsets[&target],
+            sh_offset: sections.relocations[target.index()].offset,
             sh_size: self.reloc_count(changed, target) as u64 * 24,
             sh_link: symtab,
-            sh_info: sections.index_of[&Out::Section(target)].0,
+            sh_info: sections.sections[target.index()].index,
             sh_addralign: 8,
             sh_entsize: 24,
         }
@@ -1023,7 +1094,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             sh_type: elf::SectionType(section.sh_type),
             sh_flags: elf::SectionFlags(section.flags),
             sh_addr: 0,
-            sh_offset: sections.data_offsets[&old],
+            sh_offset: sections.sections[old.index()].offset,
             sh_size: size,
             sh_link: link,
             sh_info: info,
