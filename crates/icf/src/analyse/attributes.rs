@@ -136,11 +136,22 @@ pub(crate) fn attributes(
 }
 
 /// The CIE and FDE bytes of an unwind description, as compared
-/// ([`icf_object::Fde::description`]).
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-struct UnwindKey {
-    cie: Vec<u8>,
-    fde: Vec<u8>,
+/// ([`icf_object::Fde::description`]), by their XXH3-128 fingerprint (as
+/// identical function copies share a key by theirs, `lift_memo.rs`): the
+/// bytes live only while they are hashed, on the thread that reads them,
+/// and numbering the descriptions compares 16 bytes each.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+struct UnwindKey(u128);
+
+impl UnwindKey {
+    fn of(cie: &[u8], fde: &[u8]) -> UnwindKey {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        for part in [cie, fde] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        UnwindKey(hasher.digest128())
+    }
 }
 
 /// The unwind description of a function: the CIE and FDE bytes compared
@@ -171,7 +182,7 @@ fn unwind_description(
         })
         .collect();
     let (cie, fde) = fde.description(section);
-    (UnwindKey { cie, fde }, refs)
+    (UnwindKey::of(&cie, &fde), refs)
 }
 
 /// The output section the link puts a candidate's input section in: where
