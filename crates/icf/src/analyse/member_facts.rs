@@ -173,19 +173,22 @@ impl<'data> Analysis<'_, 'data> {
     fn member_facts(&self, candidate: CandidateId, inputs: &FactInputs<'_, 'data>) -> MemberFacts {
         let info = &self.candidates[candidate.index()];
         let groups = inputs.groups;
+        let symbols = symbols_of(self.program, info);
         MemberFacts {
             candidate,
             size: info.size(),
             significant: self.significant_in_mode(candidate, inputs.significance),
-            must_keep: self.must_keep(candidate, inputs.keep_unique).or_else(|| {
-                inputs.table_stays.contains(&candidate).then(|| {
-                    KeepReason::Ineligible(
-                        "its jump table shares its section with other data".to_string(),
-                    )
-                })
-            }),
+            must_keep: self
+                .must_keep_named(candidate, &symbols, inputs.keep_unique)
+                .or_else(|| {
+                    inputs.table_stays.contains(&candidate).then(|| {
+                        KeepReason::Ineligible(
+                            "its jump table shares its section with other data".to_string(),
+                        )
+                    })
+                }),
             thunk_size: self.thunk_size(candidate, inputs.entered),
-            preference: self.preference(candidate),
+            preference: self.preference(candidate, &symbols),
             object: info.object.0,
             loaded: self.program.object(info.object).loaded,
             pinned_in_comdat: self.in_comdat(candidate)
@@ -398,10 +401,20 @@ impl<'data> Analysis<'_, 'data> {
 
     /// Why a candidate must keep its own body whatever the mode.
     fn must_keep(&self, candidate: CandidateId, keep_unique: &HashSet<&str>) -> Option<KeepReason> {
+        let symbols = symbols_of(self.program, &self.candidates[candidate.index()]);
+        self.must_keep_named(candidate, &symbols, keep_unique)
+    }
+
+    /// [`Analysis::must_keep`], given the candidate's symbols.
+    fn must_keep_named(
+        &self,
+        candidate: CandidateId,
+        symbols: &[SymbolIndex],
+        keep_unique: &HashSet<&str>,
+    ) -> Option<KeepReason> {
         let info = &self.candidates[candidate.index()];
         let elf = &self.program.object(info.object).object;
-        let symbols = symbols_of(self.program, info);
-        for &index in &symbols {
+        for &index in symbols {
             let symbol = elf.symbol(index);
             // Demangling is costly: only when some name is asked for.
             if !keep_unique.is_empty()
@@ -528,12 +541,12 @@ impl<'data> Analysis<'_, 'data> {
     }
 
     /// Lower is preferred as the kept copy: not replaceable, not in a COMDAT
-    /// group, strongest binding, first on the command line (candidates are
-    /// numbered in command-line order, so no two tie).
-    fn preference(&self, candidate: CandidateId) -> (u8, u8, u8, u32) {
+    /// group, strongest binding of its `symbols` ([`symbols_of`]), first on
+    /// the command line (candidates are numbered in command-line order, so
+    /// no two tie).
+    fn preference(&self, candidate: CandidateId, symbols: &[SymbolIndex]) -> (u8, u8, u8, u32) {
         let info = &self.candidates[candidate.index()];
         let elf = &self.program.object(info.object).object;
-        let symbols = symbols_of(self.program, info);
         let best = symbols
             .iter()
             .map(|&s| match elf.symbol(s).binding {
@@ -614,7 +627,6 @@ fn section_ineligibility(
     if let Some(reason) = object.format_ineligibility(index) {
         return Some(reason.to_string());
     }
-    let name = section.name_lossy();
     if section.is_writable() {
         return Some("writable section".to_string());
     }
@@ -624,15 +636,20 @@ fn section_ineligibility(
     if section.is_retained() {
         return Some("retained section (SHF_GNU_RETAIN)".to_string());
     }
-    if [".init", ".fini", ".ctors", ".dtors"]
+    let name = section.name;
+    if [&b".init"[..], b".fini", b".ctors", b".dtors"]
         .iter()
-        .any(|s| name == *s || name.starts_with(&format!("{s}.")))
+        .any(|s| {
+            name.strip_prefix(*s)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"."))
+        })
     {
-        return Some(format!("{name} runs by its section"));
+        return Some(format!("{} runs by its section", section.name_lossy()));
     }
     if object.may_be_delimited(index) {
         return Some(format!(
-            "section {name} may be delimited by __start_/__stop_ symbols"
+            "section {} may be delimited by __start_/__stop_ symbols",
+            section.name_lossy()
         ));
     }
     // A linked image has one `.text`: its report estimates what the link

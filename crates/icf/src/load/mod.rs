@@ -1,7 +1,8 @@
 //! Phase 1, loading: the input files mapped and parsed into one
 //! [`program::Program`] (objects, the reference targets they share, their
 //! function pieces, which sections a `--gc-sections` link keeps, how the
-//! link resolves each name), and each piece lifted on demand.
+//! link resolves each name, its COMDAT groups by signature), and each piece
+//! lifted on demand.
 
 pub(crate) mod comdat_groups;
 pub(crate) mod lift;
