@@ -87,6 +87,9 @@ pub(crate) struct SymbolTables {
     /// `SHT_SYMTAB_SHNDX`'s index, when a defining section's index does
     /// not fit `st_shndx`.
     pub(crate) shndx_index: Option<u32>,
+    /// The three tables' names (`.symtab`, `.symtab_shndx` when there is
+    /// one, `.strtab`) in the section header string table.
+    names: [u32; 3],
     symtab_offset: u64,
     shndx_offset: u64,
     strtab_offset: u64,
@@ -97,12 +100,14 @@ const SYM_SIZE: u64 = 24;
 
 impl SymbolTables {
     /// Reserves the three tables' indices and bytes (the extended indices
-    /// only when some section index needs them), after the sections'.
+    /// only when some section index needs them), after the sections', and
+    /// adds their names to `section_names`.
     pub(crate) fn reserve(
         writer: &mut Writer<'_>,
         strings: Strings,
         symbols: Vec<TableSymbol>,
         num_local: u32,
+        section_names: &mut Strings,
     ) -> SymbolTables {
         let needs_shndx = symbols.iter().any(|s| {
             s.section
@@ -119,6 +124,15 @@ impl SymbolTables {
             0
         };
         let strtab_offset = writer.reserve(strings.len(), 1);
+        let names = [
+            section_names.add(b".symtab"),
+            if needs_shndx {
+                section_names.add(b".symtab_shndx")
+            } else {
+                0
+            },
+            section_names.add(b".strtab"),
+        ];
         SymbolTables {
             strings,
             symbols,
@@ -126,6 +140,7 @@ impl SymbolTables {
             symtab_index,
             strtab_index,
             shndx_index,
+            names,
             symtab_offset,
             shndx_offset,
             strtab_offset,
@@ -170,9 +185,9 @@ impl SymbolTables {
     }
 
     /// Writes the three tables' section headers, in the order their
-    /// indices were reserved, named from `names` (the section header
-    /// string table's offsets of `.symtab`, `.symtab_shndx`, `.strtab`).
-    pub(crate) fn write_headers(&self, writer: &mut Writer<'_>, names: [u32; 3]) {
+    /// indices were reserved.
+    pub(crate) fn write_headers(&self, writer: &mut Writer<'_>) {
+        let names = self.names;
         let count = self.symbols.len() as u64 + 1;
         writer.write_section_header(&SectionHeader {
             sh_name: names[0],

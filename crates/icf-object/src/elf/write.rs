@@ -617,15 +617,10 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             self.reserve_section_indices(&mut writer, outs, &rela_names, &mut section_names);
         self.regenerate_groups_and_addrsig(&sections, &symbols, &mut changed.data);
         self.reserve_section_data(&mut writer, &mut sections, &changed);
-        let tables = self.reserve_symbol_tables(&mut writer, &sections, &symbols);
+        let tables =
+            self.reserve_symbol_tables(&mut writer, &sections, &symbols, &mut section_names);
         self.reserve_relocation_sections(&mut writer, &mut sections, &changed);
-        let table_names = [
-            b".symtab".as_slice(),
-            b".symtab_shndx",
-            b".strtab",
-            b".shstrtab",
-        ]
-        .map(|name| section_names.add(name));
+        let shstrtab = section_names.add(b".shstrtab");
         writer.reserve_shstrtab_section_index();
         let shstrtab_offset = writer.reserve(section_names.len(), 1);
         writer.reserve_section_headers();
@@ -636,16 +631,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         self.write_relocation_sections(&mut writer, &sections, &changed, &symbols)?;
         debug_assert_eq!(writer.len(), shstrtab_offset);
         writer.write(section_names.bytes());
-        let [symtab, shndx, strtab, shstrtab] = table_names;
-        let table_names = [symtab, shndx, strtab];
-        self.write_section_headers(
-            &mut writer,
-            &sections,
-            &changed,
-            &symbols,
-            &tables,
-            table_names,
-        );
+        self.write_section_headers(&mut writer, &sections, &changed, &symbols, &tables);
         writer.write_section_header(&string_table_header(
             shstrtab,
             shstrtab_offset,
@@ -907,12 +893,13 @@ impl<'a, 'data> Rewriter<'a, 'data> {
 
     /// Reserves the symbol table in output order (each symbol's name in its
     /// string table), `SHT_SYMTAB_SHNDX` where it is needed and the string
-    /// table.
+    /// table, their names added to `section_names`.
     fn reserve_symbol_tables(
         &self,
         writer: &mut Writer<'_>,
         sections: &OutputSections,
         symbols: &SymbolOrder,
+        section_names: &mut Strings,
     ) -> SymbolTables {
         let mut strings = Strings::new();
         let entries = symbols
@@ -931,7 +918,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
                 }
             })
             .collect();
-        SymbolTables::reserve(writer, strings, entries, symbols.num_local)
+        SymbolTables::reserve(writer, strings, entries, symbols.num_local, section_names)
     }
 
     /// Reserves each relocation section of the output and records where it
@@ -1022,7 +1009,6 @@ impl<'a, 'data> Rewriter<'a, 'data> {
         changed: &ChangedContents,
         symbols: &SymbolOrder,
         tables: &SymbolTables,
-        table_names: [u32; 3],
     ) {
         writer.write_null_section_header();
         let symtab_index = tables.symtab_index;
@@ -1038,7 +1024,7 @@ impl<'a, 'data> Rewriter<'a, 'data> {
             };
             writer.write_section_header(&header);
         }
-        tables.write_headers(writer, table_names);
+        tables.write_headers(writer);
     }
 
     /// The header of the relocation section of `target`: `SHT_RELA`, with
