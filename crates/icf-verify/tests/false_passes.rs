@@ -28,8 +28,10 @@ fn cases_dir() -> PathBuf {
 /// A fresh copy of `case`'s directory to build in.
 fn work_dir(case: &Path) -> PathBuf {
     let name = case.file_name().expect("a case directory");
-    let dir = std::env::temp_dir()
-        .join(format!("icf-false-passes-{}", std::process::id()))
+    // Under cargo's scratch directory for integration tests, by a fixed
+    // name: a rerun replaces the last run's files instead of adding more.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("icf-false-passes")
         .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("creating the work directory");

@@ -13,8 +13,10 @@ use std::process::Command;
 
 /// A fresh directory for one test's files.
 fn work_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir()
-        .join(format!("icf-verify-tests-{}", std::process::id()))
+    // Under cargo's scratch directory for integration tests, by a fixed
+    // name: a rerun replaces the last run's files instead of adding more.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("icf-verify-tests")
         .join(test);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("creating the test directory");

@@ -1311,7 +1311,9 @@ mod tests {
             .status()
             .expect("running as");
         assert!(status.success(), "as failed");
-        std::fs::read(&o).expect("reading the object")
+        let bytes = std::fs::read(&o).expect("reading the object");
+        let _ = std::fs::remove_dir_all(&dir);
+        bytes
     }
 
     #[test]
