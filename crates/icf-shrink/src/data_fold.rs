@@ -109,20 +109,21 @@ pub(crate) struct Prepared {
     candidates: Vec<Option<Candidate>>,
 }
 
-/// [`Prepared`] for the image with the link map at `map`; `None` where the
-/// image is not one this can fold (not x86-64, no `.rodata`).
+/// [`Prepared`] for the image with the link map at `map`, whose input
+/// sections `read_map` read; `None` where the image is not one this can
+/// fold (not x86-64, no `.rodata`).
 pub(crate) fn prepare(
     elf: &Elf<'_>,
     shape: &Shape,
     symbols: &[SymbolInfo],
     map: &Path,
+    sections: InputSections,
 ) -> anyhow::Result<Option<Prepared>> {
     let Some(section) = foldable_section(elf, shape) else {
         return Ok(None);
     };
     let rodata = &elf.sections[section];
     let (start, end) = (rodata.addr, rodata.addr + rodata.size);
-    let sections = read_map(map)?;
     let objects = InputObjects::new(map, &sections);
     let pieces = Pieces::of(&sections, &objects, start, end, rodata.align.max(1));
     let loose = LooseReferences::of(elf, symbols, start, end)?;
@@ -218,7 +219,7 @@ fn foldable_section(elf: &Elf<'_>, shape: &Shape) -> Option<usize> {
 
 /// The link map at `map`, parsed; its text (as large as the image) goes
 /// once parsed.
-fn read_map(map: &Path) -> anyhow::Result<InputSections> {
+pub(crate) fn read_map(map: &Path) -> anyhow::Result<InputSections> {
     let text = std::fs::read_to_string(map)
         .map_err(|e| anyhow::anyhow!("reading the link map {}: {e}", map.display()))?;
     InputSections::parse(&text).map_err(|why| anyhow::anyhow!("{}: {why}", map.display()))

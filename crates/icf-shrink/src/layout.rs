@@ -293,10 +293,72 @@ fn own_alignment(address: u64) -> u64 {
     }
 }
 
+/// The alignment each function of `.text` needs. An image records only
+/// the largest (`.text`'s `sh_addralign`), so without more a function
+/// keeps the alignment of its address up to that: no function needed
+/// more. The link map (lld's and mold's list each input section's
+/// alignment) says what the compiler asked for: a function that starts
+/// an input section needs that section's alignment, and one inside it
+/// at most that and the alignment of its offset in it. A function at a
+/// multiple of 64 whose section asked for 4 then closes up to the code
+/// before it instead of keeping 64 (AArch64's opt_lite: 37 KB of
+/// padding).
+#[derive(Clone, Debug)]
+pub struct Alignments {
+    text_align: u64,
+    /// The input sections of `.text` the map gives an alignment for:
+    /// (start, end, alignment), sorted and disjoint.
+    sections: Vec<(u64, u64, u64)>,
+}
+
+impl Alignments {
+    /// Every function keeps the alignment of its address, up to
+    /// `text_align`.
+    pub fn inferred(text_align: u64) -> Alignments {
+        Alignments {
+            text_align: text_align.max(1),
+            sections: Vec::new(),
+        }
+    }
+
+    /// As the map's input sections `spans` (sorted, disjoint, with bytes)
+    /// say, where it gives an alignment; inferred elsewhere (what the
+    /// linker made: thunks, patches).
+    pub fn from_map(text_align: u64, spans: &[icf_linkmap::Span]) -> Alignments {
+        let sections = spans
+            .iter()
+            .filter(|span| span.align.is_power_of_two())
+            .map(|span| (span.start, span.end, span.align))
+            .collect();
+        Alignments {
+            text_align: text_align.max(1),
+            sections,
+        }
+    }
+
+    /// What a function starting at `address` needs.
+    pub fn of(&self, address: u64) -> u64 {
+        let inferred = own_alignment(address).min(self.text_align);
+        let after = self
+            .sections
+            .partition_point(|&(start, _, _)| start <= address);
+        match after.checked_sub(1).map(|i| self.sections[i]) {
+            Some((start, end, align)) if address < end => {
+                let within = match address - start {
+                    0 => align,
+                    offset => own_alignment(offset).min(align),
+                };
+                inferred.min(within)
+            }
+            _ => inferred,
+        }
+    }
+}
+
 impl Layout {
     /// Lays out `pieces` (covering `.text` from `text_start` to `text_end`,
-    /// sorted, fates set, `thunk_size` set for thunks; `.text` aligned to
-    /// `text_align`) and the tail of the segment `tail_start..tail_end`,
+    /// sorted, fates set, `thunk_size` set for thunks; each needing what
+    /// `alignments` says) and the tail of the segment `tail_start..tail_end`,
     /// whose content must keep alignment `tail_align`. `hazards`: the
     /// instructions of `.text` a CPU erratum keeps out of page ends
     /// ([`icf_arch::Architecture::page_end_hazards`]).
@@ -305,7 +367,7 @@ impl Layout {
         mut pieces: Vec<Piece>,
         text_start: u64,
         text_end: u64,
-        text_align: u64,
+        alignments: &Alignments,
         tail_start: u64,
         tail_end: u64,
         tail_align: u64,
@@ -313,7 +375,7 @@ impl Layout {
     ) -> anyhow::Result<Layout> {
         // What each piece needs, and a kept copy what every member folded
         // into it needs: an alias's address is the kept copy's.
-        let needs = |piece: &Piece| own_alignment(piece.start).min(text_align.max(1));
+        let needs = |piece: &Piece| alignments.of(piece.start);
         let mut required: Vec<u64> = pieces.iter().map(needs).collect();
         for (index, piece) in pieces.iter().enumerate() {
             if let Fate::Alias(kept) = piece.fate {
@@ -526,14 +588,14 @@ impl Layout {
     /// address does not keep (a copy that must follow the code running into
     /// it could not be aligned for its aliases), as (its address, the kept
     /// copy's new address).
-    pub fn misaligned_aliases(&self, text_align: u64) -> Vec<(u64, u64)> {
+    pub fn misaligned_aliases(&self, alignments: &Alignments) -> Vec<(u64, u64)> {
         self.pieces
             .iter()
             .filter_map(|piece| {
                 let Fate::Alias(kept) = piece.fate else {
                     return None;
                 };
-                let need = own_alignment(piece.start).min(text_align.max(1));
+                let need = alignments.of(piece.start);
                 let at = self.pieces[kept].new_start;
                 (at % need != 0).then_some((piece.start, at))
             })
@@ -574,11 +636,24 @@ pub(crate) mod tests {
             piece(0x1020, 0x1100, Fate::Padding),
             piece(0x1100, 0x1110, Fate::Alias(1)),
         ];
-        let layout =
-            Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16, &[]).expect("laid out");
+        let layout = Layout::new(
+            pieces,
+            0x1000,
+            0x1110,
+            &Alignments::inferred(256),
+            0x1110,
+            0x1200,
+            16,
+            &[],
+        )
+        .expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1100);
         assert_eq!(layout.map(0x1100), 0x1100);
-        assert!(layout.misaligned_aliases(256).is_empty());
+        assert!(
+            layout
+                .misaligned_aliases(&Alignments::inferred(256))
+                .is_empty()
+        );
     }
 
     /// A piece laid out nowhere yet (a thunk of 5 bytes).
@@ -608,8 +683,17 @@ pub(crate) mod tests {
             piece(0x10a3, 0x10b0, Fate::Keep),
             piece(0x10b0, 0x10e0, Fate::Thunk(0)),
         ];
-        let layout =
-            Layout::new(pieces, 0x1000, 0x10e0, 32, 0x10e0, 0x1200, 16, &[]).expect("laid out");
+        let layout = Layout::new(
+            pieces,
+            0x1000,
+            0x10e0,
+            &Alignments::inferred(32),
+            0x10e0,
+            0x1200,
+            16,
+            &[],
+        )
+        .expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1010);
         assert_eq!(layout.map(0x1048), 0x1008, "into the kept copy");
         // h at 0x1080 keeps 32 (.text's alignment), i at an odd address 1.
@@ -630,7 +714,11 @@ pub(crate) mod tests {
             0x1030,
             "padding maps to the end before it"
         );
-        assert!(layout.misaligned_aliases(32).is_empty());
+        assert!(
+            layout
+                .misaligned_aliases(&Alignments::inferred(32))
+                .is_empty()
+        );
         assert!(!layout.is_carried(0x1048));
         assert!(layout.is_carried(0x1090));
     }
@@ -648,13 +736,75 @@ pub(crate) mod tests {
         ];
         pieces[3].joined = true;
         pieces[3].pinned = true;
-        let layout =
-            Layout::new(pieces, 0x1000, 0x1050, 16, 0x1050, 0x1060, 16, &[]).expect("laid out");
+        let layout = Layout::new(
+            pieces,
+            0x1000,
+            0x1050,
+            &Alignments::inferred(16),
+            0x1050,
+            0x1060,
+            16,
+            &[],
+        )
+        .expect("laid out");
         assert_eq!(layout.map(0x1020), 0x1020, "h runs into i: the chain stays");
         assert_eq!(layout.map(0x1028), 0x1028);
         assert!(layout.pieces[2].pinned);
         assert_eq!(layout.map(0x1040), 0x1030, "j closes up behind i");
         assert_eq!(layout.new_text_end, 0x1040);
+    }
+
+    /// A `Span` of the map: `start..end` aligned to `align`.
+    fn span(start: u64, end: u64, align: u64) -> icf_linkmap::Span {
+        icf_linkmap::Span {
+            start,
+            end,
+            file: 0,
+            name: 0,
+            align,
+        }
+    }
+
+    #[test]
+    fn the_map_says_what_alignment_a_function_asked_for() {
+        // .text aligned to 64; f's section (0x1000..0x1080) asked for 4 and
+        // holds g at 0x1040 too; h's (0x1080..0x10c0) asked for 64; what the
+        // map does not list (0x10c0.., a linker's thunk) keeps its address's.
+        let alignments =
+            Alignments::from_map(64, &[span(0x1000, 0x1080, 4), span(0x1080, 0x10c0, 64)]);
+        assert_eq!(alignments.of(0x1000), 4);
+        assert_eq!(alignments.of(0x1040), 4);
+        assert_eq!(alignments.of(0x1080), 64);
+        // Inside a section: at most its offset's alignment.
+        assert_eq!(alignments.of(0x10a0), 32);
+        assert_eq!(alignments.of(0x10c0), 64);
+        assert_eq!(alignments.of(0x10c8), 8);
+        // Never more than the address has, whatever a map says.
+        let wrong = Alignments::from_map(64, &[span(0x1004, 0x1010, 16)]);
+        assert_eq!(wrong.of(0x1004), 4);
+        assert_eq!(Alignments::inferred(64).of(0x1040), 64);
+    }
+
+    #[test]
+    fn a_function_at_a_multiple_of_64_that_asked_for_4_closes_up() {
+        // f 0x1000..0x1010 and g 0x1040..0x1050 kept, padding between; g's
+        // section asked for 4.
+        let pieces = || {
+            vec![
+                piece(0x1000, 0x1010, Fate::Keep),
+                piece(0x1010, 0x1040, Fate::Padding),
+                piece(0x1040, 0x1050, Fate::Keep),
+            ]
+        };
+        let from_map =
+            Alignments::from_map(64, &[span(0x1000, 0x1010, 16), span(0x1040, 0x1050, 4)]);
+        let layout = Layout::new(pieces(), 0x1000, 0x1050, &from_map, 0x1050, 0x1060, 16, &[])
+            .expect("laid out");
+        assert_eq!(layout.map(0x1040), 0x1010);
+        let inferred = Alignments::inferred(64);
+        let layout = Layout::new(pieces(), 0x1000, 0x1050, &inferred, 0x1050, 0x1060, 16, &[])
+            .expect("laid out");
+        assert_eq!(layout.map(0x1040), 0x1040);
     }
 
     #[test]
@@ -669,9 +819,18 @@ pub(crate) mod tests {
             ]
         };
         let laid_out = |hazards: &[PageEndHazard]| {
-            Layout::new(pieces(), 0x1000, 0x2100, 16, 0x2100, 0x2200, 16, hazards)
-                .expect("laid out")
-                .pieces[2]
+            Layout::new(
+                pieces(),
+                0x1000,
+                0x2100,
+                &Alignments::inferred(16),
+                0x2100,
+                0x2200,
+                16,
+                hazards,
+            )
+            .expect("laid out")
+            .pieces[2]
                 .new_start
         };
         assert_eq!(laid_out(&[]), 0x1010);
@@ -700,13 +859,34 @@ pub(crate) mod tests {
             piece(0x1100, 0x1110, Fate::Alias(1)),
         ];
         pieces[2].pinned = true;
-        assert!(Layout::new(pieces, 0x1000, 0x1110, 256, 0x1110, 0x1200, 16, &[]).is_err());
+        assert!(
+            Layout::new(
+                pieces,
+                0x1000,
+                0x1110,
+                &Alignments::inferred(256),
+                0x1110,
+                0x1200,
+                16,
+                &[]
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn the_exception_tables_region_maps_kept_runs_and_closes_over_dropped_bytes() {
-        let mut layout =
-            Layout::new(Vec::new(), 0x1000, 0x1000, 1, 0x1000, 0x1000, 1, &[]).expect("laid out");
+        let mut layout = Layout::new(
+            Vec::new(),
+            0x1000,
+            0x1000,
+            &Alignments::inferred(1),
+            0x1000,
+            0x1000,
+            1,
+            &[],
+        )
+        .expect("laid out");
         // 0x100..0x140 stays, 0x140..0x180 (an FDE) is dropped, 0x180..0x200
         // moves down to 0x140.
         layout.region = Some(Region {
@@ -774,8 +954,17 @@ pub(crate) mod tests {
     fn a_removed_constant_s_addresses_are_its_kept_copy_s() {
         // 0x100..0x110 kept, 0x110..0x120 a copy of it (removed), 0x120..
         // moves down to 0x110.
-        let mut layout =
-            Layout::new(Vec::new(), 0x1000, 0x1000, 1, 0x1000, 0x1000, 1, &[]).expect("laid out");
+        let mut layout = Layout::new(
+            Vec::new(),
+            0x1000,
+            0x1000,
+            &Alignments::inferred(1),
+            0x1000,
+            0x1000,
+            1,
+            &[],
+        )
+        .expect("laid out");
         layout.region = Some(Region {
             segment: 0,
             start: 0x100,

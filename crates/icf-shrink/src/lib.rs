@@ -14,7 +14,8 @@
 //!    constants `data_fold` removes are planned first, and the plan sees
 //!    code reading a removed constant as reading its kept copy.
 //! 2. **Lay out** `.text` again ([`layout`]): kept functions close up,
-//!    each at its inferred alignment; the sections after `.text` in its
+//!    each at the alignment its input section asked for (with the link
+//!    map) or that of its address; the sections after `.text` in its
 //!    segment move down together; where the exception tables have a
 //!    segment of their own, removed functions' FDEs and exception tables
 //!    leave it
@@ -53,7 +54,7 @@ use anyhow::{Context, bail};
 use code::{Relocated, field_size, patch_code};
 use icf_arch::Architecture;
 use icf_object::linked_elf::{self as elf, Elf};
-use layout::{Fate, Layout, Piece};
+use layout::{Alignments, Fate, Layout, Piece};
 use patch::Patches;
 pub use pin::PinKind;
 use shape::Shape;
@@ -251,13 +252,22 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
                 },
             )
         },
-        || {
-            let map = options.map.as_ref()?;
-            Some(data_fold::prepare(&elf, &shape, &symbols, map))
+        || -> anyhow::Result<(Alignments, Option<data_fold::Prepared>)> {
+            let text_align = elf.sections[shape.text].align;
+            let Some(map) = options.map.as_ref() else {
+                return Ok((Alignments::inferred(text_align), None));
+            };
+            let sections = data_fold::read_map(map)?;
+            let alignments = Alignments::from_map(
+                text_align,
+                sections.spans_between(shape.text_start, shape.text_end),
+            );
+            let prepared = data_fold::prepare(&elf, &shape, &symbols, map, sections)?;
+            Ok((alignments, prepared))
         },
     );
     let mut program = loaded?;
-    let constants = constants.transpose().map_err(named)?.flatten();
+    let (alignments, constants) = constants.map_err(named)?;
     // What the image reader decoded, handed on rather than decoded again.
     let decoded_code = program
         .objects
@@ -320,6 +330,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         relocated: &relocated,
         folds: folds.as_ref(),
         hazards: &hazards,
+        alignments: &alignments,
         options,
         load,
     }
@@ -460,6 +471,7 @@ struct Rounds<'a, 'data> {
     relocated: &'a Relocated,
     folds: Option<&'a data_fold::DataFolds>,
     hazards: &'a [icf_arch::PageEndHazard],
+    alignments: &'a Alignments,
     options: &'a ShrinkOptions,
     load: std::time::Duration,
 }
@@ -513,7 +525,7 @@ impl Rounds<'_, '_> {
                 pieces,
                 shape.text_start,
                 shape.text_end,
-                elf.sections[shape.text].align,
+                self.alignments,
                 shape.tail_start,
                 shape.tail_end,
                 shape.tail_align,
@@ -524,7 +536,7 @@ impl Rounds<'_, '_> {
             // A copy that must stay right after the code running into it, where
             // a function folded into it would lose its alignment: that function
             // keeps its body, and the plan is made again.
-            let misaligned = layout.misaligned_aliases(elf.sections[shape.text].align);
+            let misaligned = layout.misaligned_aliases(self.alignments);
             if let Some(&(alias, at)) = misaligned.first() {
                 rounds += 1;
                 if rounds > MAX_PIN_ROUNDS {

@@ -695,8 +695,17 @@ mod tests {
     #[test]
     fn rows_encoded_again_read_back_the_same_through_gimli() {
         // Nothing moves where the rows are (below .text): the map is the identity.
-        let layout = Layout::new(Vec::new(), 1 << 40, 1 << 40, 1, 1 << 40, 1 << 40, 1, &[])
-            .expect("laid out");
+        let layout = Layout::new(
+            Vec::new(),
+            1 << 40,
+            1 << 40,
+            &crate::layout::Alignments::inferred(1),
+            1 << 40,
+            1 << 40,
+            1,
+            &[],
+        )
+        .expect("laid out");
         let map = AddressMap::new(&layout);
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for round in 0..300 {
