@@ -283,6 +283,8 @@ pub(crate) struct Image {
     /// symbol in an executable section that is not a data object (functions,
     /// `NOTYPE` labels), and the ELF entry point, unsorted.
     pub code_entries: Vec<u64>,
+    /// [`Image::code_entries`], sorted and without duplicates.
+    sorted_code_entries: Vec<u64>,
     /// x86-64: the start of every instruction some path reaches (see
     /// `reach.rs`), sorted; bytes of code no path reaches are data. Empty
     /// on AArch64, whose fixed-width words are decoded linearly.
@@ -550,9 +552,13 @@ impl Image {
         let pointer_places = pointer_places(arch, &relocations);
         let offset_places = offset_places(arch, &relocations.emitted);
         let pointer_targets = pointer_targets(arch, &sections, &relocations, &offset_places);
+        let mut sorted_code_entries = code_entries.clone();
+        sorted_code_entries.sort_unstable();
+        sorted_code_entries.dedup();
         Image {
             pointer_targets,
             code_entries,
+            sorted_code_entries,
             instruction_starts: Vec::new(),
             referenced_data: Vec::new(),
             jump_targets: Vec::new(),
@@ -975,6 +981,14 @@ impl Image {
             .map(|id| self.symbol(*id).address)
             .unwrap_or(u64::MAX)
             .min(section_end)
+    }
+
+    /// The first entry into code after `address` (a function or `NOTYPE`
+    /// symbol of an executable section, sized or not: a linker's
+    /// range-extension thunk, an AArch64 mapping symbol), else `u64::MAX`.
+    pub fn next_code_entry(&self, address: u64) -> u64 {
+        let i = self.sorted_code_entries.partition_point(|&a| a <= address);
+        self.sorted_code_entries.get(i).copied().unwrap_or(u64::MAX)
     }
 
     /// The first data label after `address` (any symbol, sized or not, such

@@ -45,7 +45,10 @@ impl Extent {
 
 /// The code to compare at `address`: the largest function starting there,
 /// else from `address` to the end of the function holding it, else to the
-/// next symbol or the section's end.
+/// next symbol, entry into code (mold names its range-extension thunks by
+/// symbols of no size, right after the literal pool that ends a
+/// function's input section) or the section's end. Code that runs on
+/// past that end is followed there as a jump would be.
 fn code_extent(image: &Image, address: u64) -> Extent {
     if let Some(id) = image.function_starting_at(address) {
         return Extent {
@@ -62,7 +65,9 @@ fn code_extent(image: &Image, address: u64) -> Extent {
     }
     Extent {
         start: address,
-        end: image.next_symbol_start(address),
+        end: image
+            .next_symbol_start(address)
+            .min(image.next_code_entry(address)),
     }
 }
 
