@@ -2162,6 +2162,78 @@ fn literal_pools_take_the_addresses_they_hold() {
 }
 
 #[test]
+fn the_code_segment_closes_up_behind_shorter_exception_tables() {
+    let outcomes = check(&Program {
+        name: "many_twins",
+        sources: &["shrink/many_twins.c"],
+        cxx: false,
+        shape: Shape::Executable,
+        function_sections: true,
+        flavours: None,
+        cflags: &[],
+    });
+    // lld's AArch64 layout: the exception tables' segment, then `.text`'s,
+    // each aligned to 64 KiB. 511 FDEs and `.eh_frame_hdr` rows fewer:
+    // `.text`'s segment moves down in addresses by whole pages, and
+    // starts in the file within a page of where the segment before now
+    // ends (kept at its address, it could move only by 64 KiB).
+    let mut checked = 0;
+    for (combination, outcome) in &outcomes {
+        if combination.arch != Arch::Aarch64 || combination.linker != Linker::Lld {
+            continue;
+        }
+        let dir = icf_fixtures::source_dir()
+            .join("../target/shrink/many_twins")
+            .join(combination.label());
+        use object::read::elf::ProgramHeader as _;
+        let code_segment = |path: &Path| {
+            let data =
+                std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+            let file = object::read::elf::ElfFile64::<object::LittleEndian>::parse(&*data)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let endian = object::LittleEndian;
+            let loads: Vec<(u64, u64, u64, u32)> = file
+                .elf_program_headers()
+                .iter()
+                .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
+                .map(|p| {
+                    (
+                        p.p_offset(endian),
+                        p.p_vaddr(endian),
+                        p.p_filesz(endian),
+                        p.p_flags(endian).0,
+                    )
+                })
+                .collect();
+            let code = loads
+                .iter()
+                .position(|&(_, _, _, flags)| flags & object::elf::PF_X.0 != 0)
+                .unwrap_or_else(|| panic!("{}: no code segment", path.display()));
+            let (before_offset, _, before_size, _) = loads[code - 1];
+            (loads[code].1, loads[code].0 - (before_offset + before_size))
+        };
+        let (in_address, _) = code_segment(&dir.join("in"));
+        for row in &outcome.rows {
+            let (out_address, gap) = code_segment(&dir.join(format!("out-{}", row.mode)));
+            assert!(
+                out_address < in_address && (in_address - out_address) % 4096 == 0,
+                "many_twins {} {}: the code segment at {out_address:#x}, was {in_address:#x}",
+                combination.label(),
+                row.mode
+            );
+            assert!(
+                gap < 4096,
+                "many_twins {} {}: {gap} bytes between the code segment and the one before",
+                combination.label(),
+                row.mode
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "many_twins: no AArch64 lld build shrunk");
+}
+
+#[test]
 fn a_static_program_and_the_c_library_linked_into_it() {
     check(&Program {
         name: "static_libc",

@@ -109,7 +109,8 @@ pub struct Layout {
     /// The addresses after `.text` in its segment: `tail_start..tail_end`.
     pub tail_start: u64,
     pub tail_end: u64,
-    /// How far they move down.
+    /// How far they move down (the segment's shift included: the segment
+    /// gets `tail_delta - shift` shorter).
     pub tail_delta: u64,
     /// Jump tables folded with their functions, sorted: (start, end, the
     /// kept copy's start). Their bytes stay; only their symbols move.
@@ -117,6 +118,9 @@ pub struct Layout {
     /// The exception tables compacted in their own segment, when they are
     /// (`eh_frame::region`).
     pub region: Option<Region>,
+    /// How far the whole segment holding `.text` moves down in addresses
+    /// ([`Layout::shift_code_down`]); 0 when it keeps its address.
+    pub shift: u64,
 }
 
 /// Sorted addresses (the pieces' starts), searched by address: a few
@@ -470,7 +474,24 @@ impl Layout {
             tail_delta,
             data_aliases: Vec::new(),
             region: None,
+            shift: 0,
         })
+    }
+
+    /// Moves everything laid out in the segment holding `.text` (which
+    /// `.text` starts) down by `distance` more, a multiple of a page and
+    /// of every alignment in it, so that nothing's place in its page or
+    /// its alignment changes: the segment closes up behind the one
+    /// before it, which got shorter (`write::code_shift`). No piece may
+    /// be pinned: a pinned piece keeps its address.
+    pub fn shift_code_down(&mut self, distance: u64) {
+        debug_assert!(self.pieces.iter().all(|piece| !piece.pinned));
+        for piece in &mut self.pieces {
+            piece.new_start -= distance;
+        }
+        self.new_text_end -= distance;
+        self.tail_delta += distance;
+        self.shift += distance;
     }
 
     /// Where a symbol of data at `address` goes: into the kept copy of a
@@ -569,11 +590,12 @@ impl Layout {
         self.piece_at(address).map(|piece| piece.fate)
     }
 
-    /// Where a section that started at `address` starts: `.text` stays,
-    /// the sections after it move with the tail.
+    /// Where a section that started at `address` starts: `.text` stays
+    /// (but for the segment's shift), the sections after it move with
+    /// the tail.
     pub fn new_section_address(&self, address: u64) -> u64 {
         if address == self.text_start {
-            address
+            address - self.shift
         } else {
             self.map(address)
         }

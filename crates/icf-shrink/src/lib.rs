@@ -20,7 +20,9 @@
 //!    segment of their own, removed functions' FDEs and exception tables
 //!    leave it
 //!    ([`eh_frame::region`]); later segments move down in the file by
-//!    whole pages and keep their addresses, so nothing in them moves.
+//!    whole pages and keep their addresses, so nothing in them moves
+//!    (`.text`'s own segment, when it follows the exception tables', moves
+//!    down by whole pages to close up behind them: `write::code_shift`).
 //!    Functions a field names in a way no new layout can be written for
 //!    keep their place ([`pin`]), and the plan and layout are made again.
 //! 3. **Patch** every field that names a place that moved, or sits in a
@@ -403,7 +405,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
         file_before: data.len() as u64,
         file_after: written.bytes.len() as u64,
         text_before: shape.text_end - shape.text_start,
-        text_after: layout.new_text_end - shape.text_start,
+        text_after: layout.new_text_end - layout.new_section_address(shape.text_start),
         aliases: counts.0,
         thunks: counts.1,
         kept_in_place,
@@ -533,6 +535,8 @@ impl Rounds<'_, '_> {
             )?;
             layout.data_aliases = data_aliases;
             layout.region = eh_frame::region(elf, shape, symbols, &layout, self.folds)?;
+            let shift = write::code_shift(elf, shape, &layout)?;
+            layout.shift_code_down(shift);
             // A copy that must stay right after the code running into it, where
             // a function folded into it would lose its alignment: that function
             // keeps its body, and the plan is made again.

@@ -2,7 +2,9 @@
 //! with the new `.text` and the rest of it moved down, the one holding the
 //! exception tables compacted when they are (`Layout::region`), every
 //! segment after one that got shorter moved down in the file by whole
-//! multiples of the largest alignment (their addresses kept); then the
+//! multiples of the largest alignment (their addresses kept, but the code
+//! segment's where it closes up behind the exception tables' segment:
+//! [`code_shift`]); then the
 //! sections no segment loads, packed, and the section header table. Every
 //! patch lands at its new address; symbol values follow the map.
 
@@ -125,7 +127,8 @@ fn section_headers(
             let old = section.addr;
             let old_end = section.addr + section.size;
             if index == shape.text {
-                section.size = layout.new_text_end - text.addr;
+                section.addr = layout.new_section_address(text.addr);
+                section.size = layout.new_text_end - section.addr;
             } else if section.size > 0 && region_section(section.addr) {
                 let region = layout.region.as_ref().context("no region")?;
                 section.size = region.new_size(section.addr, old_end);
@@ -161,6 +164,9 @@ fn program_headers(
             segment.filesz -= freed;
             segment.memsz -= freed;
             segment.offset = files.new_offset[index];
+            let moved = segment.vaddr - files.new_vaddr[index];
+            segment.vaddr -= moved;
+            segment.paddr = segment.paddr.wrapping_sub(moved);
         } else if segment.filesz + segment.memsz > 0 {
             let old = segment.vaddr;
             let new = layout.new_section_address(old);
@@ -405,16 +411,94 @@ fn write_headers(
     Ok(())
 }
 
+/// How far the segment holding `.text` can move down in addresses so that
+/// it closes up in the file behind the segment before it, which the
+/// exception tables' region made shorter (`Layout::region`). A segment's
+/// file offset must stay congruent to its address modulo its alignment
+/// (64 KiB for lld's and mold's AArch64 links): kept at its address, it
+/// could only move down in the file by whole multiples of that, and up
+/// to 64 KiB of the region's saving stayed in the file as a gap (AArch64
+/// opt_lite: 36 KB). Moved by a multiple of a page and of every
+/// alignment in it, nothing in it changes its place in its page (an
+/// `adrp`'s low half, an erratum's page-end rule) or its alignment; it
+/// still starts in a page of its own after the one before it. 0 where
+/// it cannot move: `.text` does not start it, a piece of it must keep its
+/// address (`pin.rs`), the region is not the segment right before it,
+/// or that segment ends where it starts (mold's layout, where the
+/// address there is the next segment's).
+pub(crate) fn code_shift(elf: &Elf<'_>, shape: &Shape, layout: &Layout) -> anyhow::Result<u64> {
+    const PAGE: u64 = 4096;
+    let Some(region) = layout.region.as_ref().filter(|r| !r.end_starts_next) else {
+        return Ok(0);
+    };
+    let code = &elf.segments[shape.segment];
+    let before = &elf.segments[region.segment];
+    let loads_between = elf
+        .segments
+        .iter()
+        .any(|p| p.p_type == E::PT_LOAD.0 && p.offset > before.offset && p.offset < code.offset);
+    if layout.shift != 0
+        || code.vaddr != shape.text_start
+        || before.offset >= code.offset
+        || loads_between
+        || layout.pieces.iter().any(|piece| piece.pinned)
+    {
+        return Ok(0);
+    }
+    let files = FileLayout::new(elf, shape, layout)?;
+    let page_align = files.align;
+    let unit = elf
+        .sections
+        .iter()
+        .filter(|s| s.is_alloc() && (code.vaddr..code.vaddr + code.memsz).contains(&s.addr))
+        .map(|s| s.align.max(1))
+        .fold(PAGE, u64::max);
+    if page_align <= unit {
+        return Ok(0);
+    }
+    // Where the segment before now ends, in the file and in addresses;
+    // the segment starts in a page after that one's last.
+    let before_file_end =
+        files.new_offset[region.segment] + before.filesz - files.freed[region.segment];
+    let floor = region.new_end.next_multiple_of(page_align);
+    // Offsets at or after that end, in the segment's residue modulo
+    // `unit`, from the lowest: each with the smallest address shift that
+    // keeps the offset congruent to the address, until one keeps the
+    // segment out of the page of the one before (the shifts repeat after
+    // `page_align / unit` of them).
+    let residue = code.offset % unit;
+    let mut new_offset = before_file_end - before_file_end % unit + residue;
+    if new_offset < before_file_end {
+        new_offset += unit;
+    }
+    for _ in 0..page_align / unit {
+        if new_offset >= code.offset {
+            break;
+        }
+        let shift = (code.offset - new_offset) % page_align;
+        if code.vaddr - shift >= floor {
+            return Ok(shift);
+        }
+        new_offset += unit;
+    }
+    Ok(0)
+}
+
 /// Where each `PT_LOAD` goes in OUT's file: the segments after one that got
 /// shorter move down by whole multiples of the largest alignment, so that
-/// each keeps its offset congruent to its address.
+/// each keeps its offset congruent to its address (the segment holding
+/// `.text` at its new address, `Layout::shift`).
 struct FileLayout {
     /// `PT_LOAD`s by file offset.
     order: Vec<usize>,
-    /// Per segment: its new file offset (`PT_LOAD`s only) and how many
-    /// bytes shorter it is.
+    /// Per segment: its new file offset (`PT_LOAD`s only), its new
+    /// address, and how many bytes shorter it is.
     new_offset: Vec<u64>,
+    new_vaddr: Vec<u64>,
     freed: Vec<u64>,
+    /// The largest alignment of a `PT_LOAD`: every offset stays
+    /// congruent to its address modulo it.
+    align: u64,
     /// Where the allocated bytes end in IN.
     alloc_end: u64,
 }
@@ -426,7 +510,9 @@ impl FileLayout {
             .collect();
         order.sort_by_key(|&i| elf.segments[i].offset);
         let mut freed = vec![0; elf.segments.len()];
-        freed[shape.segment] = layout.tail_delta;
+        freed[shape.segment] = layout.tail_delta - layout.shift;
+        let mut new_vaddr: Vec<u64> = elf.segments.iter().map(|p| p.vaddr).collect();
+        new_vaddr[shape.segment] -= layout.shift;
         if let Some(region) = &layout.region {
             freed[region.segment] += region.freed();
         }
@@ -436,8 +522,9 @@ impl FileLayout {
             .max()
             .unwrap_or(1)
             .max(1);
-        // Each as far down as its congruence allows without reaching into
-        // the one before it as that one now ends.
+        // Each as far down as its congruence to its new address allows
+        // without reaching into the one before it as that one now ends
+        // (never further up than it was).
         let mut new_offset: Vec<u64> = elf.segments.iter().map(|p| p.offset).collect();
         let (mut previous_end, mut new_previous_end) = (0, 0);
         for &i in &order {
@@ -447,7 +534,18 @@ impl FileLayout {
             }
             previous_end = load.offset + load.filesz;
             if new_previous_end > 0 {
-                new_offset[i] = load.offset - (load.offset - new_previous_end) / align * align;
+                let moved = load.vaddr - new_vaddr[i];
+                let wanted = (load.offset % align + align - moved % align) % align;
+                let lowest = new_previous_end - new_previous_end % align + wanted;
+                let lowest = if lowest < new_previous_end {
+                    lowest + align
+                } else {
+                    lowest
+                };
+                if lowest > load.offset {
+                    bail!("internal: segment {i} would move up in the file");
+                }
+                new_offset[i] = lowest;
             }
             new_previous_end = new_offset[i] + load.filesz - freed[i];
         }
@@ -465,7 +563,9 @@ impl FileLayout {
         Ok(FileLayout {
             order,
             new_offset,
+            new_vaddr,
             freed,
+            align,
             alloc_end,
         })
     }
@@ -479,7 +579,7 @@ impl FileLayout {
                 .iter()
                 .map(|&i| (i, &elf.segments[i]))
                 .find(|(_, p)| within(p))
-                .map(|(i, p)| self.new_offset[i] + (address - p.vaddr))
+                .map(|(i, _)| self.new_offset[i] + (address - self.new_vaddr[i]))
         };
         holding(&|p| p.vaddr <= old && old < p.vaddr + p.memsz)
             .or_else(|| holding(&|p| old == p.vaddr + p.memsz))
@@ -500,11 +600,13 @@ fn write_text_segment(
     let load = &elf.segments[shape.segment];
     let text = &elf.sections[shape.text];
     let segment_file_end = load.offset + load.filesz;
-    // Where `.text` starts in the old file and in OUT.
+    // Where `.text` starts in the old file and in OUT, and its new
+    // address (what precedes it in the segment moves with it).
     let old_text = text.offset;
     let text_offset = new_offset + (text.addr - load.vaddr);
+    let new_text = text.addr - layout.shift;
     out.extend_from_slice(get(load.offset, old_text)?);
-    fill(out, text_offset + layout.new_text_end - text.addr);
+    fill(out, text_offset + layout.new_text_end - new_text);
     for (index, piece) in layout.pieces.iter().enumerate() {
         if piece.fate != Fate::Keep {
             continue;
@@ -524,7 +626,7 @@ fn write_text_segment(
         let size = piece.end - piece.start;
         let carried = size + padding.min(next - (piece.new_start + size));
         let from = old_text + (piece.start - text.addr);
-        let to = (text_offset + (piece.new_start - text.addr)) as usize;
+        let to = (text_offset + (piece.new_start - new_text)) as usize;
         out[to..to + carried as usize].copy_from_slice(get(from, from + carried)?);
     }
     let tail_file_start = if layout.tail_start < layout.tail_end {
@@ -534,7 +636,7 @@ fn write_text_segment(
     };
     fill(
         out,
-        new_offset + (tail_file_start - load.offset) - layout.tail_delta,
+        new_offset + (tail_file_start - load.offset) - (layout.tail_delta - layout.shift),
     );
     out.extend_from_slice(get(tail_file_start, segment_file_end)?);
     Ok(())
