@@ -2163,7 +2163,7 @@ fn literal_pools_take_the_addresses_they_hold() {
 
 #[test]
 fn the_code_segment_closes_up_behind_shorter_exception_tables() {
-    let outcomes = check(&Program {
+    let mut outcomes = check(&Program {
         name: "many_twins",
         sources: &["shrink/many_twins.c"],
         cxx: false,
@@ -2172,18 +2172,38 @@ fn the_code_segment_closes_up_behind_shorter_exception_tables() {
         flavours: None,
         cflags: &[],
     });
-    // lld's AArch64 layout: the exception tables' segment, then `.text`'s,
+    let library = check(&Program {
+        name: "many_twins_lib",
+        sources: &["shrink/many_twins_lib.c"],
+        cxx: false,
+        shape: Shape::Library {
+            loader: "e2e/shlib_main.c",
+        },
+        function_sections: true,
+        flavours: None,
+        cflags: &[],
+    });
+    let library_from = outcomes.len();
+    outcomes.extend(library);
+    // lld's AArch64 layout (an executable and a shared library): the
+    // exception tables' segment, then `.text`'s,
     // each aligned to 64 KiB. 511 FDEs and `.eh_frame_hdr` rows fewer:
     // `.text`'s segment moves down in addresses by whole pages, and
     // starts in the file within a page of where the segment before now
     // ends (kept at its address, it could move only by 64 KiB).
     let mut checked = 0;
-    for (combination, outcome) in &outcomes {
+    for (index, (combination, outcome)) in outcomes.iter().enumerate() {
         if combination.arch != Arch::Aarch64 || combination.linker != Linker::Lld {
             continue;
         }
+        let (name, input) = if index < library_from {
+            ("many_twins", "in")
+        } else {
+            ("many_twins_lib", "libin.so")
+        };
         let dir = icf_fixtures::source_dir()
-            .join("../target/shrink/many_twins")
+            .join("../target/shrink")
+            .join(name)
             .join(combination.label());
         use object::read::elf::ProgramHeader as _;
         let code_segment = |path: &Path| {
@@ -2212,18 +2232,22 @@ fn the_code_segment_closes_up_behind_shorter_exception_tables() {
             let (before_offset, _, before_size, _) = loads[code - 1];
             (loads[code].1, loads[code].0 - (before_offset + before_size))
         };
-        let (in_address, _) = code_segment(&dir.join("in"));
+        let (in_address, _) = code_segment(&dir.join(input));
         for row in &outcome.rows {
-            let (out_address, gap) = code_segment(&dir.join(format!("out-{}", row.mode)));
+            let out = match index < library_from {
+                true => format!("out-{}", row.mode),
+                false => format!("libout-{}.so", row.mode),
+            };
+            let (out_address, gap) = code_segment(&dir.join(out));
             assert!(
                 out_address < in_address && (in_address - out_address) % 4096 == 0,
-                "many_twins {} {}: the code segment at {out_address:#x}, was {in_address:#x}",
+                "{name} {} {}: the code segment at {out_address:#x}, was {in_address:#x}",
                 combination.label(),
                 row.mode
             );
             assert!(
                 gap < 4096,
-                "many_twins {} {}: {gap} bytes between the code segment and the one before",
+                "{name} {} {}: {gap} bytes between the code segment and the one before",
                 combination.label(),
                 row.mode
             );
