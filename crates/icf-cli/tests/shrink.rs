@@ -2403,13 +2403,14 @@ fn a_pointer_one_past_a_constant_s_end_keeps_the_constant() {
                 let output = dir.join(format!("out-{label}-{mode}"));
                 let context = format!("constant_ends {label} {mode}");
                 let (row, failed) = shrinking.shrink(mode, &output, &context);
+                let why = describe(&failed.iter().collect::<Vec<_>>(), 1);
                 failures.extend(failed);
                 // gold puts `.rodata` in `.text`'s segment: nothing folds.
                 if linker != Linker::Gold {
                     assert!(
                         row.shrunk
                             .contains("; 1 read-only constants folded (-12 bytes)"),
-                        "{context}: {}",
+                        "{context}: {}\n{why}",
                         row.shrunk
                     );
                 }
@@ -2450,17 +2451,19 @@ fn functions_no_new_layout_can_describe_keep_their_place() {
             let output = dir.join(format!("out-{}-{mode}", linker.name()));
             let context = format!("kept_in_place {} {mode}", linker.name());
             let (row, failed) = shrinking.shrink(mode, &output, &context);
+            // What failed, should the shrink itself have failed.
+            let why = describe(&failed.iter().collect::<Vec<_>>(), 1);
             failures.extend(failed);
             shrinks += 1;
             assert!(
                 row.shrunk
                     .contains("; 3 kept in place (data-in-code 2, text-relocation 1)"),
-                "{context}: {}",
+                "{context}: {}\n{why}",
                 row.shrunk
             );
             assert!(
                 row.output.is_some_and(|out| out.text < row.input.text),
-                "{context}: .text did not shrink: {}",
+                "{context}: .text did not shrink: {}\n{why}",
                 row.shrunk
             );
         }
