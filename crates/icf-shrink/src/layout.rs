@@ -485,6 +485,9 @@ impl Layout {
     /// before it, which got shorter (`write::code_shift`). No piece may
     /// be pinned: a pinned piece keeps its address.
     pub fn shift_code_down(&mut self, distance: u64) {
+        if distance == 0 {
+            return;
+        }
         debug_assert!(self.pieces.iter().all(|piece| !piece.pinned));
         for piece in &mut self.pieces {
             piece.new_start -= distance;
