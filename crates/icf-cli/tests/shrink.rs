@@ -2186,11 +2186,11 @@ fn the_code_segment_closes_up_behind_shorter_exception_tables() {
     let library_from = outcomes.len();
     outcomes.extend(library);
     // lld's AArch64 layout (an executable and a shared library): the
-    // exception tables' segment, then `.text`'s,
-    // each aligned to 64 KiB. 511 FDEs and `.eh_frame_hdr` rows fewer:
-    // `.text`'s segment moves down in addresses by whole pages, and
-    // starts in the file within a page of where the segment before now
-    // ends (kept at its address, it could move only by 64 KiB).
+    // exception tables' segment, then `.text`'s, each aligned to 64 KiB.
+    // With 511 FDEs and `.eh_frame_hdr` rows fewer, `.text`'s segment
+    // moves down in addresses by whole pages, and starts in the file
+    // within a page of where the segment before now ends (kept at its
+    // address, it could move only by 64 KiB).
     let mut checked = 0;
     for (index, (combination, outcome)) in outcomes.iter().enumerate() {
         if combination.arch != Arch::Aarch64 || combination.linker != Linker::Lld {

@@ -681,6 +681,21 @@ pub(crate) mod tests {
         );
     }
 
+    /// A layout of an empty `.text` at 0x1000, with nothing after it.
+    fn empty_layout() -> Layout {
+        Layout::new(
+            Vec::new(),
+            0x1000,
+            0x1000,
+            &Alignments::inferred(1),
+            0x1000,
+            0x1000,
+            1,
+            &[],
+        )
+        .expect("laid out")
+    }
+
     /// A piece laid out nowhere yet (a thunk of 5 bytes).
     pub(crate) fn piece(start: u64, end: u64, fate: Fate) -> Piece {
         Piece {
@@ -901,17 +916,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_exception_tables_region_maps_kept_runs_and_closes_over_dropped_bytes() {
-        let mut layout = Layout::new(
-            Vec::new(),
-            0x1000,
-            0x1000,
-            &Alignments::inferred(1),
-            0x1000,
-            0x1000,
-            1,
-            &[],
-        )
-        .expect("laid out");
+        let mut layout = empty_layout();
         // 0x100..0x140 stays, 0x140..0x180 (an FDE) is dropped, 0x180..0x200
         // moves down to 0x140.
         layout.region = Some(Region {
@@ -979,17 +984,7 @@ pub(crate) mod tests {
     fn a_removed_constant_s_addresses_are_its_kept_copy_s() {
         // 0x100..0x110 kept, 0x110..0x120 a copy of it (removed), 0x120..
         // moves down to 0x110.
-        let mut layout = Layout::new(
-            Vec::new(),
-            0x1000,
-            0x1000,
-            &Alignments::inferred(1),
-            0x1000,
-            0x1000,
-            1,
-            &[],
-        )
-        .expect("laid out");
+        let mut layout = empty_layout();
         layout.region = Some(Region {
             segment: 0,
             start: 0x100,
