@@ -45,6 +45,7 @@ pub use macho_layout::{Atom, DataInCode, MachOLayout, MachOSection};
 pub use model::{
     Binding, ComdatGroup, GroupIndex, MAX_PLACE_MAGNITUDE, Reloc, RelocIndex, SHT_LLVM_ADDRSIG,
     Section, SectionIndex, Symbol, SymbolIndex, SymbolKind, SymbolPlace, Visibility,
+    is_c_identifier, plain_name,
 };
 pub use object::{Format, Object};
 pub use per_section::PerSection;

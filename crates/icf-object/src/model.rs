@@ -103,6 +103,40 @@ pub struct Section<'data> {
     pub relocs_deferred: bool,
     /// The group this section belongs to.
     pub group: Option<GroupIndex>,
+    /// Its name says nothing of how the link treats it ([`plain_name`]),
+    /// told once while the name is read: later questions about many
+    /// sections need not bring the string tables back into memory.
+    pub name_is_plain: bool,
+    /// The XXH3-128 fingerprint of its name, for the same reason: the
+    /// same-named member of another instance of a COMDAT group is found
+    /// by it (equal fingerprints are equal names).
+    pub name_fingerprint: u128,
+}
+
+/// [`Section::name_fingerprint`] of a section named `name`.
+pub fn name_fingerprint(name: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(name)
+}
+
+/// Whether a section named `name` is, by its name alone, like any other:
+/// not one the link runs (`.init`, `.fini`, `.ctors`, `.dtors`, or one of
+/// theirs, `.init.1`), and not one `__start_`/`__stop_` symbols may
+/// delimit (a C identifier).
+pub fn plain_name(name: &[u8]) -> bool {
+    let runs = [&b".init"[..], b".fini", b".ctors", b".dtors"]
+        .iter()
+        .any(|s| {
+            name.strip_prefix(*s)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"."))
+        });
+    !runs && !is_c_identifier(name)
+}
+
+/// Whether `name` is a C identifier (what `__start_NAME` can name).
+pub fn is_c_identifier(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        && !name[0].is_ascii_digit()
 }
 
 impl Section<'_> {

@@ -113,11 +113,10 @@ impl<'data> Object<'data> {
     /// name is a C identifier (so the link keeps it and its contents must
     /// stay in place). Mach-O has no such symbols.
     pub fn may_be_delimited(&self, index: SectionIndex) -> bool {
-        let name = self.section(index).name;
+        let section = self.section(index);
         self.format == Format::Elf
-            && !name.is_empty()
-            && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-            && !name[0].is_ascii_digit()
+            && !section.name_is_plain
+            && crate::model::is_c_identifier(section.name)
     }
 
     /// Why the format forbids folding section `index`, if it does: a

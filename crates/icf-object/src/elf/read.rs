@@ -583,6 +583,8 @@ pub(crate) fn read_sections<'data>(
             reloc_section: None,
             relocs_deferred: false,
             group: None,
+            name_is_plain: crate::model::plain_name(name),
+            name_fingerprint: crate::model::name_fingerprint(name),
         });
     }
     Ok(sections)

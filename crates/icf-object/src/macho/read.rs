@@ -498,6 +498,8 @@ fn null_section<'data>() -> Section<'data> {
         reloc_section: None,
         relocs_deferred: false,
         group: None,
+        name_is_plain: true,
+        name_fingerprint: crate::model::name_fingerprint(b""),
     }
 }
 
@@ -592,6 +594,8 @@ impl<'data> Reader<'data> {
                     reloc_section: None,
                     relocs_deferred: false,
                     group: None,
+                    name_is_plain: crate::model::plain_name(self.names[number]),
+                    name_fingerprint: crate::model::name_fingerprint(self.names[number]),
                 });
                 self.atoms.push(Atom {
                     section: number as u32,

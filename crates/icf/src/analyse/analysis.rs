@@ -618,8 +618,9 @@ impl Analysis<'_, '_> {
             Significance::ReferencedFromCandidate { by } => {
                 format!("referenced from data in {}", self.name(*by))
             }
-            Significance::ReferencedFromData { section } => {
-                format!("referenced from data in {section}")
+            Significance::ReferencedFromData { object, section } => {
+                let section = self.program.object(*object).object.section(*section);
+                format!("referenced from data in {}", section.name_lossy())
             }
             Significance::Exported => "exported to the dynamic symbol table".to_string(),
             Significance::TakenInImage => {

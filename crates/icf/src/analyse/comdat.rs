@@ -24,7 +24,7 @@ impl<'data> Analysis<'_, 'data> {
     pub(crate) fn group_may_move(
         &self,
         candidate: CandidateId,
-        groups: &ComdatInstances<'data>,
+        groups: &ComdatInstances,
         significance: &[Option<Significance>],
         mode: Mode,
     ) -> bool {
@@ -50,7 +50,7 @@ impl<'data> Analysis<'_, 'data> {
         &self,
         info: &CandidateInfo,
         instances: &[(ObjectId, GroupIndex)],
-        groups: &ComdatInstances<'_>,
+        groups: &ComdatInstances,
         significance: &[Option<Significance>],
         mode: Mode,
     ) -> bool {
@@ -140,7 +140,7 @@ impl<'data> Analysis<'_, 'data> {
     pub(crate) fn identity_name(
         &self,
         candidate: CandidateId,
-        groups: &ComdatInstances<'data>,
+        groups: &ComdatInstances,
     ) -> Option<Vec<u8>> {
         let info = &self.candidates[candidate.index()];
         let elf = &self.program.object(info.object).object;
@@ -203,7 +203,7 @@ impl IdentityNames {
 /// (`Program::comdat_groups`): the candidate each grouped section is, and
 /// the answers that hold for every instance of a group's section alike.
 #[derive(Debug, Default)]
-pub(crate) struct ComdatInstances<'data> {
+pub(crate) struct ComdatInstances {
     /// Whole-section candidates of grouped sections, by (object, section).
     grouped: HashMap<(ObjectId, SectionIndex), CandidateId>,
     /// Answers that hold for every instance of a group's section alike, by
@@ -211,11 +211,11 @@ pub(crate) struct ComdatInstances<'data> {
     /// rather than once per instance keeps planning linear. Shared by the
     /// threads that gather members' facts; two may answer one question
     /// at once, alike.
-    answers: std::sync::Mutex<HashMap<AnswerKey<'data>, bool>>,
+    answers: std::sync::Mutex<HashMap<AnswerKey, bool>>,
 }
 
 /// A question, a signature id and a section name.
-type AnswerKey<'data> = (Question, u32, &'data [u8]);
+type AnswerKey = (Question, u32, u128);
 
 /// A question about all instances of one section of a COMDAT group.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -228,7 +228,7 @@ pub(crate) enum Question {
     EveryInstanceHasIt,
 }
 
-impl<'data> ComdatInstances<'data> {
+impl<'data> ComdatInstances {
     /// The signature id of a candidate's group when the group has several instances.
     pub(crate) fn floating(
         &self,
@@ -274,7 +274,7 @@ impl<'data> ComdatInstances<'data> {
         };
         let name = analysis
             .section_of(&analysis.candidates[candidate.index()])
-            .name;
+            .name_fingerprint;
         let key = (question, id, name);
         let asked = self.answers.lock().ok().and_then(|a| a.get(&key).copied());
         if let Some(known) = asked {
@@ -306,13 +306,13 @@ impl<'data> ComdatInstances<'data> {
         info: &CandidateInfo,
         (object, group): (ObjectId, GroupIndex),
     ) -> Option<SectionIndex> {
-        let name = analysis.section_of(info).name;
+        let name = analysis.section_of(info).name_fingerprint;
         let elf = &analysis.program.object(object).object;
         elf.group(group)
             .members
             .iter()
             .copied()
-            .find(|&m| elf.section(m).name == name)
+            .find(|&m| elf.section(m).name_fingerprint == name)
     }
 
     /// Whether a candidate is outside a COMDAT group, or in the first loaded
@@ -348,7 +348,7 @@ impl<'data> ComdatInstances<'data> {
 }
 
 impl<'data> Analysis<'_, 'data> {
-    pub(crate) fn comdat_instances(&self) -> ComdatInstances<'data> {
+    pub(crate) fn comdat_instances(&self) -> ComdatInstances {
         let mut grouped = HashMap::default();
         for (index, info) in self.candidates.iter().enumerate() {
             let section = self

@@ -138,7 +138,7 @@ impl<'data> Analysis<'_, 'data> {
     /// a member sure to be linked, not numbered yet.
     fn class_facts(
         &self,
-        inputs: &FactInputs<'_, 'data>,
+        inputs: &FactInputs<'_>,
     ) -> (Vec<(ClassId, Vec<MemberFacts>)>, IdentityNames) {
         let mut class_facts: Vec<(ClassId, Vec<MemberFacts>)> = Vec::new();
         let mut identities = IdentityNames::default();
@@ -170,7 +170,7 @@ impl<'data> Analysis<'_, 'data> {
 
     /// What `icf-fold`'s planner needs to know of one member, with its
     /// global symbols not yet pinned and no identity yet.
-    fn member_facts(&self, candidate: CandidateId, inputs: &FactInputs<'_, 'data>) -> MemberFacts {
+    fn member_facts(&self, candidate: CandidateId, inputs: &FactInputs<'_>) -> MemberFacts {
         let info = &self.candidates[candidate.index()];
         let groups = inputs.groups;
         let symbols = symbols_of(self.program, info);
@@ -208,7 +208,7 @@ impl<'data> Analysis<'_, 'data> {
         &self,
         class_id: ClassId,
         mut facts: Vec<MemberFacts>,
-        groups: &ComdatInstances<'data>,
+        groups: &ComdatInstances,
         anchors: &mut HashMap<ObjectId, usize>,
     ) -> ClassPlan {
         let optimistic = plan_class(class_id, &facts);
@@ -230,7 +230,7 @@ impl<'data> Analysis<'_, 'data> {
     fn members_to_pin(
         &self,
         optimistic: &ClassPlan,
-        groups: &ComdatInstances<'data>,
+        groups: &ComdatInstances,
         anchors: &mut HashMap<ObjectId, usize>,
     ) -> Pins {
         let kept_object = self.candidates[optimistic.kept.index()].object;
@@ -267,11 +267,7 @@ impl<'data> Analysis<'_, 'data> {
     /// the first: the link keeps one instance of each group, the first in
     /// link order as a rule, so the bytes of the others were never going to
     /// be linked, and removing them saves nothing.
-    fn zero_savings_of_other_instances(
-        &self,
-        class: &mut ClassPlan,
-        groups: &ComdatInstances<'data>,
-    ) {
+    fn zero_savings_of_other_instances(&self, class: &mut ClassPlan, groups: &ComdatInstances) {
         for decision in &mut class.decisions {
             if decision.saved > 0 && !groups.first_instance(self, decision.candidate) {
                 decision.saved = 0;
@@ -569,13 +565,13 @@ impl<'data> Analysis<'_, 'data> {
 }
 
 /// What every member's facts are read against, gathered once for the plan.
-struct FactInputs<'p, 'data> {
+struct FactInputs<'p> {
     significance: &'p [Option<Significance>],
     /// The names `--keep-unique` asks for.
     keep_unique: &'p HashSet<&'p str>,
     /// See [`Analysis::entered`].
     entered: &'p [bool],
-    groups: &'p ComdatInstances<'data>,
+    groups: &'p ComdatInstances,
     /// See [`Analysis::functions_whose_tables_stay`].
     table_stays: &'p HashSet<CandidateId>,
 }
@@ -602,7 +598,7 @@ impl Pins {
     fn mark(
         &self,
         analysis: &Analysis<'_, '_>,
-        groups: &ComdatInstances<'_>,
+        groups: &ComdatInstances,
         facts: &mut [MemberFacts],
     ) {
         for fact in facts {
@@ -636,21 +632,18 @@ fn section_ineligibility(
     if section.is_retained() {
         return Some("retained section (SHF_GNU_RETAIN)".to_string());
     }
-    let name = section.name;
-    if [&b".init"[..], b".fini", b".ctors", b".dtors"]
-        .iter()
-        .any(|s| {
-            name.strip_prefix(*s)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"."))
-        })
-    {
-        return Some(format!("{} runs by its section", section.name_lossy()));
-    }
-    if object.may_be_delimited(index) {
-        return Some(format!(
-            "section {} may be delimited by __start_/__stop_ symbols",
-            section.name_lossy()
-        ));
+    // Told by the section's name, which the model judged as it read it: a
+    // name that is not plain is one the link runs, or a C identifier.
+    if !section.name_is_plain {
+        if !icf_object::is_c_identifier(section.name) {
+            return Some(format!("{} runs by its section", section.name_lossy()));
+        }
+        if object.may_be_delimited(index) {
+            return Some(format!(
+                "section {} may be delimited by __start_/__stop_ symbols",
+                section.name_lossy()
+            ));
+        }
     }
     // A linked image has one `.text`: its report estimates what the link
     // would fold had its inputs a section per function (as Rust's and

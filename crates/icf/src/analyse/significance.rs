@@ -39,8 +39,12 @@ pub enum Significance {
     AddressTaken { by: CandidateId },
     /// The read-only data candidate `by` refers to it (a pointer table, a vtable).
     ReferencedFromCandidate { by: CandidateId },
-    /// Other data refers to it (`.init_array`, writable data).
-    ReferencedFromData { section: String },
+    /// Other data refers to it (`.init_array`, writable data): section
+    /// `section` of `object`, named only when described.
+    ReferencedFromData {
+        object: ObjectId,
+        section: SectionIndex,
+    },
     /// Exported to the dynamic symbol table (`-shared`, `--export-dynamic`,
     /// a dynamic list or version script).
     Exported,
@@ -84,6 +88,10 @@ impl Uses<'_, '_, '_> {
         }
 
         let virtual_functions = self.virtual_functions();
+        // The names that compared were read from the inputs' string tables:
+        // their pages leave the resident set before the verdicts read more
+        // (the keys make this the heap's peak).
+        program.inputs.release_resident_pages();
         // rustc marks every function `unnamed_addr` (Rust does not promise
         // that two functions have different addresses): only its exports
         // count, as for clang's functions missing from its table.
@@ -126,9 +134,7 @@ impl Uses<'_, '_, '_> {
             if !has_table(object) {
                 inferred
                     .entry(candidate)
-                    .or_insert_with(|| Significance::ReferencedFromData {
-                        section: program.object(object).object.section(section).name_lossy(),
-                    });
+                    .or_insert(Significance::ReferencedFromData { object, section });
             }
         }
 
@@ -142,35 +148,46 @@ impl Uses<'_, '_, '_> {
             if !info.is_code() && !symbols.iter().any(|&s| names_an_object(elf.symbol(s))) {
                 return None;
             }
+            // A name is read only where a lookup by name can answer: names
+            // lie in the inputs' string tables, whose pages (45 MiB of a
+            // cold LLVM link) would otherwise come back into the resident
+            // set at its peak.
             let in_table = symbols.iter().any(|&s| {
                 table_symbols.contains(&(info.object, s))
-                    || (elf.symbol(s).binding != Binding::Local
+                    || (!table_names.is_empty()
+                        && elf.symbol(s).binding != Binding::Local
                         && table_names.contains(elf.symbol(s).name))
             });
-            let by_name = symbols.iter().find_map(|&s| {
-                let symbol = elf.symbol(s);
-                (symbol.binding != Binding::Local)
-                    .then(|| inferred_names.get(symbol.name))
-                    .flatten()
-            });
+            let by_name = || {
+                symbols.iter().find_map(|&s| {
+                    let symbol = elf.symbol(s);
+                    (symbol.binding != Binding::Local && !inferred_names.is_empty())
+                        .then(|| inferred_names.get(symbol.name))
+                        .flatten()
+                })
+            };
             // Exported to the dynamic symbol table: `dlsym` may compare it.
-            let exported = symbols.iter().any(|&s| {
-                let symbol = elf.symbol(s);
-                symbol.binding != Binding::Local
-                    && symbol.visibility == Visibility::Default
-                    && (program.options.shared || exports.exports(symbol.name))
-            });
+            let exported = || {
+                symbols.iter().any(|&s| {
+                    let symbol = elf.symbol(s);
+                    symbol.binding != Binding::Local
+                        && symbol.visibility == Visibility::Default
+                        && (program.options.shared
+                            || (!program.options.exports.is_empty()
+                                && exports.exports(symbol.name)))
+                })
+            };
             if in_table {
                 Some(Significance::AddrsigTable)
             } else if virtual_functions[index]
                 || (info.is_code() && rustc_objects[info.object.index()])
             {
-                exported.then_some(Significance::Exported)
+                exported().then_some(Significance::Exported)
             } else if let Some(why) = inferred.get(&CandidateId(index as u32)) {
                 Some(why.clone())
-            } else if let Some(why) = by_name {
+            } else if let Some(why) = by_name() {
                 Some(why.clone())
-            } else if exported {
+            } else if exported() {
                 Some(Significance::Exported)
             } else if elf
                 .image
@@ -182,11 +199,10 @@ impl Uses<'_, '_, '_> {
                 None
             }
         };
-        self.candidates
-            .par_iter()
-            .enumerate()
-            .map(significance)
-            .collect()
+        // The verdicts read names: they leave the resident set as they go.
+        crate::memory::map_releasing_inputs(program.inputs, self.candidates, |index, info| {
+            significance((index, info))
+        })
     }
 
     /// The code candidates that are virtual functions and nothing else:

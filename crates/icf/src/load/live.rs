@@ -176,7 +176,7 @@ impl Marking {
     ) {
         // A (signature, section name) is spread to every instance once: each
         // instance it reaches would otherwise spread it again to all the others.
-        let spread: Mutex<HashSet<(u32, &[u8])>> = Mutex::default();
+        let spread: Mutex<HashSet<(u32, u128)>> = Mutex::default();
         while !level.is_empty() {
             level = level
                 .par_iter()
@@ -217,15 +217,15 @@ impl Marking {
 /// of its COMDAT group: the link keeps one instance, but which one matters
 /// to folding (see `analyse/comdat.rs`). Once per signature and
 /// section name (`spread`).
-fn spread_to_instances<'p>(
-    program: &'p Program<'_>,
-    spread: &Mutex<HashSet<(u32, &'p [u8])>>,
+fn spread_to_instances(
+    program: &Program<'_>,
+    spread: &Mutex<HashSet<(u32, u128)>>,
     object: ObjectId,
     section: SectionIndex,
     mark: &mut impl FnMut(Place),
 ) {
     let loaded = program.object(object);
-    let name = loaded.object.section(section).name;
+    let name = loaded.object.section(section).name_fingerprint;
     let groups = &program.comdat_groups;
     if let Some(signature) = groups.of_section(loaded, object, section)
         && spread
@@ -240,7 +240,7 @@ fn spread_to_instances<'p>(
                 .members
                 .iter()
                 .copied()
-                .find(|&m| other_elf.section(m).name == name);
+                .find(|&m| other_elf.section(m).name_fingerprint == name);
             if let Some(sibling) = sibling {
                 mark((other, sibling));
             }

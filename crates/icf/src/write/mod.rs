@@ -142,7 +142,7 @@ impl Analysis<'_, '_> {
     fn fold_onto_kept_copy(
         &self,
         class: &ClassPlan,
-        groups: &ComdatInstances<'_>,
+        groups: &ComdatInstances,
         edits: &mut EditsBuilder,
     ) {
         let kept = &self.candidates[class.kept.index()];
@@ -200,7 +200,7 @@ impl Analysis<'_, '_> {
     fn alias_definitions(
         &self,
         kept: CandidateId,
-        groups: &ComdatInstances<'_>,
+        groups: &ComdatInstances,
         floating: bool,
     ) -> HashMap<ObjectId, (SectionIndex, u64)> {
         let info = &self.candidates[kept.index()];
@@ -332,7 +332,7 @@ impl Analysis<'_, '_> {
         &self,
         class: &ClassPlan,
         key: &[u8],
-        groups: &ComdatInstances<'_>,
+        groups: &ComdatInstances,
         edits: &mut EditsBuilder,
     ) {
         let kept = &self.candidates[class.kept.index()];
@@ -556,7 +556,10 @@ pub fn write_outputs_cached(
     }
     // Files are independent: each is built in memory and renamed into place.
     // Once written, an input's pages leave the resident set, so the peak
-    // holds the files being written rather than all of them.
+    // holds the files being written rather than all of them; so do the
+    // pages the plan and the edits read (names, relocations: 51 MiB of a
+    // cold AArch64 LLVM link's 212 MiB peak), before any file is written.
+    program.inputs.release_resident_pages();
     names
         .into_par_iter()
         .enumerate()
