@@ -504,6 +504,8 @@ impl Rounds<'_, '_> {
         let object = &self.program.object(icf::ObjectId(0)).object;
         let arch = icf_arch::of(object.arch);
         let mut rounds = 0;
+        // Whether the segment holding `.text` may move (`write::code_shift`).
+        let mut shift_allowed = true;
         loop {
             keep_places.extend(
                 pinned
@@ -535,8 +537,10 @@ impl Rounds<'_, '_> {
             )?;
             layout.data_aliases = data_aliases;
             layout.region = eh_frame::region(elf, shape, symbols, &layout, self.folds)?;
-            let shift = write::code_shift(elf, shape, &layout)?;
-            layout.shift_code_down(shift);
+            if shift_allowed {
+                let shift = write::code_shift(elf, shape, &layout)?;
+                layout.shift_code_down(shift);
+            }
             // A copy that must stay right after the code running into it, where
             // a function folded into it would lose its alignment: that function
             // keeps its body, and the plan is made again.
@@ -578,6 +582,12 @@ impl Rounds<'_, '_> {
             )?;
             dynamic::patch(elf, &layout, arch, &mut patches)?;
             let wanted = std::mem::take(&mut patches.pins.wanted);
+            // A field the segment's move put out of reach: the segment
+            // stays instead, and no function keeps its place for it.
+            if !wanted.is_empty() && layout.shift > 0 {
+                shift_allowed = false;
+                continue;
+            }
             if wanted.is_empty() {
                 return Ok(Settled {
                     layout,

@@ -328,20 +328,39 @@ pub(super) fn loads_got_slot(r_type: u32, code: &[u8]) -> bool {
 
 /// The `adrp`s of `code`, loaded at `address`: each exposed to Cortex-A53
 /// erratum 843419 when a load or store based on the register it writes
-/// follows among the next three words.
+/// follows among the next three words. A `nop` before an `adr` counts as
+/// the `adrp` it may become: lld relaxes `adrp` + `add` (or + `ldr` of a
+/// GOT slot) into `nop` + `adr`, which [`unrelax_address`] writes back
+/// as `adrp` + `add` where the code moves out of the `adr`'s reach, and
+/// that `adrp` must not land in a page's last words either (a `nop` + `adr`
+/// that was never a pair costs at most an alignment step).
 pub(super) fn page_end_hazards(code: &[u8], address: u64) -> Vec<PageEndHazard> {
     let words: Vec<u32> = words(code).collect();
     let reach = (PAGE_END_HAZARD_REACH / 4) as usize;
     words
         .iter()
         .enumerate()
-        .filter(|&(_, &w)| is_adrp(w))
-        .map(|(i, &w)| PageEndHazard {
-            address: address + 4 * i as u64,
-            exposed: words[i + 1..]
-                .iter()
-                .take(reach)
-                .any(|&next| accesses_memory_through(next, w & 0x1f)),
+        .filter_map(|(i, &w)| {
+            let (register, after) = if is_adrp(w) {
+                (w & 0x1f, &words[i + 1..])
+            } else if let Some(&adr) = words.get(i + 1)
+                && w == NOP
+                && adr & 0x9f00_0000 == 0x1000_0000
+            {
+                // After the `adrp`, the `add` of its low half (no access),
+                // then what followed the `adr`.
+                (adr & 0x1f, &words[i + 2..])
+            } else {
+                return None;
+            };
+            let skipped = usize::from(!is_adrp(w));
+            Some(PageEndHazard {
+                address: address + 4 * i as u64,
+                exposed: after
+                    .iter()
+                    .take(reach - skipped)
+                    .any(|&next| accesses_memory_through(next, register)),
+            })
         })
         .collect()
 }
@@ -548,6 +567,25 @@ mod tests {
         let far = bytes(&[0x9000_0009, NOP, NOP, NOP, 0xf940_0120]);
         assert!(!page_end_hazards(&far, 0x1000)[0].exposed);
         assert!(page_end_hazards(&bytes(&[NOP, 0xf940_0120]), 0x1000).is_empty());
+    }
+
+    #[test]
+    fn a_relaxed_adr_is_the_adrp_it_may_become() {
+        // nop; adr x9; ldr x0, [x9]: the `adrp` the `nop` becomes when the
+        // pair is written back is exposed (its `add` is the second word).
+        let (adr_x9, load_x9) = (0x1000_0009, 0xf940_0120);
+        assert_eq!(
+            page_end_hazards(&bytes(&[NOP, adr_x9, load_x9]), 0x1000),
+            vec![PageEndHazard {
+                address: 0x1000,
+                exposed: true
+            }]
+        );
+        // Three words after the `adrp`, counting its `add`, is too far.
+        let far = bytes(&[NOP, adr_x9, NOP, NOP, load_x9]);
+        assert!(!page_end_hazards(&far, 0x1000)[0].exposed);
+        // A `nop` before anything else is no pair.
+        assert!(page_end_hazards(&bytes(&[NOP, load_x9]), 0x1000).is_empty());
     }
 
     #[test]
