@@ -2258,6 +2258,66 @@ fn the_code_segment_closes_up_behind_shorter_exception_tables() {
 }
 
 #[test]
+fn a_link_map_of_another_link_is_refused() {
+    // The same program linked three times: with its map; with its
+    // functions in another order (`main` first), so that they straddle the
+    // first map's input sections; at another base address, where the first
+    // map lists nothing in `.text`. Either map would give the image another
+    // image's alignments and constants.
+    let dir = fresh_dir("other_map");
+    let build = Build::new(Compiler::Gcc);
+    let map = dir.join("plain.map");
+    let order = dir.join("order.txt");
+    std::fs::write(&order, "main\n").expect("writing the symbol order");
+    let links = [
+        ("plain", format!("-Wl,-Map={}", map.display())),
+        (
+            "reordered",
+            format!("-Wl,--symbol-ordering-file={}", order.display()),
+        ),
+        ("rebased", "-Wl,--image-base=0x40000000".to_string()),
+    ];
+    for (name, flag) in &links {
+        let flags = ["-Wl,-q", flag.as_str()];
+        link(
+            &build,
+            false,
+            Linker::Lld,
+            &["shrink/aligned.c"],
+            &flags,
+            &dir.join(name),
+        );
+    }
+    let out = dir.join("out");
+    for (name, why) in [
+        ("reordered", "runs past the input section"),
+        ("rebased", "lists no input section in .text"),
+    ] {
+        let shrunk = icf_shrink("safe", &dir.join(name), &out, Some(&map));
+        let stderr = String::from_utf8_lossy(&shrunk.stderr);
+        assert_eq!(shrunk.status.code(), Some(1), "{name}: {stderr}");
+        assert!(
+            stderr.contains("does not describe this image")
+                || stderr.contains("it is not this image's"),
+            "{name}: {stderr}"
+        );
+        assert!(stderr.contains(why), "{name}: {stderr}");
+        assert!(
+            !out.exists(),
+            "{name}: a refused shrink wrote {}",
+            out.display()
+        );
+    }
+    // Its own map is taken.
+    let own = icf_shrink("safe", &dir.join("plain"), &out, Some(&map));
+    assert!(
+        own.status.success(),
+        "{}",
+        String::from_utf8_lossy(&own.stderr)
+    );
+}
+
+#[test]
 fn a_static_program_and_the_c_library_linked_into_it() {
     check(&Program {
         name: "static_libc",

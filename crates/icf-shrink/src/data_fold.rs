@@ -27,6 +27,7 @@
 
 use crate::code::{DecodedTargets, TargetCursor};
 use crate::shape::Shape;
+use anyhow::bail;
 use icf_arch::{Architecture, KeptReloc};
 use icf_linkmap::{InputObjects, InputSections, SectionFacts, Span};
 use icf_object::linked_elf::{Elf, SymbolInfo};
@@ -219,6 +220,51 @@ fn foldable_section(elf: &Elf<'_>, shape: &Shape) -> Option<usize> {
 
 /// The link map at `map`, parsed; its text (as large as the image) goes
 /// once parsed.
+/// Refuses a map that does not describe `elf` (the map of another link,
+/// or of this program linked again): every function of `.text` that
+/// starts in an input section the map lists must end within it. Its
+/// alignments and constants would otherwise be another image's.
+pub(crate) fn check_map_describes(
+    elf: &Elf<'_>,
+    shape: &Shape,
+    symbols: &[SymbolInfo],
+    sections: &InputSections,
+    map: &Path,
+) -> anyhow::Result<()> {
+    let text = &elf.sections[shape.text];
+    let (start, end) = (shape.text_start, shape.text_end);
+    if sections.spans_between(start, end).is_empty() {
+        bail!(
+            "the link map {} lists no input section in .text ({start:#x}..{end:#x}): \
+             it is not this image's",
+            map.display()
+        );
+    }
+    let functions = symbols.iter().filter(|s| {
+        s.kind == E::STT_FUNC.0
+            && s.size > 0
+            && usize::from(s.shndx) == shape.text
+            && (start..end).contains(&s.value)
+    });
+    for function in functions {
+        if let Some(span) = sections.span_at(function.value)
+            && function.value.saturating_add(function.size) > span.end
+        {
+            bail!(
+                "the link map {} does not describe this image: the function at {:#x} \
+                 ({} bytes, in {}) runs past the input section the map puts at {:#x}..{:#x}",
+                map.display(),
+                function.value,
+                function.size,
+                text.name,
+                span.start,
+                span.end
+            );
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn read_map(map: &Path) -> anyhow::Result<InputSections> {
     let text = std::fs::read_to_string(map)
         .map_err(|e| anyhow::anyhow!("reading the link map {}: {e}", map.display()))?;

@@ -260,6 +260,7 @@ pub fn shrink(input: &Path, output: &Path, options: &ShrinkOptions) -> anyhow::R
                 return Ok((Alignments::inferred(text_align), None));
             };
             let sections = data_fold::read_map(map)?;
+            data_fold::check_map_describes(&elf, &shape, &symbols, &sections, map)?;
             let alignments = Alignments::from_map(
                 text_align,
                 sections.spans_between(shape.text_start, shape.text_end),
