@@ -192,6 +192,35 @@ impl InputSections {
         &self.made[from..to]
     }
 
+    /// Why this map does not describe an image whose executable section
+    /// `text` (`name`, `start..end`) holds `functions` (address, size),
+    /// if it does not: a map of another link, or of this program linked
+    /// again, lists no input section there, or puts one so that a function
+    /// starting in it runs past its end (a function never spans two input
+    /// sections). Its places, alignments and files would be another
+    /// image's.
+    pub fn mismatch(
+        &self,
+        (name, start, end): (&str, u64, u64),
+        functions: impl IntoIterator<Item = (u64, u64)>,
+    ) -> Option<String> {
+        if self.spans_between(start, end).is_empty() {
+            return Some(format!(
+                "it lists no input section in {name} ({start:#x}..{end:#x}): it is not this image's"
+            ));
+        }
+        functions.into_iter().find_map(|(address, size)| {
+            let span = self.span_at(address)?;
+            (address.saturating_add(size) > span.end).then(|| {
+                format!(
+                    "it does not describe this image: the function at {address:#x} ({size} bytes, \
+                     in {name}) runs past the input section the map puts at {:#x}..{:#x}",
+                    span.start, span.end
+                )
+            })
+        })
+    }
+
     /// The input section holding `address`.
     pub fn span_at(&self, address: u64) -> Option<Span> {
         let after = self.spans.partition_point(|span| span.start <= address);

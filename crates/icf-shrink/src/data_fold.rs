@@ -221,8 +221,7 @@ fn foldable_section(elf: &Elf<'_>, shape: &Shape) -> Option<usize> {
 /// The link map at `map`, parsed; its text (as large as the image) goes
 /// once parsed.
 /// Refuses a map that does not describe `elf` (the map of another link,
-/// or of this program linked again): every function of `.text` that
-/// starts in an input section the map lists must end within it. Its
+/// or of this program linked again: `InputSections::mismatch`). Its
 /// alignments and constants would otherwise be another image's.
 pub(crate) fn check_map_describes(
     elf: &Elf<'_>,
@@ -231,38 +230,21 @@ pub(crate) fn check_map_describes(
     sections: &InputSections,
     map: &Path,
 ) -> anyhow::Result<()> {
-    let text = &elf.sections[shape.text];
     let (start, end) = (shape.text_start, shape.text_end);
-    if sections.spans_between(start, end).is_empty() {
-        bail!(
-            "the link map {} lists no input section in .text ({start:#x}..{end:#x}): \
-             it is not this image's",
-            map.display()
-        );
+    let functions = symbols
+        .iter()
+        .filter(|s| {
+            s.kind == E::STT_FUNC.0
+                && s.size > 0
+                && usize::from(s.shndx) == shape.text
+                && (start..end).contains(&s.value)
+        })
+        .map(|s| (s.value, s.size));
+    let text = (elf.sections[shape.text].name.as_str(), start, end);
+    match sections.mismatch(text, functions) {
+        Some(why) => bail!("the link map {}: {why}", map.display()),
+        None => Ok(()),
     }
-    let functions = symbols.iter().filter(|s| {
-        s.kind == E::STT_FUNC.0
-            && s.size > 0
-            && usize::from(s.shndx) == shape.text
-            && (start..end).contains(&s.value)
-    });
-    for function in functions {
-        if let Some(span) = sections.span_at(function.value)
-            && function.value.saturating_add(function.size) > span.end
-        {
-            bail!(
-                "the link map {} does not describe this image: the function at {:#x} \
-                 ({} bytes, in {}) runs past the input section the map puts at {:#x}..{:#x}",
-                map.display(),
-                function.value,
-                function.size,
-                text.name,
-                span.start,
-                span.end
-            );
-        }
-    }
-    Ok(())
 }
 
 pub(crate) fn read_map(map: &Path) -> anyhow::Result<InputSections> {

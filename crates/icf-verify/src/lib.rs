@@ -341,6 +341,25 @@ pub use outcome::{
     Difference, DifferenceKind, Location, Mode, Outcome, Site, Stats, VerifyOptions,
 };
 
+/// Why the link map `sections` does not describe `image`
+/// ([`icf_linkmap::InputSections::mismatch`] over its `.text`), if it
+/// does not.
+fn map_mismatch(image: &image::Image, sections: &icf_linkmap::InputSections) -> Option<String> {
+    let text = image
+        .sections
+        .iter()
+        .find(|s| s.name == ".text" && s.executable)?;
+    let (start, end) = (text.address, text.address.saturating_add(text.size));
+    let functions = image
+        .symbols
+        .iter()
+        .filter(|s| {
+            s.kind == image::SymbolKind::Function && s.size > 0 && (start..end).contains(&s.address)
+        })
+        .map(|s| (s.address, s.size));
+    sections.mismatch((".text", start, end), functions)
+}
+
 /// Proves that `folded` does what `plain` does, or finds the first difference.
 pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Outcome, Error> {
     let (plain_image, folded_image) = rayon::join(|| load_image(plain), || load_image(folded));
@@ -350,12 +369,22 @@ pub fn verify(plain: &Path, folded: &Path, options: &VerifyOptions) -> Result<Ou
             .map_err(|e| Error::new(map, format!("cannot be read: {e}")))?;
         icf_linkmap::InputSections::parse(&text).map_err(|why| Error::new(map, why))
     };
+    // A map of another link would name other files and places.
+    let read_map_of = |map: &Path, image: &image::Image| {
+        let sections = read_map(map)?;
+        match map_mismatch(image, &sections) {
+            Some(why) => Err(Error::new(map, why)),
+            None => Ok(sections),
+        }
+    };
     match (&options.plain_map, &options.folded_map) {
         (Some(plain_map), Some(folded_map)) => {
-            plain_image.take_map(read_map(plain_map)?);
-            folded_image.take_map(read_map(folded_map)?);
+            plain_image.take_map(read_map_of(plain_map, &plain_image)?);
+            folded_image.take_map(read_map_of(folded_map, &folded_image)?);
         }
-        (Some(plain_map), None) => plain_image.input_sections = Some(read_map(plain_map)?),
+        (Some(plain_map), None) => {
+            plain_image.input_sections = Some(read_map_of(plain_map, &plain_image)?);
+        }
         (None, _) => {}
     }
     if let (Some(map), Some(sections)) = (&options.plain_map, &plain_image.input_sections) {
