@@ -661,17 +661,8 @@ pub(crate) mod tests {
             piece(0x1020, 0x1100, Fate::Padding),
             piece(0x1100, 0x1110, Fate::Alias(1)),
         ];
-        let layout = Layout::new(
-            pieces,
-            0x1000,
-            0x1110,
-            &Alignments::inferred(256),
-            0x1110,
-            0x1200,
-            16,
-            &[],
-        )
-        .expect("laid out");
+        let layout =
+            lay_out(pieces, (0x1000, 0x1110), 256, (0x1110, 0x1200), 16).expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1100);
         assert_eq!(layout.map(0x1100), 0x1100);
         assert!(
@@ -681,19 +672,31 @@ pub(crate) mod tests {
         );
     }
 
-    /// A layout of an empty `.text` at 0x1000, with nothing after it.
-    fn empty_layout() -> Layout {
+    /// [`Layout::new`] of `pieces` in `.text` at `text` (aligned to
+    /// `text_align`, functions' alignment inferred), with the tail at
+    /// `tail`, and no erratum hazards.
+    fn lay_out(
+        pieces: Vec<Piece>,
+        (text_start, text_end): (u64, u64),
+        text_align: u64,
+        (tail_start, tail_end): (u64, u64),
+        tail_align: u64,
+    ) -> anyhow::Result<Layout> {
         Layout::new(
-            Vec::new(),
-            0x1000,
-            0x1000,
-            &Alignments::inferred(1),
-            0x1000,
-            0x1000,
-            1,
+            pieces,
+            text_start,
+            text_end,
+            &Alignments::inferred(text_align),
+            tail_start,
+            tail_end,
+            tail_align,
             &[],
         )
-        .expect("laid out")
+    }
+
+    /// A layout of an empty `.text` at 0x1000, with nothing after it.
+    fn empty_layout() -> Layout {
+        lay_out(Vec::new(), (0x1000, 0x1000), 1, (0x1000, 0x1000), 1).expect("laid out")
     }
 
     /// A piece laid out nowhere yet (a thunk of 5 bytes).
@@ -723,17 +726,7 @@ pub(crate) mod tests {
             piece(0x10a3, 0x10b0, Fate::Keep),
             piece(0x10b0, 0x10e0, Fate::Thunk(0)),
         ];
-        let layout = Layout::new(
-            pieces,
-            0x1000,
-            0x10e0,
-            &Alignments::inferred(32),
-            0x10e0,
-            0x1200,
-            16,
-            &[],
-        )
-        .expect("laid out");
+        let layout = lay_out(pieces, (0x1000, 0x10e0), 32, (0x10e0, 0x1200), 16).expect("laid out");
         assert_eq!(layout.map(0x1010), 0x1010);
         assert_eq!(layout.map(0x1048), 0x1008, "into the kept copy");
         // h at 0x1080 keeps 32 (.text's alignment), i at an odd address 1.
@@ -776,17 +769,7 @@ pub(crate) mod tests {
         ];
         pieces[3].joined = true;
         pieces[3].pinned = true;
-        let layout = Layout::new(
-            pieces,
-            0x1000,
-            0x1050,
-            &Alignments::inferred(16),
-            0x1050,
-            0x1060,
-            16,
-            &[],
-        )
-        .expect("laid out");
+        let layout = lay_out(pieces, (0x1000, 0x1050), 16, (0x1050, 0x1060), 16).expect("laid out");
         assert_eq!(layout.map(0x1020), 0x1020, "h runs into i: the chain stays");
         assert_eq!(layout.map(0x1028), 0x1028);
         assert!(layout.pieces[2].pinned);
@@ -899,19 +882,7 @@ pub(crate) mod tests {
             piece(0x1100, 0x1110, Fate::Alias(1)),
         ];
         pieces[2].pinned = true;
-        assert!(
-            Layout::new(
-                pieces,
-                0x1000,
-                0x1110,
-                &Alignments::inferred(256),
-                0x1110,
-                0x1200,
-                16,
-                &[]
-            )
-            .is_err()
-        );
+        assert!(lay_out(pieces, (0x1000, 0x1110), 256, (0x1110, 0x1200), 16).is_err());
     }
 
     #[test]
