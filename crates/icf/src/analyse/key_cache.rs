@@ -108,6 +108,11 @@ impl RunEntries {
     pub(crate) fn entries(&self) -> &[Entry] {
         &self.entries
     }
+
+    /// The run's first candidate.
+    pub(crate) fn start(&self) -> usize {
+        self.run.start
+    }
 }
 
 /// The cache, opened for one analysis.

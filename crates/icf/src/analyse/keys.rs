@@ -239,8 +239,19 @@ pub(crate) fn make(
             let shared = shared_shapes(runs.iter().flat_map(RunEntries::entries));
             memo.forget_sketches();
             let second = |index: usize, entry| settle(entry, &shared, || lift(&candidates[index]));
+            // Each object's pages go back once its runs are settled, as
+            // after the first pass: the lifts read its code again.
             runs.into_par_iter()
-                .flat_map_iter(|run| cache.settle(run, second))
+                .map_init(
+                    || program.pending_release(),
+                    |released, run| {
+                        let object = candidates[run.start()].object;
+                        let bodies = cache.settle(run, second);
+                        program.release_object_pages_later(released, object);
+                        bodies
+                    },
+                )
+                .flatten_iter()
                 .collect()
         }
         None => {

@@ -469,7 +469,6 @@ impl<'data> Analysis<'_, 'data> {
         anchors: &mut HashMap<ObjectId, usize>,
     ) -> bool {
         let info = &self.candidates[candidate.index()];
-        let object = self.program.object(info.object);
         let globals = self.global_symbols(candidate);
         if globals.is_empty() {
             return true;
@@ -479,11 +478,9 @@ impl<'data> Analysis<'_, 'data> {
         // this object, a linker resolving it before it reaches the kept copy
         // (mold, or a kept copy later on the command line) would load that
         // member instead, and its other definitions would take over too.
-        let winners = globals.iter().all(|&s| {
-            let symbol = object.object.symbol(s);
-            self.program.definitions.winner(symbol.name) == Some((info.object, s))
-                && !self.program.definitions.defined_lazily(symbol.name)
-        });
+        let winners = globals
+            .iter()
+            .all(|&s| self.program.definitions.wins_unchallenged(info.object, s));
         if !winners {
             return false;
         }

@@ -21,6 +21,12 @@ pub struct Definitions<'data> {
     /// Names an archive member the link does not load defines: a link that
     /// finds such a name undefined may load that member for it.
     lazy: rustc_hash::FxHashSet<&'data [u8]>,
+    /// Per object, a bit per symbol: the symbol is the definition its name
+    /// resolves to and no archive member the link skips defines the name
+    /// ([`Definitions::wins_unchallenged`]), told once while the names are
+    /// read so that the plan asks it of every alias without reading them
+    /// again.
+    unchallenged: Vec<Box<[u64]>>,
 }
 
 /// The definition a name resolves to, and how many loaded objects define it.
@@ -55,6 +61,7 @@ impl<'data> Definitions<'data> {
             winners: HashMap::with_capacity_and_hasher(loaded, Default::default()),
             common: Default::default(),
             lazy: rustc_hash::FxHashSet::with_capacity_and_hasher(lazy, Default::default()),
+            unchallenged: Vec::new(),
         };
         for (index, object) in objects.iter().enumerate() {
             if !object.loaded {
@@ -99,7 +106,35 @@ impl<'data> Definitions<'data> {
                     });
             }
         }
+        definitions.unchallenged = definitions.unchallenged_definitions(objects);
         definitions
+    }
+
+    /// [`Definitions::unchallenged`], from the names' winners.
+    fn unchallenged_definitions(&self, objects: &[LoadedObject<'data>]) -> Vec<Box<[u64]>> {
+        let mut bits: Vec<Box<[u64]>> = objects
+            .iter()
+            .map(|o| vec![0; o.object.symbols.len().div_ceil(64)].into_boxed_slice())
+            .collect();
+        for (name, winner) in &self.winners {
+            if self.common.contains(name) || self.lazy.contains(name) {
+                continue;
+            }
+            let (object, symbol) = winner.definition;
+            bits[object.index()][symbol.index() / 64] |= 1 << (symbol.index() % 64);
+        }
+        bits
+    }
+
+    /// Whether symbol `symbol` of `object` is the definition its name
+    /// resolves to ([`Definitions::winner`]) and no archive member the link
+    /// skips defines the name ([`Definitions::defined_lazily`]), told
+    /// without reading the name.
+    pub fn wins_unchallenged(&self, object: ObjectId, symbol: SymbolIndex) -> bool {
+        self.unchallenged
+            .get(object.index())
+            .and_then(|bits| bits.get(symbol.index() / 64))
+            .is_some_and(|word| word & (1 << (symbol.index() % 64)) != 0)
     }
 
     /// Whether an archive member the link does not load defines `name`.
