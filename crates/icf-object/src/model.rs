@@ -107,13 +107,11 @@ pub struct Section<'data> {
     /// told once while the name is read: later questions about many
     /// sections need not bring the string tables back into memory.
     pub name_is_plain: bool,
-    /// The XXH3-128 fingerprint of its name, for the same reason: the
-    /// same-named member of another instance of a COMDAT group is found
-    /// by it (equal fingerprints are equal names).
-    pub name_fingerprint: u128,
 }
 
-/// [`Section::name_fingerprint`] of a section named `name`.
+/// The XXH3-128 fingerprint of a section named `name`: the same-named
+/// member of another instance of a COMDAT group is found by it (equal
+/// fingerprints are equal names; see [`ComdatGroup::member_names`]).
 pub fn name_fingerprint(name: &[u8]) -> u128 {
     xxhash_rust::xxh3::xxh3_128(name)
 }
@@ -341,4 +339,21 @@ pub struct ComdatGroup {
     /// `GRP_COMDAT`: the linker keeps one group per signature across all inputs.
     pub is_comdat: bool,
     pub members: Vec<SectionIndex>,
+    /// The [`name_fingerprint`] of each member, in the order of `members`,
+    /// told while the names are read: questions about another instance of
+    /// the group then need not bring the string tables back into memory.
+    /// Only a group's members are asked that, so other sections carry no
+    /// fingerprint (a program holds a section header per function).
+    pub member_names: Vec<u128>,
+}
+
+impl ComdatGroup {
+    /// The member named like the section whose name has fingerprint `name`.
+    pub fn member_named(&self, name: u128) -> Option<SectionIndex> {
+        self.members
+            .iter()
+            .zip(&self.member_names)
+            .find(|&(_, &fingerprint)| fingerprint == name)
+            .map(|(&member, _)| member)
+    }
 }

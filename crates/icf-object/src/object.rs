@@ -104,6 +104,21 @@ impl<'data> Object<'data> {
         &self.groups[index.index()]
     }
 
+    /// The fingerprint of section `index`'s name (XXH3-128): kept
+    /// with its group for a group's member, computed from the name for
+    /// any other section.
+    pub fn section_name_fingerprint(&self, index: SectionIndex) -> u128 {
+        let section = self.section(index);
+        section
+            .group
+            .and_then(|group| {
+                let group = self.group(group);
+                let at = group.members.iter().position(|&m| m == index)?;
+                group.member_names.get(at).copied()
+            })
+            .unwrap_or_else(|| crate::model::name_fingerprint(section.name))
+    }
+
     pub fn symbol(&self, index: SymbolIndex) -> &Symbol<'data> {
         &self.symbols[index.index()]
     }

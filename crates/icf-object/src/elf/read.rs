@@ -386,6 +386,10 @@ impl<'data> Object<'data> {
                 }
                 members.push(SectionIndex(member));
             }
+            let member_names = members
+                .iter()
+                .map(|m| crate::model::name_fingerprint(self.sections[m.index()].name))
+                .collect();
             let group_number = GroupIndex(self.groups.len() as u32);
             for member in &members {
                 self.sections[member.index()].group = Some(group_number);
@@ -395,6 +399,7 @@ impl<'data> Object<'data> {
                 signature,
                 is_comdat: flags & elf::GRP_COMDAT.0 != 0,
                 members,
+                member_names,
             });
         }
         Ok(())
@@ -584,7 +589,6 @@ pub(crate) fn read_sections<'data>(
             relocs_deferred: false,
             group: None,
             name_is_plain: crate::model::plain_name(name),
-            name_fingerprint: crate::model::name_fingerprint(name),
         });
     }
     Ok(sections)

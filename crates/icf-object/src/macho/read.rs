@@ -499,7 +499,6 @@ fn null_section<'data>() -> Section<'data> {
         relocs_deferred: false,
         group: None,
         name_is_plain: true,
-        name_fingerprint: crate::model::name_fingerprint(b""),
     }
 }
 
@@ -595,7 +594,6 @@ impl<'data> Reader<'data> {
                     relocs_deferred: false,
                     group: None,
                     name_is_plain: crate::model::plain_name(self.names[number]),
-                    name_fingerprint: crate::model::name_fingerprint(self.names[number]),
                 });
                 self.atoms.push(Atom {
                     section: number as u32,

@@ -272,9 +272,12 @@ impl<'data> ComdatInstances {
         let Some((id, _)) = self.instances_of(analysis, candidate) else {
             return answer();
         };
+        let info = &analysis.candidates[candidate.index()];
         let name = analysis
-            .section_of(&analysis.candidates[candidate.index()])
-            .name_fingerprint;
+            .program
+            .object(info.object)
+            .object
+            .section_name_fingerprint(info.section);
         let key = (question, id, name);
         let asked = self.answers.lock().ok().and_then(|a| a.get(&key).copied());
         if let Some(known) = asked {
@@ -306,13 +309,17 @@ impl<'data> ComdatInstances {
         info: &CandidateInfo,
         (object, group): (ObjectId, GroupIndex),
     ) -> Option<SectionIndex> {
-        let name = analysis.section_of(info).name_fingerprint;
-        let elf = &analysis.program.object(object).object;
-        elf.group(group)
-            .members
-            .iter()
-            .copied()
-            .find(|&m| elf.section(m).name_fingerprint == name)
+        let name = analysis
+            .program
+            .object(info.object)
+            .object
+            .section_name_fingerprint(info.section);
+        analysis
+            .program
+            .object(object)
+            .object
+            .group(group)
+            .member_named(name)
     }
 
     /// Whether a candidate is outside a COMDAT group, or in the first loaded

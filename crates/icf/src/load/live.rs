@@ -225,7 +225,7 @@ fn spread_to_instances(
     mark: &mut impl FnMut(Place),
 ) {
     let loaded = program.object(object);
-    let name = loaded.object.section(section).name_fingerprint;
+    let name = loaded.object.section_name_fingerprint(section);
     let groups = &program.comdat_groups;
     if let Some(signature) = groups.of_section(loaded, object, section)
         && spread
@@ -235,12 +235,7 @@ fn spread_to_instances(
     {
         for &(other, other_group) in groups.instances(signature) {
             let other_elf = &program.object(other).object;
-            let sibling = other_elf
-                .group(other_group)
-                .members
-                .iter()
-                .copied()
-                .find(|&m| other_elf.section(m).name_fingerprint == name);
+            let sibling = other_elf.group(other_group).member_named(name);
             if let Some(sibling) = sibling {
                 mark((other, sibling));
             }
