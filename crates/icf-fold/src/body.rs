@@ -4,21 +4,30 @@
 //! side alone, except for reference targets, which compare by the class of
 //! the candidate they name. A [`Body`] is exactly that key, serialized: every
 //! value [`crate::compare`] looks at, in its order, as self-delimiting
-//! LEB128 numbers in [`Body::code`], with the reference targets lifted out
+//! LEB128 numbers (its *code*), with the reference targets lifted out
 //! into [`Body::refs`] in the order the walk meets them. Two functions
 //! compare `Equal` exactly when their codes are equal byte for byte and
 //! their targets pairwise name the same class (or the same non-candidate);
 //! a property test checks this against the comparator.
 //!
-//! A program holds every candidate at once; a body is a few bytes per
-//! instruction where the IR takes about forty, and its code compares as one
-//! `memcmp`. The IR itself is lifted again on demand where a person asks why
-//! two functions differ ([`crate::compare::first_difference`]).
+//! A body keeps its code only as the code's XXH3-128 fingerprint
+//! ([`Body::code`]): the partition asks of two codes only whether they
+//! are equal, and a program holds every candidate's key at once. The
+//! code takes about ten bytes per instruction (a million synthetic
+//! functions held 470 MB of it, a third of `icf fold`'s peak memory); the
+//! fingerprint takes sixteen bytes per function and compares as two
+//! words. Equal fingerprints are taken for equal codes, the same 128-bit
+//! equality identical copies of a function already share their keys by
+//! (`lift_memo.rs` in `icf`): among a million keys, the chance that two
+//! different codes collide is about 10^-27. The IR itself is lifted again
+//! on demand where a person asks why two functions differ
+//! ([`crate::compare::first_difference`]), and `icf verify` proves every
+//! output against its input without any key.
 
 use crate::hash::Mixer;
 use crate::leb128::{Reader, Writer};
 use icf_ir::{Arch, Disp, Function, Operand, Ref, TargetId, Use};
-use std::sync::Arc;
+use std::cell::RefCell;
 
 /// A reference to something outside the function, as the partition and the
 /// address-significance analysis need it.
@@ -42,14 +51,27 @@ pub struct Body {
     pub has_opaque: bool,
     /// A body [`Body::alone`] made: no key, equal to no other body.
     pub alone: bool,
-    /// Shared, as is the layout: identical copies of a function (one per
-    /// object that carries an inline function) are given clones of one
-    /// key, which then hold one copy of these bytes between them.
-    code: Arc<[u8]>,
-    /// Offset and length of every instruction in walk order, compared only
-    /// for layout-sensitive candidates and kept only for them.
-    layout: Option<Arc<[u8]>>,
+    /// The code's fingerprint (see the module documentation); for a body
+    /// alone, its candidate's number.
+    code: u128,
+    /// Whether `layout` holds one (see [`Body::layout`]).
+    has_layout: bool,
+    /// The fingerprint of every instruction's offset and length in walk
+    /// order, compared only for layout-sensitive candidates and made only
+    /// for them.
+    layout: u128,
     refs: Box<[BodyRef]>,
+}
+
+/// The fingerprint of a serialized code or layout.
+fn fingerprint(bytes: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(bytes)
+}
+
+thread_local! {
+    /// The code and layout being serialized, reused from one body to the
+    /// next on each thread: only their fingerprints are kept.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 impl Body {
@@ -93,8 +115,6 @@ impl Body {
     }
 
     fn alone_with(arch: Arch, size: u32, refs: Box<[BodyRef]>, id: u32) -> Body {
-        let mut code = Writer::default();
-        code.unsigned(u64::from(id));
         let mut structure = Mixer::new(arch);
         structure.add(u64::from(id));
         Body {
@@ -103,19 +123,41 @@ impl Body {
             structural_hash: structure.finish(),
             has_opaque: false,
             alone: true,
-            code: code.bytes.into(),
-            layout: None,
+            code: u128::from(id),
+            has_layout: false,
+            layout: 0,
             refs,
         }
     }
 
     fn encode(f: &Function, with_layout: bool) -> Body {
-        // About ten bytes per instruction: one allocation, trimmed at the end.
-        let opaque: usize = f.opaque.iter().map(|run| run.bytes.len()).sum();
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => {
+                let (code, layout) = &mut *scratch;
+                Body::encode_with(f, with_layout, code, layout)
+            }
+            // Not reached (nothing encodes while encoding); fresh buffers
+            // would do as well.
+            Err(_) => Body::encode_with(f, with_layout, &mut Vec::new(), &mut Vec::new()),
+        })
+    }
+
+    /// [`Body::encode`], serializing into `code_bytes` and `layout_bytes`
+    /// (cleared first, and left holding the serialization).
+    fn encode_with(
+        f: &Function,
+        with_layout: bool,
+        code_bytes: &mut Vec<u8>,
+        layout_bytes: &mut Vec<u8>,
+    ) -> Body {
+        code_bytes.clear();
+        layout_bytes.clear();
         let mut code = Writer {
-            bytes: Vec::with_capacity(16 + 10 * f.insts.len() + opaque),
+            bytes: std::mem::take(code_bytes),
         };
-        let mut layout = Writer::default();
+        let mut layout = Writer {
+            bytes: std::mem::take(layout_bytes),
+        };
         let mut refs = Vec::with_capacity(f.refs.len());
         let mut push_ref = |code: &mut Writer, r: &Ref| {
             refs.push(BodyRef {
@@ -210,43 +252,36 @@ impl Body {
                 push_ref(&mut code, f.ref_(id));
             }
         }
-        Body {
+        let body = Body {
             arch: f.arch,
             size: f.size,
             structural_hash: structure.finish(),
             has_opaque: f.has_opaque(),
             alone: false,
-            code: code.bytes.into(),
-            layout: with_layout.then(|| layout.bytes.into()),
+            code: fingerprint(&code.bytes),
+            has_layout: with_layout,
+            layout: if with_layout {
+                fingerprint(&layout.bytes)
+            } else {
+                0
+            },
             refs: refs.into_boxed_slice(),
-        }
+        };
+        *code_bytes = code.bytes;
+        *layout_bytes = layout.bytes;
+        body
     }
 
-    /// The serialized key, reference targets left out.
-    pub fn code(&self) -> &[u8] {
-        &self.code
+    /// The fingerprint of the serialized key, reference targets left out
+    /// (see the module documentation).
+    pub fn code(&self) -> u128 {
+        self.code
     }
 
-    /// Makes the body hold `shared` instead of its own copy of the same
-    /// key bytes, when they are the same (else leaves it as it is): keys
-    /// read back separately for identical copies of a function then hold
-    /// one copy between them. Says whether it did.
-    pub fn share_code(&mut self, shared: &Arc<[u8]>) -> bool {
-        let same = *self.code == **shared;
-        if same {
-            self.code = Arc::clone(shared);
-        }
-        same
-    }
-
-    /// The key bytes, to share with other bodies ([`Body::share_code`]).
-    pub fn code_shared(&self) -> &Arc<[u8]> {
-        &self.code
-    }
-
-    /// Instruction offsets and lengths, when made [`Body::with_layout`].
-    pub fn layout(&self) -> Option<&[u8]> {
-        self.layout.as_deref()
+    /// The fingerprint of the instructions' offsets and lengths, when made
+    /// [`Body::with_layout`].
+    pub fn layout(&self) -> Option<u128> {
+        self.has_layout.then_some(self.layout)
     }
 
     /// References in walk order, one per reference operand.
@@ -278,15 +313,14 @@ impl Body {
         w.unsigned(u64::from(self.size));
         w.bytes
             .extend_from_slice(&self.structural_hash.to_le_bytes());
-        w.unsigned(u64::from(self.has_opaque) | u64::from(self.alone) << 1);
-        w.unsigned(self.code.len() as u64);
-        w.bytes.extend_from_slice(&self.code);
-        match &self.layout {
-            None => w.unsigned(0),
-            Some(layout) => {
-                w.unsigned(1 + layout.len() as u64);
-                w.bytes.extend_from_slice(layout);
-            }
+        w.unsigned(
+            u64::from(self.has_opaque)
+                | u64::from(self.alone) << 1
+                | u64::from(self.has_layout) << 2,
+        );
+        w.bytes.extend_from_slice(&self.code.to_le_bytes());
+        if self.has_layout {
+            w.bytes.extend_from_slice(&self.layout.to_le_bytes());
         }
         w.unsigned(self.refs.len() as u64);
         for r in self.refs.iter() {
@@ -308,15 +342,14 @@ impl Body {
         let arch = Arch::from_number(r.unsigned()?)?;
         let size = u32::try_from(r.unsigned()?).ok()?;
         let structural_hash = u64::from_le_bytes(r.bytes(8)?.try_into().ok()?);
-        let (has_opaque, alone) = match r.unsigned()? {
-            flags @ 0..=3 => (flags & 1 == 1, flags & 2 == 2),
+        let (has_opaque, alone, has_layout) = match r.unsigned()? {
+            flags @ 0..=7 => (flags & 1 == 1, flags & 2 == 2, flags & 4 == 4),
             _ => return None,
         };
-        let code_length = usize::try_from(r.unsigned()?).ok()?;
-        let code: Arc<[u8]> = r.bytes(code_length)?.into();
-        let layout = match usize::try_from(r.unsigned()?).ok()? {
-            0 => None,
-            length => Some(r.bytes(length - 1)?.into()),
+        let code = u128::from_le_bytes(r.bytes(16)?.try_into().ok()?);
+        let layout = match has_layout {
+            true => u128::from_le_bytes(r.bytes(16)?.try_into().ok()?),
+            false => 0,
         };
         let count = usize::try_from(r.unsigned()?).ok()?;
         // Each reference takes at least two bytes: a bad count fails here,
@@ -349,6 +382,7 @@ impl Body {
             has_opaque,
             alone,
             code,
+            has_layout,
             layout,
             refs: refs.into_boxed_slice(),
         })

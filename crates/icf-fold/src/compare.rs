@@ -127,10 +127,11 @@ pub fn first_difference(
 
 /// Compares the keys of two candidates ([`crate::body`]): a total order on
 /// the values [`compare`] looks at, `Equal` exactly when [`compare`] says
-/// `Equal`, at the cost of one `memcmp` and a pass over the references.
-/// Unequal candidates may come in another order than under [`compare`]
-/// (bytes, not numbers; targets last): the partition depends only on which
-/// candidates are equal and on candidate indices.
+/// `Equal`, at the cost of comparing two code fingerprints and a pass
+/// over the references. Unequal candidates may come in another order than
+/// under [`compare`] (fingerprints, not values; targets last): the
+/// partition depends only on which candidates are equal and on candidate
+/// indices.
 pub fn compare_bodies(
     left: KeyedCandidate<'_>,
     right: KeyedCandidate<'_>,
@@ -148,7 +149,7 @@ pub fn compare_bodies(
     // A body alone equals no other: its code is its candidate's number.
     l.alone
         .cmp(&r.alone)
-        .then_with(|| l.code().cmp(r.code()))
+        .then_with(|| l.code().cmp(&r.code()))
         .then_with(|| {
             if left.attrs.layout_sensitive {
                 l.layout().cmp(&r.layout())

@@ -1,4 +1,4 @@
-//! The hash function of the structural hash and of code bytes. The
+//! The hash function of the structural hash. The
 //! structural hash of identical-function-merging.tex (the block structure,
 //! successors in walk order, and the opcode sequence, no operands) is mixed
 //! on the key's walk ([`crate::body::structural_hash`]): `compare(F, G) ==
@@ -25,19 +25,4 @@ impl Mixer {
     pub(crate) fn finish(self) -> u64 {
         self.0
     }
-}
-
-/// A hash of `bytes` (a body's code), eight bytes at a time.
-pub fn bytes_hash(bytes: &[u8]) -> u64 {
-    let mut mixer = Mixer(bytes.len() as u64);
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        mixer.add(u64::from_le_bytes(word));
-    }
-    let mut tail = [0; 8];
-    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    mixer.add(u64::from_le_bytes(tail));
-    mixer.0
 }

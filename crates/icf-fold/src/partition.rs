@@ -14,7 +14,6 @@
 //! class is sorted, so the result does not depend on the thread count.
 
 use crate::compare::{TargetClasses, compare_bodies};
-use crate::hash::bytes_hash;
 use crate::{CandidateId, ClassId, KeyedCandidate};
 use icf_ir::TargetId;
 use rayon::prelude::*;
@@ -65,12 +64,10 @@ pub fn refine(
     target_candidate: &[Option<CandidateId>],
 ) -> Partition {
     let hashes: Vec<u64> = candidates.iter().map(|c| c.body.structural_hash).collect();
-    // Equal keys mean equal codes: buckets by the code's hash are as sound
-    // as by structure, and far smaller.
-    let code_hashes: Vec<u64> = candidates
-        .par_iter()
-        .map(|c| bytes_hash(c.body.code()))
-        .collect();
+    // Equal keys mean equal codes: buckets by the code's fingerprint are
+    // as sound as by structure, and far smaller (the first round compares
+    // every bucket's members whole).
+    let code_hashes: Vec<u64> = candidates.iter().map(|c| c.body.code() as u64).collect();
     let key = |i: usize| {
         let (c, attrs) = (&candidates[i], candidates[i].attrs);
         (

@@ -42,7 +42,6 @@
 
 use crate::analyse::candidates::{CandidateInfo, Places, object_runs};
 use crate::analyse::entry::Entry;
-use crate::analyse::lift_memo::SharedKeyBytes;
 use crate::load::objects::ObjectId;
 use crate::load::program::Program;
 use crate::load::targets::{ExtendedTargets, Target};
@@ -138,8 +137,6 @@ pub(crate) struct KeyCache<'a, 'b, 'data> {
     run_pack: Vec<usize>,
     packs: Vec<Pack>,
     counters: [AtomicU64; 6],
-    /// The key bytes of bodies read back, shared between equal ones.
-    shared: SharedKeyBytes,
     hashing: Duration,
     /// Objects whose bytes were hashed (the others' hashes were known).
     objects_hashed: u64,
@@ -309,7 +306,6 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             run_pack: Vec::new(),
             packs: Vec::new(),
             counters: Default::default(),
-            shared: SharedKeyBytes::default(),
             hashing: started.elapsed(),
             objects_hashed,
         };
@@ -783,10 +779,7 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
                 LIFTED_WITH_SHAPE | SKETCHED => Some(shape()?),
                 _ => return None,
             };
-            let mut body = Body::read_from(&mut input, |n| targets.get(n as usize).copied())?;
-            if !body.alone {
-                self.shared.share(&mut body);
-            }
+            let body = Body::read_from(&mut input, |n| targets.get(n as usize).copied())?;
             // A body alone is a sketched entry's, and stands for this
             // link's candidate.
             entries.push(match (tag, shape) {

@@ -5,9 +5,9 @@
 //! function of its lifter input alone ([`CodeInput`]): its bytes, where it
 //! sits in its section, its relocations with their resolved targets, the
 //! places something enters it. Two copies whose inputs are equal get the
-//! same key, so the second is cloned rather than decoded and lifted again;
-//! a clone shares the key's bytes (`Body` holds them behind an `Arc`), so
-//! the copies cost memory only for their references.
+//! same key, so the second is cloned rather than decoded and lifted again
+//! (a key is its code's fingerprint and its references: a clone costs
+//! memory only for the references).
 //!
 //! One part of the input differs between copies by construction: the
 //! target naming the function's own section. Where the lift refers to it
@@ -17,10 +17,9 @@
 
 use icf_fold::body::Body;
 use icf_ir::{CodeInput, Function};
-use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
-use std::hash::BuildHasher;
+use rustc_hash::FxHashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// The lift input's fingerprint: every part of it but `own_section`, and
 /// whether the key keeps the layout because something enters the function.
@@ -189,35 +188,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Key bytes shared between bodies read back from the cache: the cache
-/// stores each object's keys apart, so identical copies of a function in
-/// two objects come back as two copies of one key. Each body read offers
-/// its bytes; an equal one already seen is shared instead.
-#[derive(Default)]
-pub(crate) struct SharedKeyBytes {
-    shards: [Mutex<FxHashSet<Arc<[u8]>>>; SHARDS],
-}
-
-impl SharedKeyBytes {
-    /// Makes `body` share its key bytes with an equal body offered before.
-    pub(crate) fn share(&self, body: &mut Body) {
-        let code = body.code();
-        let shard = &self.shards[(FxBuildHasher.hash_one(code) as usize) % SHARDS];
-        let mut set = lock(shard);
-        match set.get(code) {
-            Some(shared) => {
-                body.share_code(shared);
-            }
-            None => {
-                set.insert(Arc::clone(body.code_shared()));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{LiftMemo, SharedKeyBytes};
+    use super::LiftMemo;
     use icf_fold::body::Body;
     use icf_ir::{Arch, CodeInput, CodeReloc, TargetId};
 
@@ -260,8 +233,6 @@ mod tests {
         assert_eq!(key(&memo, &copy), Body::of(&icf_arch::lift(&copy)));
         assert_eq!(key(&memo, &copy), first);
         assert_eq!((memo.counts().lifted, memo.counts().cloned), (1, 2));
-        // The copies hold one key's bytes between them.
-        assert!(std::ptr::eq(key(&memo, &copy).code(), first.code()));
 
         // Another target or other bytes: another key, lifted.
         let other = CodeReloc {
@@ -273,25 +244,6 @@ mod tests {
         changed[0] = 0x53; // push rbx
         assert_ne!(key(&memo, &input(&changed, &calls, 4)), first);
         assert_eq!(memo.counts().lifted, 3);
-    }
-
-    #[test]
-    fn keys_read_back_apart_share_their_bytes_when_equal() {
-        let code = [0x55, 0x5d, 0xc3];
-        let other = [0x53, 0x5b, 0xc3];
-        let body = |bytes: &[u8]| Body::of(&icf_arch::lift(&input(bytes, &[], 1)));
-        let shared = SharedKeyBytes::default();
-        let (mut first, mut copy, mut different) = (body(&code), body(&code), body(&other));
-        assert!(!std::ptr::eq(first.code(), copy.code()));
-        for b in [&mut first, &mut copy, &mut different] {
-            shared.share(b);
-        }
-        assert!(std::ptr::eq(first.code(), copy.code()));
-        assert_eq!(copy, body(&code));
-        assert!(!std::ptr::eq(first.code(), different.code()));
-        // Bytes that differ are never taken on.
-        assert!(!different.share_code(first.code_shared()));
-        assert_eq!(different, body(&other));
     }
 
     #[test]
