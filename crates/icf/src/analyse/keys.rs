@@ -238,6 +238,8 @@ pub(crate) fn make(
                 map_runs_by_object(program, candidates, |run| vec![cache.entries(run, first)]);
             let shared = shared_shapes(runs.iter().flat_map(RunEntries::entries));
             memo.forget_sketches();
+            // The sketches' memory goes back before the second pass lifts.
+            crate::memory::return_freed_memory();
             let second = |index: usize, entry| settle(entry, &shared, || lift(&candidates[index]));
             // Each object's pages go back once its runs are settled, as
             // after the first pass: the lifts read its code again.
@@ -261,6 +263,8 @@ pub(crate) fn make(
                 });
             let shared = shared_shapes(&entries);
             memo.forget_sketches();
+            // The sketches' memory goes back before the second pass lifts.
+            crate::memory::return_freed_memory();
             entries
                 .into_par_iter()
                 .enumerate()

@@ -48,14 +48,22 @@ impl Analysis<'_, '_> {
     pub fn object_edits(&self, plan: &Plan) -> HashMap<ObjectId, Edits> {
         let mut edits = EditsBuilder::default();
         let groups = self.comdat_instances();
-        for class in plan.classes.iter().filter(|class| folds_anything(class)) {
-            match class.identity {
-                Some(identity) => {
-                    let name = &plan.identity_names[identity.0 as usize];
-                    self.fold_through_identity(class, name, &groups, &mut edits);
+        // The edits name the symbols they move and make, which lie all over
+        // the inputs' string tables: their pages go back after each eighth
+        // of the classes (in input order, as classes are numbered by their
+        // first member), not all kept until the files are written.
+        let folding: Vec<&ClassPlan> = plan.classes.iter().filter(|c| folds_anything(c)).collect();
+        for slice in folding.chunks(folding.len().div_ceil(8).max(1)) {
+            for class in slice {
+                match class.identity {
+                    Some(identity) => {
+                        let name = &plan.identity_names[identity.0 as usize];
+                        self.fold_through_identity(class, name, &groups, &mut edits);
+                    }
+                    None => self.fold_onto_kept_copy(class, &groups, &mut edits),
                 }
-                None => self.fold_onto_kept_copy(class, &groups, &mut edits),
             }
+            self.program.inputs.release_resident_pages();
         }
         let mut edits = edits.edits;
         self.keep_exports_alive(plan, &mut edits);
