@@ -467,6 +467,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let load = started.elapsed();
             let mut analysis = analyze(&program, &fold);
             analysis.plant(&fold.plant_fold)?;
+            if report.is_none() {
+                analysis.keep_what_the_edits_read();
+            }
             let plan = &analysis.plan;
             let edits = analysis.object_edits(plan);
             let outputs = icf::write_outputs(&program, &edits, &out_dir, icf::OutputKind::Copies)?;

@@ -328,6 +328,30 @@ impl<'p, 'data> Analysis<'p, 'data> {
         analysis
     }
 
+    /// Gives back the memory of what only the analysis and its report
+    /// read (the places, the references, the attributes, the targets, the
+    /// significance verdicts), once the plan is made and no report will be
+    /// written: the edits are made, the rewritten files written and the
+    /// linker run without them. On a million synthetic functions they were
+    /// 130 MiB, which the edits then came on top of. What stays: the plan,
+    /// the candidates, their classes, the liveness and the counts, which
+    /// is all the edits read ([`Analysis::object_edits`]).
+    pub fn keep_what_the_edits_read(&mut self) {
+        self.escaping_references = Vec::new();
+        self.attrs = Vec::new();
+        self.targets = ExtendedTargets::new(&self.program.targets);
+        self.target_candidate = Vec::new();
+        self.places = Places::default();
+        self.partition.hashes = Vec::new();
+        self.data_references = Vec::new();
+        self.vtable_entries = Vec::new();
+        self.owner = Vec::new();
+        self.significance = Vec::new();
+        self.keep_unique = Vec::new();
+        self.apart = Vec::new();
+        crate::memory::return_freed_memory();
+    }
+
     /// What a reference of candidate `from` with use `use_` needs of its
     /// target candidate `to`, given each candidate's address significance.
     ///

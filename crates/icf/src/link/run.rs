@@ -371,6 +371,11 @@ fn fold_inputs(
         tell_what_dead_strip_removes(parsed, plan, options.verbose);
     }
     let written = std::time::Instant::now();
+    let wants_report = options.report.is_some() || options.want_report;
+    if !wants_report {
+        analysis.keep_what_the_edits_read();
+    }
+    let plan = &analysis.plan;
     let edits = analysis.object_edits(plan);
     let (outputs, reused) = crate::write::write_outputs_cached(
         &program,
@@ -439,8 +444,7 @@ fn fold_inputs(
     }
     // Naming every member and finding near-duplicates costs more than the
     // fold itself on large links: only when someone reads the report.
-    let report =
-        (options.report.is_some() || options.want_report).then(|| analysis.report(plan, load));
+    let report = wants_report.then(|| analysis.report(plan, load));
     if let (Some(path), Some(report)) = (&options.report, &report) {
         crate::write::write_atomically(path, (report.to_json() + "\n").as_bytes())?;
     }
