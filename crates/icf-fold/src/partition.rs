@@ -63,16 +63,15 @@ pub fn refine(
     candidates: &[KeyedCandidate<'_>],
     target_candidate: &[Option<CandidateId>],
 ) -> Partition {
-    let hashes: Vec<u64> = candidates.iter().map(|c| c.body.structural_hash).collect();
     // Equal keys mean equal codes: buckets by the code's fingerprint are
     // as sound as by structure, and far smaller (the first round compares
-    // every bucket's members whole).
-    let code_hashes: Vec<u64> = candidates.iter().map(|c| c.body.code() as u64).collect();
+    // every bucket's members whole). Both are read from the keys, not
+    // copied out.
     let key = |i: usize| {
         let (c, attrs) = (&candidates[i], candidates[i].attrs);
         (
-            hashes[i],
-            code_hashes[i],
+            c.body.structural_hash,
+            c.body.code() as u64,
             attrs.kind,
             c.body.arch,
             attrs.section_class,
@@ -161,7 +160,7 @@ pub fn refine(
     }
     Partition {
         class_of,
-        hashes,
+        hashes: candidates.iter().map(|c| c.body.structural_hash).collect(),
         rounds,
     }
 }
