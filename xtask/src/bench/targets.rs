@@ -5,7 +5,8 @@
 //! empty cache, relinking the same inputs, after the program's own objects
 //! changed); on the synthetic
 //! corpora icf's peak RSS stays under twice the code plus
-//! `RSS_FIXED_OVERHEAD_MIB`, and its link time grows at most
+//! `RSS_FIXED_OVERHEAD_MIB` (M1's target) and at or below the plain lld
+//! link's (M3-2's), and its link time grows at most
 //! `SCALING_SLACK` times as fast as the function count; on the real
 //! corpora, `icf report`'s estimate on each plain binary exceeds what
 //! `icf link` saved in front of the same linker by at most
@@ -102,6 +103,7 @@ pub(super) fn targets(results: &[CorpusResult]) -> Vec<Target> {
         }
         if let Some(info) = &result.synthetic {
             targets.push(fold_rss(result, info));
+            targets.push(fold_rss_against_lld(result));
         }
     }
     targets.extend(scaling(results));
@@ -366,6 +368,38 @@ fn fold_rss(result: &CorpusResult, info: &SyntheticInfo) -> Target {
     Target {
         corpus: result.name.clone(),
         name: "icf peak RSS <= 2 x code + 100 MiB",
+        pass,
+        detail,
+    }
+}
+
+/// icf's own peak RSS (`icf fold` alone) on a synthetic corpus against the
+/// plain lld link of the same objects: M3-2 asks for it at or below lld's.
+fn fold_rss_against_lld(result: &CorpusResult) -> Target {
+    let peak = result.fold_rss_kib.iter().map(|&(_, rss)| rss).max();
+    let lld = result.row("lld").map(|row| row.rss_kib);
+    let (pass, detail) = match (peak, lld) {
+        (Some(peak), Some(lld)) => (
+            peak <= lld,
+            format!(
+                "icf fold peak RSS {} vs plain lld {}: {:.2}x",
+                mib(peak * 1024),
+                mib(lld * 1024),
+                peak as f64 / lld as f64
+            ),
+        ),
+        (None, _) => (
+            false,
+            match &result.fold_error {
+                Some(error) => format!("icf fold failed: {}", first_error(error)),
+                None => "icf fold was not measured".into(),
+            },
+        ),
+        (Some(_), None) => (false, "the plain lld link failed".into()),
+    };
+    Target {
+        corpus: result.name.clone(),
+        name: "icf peak RSS <= plain lld's",
         pass,
         detail,
     }
