@@ -20,7 +20,7 @@
 //! edits (`write/mod.rs`) read.
 
 use crate::analyse::candidates::{CandidateInfo, Origin, Places, collect_candidates};
-use crate::analyse::data_uses::{DataReference, VtableEntry, references_from_data};
+use crate::analyse::data_uses::references_from_data;
 use crate::analyse::key_cache::{CacheStats, PendingWrites};
 use crate::analyse::keys::{self, Keys};
 use crate::analyse::lift_memo::LiftCounts;
@@ -60,10 +60,6 @@ pub struct Timings {
 pub struct Analysis<'p, 'data> {
     pub program: &'p Program<'data>,
     pub candidates: Vec<CandidateInfo>,
-    /// The references through which a candidate may let an address escape,
-    /// as (candidate, target): every reference a code candidate takes the
-    /// address with ([`Use::Address`]), every reference of a data candidate.
-    pub escaping_references: Vec<(CandidateId, TargetId)>,
     /// Code candidates compared partly byte by byte.
     pub opaque_functions: usize,
     /// Functions lifted for their keys, and keys cloned from identical
@@ -79,12 +75,6 @@ pub struct Analysis<'p, 'data> {
     pub partition: Partition,
     /// Output-section class names, indexed by [`Attrs::section_class`].
     pub section_classes: Vec<String>,
-    /// References to candidates from sections that are not candidates
-    /// (writable data, `.init_array`, vtables): (candidate, referring object,
-    /// section).
-    pub data_references: Vec<DataReference>,
-    /// Every vtable entry (in any data section) that points to a candidate.
-    pub vtable_entries: Vec<VtableEntry<'data>>,
     /// For a read-only data candidate that only one function uses and that
     /// points only into that function (its jump table), that function.
     pub owner: Vec<Option<CandidateId>>,
@@ -232,7 +222,6 @@ impl<'p, 'data> Analysis<'p, 'data> {
         let mut analysis = Analysis {
             program,
             candidates,
-            escaping_references,
             opaque_functions,
             lifts,
             attrs: Vec::new(),
@@ -245,8 +234,6 @@ impl<'p, 'data> Analysis<'p, 'data> {
                 rounds: 0,
             },
             section_classes,
-            data_references,
-            vtable_entries,
             owner,
             options: options.clone(),
             significance: Vec::new(),
@@ -267,11 +254,13 @@ impl<'p, 'data> Analysis<'p, 'data> {
             program,
             candidates: &analysis.candidates,
             targets: &analysis.targets,
-            escaping_references: &analysis.escaping_references,
-            data_references: &analysis.data_references,
-            vtable_entries: &analysis.vtable_entries,
+            escaping_references: &escaping_references,
+            data_references: &data_references,
+            vtable_entries: &vtable_entries,
         }
         .significance();
+        // The references are read only for the verdicts.
+        drop((escaping_references, data_references, vtable_entries));
         analysis.keep_unique = analysis.keep_unique_candidates();
         analysis.attrs = attrs;
         let mut plan_time = Duration::ZERO;
@@ -337,14 +326,11 @@ impl<'p, 'data> Analysis<'p, 'data> {
     /// the candidates, their classes, the liveness and the counts, which
     /// is all the edits read ([`Analysis::object_edits`]).
     pub fn keep_what_the_edits_read(&mut self) {
-        self.escaping_references = Vec::new();
         self.attrs = Vec::new();
         self.targets = ExtendedTargets::new(&self.program.targets);
         self.target_candidate = Vec::new();
         self.places = Places::default();
         self.partition.hashes = Vec::new();
-        self.data_references = Vec::new();
-        self.vtable_entries = Vec::new();
         self.owner = Vec::new();
         self.significance = Vec::new();
         self.keep_unique = Vec::new();
