@@ -44,3 +44,17 @@ pub(crate) fn map_releasing_inputs<T: Sync, R: Send>(
     }
     mapped
 }
+
+/// [`map_releasing_inputs`] for a pass that must run in order (it builds
+/// one result): `visit` each of `items`, returning the inputs' pages to
+/// the system after each slice.
+pub(crate) fn for_each_releasing_inputs<T>(
+    inputs: &crate::Inputs,
+    items: &[T],
+    mut visit: impl FnMut(&T),
+) {
+    for part in items.chunks(items.len().div_ceil(SLICES).max(1)) {
+        part.iter().for_each(&mut visit);
+        inputs.release_resident_pages();
+    }
+}

@@ -49,22 +49,21 @@ impl Analysis<'_, '_> {
         let mut edits = EditsBuilder::default();
         let groups = self.comdat_instances();
         // The edits name the symbols they move and make, which lie all over
-        // the inputs' string tables: their pages go back after each eighth
-        // of the classes (in input order, as classes are numbered by their
-        // first member), not all kept until the files are written.
+        // the inputs' string tables: their pages go back as the classes are
+        // edited (in input order, as classes are numbered by their first
+        // member), not all kept until the files are written.
         let folding: Vec<&ClassPlan> = plan.classes.iter().filter(|c| folds_anything(c)).collect();
-        for slice in folding.chunks(folding.len().div_ceil(8).max(1)) {
-            for class in slice {
-                match class.identity {
-                    Some(identity) => {
-                        let name = &plan.identity_names[identity.0 as usize];
-                        self.fold_through_identity(class, name, &groups, &mut edits);
-                    }
-                    None => self.fold_onto_kept_copy(class, &groups, &mut edits),
+        crate::memory::for_each_releasing_inputs(
+            self.program.inputs,
+            &folding,
+            |class| match class.identity {
+                Some(identity) => {
+                    let name = &plan.identity_names[identity.0 as usize];
+                    self.fold_through_identity(class, name, &groups, &mut edits);
                 }
-            }
-            self.program.inputs.release_resident_pages();
-        }
+                None => self.fold_onto_kept_copy(class, &groups, &mut edits),
+            },
+        );
         let mut edits = edits.edits;
         self.keep_exports_alive(plan, &mut edits);
         edits
