@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::measure::write_back;
+use super::set_aside::SetAside;
 use crate::corpus::Corpus;
 
 /// Every input is read through one buffer of this size, reused.
@@ -96,11 +98,12 @@ impl FloorRounds {
     }
 
     /// One timed round: every input read, then every file the cache holds
-    /// now copied to the emptied scratch directory (listing and emptying
-    /// are not timed).
-    pub(super) fn round(&mut self) -> Result<()> {
+    /// now copied to the emptied scratch directory (listing, emptying
+    /// and writing back are not timed).
+    pub(super) fn round(&mut self, set_aside: &SetAside) -> Result<()> {
         let copies = rewritten_copies(&self.cache, &self.scratch)?;
-        empty_dir(&self.scratch)?;
+        set_aside.empty_dir(&self.scratch)?;
+        write_back()?;
         let started = Instant::now();
         self.floor.read_bytes = read_every_file(&self.inputs, &mut self.buffer)?;
         let read = started.elapsed();
@@ -112,9 +115,9 @@ impl FloorRounds {
         Ok(())
     }
 
-    /// The rounds measured, the copies removed.
-    pub(super) fn finish(self) -> Result<IoFloor> {
-        remove_dir(&self.scratch)?;
+    /// The rounds measured, the copies set aside.
+    pub(super) fn finish(self, set_aside: &SetAside) -> Result<IoFloor> {
+        set_aside.remove(&self.scratch)?;
         Ok(self.floor)
     }
 }
@@ -187,21 +190,6 @@ fn copy_every_file(copies: &[(PathBuf, PathBuf)]) -> Result<u64> {
     Ok(total)
 }
 
-/// `dir`, created, and empty.
-fn empty_dir(dir: &Path) -> Result<()> {
-    remove_dir(dir)?;
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
-}
-
-/// Removes `dir` and everything in it, if it is there.
-fn remove_dir(dir: &Path) -> Result<()> {
-    match fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(error) => Err(error).with_context(|| format!("removing {}", dir.display())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,11 +232,14 @@ mod tests {
             output_arg_index: 5,
         };
         let copies = dir.join("floor");
+        let set_aside = SetAside::new(&dir.join("bench"));
         let mut rounds = FloorRounds::new(&corpus, &cache, "icf safe + lld", &copies);
         for _ in 0..2 {
-            rounds.round().expect("measuring a round of the floor");
+            rounds
+                .round(&set_aside)
+                .expect("measuring a round of the floor");
         }
-        let floor = rounds.finish().expect("removing the copies");
+        let floor = rounds.finish(&set_aside).expect("setting the copies aside");
         assert_eq!(floor.read_files, 2);
         assert_eq!(floor.read_bytes, (3 << 20) + 8);
         assert_eq!(floor.written_files, 1);
@@ -257,8 +248,9 @@ mod tests {
         assert!(floor.best().is_some());
         assert!(
             !copies.exists(),
-            "the copies are removed after the last round"
+            "the copies are set aside after the last round"
         );
+        set_aside.delete().expect("deleting what was set aside");
         let _ = fs::remove_dir_all(&dir);
     }
 

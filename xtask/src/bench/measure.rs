@@ -18,6 +18,7 @@ use super::estimate::{Estimate, estimates};
 use super::floor::{FloorRounds, IoFloor};
 use super::post_link;
 use super::prepare::{Check, Prepared, SyntheticInfo};
+use super::set_aside::SetAside;
 use crate::corpus::{Corpus, Linker};
 use crate::peer;
 use crate::process::{capture, display, shell_line};
@@ -113,12 +114,12 @@ fn variants() -> Vec<Variant> {
 impl Variant {
     /// The command producing `output`; `report` is where `icf link` writes
     /// its JSON; an `icf link` keeps its cache under `scratch` (a cold
-    /// row's is emptied first).
+    /// row's is emptied first, its old one moved to `set_aside`).
     fn command(
         &self,
         corpus: &Corpus,
         icf: &Path,
-        scratch: &Path,
+        (scratch, set_aside): (&Path, &SetAside),
         output: &Path,
         report: Option<&Path>,
     ) -> Result<Command> {
@@ -138,11 +139,9 @@ impl Variant {
         };
         let cache_dir = cache_dir(scratch, &self.file);
         match cache {
-            Cache::Cold => {
-                let _ = fs::remove_dir_all(&cache_dir);
-            }
+            Cache::Cold => set_aside.remove(&cache_dir)?,
             Cache::Changed => {
-                let _ = fs::remove_dir_all(&cache_dir);
+                set_aside.remove(&cache_dir)?;
                 link_tree(&primed_cache(scratch, &self.file), &cache_dir)?;
             }
             Cache::Warm => {}
@@ -375,13 +374,28 @@ impl CorpusResult {
 }
 
 /// Links, measures and runs every variant of one corpus.
-pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<CorpusResult> {
+/// What the timed links would delete goes to `set_aside`.
+pub(super) fn measure(
+    prepared: &Prepared,
+    icf: &Path,
+    runs: u32,
+    set_aside: &SetAside,
+) -> Result<CorpusResult> {
     let places = Places::fresh(&prepared.scratch)?;
     let mut rows: Vec<Row> = variants().into_iter().map(Row::new).collect();
     let mut floor = floor_rounds(prepared, &rows);
-    timed_rounds(prepared, icf, runs, &places, &mut rows, floor.as_mut())?;
-    let io_floor = finish_floor(floor, &rows)?;
-    write_reports(prepared, icf, &places, &rows)?;
+    let scratch = (prepared.scratch.as_path(), set_aside);
+    timed_rounds(
+        prepared,
+        icf,
+        runs,
+        &places,
+        &mut rows,
+        floor.as_mut(),
+        set_aside,
+    )?;
+    let io_floor = finish_floor(floor, &rows, set_aside)?;
+    write_reports(prepared, icf, scratch, &places, &rows)?;
     measure_outputs(prepared, &places, &mut rows)?;
     let estimates = match prepared.synthetic {
         None => estimates(
@@ -401,7 +415,7 @@ pub(super) fn measure(prepared: &Prepared, icf: &Path, runs: u32) -> Result<Corp
         Some(_) => Vec::new(),
     };
     let (fold_rss_kib, fold_error) = match &prepared.synthetic {
-        Some(info) => fold_alone(icf, info, &prepared.scratch, &places.rss_file),
+        Some(info) => fold_alone(icf, info, scratch, &places.rss_file),
         None => (Vec::new(), None),
     };
     Ok(CorpusResult {
@@ -442,14 +456,18 @@ fn floor_link_ok(floor: &FloorRounds, rows: &[Row]) -> bool {
         .any(|row| row.ok() && row.variant.label == floor.rewritten_by())
 }
 
-/// The floor measured, its copies removed; none when the link whose
+/// The floor measured, its copies set aside; none when the link whose
 /// rewritten files it writes failed.
-fn finish_floor(floor: Option<FloorRounds>, rows: &[Row]) -> Result<Option<IoFloor>> {
+fn finish_floor(
+    floor: Option<FloorRounds>,
+    rows: &[Row],
+    set_aside: &SetAside,
+) -> Result<Option<IoFloor>> {
     let Some(floor) = floor else {
         return Ok(None);
     };
     let linked = floor_link_ok(&floor, rows);
-    let floor = floor.finish()?;
+    let floor = floor.finish(set_aside)?;
     Ok(linked.then_some(floor))
 }
 
@@ -498,7 +516,9 @@ fn timed_rounds(
     places: &Places,
     rows: &mut [Row],
     mut floor: Option<&mut FloorRounds>,
+    set_aside: &SetAside,
 ) -> Result<()> {
+    let scratch = (prepared.scratch.as_path(), set_aside);
     // A warm row's cache is filled by one untimed link first; a changed
     // row's by a link of its copied objects with other bytes, kept aside.
     for row in rows.iter() {
@@ -506,7 +526,7 @@ fn timed_rounds(
         let mut command = match row.variant.kind {
             Kind::Icf(_, Cache::Warm) => {
                 row.variant
-                    .command(&prepared.corpus, icf, &prepared.scratch, &output, None)?
+                    .command(&prepared.corpus, icf, scratch, &output, None)?
             }
             Kind::Icf(_, Cache::Changed) => {
                 let changed = with_own_objects_copied(
@@ -516,13 +536,13 @@ fn timed_rounds(
                 )?;
                 // A warm row of its own, whose cache is where the changed
                 // row's runs start from (`primed_cache`).
-                let _ = fs::remove_dir_all(primed_cache(&prepared.scratch, &row.variant.file));
+                set_aside.remove(&primed_cache(&prepared.scratch, &row.variant.file))?;
                 Variant {
                     kind: Kind::Icf(row.variant.mode(), Cache::Warm),
                     file: format!("{}-primed", row.variant.file),
                     ..row.variant.clone()
                 }
-                .command(&changed, icf, &prepared.scratch, &output, None)?
+                .command(&changed, icf, scratch, &output, None)?
             }
             _ => continue,
         };
@@ -542,7 +562,7 @@ fn timed_rounds(
             let output = places.out.join(&variant.file);
             // Timed as people run it: without `--report`, whose names cost time.
             let corpus = row_corpus(prepared, variant.kind)?;
-            let command = variant.command(&corpus, icf, &prepared.scratch, &output, None)?;
+            let command = variant.command(&corpus, icf, scratch, &output, None)?;
             match timed(&command, &places.rss_file) {
                 Ok((wall, rss)) => {
                     row.walls.push(wall);
@@ -568,7 +588,7 @@ fn timed_rounds(
         }
         if let Some(floor) = floor.as_deref_mut().filter(|f| floor_link_ok(f, rows)) {
             eprintln!("    round {}/{runs}: I/O floor", round + 1);
-            floor.round()?;
+            floor.round(set_aside)?;
         }
     }
     Ok(())
@@ -576,7 +596,13 @@ fn timed_rounds(
 
 /// One more, untimed, icf link per icf row for its report: phases,
 /// aliases, thunks. It writes the same output as the timed rounds.
-fn write_reports(prepared: &Prepared, icf: &Path, places: &Places, rows: &[Row]) -> Result<()> {
+fn write_reports(
+    prepared: &Prepared,
+    icf: &Path,
+    scratch: (&Path, &SetAside),
+    places: &Places,
+    rows: &[Row],
+) -> Result<()> {
     for row in rows {
         if !row.ok() || !matches!(row.variant.kind, Kind::Icf(..)) {
             continue;
@@ -584,9 +610,9 @@ fn write_reports(prepared: &Prepared, icf: &Path, places: &Places, rows: &[Row])
         let output = places.out.join(&row.variant.file);
         let report = places.reports.join(format!("{}.json", row.variant.file));
         let corpus = row_corpus(prepared, row.variant.kind)?;
-        let mut command =
-            row.variant
-                .command(&corpus, icf, &prepared.scratch, &output, Some(&report))?;
+        let mut command = row
+            .variant
+            .command(&corpus, icf, scratch, &output, Some(&report))?;
         eprintln!("    report: {}", row.variant.label);
         capture(&mut command)
             .with_context(|| format!("{}: icf link --report", row.variant.label))?;
@@ -620,18 +646,18 @@ fn measure_outputs(prepared: &Prepared, places: &Places, rows: &mut [Row]) -> Re
 fn fold_alone(
     icf: &Path,
     info: &SyntheticInfo,
-    scratch: &Path,
+    (scratch, set_aside): (&Path, &SetAside),
     rss_file: &Path,
 ) -> (Vec<(&'static str, u64)>, Option<String>) {
     let mut fold_rss_kib = Vec::new();
     let mut fold_error = None;
     for mode in ["safe", "all"] {
         let folded = scratch.join(format!("fold-{mode}"));
-        let _ = fs::remove_dir_all(&folded);
+        let _ = set_aside.remove(&folded);
         let mut fold = Command::new(icf);
         // A first fold: the cache starts empty, as in the timed cold links.
         let cache = scratch.join("cache").join(format!("fold-{mode}"));
-        let _ = fs::remove_dir_all(&cache);
+        let _ = set_aside.remove(&cache);
         fold.args(["fold", "--mode", mode, "--cache-dir"])
             .arg(&cache)
             .arg("--out-dir")
@@ -646,7 +672,7 @@ fn fold_alone(
                 fold_error = Some(text);
             }
         }
-        let _ = fs::remove_dir_all(&folded);
+        let _ = set_aside.remove(&folded);
     }
     (fold_rss_kib, fold_error)
 }
@@ -667,8 +693,19 @@ pub(super) fn timed(command: &Command, rss_file: &Path) -> Result<(Duration, u64
     timed_output(command, rss_file).map(|(wall, rss, _)| (wall, rss))
 }
 
-/// Runs `command` under GNU time: its wall time, peak RSS (KiB) and output.
+/// Writes back what earlier commands left in the page cache (`sync`),
+/// before anything is timed: otherwise the kernel writes back one link's
+/// output (hundreds of MiB on the large corpora) on one of the two cores
+/// while the next link runs, and each row pays for whichever ran before.
+pub(super) fn write_back() -> Result<()> {
+    capture(&mut Command::new("sync")).context("writing back before a timed command")?;
+    Ok(())
+}
+
+/// Runs `command` under GNU time, after [`write_back`]: its wall time, peak
+/// RSS (KiB) and output.
 pub(super) fn timed_output(command: &Command, rss_file: &Path) -> Result<(Duration, u64, Output)> {
+    write_back()?;
     let mut wrapped = Command::new(GNU_TIME);
     wrapped
         .args(["-f", "%M", "-o"])

@@ -29,7 +29,10 @@
 //! mold (none, `--icf=all`; `--no-fork` so its time and memory are its own),
 //! GNU ld, and `icf link --mode safe|all` in front of lld and of GNU ld.
 //! Those `icf link` rows start from an empty cache every run (a first link,
-//! which also fills it); the `warm` rows in front of lld relink the same
+//! which also fills it; the previous run's cache is moved aside, not
+//! deleted, until every corpus is measured: `set_aside.rs`; and what
+//! earlier links left to write back is written before each timed command,
+//! untimed); the `warm` rows in front of lld relink the same
 //! inputs with the cache filled by one untimed link. Links run round-robin, `--runs` rounds (default 3), and the fastest wall
 //! time counts; the peak RSS (`/usr/bin/time -f %M`: the largest single
 //! process of the link: driver, linker or icf) is the largest over the rounds.
@@ -118,6 +121,7 @@ mod measure;
 mod post_link;
 mod prepare;
 mod render;
+mod set_aside;
 mod targets;
 
 use std::fs;
@@ -132,6 +136,7 @@ use crate::process::find_program;
 use measure::{Behaviour, CorpusResult, measure};
 pub(crate) use prepare::real_corpora;
 use render::{Environment, icf_revision, load_average};
+use set_aside::SetAside;
 use targets::{notes, targets};
 
 /// GNU time (Debian package `time`), for the peak RSS of a process tree.
@@ -188,11 +193,16 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
     let corpora = prepare::chosen_corpora(args, &root)?;
 
+    // Deleted once every corpus is measured (`set_aside.rs`: on ext4
+    // without a journal, files deleted just before a link slow down every
+    // file it creates).
+    let set_aside = SetAside::new(&root);
     let mut results = Vec::new();
     for prepared in &corpora {
         eprintln!("==> bench {}: {}", prepared.name, prepared.description);
-        results.push(measure(prepared, &icf, args.runs)?);
+        results.push(measure(prepared, &icf, args.runs, &set_aside)?);
     }
+    set_aside.delete()?;
     let lto = if matches!(args.corpus, CorpusChoice::Lto | CorpusChoice::All) {
         eprintln!("==> bench lto");
         Some(lto::measure(&root, &icf, args.runs)?)
