@@ -593,3 +593,64 @@ fn a_relink_hashes_only_the_objects_of_files_that_changed() {
     assert_eq!(run(&output), run(&plain), "a stale hash folded sum_b");
     assert_ne!(run(&output), before);
 }
+
+/// Two objects of one file name, `u.o`, in two directories.
+const U1: &str = "int u(void) { return 1; }\n";
+const U2: &str = "int w(void) { return 2; }\n";
+const MAIN_UW: &str = r#"
+#include <stdio.h>
+int u(void); int w(void);
+int main(void) { printf("%d %d\n", u(), w()); return 0; }
+"#;
+
+/// Objects are named in keys by file name, not path: the same objects
+/// linked from another directory read every key, and two files of one
+/// name, in either order, still name two objects (the binary is the
+/// uncached link's each time, and runs as the plain link does).
+#[test]
+fn the_same_objects_linked_from_another_directory_read_every_key() {
+    let dir = scratch("moved");
+    let cache = dir.join("cache");
+    let first = dir.join("first");
+    let second = dir.join("second");
+    for tree in [&first, &second] {
+        std::fs::create_dir_all(tree).expect("create a build tree");
+    }
+    let mut inputs = Vec::new();
+    for (name, source) in [("main", MAIN), ("a", A), ("b", B)] {
+        let object = compile_by_name(&first, name, source, &[]);
+        let moved = second.join(format!("{name}.o"));
+        std::fs::copy(&object, &moved).expect("copy an object");
+        inputs.push((object, moved));
+    }
+    let (from_first, from_second): (Vec<String>, Vec<String>) = inputs
+        .iter()
+        .map(|(a, b)| (a.display().to_string(), b.display().to_string()))
+        .unzip();
+    let cold = check(&dir, &cache, &from_first, "first-tree");
+    assert_eq!(cold.read, 0);
+    // b.o calls a.o's weak `g`, main.o calls into both: every entry names
+    // another object, and every one is read.
+    let moved = check(&dir, &cache, &from_second, "second-tree");
+    assert_eq!((moved.read, moved.runs), (cold.runs, cold.runs));
+
+    let x = dir.join("x");
+    let y = dir.join("y");
+    for tree in [&x, &y] {
+        std::fs::create_dir_all(tree).expect("create a directory");
+    }
+    let u1 = compile_by_name(&x, "u", U1, &[]).display().to_string();
+    let u2 = compile_by_name(&y, "u", U2, &[]).display().to_string();
+    let main = compile_by_name(&dir, "main_uw", MAIN_UW, &[])
+        .display()
+        .to_string();
+    let said = check(
+        &dir,
+        &cache,
+        &[main.clone(), u1.clone(), u2.clone()],
+        "one-name",
+    );
+    assert_eq!(said.read, 0);
+    let swapped = check(&dir, &cache, &[main, u2, u1], "one-name-swapped");
+    assert!(swapped.read < swapped.runs, "{swapped:?}");
+}

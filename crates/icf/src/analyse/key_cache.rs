@@ -18,11 +18,12 @@
 //! Nothing else reaches a key: the lifter reads the object's bytes, its
 //! relocations through the resolved symbols, and its own entry points;
 //! narrowing reads the places of the sections named. Another object is
-//! named by where it is in the link (file, member, and how many objects of
-//! that file and member come before it), not by its bytes: what it
-//! contributes to a key is the places above, so an object that only calls
-//! into a changed one keeps its entry as long as the pieces it calls stay
-//! where they were.
+//! named by where it is in the link (its file's name without the
+//! directory, member, and how many objects of that file name and member
+//! come before it), not by its bytes: what it contributes to a key is the
+//! places above, so an object that only calls into a changed one keeps its
+//! entry as long as the pieces it calls stay where they were, and the
+//! same objects linked from another directory keep every entry.
 //!
 //! Consecutive runs of one input file and kind (code, or data) are stored
 //! together, as one pack named by their keys in order ([`Pack`]): creating cache files
@@ -246,21 +247,23 @@ impl<'a, 'b, 'data> KeyCache<'a, 'b, 'data> {
             )
             .collect();
         let (hashes_written, objects_hashed) = known.updates(program, &hashes);
-        let mut seen: HashMap<(usize, Option<&str>), u64> = HashMap::default();
+        // Named by file name, not path: the same objects linked from
+        // another directory (a second build tree, a moved checkout) keep
+        // their names, and so does every entry naming them. Two files of
+        // one name differ by their ordinal, so names stay one per object.
+        let mut seen: HashMap<(&[u8], Option<&str>), u64> = HashMap::default();
         let names: Vec<u128> = program
             .objects
             .iter()
             .map(|object| {
+                let path = program.file_path(object.file);
+                let file_name = path.file_name().unwrap_or(path.as_os_str());
+                let file_name = file_name.as_encoded_bytes();
                 let ordinal = seen
-                    .entry((object.file, object.member.as_deref()))
+                    .entry((file_name, object.member.as_deref()))
                     .or_default();
                 let name = KeyHasher::new("object")
-                    .bytes(
-                        program
-                            .file_path(object.file)
-                            .as_os_str()
-                            .as_encoded_bytes(),
-                    )
+                    .bytes(file_name)
                     .bytes(object.member.as_deref().unwrap_or_default().as_bytes())
                     .u64(*ordinal)
                     .finish();
