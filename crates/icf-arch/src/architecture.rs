@@ -83,6 +83,22 @@ pub trait Architecture: Sync {
         address: u64,
         out: &mut Vec<LinkedReference>,
     ) -> crate::LinkedScan;
+    /// The targets of the direct calls in `code`, linked at `address` and
+    /// decoded linearly from its first byte: where a disassembler finds
+    /// the functions of a stripped image that no symbol and no unwind
+    /// entry names. Empty where code cannot be told from data without
+    /// mapping symbols (AArch64's literal pools, which a stripped image
+    /// has lost).
+    fn linked_call_targets(&self, _code: &[u8], _address: u64) -> Vec<u64> {
+        Vec::new()
+    }
+    /// How much of `code`, linked at `address`, comes before the padding
+    /// that ends it (`nop`s and traps after its last instruction), decoded
+    /// linearly: the extent of a function found by
+    /// [`Architecture::linked_call_targets`], which runs to the next one.
+    fn linked_code_before_padding(&self, code: &[u8], _address: u64) -> usize {
+        code.len()
+    }
     /// How many instructions `code`, linked at `address`, decodes to, and
     /// nothing else: what any reading of linked code pays at least (the
     /// decode floor of `cargo xtask bench`).

@@ -1103,3 +1103,82 @@ fn an_object_with_a_binary_is_an_error_naming_the_binary() {
     assert_report_fails(&[&object, &binary], &binary, &expected);
     assert_report_fails(&[&binary, &object], &binary, &expected);
 }
+
+/// Twins called directly, and a function that differs, in a program
+/// without unwind tables (see the test below).
+const CALLED_TWINS: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) int twin_a(int x) { int s = 0; for (int i = 0; i < x; i++) s += (i * i) ^ x; return s; }
+__attribute__((noinline)) int twin_b(int x) { int s = 0; for (int i = 0; i < x; i++) s += (i * i) ^ x; return s; }
+__attribute__((noinline)) int other(int x) { int s = 1; for (int i = 0; i < x; i++) s *= i | x; return s; }
+int main(int argc, char **argv) {
+    (void)argv;
+    printf("%d %d %d\n", twin_a(argc + 10), twin_b(argc + 11), other(argc));
+    return 0;
+}
+"#;
+
+/// A stripped x86-64 program built without unwind tables has neither
+/// symbols nor FDEs for its functions (Debian's mold: 95% of its `.text`):
+/// the reader finds them where code calls them, as a disassembler does,
+/// and the report saves what it saves on the same link unstripped. The
+/// twins are unnamed `sub_ADDR` members of one class.
+#[test]
+fn a_stripped_binary_without_unwind_tables_reports_its_called_functions() {
+    let dir = icf_fixtures::source_dir().join("../target/report-binary/called-twins");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let source = dir.join("twins.c");
+    std::fs::write(&source, CALLED_TWINS).expect("write the source");
+    for compiler in COMPILERS {
+        let build = Build {
+            compiler,
+            arch: Arch::X86_64,
+            function_sections: true,
+            extra_flags: Vec::new(),
+        };
+        let label = build.label();
+        let linked = dir.join(&label);
+        let mut command = build.driver_command(false);
+        command
+            .args([
+                "-O2",
+                "-fno-asynchronous-unwind-tables",
+                "-fno-unwind-tables",
+            ])
+            .args(if compiler == Compiler::Gcc {
+                // gcc folds identical functions itself at -O2.
+                &["-fno-ipa-icf"][..]
+            } else {
+                &[]
+            })
+            .arg(&source)
+            .arg("-o")
+            .arg(&linked);
+        run(&mut command, &label);
+        let stripped = dir.join(format!("{label}.stripped"));
+        strip(&linked, &stripped);
+        for mode in MODES {
+            let context = format!("called twins {label} {mode}");
+            let unstripped = report(mode, &[], &[&linked], &context);
+            let binary = report(mode, &[], &[&stripped], &context);
+            assert!(
+                unstripped.saved_code_bytes > 0,
+                "{context}: the twins do not fold"
+            );
+            assert_eq!(
+                binary.saved_code_bytes, unstripped.saved_code_bytes,
+                "{context}: stripped and unstripped reports differ"
+            );
+            let twins = binary
+                .classes
+                .iter()
+                .find(|class| class.kind == "code" && class.members.len() == 2)
+                .unwrap_or_else(|| panic!("{context}: no class of the two twins"));
+            assert!(
+                twins.members.iter().all(|m| m.symbol.starts_with("sub_")),
+                "{context}: {:?}",
+                twins.members.iter().map(|m| &m.symbol).collect::<Vec<_>>()
+            );
+        }
+    }
+}

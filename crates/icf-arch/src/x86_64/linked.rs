@@ -107,6 +107,35 @@ fn decode<'a>(
     })
 }
 
+/// The targets of the `call rel32`s in `code`, linked at `address`,
+/// decoded linearly (see `Architecture::linked_call_targets`).
+pub(super) fn call_targets(code: &[u8], address: u64) -> Vec<u64> {
+    decode(code, address, None)
+        .filter(|(instr, _)| {
+            instr.flow_control() == FlowControl::Call && instr.op0_kind() == OpKind::NearBranch64
+        })
+        .map(|(instr, _)| instr.near_branch_target())
+        .collect()
+}
+
+/// The length of `code`, linked at `address`, without the `nop`s and
+/// `int3`s that end it; all of it where an instruction does not decode.
+pub(super) fn before_padding(code: &[u8], address: u64) -> usize {
+    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+    let mut instr = Instruction::default();
+    let mut end = 0;
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instr);
+        if instr.is_invalid() {
+            return code.len();
+        }
+        if !matches!(instr.mnemonic(), Mnemonic::Nop | Mnemonic::Int3) {
+            end = (instr.next_ip() - address) as usize;
+        }
+    }
+    end
+}
+
 /// The references in `code`, linked at `address`, appended to `out`;
 /// returns what the same decode tells besides (see [`LinkedScan`]).
 pub(super) fn references(code: &[u8], address: u64, out: &mut Vec<LinkedReference>) -> LinkedScan {

@@ -147,6 +147,14 @@ impl Architecture for X86_64 {
         linked::references(code, address, out)
     }
 
+    fn linked_call_targets(&self, code: &[u8], address: u64) -> Vec<u64> {
+        linked::call_targets(code, address)
+    }
+
+    fn linked_code_before_padding(&self, code: &[u8], address: u64) -> usize {
+        linked::before_padding(code, address)
+    }
+
     fn count_instructions(&self, code: &[u8], address: u64) -> usize {
         let mut decoder =
             iced_x86::Decoder::with_ip(64, code, address, iced_x86::DecoderOptions::NONE);

@@ -16,8 +16,10 @@
 //!   by content (their `SHF_MERGE` flag is dropped): addresses are final,
 //!   so a constant is its address.
 //! - **Functions** are the function symbols of `.symtab`; without one
-//!   (a stripped image), those of `.dynsym` and one unnamed function per
-//!   `.eh_frame` FDE that no symbol starts.
+//!   (a stripped image), those of `.dynsym`, one unnamed function per
+//!   `.eh_frame` FDE that no symbol starts, and one per target of a direct
+//!   call from code that neither covers (where the architecture can tell
+//!   code from data: x86-64), found as a disassembler finds them.
 //! - **Code**: each function piece is decoded
 //!   ([`icf_arch::Architecture::linked_references`]) and every field that
 //!   names an address outside the piece becomes the relocation an
@@ -160,7 +162,10 @@ impl<'data> Object<'data> {
         reader.fdes = reader.read_fdes()?;
         reader.place_symbols();
         reader.add_section_symbols();
-        let unnamed_functions = reader.add_unwound_functions();
+        let mut unnamed_functions = reader.add_unwound_functions();
+        if stripped {
+            unnamed_functions += reader.add_called_functions();
+        }
         reader.named_starts = reader.named_starts();
         let tables = reader.relocate_code();
         reader.take_addresses_kept_in_code()?;
@@ -202,6 +207,13 @@ impl<'data> Object<'data> {
         }));
         Ok(object)
     }
+}
+
+/// Code of a section that no function symbol covers.
+struct CodeRange {
+    section: SectionIndex,
+    start: u64,
+    end: u64,
 }
 
 /// The image being read: the model so far, and where its sections sit.
@@ -352,6 +364,121 @@ impl<'data> Reader<'data> {
             added += 1;
         }
         added
+    }
+
+    /// In a stripped image, the code that no symbol and no FDE covers (a
+    /// program built without unwind tables: Debian's mold, 95% of its
+    /// `.text`) is decoded linearly, and each direct call from there into
+    /// such code starts an unnamed local function, which runs to the next
+    /// start, as a disassembler finds functions. A function only ever
+    /// reached by a jump or a pointer stays part of the one before it: a
+    /// piece holding both compares equal only to a piece holding the same
+    /// two.
+    fn add_called_functions(&mut self) -> usize {
+        let uncovered = self.uncovered_code();
+        let reader = &*self;
+        let mut targets: Vec<u64> = uncovered
+            .par_iter()
+            .flat_map_iter(|piece| {
+                let section = &reader.object.sections[piece.section.index()];
+                let code = section
+                    .data
+                    .get(piece.start as usize..piece.end as usize)
+                    .unwrap_or_default();
+                let address = reader.addresses[piece.section.index()] + piece.start;
+                reader.arch.linked_call_targets(code, address)
+            })
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        // Each new start in the piece of uncovered code that holds it,
+        // in order: a function runs to the next start or the piece's end.
+        let mut starts: Vec<(usize, SectionIndex, u64)> = Vec::new();
+        for target in targets {
+            let Some((section, offset)) = self.section_at(target) else {
+                continue;
+            };
+            let at =
+                uncovered.partition_point(|piece| (piece.section, piece.end) <= (section, offset));
+            let inside = uncovered
+                .get(at)
+                .is_some_and(|piece| piece.section == section && piece.start <= offset);
+            if inside && !self.function_starts.contains(&target) {
+                starts.push((at, section, offset));
+            }
+        }
+        let reader = &*self;
+        let symbols: Vec<Symbol> = starts
+            .par_iter()
+            .enumerate()
+            .map(|(index, &(at, section, offset))| {
+                let end = match starts.get(index + 1) {
+                    Some(&(next_at, _, next)) if next_at == at => next,
+                    _ => uncovered[at].end,
+                };
+                let address = reader.addresses[section.index()] + offset;
+                let code = reader.object.sections[section.index()]
+                    .data
+                    .get(offset as usize..end as usize)
+                    .unwrap_or_default();
+                // Without the padding after it: a copy elsewhere has other
+                // padding, and it is not the function's to save.
+                let size = reader.arch.linked_code_before_padding(code, address);
+                let mut symbol = local_symbol(SymbolKind::Func, section, offset, size as u64);
+                symbol.binding = Binding::Local;
+                symbol
+            })
+            .collect();
+        let added = symbols.len();
+        for (symbol, &(_, section, offset)) in symbols.into_iter().zip(&starts) {
+            self.function_starts
+                .insert(self.addresses[section.index()] + offset);
+            self.object.symbols.push(symbol);
+        }
+        added
+    }
+
+    /// The code no function symbol's extent covers, as (section, start,
+    /// end) pieces sorted by section and start.
+    fn uncovered_code(&self) -> Vec<CodeRange> {
+        let mut covered: Vec<(SectionIndex, u64, u64)> = self
+            .object
+            .symbols
+            .iter()
+            .filter(|s| matches!(s.kind, SymbolKind::Func | SymbolKind::Ifunc) && s.size > 0)
+            .filter_map(|s| Some((s.section()?, s.value, s.value.saturating_add(s.size))))
+            .collect();
+        covered.sort_unstable();
+        let mut uncovered = Vec::new();
+        for (index, section) in self.object.sections.iter().enumerate() {
+            if !section.is_executable() || section.size == 0 {
+                continue;
+            }
+            let section_index = SectionIndex(index as u32);
+            let first = covered.partition_point(|&(s, _, _)| s < section_index);
+            let mut position = 0;
+            for &(_, start, end) in covered[first..]
+                .iter()
+                .take_while(|&&(s, _, _)| s == section_index)
+            {
+                if start > position {
+                    uncovered.push(CodeRange {
+                        section: section_index,
+                        start: position,
+                        end: start.min(section.size),
+                    });
+                }
+                position = position.max(end);
+            }
+            if position < section.size {
+                uncovered.push(CodeRange {
+                    section: section_index,
+                    start: position,
+                    end: section.size,
+                });
+            }
+        }
+        uncovered
     }
 
     fn named_starts(&self) -> HashSet<u64> {

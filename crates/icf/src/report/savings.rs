@@ -183,7 +183,7 @@ fn image_notes(image: &ImageSummary) -> Vec<String> {
     )];
     if image.stripped {
         notes.push(format!(
-            "no .symtab: functions are those of .dynsym and .eh_frame ({} unnamed)",
+            "no .symtab: functions are those of .dynsym, .eh_frame and the direct calls from code neither covers ({} unnamed)",
             image.unnamed_functions
         ));
     }
