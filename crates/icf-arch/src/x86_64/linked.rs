@@ -110,12 +110,16 @@ fn decode<'a>(
 /// The targets of the `call rel32`s in `code`, linked at `address`,
 /// decoded linearly (see `Architecture::linked_call_targets`).
 pub(super) fn call_targets(code: &[u8], address: u64) -> Vec<u64> {
-    decode(code, address, None)
-        .filter(|(instr, _)| {
-            instr.flow_control() == FlowControl::Call && instr.op0_kind() == OpKind::NearBranch64
-        })
-        .map(|(instr, _)| instr.near_branch_target())
-        .collect()
+    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+    let mut instr = Instruction::default();
+    let mut targets = Vec::new();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instr);
+        if instr.flow_control() == FlowControl::Call && instr.op0_kind() == OpKind::NearBranch64 {
+            targets.push(instr.near_branch_target());
+        }
+    }
+    targets
 }
 
 /// The length of `code`, linked at `address`, without the `nop`s and

@@ -393,7 +393,7 @@ impl<'data> Reader<'data> {
         targets.dedup();
         // Each new start in the piece of uncovered code that holds it,
         // in order: a function runs to the next start or the piece's end.
-        let mut starts: Vec<(usize, SectionIndex, u64)> = Vec::new();
+        let mut starts: Vec<(usize, SectionIndex, u64, u64)> = Vec::new();
         for target in targets {
             let Some((section, offset)) = self.section_at(target) else {
                 continue;
@@ -404,19 +404,18 @@ impl<'data> Reader<'data> {
                 .get(at)
                 .is_some_and(|piece| piece.section == section && piece.start <= offset);
             if inside && !self.function_starts.contains(&target) {
-                starts.push((at, section, offset));
+                starts.push((at, section, offset, target));
             }
         }
         let reader = &*self;
         let symbols: Vec<Symbol> = starts
             .par_iter()
             .enumerate()
-            .map(|(index, &(at, section, offset))| {
+            .map(|(index, &(at, section, offset, address))| {
                 let end = match starts.get(index + 1) {
-                    Some(&(next_at, _, next)) if next_at == at => next,
+                    Some(&(next_at, _, next, _)) if next_at == at => next,
                     _ => uncovered[at].end,
                 };
-                let address = reader.addresses[section.index()] + offset;
                 let code = reader.object.sections[section.index()]
                     .data
                     .get(offset as usize..end as usize)
@@ -430,9 +429,8 @@ impl<'data> Reader<'data> {
             })
             .collect();
         let added = symbols.len();
-        for (symbol, &(_, section, offset)) in symbols.into_iter().zip(&starts) {
-            self.function_starts
-                .insert(self.addresses[section.index()] + offset);
+        for (symbol, &(.., address)) in symbols.into_iter().zip(&starts) {
+            self.function_starts.insert(address);
             self.object.symbols.push(symbol);
         }
         added
