@@ -2149,6 +2149,61 @@ fn lld_s_erratum_843419_patch_moves_with_the_code() {
 }
 
 #[test]
+fn a_page_kept_past_a_call_still_points_into_its_data() {
+    // GNU ld puts `.rodata` after `.text` in one segment; `table_byte`
+    // keeps `table`'s page in a register across a call, which a return
+    // may hand back. When the twins fold, the data behind `.text` moved
+    // by 128 bytes, not a whole page: the page kept pointed elsewhere in
+    // `.rodata`, and `icf verify` rejected every GNU ld output.
+    let dir = fresh_dir("page_past_call");
+    let fixtures = icf_fixtures::source_dir().join("shrink");
+    let build = Build {
+        compiler: Compiler::Gcc,
+        arch: Arch::Aarch64,
+        function_sections: false,
+        extra_flags: Vec::new(),
+    };
+    let mut failures = Vec::new();
+    // gold's AArch64 `-q` output is refused (`shape.rs`).
+    for linker in Linker::ALL.into_iter().filter(|&l| l != Linker::Gold) {
+        let input = dir.join(format!("in-{}", linker.name()));
+        run_to_success(
+            build
+                .link_command(false, linker)
+                .arg("-O2")
+                .arg(fixtures.join("page_past_call.s"))
+                .arg(fixtures.join("page_past_call_main.c"))
+                .args(["-Wl,-q", "-o"])
+                .arg(&input),
+            &input.display().to_string(),
+        );
+        let runner = Runner {
+            arch: Arch::Aarch64,
+            loader: None,
+        };
+        let shrinking = Shrinking::of(input.clone(), runner, None);
+        for mode in MODES {
+            let output = dir.join(format!("out-{}-{mode}", linker.name()));
+            let context = format!("page_past_call {} {mode}", linker.name());
+            let (row, failed) = shrinking.shrink(mode, &output, &context);
+            let why = describe(&failed.iter().collect::<Vec<_>>(), 1);
+            failures.extend(failed);
+            assert!(
+                row.output.is_some_and(|out| out.text < row.input.text),
+                "{context}: .text did not shrink: {}\n{why}",
+                row.shrunk
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} checks failed:\n\n{}",
+        failures.len(),
+        describe(&failures.iter().collect::<Vec<_>>(), 16)
+    );
+}
+
+#[test]
 fn literal_pools_take_the_addresses_they_hold() {
     check(&Program {
         name: "literal_pool",

@@ -23,7 +23,9 @@
 //!   pieces running into one another it belongs to; the code before it
 //!   closes up and leaves a gap, the code after it closes up behind it.
 //! - The sections after `.text` in its segment move down together, by a
-//!   multiple of the largest alignment among them.
+//!   multiple of the largest alignment among them (on AArch64 at least a
+//!   page, `shape.rs`: an `adrp`'s page kept past its pair still points
+//!   into the same data).
 //! - A piece (with the chain it heads) moves down one more alignment step
 //!   at a time while an instruction of it exposed to a CPU erratum would
 //!   land in a page's last words ([`icf_arch::PageEndHazard`]: AArch64's

@@ -10,6 +10,9 @@ use object::elf as E;
 /// largest kind).
 const MAX_ALIGN: u64 = 1 << 21;
 
+/// The page an AArch64 `adrp` gives, whatever page size the system uses.
+const ADRP_PAGE: u64 = 4096;
+
 /// Where things are in the image: `.text`, the segment holding it, the
 /// symbol table, the kept relocations.
 #[derive(Clone, Debug)]
@@ -123,6 +126,18 @@ impl Shape {
             if p.p_type != E::PT_LOAD.0 && p.vaddr >= text_end && p.vaddr < segment_end {
                 tail_align = tail_align.max(p.align);
             }
+        }
+        // AArch64 code reaches what follows `.text` through `adrp`, which
+        // gives a 4 KiB page the code completes with an address's low 12
+        // bits. A pair the kept relocations name is written again wherever
+        // the tail goes; a page kept past its pair (in a register across
+        // a call, which a return may hand back) is a value of its own,
+        // which points at the same place in the data only if the data
+        // moves by whole pages. GNU ld puts `.rodata` there; a whole-page
+        // move costs less than a page of the saving, and `icf verify`
+        // (which reads such a page as an address into the data) proves it.
+        if elf.machine == E::EM_AARCH64.0 && !tail.is_empty() {
+            tail_align = tail_align.max(ADRP_PAGE);
         }
         Ok(Shape {
             text,
